@@ -1,0 +1,328 @@
+"""The communication budget of one data-parallel step: Drill 3, parts (a) to (g).
+
+Symbols: ``N`` parameters, ``S = N * bytes_per_grad`` the gradient message,
+``P`` data-parallel ranks, ``a`` per-ring-step latency, ``B`` per-rank
+bandwidth, ``t_c`` compute-only time of one micro-batch step, ``k``
+micro-batches per optimizer step (gradient accumulation with ``no_sync``: one
+all-reduce per optimizer step), ``f_b`` the backward share of a step.
+
+(a) ``S = N * bytes_per_grad``
+(b) ring all-reduce ``T = 2(P-1)a + 2(P-1)/P * S/B`` (:func:`ring_all_reduce`)
+(c) comm fraction ``T / (k t_c)``; fully exposed efficiency ``k t_c / (k t_c + T)``;
+    overlapped ceiling ``k t_c / max(k t_c, T)``, reachable only if ``T`` fits in
+    the last micro-batch's backward window ``f_b t_c`` -- and even then the last
+    bucket's all-reduce (the tail) starts when backward ends and cannot hide, so
+    exposed time is at least ``max(tail, T - f_b t_c)``.
+(d) threshold label: ``COMMUNICATION-BOUND`` when ``T / (k t_c) > threshold``
+    (the drill's script); the overlap verdict compares ``T`` with ``f_b t_c``.
+(e) fixes: accumulation over ``k'`` micro-batches (ratio ``T / (k' t_c)``);
+    ZeRO-2 (ring reduce-scatter of gradients + ring all-gather of parameters,
+    each ``(P-1)a + (P-1)/P * S/B``: the same bytes as the all-reduce);
+    the group inside one node (the all-reduce on the intra-node link).
+(f) buckets: :mod:`commcost.buckets`.
+(g) scaling: the terms at other ``P`` on the same fabric; the global batch grows
+    as ``P/P_0`` at a fixed per-GPU batch; the bandwidth term tends to ``2S/B``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, bucket_advice, bucket_row, crossover_bytes
+from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
+from commcost.errors import InputError
+from commcost.topology import Link
+from commcost.units import GB, MiB, require_finite_positive
+from commcost.workload import gradient_bytes
+
+__all__ = [
+    "DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S", "BudgetInputs", "StepAnalysis",
+    "GradAccumFix", "Zero2Fix", "IntraNodeFix", "Fixes", "BucketTable",
+    "GpuScalingRow", "Budget", "communication_budget", "scaling_gpu_counts",
+    "require_count",
+]
+
+DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S = 300 * GB
+"""The drill's intra-node figure, 300 GB/s per GPU."""
+
+
+def require_count(name: str, value: int, *, minimum: int = 1) -> None:
+    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetInputs:
+    """Everything the budget of one data-parallel step depends on (SI units)."""
+
+    gpus: int
+    """Ranks P in the data-parallel group."""
+    link: Link
+    """The link the group's ring runs over (the slowest tier it spans)."""
+    params: float
+    """Parameters N (a count, not billions)."""
+    step_s: float
+    """Measured compute-only time of one micro-batch step, seconds."""
+    bytes_per_grad: int = 2
+    """Bytes per gradient element (bf16: 2)."""
+    grad_accum: int = 1
+    """Micro-batches k per optimizer step; one all-reduce per optimizer step."""
+    backward_fraction: float = 2.0 / 3.0
+    """Share f_b of a step spent in the backward pass (forward ~1/3, backward ~2/3)."""
+    threshold: float = 0.5
+    """The drill script's label threshold on ``T / step``."""
+    fix_grad_accum: int = 4
+    """Micro-batches per optimizer step for the gradient-accumulation fix."""
+    intra_node_link: Link | None = None
+    """Intra-node link for the "DP inside a node" fix; default 300 GB/s with ``link``'s latency."""
+    gpus_per_node: int = 8
+    """GPUs in one node (one NVLink domain)."""
+    bucket_caps_bytes: tuple[float, ...] = (1 * MiB, 25 * MiB)
+    """Bucket caps for part (f), bytes."""
+    tail_bucket_bytes: float = PYTORCH_DEFAULT_BUCKET_BYTES
+    """Size of the last bucket, whose all-reduce cannot hide (DDP default 25 MiB)."""
+    max_latency_share: float = 0.2
+    """Largest latency share of one bucket accepted when advising a bucket size."""
+    tail_budget_fraction: float = 0.05
+    """Largest exposed tail accepted, as a fraction of the compute step."""
+    scaling_gpus: tuple[int, ...] = ()
+    """GPU counts for part (g); empty means :func:`scaling_gpu_counts`."""
+
+    def __post_init__(self) -> None:
+        require_count("gpus", self.gpus)
+        require_finite_positive("params", self.params)
+        require_finite_positive("step_s", self.step_s)
+        require_count("bytes_per_grad", self.bytes_per_grad)
+        require_count("grad_accum", self.grad_accum)
+        require_count("fix_grad_accum", self.fix_grad_accum)
+        require_count("gpus_per_node", self.gpus_per_node)
+        for name, value in (("backward_fraction", self.backward_fraction),
+                            ("threshold", self.threshold),
+                            ("tail_budget_fraction", self.tail_budget_fraction)):
+            require_finite_positive(name, value)
+            if value > 1:
+                raise InputError(f"{name} must be in (0, 1], got {value:g}")
+        if not self.bucket_caps_bytes:
+            raise InputError("bucket_caps_bytes must not be empty")
+        for cap in self.bucket_caps_bytes:
+            require_finite_positive("bucket cap (bytes)", cap)
+        require_finite_positive("tail_bucket_bytes", self.tail_bucket_bytes)
+        for g in self.scaling_gpus:
+            require_count("scaling gpus", g)
+
+
+def scaling_gpu_counts(gpus: int) -> tuple[int, ...]:
+    """Powers of two from 8 up to at least ``8 * gpus``, plus ``gpus`` itself, sorted."""
+    counts = {gpus}
+    p = 8
+    while True:
+        counts.add(p)
+        if p >= 8 * gpus:
+            break
+        p *= 2
+    return tuple(sorted(counts))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepAnalysis:
+    """Part (c) and (d): the all-reduce against the compute of one optimizer step."""
+
+    compute_s: float
+    """``k t_c``: compute-only time of one optimizer step, seconds."""
+    comm_s: float
+    """``T``, seconds."""
+    comm_fraction: float
+    """``T / (k t_c)``."""
+    efficiency_exposed: float
+    """``k t_c / (k t_c + T)``: nothing overlaps."""
+    efficiency_overlapped_ceiling: float
+    """``k t_c / max(k t_c, T)``: everything overlaps."""
+    backward_window_s: float
+    """``f_b t_c``: the last micro-batch's backward, the only time comm can hide in."""
+    backward_margin_s: float
+    """``f_b t_c - T``; negative when T does not fit."""
+    tail_s: float
+    """All-reduce of the last bucket (``min(tail_bucket, S)``): always exposed."""
+    exposed_lower_bound_s: float
+    """``max(tail, T - f_b t_c)``: exposed time no bucketing can avoid."""
+    efficiency_best_case: float
+    """``k t_c / (k t_c + exposed_lower_bound)``."""
+    threshold: float
+    """Threshold of the label."""
+    label: Literal["COMMUNICATION-BOUND", "COMPUTE-BOUND"]
+    """The drill script's label: ``T / (k t_c) > threshold``."""
+    overlap_verdict: Literal["HIDES", "DOES NOT HIDE", "NO COMMUNICATION"]
+    """Whether T fits inside the backward window."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradAccumFix:
+    """Fix 1: accumulate over more micro-batches; one all-reduce per optimizer step."""
+
+    micro_batches: int
+    compute_s: float
+    comm_s: float
+    comm_to_compute: float
+    global_batch_growth: float
+    """The global batch grows by this factor: the price of the fix."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Zero2Fix:
+    """Fix 2: ZeRO-2, reduce-scatter of gradients plus all-gather of parameters."""
+
+    reduce_scatter: CollectiveCost
+    all_gather: CollectiveCost
+    comm_s: float
+    compute_s: float
+    comm_to_compute: float
+    bytes_sent_per_rank: float
+    """``2 (P-1)/P * S``: what each rank sends; equal to the all-reduce's."""
+    allreduce_bytes_sent_per_rank: float
+    """``2 (P-1)/P * S`` for the plain all-reduce, for comparison."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntraNodeFix:
+    """Fix 3: the data-parallel group on the intra-node link."""
+
+    link: Link
+    allreduce: CollectiveCost
+    compute_s: float
+    comm_to_compute: float
+    available: bool
+    """True when P <= GPUs per node."""
+    nodes_spanned: int
+    """``ceil(P / gpus_per_node)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fixes:
+    """Part (e)."""
+
+    baseline_comm_to_compute: float
+    grad_accum: GradAccumFix
+    zero2: Zero2Fix
+    intra_node: IntraNodeFix
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BucketTable:
+    """Part (f)."""
+
+    crossover_bytes: float
+    rows: tuple[BucketRow, ...]
+    advice: BucketAdvice
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuScalingRow:
+    """One row of part (g): the same gradient and fabric at another group size."""
+
+    gpus: int
+    allreduce: CollectiveCost
+    crossover_bytes: float
+    comm_fraction: float
+    global_batch_growth: float
+    """``P / P_0`` at a fixed per-GPU batch."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budget:
+    """The whole report: one field per part of the drill."""
+
+    inputs: BudgetInputs
+    message_bytes: float
+    """(a) ``S``."""
+    allreduce: CollectiveCost
+    """(b) ring all-reduce of ``S``."""
+    step: StepAnalysis
+    """(c), (d)."""
+    fixes: Fixes
+    """(e)."""
+    buckets: BucketTable
+    """(f)."""
+    scaling: tuple[GpuScalingRow, ...]
+    """(g)."""
+    bandwidth_limit_s: float
+    """``2S/B``: the bandwidth term as P grows without bound."""
+
+
+def _step_analysis(inp: BudgetInputs, T: CollectiveCost) -> StepAnalysis:
+    compute_s = inp.grad_accum * inp.step_s
+    comm_s = T.total_s
+    window_s = inp.backward_fraction * inp.step_s
+    tail = ring_all_reduce(min(inp.tail_bucket_bytes, T.message_bytes), inp.gpus, inp.link)
+    exposed_lb = max(tail.total_s, comm_s - window_s) if comm_s > 0 else 0.0
+    fraction = comm_s / compute_s
+    if comm_s == 0:
+        verdict: Literal["HIDES", "DOES NOT HIDE", "NO COMMUNICATION"] = "NO COMMUNICATION"
+    else:
+        verdict = "HIDES" if comm_s <= window_s else "DOES NOT HIDE"
+    return StepAnalysis(
+        compute_s=compute_s, comm_s=comm_s, comm_fraction=fraction,
+        efficiency_exposed=compute_s / (compute_s + comm_s),
+        efficiency_overlapped_ceiling=compute_s / max(compute_s, comm_s),
+        backward_window_s=window_s, backward_margin_s=window_s - comm_s,
+        tail_s=tail.total_s, exposed_lower_bound_s=exposed_lb,
+        efficiency_best_case=compute_s / (compute_s + exposed_lb),
+        threshold=inp.threshold,
+        label="COMMUNICATION-BOUND" if fraction > inp.threshold else "COMPUTE-BOUND",
+        overlap_verdict=verdict,
+    )
+
+
+def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
+    compute_s = inp.grad_accum * inp.step_s
+    P = inp.gpus
+    accum_compute_s = inp.fix_grad_accum * inp.step_s
+    grad_accum = GradAccumFix(
+        micro_batches=inp.fix_grad_accum, compute_s=accum_compute_s, comm_s=T.total_s,
+        comm_to_compute=T.total_s / accum_compute_s,
+        global_batch_growth=inp.fix_grad_accum / inp.grad_accum,
+    )
+    rs = ring_reduce_scatter(S, P, inp.link)
+    ag = ring_all_gather(S, P, inp.link)
+    zero2 = Zero2Fix(
+        reduce_scatter=rs, all_gather=ag, comm_s=rs.total_s + ag.total_s, compute_s=compute_s,
+        comm_to_compute=(rs.total_s + ag.total_s) / compute_s,
+        bytes_sent_per_rank=2 * (P - 1) / P * S,
+        allreduce_bytes_sent_per_rank=2 * (P - 1) / P * S,
+    )
+    intra_link = inp.intra_node_link or Link(
+        bandwidth_bytes_per_s=DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S, latency_s=inp.link.latency_s)
+    intra_T = ring_all_reduce(S, P, intra_link)
+    intra = IntraNodeFix(
+        link=intra_link, allreduce=intra_T, compute_s=compute_s,
+        comm_to_compute=intra_T.total_s / compute_s,
+        available=P <= inp.gpus_per_node, nodes_spanned=math.ceil(P / inp.gpus_per_node),
+    )
+    return Fixes(baseline_comm_to_compute=T.total_s / compute_s,
+                 grad_accum=grad_accum, zero2=zero2, intra_node=intra)
+
+
+def communication_budget(inp: BudgetInputs) -> Budget:
+    """Compute parts (a) to (g) of the drill for ``inp``."""
+    S = gradient_bytes(inp.params, inp.bytes_per_grad)
+    T = ring_all_reduce(S, inp.gpus, inp.link)
+    compute_s = inp.grad_accum * inp.step_s
+    rows = tuple(bucket_row(S, cap, inp.gpus, inp.link) for cap in inp.bucket_caps_bytes)
+    advice = bucket_advice(S, inp.gpus, inp.link, max_latency_share=inp.max_latency_share,
+                           tail_budget_s=inp.tail_budget_fraction * compute_s)
+    scaling = []
+    for g in inp.scaling_gpus or scaling_gpu_counts(inp.gpus):
+        Tg = ring_all_reduce(S, g, inp.link)
+        scaling.append(GpuScalingRow(
+            gpus=g, allreduce=Tg, crossover_bytes=crossover_bytes(g, inp.link),
+            comm_fraction=Tg.total_s / compute_s, global_batch_growth=g / inp.gpus,
+        ))
+    return Budget(
+        inputs=inp, message_bytes=S, allreduce=T,
+        step=_step_analysis(inp, T), fixes=_fixes(inp, S, T),
+        buckets=BucketTable(crossover_bytes=advice.crossover_bytes, rows=rows, advice=advice),
+        scaling=tuple(scaling),
+        bandwidth_limit_s=2 * S / inp.link.bandwidth_bytes_per_s,
+    )

@@ -1,0 +1,56 @@
+"""The ``commcost`` command line: a thin layer of subcommands over the public API.
+
+Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)``
+and ``run(args) -> int``, and is listed once in :data:`SUBCOMMANDS`. Modules here
+import only the standard library at import time; heavy imports happen in ``run``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+from commcost.cli._args import Parser, fail
+from commcost.errors import InputError
+
+__all__ = ["main", "budget_main", "SUBCOMMANDS"]
+
+SUBCOMMANDS: dict[str, str] = {
+    "budget": "commcost.cli.budget",
+}
+"""Subcommand name -> module implementing it."""
+
+
+def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
+    module = importlib.import_module(module_name)
+    parser = Parser(prog=prog, description=module.HELP)
+    module.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    try:
+        return module.run(args)
+    except InputError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``commcost SUBCOMMAND ...``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        lines = ["usage: commcost SUBCOMMAND [options]   (commcost SUBCOMMAND --help for its flags)", ""]
+        for name, module_name in SUBCOMMANDS.items():
+            lines.append(f"  {name:<12} {importlib.import_module(module_name).HELP}")
+        print("\n".join(lines), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        fail(f"unknown subcommand {name!r} (valid: {', '.join(SUBCOMMANDS)})")
+    return _dispatch(SUBCOMMANDS[name], f"commcost {name}", rest)
+
+
+def budget_main(argv: Sequence[str] | None = None, prog: str = "collective_cost.py") -> int:
+    """The drill's ``tools/collective_cost.py``: the budget subcommand without its name."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return _dispatch(SUBCOMMANDS["budget"], prog, argv)

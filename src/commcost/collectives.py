@@ -1,0 +1,147 @@
+"""Alpha-beta cost of collectives.
+
+Symbols (DESIGN.md): ``S`` message bytes (the full buffer each rank holds for an
+all-reduce; the full *output* for an all-gather, the full *input* for a
+reduce-scatter), ``P`` ranks, ``a`` per-step latency (s), ``B`` per-rank
+bandwidth (bytes/s).
+
+Ring algorithms (Patarasuk & Yuan 2009; nccl-tests doc/PERFORMANCE.md):
+
+* all-reduce     ``T = 2(P-1) a + 2(P-1)/P * S/B``
+* reduce-scatter ``T =  (P-1) a +  (P-1)/P * S/B``
+* all-gather     ``T =  (P-1) a +  (P-1)/P * S/B``
+
+so a ring reduce-scatter followed by a ring all-gather is exactly a ring
+all-reduce (that is how NCCL's ring all-reduce runs). The bandwidth factor of
+each collective is nccl-tests' "bus bandwidth" factor, kept in one place,
+:func:`bus_bandwidth_factor`, used by the model and by calibration alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from commcost.errors import InputError
+from commcost.topology import Link
+from commcost.units import require_finite_positive
+
+__all__ = [
+    "Collective", "Algorithm", "CollectiveCost",
+    "bus_bandwidth_factor", "ring_all_reduce", "ring_reduce_scatter", "ring_all_gather",
+]
+
+
+class Collective(StrEnum):
+    """The collectives commcost models, named as in torch.distributed / NCCL."""
+
+    ALL_REDUCE = "all_reduce"
+    REDUCE_SCATTER = "reduce_scatter"
+    ALL_GATHER = "all_gather"
+    BROADCAST = "broadcast"
+    REDUCE = "reduce"
+    ALL_TO_ALL = "all_to_all"
+    SEND_RECV = "send_recv"
+
+
+class Algorithm(StrEnum):
+    """How a collective is carried out on the fabric."""
+
+    RING = "ring"
+
+
+def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
+    """nccl-tests' busbw/algbw factor for ``op`` on ``gpus`` ranks.
+
+    From nccl-tests doc/PERFORMANCE.md: all-reduce ``2(n-1)/n``; reduce-scatter,
+    all-gather and all-to-all ``(n-1)/n``; broadcast, reduce and send/recv ``1``.
+    """
+    if gpus < 1:
+        raise InputError(f"gpus must be >= 1, got {gpus}")
+    n = gpus
+    match op:
+        case Collective.ALL_REDUCE:
+            return 2.0 * (n - 1) / n
+        case Collective.REDUCE_SCATTER | Collective.ALL_GATHER | Collective.ALL_TO_ALL:
+            return (n - 1) / n
+        case Collective.BROADCAST | Collective.REDUCE | Collective.SEND_RECV:
+            return 1.0
+    raise InputError(f"unknown collective {op!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveCost:
+    """Time of one collective, split into its named alpha-beta terms."""
+
+    op: Collective
+    """Which collective."""
+    algorithm: Algorithm
+    """Which algorithm produced the terms."""
+    gpus: int
+    """Ranks P taking part."""
+    message_bytes: float
+    """Message size S, bytes (see the module docstring for what S is per op)."""
+    latency_s: float
+    """Latency term (the sum of per-step latencies), seconds."""
+    bandwidth_s: float
+    """Bandwidth term (bytes on the busiest link over its bandwidth), seconds."""
+
+    @property
+    def total_s(self) -> float:
+        """``latency_s + bandwidth_s``, seconds."""
+        return self.latency_s + self.bandwidth_s
+
+    @property
+    def dominant(self) -> Literal["latency", "bandwidth", "none"]:
+        """Which term is larger (``"none"`` when there is no communication)."""
+        if self.latency_s == 0 and self.bandwidth_s == 0:
+            return "none"
+        return "latency" if self.latency_s > self.bandwidth_s else "bandwidth"
+
+    @property
+    def dominance_factor(self) -> float:
+        """Larger term over smaller term (``inf`` if the smaller is zero, 1 if none)."""
+        big = max(self.latency_s, self.bandwidth_s)
+        small = min(self.latency_s, self.bandwidth_s)
+        if big == 0:
+            return 1.0
+        return big / small if small > 0 else float("inf")
+
+
+def _check(message_bytes: float, gpus: int) -> None:
+    require_finite_positive("message_bytes", message_bytes, allow_zero=True)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InputError(f"gpus must be an integer >= 1, got {gpus!r}")
+
+
+def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
+          gpus: int, link: Link) -> CollectiveCost:
+    """``T = k(P-1) a + k(P-1)/P * S/B`` with ``k`` = 2 for all-reduce, 1 otherwise."""
+    _check(message_bytes, gpus)
+    k, P, S = steps_per_rank_minus_one, gpus, message_bytes
+    a, B = link.latency_s, link.bandwidth_bytes_per_s
+    return CollectiveCost(
+        op=op, algorithm=Algorithm.RING, gpus=P, message_bytes=S,
+        latency_s=k * (P - 1) * a,
+        bandwidth_s=k * (P - 1) / P * S / B,
+    )
+
+
+def ring_all_reduce(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+    """Ring all-reduce: ``T = 2(P-1) a + 2(P-1)/P * S/B``.
+
+    Bandwidth-bound for ``S`` well above the crossover ``P a B``; latency-bound
+    below it. Source: nccl-tests doc/PERFORMANCE.md (busbw factor 2(n-1)/n).
+    """
+    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link)
+
+
+def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+    """Ring reduce-scatter of an ``S``-byte input: ``T = (P-1) a + (P-1)/P * S/B``."""
+    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link)
+
+
+def ring_all_gather(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+    """Ring all-gather of an ``S``-byte output: ``T = (P-1) a + (P-1)/P * S/B``."""
+    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link)

@@ -1,0 +1,127 @@
+"""Comm-to-compute ratio of one transformer layer under data parallelism.
+
+Symbols: ``h`` hidden size, ``s`` sequence length, ``b`` micro-batch (sequences),
+``k`` micro-batches per optimizer step, ``D = b s k`` tokens per rank per
+optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
+:mod:`commcost.collectives`.
+
+* layer parameters ``N_l = 12 h^2``; gradient ``S_l = N_l * bytes_per_grad``
+* comm: ring all-reduce of ``S_l`` once per optimizer step,
+  ``T_l = 2(P-1)a + 2(P-1)/P * S_l/B``
+* compute: ``C_l = (6 N_l D + 12 h s D) / F`` (dense + attention, see
+  :mod:`commcost.workload`)
+* ratio ``T_l / C_l``. Dropping latency and attention,
+  ``T_l / C_l ~ [2(P-1)/P * 12h^2 * bytes / B] / [6 * 12h^2 * D / F]
+  = 2(P-1)/P * bytes * F / (6 D B)``: ``h`` cancels, so the ratio is set by the
+  tokens each rank processes per optimizer step, not by the model's width.
+* verdict: the layer's all-reduce can hide when ``T_l <= f_b C_l`` (it must fit
+  in the layer's backward); the tokens per rank that make it fit are
+  ``D* = T_l F / (f_b (72 h^2 + 12 h s))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from commcost.budget import require_count
+from commcost.collectives import CollectiveCost, ring_all_reduce
+from commcost.errors import InputError
+from commcost.topology import Link
+from commcost.units import TERA, require_finite_positive
+from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
+
+__all__ = ["DEFAULT_ACHIEVED_FLOPS_PER_S", "LayerInputs", "LayerRatio", "layer_ratio"]
+
+DEFAULT_ACHIEVED_FLOPS_PER_S = 400 * TERA
+"""400 TFLOP/s achieved per GPU: ~40% MFU of an H100 SXM's 989 TFLOP/s dense bf16."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerInputs:
+    """One transformer layer in a data-parallel group (SI units)."""
+
+    gpus: int
+    """Ranks P."""
+    link: Link
+    """Link of the ring."""
+    hidden: int
+    """Hidden size h."""
+    seq: int
+    """Sequence length s, tokens."""
+    micro_batch: int = 1
+    """Sequences per micro-batch per rank, b."""
+    grad_accum: int = 1
+    """Micro-batches per optimizer step, k."""
+    achieved_flops_per_s: float = DEFAULT_ACHIEVED_FLOPS_PER_S
+    """Achieved FLOP/s per GPU, F."""
+    bytes_per_grad: int = 2
+    """Bytes per gradient element."""
+    backward_fraction: float = 2.0 / 3.0
+    """Share f_b of compute in the backward pass."""
+
+    def __post_init__(self) -> None:
+        require_count("gpus", self.gpus)
+        require_count("hidden", self.hidden)
+        require_count("seq", self.seq)
+        require_count("micro_batch", self.micro_batch)
+        require_count("grad_accum", self.grad_accum)
+        require_count("bytes_per_grad", self.bytes_per_grad)
+        require_finite_positive("achieved_flops_per_s", self.achieved_flops_per_s)
+        require_finite_positive("backward_fraction", self.backward_fraction)
+        if self.backward_fraction > 1:
+            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerRatio:
+    """Result of :func:`layer_ratio`."""
+
+    params: int
+    """``N_l = 12 h^2``."""
+    grad_bytes: float
+    """``S_l``, bytes."""
+    tokens_per_rank: int
+    """``D = b s k`` per optimizer step."""
+    allreduce: CollectiveCost
+    """``T_l``."""
+    dense_flops: float
+    """``6 N_l D``."""
+    attention_flops: float
+    """``12 h s D``."""
+    compute_s: float
+    """``C_l``, seconds."""
+    comm_to_compute: float
+    """``T_l / C_l``."""
+    width_free_ratio: float
+    """``2(P-1)/P * bytes * F / (6 D B)``: the same ratio without latency and attention."""
+    tokens_to_hide: float
+    """``D*``: tokens per rank per optimizer step at which ``T_l = f_b C_l``."""
+    verdict: Literal["HIDES", "COMMUNICATION-BOUND", "NO COMMUNICATION"]
+    """``HIDES`` when ``T_l <= f_b C_l``."""
+
+
+def layer_ratio(inp: LayerInputs) -> LayerRatio:
+    """Comm-to-compute ratio of one layer (see the module docstring)."""
+    P, h, s = inp.gpus, inp.hidden, inp.seq
+    n_l = transformer_layer_params(h)
+    S_l = gradient_bytes(n_l, inp.bytes_per_grad)
+    D = inp.micro_batch * s * inp.grad_accum
+    T = ring_all_reduce(S_l, P, inp.link)
+    dense, attention = transformer_layer_train_flops(h, s, D)
+    F = inp.achieved_flops_per_s
+    compute_s = (dense + attention) / F
+    B = inp.link.bandwidth_bytes_per_s
+    flops_per_token = 6.0 * n_l + 12.0 * h * s
+    if T.total_s == 0:
+        verdict: Literal["HIDES", "COMMUNICATION-BOUND", "NO COMMUNICATION"] = "NO COMMUNICATION"
+    else:
+        verdict = "HIDES" if T.total_s <= inp.backward_fraction * compute_s else "COMMUNICATION-BOUND"
+    return LayerRatio(
+        params=n_l, grad_bytes=S_l, tokens_per_rank=D, allreduce=T,
+        dense_flops=dense, attention_flops=attention, compute_s=compute_s,
+        comm_to_compute=T.total_s / compute_s,
+        width_free_ratio=2 * (P - 1) / P * inp.bytes_per_grad * F / (6 * D * B),
+        tokens_to_hide=T.total_s * F / (inp.backward_fraction * flops_per_token),
+        verdict=verdict,
+    )

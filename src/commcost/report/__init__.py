@@ -1,0 +1,1 @@
+"""Renderers: the only code that formats or prints. No renderer computes a cost."""

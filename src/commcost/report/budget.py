@@ -1,0 +1,254 @@
+"""Text and JSON renderings of :class:`commcost.budget.Budget` and :class:`LayerRatio`.
+
+Every number shown is a field of the result; the formula beside it is the one the
+field's docstring states.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commcost.budget import Budget
+from commcost.layer_ratio import LayerRatio
+from commcost.units import GB, MB, MiB, TERA, format_fraction as pct, format_seconds as t
+
+__all__ = ["render_budget_text", "render_layer_text", "budget_to_dict", "layer_to_dict"]
+
+
+def _mb_mib(n_bytes: float) -> str:
+    return f"{n_bytes / MB:,.2f} MB = {n_bytes / MiB:,.2f} MiB"
+
+
+def _mib(n_bytes: float) -> str:
+    return f"{n_bytes / MiB:g} MiB"
+
+
+def render_budget_text(b: Budget) -> str:
+    """The drill report, parts (a) to (g)."""
+    i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
+    P, a_s, B = i.gpus, i.link.latency_s, i.link.bandwidth_bytes_per_s
+    lines: list[str] = []
+    add = lines.append
+    add("commcost budget: ring all-reduce of the data-parallel gradient")
+    add(f"  P = {P} GPUs, B = {B / GB:g} GB/s per rank, a = {a_s * 1e6:g} us per ring step, "
+        f"N = {i.params:.4g} params ({i.bytes_per_grad} B per gradient), "
+        f"step = {t(i.step_s)} compute-only per micro-batch, k = {i.grad_accum} micro-batch(es)")
+    if P == 1:
+        add("  P = 1: a single GPU has no gradient all-reduce; every communication term below is 0.")
+    add("")
+    add(f"(a) message     S = N * {i.bytes_per_grad} B = {b.message_bytes:,.0f} B = {_mb_mib(b.message_bytes)}")
+    add("")
+    add("(b) ring all-reduce  T = 2(P-1)a + 2(P-1)/P * S/B")
+    add(f"    latency term    2(P-1)a        = {t(T.latency_s):>12}")
+    add(f"    bandwidth term  2(P-1)/P * S/B = {t(T.bandwidth_s):>12}")
+    add(f"    total           T              = {t(T.total_s):>12}")
+    if T.dominant != "none":
+        other = "latency" if T.dominant == "bandwidth" else "bandwidth"
+        add(f"    {T.dominant}-bound: the {T.dominant} term is {T.dominance_factor:,.1f}x the {other} term")
+    add("")
+    add(f"(c) step fraction   T / (k*step) = {t(T.total_s)} / {t(st.compute_s)} = {pct(st.comm_fraction)}")
+    add(f"    fully exposed       step / (step + T)     = {pct(st.efficiency_exposed)}")
+    add(f"    overlapped ceiling  step / max(step, T)   = {pct(st.efficiency_overlapped_ceiling)}")
+    fits = "fits" if st.backward_margin_s >= 0 else "does NOT fit"
+    add(f"      reachable only if T fits in the backward window {i.backward_fraction:.3g} * step = "
+        f"{t(st.backward_window_s)} (T {fits}: margin {t(st.backward_margin_s)})")
+    add(f"      and the last bucket's all-reduce ({_mib(min(i.tail_bucket_bytes, b.message_bytes))}: "
+        f"{t(st.tail_s)}) is a tail that starts when backward ends and cannot hide")
+    add(f"    best case: exposed >= max(tail, T - window) = {t(st.exposed_lower_bound_s)} "
+        f"-> efficiency {pct(st.efficiency_best_case)}")
+    add("")
+    add(f"(d) threshold label  {st.label}  (T/step = {pct(st.comm_fraction)} "
+        f"{'>' if st.label == 'COMMUNICATION-BOUND' else '<='} {pct(st.threshold)})")
+    add(f"    overlap verdict  {st.overlap_verdict}  (T = {t(T.total_s)} vs backward window "
+        f"{t(st.backward_window_s)}, margin {t(st.backward_margin_s)})")
+    add("    " + _verdict_sentence(b))
+    add("")
+    add(f"(e) fixes, comm-to-compute ratio (baseline {pct(fx.baseline_comm_to_compute)})")
+    g = fx.grad_accum
+    add(f"    1. gradient accumulation x{g.micro_batches}: T / ({g.micro_batches}*step) = "
+        f"{t(g.comm_s)} / {t(g.compute_s)} = {pct(g.comm_to_compute)}  "
+        f"(one all-reduce per {g.micro_batches} micro-batches; global batch x{g.global_batch_growth:g})")
+    z = fx.zero2
+    add(f"    2. ZeRO-2: reduce-scatter (P-1)a + (P-1)/P*S/B = {t(z.reduce_scatter.total_s)} + "
+        f"all-gather = {t(z.all_gather.total_s)} -> {t(z.comm_s)} = {pct(z.comm_to_compute)}")
+    add(f"       bytes sent per rank {z.bytes_sent_per_rank / GB:,.3f} GB vs all-reduce "
+        f"{z.allreduce_bytes_sent_per_rank / GB:,.3f} GB: ZeRO-2 shards gradients and optimizer "
+        f"state (memory), it does not cut communication")
+    n = fx.intra_node
+    add(f"    3. DP group inside one node ({n.link.bandwidth_bytes_per_s / GB:g} GB/s): "
+        f"T = {t(n.allreduce.total_s)} -> {pct(n.comm_to_compute)}")
+    if n.available:
+        add(f"       available: {P} GPUs fit in one node of {i.gpus_per_node}")
+    else:
+        add(f"       usually not available: {P} ranks span ceil({P}/{i.gpus_per_node}) = "
+            f"{n.nodes_spanned} nodes, and the fast intra-node links are taken by tensor parallelism")
+    add("")
+    add(_buckets_text(b))
+    add("")
+    add(_scaling_text(b))
+    return "\n".join(lines)
+
+
+def _verdict_sentence(b: Budget) -> str:
+    st = b.step
+    if st.overlap_verdict == "NO COMMUNICATION":
+        return "-> With P = 1 there is nothing to communicate."
+    hides = st.overlap_verdict == "HIDES"
+    bound = st.label == "COMMUNICATION-BOUND"
+    if bound and hides:
+        return ("-> They disagree: the label counts T against the whole step, but T fits inside the "
+                "backward pass, so with bucketed overlap only the tail is exposed; the label is right "
+                "only if overlap fails (one giant bucket, too-small buckets, comm serialized).")
+    if bound and not hides:
+        return ("-> They agree: T exceeds the backward window, so at least T - window is exposed "
+                "whatever the bucketing.")
+    if hides:
+        return "-> They agree: T is a minority of the step and fits in the backward window."
+    return ("-> They disagree: T is under the threshold but longer than the backward window, "
+            "so part of it is exposed however well it overlaps.")
+
+
+def _buckets_text(b: Budget) -> str:
+    i, bt = b.inputs, b.buckets
+    adv = bt.advice
+    out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {_mb_mib(bt.crossover_bytes)}",
+           "    total = count * 2(P-1)a + 2(P-1)/P * S/B",
+           f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
+           f"{'latency total':>14} {'total':>12} {'T/step':>7}"]
+    for r in bt.rows:
+        out.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>18} "
+                   f"{t(r.one_bucket.bandwidth_s):>11} {pct(r.latency_share):>10} "
+                   f"{t(r.latency_total_s):>14} {t(r.total_s):>12} "
+                   f"{pct(r.total_s / b.step.compute_s):>7}")
+    if i.gpus == 1:
+        out.append("    P = 1: no all-reduce, bucket size does not matter.")
+        return "\n".join(out)
+    s = adv.max_latency_share
+    out.append(f"    smallest bucket: latency share <= {pct(s)} needs c >= S*(1-s)/s = "
+               f"{_mb_mib(adv.min_bucket_bytes)}; smaller buckets pay 2(P-1)a = "
+               f"{t(b.allreduce.latency_s)} each for too few bytes")
+    out.append(f"    largest bucket: the last bucket cannot overlap; keeping its all-reduce within "
+               f"{t(adv.tail_budget_s)} ({pct(i.tail_budget_fraction)} of the step) needs c <= "
+               f"{_mb_mib(adv.max_bucket_bytes)}; larger buckets also leave too few buckets to overlap")
+    if not adv.consistent:
+        out.append("    no cap meets both ends: the latency term alone is too large for this tail budget")
+    d = adv.pytorch_default
+    verdict = "within" if adv.min_bucket_bytes <= d.cap_bytes <= adv.max_bucket_bytes else "outside"
+    out.append(f"    PyTorch's 25 MiB default: {d.count:,} buckets, latency share {pct(d.latency_share)} "
+               f"each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
+               f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
+    return "\n".join(out)
+
+
+def _scaling_text(b: Budget) -> str:
+    out = ["(g) scaling on the same fabric (per-GPU batch fixed)",
+           f"    {'P':>6} {'latency 2(P-1)a':>16} {'bandwidth':>11} {'total T':>10} {'T/step':>8} "
+           f"{'S* = P*a*B':>12} {'global batch':>13}"]
+    for r in b.scaling:
+        mark = "  <- this run" if r.gpus == b.inputs.gpus else ""
+        out.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
+                   f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
+                   f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
+    out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
+               "latency term grows linearly in P; S* grows with P, so fixed buckets drift "
+               "into the latency-bound regime; the global batch grows with P and may pass the "
+               "critical batch size long before communication stops the run")
+    return "\n".join(out)
+
+
+def render_layer_text(r: LayerRatio, *, gpus: int, hidden: int, seq: int,
+                      achieved_flops_per_s: float, backward_fraction: float) -> str:
+    """The ``--layer-ratio`` section."""
+    T = r.allreduce
+    return "\n".join([
+        f"layer ratio: one transformer layer, h = {hidden}, s = {seq}, P = {gpus}, "
+        f"F = {achieved_flops_per_s / TERA:g} TFLOP/s achieved per GPU",
+        f"    parameters       N_l = 12h^2                = {r.params:,}",
+        f"    gradient         S_l = N_l * bytes          = {r.grad_bytes:,.0f} B = {_mb_mib(r.grad_bytes)}",
+        f"    tokens per rank  D = micro_batch*seq*k      = {r.tokens_per_rank:,} per optimizer step",
+        f"    all-reduce       2(P-1)a + 2(P-1)/P*S_l/B  = {t(T.latency_s)} + {t(T.bandwidth_s)} = {t(T.total_s)}",
+        f"    compute          (6 N_l D + 12 h s D) / F   = ({r.dense_flops:.3e} + {r.attention_flops:.3e}) FLOP"
+        f" / F = {t(r.compute_s)}",
+        f"    comm / compute   = {r.comm_to_compute:.3f}",
+        f"    verdict          {r.verdict}: all-reduce {'<=' if r.verdict == 'HIDES' else '>'} "
+        f"backward share {backward_fraction:.3g} * compute = {t(backward_fraction * r.compute_s)}",
+        f"    width-free form  2(P-1)/P * bytes * F / (6 D B) = {r.width_free_ratio:.3f}: h cancels; "
+        "the ratio is set by tokens per rank per optimizer step",
+        f"    tokens per rank to hide it  D* = T_l F / (f_b (72h^2 + 12hs)) = {r.tokens_to_hide:,.0f} "
+        f"({r.tokens_to_hide / seq:.2f} sequences of {seq})",
+    ])
+
+
+def budget_to_dict(b: Budget) -> dict[str, Any]:
+    """The documented JSON schema (README), SI units."""
+    i, T, st, fx, bt = b.inputs, b.allreduce, b.step, b.fixes, b.buckets
+    return {
+        "inputs": {
+            "gpus": i.gpus, "bandwidth_bytes_per_s": i.link.bandwidth_bytes_per_s,
+            "latency_s": i.link.latency_s, "params": i.params, "bytes_per_grad": i.bytes_per_grad,
+            "step_s": i.step_s, "grad_accum": i.grad_accum, "backward_fraction": i.backward_fraction,
+            "threshold": i.threshold,
+        },
+        "message": {"bytes": b.message_bytes, "mb": b.message_bytes / MB, "mib": b.message_bytes / MiB},
+        "allreduce": _cost(T) | {"dominant": T.dominant, "dominance_factor": T.dominance_factor},
+        "step": {
+            "compute_s": st.compute_s, "comm_fraction": st.comm_fraction,
+            "efficiency_exposed": st.efficiency_exposed,
+            "efficiency_overlapped_ceiling": st.efficiency_overlapped_ceiling,
+            "backward_window_s": st.backward_window_s, "backward_margin_s": st.backward_margin_s,
+            "tail_s": st.tail_s, "exposed_lower_bound_s": st.exposed_lower_bound_s,
+            "efficiency_best_case": st.efficiency_best_case,
+            "label": st.label, "overlap_verdict": st.overlap_verdict,
+        },
+        "fixes": {
+            "baseline_comm_to_compute": fx.baseline_comm_to_compute,
+            "grad_accum": {"micro_batches": fx.grad_accum.micro_batches,
+                           "comm_s": fx.grad_accum.comm_s, "compute_s": fx.grad_accum.compute_s,
+                           "comm_to_compute": fx.grad_accum.comm_to_compute,
+                           "global_batch_growth": fx.grad_accum.global_batch_growth},
+            "zero2": {"reduce_scatter": _cost(fx.zero2.reduce_scatter),
+                      "all_gather": _cost(fx.zero2.all_gather),
+                      "comm_s": fx.zero2.comm_s, "comm_to_compute": fx.zero2.comm_to_compute,
+                      "bytes_sent_per_rank": fx.zero2.bytes_sent_per_rank,
+                      "allreduce_bytes_sent_per_rank": fx.zero2.allreduce_bytes_sent_per_rank},
+            "intra_node": {"bandwidth_bytes_per_s": fx.intra_node.link.bandwidth_bytes_per_s,
+                           "allreduce": _cost(fx.intra_node.allreduce),
+                           "comm_to_compute": fx.intra_node.comm_to_compute,
+                           "available": fx.intra_node.available,
+                           "nodes_spanned": fx.intra_node.nodes_spanned},
+        },
+        "buckets": {
+            "crossover_bytes": bt.crossover_bytes,
+            "rows": [{"size_bytes": r.cap_bytes, "count": r.count,
+                      "one_bucket": _cost(r.one_bucket), "latency_share": r.latency_share,
+                      "latency_total_s": r.latency_total_s, "total_s": r.total_s} for r in bt.rows],
+            "min_bucket_bytes": bt.advice.min_bucket_bytes,
+            "max_bucket_bytes": bt.advice.max_bucket_bytes if bt.advice.max_bucket_bytes != float("inf") else None,
+            "max_latency_share": bt.advice.max_latency_share,
+            "tail_budget_s": bt.advice.tail_budget_s,
+        },
+        "scaling": {
+            "bandwidth_limit_s": b.bandwidth_limit_s,
+            "rows": [{"gpus": r.gpus, "latency_s": r.allreduce.latency_s,
+                      "bandwidth_s": r.allreduce.bandwidth_s, "total_s": r.allreduce.total_s,
+                      "comm_fraction": r.comm_fraction, "crossover_bytes": r.crossover_bytes,
+                      "global_batch_growth": r.global_batch_growth} for r in b.scaling],
+        },
+    }
+
+
+def layer_to_dict(r: LayerRatio) -> dict[str, Any]:
+    """``layer.*`` keys of the JSON schema."""
+    return {
+        "params": r.params, "grad_bytes": r.grad_bytes, "tokens_per_rank": r.tokens_per_rank,
+        "comm_s": r.allreduce.total_s, "comm_latency_s": r.allreduce.latency_s,
+        "comm_bandwidth_s": r.allreduce.bandwidth_s,
+        "dense_flops": r.dense_flops, "attention_flops": r.attention_flops,
+        "compute_s": r.compute_s, "comm_to_compute": r.comm_to_compute,
+        "width_free_ratio": r.width_free_ratio, "tokens_to_hide": r.tokens_to_hide,
+        "verdict": r.verdict,
+    }
+
+
+def _cost(c) -> dict[str, float]:
+    return {"latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s, "total_s": c.total_s}

@@ -1,0 +1,105 @@
+"""SI constants, and parsing/formatting of sizes, rates and times at the edges.
+
+Decimal and binary are kept apart (STYLE.md, convention 2): ``GB`` is 1e9 bytes
+and ``GB/s`` is 1e9 bytes per second, as nccl-tests reports bandwidth; ``MiB`` and
+``GiB`` are 2**20 and 2**30 bytes, as PyTorch's ``bucket_cap_mb`` is in MiB.
+Parameter counts never use 1024. Everything inside the library is SI: bytes,
+seconds, bytes per second, FLOP per second.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from commcost.errors import InputError
+
+__all__ = [
+    "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
+    "US", "MS", "BILLION", "TERA",
+    "parse_size_bytes", "require_finite_positive",
+    "format_bytes", "format_seconds", "format_rate", "format_fraction",
+]
+
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+KiB = float(2**10)
+MiB = float(2**20)
+GiB = float(2**30)
+TiB = float(2**40)
+
+US = 1e-6
+MS = 1e-3
+
+BILLION = 1e9
+TERA = 1e12
+
+_SIZE_UNITS_BYTES = {
+    "": 1.0, "b": 1.0,
+    "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_size_bytes(text: str) -> float:
+    """Parse ``"8B"``, ``"1GiB"``, ``"25MB"``, ``"4096"`` into bytes.
+
+    ``KB/MB/GB`` are decimal, ``KiB/MiB/GiB`` binary; a bare number is bytes.
+    """
+    match = _SIZE_RE.match(text)
+    if match is None:
+        raise InputError(f"cannot parse size {text!r} (expected e.g. 8B, 64KiB, 25MB, 1GiB)")
+    number, unit = match.groups()
+    factor = _SIZE_UNITS_BYTES.get(unit.lower())
+    if factor is None:
+        raise InputError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
+    return float(number) * factor
+
+
+def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:
+    """Raise :class:`InputError` unless ``value`` is finite and > 0 (or >= 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise InputError(f"{name} must be finite, got {value}")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise InputError(f"{name} must be {bound}, got {value:g}")
+
+
+def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
+    """``2.6e9`` -> ``"2.60 GB"``; with ``binary=True`` -> ``"2.42 GiB"``."""
+    if binary:
+        steps = [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]
+    else:
+        steps = [(TB, "TB"), (GB, "GB"), (MB, "MB"), (KB, "kB")]
+    for factor, name in steps:
+        if abs(n_bytes) >= factor:
+            return f"{n_bytes / factor:.2f} {name}"
+    return f"{n_bytes:.0f} B"
+
+
+def format_seconds(t_s: float) -> str:
+    """A time with a unit that keeps 3-4 significant digits: s, ms or us."""
+    if t_s == 0:
+        return "0 ms"
+    if abs(t_s) >= 10.0:
+        return f"{t_s:.1f} s"
+    if abs(t_s) >= 1.0:
+        return f"{t_s:.3f} s"
+    if abs(t_s) >= 1e-3:
+        return f"{t_s / MS:.2f} ms"
+    return f"{t_s / US:.2f} us"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """Bandwidth in decimal GB/s (as nccl-tests prints it)."""
+    return f"{bytes_per_s / GB:.2f} GB/s"
+
+
+def format_fraction(x: float) -> str:
+    """``0.507`` -> ``"50.7%"``."""
+    return f"{100.0 * x:.1f}%"
