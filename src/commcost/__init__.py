@@ -35,9 +35,9 @@ _EXPORTS: dict[str, str] = {
     "Budget": "commcost.budget",
     "BudgetInputs": "commcost.budget",
     "communication_budget": "commcost.budget",
-    "LayerInputs": "commcost.layer_ratio",
-    "LayerRatio": "commcost.layer_ratio",
-    "layer_ratio": "commcost.layer_ratio",
+    "LayerInputs": "commcost.layer",
+    "LayerRatio": "commcost.layer",
+    "layer_ratio": "commcost.layer",
 }
 
 __all__ = sorted(_EXPORTS)

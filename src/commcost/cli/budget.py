@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
         out.update(budget_to_dict(budget))
         texts.append(render_budget_text(budget))
     if args.layer_ratio:
-        from commcost.layer_ratio import LayerInputs, layer_ratio
-        from commcost.report.layer_ratio import layer_to_dict, render_layer_text
+        from commcost.layer import LayerInputs, layer_ratio
+        from commcost.report.layer import layer_to_dict, render_layer_text
 
         layer = layer_ratio(LayerInputs(
             gpus=args.gpus, link=link, hidden=args.hidden, seq=args.seq,

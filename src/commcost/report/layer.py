@@ -1,8 +1,8 @@
-"""Text and JSON renderings of :class:`commcost.layer_ratio.LayerRatio`."""
+"""Text and JSON renderings of :class:`commcost.layer.LayerRatio`."""
 
 from __future__ import annotations
 
-from commcost.layer_ratio import LayerRatio
+from commcost.layer import LayerRatio
 from commcost.units import TERA, format_mb_mib, format_seconds as t
 
 __all__ = ["render_layer_text", "layer_to_dict"]
