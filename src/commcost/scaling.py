@@ -85,6 +85,8 @@ class FabricPreset:
     flat_ring_max_gpus: int | None
     """Largest group over which a flat ring at this bandwidth exists on common
     systems (8 for NVLink on DGX/HGX); ``None`` when unlimited."""
+    flat_ring_note: str | None
+    """Why the flat ring stops being physical beyond ``flat_ring_max_gpus``."""
     source: str
     """Where the numbers come from."""
     note: str
@@ -128,7 +130,8 @@ def seed_fabrics() -> dict[str, FabricPreset]:
                 key=key, name=f["name"],
                 link=Link(bandwidth_bytes_per_s=f["bandwidth_gb_per_s"] * GB,
                           latency_s=f["latency_ms_per_ring_step"] * MS),
-                flat_ring_max_gpus=f["flat_ring_max_gpus"], source=f["source"], note=f["note"])
+                flat_ring_max_gpus=f["flat_ring_max_gpus"], flat_ring_note=f["flat_ring_note"],
+                source=f["source"], note=f["note"])
             for key, f in _raw()["fabrics"].items()}
 
 
@@ -185,6 +188,8 @@ class ScalingInputs:
     flat_ring_max_gpus: int | None = None
     """Largest ``N`` for which this flat fabric exists on common systems; rows
     beyond it are flagged, not changed. ``None``: no limit known."""
+    flat_ring_note: str | None = None
+    """Why the flat ring is unphysical beyond ``flat_ring_max_gpus`` (for the report)."""
 
     def __post_init__(self) -> None:
         require_finite_positive("params", self.params)
@@ -218,7 +223,7 @@ def seed_inputs(model_key: str, fabric_key: str, *, gpu_counts: tuple[int, ...] 
         compute_s=m.compute_s, overhead_s=d.overhead_s if overhead_s is None else overhead_s,
         link=fab.link, gpu_counts=d.gpu_counts if gpu_counts is None else gpu_counts,
         overlap_fraction=d.overlap_fraction if overlap_fraction is None else overlap_fraction,
-        flat_ring_max_gpus=fab.flat_ring_max_gpus,
+        flat_ring_max_gpus=fab.flat_ring_max_gpus, flat_ring_note=fab.flat_ring_note,
     )
 
 
