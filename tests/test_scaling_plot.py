@@ -140,3 +140,15 @@ def test_missing_matplotlib_gives_the_install_hint(tmp_path):
     assert r.stderr.strip() == ("commcost: error: matplotlib is not installed; "
                                 "install it with: pip install 'commcost[plot]'")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_matplotlib_is_imported_only_when_plotting():
+    code = ("import sys, io, contextlib\n"
+            "from commcost.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['scaling', '--json'])\n"
+            "print('matplotlib' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

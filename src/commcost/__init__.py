@@ -12,6 +12,10 @@ from commcost.collectives import (
 )
 from commcost.errors import InputError
 from commcost.layer_ratio import LayerInputs, LayerRatio, layer_ratio
+from commcost.scaling import (
+    ScalingCurve, ScalingInputs, ScalingRow, data_parallel_comm, scaling_curve, scaling_row,
+    seed_analysis, seed_inputs,
+)
 from commcost.topology import Link
 
 __all__ = [
@@ -19,6 +23,8 @@ __all__ = [
     "CollectiveCost", "InputError", "LayerInputs", "LayerRatio", "Link",
     "bucket_advice", "bucket_row", "bus_bandwidth_factor", "communication_budget",
     "crossover_bytes", "layer_ratio", "ring_all_gather", "ring_all_reduce", "ring_reduce_scatter",
+    "ScalingCurve", "ScalingInputs", "ScalingRow", "data_parallel_comm", "scaling_curve", "scaling_row",
+    "seed_analysis", "seed_inputs",
 ]
 
 __version__ = "0.1.0"

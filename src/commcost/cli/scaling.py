@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--gpus", type=A.int_list,
                    help="GPU counts N, comma-separated (default 1,2,4,...,128)")
     s.add_argument("--overlap", type=A.fraction,
-                   help="overlap fraction f in [0, 1] of the partial-overlap bound (default 0.85)")
+                   help="overlap fraction f in [0, 1] of the partial-overlap estimate (default 0.85)")
     s.add_argument("--overhead-ms", type=A.nonneg_float,
                    help="serial overhead per step t_o, ms (default 0.5, the seed's)")
     o = p.add_argument_group("output")
