@@ -260,6 +260,11 @@ class ScalingRow:
         """``T(N)``, seconds."""
         return self.comm.total_s
 
+    @property
+    def overlapped_comm_s(self) -> float:
+        """``f T``: the communication the overlap-``f`` step assumes hidden behind compute, seconds."""
+        return self.overlap_fraction * self.comm.total_s
+
     def _speedup(self, step_s: float) -> float:
         return self.gpus * (self.compute_s + self.overhead_s) / step_s
 

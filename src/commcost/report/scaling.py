@@ -77,7 +77,8 @@ def _partial_note(curve: ScalingCurve) -> str | None:
     f = curve.inputs.overlap_fraction
     first = flagged[0]
     return (f"! f T > t_c: hiding {f:g} x T needs more compute than t_c = {curve.inputs.compute_s / MS:g} ms "
-            f"(at N = {first.gpus}: {f:g} x {first.comm_s / MS:,.1f} ms = {f * first.comm_s / MS:,.1f} ms), "
+            f"(at N = {first.gpus}: {f:g} x {first.comm_s / MS:,.1f} ms = "
+            f"{first.overlapped_comm_s / MS:,.1f} ms), "
             f"so the seed's t_c + (1-f) T beats perfect overlap; physically "
             f"step >= t_c + max((1-f) T, T - t_c) + t_o (at N = {first.gpus}: "
             f"{first.speedup_partial_bounded:.2f}x, not {first.speedup_partial:.2f}x; "
