@@ -38,6 +38,15 @@ _EXPORTS: dict[str, str] = {
     "LayerInputs": "commcost.layer",
     "LayerRatio": "commcost.layer",
     "layer_ratio": "commcost.layer",
+    # the scaling analysis (seed: scaling_analysis.py)
+    "ScalingCurve": "commcost.scaling",
+    "ScalingInputs": "commcost.scaling",
+    "ScalingRow": "commcost.scaling",
+    "data_parallel_comm": "commcost.scaling",
+    "scaling_curve": "commcost.scaling",
+    "scaling_row": "commcost.scaling",
+    "seed_analysis": "commcost.scaling",
+    "seed_inputs": "commcost.scaling",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -21,6 +21,7 @@ __all__ = ["main", "budget_main", "SUBCOMMANDS"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
+    "scaling": "commcost.cli.scaling",
 }
 """Subcommand name -> module implementing it."""
 

@@ -19,6 +19,7 @@ from commcost.units import parse_size_bytes
 __all__ = [
     "Parser", "fail", "positive_int", "nonneg_int", "positive_float", "nonneg_float",
     "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size",
+    "name_list",
 ]
 
 PROG = "commcost"
@@ -138,3 +139,8 @@ def size(text: str) -> float:
 def size_list(text: str) -> tuple[float, ...]:
     """``"1MiB,8MiB"`` -> bytes."""
     return _list(text, size, "sizes")
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    """``"7b,1.3b"`` -> ``("7b", "1.3b")``: non-empty names, checked against presets later."""
+    return _list(text, str, "names")
