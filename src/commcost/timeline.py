@@ -247,6 +247,11 @@ def _schedule(sizes: list[float], readies: list[float], *, t_e: float, W: float,
     return end, wire
 
 
+def _exposed(end_s: float, t_e: float, wire_s: float) -> float:
+    """``E = max(0, end_n - t_e)``, clipped to ``T_w`` (which it can only pass by rounding)."""
+    return min(wire_s, max(0.0, end_s - t_e))
+
+
 def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
                       allreduce_s: AllReduceCost | None = None,
                       stream: GradientStream | None = None) -> Timeline:
@@ -259,8 +264,8 @@ def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
     t_e = inp.grad_accum * inp.step_s
     timings: list[BucketTiming] = []
     end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo={}, timings=timings)
-    exposed = max(0.0, end - t_e)
-    step = max(t_e, end) + inp.optimizer_s
+    exposed = _exposed(end, t_e, wire)
+    step = t_e + exposed + inp.optimizer_s
     return Timeline(
         bucket_cap_bytes=caps.bucket_cap_bytes, first_bucket_cap_bytes=caps.first_bucket_cap_bytes,
         message_bytes=stream.total_bytes, buckets=tuple(timings),
@@ -340,9 +345,10 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
                              first_bucket_cap_bytes=int(first_bucket_bytes or cap))
         sizes, readies = _buckets(stream, caps)
         end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
-        step = max(t_e, end) + inp.optimizer_s
+        exposed = _exposed(end, t_e, wire)
+        step = t_e + exposed + inp.optimizer_s
         curve.append(CurvePoint(bucket_bytes=int(cap), buckets=len(sizes), wire_s=wire,
-                                exposed_s=max(0.0, end - t_e), step_s=step))
+                                exposed_s=exposed, step_s=step))
         if best is None or step < best[0]:
             best = (step, caps)
     if best is None:

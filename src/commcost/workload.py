@@ -186,3 +186,25 @@ def transformer_gradient_layers(m: ModelShape) -> tuple[GradientLayer, ...]:
 def model_params(m: ModelShape) -> int:
     """Total parameters N of the shape (each tensor counted once; a tied head adds none)."""
     return sum(layer.params for layer in transformer_gradient_layers(m))
+
+
+def model_preset_names() -> tuple[str, ...]:
+    """Names of the model presets in ``hardware/models.json``."""
+    from commcost.hardware import load_preset_file
+    return tuple(k for k in load_preset_file("models.json") if not k.startswith("_"))
+
+
+def model_preset(name: str) -> ModelShape:
+    """The :class:`ModelShape` of preset ``name`` (exact key; unknown names list the valid ones)."""
+    from commcost.hardware import load_preset_file, lookup
+    table = {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
+    row = lookup(table, name, "model preset")
+    return ModelShape(
+        layers=row["layers"], hidden=row["hidden"], seq=row["seq_tokens"], vocab=row["vocab"],
+        ffn_hidden=row["ffn_hidden"], gated_mlp=row["gated_mlp"], heads=row["heads"],
+        kv_heads=row["kv_heads"], max_positions=row["max_positions"],
+        tied_embeddings=row["tied_embeddings"], biases=row["biases"],
+    )
+
+
+__all__ += ["model_preset", "model_preset_names"]
