@@ -210,6 +210,8 @@ class Timeline:
     """t_opt."""
     wire_s: float
     """T_w: sum of the buckets' all-reduces."""
+    unbucketed_s: float
+    """T(S): one all-reduce of the whole gradient; ``T_w - T(S)`` is what bucketing adds (latency terms)."""
     exposed_s: float
     """E: communication after backward ends."""
     overlap_fraction: float
@@ -222,6 +224,20 @@ class Timeline:
     """Bound: ``k t_c + T_w + t_opt``."""
     perfect_overlap_s: float
     """Bound: ``k t_c + max(0, T_w - W) + t_opt``."""
+
+    @property
+    def busy_from(self) -> int:
+        """Index ``j`` of the bucket that opens the final busy period of the stream.
+
+        The last bucket that started the moment it was ready; from it on the stream
+        never idles, so ``end_n = ready_j + sum_{i>=j} T_i``. ``j = n-1`` means the
+        communication kept up and only the last bucket's all-reduce can be exposed.
+        """
+        for j in range(len(self.buckets) - 1, -1, -1):
+            b = self.buckets[j]
+            if b.start_s <= b.ready_s:
+                return j
+        return 0
 
 
 def _schedule(sizes: list[float], readies: list[float], *, t_e: float, W: float,
@@ -270,7 +286,7 @@ def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
         bucket_cap_bytes=caps.bucket_cap_bytes, first_bucket_cap_bytes=caps.first_bucket_cap_bytes,
         message_bytes=stream.total_bytes, buckets=tuple(timings),
         compute_s=t_e, backward_start_s=t_e - W, backward_window_s=W, optimizer_s=inp.optimizer_s,
-        wire_s=wire, exposed_s=exposed,
+        wire_s=wire, unbucketed_s=cost(stream.total_bytes), exposed_s=exposed,
         overlap_fraction=(wire - exposed) / wire if wire > 0 else 1.0,
         step_s=step, efficiency=(t_e + inp.optimizer_s) / step,
         no_overlap_s=t_e + wire + inp.optimizer_s,

@@ -18,6 +18,7 @@ __all__ = ["main", "budget_main", "SUBCOMMANDS"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
+    "timeline": "commcost.cli.timeline",
 }
 """Subcommand name -> module implementing it."""
 

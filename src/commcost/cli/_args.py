@@ -136,3 +136,16 @@ def size(text: str) -> float:
 def size_list(text: str) -> tuple[float, ...]:
     """``"1MiB,8MiB"`` -> bytes."""
     return _list(text, size, "sizes")
+
+
+def mib_or_auto(text: str) -> float | str:
+    """``"25"`` (MiB, as ``bucket_cap_mb``) -> 25.0; ``"auto"`` -> ``"auto"``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_float(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a size in MiB or 'auto': {exc}") from None
+
+
+__all__ += ["mib_or_auto"]
