@@ -166,3 +166,13 @@ def test_real_ddp_with_find_unused_parameters_keeps_the_small_bucket_last():
     assert [int(s) for s in str(data["bucket_sizes"]).split(",")] == \
         [sum(_nbytes(params[i]) for i in b) for b in ours]
     assert "rebuilt_bucket_sizes" not in data or not data["rebuilt_bucket_sizes"]
+
+
+@pytest.mark.parametrize("bucket_cap_mb", [None, 25, 0.5, 100])
+def test_caps_match_torchs_bucket_capacity_config(bucket_cap_mb):
+    _torch()
+    from torch.nn.parallel.distributed import _BucketCapacityConfig
+    theirs = _BucketCapacityConfig.create(bucket_cap_mb, None, False)
+    ours = ddp_bucket_caps(bucket_cap_mb)
+    assert (ours.bucket_cap_bytes, ours.first_bucket_cap_bytes) == \
+        (theirs.bucket_bytes_cap, theirs.first_bucket_bytes_cap)

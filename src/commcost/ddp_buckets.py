@@ -1,9 +1,19 @@
 """How PyTorch DDP groups gradients into buckets (torch 2.13), emulated in pure Python.
 
-What the source says (torch 2.13.0: ``torch/nn/parallel/distributed.py``; the C++
-reducer ``torch/csrc/distributed/c10d/reducer.cpp`` of pytorch/pytorch main),
-and what a single-process gloo run of the real ``DistributedDataParallel``
-confirms (``tests/test_ddp_buckets_torch.py``):
+Sources read: the installed torch 2.13.0 ``torch/nn/parallel/distributed.py``
+(``_BucketCapacityConfig.create`` and ``.compute_bucket_size_limits``,
+``DistributedDataParallel._ddp_init_helper``, the ``_rebuild_buckets`` call in
+``forward``), and the C++ reducer ``torch/csrc/distributed/c10d/reducer.cpp``
+(``compute_bucket_assignment_by_size``, ``Reducer::rebuild_buckets``) and
+``reducer.hpp`` (``should_rebuild_buckets``: "We only rebuild buckets once after
+the first iteration and never rebuild them if find_unused_parameters_";
+buckets "are reduced in a predetermined order that is identical across
+processes") of pytorch/pytorch, read through the project's
+code-search index since the wheel ships no C++ source. The C++ behaviour is
+confirmed against the wheel itself: ``dist._compute_bucket_assignment_by_size``
+on real modules, and a single-process gloo ``DistributedDataParallel`` whose
+logging data (``bucket_sizes``, ``rebuilt_per_bucket_param_indices``) shows
+iteration 0 and the rebuild (``tests/test_ddp_buckets_torch.py``).
 
 1. **Caps.** ``_BucketCapacityConfig.create``: ``bucket_cap_mb`` is in MiB
    (``int(bucket_cap_mb * 1024 * 1024)`` bytes), default 25 when it is ``None``.

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes)
         note = ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)" if first_bytes is None
                 else f"first bucket fixed at {args.first_bucket:g} MiB")
-        ctx = TimelineContext(inp, label, note)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note)
         out, text, best = sweep_to_dict(sweep, default), render_sweep_text(ctx, sweep, default), sweep.best
     else:
         caps = ddp_bucket_caps(None if args.bucket is None else args.bucket, first_bucket_bytes=first_bytes)
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                  "in gradient-ready order)")
         sweep = None
         best = simulate_timeline(inp, caps, stream=stream)
-        ctx = TimelineContext(inp, label, note)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note)
         out, text = timeline_to_dict(best), render_timeline_text(ctx, best)
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline

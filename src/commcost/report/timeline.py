@@ -6,6 +6,7 @@ the field's docstring states (:mod:`commcost.timeline`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from commcost.timeline import BucketSweep, Timeline, TimelineInputs
@@ -17,15 +18,16 @@ _ROWS_HEAD = 5
 _ROWS_TAIL = 5
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimelineContext:
     """What the text needs besides the result: the inputs and how the caps were chosen."""
 
-    __slots__ = ("inputs", "model_label", "caps_note")
-
-    def __init__(self, inputs: TimelineInputs, model_label: str, caps_note: str) -> None:
-        self.inputs = inputs
-        self.model_label = model_label
-        self.caps_note = caps_note
+    inputs: TimelineInputs
+    """The simulated step's inputs."""
+    model_label: str
+    """How gradients arrive (uniform rate, or which model shape)."""
+    caps_note: str
+    """How the bucket caps were chosen (DDP default, explicit, search)."""
 
 
 def _mib(n_bytes: float) -> str:
