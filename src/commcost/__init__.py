@@ -47,6 +47,23 @@ _EXPORTS: dict[str, str] = {
     "scaling_row": "commcost.scaling",
     "seed_analysis": "commcost.scaling",
     "seed_inputs": "commcost.scaling",
+    # the DDP timeline
+    "DdpBucketCaps": "commcost.ddp_buckets",
+    "assign_buckets_by_size": "commcost.ddp_buckets",
+    "ddp_bucket_caps": "commcost.ddp_buckets",
+    "initial_buckets": "commcost.ddp_buckets",
+    "rebuilt_buckets": "commcost.ddp_buckets",
+    "BucketSweep": "commcost.timeline",
+    "BucketTiming": "commcost.timeline",
+    "CurvePoint": "commcost.timeline",
+    "Timeline": "commcost.timeline",
+    "TimelineInputs": "commcost.timeline",
+    "ring_allreduce_cost": "commcost.timeline",
+    "simulate_timeline": "commcost.timeline",
+    "sweep_buckets": "commcost.timeline",
+    "ModelShape": "commcost.workload",
+    "model_params": "commcost.workload",
+    "model_preset": "commcost.workload",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -22,9 +22,7 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
 from __future__ import annotations
 
 from dataclasses import dataclass
-TYPE_CHECKING = False  # typing costs ~4 ms of start-up; annotations are never evaluated
-if TYPE_CHECKING:
-    from typing import Literal
+from typing import Literal
 
 from commcost.budget import require_count
 from commcost.collectives import CollectiveCost, ring_all_reduce

@@ -16,6 +16,8 @@ tokens processed per rank per optimizer step.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from commcost.errors import InputError
 
 __all__ = [
@@ -60,3 +62,150 @@ def transformer_layer_train_flops(hidden: int, seq: int, tokens: float) -> tuple
     dense = 6.0 * transformer_layer_params(hidden) * tokens
     attention = 12.0 * hidden * seq * tokens
     return dense, attention
+
+
+# --- Per-layer gradients and backward compute (the DDP timeline) ------------------
+#
+# A decoder-only transformer, layer by layer, for the bucket timeline. Symbols:
+# ``L`` layers, ``h`` hidden, ``f`` MLP inner size, ``V`` vocabulary, ``s``
+# sequence length, ``n_q``/``n_kv`` query/key-value heads (grouped-query
+# attention when ``n_kv < n_q``).
+#
+# * parameter tensors of one layer, in forward order: [ln_1], Q, K, V (K and V
+#   ``h * h n_kv/n_q`` each), O, [ln_2], MLP up (and gate when gated), MLP down;
+#   plus biases when the model has them (GPT-2). ``f = 4h`` and no gating give
+#   the textbook ``12 h^2``.
+# * embedding ``V h`` (plus ``s_max h`` learned positions), final norm, and an
+#   output head ``V h`` unless tied to the embedding.
+# * backward FLOPs per token: a matrix with ``n`` parameters costs ``4 n``
+#   (the two backward GEMMs of the ``6N`` rule); attention's score and value
+#   products ``8 h s`` per layer (two thirds of nanoGPT's ``12 h s``); norms,
+#   biases and the embedding look-up ~0 (element-wise / a scatter-add).
+
+
+__all__ += ["ModelShape", "GradientLayer", "transformer_gradient_layers", "model_params"]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelShape:
+    """A decoder-only transformer's shape (the timeline's ``--layers/--hidden`` or a preset)."""
+
+    layers: int
+    """Transformer layers L."""
+    hidden: int
+    """Hidden size h."""
+    seq: int
+    """Training sequence length s, tokens (sets attention's share of backward compute)."""
+    vocab: int = 50257
+    """Vocabulary V (default GPT-2's BPE)."""
+    ffn_hidden: int = 0
+    """MLP inner size f; 0 means 4h."""
+    gated_mlp: bool = False
+    """Three MLP matrices (SwiGLU, as Llama) instead of two."""
+    heads: int = 1
+    """Query heads n_q (only the ratio n_kv/n_q matters)."""
+    kv_heads: int = 0
+    """Key/value heads n_kv; 0 means n_q (no grouped-query attention)."""
+    max_positions: int = 0
+    """Rows of a learned position embedding (GPT-2: 1024); 0 for none (rotary)."""
+    tied_embeddings: bool = False
+    """Output head shares the embedding matrix (GPT-2) -- its gradient is then ready last."""
+    biases: bool = False
+    """Linear layers and norms carry biases (GPT-2); otherwise weight-only norms (Llama)."""
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "seq", "vocab", "heads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("ffn_hidden", "kv_heads", "max_positions"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(f"{name} must be an integer >= 0, got {value!r}")
+        if self.kv_heads > self.heads:
+            raise InputError(f"kv_heads ({self.kv_heads}) must not exceed heads ({self.heads})")
+
+    @property
+    def ffn(self) -> int:
+        """MLP inner size f (``4h`` unless given)."""
+        return self.ffn_hidden or 4 * self.hidden
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of K and V, ``h * n_kv / n_q``."""
+        return self.hidden * (self.kv_heads or self.heads) // self.heads
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradientLayer:
+    """One layer's parameter tensors and backward compute, as the timeline sees them."""
+
+    name: str
+    """``"embedding"``, ``"layer 0"`` ... ``"layer L-1"``, ``"final norm"``, ``"output head"``."""
+    tensor_params: tuple[int, ...]
+    """Elements of each parameter tensor, in forward order (gradients arrive in reverse)."""
+    backward_flops_per_token: float
+    """Backward FLOPs of this layer per token."""
+
+    @property
+    def params(self) -> int:
+        """Parameters of the layer (sum of its tensors)."""
+        return sum(self.tensor_params)
+
+
+def _layer_tensors(m: ModelShape) -> tuple[int, ...]:
+    h, f, kv = m.hidden, m.ffn, m.kv_hidden
+    norm = (h, h) if m.biases else (h,)
+    out: list[int] = [*norm]
+    for width in (h, kv, kv):                       # Q, K, V
+        out += [h * width] + ([width] if m.biases else [])
+    out += [h * h] + ([h] if m.biases else [])      # O
+    out += norm
+    for _ in range(2 if m.gated_mlp else 1):        # up (and gate)
+        out += [h * f] + ([f] if m.biases else [])
+    out += [f * h] + ([h] if m.biases else [])      # down
+    return tuple(out)
+
+
+def transformer_gradient_layers(m: ModelShape) -> tuple[GradientLayer, ...]:
+    """The model's layers in forward order, embedding first (see the comment above)."""
+    h, s, V = m.hidden, m.seq, m.vocab
+    embedding = (V * h,) + ((m.max_positions * h,) if m.max_positions else ())
+    layers = [GradientLayer(name="embedding", tensor_params=embedding, backward_flops_per_token=0.0)]
+    tensors = _layer_tensors(m)
+    matrix_params = 2 * h * h + 2 * h * m.kv_hidden + (3 if m.gated_mlp else 2) * h * m.ffn
+    for i in range(m.layers):
+        layers.append(GradientLayer(name=f"layer {i}", tensor_params=tensors,
+                                    backward_flops_per_token=4.0 * matrix_params + 8.0 * h * s))
+    layers.append(GradientLayer(name="final norm", tensor_params=(h, h) if m.biases else (h,),
+                                backward_flops_per_token=0.0))
+    head = () if m.tied_embeddings else (V * h,)
+    layers.append(GradientLayer(name="output head", tensor_params=head,
+                                backward_flops_per_token=4.0 * V * h))
+    return tuple(layers)
+
+
+def model_params(m: ModelShape) -> int:
+    """Total parameters N of the shape (each tensor counted once; a tied head adds none)."""
+    return sum(layer.params for layer in transformer_gradient_layers(m))
+
+
+def model_preset_names() -> tuple[str, ...]:
+    """Names of the model presets in ``hardware/models.json``."""
+    from commcost.hardware import load_preset_file
+    return tuple(k for k in load_preset_file("models.json") if not k.startswith("_"))
+
+
+def model_preset(name: str) -> ModelShape:
+    """The :class:`ModelShape` of preset ``name`` (exact key; unknown names list the valid ones)."""
+    from commcost.hardware import load_preset_file, lookup
+    table = {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
+    row = lookup(table, name, "model preset")
+    return ModelShape(
+        layers=row["layers"], hidden=row["hidden"], seq=row["seq_tokens"], vocab=row["vocab"],
+        ffn_hidden=row["ffn_hidden"], gated_mlp=row["gated_mlp"], heads=row["heads"],
+        kv_heads=row["kv_heads"], max_positions=row["max_positions"],
+        tied_embeddings=row["tied_embeddings"], biases=row["biases"],
+    )
+
+
+__all__ += ["model_preset", "model_preset_names"]

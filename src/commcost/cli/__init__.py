@@ -10,9 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-TYPE_CHECKING = False  # typing costs ~4 ms of start-up; annotations are never evaluated
-if TYPE_CHECKING:
-    from typing import Sequence
+from typing import Sequence
 
 from commcost.cli._args import Parser, fail
 from commcost.errors import InputError
@@ -22,6 +20,7 @@ __all__ = ["main", "budget_main", "SUBCOMMANDS"]
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
     "scaling": "commcost.cli.scaling",
+    "timeline": "commcost.cli.timeline",
 }
 """Subcommand name -> module implementing it."""
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-TYPE_CHECKING = False  # typing costs ~4 ms of start-up; annotations are never evaluated
-if TYPE_CHECKING:
-    from typing import Callable, NoReturn
+from typing import Callable, NoReturn
 
 from commcost.errors import InputError
 from commcost.units import parse_size_bytes
 
 __all__ = [
     "Parser", "fail", "positive_int", "nonneg_int", "positive_float", "nonneg_float",
-    "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size",
+    "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size", "mib_or_auto",
     "name_list",
 ]
 
@@ -144,3 +142,14 @@ def size_list(text: str) -> tuple[float, ...]:
 def name_list(text: str) -> tuple[str, ...]:
     """``"7b,1.3b"`` -> ``("7b", "1.3b")``: non-empty names, checked against presets later."""
     return _list(text, str, "names")
+
+
+def mib_or_auto(text: str) -> float | str:
+    """``"25"`` (MiB, as ``bucket_cap_mb``) -> 25.0; ``"auto"`` -> ``"auto"``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_float(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a size in MiB or 'auto': {exc}") from None
+

@@ -6,6 +6,7 @@ field's docstring states.
 
 from __future__ import annotations
 
+from commcost.buckets import BucketRow
 from commcost.budget import Budget
 from commcost.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
@@ -50,12 +51,16 @@ def render_budget_text(b: Budget) -> str:
         f"{t(st.tail_s)}) is a tail that starts when backward ends and cannot hide")
     add(f"    best case: exposed >= max(tail, T - window) = {t(st.exposed_lower_bound_s)} "
         f"-> efficiency {pct(st.efficiency_best_case)}")
+    for line in _simulated_lines(b):
+        add(line)
     add("")
     add(f"(d) threshold label  {st.label}  (T/step = {pct(st.comm_fraction)} "
         f"{'>' if st.label == 'COMMUNICATION-BOUND' else '<='} {pct(st.threshold)})")
     add(f"    overlap verdict  {st.overlap_verdict}  (T = {t(T.total_s)} vs backward window "
         f"{t(st.backward_window_s)}, margin {t(st.backward_margin_s)})")
     add("    " + _verdict_sentence(b))
+    if b.overlap is not None and b.allreduce.total_s > 0:
+        add("    " + _simulated_verdict(b))
     add("")
     add(f"(e) fixes, comm-to-compute ratio (baseline {pct(fx.baseline_comm_to_compute)})")
     g = fx.grad_accum
@@ -108,12 +113,15 @@ def _buckets_text(b: Budget) -> str:
     out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}",
            "    total = count * 2(P-1)a + 2(P-1)/P * S/B",
            f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
-           f"{'latency total':>14} {'total':>12} {'T/step':>7}"]
+           f"{'latency total':>14} {'total':>12} {'T/step':>7}" + _exposed_header(b)]
     for r in bt.rows:
         out.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>18} "
                    f"{t(r.one_bucket.bandwidth_s):>11} {pct(r.latency_share):>10} "
                    f"{t(r.latency_total_s):>14} {t(r.total_s):>12} "
-                   f"{pct(r.total_s / b.step.compute_s):>7}")
+                   f"{pct(r.total_s / b.step.compute_s):>7}" + _exposed_cell(b, r))
+    if b.overlap is not None:
+        out.append("    exposed: simulated all-reduce time left after backward ends, each cap as an explicit "
+                   "bucket_cap_mb (torch 2.13: first bucket = cap), gradients at a uniform rate")
     if i.gpus == 1:
         out.append("    P = 1: no all-reduce, bucket size does not matter.")
         return "\n".join(out)
@@ -170,6 +178,7 @@ def budget_to_dict(b: Budget) -> dict[str, object]:
             "tail_s": st.tail_s, "exposed_lower_bound_s": st.exposed_lower_bound_s,
             "efficiency_best_case": st.efficiency_best_case,
             "label": st.label, "overlap_verdict": st.overlap_verdict,
+            "simulated": _simulated_dict(b),
         },
         "fixes": {
             "baseline_comm_to_compute": fx.baseline_comm_to_compute,
@@ -193,6 +202,7 @@ def budget_to_dict(b: Budget) -> dict[str, object]:
             "rows": [{"size_bytes": r.cap_bytes, "count": r.count,
                       "one_bucket": _cost(r.one_bucket), "latency_share": r.latency_share,
                       "latency_total_s": r.latency_total_s, "total_s": r.total_s} for r in bt.rows],
+            "exposed_s": list(b.overlap.exposed_by_cap_s) if b.overlap is not None else None,
             "min_bucket_bytes": bt.advice.min_bucket_bytes,
             "max_bucket_bytes": bt.advice.max_bucket_bytes if bt.advice.max_bucket_bytes != float("inf") else None,
             "max_latency_share": bt.advice.max_latency_share,
@@ -210,3 +220,60 @@ def budget_to_dict(b: Budget) -> dict[str, object]:
 
 def _cost(c) -> dict[str, float]:
     return {"latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s, "total_s": c.total_s}
+
+
+# --- The simulated overlap (issue 4): exposed time from the DDP bucket timeline -----
+
+def _exposed_header(b: Budget) -> str:
+    return f" {'exposed':>10}" if b.overlap is not None else ""
+
+
+def _exposed_cell(b: Budget, row: BucketRow) -> str:
+    if b.overlap is None:
+        return ""
+    exposed = b.overlap.exposed_by_cap_s[b.buckets.rows.index(row)]
+    return f" {t(exposed) if exposed is not None else 'n/a':>10}"
+
+
+def _share_of_T(b: Budget, exposed_s: float) -> str:
+    T = b.allreduce.total_s
+    return f"{pct(exposed_s / T)} of T" if T > 0 else "no communication"
+
+
+def _simulated_lines(b: Budget) -> list[str]:
+    ov = b.overlap
+    if ov is None or b.allreduce.total_s == 0:
+        return []
+    d, best = ov.default, ov.best
+    return [
+        "    simulated (DDP bucket timeline, gradients at a uniform rate, one comm stream; `commcost timeline`):",
+        f"      PyTorch's 25 MiB default (first bucket 1 MiB): {len(d.buckets):,} buckets, {t(d.wire_s)} on the "
+        f"wire, exposed {t(d.exposed_s)} = {_share_of_T(b, d.exposed_s)} -> efficiency {pct(d.efficiency)}",
+        f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB: {len(best.buckets):,} buckets, "
+        f"{t(best.wire_s)} on the wire, exposed {t(best.exposed_s)} = {_share_of_T(b, best.exposed_s)} "
+        f"-> efficiency {pct(best.efficiency)}",
+    ]
+
+
+def _simulated_verdict(b: Budget) -> str:
+    ov = b.overlap
+    assert ov is not None
+    d, best = ov.default, ov.best
+    return (f"-> Simulated: with the 25 MiB default {t(d.exposed_s)} ({_share_of_T(b, d.exposed_s)}) stays exposed, "
+            f"{pct(d.exposed_s / d.step_s)} of the step; with {best.bucket_cap_bytes / MiB:,.3g} MiB buckets "
+            f"{t(best.exposed_s)} ({_share_of_T(b, best.exposed_s)}), {pct(best.exposed_s / best.step_s)} of the "
+            "step. What costs time is the exposed part, not T/step.")
+
+
+def _simulated_dict(b: Budget) -> dict[str, object]:
+    ov = b.overlap
+    if ov is None:
+        return {}
+    return {
+        "default_bucket_bytes": ov.default.bucket_cap_bytes,
+        "default_first_bucket_bytes": ov.default.first_bucket_cap_bytes,
+        "default_wire_s": ov.default.wire_s, "default_exposed_s": ov.default.exposed_s,
+        "default_step_s": ov.default.step_s,
+        "best_bucket_bytes": ov.best.bucket_cap_bytes, "best_wire_s": ov.best.wire_s,
+        "best_exposed_s": ov.best.exposed_s, "best_step_s": ov.best.step_s,
+    }

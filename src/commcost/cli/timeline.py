@@ -1,0 +1,141 @@
+"""``commcost timeline``: simulate the DDP bucket timeline, or search the bucket size."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from commcost.cli import _args as A
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = "simulate DDP's bucketed all-reduce against the backward pass; --bucket auto finds the best size"
+
+_PARAMS_TOLERANCE = 0.10
+"""--params may differ from a shape's own count by this much (it is then only a cross-check)."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``budget`` flags that apply, plus buckets, optimizer time, model shape and plot."""
+    g = p.add_argument_group("the data-parallel group")
+    g.add_argument("--gpus", type=A.positive_int, required=True, help="ranks P in the data-parallel group")
+    g.add_argument("--bw", type=A.positive_float, required=True, help="achievable per-rank bandwidth B, GB/s (1e9)")
+    g.add_argument("--latency", type=A.nonneg_float, required=True, help="per ring-step latency a, microseconds")
+    m = p.add_argument_group("the step")
+    m.add_argument("--step-ms", type=A.positive_float, required=True,
+                   help="measured compute-only step time, ms (one micro-batch)")
+    m.add_argument("--params", type=A.positive_float,
+                   help="parameters N, billions (1e9); without a model shape gradients arrive at a uniform rate")
+    m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
+    m.add_argument("--backward-fraction", type=A.open_fraction, default=2.0 / 3.0,
+                   help="share of the step spent in backward (default 2/3)")
+    m.add_argument("--grad-accum", type=A.positive_int, default=1,
+                   help="micro-batches per optimizer step, k (no_sync on all but the last; default 1)")
+    m.add_argument("--optimizer-ms", type=A.nonneg_float, default=0.0,
+                   help="optimizer time after the last all-reduce, ms (default 0)")
+    b = p.add_argument_group("buckets")
+    b.add_argument("--bucket", type=A.mib_or_auto, default=None,
+                   help="bucket cap in MiB as DDP's bucket_cap_mb, or 'auto' to search a log grid "
+                        "(default: DDP's default, 25 MiB with a 1 MiB first bucket)")
+    b.add_argument("--first-bucket", type=A.positive_float, default=None,
+                   help="first bucket cap, MiB (default: 1 MiB with DDP's default cap, else the cap, as torch 2.13)")
+    s = p.add_argument_group("model shape (per-layer gradients and backward compute)")
+    s.add_argument("--model", help="a model preset from hardware/models.json (e.g. gpt3-1.3b, llama2-7b)")
+    s.add_argument("--layers", type=A.positive_int, help="transformer layers L")
+    s.add_argument("--hidden", type=A.positive_int, help="hidden size h")
+    s.add_argument("--seq", type=A.positive_int, help="sequence length s, tokens")
+    s.add_argument("--vocab", type=A.positive_int, help="vocabulary size V (default 50257 with --layers)")
+    p.add_argument("--plot", metavar="FILE", help="write a Gantt chart of both streams (and the curve with auto)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+
+
+def _shape(args: argparse.Namespace):
+    """The model shape from --model or --layers/--hidden/--seq, and a label; (None, label) if none."""
+    from dataclasses import replace
+
+    from commcost.workload import ModelShape, model_preset
+
+    explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
+    if args.model is not None:
+        if explicit:
+            A.fail(f"--model sets the shape; drop --{explicit[0]} (only --seq may override a preset)")
+        shape = model_preset(args.model)
+        if args.seq is not None:
+            shape = replace(shape, seq=args.seq)
+        return shape, f"model {args.model}"
+    if args.layers is None and args.hidden is None:
+        if args.seq is not None or args.vocab is not None:
+            A.fail("--seq/--vocab describe a model shape: give --layers and --hidden too (or --model)")
+        return None, None
+    for flag in ("layers", "hidden", "seq"):
+        if getattr(args, flag) is None:
+            A.fail(f"a model shape needs --layers, --hidden and --seq; --{flag} is missing")
+    shape = ModelShape(layers=args.layers, hidden=args.hidden, seq=args.seq,
+                       vocab=args.vocab if args.vocab is not None else 50257)
+    return shape, f"model L = {args.layers}, h = {args.hidden}, s = {args.seq}, V = {shape.vocab}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate the flags, simulate, render."""
+    from commcost.ddp_buckets import ddp_bucket_caps
+    from commcost.report.timeline import (
+        TimelineContext, render_sweep_text, render_timeline_text, sweep_to_dict, timeline_to_dict,
+    )
+    from commcost.timeline import TimelineInputs, gradient_stream, simulate_timeline, sweep_buckets
+    from commcost.topology import Link
+    from commcost.units import BILLION, GB, MS, MiB, US
+    from commcost.workload import bytes_per_element, model_params
+
+    shape, label = _shape(args)
+    if shape is None and args.params is None:
+        A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
+    if shape is not None:
+        n_shape = model_params(shape)
+        if args.params is not None and abs(args.params * BILLION - n_shape) > _PARAMS_TOLERANCE * n_shape:
+            A.fail(f"--params {args.params:g} (billions) disagrees with the shape's {n_shape / BILLION:.4g} "
+                   f"billion parameters by more than {_PARAMS_TOLERANCE:.0%}; drop --params or fix the shape")
+        label = (f"{label}: {n_shape:,} params, gradients ready layer by layer in reverse "
+                 "(output head first, embedding last), backward time per layer from its FLOPs")
+    else:
+        label = "no model shape: gradients arrive at a uniform rate S/W during backward"
+    inp = TimelineInputs(
+        gpus=args.gpus, link=Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US),
+        step_s=args.step_ms * MS, params=(args.params or 0.0) * BILLION, shape=shape,
+        bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
+        grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
+    )
+    first_bytes = int(args.first_bucket * MiB) if args.first_bucket is not None else None
+    if first_bytes is not None and first_bytes < 1:
+        A.fail(f"--first-bucket {args.first_bucket:g} MiB is under one byte")
+    stream = gradient_stream(inp)
+    default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream)
+    if args.bucket == "auto":
+        sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes)
+        note = ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)" if first_bytes is None
+                else f"first bucket fixed at {args.first_bucket:g} MiB")
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note)
+        out, text, best = sweep_to_dict(sweep, default), render_sweep_text(ctx, sweep, default), sweep.best
+    else:
+        caps = ddp_bucket_caps(None if args.bucket is None else args.bucket, first_bucket_bytes=first_bytes)
+        if args.bucket is None:
+            note = "DDP's default: cap 25 MiB, first bucket 1 MiB (bucket_cap_mb=None)"
+        else:
+            note = f"cap {args.bucket:g} MiB, first bucket {caps.first_bucket_cap_bytes / MiB:g} MiB"
+            if first_bytes is None:
+                note += " (an explicit bucket_cap_mb drops torch 2.13's 1 MiB first bucket; omit --bucket for the default)"
+        note += ("\n  (steady state: DDP runs its first iteration as one bucket, then rebuilds the buckets "
+                 "in gradient-ready order)")
+        sweep = None
+        best = simulate_timeline(inp, caps, stream=stream)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note)
+        out, text = timeline_to_dict(best), render_timeline_text(ctx, best)
+    if args.plot:
+        from commcost.report.plot_timeline import plot_timeline
+        plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
+    if args.json:
+        json.dump(out, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(text + (f"\n\n  plot written to {args.plot}" if args.plot else ""))
+    return 0

@@ -1,0 +1,376 @@
+"""The DDP bucket timeline: does the all-reduce hide behind the backward pass?
+
+Symbols: ``t_c`` compute-only time of one micro-batch, ``k`` micro-batches per
+optimizer step, ``f_b`` backward share of a micro-batch, ``W = f_b t_c`` the
+backward window, ``t_opt`` optimizer time, ``T(c)`` the all-reduce of a ``c``-byte
+bucket (ring: ``2(P-1)a + 2(P-1)/P * c/B``, :func:`commcost.collectives.ring_all_reduce`).
+
+The model (README, "Timeline"):
+
+* **Step layout.** With gradient accumulation under ``no_sync`` the first ``k-1``
+  micro-batches communicate nothing; only the last one's backward overlaps
+  communication. Its backward runs from ``t_0 = k t_c - W`` to ``t_e = k t_c``.
+  So the simulation is ``O(buckets)`` whatever ``k`` is.
+* **Gradient arrival.** Gradients become ready in reverse layer order. Without a
+  model shape they arrive at a uniform rate: byte ``x`` of ``S`` is ready at
+  ``t_0 + W x/S``. With a shape (:class:`commcost.workload.ModelShape`) each
+  layer's backward lasts ``W * F_l / sum F`` (``F_l`` its backward FLOPs: output
+  head first, embedding last with ~0 FLOPs), and within a layer its tensors
+  arrive in reverse forward order, in proportion to their size.
+* **Buckets.** As DDP after its first-iteration rebuild (:mod:`commcost.ddp_buckets`):
+  packed in ready order, first bucket capped at ``c_1``, the rest at ``c``; with a
+  shape a bucket closes on the tensor that reaches the cap (never splitting a
+  tensor); without one the stream is continuous, so buckets are exactly
+  ``c_1, c, c, ..., remainder``. A bucket is ready when its last gradient is.
+* **One communication stream.** ``start_i = max(ready_i, end_{i-1})``,
+  ``end_i = start_i + T(size_i)``.
+* **The step.** ``step = max(t_e, end_n) + t_opt``; wire time ``T_w = sum T(size_i)``;
+  exposed ``E = max(0, end_n - t_e)``; overlap fraction ``(T_w - E)/T_w`` (1 when
+  there is no communication); efficiency ``(k t_c + t_opt)/step``.
+* **Bounds.** No overlap: ``k t_c + T_w + t_opt``. Perfect overlap:
+  ``k t_c + max(0, T_w - W) + t_opt`` -- communication can only hide in the last
+  backward window, and no schedule does better. The simulated step lies between.
+  Hand cases: when communication keeps up, ``E`` is the last bucket's
+  all-reduce; when it saturates, ``E = T_w - W + fill(first bucket)``.
+
+The all-reduce cost is one function of the message size, ``allreduce_s``; by
+default :func:`ring_allreduce_cost` (the only place this module costs a
+collective), so a topology-aware cost can be passed in instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+from commcost.collectives import ring_all_reduce
+from commcost.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
+from commcost.errors import InputError
+from commcost.topology import Link
+from commcost.units import KiB, require_finite_positive
+from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
+
+__all__ = [
+    "AllReduceCost", "ring_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
+    "Timeline", "CurvePoint", "BucketSweep", "gradient_stream", "simulate_timeline",
+    "bucket_grid", "sweep_buckets",
+]
+
+AllReduceCost = Callable[[float], float]
+"""Seconds to all-reduce a message of the given size in bytes."""
+
+
+def ring_allreduce_cost(gpus: int, link: Link) -> AllReduceCost:
+    """``S -> 2(P-1)a + 2(P-1)/P * S/B`` via :func:`commcost.collectives.ring_all_reduce`."""
+    def cost(message_bytes: float) -> float:
+        return ring_all_reduce(message_bytes, gpus, link).total_s
+    return cost
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineInputs:
+    """One data-parallel optimizer step (SI units)."""
+
+    gpus: int
+    """Ranks P."""
+    link: Link
+    """Link of the ring."""
+    step_s: float
+    """Compute-only time of one micro-batch, t_c, seconds."""
+    params: float = 0.0
+    """Parameters N (a count); ignored when ``shape`` is given (then N comes from the shape)."""
+    shape: ModelShape | None = None
+    """Model shape for per-layer gradients and compute; None means a uniform gradient rate."""
+    bytes_per_grad: int = 2
+    """Bytes per gradient element (bf16: 2)."""
+    backward_fraction: float = 2.0 / 3.0
+    """f_b: share of a micro-batch spent in backward."""
+    grad_accum: int = 1
+    """k: micro-batches per optimizer step (``no_sync`` on all but the last)."""
+    optimizer_s: float = 0.0
+    """t_opt: optimizer time after the last all-reduce, seconds."""
+
+    def __post_init__(self) -> None:
+        for name in ("gpus", "bytes_per_grad", "grad_accum"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+        require_finite_positive("step_s", self.step_s)
+        require_finite_positive("optimizer_s", self.optimizer_s, allow_zero=True)
+        require_finite_positive("backward_fraction", self.backward_fraction)
+        if self.backward_fraction > 1:
+            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+        if self.shape is None:
+            require_finite_positive("params", self.params)
+
+    @property
+    def message_bytes(self) -> float:
+        """S = N * bytes_per_grad, with N from the shape when there is one."""
+        n = model_params(self.shape) if self.shape is not None else self.params
+        return gradient_bytes(n, self.bytes_per_grad)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradientStream:
+    """Gradient tensors in the order they become ready, with when (as a share of W)."""
+
+    tensor_bytes: tuple[int, ...]
+    """Bytes of each tensor, in ready order; empty for a uniform (continuous) stream."""
+    ready_fraction: tuple[float, ...]
+    """When each tensor is ready, as a share of the backward window (last is 1)."""
+    total_bytes: float
+    """S, bytes."""
+
+    @property
+    def uniform(self) -> bool:
+        """True for the continuous, uniform-rate stream (no model shape)."""
+        return not self.tensor_bytes
+
+
+def gradient_stream(inp: TimelineInputs) -> GradientStream:
+    """The ready order and ready times of the gradients (see the module docstring)."""
+    if inp.shape is None:
+        return GradientStream(tensor_bytes=(), ready_fraction=(), total_bytes=inp.message_bytes)
+    layers = transformer_gradient_layers(inp.shape)
+    total_flops = sum(layer.backward_flops_per_token for layer in layers)
+    sizes: list[int] = []
+    ready_flops: list[float] = []
+    done = 0.0
+    for layer in reversed(layers):
+        span = layer.backward_flops_per_token
+        tensors = layer.tensor_params[::-1]
+        layer_params = sum(tensors)
+        seen = 0
+        for n in tensors:
+            seen += n
+            sizes.append(n * inp.bytes_per_grad)
+            ready_flops.append(done + span * seen / layer_params)
+        done += span
+    ready = tuple(min(1.0, r / total_flops) for r in ready_flops)
+    return GradientStream(tensor_bytes=tuple(sizes), ready_fraction=ready, total_bytes=float(sum(sizes)))
+
+
+def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], list[float]]:
+    """Bucket sizes (bytes) and ready shares, in reduction order."""
+    if stream.uniform:
+        S = stream.total_bytes
+        sizes, readies, filled = [], [], 0.0
+        cap = float(caps.first_bucket_cap_bytes)
+        while filled < S:
+            size = min(cap, S - filled)
+            filled += size
+            sizes.append(size)
+            readies.append(filled / S)
+            cap = float(caps.bucket_cap_bytes)
+        readies[-1] = 1.0
+        return sizes, readies
+    n = len(stream.tensor_bytes)
+    groups, _ = assign_buckets_by_size(stream.tensor_bytes,
+                                       (caps.first_bucket_cap_bytes, caps.bucket_cap_bytes),
+                                       order=range(n))
+    sizes = [float(sum(stream.tensor_bytes[i] for i in g)) for g in groups]
+    readies = [max(stream.ready_fraction[i] for i in g) for g in groups]
+    return sizes, readies
+
+
+class BucketTiming(NamedTuple):
+    """One bucket on the timeline.
+
+    A NamedTuple rather than a frozen dataclass: a 70B model has thousands of
+    buckets, and a tuple is built ~4x faster (benchmarks/timeline_speed.py).
+    """
+
+    size_bytes: float
+    """Bytes in the bucket."""
+    ready_s: float
+    """When its last gradient is ready, seconds from the start of the step."""
+    start_s: float
+    """When its all-reduce starts: ``max(ready, previous end)``."""
+    end_s: float
+    """``start + T(size)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeline:
+    """The simulated step (see the module docstring for every formula)."""
+
+    bucket_cap_bytes: int
+    """c: cap of every bucket after the first."""
+    first_bucket_cap_bytes: int
+    """c_1: cap of the first bucket."""
+    message_bytes: float
+    """S: the whole gradient, bytes."""
+    buckets: tuple[BucketTiming, ...]
+    """In reduction order."""
+    compute_s: float
+    """``k t_c``: end of the last backward, seconds."""
+    backward_start_s: float
+    """``t_0 = k t_c - W``."""
+    backward_window_s: float
+    """``W = f_b t_c``."""
+    optimizer_s: float
+    """t_opt."""
+    wire_s: float
+    """T_w: sum of the buckets' all-reduces."""
+    unbucketed_s: float
+    """T(S): one all-reduce of the whole gradient; ``T_w - T(S)`` is what bucketing adds (latency terms)."""
+    exposed_s: float
+    """E: communication after backward ends."""
+    overlap_fraction: float
+    """``(T_w - E)/T_w``; 1 when T_w = 0."""
+    step_s: float
+    """``max(t_e, end_n) + t_opt``."""
+    efficiency: float
+    """``(k t_c + t_opt)/step``."""
+    no_overlap_s: float
+    """Bound: ``k t_c + T_w + t_opt``."""
+    perfect_overlap_s: float
+    """Bound: ``k t_c + max(0, T_w - W) + t_opt``."""
+
+    @property
+    def busy_from(self) -> int:
+        """Index ``j`` of the bucket that opens the final busy period of the stream.
+
+        The last bucket that started the moment it was ready; from it on the stream
+        never idles, so ``end_n = ready_j + sum_{i>=j} T_i``. ``j = n-1`` means the
+        communication kept up and only the last bucket's all-reduce can be exposed.
+        """
+        for j in range(len(self.buckets) - 1, -1, -1):
+            b = self.buckets[j]
+            if b.start_s <= b.ready_s:
+                return j
+        return 0
+
+
+def _schedule(sizes: list[float], readies: list[float], *, t_e: float, W: float,
+              cost: AllReduceCost, memo: dict[float, float],
+              timings: list[BucketTiming] | None) -> tuple[float, float]:
+    """Run the one communication stream; return ``(end_n, T_w)``.
+
+    ``ready = t_e - (1 - share) W`` (exactly ``t_e`` for the last gradient),
+    ``start = max(ready, previous end)``, ``end = start + T(size)``.
+    """
+    end = -math.inf
+    wire = 0.0
+    for size, share in zip(sizes, readies):
+        T = memo.get(size)
+        if T is None:
+            T = memo[size] = cost(size)
+        ready = t_e - (1.0 - share) * W
+        start = ready if ready > end else end
+        end = start + T
+        wire += T
+        if timings is not None:
+            timings.append(BucketTiming(size, ready, start, end))
+    return end, wire
+
+
+def _exposed(end_s: float, t_e: float, wire_s: float) -> float:
+    """``E = max(0, end_n - t_e)``, clipped to ``T_w`` (which it can only pass by rounding)."""
+    return min(wire_s, max(0.0, end_s - t_e))
+
+
+def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
+                      allreduce_s: AllReduceCost | None = None,
+                      stream: GradientStream | None = None) -> Timeline:
+    """Simulate one optimizer step; ``caps`` default to DDP's (25 MiB, first 1 MiB)."""
+    caps = caps or ddp_bucket_caps(None)
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    stream = stream or gradient_stream(inp)
+    sizes, readies = _buckets(stream, caps)
+    W = inp.backward_fraction * inp.step_s
+    t_e = inp.grad_accum * inp.step_s
+    timings: list[BucketTiming] = []
+    end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo={}, timings=timings)
+    exposed = _exposed(end, t_e, wire)
+    step = t_e + exposed + inp.optimizer_s
+    return Timeline(
+        bucket_cap_bytes=caps.bucket_cap_bytes, first_bucket_cap_bytes=caps.first_bucket_cap_bytes,
+        message_bytes=stream.total_bytes, buckets=tuple(timings),
+        compute_s=t_e, backward_start_s=t_e - W, backward_window_s=W, optimizer_s=inp.optimizer_s,
+        wire_s=wire, unbucketed_s=cost(stream.total_bytes), exposed_s=exposed,
+        overlap_fraction=(wire - exposed) / wire if wire > 0 else 1.0,
+        step_s=step, efficiency=(t_e + inp.optimizer_s) / step,
+        no_overlap_s=t_e + wire + inp.optimizer_s,
+        perfect_overlap_s=t_e + max(0.0, wire - W) + inp.optimizer_s,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurvePoint:
+    """One bucket cap on the step-time curve."""
+
+    bucket_bytes: int
+    """Cap c (and c_1 unless overridden), bytes."""
+    buckets: int
+    """Buckets at this cap."""
+    wire_s: float
+    """T_w: grows as c shrinks (one latency term per bucket)."""
+    exposed_s: float
+    """E: grows as c grows (the tail) and as c shrinks (latency)."""
+    step_s: float
+    """Simulated step."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BucketSweep:
+    """``--bucket auto``: the cap minimising the step, and the curve it was read from."""
+
+    curve: tuple[CurvePoint, ...]
+    """Every cap tried, smallest first."""
+    best: Timeline
+    """The timeline at the best cap (the smallest cap among equal step times)."""
+
+
+def bucket_grid(message_bytes: float, *, points_per_octave: int = 4,
+                min_bytes: float = 64 * KiB, max_buckets: int = 1 << 12) -> tuple[int, ...]:
+    """Log-spaced caps from ``max(min_bytes, S/max_buckets)`` up to the first cap >= S."""
+    require_finite_positive("message_bytes", message_bytes)
+    if points_per_octave < 1:
+        raise InputError(f"points_per_octave must be >= 1, got {points_per_octave}")
+    lo = max(min_bytes, message_bytes / max_buckets)
+    step = 2.0 ** (1.0 / points_per_octave)
+    k0 = math.floor(math.log(lo, step))
+    caps: list[int] = []
+    k = k0
+    while True:
+        cap = int(round(step ** k))
+        if cap >= 1 and (not caps or cap > caps[-1]):
+            caps.append(cap)
+        if cap >= message_bytes:
+            return tuple(caps)
+        k += 1
+
+
+def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
+                  first_bucket_bytes: int | None = None,
+                  allreduce_s: AllReduceCost | None = None) -> BucketSweep:
+    """Simulate every cap (default :func:`bucket_grid`) and keep the fastest step.
+
+    Each cap is what ``bucket_cap_mb`` set explicitly gives in torch 2.13: the
+    first bucket as large as the rest, unless ``first_bucket_bytes`` says otherwise.
+    """
+    stream = gradient_stream(inp)
+    grid = caps_bytes or bucket_grid(stream.total_bytes)
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    memo: dict[float, float] = {}
+    W = inp.backward_fraction * inp.step_s
+    t_e = inp.grad_accum * inp.step_s
+    curve: list[CurvePoint] = []
+    best: tuple[float, DdpBucketCaps] | None = None
+    for cap in sorted(grid):
+        caps = DdpBucketCaps(bucket_cap_bytes=int(cap),
+                             first_bucket_cap_bytes=int(first_bucket_bytes or cap))
+        sizes, readies = _buckets(stream, caps)
+        end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
+        exposed = _exposed(end, t_e, wire)
+        step = t_e + exposed + inp.optimizer_s
+        curve.append(CurvePoint(bucket_bytes=int(cap), buckets=len(sizes), wire_s=wire,
+                                exposed_s=exposed, step_s=step))
+        if best is None or step < best[0]:
+            best = (step, caps)
+    if best is None:
+        raise InputError("no bucket caps to sweep")
+    return BucketSweep(curve=tuple(curve),
+                       best=simulate_timeline(inp, best[1], allreduce_s=cost, stream=stream))
