@@ -12,13 +12,16 @@ from commcost.collectives import (
 )
 from commcost.errors import InputError
 from commcost.layer_ratio import LayerInputs, LayerRatio, layer_ratio
-from commcost.topology import Link
+from commcost.topology import Link, Placement, Topology, place
+from commcost.algorithms import algorithm_costs, collective_cost
+from commcost.presets import system_group, system_topology
 
 __all__ = [
     "Algorithm", "BucketAdvice", "BucketRow", "Budget", "BudgetInputs", "Collective",
     "CollectiveCost", "InputError", "LayerInputs", "LayerRatio", "Link",
     "bucket_advice", "bucket_row", "bus_bandwidth_factor", "communication_budget",
     "crossover_bytes", "layer_ratio", "ring_all_gather", "ring_all_reduce", "ring_reduce_scatter",
+    "Topology", "Placement", "place", "collective_cost", "algorithm_costs", "system_topology", "system_group",
 ]
 
 __version__ = "0.1.0"

@@ -18,6 +18,8 @@ __all__ = ["main", "budget_main", "SUBCOMMANDS"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
+    "collective": "commcost.cli.collective",
+    "presets": "commcost.cli.presets",
 }
 """Subcommand name -> module implementing it."""
 
