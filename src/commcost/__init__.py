@@ -2,26 +2,72 @@
 
 The public API. Every function is pure and returns a frozen dataclass whose
 fields are SI quantities with named terms; the CLI only renders them.
+
+Names are imported lazily (PEP 562): ``from commcost import ring_all_reduce``
+loads only the modules that name needs, so the command line starts fast.
 """
 
-from commcost.budget import Budget, BudgetInputs, communication_budget
-from commcost.buckets import BucketAdvice, BucketRow, bucket_advice, bucket_row, crossover_bytes
-from commcost.collectives import (
-    Algorithm, Collective, CollectiveCost, bus_bandwidth_factor,
-    ring_all_gather, ring_all_reduce, ring_reduce_scatter,
-)
-from commcost.errors import InputError
-from commcost.layer_ratio import LayerInputs, LayerRatio, layer_ratio
-from commcost.topology import Link, Placement, Topology, place
-from commcost.algorithms import algorithm_costs, collective_cost
-from commcost.presets import system_group, system_topology
+from __future__ import annotations
 
-__all__ = [
-    "Algorithm", "BucketAdvice", "BucketRow", "Budget", "BudgetInputs", "Collective",
-    "CollectiveCost", "InputError", "LayerInputs", "LayerRatio", "Link",
-    "bucket_advice", "bucket_row", "bus_bandwidth_factor", "communication_budget",
-    "crossover_bytes", "layer_ratio", "ring_all_gather", "ring_all_reduce", "ring_reduce_scatter",
-    "Topology", "Placement", "place", "collective_cost", "algorithm_costs", "system_topology", "system_group",
-]
+import importlib
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # inputs and errors
+    "InputError": "commcost.errors",
+    "Link": "commcost.topology",
+    # collectives
+    "Algorithm": "commcost.collectives",
+    "Collective": "commcost.collectives",
+    "CollectiveCost": "commcost.collectives",
+    "bus_bandwidth_factor": "commcost.collectives",
+    "ring_all_reduce": "commcost.collectives",
+    "ring_reduce_scatter": "commcost.collectives",
+    "ring_all_gather": "commcost.collectives",
+    # buckets
+    "BucketAdvice": "commcost.buckets",
+    "BucketRow": "commcost.buckets",
+    "bucket_advice": "commcost.buckets",
+    "bucket_row": "commcost.buckets",
+    "crossover_bytes": "commcost.buckets",
+    # the drill's budget
+    "Budget": "commcost.budget",
+    "BudgetInputs": "commcost.budget",
+    "communication_budget": "commcost.budget",
+    "LayerInputs": "commcost.layer",
+    "LayerRatio": "commcost.layer",
+    "layer_ratio": "commcost.layer",
+    # the scaling analysis (seed: scaling_analysis.py)
+    "ScalingCurve": "commcost.scaling",
+    "ScalingInputs": "commcost.scaling",
+    "ScalingRow": "commcost.scaling",
+    "data_parallel_comm": "commcost.scaling",
+    "scaling_curve": "commcost.scaling",
+    "scaling_row": "commcost.scaling",
+    "seed_analysis": "commcost.scaling",
+    "seed_inputs": "commcost.scaling",
+    # fabrics: two-tier topologies, algorithms, presets (one entry point: collective_cost)
+    "Topology": "commcost.topology",
+    "Placement": "commcost.topology",
+    "place": "commcost.topology",
+    "collective_cost": "commcost.algorithms",
+    "algorithm_costs": "commcost.algorithms",
+    "system_topology": "commcost.presets",
+    "system_group": "commcost.presets",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'commcost' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -18,7 +18,7 @@ __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
     "parse_size_bytes", "require_finite_positive",
-    "format_bytes", "format_seconds", "format_rate", "format_fraction",
+    "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
 KB = 1e3
@@ -80,6 +80,11 @@ def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
         if abs(n_bytes) >= factor:
             return f"{n_bytes / factor:.2f} {name}"
     return f"{n_bytes:.0f} B"
+
+
+def format_mb_mib(n_bytes: float) -> str:
+    """Both decimal and binary: ``16e6`` -> ``"16.00 MB = 15.26 MiB"``."""
+    return f"{n_bytes / MB:,.2f} MB = {n_bytes / MiB:,.2f} MiB"
 
 
 def format_seconds(t_s: float) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from commcost.cli import _args as A
@@ -56,8 +55,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate the combination of flags, compute, render."""
     from commcost.budget import BudgetInputs, communication_budget
-    from commcost.layer_ratio import LayerInputs, layer_ratio
-    from commcost.report.budget import budget_to_dict, layer_to_dict, render_budget_text, render_layer_text
     from commcost.topology import Link
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.workload import bytes_per_element
@@ -85,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     out: dict = {}
     texts: list[str] = []
     if want_budget:
+        from commcost.report.budget import budget_to_dict, render_budget_text
+
         budget = communication_budget(BudgetInputs(
             gpus=args.gpus, link=link, params=args.params * BILLION, step_s=args.step_ms * MS,
             bytes_per_grad=bytes_per_grad, grad_accum=args.grad_accum,
@@ -96,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         out.update(budget_to_dict(budget))
         texts.append(render_budget_text(budget))
     if args.layer_ratio:
+        from commcost.layer import LayerInputs, layer_ratio
+        from commcost.report.layer import layer_to_dict, render_layer_text
+
         layer = layer_ratio(LayerInputs(
             gpus=args.gpus, link=link, hidden=args.hidden, seq=args.seq,
             micro_batch=args.micro_batch, grad_accum=args.grad_accum,
@@ -107,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
                                        achieved_flops_per_s=args.tflops * TERA,
                                        backward_fraction=args.backward_fraction))
     if args.json:
+        import json
+
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:

@@ -1,4 +1,4 @@
-"""Text and JSON renderings of :class:`commcost.budget.Budget` and :class:`LayerRatio`.
+"""Text and JSON renderings of :class:`commcost.budget.Budget`.
 
 Every number shown is a field of the result; the formula beside it is the one the
 field's docstring states.
@@ -6,17 +6,11 @@ field's docstring states.
 
 from __future__ import annotations
 
-from typing import Any
-
 from commcost.budget import Budget
-from commcost.layer_ratio import LayerRatio
-from commcost.units import GB, MB, MiB, TERA, format_fraction as pct, format_seconds as t
+from commcost.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
-__all__ = ["render_budget_text", "render_layer_text", "budget_to_dict", "layer_to_dict"]
+__all__ = ["render_budget_text", "budget_to_dict"]
 
-
-def _mb_mib(n_bytes: float) -> str:
-    return f"{n_bytes / MB:,.2f} MB = {n_bytes / MiB:,.2f} MiB"
 
 
 def _mib(n_bytes: float) -> str:
@@ -31,12 +25,12 @@ def render_budget_text(b: Budget) -> str:
     add = lines.append
     add("commcost budget: ring all-reduce of the data-parallel gradient")
     add(f"  P = {P} GPUs, B = {B / GB:g} GB/s per rank, a = {a_s * 1e6:g} us per ring step, "
-        f"N = {i.params:.4g} params ({i.bytes_per_grad} B per gradient), "
+        f"N = {i.params / 1e9:g} billion params ({i.bytes_per_grad} B per gradient), "
         f"step = {t(i.step_s)} compute-only per micro-batch, k = {i.grad_accum} micro-batch(es)")
     if P == 1:
         add("  P = 1: a single GPU has no gradient all-reduce; every communication term below is 0.")
     add("")
-    add(f"(a) message     S = N * {i.bytes_per_grad} B = {b.message_bytes:,.0f} B = {_mb_mib(b.message_bytes)}")
+    add(f"(a) message     S = N * {i.bytes_per_grad} B = {b.message_bytes:,.0f} B = {format_mb_mib(b.message_bytes)}")
     add("")
     add("(b) ring all-reduce  T = 2(P-1)a + 2(P-1)/P * S/B")
     add(f"    latency term    2(P-1)a        = {t(T.latency_s):>12}")
@@ -69,8 +63,8 @@ def render_budget_text(b: Budget) -> str:
         f"{t(g.comm_s)} / {t(g.compute_s)} = {pct(g.comm_to_compute)}  "
         f"(one all-reduce per {g.micro_batches} micro-batches; global batch x{g.global_batch_growth:g})")
     z = fx.zero2
-    add(f"    2. ZeRO-2: reduce-scatter (P-1)a + (P-1)/P*S/B = {t(z.reduce_scatter.total_s)} + "
-        f"all-gather = {t(z.all_gather.total_s)} -> {t(z.comm_s)} = {pct(z.comm_to_compute)}")
+    add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
+        f"(each (P-1)a + (P-1)/P * S/B) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
     add(f"       bytes sent per rank {z.bytes_sent_per_rank / GB:,.3f} GB vs all-reduce "
         f"{z.allreduce_bytes_sent_per_rank / GB:,.3f} GB: ZeRO-2 shards gradients and optimizer "
         f"state (memory), it does not cut communication")
@@ -111,7 +105,7 @@ def _verdict_sentence(b: Budget) -> str:
 def _buckets_text(b: Budget) -> str:
     i, bt = b.inputs, b.buckets
     adv = bt.advice
-    out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {_mb_mib(bt.crossover_bytes)}",
+    out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}",
            "    total = count * 2(P-1)a + 2(P-1)/P * S/B",
            f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
            f"{'latency total':>14} {'total':>12} {'T/step':>7}"]
@@ -125,11 +119,11 @@ def _buckets_text(b: Budget) -> str:
         return "\n".join(out)
     s = adv.max_latency_share
     out.append(f"    smallest bucket: latency share <= {pct(s)} needs c >= S*(1-s)/s = "
-               f"{_mb_mib(adv.min_bucket_bytes)}; smaller buckets pay 2(P-1)a = "
+               f"{format_mb_mib(adv.min_bucket_bytes)}; smaller buckets pay 2(P-1)a = "
                f"{t(b.allreduce.latency_s)} each for too few bytes")
     out.append(f"    largest bucket: the last bucket cannot overlap; keeping its all-reduce within "
                f"{t(adv.tail_budget_s)} ({pct(i.tail_budget_fraction)} of the step) needs c <= "
-               f"{_mb_mib(adv.max_bucket_bytes)}; larger buckets also leave too few buckets to overlap")
+               f"{format_mb_mib(adv.max_bucket_bytes)}; larger buckets also leave too few buckets to overlap")
     if not adv.consistent:
         out.append("    no cap meets both ends: the latency term alone is too large for this tail budget")
     d = adv.pytorch_default
@@ -156,30 +150,7 @@ def _scaling_text(b: Budget) -> str:
     return "\n".join(out)
 
 
-def render_layer_text(r: LayerRatio, *, gpus: int, hidden: int, seq: int,
-                      achieved_flops_per_s: float, backward_fraction: float) -> str:
-    """The ``--layer-ratio`` section."""
-    T = r.allreduce
-    return "\n".join([
-        f"layer ratio: one transformer layer, h = {hidden}, s = {seq}, P = {gpus}, "
-        f"F = {achieved_flops_per_s / TERA:g} TFLOP/s achieved per GPU",
-        f"    parameters       N_l = 12h^2                = {r.params:,}",
-        f"    gradient         S_l = N_l * bytes          = {r.grad_bytes:,.0f} B = {_mb_mib(r.grad_bytes)}",
-        f"    tokens per rank  D = micro_batch*seq*k      = {r.tokens_per_rank:,} per optimizer step",
-        f"    all-reduce       2(P-1)a + 2(P-1)/P*S_l/B  = {t(T.latency_s)} + {t(T.bandwidth_s)} = {t(T.total_s)}",
-        f"    compute          (6 N_l D + 12 h s D) / F   = ({r.dense_flops:.3e} + {r.attention_flops:.3e}) FLOP"
-        f" / F = {t(r.compute_s)}",
-        f"    comm / compute   = {r.comm_to_compute:.3f}",
-        f"    verdict          {r.verdict}: all-reduce {'<=' if r.verdict == 'HIDES' else '>'} "
-        f"backward share {backward_fraction:.3g} * compute = {t(backward_fraction * r.compute_s)}",
-        f"    width-free form  2(P-1)/P * bytes * F / (6 D B) = {r.width_free_ratio:.3f}: h cancels; "
-        "the ratio is set by tokens per rank per optimizer step",
-        f"    tokens per rank to hide it  D* = T_l F / (f_b (72h^2 + 12hs)) = {r.tokens_to_hide:,.0f} "
-        f"({r.tokens_to_hide / seq:.2f} sequences of {seq})",
-    ])
-
-
-def budget_to_dict(b: Budget) -> dict[str, Any]:
+def budget_to_dict(b: Budget) -> dict[str, object]:
     """The documented JSON schema (README), SI units."""
     i, T, st, fx, bt = b.inputs, b.allreduce, b.step, b.fixes, b.buckets
     return {
@@ -234,19 +205,6 @@ def budget_to_dict(b: Budget) -> dict[str, Any]:
                       "comm_fraction": r.comm_fraction, "crossover_bytes": r.crossover_bytes,
                       "global_batch_growth": r.global_batch_growth} for r in b.scaling],
         },
-    }
-
-
-def layer_to_dict(r: LayerRatio) -> dict[str, Any]:
-    """``layer.*`` keys of the JSON schema."""
-    return {
-        "params": r.params, "grad_bytes": r.grad_bytes, "tokens_per_rank": r.tokens_per_rank,
-        "comm_s": r.allreduce.total_s, "comm_latency_s": r.allreduce.latency_s,
-        "comm_bandwidth_s": r.allreduce.bandwidth_s,
-        "dense_flops": r.dense_flops, "attention_flops": r.attention_flops,
-        "compute_s": r.compute_s, "comm_to_compute": r.comm_to_compute,
-        "width_free_ratio": r.width_free_ratio, "tokens_to_hide": r.tokens_to_hide,
-        "verdict": r.verdict,
     }
 
 

@@ -1,0 +1,149 @@
+"""``commcost scaling``: speedup and efficiency over GPU counts (the scaling-analysis seed).
+
+With no flags it is the seed's whole analysis: every model on every fabric at
+N = 1..128, then the seed's printed 7B partial-overlap analysis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from commcost.cli import _args as A
+
+__all__ = ["add_arguments", "run"]
+
+HELP = "data-parallel speedup and efficiency over GPU counts, with overlap bounds and plots"
+
+PLOT_SUFFIXES = (".png", ".svg")
+
+_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",
+                   "overlap", "overhead_ms", "dtype")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the scaling flags (units as in ``budget``) to ``p``."""
+    m = p.add_argument_group("the model (a preset, or --params with --compute-ms)")
+    m.add_argument("--model", type=A.name_list,
+                   help="preset model key(s), comma-separated: 125m, 1.3b, 7b (default: all)")
+    m.add_argument("--params", type=A.positive_float, help="custom model: parameters, billions (1e9)")
+    m.add_argument("--compute-ms", type=A.positive_float,
+                   help="custom model: compute time of one step on one GPU t_c, ms")
+    m.add_argument("--dtype", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16, the seed's)")
+    f = p.add_argument_group("the fabric (a preset, or --bw with --latency)")
+    f.add_argument("--fabric", type=A.name_list,
+                   help="preset fabric key(s), comma-separated: nvlink, infiniband (default: both)")
+    f.add_argument("--bw", type=A.positive_float, help="custom fabric: per-rank bandwidth B, GB/s (1e9)")
+    f.add_argument("--latency", type=A.nonneg_float, help="custom fabric: per ring-step latency a, microseconds")
+    s = p.add_argument_group("the step")
+    s.add_argument("--gpus", type=A.int_list,
+                   help="GPU counts N, comma-separated (default 1,2,4,...,128)")
+    s.add_argument("--overlap", type=A.fraction,
+                   help="overlap fraction f in [0, 1] of the partial-overlap estimate (default 0.85)")
+    s.add_argument("--overhead-ms", type=A.nonneg_float,
+                   help="serial overhead per step t_o, ms (default 0.5, the seed's)")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+    o.add_argument("--csv", metavar="FILE", help="also write the rows as CSV (same keys as --json)")
+    o.add_argument("--plot", metavar="FILE", help="also draw the curves to FILE (.png or .svg; needs matplotlib)")
+
+
+def _check_output_path(flag: str, path: str) -> None:
+    target = Path(path)
+    if target.is_dir():
+        A.fail(f"{flag} {path!r} is a directory, expected a file name")
+    parent = target.parent
+    if not parent.is_dir():
+        A.fail(f"{flag} {path!r}: directory {str(parent)!r} does not exist")
+
+
+def _custom_pair(args: argparse.Namespace, preset_flag: str, flags: tuple[str, str]) -> bool:
+    """True if the custom flags are given; both or neither, and not with the preset flag."""
+    given = [getattr(args, f.lstrip("-").replace("-", "_")) is not None for f in flags]
+    if not any(given):
+        return False
+    if getattr(args, preset_flag.lstrip("-")) is not None:
+        A.fail(f"{preset_flag} and {'/'.join(flags)} are exclusive: a preset carries its own values")
+    if not all(given):
+        missing = flags[given.index(False)]
+        A.fail(f"{missing} is required with {flags[given.index(True)]}")
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate the flags, compute every curve, render."""
+    from commcost.hardware import lookup
+    from commcost.report.scaling import render_overlap_analysis_text, render_scaling_text, \
+        scaling_to_csv, scaling_to_dict
+    from commcost.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_defaults, \
+        seed_fabrics, seed_models
+    from commcost.topology import Link
+    from commcost.units import BILLION, GB, MS, US
+    from commcost.workload import bytes_per_element
+
+    if args.plot is not None:
+        if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+            A.fail(f"--plot {args.plot!r}: the file name must end in .png or .svg")
+        _check_output_path("--plot", args.plot)
+    if args.csv is not None:
+        _check_output_path("--csv", args.csv)
+
+    custom_model = _custom_pair(args, "--model", ("--params", "--compute-ms"))
+    custom_fabric = _custom_pair(args, "--fabric", ("--bw", "--latency"))
+    default_run = all(getattr(args, name) is None for name in _ANALYSIS_FLAGS)
+
+    if default_run:
+        results, overlap = seed_analysis()
+    else:
+        d = seed_defaults()
+        bytes_per_grad = d.bytes_per_grad if args.dtype is None else bytes_per_element(args.dtype)
+        if custom_model:
+            models = [(f"{args.params:g} billion params",
+                       args.params * BILLION, args.compute_ms * MS)]
+        else:
+            table = seed_models()
+            keys = args.model if args.model is not None else tuple(table)
+            models = [(p.name, p.params, p.compute_s) for p in (lookup(table, k, "model") for k in keys)]
+        if custom_fabric:
+            fabrics = [(f"{args.bw:g} GB/s, {args.latency:g} us per ring step",
+                        Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US), None, None)]
+        else:
+            table_f = seed_fabrics()
+            keys = args.fabric if args.fabric is not None else tuple(table_f)
+            fabrics = [(p.name, p.link, p.flat_ring_max_gpus, p.flat_ring_note)
+                       for p in (lookup(table_f, k, "fabric") for k in keys)]
+        gpu_counts = d.gpu_counts if args.gpus is None else tuple(sorted(set(args.gpus)))
+        results = tuple(
+            scaling_curve(ScalingInputs(
+                model=m_name, fabric=f_name, params=params, bytes_per_grad=bytes_per_grad,
+                compute_s=compute_s,
+                overhead_s=d.overhead_s if args.overhead_ms is None else args.overhead_ms * MS,
+                link=link, gpu_counts=gpu_counts,
+                overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
+                flat_ring_max_gpus=flat_max, flat_ring_note=flat_note))
+            for m_name, params, compute_s in models
+            for f_name, link, flat_max, flat_note in fabrics)
+        overlap = ()
+
+    written: list[str] = []
+    if args.plot is not None:
+        from commcost.report.plot_scaling import plot_scaling, save_figure
+        save_figure(plot_scaling(results), args.plot)
+        written.append(f"wrote plot {args.plot}")
+    if args.csv is not None:
+        Path(args.csv).write_text(scaling_to_csv(results, overlap), encoding="utf-8")
+        written.append(f"wrote CSV {args.csv}")
+
+    if args.json:
+        json.dump(scaling_to_dict(results, overlap), sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    parts = [render_scaling_text(results)]
+    if overlap:
+        parts.append(render_overlap_analysis_text(overlap))
+    if written:
+        parts.append("\n".join(written))
+    print("\n\n".join(parts))
+    return 0

@@ -1,0 +1,216 @@
+"""Text, JSON and CSV renderings of :mod:`commcost.scaling` results.
+
+Every number shown is a field (or a property) of a :class:`ScalingRow`; the
+formulas in the headers are the ones its docstrings state. JSON and CSV carry the
+same flat rows, SI units, with the keys listed in :data:`ROW_KEYS`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import textwrap
+from typing import Any, Sequence
+
+from commcost.scaling import ScalingCurve, ScalingRow
+from commcost.units import BILLION, GB, MS, US, format_bytes
+
+__all__ = [
+    "ROW_KEYS", "FORMULAS", "render_scaling_text", "render_overlap_analysis_text",
+    "scaling_to_dict", "scaling_to_csv", "row_to_dict", "notes",
+]
+
+ROW_KEYS: tuple[str, ...] = (
+    "analysis", "model", "fabric", "gpus", "params", "bytes_per_grad", "message_bytes",
+    "compute_s", "overhead_s", "bandwidth_bytes_per_s", "latency_s", "overlap_fraction",
+    "comm_s", "comm_latency_s", "comm_bandwidth_s",
+    "step_s", "speedup", "efficiency",
+    "step_partial_s", "speedup_partial", "efficiency_partial",
+    "step_no_overlap_s", "speedup_no_overlap", "efficiency_no_overlap",
+    "step_partial_bounded_s", "speedup_partial_bounded",
+    "partial_exceeds_perfect", "beyond_flat_ring",
+)
+"""Keys of one JSON row and columns of the CSV, in order (README documents each)."""
+
+FORMULAS: dict[str, str] = {
+    "comm_s": "T = 2(N-1)a + 2(N-1)/N * S/B, S = params * bytes_per_grad (ring all-reduce)",
+    "step_s": "max(t_c, T) + t_o (perfect overlap; the seed's step)",
+    "step_partial_s": "t_c + (1 - f) T + t_o (overlap fraction f, as the seed computes it)",
+    "step_no_overlap_s": "t_c + T + t_o",
+    "step_partial_bounded_s": "t_c + max((1 - f) T, T - t_c) + t_o (f capped by the compute to hide behind)",
+    "speedup": "N (t_c + t_o) / step (relative throughput; the seed's 'eff ... x' when t_o = 0)",
+    "efficiency": "speedup / N (fraction)",
+}
+"""The equations behind the row keys, as printed in JSON."""
+
+ANALYSIS_RESULTS = "results"
+ANALYSIS_OVERLAP = "overlap_analysis"
+
+
+def _wrap(text: str, indent: str = "  ") -> str:
+    # keep a number with its unit and short formulas on one line (textwrap splits only at ASCII spaces)
+    glued = text
+    for phrase in (" ms", " x ", " - t_c", "(1-f) T", "(1 - f) T", " + t_o", " GB/s"):
+        glued = glued.replace(phrase, phrase.replace(" ", "\xa0"))
+    wrapped = textwrap.fill(glued, width=100, initial_indent=indent, subsequent_indent=indent + "  ")
+    return wrapped.replace("\xa0", " ")
+
+
+def _ms(t_s: float, width: int, digits: int = 2) -> str:
+    return f"{t_s / MS:>{width},.{digits}f}"
+
+
+def _flat_note(curve: ScalingCurve) -> str | None:
+    i = curve.inputs
+    if not any(r.beyond_flat_ring for r in curve.rows):
+        return None
+    why = f": {i.flat_ring_note}" if i.flat_ring_note else ""
+    return (f"* N > {i.flat_ring_max_gpus}: a flat {i.link.bandwidth_bytes_per_s / GB:g} GB/s {i.fabric} "
+            f"ring over N GPUs does not exist on most systems{why}. These rows are the seed's model "
+            "as the seed defines it, not a prediction.")
+
+
+def _partial_note(curve: ScalingCurve) -> str | None:
+    flagged = [r for r in curve.rows if r.partial_exceeds_perfect]
+    if not flagged:
+        return None
+    f = curve.inputs.overlap_fraction
+    first = flagged[0]
+    return (f"! f T > t_c: hiding {f:g} x T needs more compute than t_c = {curve.inputs.compute_s / MS:g} ms "
+            f"(at N = {first.gpus}: {f:g} x {first.comm_s / MS:,.1f} ms = "
+            f"{first.overlapped_comm_s / MS:,.1f} ms), "
+            f"so the seed's t_c + (1-f) T beats perfect overlap; physically "
+            f"step >= t_c + max((1-f) T, T - t_c) + t_o (at N = {first.gpus}: "
+            f"{first.speedup_partial_bounded:.2f}x, not {first.speedup_partial:.2f}x; "
+            "speedup_partial_bounded in JSON/CSV).")
+
+
+def notes(curves: Sequence[ScalingCurve]) -> list[str]:
+    """Every flat-ring and overlap note that applies to ``curves``, in order."""
+    out: list[str] = []
+    for c in curves:
+        for note in (_flat_note(c), _partial_note(c)):
+            if note is not None:
+                out.append(f"{c.inputs.model} on {c.inputs.fabric}: {note}")
+    return out
+
+
+def _curve_text(c: ScalingCurve) -> str:
+    i = c.inputs
+    f = f"f={i.overlap_fraction:g}"
+    lines = [
+        f"{i.model} on {i.fabric}",
+        f"  S = {i.params / BILLION:g} billion params x {i.bytes_per_grad} B = {format_bytes(c.message_bytes)}; "
+        f"t_c = {i.compute_s / MS:g} ms, t_o = {i.overhead_s / MS:g} ms; "
+        f"B = {i.link.bandwidth_bytes_per_s / GB:g} GB/s, a = {i.link.latency_s / US:g} us per ring step",
+        f"  {'':>5} {'comm T':>10} {'2(N-1)a':>9} {'2(N-1)/N':>10} {'step':>10} |"
+        f" {'speedup X (x)':^29} | {'efficiency E (%)':^23}",
+        f"  {'N':>4}  {'(ms)':>10} {'(ms)':>9} {'*S/B (ms)':>10} {'(ms)':>10} |"
+        f" {'perfect':>9} {f:>9} {'none':>9} | {'perfect':>7} {f:>7} {'none':>7}",
+    ]
+    for r in c.rows:
+        star = "*" if r.beyond_flat_ring else " "
+        bang = "!" if r.partial_exceeds_perfect else " "
+        lines.append(
+            f"  {r.gpus:>4}{star} {_ms(r.comm_s, 10)} {_ms(r.comm.latency_s, 9)} "
+            f"{_ms(r.comm.bandwidth_s, 10)} {_ms(r.step_s, 10)} |"
+            f" {r.speedup:>9.2f} {r.speedup_partial:>8.2f}{bang} {r.speedup_no_overlap:>9.2f} |"
+            f" {100 * r.efficiency:>7.1f} {100 * r.efficiency_partial:>6.1f}{bang}"
+            f" {100 * r.efficiency_no_overlap:>7.1f}")
+    for note in (_flat_note(c), _partial_note(c)):
+        if note is not None:
+            lines.append(_wrap(note))
+    return "\n".join(lines)
+
+
+def render_scaling_text(curves: Sequence[ScalingCurve]) -> str:
+    """The results tables: one block per model and fabric, notes under each."""
+    head = [
+        "commcost scaling: data-parallel speedup and efficiency over GPU counts (fixed per-GPU batch)",
+        "  comm     T = 2(N-1)a + 2(N-1)/N * S/B   (ring all-reduce of the gradients S)",
+        "  step     perfect overlap max(t_c, T) + t_o  |  overlap f: t_c + (1-f) T + t_o  |  "
+        "none: t_c + T + t_o",
+        "  speedup  X = N (t_c + t_o) / step  (relative throughput, x);  efficiency E = X / N  (%)",
+        "  'perfect' is the seed's step; the three columns bracket where a real run lies",
+    ]
+    return "\n\n".join(["\n".join(head), *(_curve_text(c) for c in curves)])
+
+
+def render_overlap_analysis_text(curves: Sequence[ScalingCurve]) -> str:
+    """The seed's printed partial-overlap analysis (one model, one column group per fabric)."""
+    first = curves[0].inputs
+    f = first.overlap_fraction
+    names = [c.inputs.fabric for c in curves]
+    w = max(11, *(len(n) + 1 for n in names))
+    group = w * len(names)
+    groups = ("comm T (ms)", "rel. throughput X (x)", "efficiency E (%)", "X capped (x)")
+    lines = [
+        f"Analysis for {first.model}: partial overlap f = {f:g}"
+        + (", no serial overhead (as the seed computes it)" if first.overhead_s == 0
+           else f", serial overhead t_o = {first.overhead_s / MS:g} ms"),
+        _wrap(f"compute time per step t_c = {first.compute_s / MS:.1f} ms; step = t_c + (1 - f) T + t_o; "
+              "relative throughput X = N (t_c + t_o) / step (the seed's 'eff ... x'); "
+              "efficiency E = X / N; X capped: overlap hides at most t_c of T, "
+              "X = N (t_c + t_o) / (t_c + max((1-f) T, T - t_c) + t_o)"),
+        f"  {'':>5} |" + " |".join(f"{g:>{group}}" for g in groups),
+        f"  {'N':>5} |" + " |".join("".join(f"{n:>{w}}" for n in names) for _ in groups),
+    ]
+    for k, n in enumerate(curves[0].rows):
+        rows = [c.rows[k] for c in curves]
+        cells = [
+            "".join(f"{r.comm_s / MS:>{w}.1f}" for r in rows),
+            "".join(f"{r.speedup_partial:>{w - 1}.1f}{'!' if r.partial_exceeds_perfect else ' '}" for r in rows),
+            "".join(f"{100 * r.efficiency_partial:>{w - 1}.1f}{'!' if r.partial_exceeds_perfect else ' '}"
+                    for r in rows),
+            "".join(f"{r.speedup_partial_bounded:>{w}.1f}" for r in rows),
+        ]
+        lines.append(f"  {n.gpus:>5} |" + " |".join(cells))
+    for c in curves:
+        note = _partial_note(c)
+        if note is not None:
+            lines.append(_wrap(f"{c.inputs.fabric}: {note}"))
+    return "\n".join(lines)
+
+
+def row_to_dict(curve: ScalingCurve, r: ScalingRow, analysis: str = ANALYSIS_RESULTS) -> dict[str, Any]:
+    """One flat row with the keys of :data:`ROW_KEYS`, SI units, efficiencies as fractions."""
+    i = curve.inputs
+    return {
+        "analysis": analysis, "model": i.model, "fabric": i.fabric, "gpus": r.gpus,
+        "params": i.params, "bytes_per_grad": i.bytes_per_grad, "message_bytes": curve.message_bytes,
+        "compute_s": r.compute_s, "overhead_s": r.overhead_s,
+        "bandwidth_bytes_per_s": i.link.bandwidth_bytes_per_s, "latency_s": i.link.latency_s,
+        "overlap_fraction": r.overlap_fraction,
+        "comm_s": r.comm_s, "comm_latency_s": r.comm.latency_s, "comm_bandwidth_s": r.comm.bandwidth_s,
+        "step_s": r.step_s, "speedup": r.speedup, "efficiency": r.efficiency,
+        "step_partial_s": r.step_partial_s, "speedup_partial": r.speedup_partial,
+        "efficiency_partial": r.efficiency_partial,
+        "step_no_overlap_s": r.step_no_overlap_s, "speedup_no_overlap": r.speedup_no_overlap,
+        "efficiency_no_overlap": r.efficiency_no_overlap,
+        "step_partial_bounded_s": r.step_partial_bounded_s,
+        "speedup_partial_bounded": r.speedup_partial_bounded,
+        "partial_exceeds_perfect": r.partial_exceeds_perfect, "beyond_flat_ring": r.beyond_flat_ring,
+    }
+
+
+def _rows(results: Sequence[ScalingCurve], overlap: Sequence[ScalingCurve]) -> list[dict[str, Any]]:
+    return ([row_to_dict(c, r, ANALYSIS_RESULTS) for c in results for r in c.rows]
+            + [row_to_dict(c, r, ANALYSIS_OVERLAP) for c in overlap for r in c.rows])
+
+
+def scaling_to_dict(results: Sequence[ScalingCurve],
+                    overlap: Sequence[ScalingCurve] = ()) -> dict[str, Any]:
+    """``{"formulas", "rows", "notes"}``: rows of both analyses, told apart by ``analysis``."""
+    return {"formulas": dict(FORMULAS), "rows": _rows(results, overlap),
+            "notes": notes(results) + notes(overlap)}
+
+
+def scaling_to_csv(results: Sequence[ScalingCurve], overlap: Sequence[ScalingCurve] = ()) -> str:
+    """The same rows as JSON, one per line, header :data:`ROW_KEYS`; booleans as true/false."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(ROW_KEYS), lineterminator="\n")
+    w.writeheader()
+    for row in _rows(results, overlap):
+        w.writerow({k: (str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else v)
+                    for k, v in row.items()})
+    return buf.getvalue()

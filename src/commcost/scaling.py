@@ -1,0 +1,392 @@
+"""Data-parallel speedup and efficiency over GPU counts (the scaling-analysis seed).
+
+Symbols: ``N`` data-parallel GPUs; ``S = params * bytes_per_grad`` the gradient
+message; ``T(N)`` its ring all-reduce time on ``N`` ranks,
+``2(N-1) a + 2(N-1)/N * S/B`` (:func:`commcost.collectives.ring_all_reduce`,
+``T(1) = 0``); ``t_c`` the compute time of one step on one GPU, the same at
+every ``N`` (the per-GPU batch is fixed: weak scaling); ``t_o`` a serial
+overhead per step (sync, data loading); ``f`` the fraction of ``T`` that
+overlaps compute.
+
+Step time under three overlap assumptions (scaling-book, "roofline": overlap is
+bounded by ``max(T_math, T_comms)`` and ``T_math + T_comms``)::
+
+    perfect overlap   t_step = max(t_c, T) + t_o        the seed's compute_speedup
+    overlap f         t_step = t_c + (1 - f) T + t_o    the seed's step_time_analysis (+ t_o)
+    no overlap        t_step = t_c + T + t_o
+
+Speedup, the throughput of ``N`` GPUs relative to one (the seed's
+"effective throughput gain"; its 7B analysis prints it as "eff ... x")::
+
+    X = N (t_c + t_o) / t_step          efficiency  E = X / N
+
+With ``t_o = 0`` this is the seed's relative throughput ``N t_c / t_step``.
+
+The seed's overlap-``f`` formula is not a bound: when ``f T > t_c`` it hides more
+communication than there is compute to hide it behind, and its step is shorter
+than the perfect-overlap step. Such rows are flagged
+(:attr:`ScalingRow.partial_exceeds_perfect`) and the physical value
+``t_c + max((1 - f) T, T - t_c) + t_o`` is kept beside it.
+
+Source: shared/seeds/scaling_analysis.py.txt; its numbers are the preset file
+``hardware/scaling_seed.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from commcost.collectives import CollectiveCost, ring_all_reduce
+from commcost.errors import InputError
+from commcost.hardware import load_preset_file, lookup
+from commcost.topology import Link
+from commcost.units import GB, MS, require_finite_positive
+from commcost.workload import gradient_bytes
+
+__all__ = [
+    "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",
+    "ScalingInputs", "ScalingRow", "ScalingCurve",
+    "seed_models", "seed_fabrics", "seed_defaults", "seed_inputs",
+    "data_parallel_comm", "scaling_row", "scaling_curve", "seed_analysis",
+]
+
+SEED_PRESET_FILE = "scaling_seed.json"
+"""The packaged preset file holding the seed's models, fabrics and defaults."""
+
+
+# --------------------------------------------------------------------------- presets
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelPreset:
+    """A model of the seed: its size and its (illustrative) compute time."""
+
+    key: str
+    """Exact look-up key, e.g. ``"7b"``."""
+    name: str
+    """Display name, as the seed spells it, e.g. ``"7B (Llama-7B equiv)"``."""
+    params: float
+    """Parameter count (1e9 per billion, never 1024)."""
+    compute_s: float
+    """Compute time of one step on one GPU ``t_c``, seconds."""
+    source: str
+    """Where the numbers come from."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FabricPreset:
+    """A fabric of the seed: one flat link shared by every rank."""
+
+    key: str
+    """Exact look-up key, e.g. ``"nvlink"``."""
+    name: str
+    """Display name, e.g. ``"NVLink"``."""
+    link: Link
+    """Per-rank bandwidth ``B`` and per-ring-step latency ``a``."""
+    flat_ring_max_gpus: int | None
+    """Largest group over which a flat ring at this bandwidth exists on common
+    systems (8 for NVLink on DGX/HGX); ``None`` when unlimited."""
+    flat_ring_note: str | None
+    """Why the flat ring stops being physical beyond ``flat_ring_max_gpus``."""
+    source: str
+    """Where the numbers come from."""
+    note: str
+    """What the numbers mean physically (one-way or bidirectional, domain size)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeedDefaults:
+    """The seed's run-wide settings."""
+
+    bytes_per_grad: int
+    """Bytes per gradient element (bf16: 2)."""
+    overhead_s: float
+    """Serial overhead per step ``t_o``, seconds."""
+    gpu_counts: tuple[int, ...]
+    """GPU counts of the results table."""
+    overlap_fraction: float
+    """Overlap fraction ``f`` of the seed's partial-overlap analysis."""
+    overlap_model_key: str
+    """The model of the seed's printed partial-overlap analysis."""
+    overlap_gpu_counts: tuple[int, ...]
+    """GPU counts of the seed's printed partial-overlap analysis."""
+    overlap_overhead_s: float
+    """Serial overhead in that analysis (the seed uses none), seconds."""
+
+
+def _raw() -> dict:
+    return load_preset_file(SEED_PRESET_FILE)
+
+
+def seed_models() -> dict[str, ModelPreset]:
+    """The seed's models by key (a fresh dict on every call)."""
+    return {key: ModelPreset(key=key, name=m["name"], params=float(m["params"]),
+                             compute_s=m["compute_ms"] * MS, source=m["source"])
+            for key, m in _raw()["models"].items()}
+
+
+def seed_fabrics() -> dict[str, FabricPreset]:
+    """The seed's fabrics by key; GB/s and ms converted to SI here, once."""
+    return {key: FabricPreset(
+                key=key, name=f["name"],
+                link=Link(bandwidth_bytes_per_s=f["bandwidth_gb_per_s"] * GB,
+                          latency_s=f["latency_ms_per_ring_step"] * MS),
+                flat_ring_max_gpus=f["flat_ring_max_gpus"], flat_ring_note=f["flat_ring_note"],
+                source=f["source"], note=f["note"])
+            for key, f in _raw()["fabrics"].items()}
+
+
+def seed_defaults() -> SeedDefaults:
+    """The seed's run-wide settings, SI."""
+    raw = _raw()
+    o = raw["overlap_analysis"]
+    return SeedDefaults(
+        bytes_per_grad=raw["bytes_per_grad"], overhead_s=raw["serial_overhead_ms"] * MS,
+        gpu_counts=tuple(raw["gpu_counts"]), overlap_fraction=raw["overlap_fraction"],
+        overlap_model_key=o["model"], overlap_gpu_counts=tuple(o["gpu_counts"]),
+        overlap_overhead_s=o["serial_overhead_ms"] * MS,
+    )
+
+
+# --------------------------------------------------------------------------- inputs
+
+def _require_gpu_counts(gpu_counts: tuple[int, ...]) -> None:
+    if not isinstance(gpu_counts, tuple) or not gpu_counts:
+        raise InputError(f"gpu_counts must be a non-empty tuple of GPU counts, got {gpu_counts!r}")
+    for n in gpu_counts:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"every GPU count must be an integer >= 1, got {n!r} in {gpu_counts!r}")
+
+
+def _require_fraction(name: str, value: float) -> None:
+    require_finite_positive(name, value, allow_zero=True)
+    if value > 1:
+        raise InputError(f"{name} must be in [0, 1], got {value:g}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalingInputs:
+    """One model on one fabric over a list of GPU counts (SI units)."""
+
+    model: str
+    """Display name of the model."""
+    fabric: str
+    """Display name of the fabric."""
+    params: float
+    """Parameter count ``params``."""
+    bytes_per_grad: int
+    """Bytes per gradient element (bf16: 2)."""
+    compute_s: float
+    """Compute time of one step on one GPU ``t_c``, seconds (> 0)."""
+    overhead_s: float
+    """Serial overhead per step ``t_o``, seconds (>= 0)."""
+    link: Link
+    """The fabric every rank of the ring uses: ``B`` and ``a``."""
+    gpu_counts: tuple[int, ...]
+    """GPU counts ``N`` to evaluate, each >= 1."""
+    overlap_fraction: float
+    """Overlap fraction ``f`` in [0, 1] of the partial-overlap variant."""
+    flat_ring_max_gpus: int | None = None
+    """Largest ``N`` for which this flat fabric exists on common systems; rows
+    beyond it are flagged, not changed. ``None``: no limit known."""
+    flat_ring_note: str | None = None
+    """Why the flat ring is unphysical beyond ``flat_ring_max_gpus`` (for the report)."""
+
+    def __post_init__(self) -> None:
+        require_finite_positive("params", self.params)
+        if isinstance(self.bytes_per_grad, bool) or not isinstance(self.bytes_per_grad, int) \
+                or self.bytes_per_grad < 1:
+            raise InputError(f"bytes_per_grad must be an integer >= 1, got {self.bytes_per_grad!r}")
+        require_finite_positive("compute_s", self.compute_s)
+        require_finite_positive("overhead_s", self.overhead_s, allow_zero=True)
+        _require_gpu_counts(self.gpu_counts)
+        _require_fraction("overlap_fraction", self.overlap_fraction)
+        if self.flat_ring_max_gpus is not None and (
+                isinstance(self.flat_ring_max_gpus, bool) or not isinstance(self.flat_ring_max_gpus, int)
+                or self.flat_ring_max_gpus < 1):
+            raise InputError(f"flat_ring_max_gpus must be an integer >= 1 or None, "
+                             f"got {self.flat_ring_max_gpus!r}")
+
+    @property
+    def message_bytes(self) -> float:
+        """Gradient message ``S = params * bytes_per_grad``, bytes."""
+        return gradient_bytes(self.params, self.bytes_per_grad)
+
+
+def seed_inputs(model_key: str, fabric_key: str, *, gpu_counts: tuple[int, ...] | None = None,
+                overlap_fraction: float | None = None, overhead_s: float | None = None) -> ScalingInputs:
+    """The seed's model ``model_key`` on fabric ``fabric_key``; unset options take the seed's values."""
+    d = seed_defaults()
+    m = lookup(seed_models(), model_key, "model")
+    fab = lookup(seed_fabrics(), fabric_key, "fabric")
+    return ScalingInputs(
+        model=m.name, fabric=fab.name, params=m.params, bytes_per_grad=d.bytes_per_grad,
+        compute_s=m.compute_s, overhead_s=d.overhead_s if overhead_s is None else overhead_s,
+        link=fab.link, gpu_counts=d.gpu_counts if gpu_counts is None else gpu_counts,
+        overlap_fraction=d.overlap_fraction if overlap_fraction is None else overlap_fraction,
+        flat_ring_max_gpus=fab.flat_ring_max_gpus, flat_ring_note=fab.flat_ring_note,
+    )
+
+
+# --------------------------------------------------------------------------- results
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalingRow:
+    """One GPU count: the all-reduce and the step under each overlap assumption."""
+
+    gpus: int
+    """GPU count ``N``."""
+    comm: CollectiveCost
+    """The gradient all-reduce ``T(N)`` with its latency and bandwidth terms."""
+    compute_s: float
+    """``t_c``, seconds."""
+    overhead_s: float
+    """``t_o``, seconds."""
+    overlap_fraction: float
+    """``f``."""
+    step_s: float
+    """Perfect overlap, the seed's step: ``max(t_c, T) + t_o``, seconds."""
+    step_partial_s: float
+    """Overlap ``f`` as the seed computes it: ``t_c + (1 - f) T + t_o``, seconds."""
+    step_no_overlap_s: float
+    """No overlap: ``t_c + T + t_o``, seconds."""
+    step_partial_bounded_s: float
+    """Overlap ``f`` capped by the compute there is to hide behind:
+    ``t_c + max((1 - f) T, T - t_c) + t_o``, seconds."""
+    beyond_flat_ring: bool
+    """``N`` exceeds the fabric's ``flat_ring_max_gpus``: the flat ring is an idealization."""
+
+    @property
+    def comm_s(self) -> float:
+        """``T(N)``, seconds."""
+        return self.comm.total_s
+
+    @property
+    def overlapped_comm_s(self) -> float:
+        """``f T``: the communication the overlap-``f`` step assumes hidden behind compute, seconds."""
+        return self.overlap_fraction * self.comm.total_s
+
+    def _speedup(self, step_s: float) -> float:
+        return self.gpus * (self.compute_s + self.overhead_s) / step_s
+
+    @property
+    def speedup(self) -> float:
+        """Perfect overlap ``X = N (t_c + t_o) / step_s`` (the seed's ``speedups``)."""
+        return self._speedup(self.step_s)
+
+    @property
+    def speedup_partial(self) -> float:
+        """Overlap ``f``: ``N (t_c + t_o) / step_partial_s`` (the seed's "eff ... x" when t_o = 0)."""
+        return self._speedup(self.step_partial_s)
+
+    @property
+    def speedup_no_overlap(self) -> float:
+        """No overlap: ``N (t_c + t_o) / step_no_overlap_s``."""
+        return self._speedup(self.step_no_overlap_s)
+
+    @property
+    def speedup_partial_bounded(self) -> float:
+        """``N (t_c + t_o) / step_partial_bounded_s``."""
+        return self._speedup(self.step_partial_bounded_s)
+
+    @property
+    def efficiency(self) -> float:
+        """``X / N`` at perfect overlap, a fraction (the seed's ``efficiencies`` / 100)."""
+        return self.speedup / self.gpus
+
+    @property
+    def efficiency_partial(self) -> float:
+        """``X / N`` at overlap ``f``, a fraction."""
+        return self.speedup_partial / self.gpus
+
+    @property
+    def efficiency_no_overlap(self) -> float:
+        """``X / N`` with no overlap, a fraction."""
+        return self.speedup_no_overlap / self.gpus
+
+    @property
+    def partial_exceeds_perfect(self) -> bool:
+        """``f T > t_c``: the seed's overlap-``f`` step hides more than the compute can
+        cover, so it beats perfect overlap -- unphysical."""
+        return self.step_partial_s < self.step_s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalingCurve:
+    """One model on one fabric over all requested GPU counts."""
+
+    inputs: ScalingInputs
+    """What was evaluated."""
+    rows: tuple[ScalingRow, ...]
+    """One row per GPU count, in the order of ``inputs.gpu_counts``."""
+
+    @property
+    def message_bytes(self) -> float:
+        """``S``, bytes."""
+        return self.inputs.message_bytes
+
+
+# --------------------------------------------------------------------------- model
+
+def data_parallel_comm(message_bytes: float, gpus: int, fabric: Link) -> CollectiveCost:
+    """Gradient all-reduce of one data-parallel step: ``T = 2(N-1) a + 2(N-1)/N * S/B``.
+
+    The flat ring on one link (the seed's ``ring_allreduce_time_ms``), exactly
+    :func:`commcost.collectives.ring_all_reduce`; ``T(1) = 0``. Bandwidth-bound
+    for large ``S``; the latency term ``2(N-1)a`` grows linearly in ``N``.
+    Every scaling number gets its communication time here and only here, so a
+    tiered fabric (NVLink in a node, the inter-node fabric across nodes) can
+    replace ``fabric`` later without touching the step model.
+    """
+    return ring_all_reduce(message_bytes, gpus, fabric)
+
+
+def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s: float,
+                overlap_fraction: float, fabric: Link,
+                flat_ring_max_gpus: int | None = None) -> ScalingRow:
+    """Step times at one GPU count ``N`` (equations in the module docstring).
+
+    ``perfect = max(t_c, T) + t_o``; ``partial = t_c + (1-f) T + t_o``;
+    ``none = t_c + T + t_o``; ``bounded = t_c + max((1-f) T, T - t_c) + t_o``.
+    """
+    _require_gpu_counts((gpus,))
+    require_finite_positive("compute_s", compute_s)
+    require_finite_positive("overhead_s", overhead_s, allow_zero=True)
+    _require_fraction("overlap_fraction", overlap_fraction)
+    comm = data_parallel_comm(message_bytes, gpus, fabric)
+    T, t_c, t_o, f = comm.total_s, compute_s, overhead_s, overlap_fraction
+    return ScalingRow(
+        gpus=gpus, comm=comm, compute_s=t_c, overhead_s=t_o, overlap_fraction=f,
+        step_s=max(t_c, T) + t_o,
+        step_partial_s=t_c + (1.0 - f) * T + t_o,
+        step_no_overlap_s=t_c + T + t_o,
+        step_partial_bounded_s=t_c + max((1.0 - f) * T, T - t_c) + t_o,
+        beyond_flat_ring=flat_ring_max_gpus is not None and gpus > flat_ring_max_gpus,
+    )
+
+
+def scaling_curve(inputs: ScalingInputs) -> ScalingCurve:
+    """Evaluate :func:`scaling_row` at every GPU count of ``inputs``."""
+    i = inputs
+    rows = tuple(scaling_row(gpus=n, message_bytes=i.message_bytes, compute_s=i.compute_s,
+                             overhead_s=i.overhead_s, overlap_fraction=i.overlap_fraction,
+                             fabric=i.link, flat_ring_max_gpus=i.flat_ring_max_gpus)
+                 for n in i.gpu_counts)
+    return ScalingCurve(inputs=i, rows=rows)
+
+
+def seed_analysis() -> tuple[tuple[ScalingCurve, ...], tuple[ScalingCurve, ...]]:
+    """Everything the seed computes: ``(results, overlap_analysis)``.
+
+    ``results``: every model on every fabric at the seed's GPU counts, serial
+    overhead 0.5 ms (the seed's ``results`` dict). ``overlap_analysis``: the 7B
+    model on every fabric at N = 1..32, overlap 0.85, no serial overhead (the
+    seed's printed analysis).
+    """
+    d = seed_defaults()
+    fabrics = tuple(seed_fabrics())
+    results = tuple(scaling_curve(seed_inputs(m, f)) for m in seed_models() for f in fabrics)
+    overlap = tuple(scaling_curve(seed_inputs(d.overlap_model_key, f, gpu_counts=d.overlap_gpu_counts,
+                                              overlap_fraction=d.overlap_fraction,
+                                              overhead_s=d.overlap_overhead_s))
+                    for f in fabrics)
+    return results, overlap

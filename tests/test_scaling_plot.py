@@ -1,0 +1,154 @@
+"""The scaling plot: files written as real images, and the plotted series are the table's numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, run_commcost
+from commcost.report.plot_scaling import plot_scaling, save_figure
+from commcost.scaling import seed_analysis
+
+RESULTS, _ = seed_analysis()
+
+
+@pytest.fixture(scope="module")
+def fig():
+    figure = plot_scaling(RESULTS)
+    figure.canvas.draw()
+    return figure
+
+
+def _lines(ax, kind):
+    return {line.get_gid().split("|", 1)[1]: line for line in ax.get_lines()
+            if (line.get_gid() or "").startswith(kind + "|")}
+
+
+def _bands(ax, kind):
+    return {c.get_gid().split("|", 1)[1]: c for c in ax.collections
+            if (c.get_gid() or "").startswith("band-" + kind + "|")}
+
+
+def test_plotted_speedups_and_efficiencies_are_the_tables_numbers(fig):
+    ax_x, ax_e = fig.axes
+    speed, eff = _lines(ax_x, "speedup"), _lines(ax_e, "efficiency")
+    assert len(speed) == len(eff) == 6
+    table = json.loads(run_commcost("scaling", "--json").stdout)["rows"]
+    for key, line in speed.items():
+        model, fabric = key.split("|")
+        rows = [r for r in table if r["analysis"] == "results" and r["model"] == model and r["fabric"] == fabric]
+        assert list(line.get_xdata()) == [r["gpus"] for r in rows]
+        assert np.allclose(line.get_ydata(), [r["speedup"] for r in rows], rtol=1e-12)
+        assert np.allclose(eff[key].get_ydata(), [100 * r["efficiency"] for r in rows], rtol=1e-12)
+    # a hand-computed point: 125M on NVLink at N = 128, X = 128*3.5/6.4068229 = 69.9255
+    assert speed["125M (GPT-2 small)|NVLink"].get_ydata()[-1] == pytest.approx(69.9255, abs=1e-4)
+
+
+def test_ideal_line_is_x_equals_n(fig):
+    ideal = next(line for line in fig.axes[0].get_lines() if line.get_gid() == "ideal")
+    assert list(ideal.get_xdata()) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert list(ideal.get_ydata()) == [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def test_band_spans_no_overlap_to_perfect_overlap(fig):
+    ax_x = fig.axes[0]
+    bands = _bands(ax_x, "speedup")
+    assert len(bands) == 6
+    curve = next(c for c in RESULTS if c.inputs.model.startswith("7B") and c.inputs.fabric == "InfiniBand")
+    verts = bands["7B (Llama-7B equiv)|InfiniBand"].get_paths()[0].vertices
+    for r in curve.rows:
+        ys = verts[np.isclose(verts[:, 0], r.gpus), 1]
+        # the band's edges at N are exactly the no-overlap and perfect-overlap speedups
+        assert ys.min() == pytest.approx(r.speedup_no_overlap, rel=1e-12)
+        assert ys.max() == pytest.approx(r.speedup, rel=1e-12)
+    # at N=2: none 801/960.6 = 0.8339, perfect 801/560.6 = 1.4288 (hand computation)
+    ys = verts[np.isclose(verts[:, 0], 2), 1]
+    assert (ys.min(), ys.max()) == (pytest.approx(0.833854, abs=1e-6), pytest.approx(1.428827, abs=1e-6))
+
+
+def test_axes_are_labelled_log2_and_legend_is_outside_the_data(fig):
+    ax_x, ax_e = fig.axes
+    assert ax_x.get_xscale() == ax_x.get_yscale() == "log" and ax_e.get_xscale() == "log"
+    assert ax_x.xaxis.get_transform().base == 2 and ax_x.yaxis.get_transform().base == 2
+    for ax in (ax_x, ax_e):
+        assert ax.get_title() and "GPUs N (count" in ax.get_xlabel()
+    assert "(x" in ax_x.get_ylabel() and "(%)" in ax_e.get_ylabel()
+    assert fig.get_suptitle()
+    (legend,) = fig.legends
+    right_edge = max(ax.get_window_extent().x1 for ax in fig.axes)
+    assert legend.get_window_extent().x0 >= right_edge
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "ideal X = N" in labels and any("overlap bracket" in t for t in labels)
+    assert any("NVLink flat-ring limit: 8 GPUs" in t for t in labels)
+
+
+def test_save_png_and_svg_directly(tmp_path):
+    for suffix in ("png", "svg"):
+        path = tmp_path / f"s.{suffix}"
+        save_figure(plot_scaling(RESULTS[:2]), str(path))
+        assert path.stat().st_size > 10_000
+
+
+def test_cli_writes_a_real_png_of_plausible_size(tmp_path):
+    out = tmp_path / "scaling.png"
+    r = run_commcost("scaling", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"wrote plot {out}" in r.stdout
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])  # IHDR
+    assert 1200 <= width <= 4000 and 500 <= height <= 2500
+    assert 50_000 < len(data) < 5_000_000
+
+
+def test_cli_writes_a_real_svg(tmp_path):
+    out = tmp_path / "scaling.SVG"
+    r = run_commcost("scaling", "--model", "7b", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and text.rstrip().endswith("</svg>")
+    assert 20_000 < len(text) < 5_000_000
+
+
+def test_json_with_plot_keeps_stdout_one_object(tmp_path):
+    out = tmp_path / "p.png"
+    r = run_commcost("scaling", "--json", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)
+    assert out.exists()
+
+
+def test_missing_matplotlib_gives_the_install_hint(tmp_path):
+    block = ("import sys\n"
+             "class _Block:\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'matplotlib' or name.startswith('matplotlib.'):\n"
+             "            raise ImportError('blocked for the test')\n"
+             "sys.meta_path.insert(0, _Block())\n"
+             "from commcost.cli import main\n"
+             "sys.exit(main(sys.argv[1:]))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    r = subprocess.run([sys.executable, "-c", block, "scaling", "--plot", str(tmp_path / "x.png")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("commcost: error: matplotlib is not installed; "
+                                "install it with: pip install 'commcost[plot]'")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_matplotlib_is_imported_only_when_plotting():
+    code = ("import sys, io, contextlib\n"
+            "from commcost.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['scaling', '--json'])\n"
+            "print('matplotlib' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
