@@ -17,7 +17,7 @@ from commcost.topology import Link, Topology
 from commcost.units import GB, US, format_bytes, format_seconds as t
 
 __all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",
-           "fabric_to_dict", "render_presets_text"]
+           "fabric_to_dict", "render_presets_text", "budget_fabric_note"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,3 +137,20 @@ def render_presets_text(entries: list[PresetEntry]) -> str:
         lines.append(f"  {e.name:<16} {e.summary}")
         lines.append(f"  {'':<16} source: {e.source}")
     return "\n".join(lines)
+
+
+def budget_fabric_note(b) -> str:
+    """The lines ``budget --system`` prints above the drill report: which fabric and algorithm."""
+    i, T = b.inputs, b.allreduce
+    f = i.fabric
+    n = b.fixes.intra_node.nodes_spanned
+    return "\n".join([
+        f"commcost budget on {f.name}: {i.gpus} GPUs = {n} node(s) x {f.gpus_per_node}",
+        _fabric_line(f, i.gpus),
+        f"  the all-reduce of (b), (c), (g) and the reduce-scatter/all-gather of (e)2 use collective_cost on this "
+        f"two-tier fabric (algorithm {i.algorithm}): (b) ran {T.algorithm.value}, T = {t(T.latency_s)} latency + "
+        f"{t(T.bandwidth_s)} bandwidth = {t(T.total_s)};",
+        f"  B = {i.link.bandwidth_bytes_per_s / GB:.4g} GB/s and a = {i.link.latency_s / US:.4g} us below are the "
+        f"flat ring equivalent to this fabric for S (B = 2(P-1)/P S / bandwidth term, a = latency term / 2(P-1)), "
+        f"so the drill's formulas and the bucket table (f) agree with (b); fix (e)3 uses the system's NVLink",
+    ])
