@@ -43,9 +43,13 @@ def inductor_estimator(system: str):
     inter = fabrics()[sp["inter_fabric"]]["achievable_bandwidth_bytes_per_s"] / 1e9
 
     def estimate(size_bytes: float, gpus: int) -> float:
+        saved = ca.get_gpu_type, cfg.intra_node_bw, cfg.inter_node_bw
         ca.get_gpu_type = lambda: gen  # the module looks the name up at call time
         cfg.intra_node_bw, cfg.inter_node_bw = intra, inter
-        return ca.estimate_nccl_collective_runtime_impl(int(size_bytes), gpus, ca.NCCL_COLL.ALL_REDUCE) / 1e3
+        try:
+            return ca.estimate_nccl_collective_runtime_impl(int(size_bytes), gpus, ca.NCCL_COLL.ALL_REDUCE) / 1e3
+        finally:  # leave torch as we found it
+            ca.get_gpu_type, cfg.intra_node_bw, cfg.inter_node_bw = saved
 
     return estimate
 

@@ -237,3 +237,26 @@ def test_bus_bandwidth_factors_of_nccl_tests():
 def test_every_collective_has_an_algorithm():
     assert set(APPLICABLE) == set(Collective)
     assert math.isinf(collective_cost(AR, S, 1, T2).algbw_bytes_per_s)
+
+
+@pytest.mark.parametrize("op, alg, latency_s, bandwidth_s", [
+    # P = 2, one GPU on each of 2 nodes (G = 1): only the NIC, B_e = 10 GB/s, a_e = 5 us
+    # ring AR: 2(2-1) a_e = 10 us; 2(1/2) S/B_e = 0.1 s
+    (AR, "ring", 10 * US, 0.1),
+    # ring RS: (2-1) a_e = 5 us; (1/2) S/B_e = 0.05 s
+    (RS, "ring", 5 * US, 0.05),
+    # in-network needs 2 GPUs on a reducing switch: not here (see test below)
+])
+def test_two_ranks_on_two_nodes_by_hand(op, alg, latency_s, bandwidth_s):
+    T = Topology(gpus_per_node=1, nodes=2, intra=INTRA, inter=INTER, in_network=NVLS)
+    c = cost(op, alg, P=2, fabric=T)
+    assert (c.latency_s, c.bandwidth_s) == pytest.approx((latency_s, bandwidth_s), rel=1e-12)
+    assert Algorithm.IN_NETWORK in unavailable_algorithms(AR, 2, T)
+
+
+def test_two_ranks_in_one_node_by_hand():
+    # P = 2 in one node of T2: ring 2*1*a_i = 2 us, 2(1/2) S/B_i = 0.01 s; NVLS 2 a_v = 4 us, S/B_v = 0.0125 s
+    assert (cost(AR, "ring", P=2).latency_s, cost(AR, "ring", P=2).bandwidth_s) == pytest.approx((2 * US, 0.01))
+    nv = cost(AR, "in_network", P=2)
+    assert (nv.latency_s, nv.bandwidth_s) == pytest.approx((4 * US, 0.0125))
+    assert cost(AR, "auto", P=2).algorithm == Algorithm.RING
