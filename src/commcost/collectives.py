@@ -15,6 +15,12 @@ so a ring reduce-scatter followed by a ring all-gather is exactly a ring
 all-reduce (that is how NCCL's ring all-reduce runs). The bandwidth factor of
 each collective is nccl-tests' "bus bandwidth" factor, kept in one place,
 :func:`bus_bandwidth_factor`, used by the model and by calibration alike.
+
+These ring functions are the drill's flat model. Every collective under every
+algorithm (tree, halving-doubling, hierarchical, in-network, direct) on a flat
+link or a two-tier topology goes through the one entry point
+:func:`commcost.algorithms.collective_cost`, whose ring results on a flat link
+equal these exactly.
 """
 
 from __future__ import annotations
