@@ -64,6 +64,14 @@ _EXPORTS: dict[str, str] = {
     "ModelShape": "commcost.workload",
     "model_params": "commcost.workload",
     "model_preset": "commcost.workload",
+    # fabrics: two-tier topologies, algorithms, presets (one entry point: collective_cost)
+    "Topology": "commcost.topology",
+    "Placement": "commcost.topology",
+    "place": "commcost.topology",
+    "collective_cost": "commcost.algorithms",
+    "algorithm_costs": "commcost.algorithms",
+    "system_topology": "commcost.presets",
+    "system_group": "commcost.presets",
 }
 
 __all__ = sorted(_EXPORTS)

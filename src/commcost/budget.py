@@ -35,7 +35,7 @@ from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduc
 from commcost.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.errors import InputError
 from commcost.timeline import Timeline, TimelineInputs, gradient_stream, simulate_timeline, sweep_buckets
-from commcost.topology import Link
+from commcost.topology import Link, Topology
 from commcost.units import GB, MiB, require_finite_positive
 from commcost.workload import gradient_bytes
 
@@ -92,6 +92,12 @@ class BudgetInputs:
     """Largest exposed tail accepted, as a fraction of the compute step."""
     scaling_gpus: tuple[int, ...] = ()
     """GPU counts for part (g); empty means :func:`scaling_gpu_counts`."""
+    fabric: Topology | None = None
+    """A two-tier fabric (``--system``): when set, the all-reduce, reduce-scatter and all-gather of
+    (b), (c), (e)2 and (g) are :func:`commcost.algorithms.collective_cost` on it with ``algorithm``
+    (part (g) adds nodes as P grows), and ``link`` only drives the flat bucket table (f)."""
+    algorithm: str = "auto"
+    """Algorithm for ``fabric`` (``auto``: the fastest per size, as NCCL's tuner picks)."""
 
     def __post_init__(self) -> None:
         require_count("gpus", self.gpus)
@@ -255,11 +261,28 @@ class Budget:
     """The DDP bucket timeline of this step (:func:`simulated_overlap`)."""
 
 
+def _collective(inp: BudgetInputs, op: str, S: float, P: int) -> CollectiveCost:
+    """The drill's flat ring on ``inp.link``, or ``collective_cost`` on ``inp.fabric``."""
+    if inp.fabric is None:
+        ring = {"all_reduce": ring_all_reduce, "reduce_scatter": ring_reduce_scatter,
+                "all_gather": ring_all_gather}[op]
+        return ring(S, P, inp.link)
+    from dataclasses import replace
+
+    from commcost.algorithms import collective_cost
+
+    fabric = inp.fabric
+    nodes = math.ceil(P / fabric.gpus_per_node)
+    if nodes > fabric.nodes:  # part (g): the same system with more nodes
+        fabric = replace(fabric, nodes=nodes)
+    return collective_cost(op, S, P, fabric, inp.algorithm)
+
+
 def _step_analysis(inp: BudgetInputs, T: CollectiveCost) -> StepAnalysis:
     compute_s = inp.grad_accum * inp.step_s
     comm_s = T.total_s
     window_s = inp.backward_fraction * inp.step_s
-    tail = ring_all_reduce(min(inp.tail_bucket_bytes, T.message_bytes), inp.gpus, inp.link)
+    tail = _collective(inp, "all_reduce", min(inp.tail_bucket_bytes, T.message_bytes), inp.gpus)
     exposed_lb = max(tail.total_s, comm_s - window_s) if comm_s > 0 else 0.0
     fraction = comm_s / compute_s
     if comm_s == 0:
@@ -288,8 +311,8 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
         comm_to_compute=T.total_s / accum_compute_s,
         global_batch_growth=inp.fix_grad_accum / inp.grad_accum,
     )
-    rs = ring_reduce_scatter(S, P, inp.link)
-    ag = ring_all_gather(S, P, inp.link)
+    rs = _collective(inp, "reduce_scatter", S, P)
+    ag = _collective(inp, "all_gather", S, P)
     zero2 = Zero2Fix(
         reduce_scatter=rs, all_gather=ag, comm_s=rs.total_s + ag.total_s, compute_s=compute_s,
         comm_to_compute=(rs.total_s + ag.total_s) / compute_s,
@@ -311,14 +334,14 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
 def communication_budget(inp: BudgetInputs) -> Budget:
     """Compute parts (a) to (g) of the drill for ``inp``."""
     S = gradient_bytes(inp.params, inp.bytes_per_grad)
-    T = ring_all_reduce(S, inp.gpus, inp.link)
+    T = _collective(inp, "all_reduce", S, inp.gpus)
     compute_s = inp.grad_accum * inp.step_s
     rows = tuple(bucket_row(S, cap, inp.gpus, inp.link) for cap in inp.bucket_caps_bytes)
     advice = bucket_advice(S, inp.gpus, inp.link, max_latency_share=inp.max_latency_share,
                            tail_budget_s=inp.tail_budget_fraction * compute_s)
     scaling = []
     for g in inp.scaling_gpus or scaling_gpu_counts(inp.gpus):
-        Tg = ring_all_reduce(S, g, inp.link)
+        Tg = _collective(inp, "all_reduce", S, g)
         scaling.append(GpuScalingRow(
             gpus=g, allreduce=Tg, crossover_bytes=crossover_bytes(g, inp.link),
             comm_fraction=Tg.total_s / compute_s, global_batch_growth=g / inp.gpus,

@@ -15,10 +15,17 @@ so a ring reduce-scatter followed by a ring all-gather is exactly a ring
 all-reduce (that is how NCCL's ring all-reduce runs). The bandwidth factor of
 each collective is nccl-tests' "bus bandwidth" factor, kept in one place,
 :func:`bus_bandwidth_factor`, used by the model and by calibration alike.
+
+These ring functions are the drill's flat model. Every collective under every
+algorithm (tree, halving-doubling, hierarchical, in-network, direct) on a flat
+link or a two-tier topology goes through the one entry point
+:func:`commcost.algorithms.collective_cost`, whose ring results on a flat link
+equal these exactly.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -46,9 +53,14 @@ class Collective(StrEnum):
 
 
 class Algorithm(StrEnum):
-    """How a collective is carried out on the fabric."""
+    """How a collective is carried out on the fabric (formulas in :mod:`commcost.algorithms`)."""
 
     RING = "ring"
+    TREE = "tree"
+    HALVING_DOUBLING = "halving_doubling"
+    HIERARCHICAL = "hierarchical"
+    IN_NETWORK = "in_network"
+    DIRECT = "direct"
 
 
 def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
@@ -56,6 +68,9 @@ def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
 
     From nccl-tests doc/PERFORMANCE.md: all-reduce ``2(n-1)/n``; reduce-scatter,
     all-gather and all-to-all ``(n-1)/n``; broadcast, reduce and send/recv ``1``.
+    It is the bytes each rank must send, over ``S``, on a flat fabric with
+    point-to-point transfers; algorithms that are not bandwidth optimal (tree) or
+    not point-to-point (NVLS, SHARP) can show a busbw above the link bandwidth.
     """
     if gpus < 1:
         raise InputError(f"gpus must be >= 1, got {gpus}")
@@ -91,6 +106,16 @@ class CollectiveCost:
     def total_s(self) -> float:
         """``latency_s + bandwidth_s``, seconds."""
         return self.latency_s + self.bandwidth_s
+
+    @property
+    def algbw_bytes_per_s(self) -> float:
+        """nccl-tests' algorithm bandwidth ``S / T`` (``inf`` when ``T`` is 0)."""
+        return self.message_bytes / self.total_s if self.total_s > 0 else math.inf
+
+    @property
+    def busbw_bytes_per_s(self) -> float:
+        """nccl-tests' bus bandwidth: algbw times :func:`bus_bandwidth_factor`."""
+        return self.algbw_bytes_per_s * bus_bandwidth_factor(self.op, self.gpus)
 
     @property
     def dominant(self) -> Literal["latency", "bandwidth", "none"]:

@@ -1,15 +1,31 @@
-"""Links between ranks: bandwidth and per-step latency.
+"""Links and two-tier topologies: what the ranks of a group are connected by.
 
 The drill's flat model is one :class:`Link` shared by every rank of the group.
+Real clusters have two tiers (:class:`Topology`): an intra-node link (NVLink,
+each GPU's share of the NVSwitch fabric) inside a node of ``G`` GPUs, and an
+inter-node link (each GPU's own NIC) between ``N`` nodes, optionally
+oversubscribed, optionally with in-network reduction (NVLS inside the node,
+SHARP across nodes).
+
+A group of ``P`` ranks is placed on nodes by :func:`place`: packed, the way
+``torchrun --nproc-per-node G`` fills nodes -- ``n = ceil(P/G)`` nodes, the last
+one possibly partly filled. A group inside one node uses the intra-node link
+only.
+
+A flat :class:`Link` is the one-tier special case: :func:`as_topology` turns it
+into ``P`` nodes of one GPU each joined by that link, so every two-tier formula
+reduces exactly to the drill's flat formula (tested).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from commcost.errors import InputError
 from commcost.units import require_finite_positive
 
-__all__ = ["Link"]
+__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "require_gpus"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,3 +40,101 @@ class Link:
     def __post_init__(self) -> None:
         require_finite_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
         require_finite_positive("latency_s", self.latency_s, allow_zero=True)
+
+
+def require_gpus(name: str, value: int) -> None:
+    """Raise :class:`InputError` unless ``value`` is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Topology:
+    """A two-tier fabric: nodes of ``gpus_per_node`` GPUs, joined by per-GPU NICs."""
+
+    gpus_per_node: int
+    """GPUs G in one node (one NVLink domain)."""
+    nodes: int
+    """Nodes available; a group may use fewer (see :func:`place`)."""
+    intra: Link
+    """Intra-node link per GPU (NVLink): achievable bandwidth B_i and per-step latency a_i."""
+    inter: Link
+    """Inter-node link per GPU (its NIC): achievable bandwidth B_e and per-step latency a_e."""
+    oversubscription: float = 1.0
+    """Oversubscription o >= 1 of the inter-node fabric: each NIC gets B_e / o across nodes."""
+    in_network: Link | None = None
+    """In-switch reduction inside the node (NVLS): its algorithm bandwidth per GPU and
+    per-step latency; None when the node's switch cannot reduce."""
+    inter_in_network: bool = False
+    """True when the inter-node switches reduce too (SHARP): the cross-node part of the
+    in-network algorithm then moves S instead of 2(n-1)/n * S per node."""
+    base_latency_s: float = 0.0
+    """Fixed cost of launching one collective (NCCL's ``baseLat``), added once, seconds."""
+    name: str = "custom"
+    """Where the numbers come from (a system preset's name, or ``custom``)."""
+
+    def __post_init__(self) -> None:
+        require_gpus("gpus_per_node", self.gpus_per_node)
+        require_gpus("nodes", self.nodes)
+        if not isinstance(self.intra, Link) or not isinstance(self.inter, Link):
+            raise InputError("intra and inter must be Link objects")
+        if self.in_network is not None and not isinstance(self.in_network, Link):
+            raise InputError("in_network must be a Link or None")
+        require_finite_positive("oversubscription", self.oversubscription)
+        if self.oversubscription < 1:
+            raise InputError(f"oversubscription must be >= 1 (1 = non-blocking), got {self.oversubscription:g}")
+        require_finite_positive("base_latency_s", self.base_latency_s, allow_zero=True)
+
+    @property
+    def total_gpus(self) -> int:
+        """``G * nodes``: the most ranks a group can have."""
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """A group of ``P`` ranks packed onto the nodes of a :class:`Topology`."""
+
+    gpus: int
+    """Ranks P in the group."""
+    nodes: int
+    """Nodes n the group spans, ``ceil(P / G)``."""
+    gpus_per_node: int
+    """Ranks g on the fullest node, ``min(P, G)``: sets the intra-node step count."""
+    min_gpus_per_node: int
+    """Ranks on the emptiest node, ``P - (n-1) G``: its NICs carry a node's share of traffic."""
+
+    @property
+    def even(self) -> bool:
+        """True when every node holds the same number of ranks."""
+        return self.gpus_per_node == self.min_gpus_per_node
+
+
+def place(gpus: int, topology: Topology) -> Placement:
+    """Pack ``gpus`` ranks onto ``topology``'s nodes (``n = ceil(P/G)``).
+
+    Raises :class:`InputError` if the group needs more nodes than the topology has.
+    """
+    require_gpus("gpus", gpus)
+    G = topology.gpus_per_node
+    n = math.ceil(gpus / G)
+    if n > topology.nodes:
+        raise InputError(
+            f"a group of {gpus} GPUs needs ceil({gpus}/{G}) = {n} nodes, "
+            f"but the topology has {topology.nodes} (nodes * gpus_per_node = {topology.total_gpus})")
+    g = min(gpus, G)
+    return Placement(gpus=gpus, nodes=n, gpus_per_node=g, min_gpus_per_node=gpus - (n - 1) * G)
+
+
+def as_topology(fabric: Link | Topology, gpus: int) -> Topology:
+    """A :class:`Topology` for ``fabric``: a flat Link becomes ``P`` one-GPU nodes on that link.
+
+    With one GPU per node there is no intra-node step and the inter-node link is the
+    flat link, so ring, tree and halving-doubling reduce to their flat formulas.
+    """
+    if isinstance(fabric, Topology):
+        return fabric
+    if isinstance(fabric, Link):
+        require_gpus("gpus", gpus)
+        return Topology(gpus_per_node=1, nodes=gpus, intra=fabric, inter=fabric, name="flat")
+    raise InputError(f"fabric must be a Link or a Topology, got {type(fabric).__name__}")

@@ -19,6 +19,8 @@ __all__ = ["main", "budget_main", "SUBCOMMANDS"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
+    "collective": "commcost.cli.collective",
+    "presets": "commcost.cli.presets",
     "scaling": "commcost.cli.scaling",
     "timeline": "commcost.cli.timeline",
 }

@@ -139,6 +139,37 @@ def size_list(text: str) -> tuple[float, ...]:
     return _list(text, size, "sizes")
 
 
+def size_range(text: str) -> tuple[float, ...]:
+    """``"8B:8GiB"`` (doubling, as nccl-tests ``-b -e -f 2``), ``"1MiB:1GiB:4"`` (factor 4)
+    or ``"1MiB,8MiB"`` (a list) -> sizes in bytes; a bad token is named."""
+    if ":" not in text:
+        return size_list(text)
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or any(not p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(f"expected MIN:MAX or MIN:MAX:FACTOR, got {text!r}")
+    bounds = []
+    for token in parts[:2]:
+        try:
+            bounds.append(size(token.strip()))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"item {token.strip()!r} of {text!r}: {exc}") from None
+    lo, hi = bounds
+    factor = 2.0
+    if len(parts) == 3:
+        try:
+            factor = positive_float(parts[2].strip())
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"factor {parts[2].strip()!r} of {text!r}: {exc}") from None
+        if factor <= 1:
+            raise argparse.ArgumentTypeError(f"factor must be > 1, got {parts[2].strip()!r} in {text!r}")
+    if hi < lo:
+        raise argparse.ArgumentTypeError(f"MAX must be >= MIN in {text!r}")
+    out = [lo]
+    while out[-1] * factor <= hi * (1 + 1e-12) and len(out) < 200:
+        out.append(out[-1] * factor)
+    return tuple(out)
+
+
 def name_list(text: str) -> tuple[str, ...]:
     """``"7b,1.3b"`` -> ``("7b", "1.3b")``: non-empty names, checked against presets later."""
     return _list(text, str, "names")

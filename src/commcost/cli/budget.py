@@ -15,14 +15,20 @@ HELP = "communication budget of a data-parallel step (Drill 3, parts a-g)"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the budget flags (units as in the README) to ``p``."""
     g = p.add_argument_group("the data-parallel group")
-    g.add_argument("--gpus", type=A.positive_int, required=True, help="ranks P in the data-parallel group")
+    g.add_argument("--gpus", type=A.positive_int,
+                   help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
     g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
     g.add_argument("--latency", type=A.positive_float, help="per ring-step latency a, microseconds")
     g.add_argument("--intra-bw", type=A.positive_float, default=300.0,
                    help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
     g.add_argument("--intra-latency", type=A.positive_float,
                    help="intra-node per-step latency for fix (e)3, us (default: --latency)")
-    g.add_argument("--gpus-per-node", type=A.positive_int, default=8, help="GPUs per node (default 8)")
+    g.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default 8, or the system's)")
+    g.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100: "
+                   "replaces --bw/--latency/--intra-bw; all-reduces use its tiers and the fastest algorithm")
+    g.add_argument("--nodes", type=A.positive_int, help="with --system: nodes in the group")
+    g.add_argument("--algorithm", default="auto", help="with --system: auto (default), ring, tree, "
+                   "halving_doubling, hierarchical, in_network")
     m = p.add_argument_group("the model and the step")
     m.add_argument("--params", type=A.positive_float, help="parameters N, billions (1e9)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
@@ -59,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.workload import bytes_per_element
 
+    fabric = _apply_system(args)
     if args.bw is None:
         A.fail("--bw is required (achievable per-rank bandwidth, GB/s)")
     if args.latency is None:
@@ -91,8 +98,15 @@ def run(args: argparse.Namespace) -> int:
             fix_grad_accum=args.fix_grad_accum, intra_node_link=intra,
             gpus_per_node=args.gpus_per_node, bucket_caps_bytes=tuple(args.buckets),
             max_latency_share=args.max_latency_share, tail_budget_fraction=args.tail_budget,
+            fabric=fabric, algorithm=args.algorithm,
         ))
         out.update(budget_to_dict(budget))
+        if fabric is not None:
+            from commcost.report.collective import budget_fabric_note, fabric_to_dict
+
+            out["fabric"] = fabric_to_dict(fabric, budget.fixes.intra_node.nodes_spanned)
+            out["allreduce"]["algorithm"] = budget.allreduce.algorithm.value
+            texts.append(budget_fabric_note(budget))
         texts.append(render_budget_text(budget))
     if args.layer_ratio:
         from commcost.layer import LayerInputs, layer_ratio
@@ -116,3 +130,48 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(texts))
     return 0
+
+
+def _apply_system(args: argparse.Namespace):
+    """With ``--system``: resolve the group on the preset and fill the flat flags from it.
+
+    ``--gpus`` defaults to nodes x GPUs per node. ``--bw``/``--latency`` become the flat ring
+    *equivalent* to the fabric for this gradient (nccl-tests' busbw idea): with T the
+    ``collective_cost`` all-reduce of S on P GPUs, ``a = T.latency / 2(P-1)`` and
+    ``B = 2(P-1)/P * S / T.bandwidth``, so the drill's formula with them gives T exactly and the
+    bucket table (f) agrees with (b). ``--intra-bw``/``--intra-latency`` become the system's
+    NVLink (fix (e)3). Returns the Topology, or None without ``--system``.
+    """
+    if args.system is None:
+        if args.nodes is not None:
+            A.fail("--nodes needs --system (a preset to take nodes of); without it give --gpus")
+        if args.gpus is None:
+            A.fail("--gpus is required (or --system NAME with --nodes)")
+        if args.gpus_per_node is None:
+            args.gpus_per_node = 8
+        return None
+    from commcost.algorithms import collective_cost, parse_algorithm
+    from commcost.presets import system_group
+    from commcost.units import BILLION, GB, GiB, US
+    from commcost.workload import bytes_per_element
+
+    if args.bw is not None or args.latency is not None:
+        A.fail(f"--system {args.system} takes its links from the preset; drop --bw/--latency")
+    parse_algorithm(args.algorithm)
+    fabric, P = system_group(args.system, nodes=args.nodes, gpus_per_node=args.gpus_per_node, gpus=args.gpus)
+    args.gpus, args.gpus_per_node = P, fabric.gpus_per_node
+    args.intra_bw, args.intra_latency = fabric.intra.bandwidth_bytes_per_s / GB, fabric.intra.latency_s / US
+    if P == 1:
+        args.bw, args.latency = args.intra_bw, args.intra_latency
+        return fabric
+    nbytes = bytes_per_element(args.dtype)
+    if args.params is not None:
+        S = args.params * BILLION * nbytes
+    elif args.hidden is not None:
+        S = 12 * args.hidden**2 * nbytes
+    else:
+        S = GiB
+    T = collective_cost("all_reduce", S, P, fabric, args.algorithm)
+    args.latency = T.latency_s / (2 * (P - 1)) / US
+    args.bw = 2 * (P - 1) / P * S / T.bandwidth_s / GB
+    return fabric

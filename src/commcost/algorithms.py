@@ -1,0 +1,250 @@
+"""Collective algorithms on a two-tier fabric, and the one entry point :func:`collective_cost`.
+
+Symbols (as in :mod:`commcost.collectives`, plus the tiers of
+:class:`commcost.topology.Topology`): ``S`` message bytes, ``P`` ranks, ``n``
+nodes the group spans, ``g`` ranks on the fullest node, ``g_min`` on the
+emptiest, ``a_i, B_i`` intra-node per-step latency and per-GPU bandwidth,
+``a_e, B_e`` the same for each GPU's NIC, ``o`` oversubscription,
+``W = g_min B_e / o`` the network bandwidth of one node (its NICs in parallel),
+``a_v, B_v`` the in-switch reduction (NVLS), ``t_0`` the launch latency.
+
+NCCL spreads its channels over every NIC of a node, so a node's cross-node
+traffic leaves through all ``g`` NICs at once: that is why ``W`` and not
+``B_e`` bounds the network part (NVIDIA/nccl issue #457, #196). Pipelined
+algorithms (ring, tree, in-network) overlap the two tiers, so their bandwidth
+term is the *max* of the tiers'; phased ones (halving-doubling, hierarchical)
+pay the tiers one after the other, so theirs is the *sum*.
+
+=================  ===============================================  =============================================
+algorithm          latency term                                     bandwidth term
+=================  ===============================================  =============================================
+ring (k=2 AR,      ``t_0 + k[(P-n) a_i + (n-1) a_e]``               ``V max(f_i/B_i, 1/W)``, ``V = k(P-1)/P S``
+k=1 RS, AG;                                                         (broadcast/reduce: ``V = S``), ``f_i = (g-1)/g``
+broadcast, reduce                                                   (1 in one node)
+ ``(P-1)`` steps)
+tree (AR)          ``t_0 + 2[(g-1) a_i + ceil(log2 n) a_e]``        ``max(2S/B_i, E(n)/W)``, ``E(2) = S``,
+                                                                    ``E(n>2) = 2S`` (double binary tree)
+halving_doubling   ``t_0 + k[log2 g a_i + log2 n a_e]``             ``k[(g-1)/g S/B_i + (n-1)/(n g) S o/B_e]``
+hierarchical (AR)  ``t_0 + 2(g-1) a_i + 2(n-1) a_e``                ``2(g-1)/g S/B_i + 2(n-1)/n (S/g) o/B_e``
+in_network (AR)    ``t_0 + 2 a_v + 2(n-1) a_e`` (SHARP: ``2 a_e``)  ``max(S/B_v, 2(n-1)/n S/W)`` (SHARP: ``S/W``)
+direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1)/P S/B_i, (P-g_min)/P S o/B_e)``
+direct (send/recv) ``t_0 + a``                                      ``S/B`` on the link joining the two ranks
+=================  ===============================================  =============================================
+
+Sources: ring, halving-doubling (Rabenseifner) and direct exchange from Thakur,
+Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
+MPICH" (2005); tree bytes (each rank sends ``2S``) and ring bytes
+(``2(P-1)/P S``) from NCCL maintainer S. Jeaugey, NVIDIA/nccl#457; NCCL's own
+tuning model (src/graph/tuning.cc) for the latency structure (intra and inter
+steps, ``2 log2 n`` tree hops, NVLS as one intra step plus inter steps).
+With one GPU per node (a flat :class:`Link`) every row reduces to the drill's flat
+formula; with one node, hierarchical equals ring.
+"""
+
+from __future__ import annotations
+
+import math
+
+from commcost.collectives import Algorithm, Collective, CollectiveCost
+from commcost.errors import InputError
+from commcost.topology import Link, Topology, as_topology, place
+from commcost.units import require_finite_positive
+
+__all__ = [
+    "AUTO", "APPLICABLE", "collective_cost", "algorithm_costs", "unavailable_algorithms",
+    "parse_collective", "parse_algorithm",
+]
+
+AUTO = "auto"
+"""Pick the fastest applicable algorithm for this size, as NCCL's tuner does."""
+
+APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
+    Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING,
+                            Algorithm.HIERARCHICAL, Algorithm.IN_NETWORK),
+    Collective.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
+    Collective.ALL_GATHER: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
+    Collective.BROADCAST: (Algorithm.RING,),
+    Collective.REDUCE: (Algorithm.RING,),
+    Collective.ALL_TO_ALL: (Algorithm.DIRECT,),
+    Collective.SEND_RECV: (Algorithm.DIRECT,),
+}
+"""Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
+
+
+def parse_collective(text: str | Collective) -> Collective:
+    """``"all_reduce"`` (or ``all-reduce``) -> :class:`Collective`; unknown names list the valid ones."""
+    try:
+        return Collective(str(text).replace("-", "_"))
+    except ValueError:
+        valid = ", ".join(c.value for c in Collective)
+        raise InputError(f"unknown collective {text!r} (valid: {valid})") from None
+
+
+def parse_algorithm(text: str | Algorithm) -> Algorithm | str:
+    """``"ring"`` -> :class:`Algorithm`, ``"auto"`` -> ``"auto"``; unknown names list the valid ones."""
+    t = str(text).replace("-", "_")
+    if t == AUTO:
+        return AUTO
+    try:
+        return Algorithm(t)
+    except ValueError:
+        valid = ", ".join([AUTO] + [a.value for a in Algorithm])
+        raise InputError(f"unknown algorithm {text!r} (valid: {valid})") from None
+
+
+def _pow2(x: int) -> bool:
+    return x >= 1 and x & (x - 1) == 0
+
+
+def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str | None:
+    """Why ``alg`` cannot run ``op`` for this group (None when it can)."""
+    if alg not in APPLICABLE[op]:
+        names = ", ".join(a.value for a in APPLICABLE[op])
+        return f"{alg.value} is not modelled for {op.value} (modelled: {names})"
+    if op is Collective.SEND_RECV and gpus != 2:
+        return f"send_recv is between 2 GPUs, got gpus={gpus}"
+    pl = place(gpus, topo)
+    if alg is Algorithm.HALVING_DOUBLING:
+        if not (_pow2(pl.gpus_per_node) and _pow2(pl.nodes) and pl.even):
+            return (f"halving_doubling needs a power-of-two number of GPUs per node and of nodes, "
+                    f"got {pl.nodes} node(s) x {pl.gpus_per_node} (last node {pl.min_gpus_per_node})")
+    if alg is Algorithm.HIERARCHICAL and not pl.even:
+        return (f"hierarchical needs the same number of GPUs on every node, got {pl.gpus_per_node} "
+                f"on the first and {pl.min_gpus_per_node} on the last")
+    if alg is Algorithm.IN_NETWORK:
+        if topo.in_network is None:
+            return "in_network needs a switch that reduces (NVLS); this fabric has none"
+        if pl.gpus_per_node < 2:
+            return "in_network needs at least 2 GPUs per node on the reducing switch"
+    return None
+
+
+def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
+          bandwidth_s: float) -> CollectiveCost:
+    return CollectiveCost(op=op, algorithm=alg, gpus=P, message_bytes=S,
+                          latency_s=latency_s, bandwidth_s=bandwidth_s)
+
+
+def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` (see the module table)."""
+    pl = place(P, topo)
+    n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
+    a_i, B_i = topo.intra.latency_s, topo.intra.bandwidth_bytes_per_s
+    a_e, o = topo.inter.latency_s, topo.oversubscription
+    B_e_eff = topo.inter.bandwidth_bytes_per_s / o
+    W = g_min * topo.inter.bandwidth_bytes_per_s / o
+    t0 = topo.base_latency_s
+    k = 2 if op is Collective.ALL_REDUCE else 1
+
+    if alg is Algorithm.RING:
+        steps_intra, steps_inter = k * (P - n), k * (n - 1)
+        if op in (Collective.BROADCAST, Collective.REDUCE):
+            V = S
+        else:
+            V = k * (P - 1) / P * S
+        if n == 1:
+            bw = V / B_i
+        else:
+            f_i = (g - 1) / g
+            bw = max(V * f_i / B_i, V / W)
+        return t0 + (steps_intra * a_i + steps_inter * a_e), bw
+    if alg is Algorithm.TREE:
+        E = 0.0 if n == 1 else (S if n == 2 else 2.0 * S)
+        chain = 2.0 * S / B_i if g > 1 else 0.0
+        net = E / W if n > 1 else 0.0
+        return t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e), max(chain, net)
+    if alg is Algorithm.HALVING_DOUBLING:
+        lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e)
+        bw = k * ((g - 1) / g * S / B_i + (n - 1) / (n * g) * S / B_e_eff)
+        return t0 + lat, bw
+    if alg is Algorithm.HIERARCHICAL:
+        lat = 2 * (g - 1) * a_i + 2 * (n - 1) * a_e
+        bw = 2 * (g - 1) / g * S / B_i + 2 * (n - 1) / n * (S / g) / B_e_eff
+        return t0 + lat, bw
+    if alg is Algorithm.IN_NETWORK:
+        v = topo.in_network
+        assert v is not None
+        lat = 2 * v.latency_s
+        bw = S / v.bandwidth_bytes_per_s
+        if n > 1:
+            lat += 2 * a_e if topo.inter_in_network else 2 * (n - 1) * a_e
+            net_bytes = S if topo.inter_in_network else 2 * (n - 1) / n * S
+            bw = max(bw, net_bytes / W)
+        return t0 + lat, bw
+    if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
+        link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e)
+        return t0 + link.latency_s, S / link.bandwidth_bytes_per_s
+    if alg is Algorithm.DIRECT:  # all-to-all by pairwise exchange
+        lat = (g - 1) * a_i + (P - g) * a_e
+        bw = (g - 1) / P * S / B_i
+        if n > 1:
+            bw = max(bw, (P - g_min) / P * S / B_e_eff)
+        return t0 + lat, bw
+    raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
+
+
+def _check(op: Collective, message_bytes: float, gpus: int) -> None:
+    if not isinstance(op, Collective):
+        raise InputError(f"op must be a Collective, got {op!r}")
+    require_finite_positive("message_bytes", message_bytes, allow_zero=True)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InputError(f"gpus must be an integer >= 1, got {gpus!r}")
+
+
+def unavailable_algorithms(op: Collective, gpus: int, fabric: Link | Topology) -> dict[Algorithm, str]:
+    """Modelled algorithms of ``op`` that cannot run this group, with the reason."""
+    topo = as_topology(fabric, gpus)
+    out = {}
+    for alg in APPLICABLE[op]:
+        why = _why_not(op, alg, gpus, topo)
+        if why is not None:
+            out[alg] = why
+    return out
+
+
+def algorithm_costs(op: Collective, message_bytes: float, gpus: int,
+                    fabric: Link | Topology) -> dict[Algorithm, CollectiveCost]:
+    """The cost of ``op`` under every algorithm that can run it here, in :data:`APPLICABLE` order."""
+    _check(op, message_bytes, gpus)
+    topo = as_topology(fabric, gpus)
+    out: dict[Algorithm, CollectiveCost] = {}
+    for alg in APPLICABLE[op]:
+        if _why_not(op, alg, gpus, topo) is None:
+            if gpus == 1:
+                out[alg] = _cost(op, alg, message_bytes, 1, 0.0, 0.0)
+            else:
+                lat, bw = _terms(op, alg, message_bytes, gpus, topo)
+                out[alg] = _cost(op, alg, message_bytes, gpus, lat, bw)
+    return out
+
+
+def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
+                    fabric: Link | Topology, algorithm: Algorithm | str = AUTO) -> CollectiveCost:
+    """Time of one collective: THE entry point every command uses.
+
+    ``op`` is a :class:`Collective` (or its name), ``message_bytes`` the size ``S``
+    as nccl-tests counts it, ``gpus`` the group size ``P``, ``fabric`` a flat
+    :class:`Link` (the drill's one-tier model: ring results equal
+    :func:`commcost.collectives.ring_all_reduce` and friends exactly) or a
+    two-tier :class:`Topology`. ``algorithm`` is one :class:`Algorithm` or
+    ``"auto"``: the fastest applicable one at this size (ties go to the earlier one
+    in :data:`APPLICABLE`); the result's ``algorithm`` field says which ran.
+    A group of one GPU costs nothing. Formulas: the module docstring.
+    """
+    op = parse_collective(op)
+    alg = parse_algorithm(algorithm)
+    _check(op, message_bytes, gpus)
+    topo = as_topology(fabric, gpus)
+    if alg == AUTO:
+        costs = algorithm_costs(op, message_bytes, gpus, topo)
+        if not costs:
+            reasons = "; ".join(unavailable_algorithms(op, gpus, topo).values())
+            raise InputError(f"no algorithm can run {op.value} on {gpus} GPUs here: {reasons}")
+        return min(costs.values(), key=lambda c: c.total_s)
+    why = _why_not(op, alg, gpus, topo)
+    if why is not None:
+        raise InputError(why)
+    if gpus == 1:
+        return _cost(op, alg, message_bytes, 1, 0.0, 0.0)
+    lat, bw = _terms(op, alg, message_bytes, gpus, topo)
+    return _cost(op, alg, message_bytes, gpus, lat, bw)

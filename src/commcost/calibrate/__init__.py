@@ -1,0 +1,1 @@
+"""Calibration: read nccl-tests logs, measure collectives with torch.distributed, fit alpha and beta."""

@@ -1,0 +1,143 @@
+"""Hardware presets (GPUs, fabrics, systems) and the topology a system preset gives.
+
+The numbers live in ``commcost/hardware/{gpus,fabrics,systems}.json`` (STYLE.md,
+conventions 2 and 6): every number has its unit in its key, bandwidths say
+whether they are per direction or bidirectional, and every entry names its
+source. A system's topology uses each fabric's *achievable* bandwidth (what NCCL
+reaches), not its line rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from commcost.errors import InputError
+from commcost.hardware import load_preset_file, lookup
+from commcost.topology import Link, Topology, require_gpus
+
+__all__ = ["PresetEntry", "gpus", "fabrics", "systems", "system_topology", "system_group",
+           "system_names", "preset_entries"]
+
+
+def _table(file_name: str) -> dict[str, Any]:
+    return {k: v for k, v in load_preset_file(file_name).items() if not k.startswith("_")}
+
+
+def gpus() -> dict[str, dict[str, Any]]:
+    """GPU presets by name (``gpus.json``)."""
+    return _table("gpus.json")
+
+
+def fabrics() -> dict[str, dict[str, Any]]:
+    """Fabric presets by name (``fabrics.json``)."""
+    return _table("fabrics.json")
+
+
+def systems() -> dict[str, dict[str, Any]]:
+    """System presets by name (``systems.json``)."""
+    return _table("systems.json")
+
+
+def system_names() -> list[str]:
+    """Sorted names of the system presets."""
+    return sorted(systems())
+
+
+def _link(fabric: dict[str, Any]) -> Link:
+    return Link(bandwidth_bytes_per_s=float(fabric["achievable_bandwidth_bytes_per_s"]),
+                latency_s=float(fabric["step_latency_s"]))
+
+
+def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = None,
+                    oversubscription: float | None = None) -> Topology:
+    """The two-tier :class:`Topology` of ``nodes`` nodes of system preset ``name``.
+
+    ``gpus_per_node`` may be lowered (a job using 4 of 8 GPUs per node) but not raised
+    past the preset's NVLink domain; ``oversubscription`` overrides the preset's.
+    """
+    table = systems()
+    sysp = lookup(table, name, "system")
+    require_gpus("nodes", nodes)
+    G = int(sysp["gpus_per_node"])
+    if gpus_per_node is not None:
+        require_gpus("gpus_per_node", gpus_per_node)
+        if gpus_per_node > G:
+            raise InputError(f"system {name!r} has {G} GPUs per node, asked for gpus_per_node={gpus_per_node}")
+        G = gpus_per_node
+    fab = fabrics()
+    intra = lookup(fab, sysp["intra_fabric"], "fabric")
+    inter = lookup(fab, sysp["inter_fabric"], "fabric")
+    in_network = None
+    if sysp["in_network"]:
+        if "in_network_bandwidth_bytes_per_s" not in intra:
+            raise InputError(f"system {name!r} says in_network but fabric {sysp['intra_fabric']!r} has no NVLS figures")
+        in_network = Link(bandwidth_bytes_per_s=float(intra["in_network_bandwidth_bytes_per_s"]),
+                          latency_s=float(intra["in_network_step_latency_s"]))
+    return Topology(
+        gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=_link(inter),
+        oversubscription=float(sysp["oversubscription"] if oversubscription is None else oversubscription),
+        in_network=in_network, inter_in_network=bool(sysp["inter_in_network"]),
+        base_latency_s=float(sysp["base_latency_s"]), name=name,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PresetEntry:
+    """One preset as ``commcost presets`` lists it."""
+
+    kind: str
+    """``gpu``, ``fabric`` or ``system``."""
+    name: str
+    """Its exact look-up key."""
+    summary: str
+    """One line of its main numbers, with units."""
+    source: str
+    """Where the numbers come from."""
+
+
+def preset_entries() -> list[PresetEntry]:
+    """Every preset, GPUs then fabrics then systems, for listing."""
+    out: list[PresetEntry] = []
+    for name, g in gpus().items():
+        out.append(PresetEntry(kind="gpu", name=name, source=g["source"], summary=(
+            f"{g['dense_bf16_flops_per_s'] / 1e12:,.0f} TFLOP/s dense bf16, "
+            f"{g['memory_bytes'] / 1e9:g} GB, {g['memory_bandwidth_bytes_per_s'] / 1e12:g} TB/s HBM")))
+    for name, f in fabrics().items():
+        s = (f"{f['tier']}: {f['achievable_bandwidth_bytes_per_s'] / 1e9:g} GB/s achievable per GPU per direction "
+             f"(line {f['line_bandwidth_bytes_per_s'] / 1e9:g} GB/s), {f['step_latency_s'] * 1e6:g} us per step")
+        if "in_network_bandwidth_bytes_per_s" in f:
+            s += f", NVLS {f['in_network_bandwidth_bytes_per_s'] / 1e9:g} GB/s algbw"
+        out.append(PresetEntry(kind="fabric", name=name, summary=s,
+                               source=f"{f['source']}; achievable: {f['achievable_source']}"))
+    for name, sp in systems().items():
+        out.append(PresetEntry(kind="system", name=name, source=sp["source"], summary=(
+            f"{sp['gpus_per_node']} x {sp['gpu']} per node, {sp['intra_fabric']} inside, "
+            f"one {sp['inter_fabric']} NIC per GPU across nodes"
+            f"{', NVLS' if sp['in_network'] else ''}")))
+    return out
+
+
+def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | None = None,
+                 gpus: int | None = None, oversubscription: float | None = None) -> tuple[Topology, int]:
+    """``(topology, P)`` for a group on system ``name``, as the ``--system`` flags mean it.
+
+    Without ``nodes``: ``P = gpus`` (default one full node) packed on ``ceil(P/G)`` nodes.
+    With ``nodes``: ``P`` defaults to ``nodes * G``, and a different ``gpus`` is an error
+    showing the arithmetic.
+    """
+    G = int(lookup(systems(), name, "system")["gpus_per_node"]) if gpus_per_node is None else gpus_per_node
+    require_gpus("gpus_per_node", G)
+    if gpus is not None:
+        require_gpus("gpus", gpus)
+    if nodes is None:
+        P = G if gpus is None else gpus
+        nodes = -(-P // G)
+    else:
+        require_gpus("nodes", nodes)
+        P = nodes * G if gpus is None else gpus
+        if P != nodes * G:
+            raise InputError(f"--gpus {P} does not match --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")
+    topo = system_topology(name, nodes=nodes, gpus_per_node=gpus_per_node,
+                           oversubscription=oversubscription)
+    return topo, P

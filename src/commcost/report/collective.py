@@ -1,0 +1,156 @@
+"""Text and JSON renderings of collective costs (``commcost collective``) and presets.
+
+Every number shown is a field of a :class:`commcost.collectives.CollectiveCost`
+or of the :class:`commcost.topology.Topology`; nothing here computes a cost.
+Bandwidths print in decimal GB/s, as nccl-tests does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from commcost.collectives import Algorithm, CollectiveCost
+from commcost.presets import PresetEntry
+from commcost.topology import Link, Topology
+from commcost.units import GB, US, format_bytes, format_seconds as t
+
+__all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",
+           "fabric_to_dict", "render_presets_text", "budget_fabric_note"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SizeResult:
+    """What the command computed for one message size."""
+
+    chosen: CollectiveCost
+    """The cost under the requested algorithm (or the fastest, for ``auto``)."""
+    requested: str
+    """The ``--algorithm`` value (``auto`` or an algorithm name)."""
+    alternatives: dict[Algorithm, CollectiveCost]
+    """Every algorithm that can run this collective here."""
+    unavailable: dict[Algorithm, str]
+    """Modelled algorithms that cannot, with the reason."""
+
+
+def _gbps(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x / GB:.2f}"
+
+
+def _fabric_line(fabric: Link | Topology, gpus: int) -> str:
+    if isinstance(fabric, Link):
+        return (f"  flat fabric: {gpus} GPUs on one link, B = {fabric.bandwidth_bytes_per_s / GB:g} GB/s "
+                f"per rank, a = {fabric.latency_s / US:g} us per step")
+    f = fabric
+    s = (f"  {f.name}: {f.gpus_per_node} GPUs per node; intra {f.intra.bandwidth_bytes_per_s / GB:g} GB/s, "
+         f"{f.intra.latency_s / US:g} us/step; inter {f.inter.bandwidth_bytes_per_s / GB:g} GB/s per GPU NIC, "
+         f"{f.inter.latency_s / US:g} us/step")
+    if f.oversubscription != 1:
+        s += f", oversubscribed {f.oversubscription:g}:1"
+    if f.in_network is not None:
+        s += (f"; NVLS {f.in_network.bandwidth_bytes_per_s / GB:g} GB/s, "
+              f"{f.in_network.latency_s / US:g} us/step")
+    if f.base_latency_s:
+        s += f"; launch {f.base_latency_s / US:g} us"
+    return s
+
+
+def render_size_text(r: SizeResult, fabric: Link | Topology, nodes_used: int) -> str:
+    """One message size: every algorithm's terms, and the one used."""
+    c = r.chosen
+    where = f"{nodes_used} node(s)" if isinstance(fabric, Topology) else "a flat fabric"
+    lines = [
+        f"commcost collective: {c.op.value} of {c.message_bytes:,.0f} B ({format_bytes(c.message_bytes)}, "
+        f"{format_bytes(c.message_bytes, binary=True)}) on {c.gpus} GPUs over {where}",
+        _fabric_line(fabric, c.gpus),
+        "",
+        f"  {'algorithm':<17} {'latency':>11} {'bandwidth':>11} {'total':>11} {'algbw GB/s':>11} {'busbw GB/s':>11}",
+    ]
+    for alg, a in r.alternatives.items():
+        mark = "  <- used" if alg == c.algorithm else ""
+        lines.append(f"  {alg.value:<17} {t(a.latency_s):>11} {t(a.bandwidth_s):>11} {t(a.total_s):>11} "
+                     f"{_gbps(a.algbw_bytes_per_s):>11} {_gbps(a.busbw_bytes_per_s):>11}{mark}")
+    for alg, why in r.unavailable.items():
+        lines.append(f"  {alg.value:<17} not available: {why}")
+    how = "the fastest here (auto)" if r.requested == "auto" else "as requested"
+    lines += ["", f"  -> {c.algorithm.value}, {how}: T = {t(c.total_s)} ({c.dominant}-bound); "
+                  f"algbw = S/T = {_gbps(c.algbw_bytes_per_s)} GB/s, busbw = algbw x nccl-tests factor = "
+                  f"{_gbps(c.busbw_bytes_per_s)} GB/s"]
+    return "\n".join(lines)
+
+
+def render_table_text(results: list[SizeResult], fabric: Link | Topology, nodes_used: int) -> str:
+    """A predicted nccl-tests-style table, one row per size."""
+    c0 = results[0].chosen
+    where = f"{nodes_used} node(s)" if isinstance(fabric, Topology) else "a flat fabric"
+    lines = [f"commcost collective: predicted {c0.op.value} on {c0.gpus} GPUs over {where} "
+             f"(algorithm {results[0].requested})", _fabric_line(fabric, c0.gpus), "",
+             f"  {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  algorithm"]
+    for r in results:
+        c = r.chosen
+        lines.append(f"  {c.message_bytes:>14,.0f} {c.total_s / US:>12.2f} {_gbps(c.algbw_bytes_per_s):>13} "
+                     f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value}")
+    return "\n".join(lines)
+
+
+def _cost_dict(c: CollectiveCost) -> dict[str, Any]:
+    return {"time_s": c.total_s, "latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s,
+            "algbw_bytes_per_s": c.algbw_bytes_per_s, "busbw_bytes_per_s": c.busbw_bytes_per_s}
+
+
+def size_to_dict(r: SizeResult) -> dict[str, Any]:
+    """One size as the documented JSON object (SI units)."""
+    c = r.chosen
+    return {"op": c.op.value, "size_bytes": c.message_bytes, "gpus": c.gpus,
+            "algorithm": c.algorithm.value, "requested_algorithm": r.requested, **_cost_dict(c),
+            "algorithms": {a.value: _cost_dict(x) for a, x in r.alternatives.items()},
+            "unavailable": {a.value: why for a, why in r.unavailable.items()}}
+
+
+def _link_dict(link: Link) -> dict[str, float]:
+    return {"bandwidth_bytes_per_s": link.bandwidth_bytes_per_s, "latency_s": link.latency_s}
+
+
+def fabric_to_dict(fabric: Link | Topology, nodes_used: int) -> dict[str, Any]:
+    """The fabric the numbers assume (SI units)."""
+    if isinstance(fabric, Link):
+        return {"kind": "flat", **_link_dict(fabric)}
+    f = fabric
+    return {"kind": "two_tier", "name": f.name, "gpus_per_node": f.gpus_per_node, "nodes": f.nodes,
+            "nodes_used": nodes_used, "intra": _link_dict(f.intra), "inter": _link_dict(f.inter),
+            "oversubscription": f.oversubscription,
+            "in_network": None if f.in_network is None else _link_dict(f.in_network),
+            "inter_in_network": f.inter_in_network, "base_latency_s": f.base_latency_s}
+
+
+def render_presets_text(entries: list[PresetEntry]) -> str:
+    """``commcost presets``: name, numbers, source; grouped by kind."""
+    lines: list[str] = []
+    kind = None
+    for e in entries:
+        if e.kind != kind:
+            if kind is not None:
+                lines.append("")
+            kind = e.kind
+            lines.append(f"{kind}s:")
+        lines.append(f"  {e.name:<16} {e.summary}")
+        lines.append(f"  {'':<16} source: {e.source}")
+    return "\n".join(lines)
+
+
+def budget_fabric_note(b) -> str:
+    """The lines ``budget --system`` prints above the drill report: which fabric and algorithm."""
+    i, T = b.inputs, b.allreduce
+    f = i.fabric
+    n = b.fixes.intra_node.nodes_spanned
+    return "\n".join([
+        f"commcost budget on {f.name}: {i.gpus} GPUs = {n} node(s) x {f.gpus_per_node}",
+        _fabric_line(f, i.gpus),
+        f"  the all-reduce of (b), (c), (g) and the reduce-scatter/all-gather of (e)2 use collective_cost on this "
+        f"two-tier fabric (algorithm {i.algorithm}): (b) ran {T.algorithm.value}, T = {t(T.latency_s)} latency + "
+        f"{t(T.bandwidth_s)} bandwidth = {t(T.total_s)};",
+        f"  B = {i.link.bandwidth_bytes_per_s / GB:.4g} GB/s and a = {i.link.latency_s / US:.4g} us below are the "
+        f"flat ring equivalent to this fabric for S (B = 2(P-1)/P S / bandwidth term, a = latency term / 2(P-1)), "
+        f"so the drill's formulas and the bucket table (f) agree with (b); fix (e)3 uses the system's NVLink",
+    ])

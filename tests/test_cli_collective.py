@@ -1,0 +1,105 @@
+"""``commcost collective`` and ``commcost presets`` run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_commcost
+
+
+def ok_json(*args):
+    r = run_commcost(*args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_issue_example_one_size_text():
+    r = run_commcost("collective", "--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h100", "--nodes", "4")
+    assert r.returncode == 0, r.stderr
+    for word in ("ring", "tree", "in_network", "<- used", "busbw"):
+        assert word in r.stdout
+
+
+def test_json_keys_and_numbers_flat_link():
+    # flat link, P = 4, B = 10 GB/s, a = 5 us, S = 1e9, ring: T = 2*3*5 us + 2(3/4) 1e9/1e10 = 30 us + 0.15 s
+    d = ok_json("collective", "--op", "all_reduce", "--size", "1GB", "--gpus", "4", "--bw", "10",
+                "--latency", "5", "--algorithm", "ring")
+    assert d["op"] == "all_reduce" and d["gpus"] == 4 and d["algorithm"] == "ring"
+    assert d["size_bytes"] == 1e9
+    assert d["time_s"] == pytest.approx(0.15003)
+    assert d["algbw_bytes_per_s"] == pytest.approx(1e9 / 0.15003)
+    assert d["busbw_bytes_per_s"] == pytest.approx(1e9 / 0.15003 * 1.5)
+    assert set(d["algorithms"]) == {"ring", "tree", "halving_doubling", "hierarchical"}
+    assert d["algorithms"]["ring"]["time_s"] == d["time_s"]
+    assert "in_network" in d["unavailable"]
+    assert d["fabric"]["kind"] == "flat"
+
+
+def test_json_auto_picks_the_minimum():
+    d = ok_json("collective", "--op", "all_reduce", "--size", "64MiB", "--system", "dgx-h100", "--nodes", "2")
+    best = min(v["time_s"] for v in d["algorithms"].values())
+    assert d["time_s"] == best and d["algorithms"][d["algorithm"]]["time_s"] == best
+    assert d["gpus"] == 16 and d["fabric"]["nodes_used"] == 2 and d["fabric"]["name"] == "dgx-h100"
+
+
+def test_sizes_table_rows():
+    d = ok_json("collective", "--op", "all_gather", "--sizes", "8B:8GiB", "--system", "dgx-h100",
+                "--nodes", "2", "--algorithm", "auto")
+    sizes = [r["size_bytes"] for r in d["rows"]]
+    assert sizes[0] == 8 and sizes[-1] == 8 * 2**30 and len(sizes) == 31   # 2^3 .. 2^33
+    times = [r["time_s"] for r in d["rows"]]
+    assert times == sorted(times)
+    r = run_commcost("collective", "--op", "all_gather", "--sizes", "8B:8GiB", "--system", "dgx-h100", "--nodes", "2")
+    assert r.returncode == 0 and "algbw (GB/s)" in r.stdout and "8,589,934,592" in r.stdout
+
+
+def test_custom_two_tier_topology():
+    # G = 4, 2 nodes, B_i = 100 GB/s, a_i = 1 us, B_e = 10 GB/s, a_e = 5 us, ring on S = 1 GB:
+    # 2[(8-2)*1 + 1*5] us = 22 us, max(1.75e9*(3/4)/1e11, 1.75e9/4e10) = 0.04375 s
+    d = ok_json("collective", "--op", "all_reduce", "--size", "1GB", "--gpus-per-node", "4", "--nodes", "2",
+                "--intra-bw", "100", "--intra-latency", "1", "--inter-bw", "10", "--inter-latency", "5",
+                "--algorithm", "ring")
+    assert d["gpus"] == 8
+    assert d["time_s"] == pytest.approx(22e-6 + 0.04375)
+
+
+def test_presets_lists_with_sources():
+    r = run_commcost("presets")
+    assert r.returncode == 0, r.stderr
+    for name in ("dgx-h100", "gb200-nvl72", "nvlink4", "ib_ndr", "efa_v2", "h100-sxm", "mi300x", "seed_nvlink"):
+        assert name in r.stdout
+    assert r.stdout.count("source:") >= 20
+    d = ok_json("presets", "--kind", "system")
+    assert set(d) == {"system"} and d["system"]["dgx-h100"]["gpus_per_node"] == 8
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h900"), "unknown system 'dgx-h900' (valid:"),
+    (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h100", "--nodes", "4", "--gpus", "16"),
+     "--gpus 16 does not match --nodes 4 x --gpus-per-node 8 = 32"),
+    (("--op", "all_reduce", "--sizes", "8B:8XB", "--system", "dgx-h100"), "item '8XB'"),
+    (("--op", "all_reduce", "--sizes", "1MiB,,2MiB", "--system", "dgx-h100"), "no empty items"),
+    (("--op", "all_reduce", "--sizes", "8GiB:8B", "--system", "dgx-h100"), "MAX must be >= MIN"),
+    (("--op", "allreduce2", "--size", "1GiB", "--system", "dgx-h100"), "unknown collective 'allreduce2'"),
+    (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h100", "--algorithm", "magic"),
+     "unknown algorithm 'magic'"),
+    (("--op", "all_gather", "--size", "1GiB", "--system", "dgx-h100", "--algorithm", "tree"),
+     "tree is not modelled for all_gather"),
+    (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-a100", "--algorithm", "in_network"), "NVLS"),
+    (("--op", "all_reduce", "--size", "1GiB", "--gpus", "8"), "no fabric"),
+    (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h100", "--intra-bw", "100"), "drop --intra-bw"),
+    (("--op", "all_reduce", "--size", "1GiB", "--gpus", "1", "--bw", "25", "--latency", "20"), "at least 2 GPUs"),
+    (("--op", "all_reduce", "--size", "1GiB", "--gpus-per-node", "4", "--nodes", "2", "--intra-bw", "100",
+      "--intra-latency", "1"), "need --inter-bw"),
+    (("--op", "all_reduce", "--size", "-5", "--bw", "25", "--latency", "20", "--gpus", "4"), "--size"),
+    (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h100", "--oversubscription", "0.5"),
+     "oversubscription must be >= 1"),
+])
+def test_bad_input_is_one_line_exit_2(args, message):
+    r = run_commcost("collective", *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
