@@ -34,7 +34,7 @@ from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYT
 from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
 from commcost.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.timeline import Timeline, TimelineInputs, gradient_stream, simulate_timeline, sweep_buckets
+from commcost.timeline import Timeline, TimelineInputs, bucket_grid, gradient_stream, simulate_timeline, sweep_buckets
 from commcost.topology import Link, Topology
 from commcost.units import GB, MiB, require_finite_positive
 from commcost.workload import gradient_bytes
@@ -379,6 +379,12 @@ class SimulatedOverlap:
     """``E`` for each of ``bucket_caps_bytes`` as an explicit ``bucket_cap_mb`` (first bucket = cap)."""
 
 
+def _budget_grid(message_bytes: float) -> tuple[int, ...]:
+    """A coarser grid than ``commcost timeline --bucket auto`` (2 points per octave, at most
+    1024 buckets): the budget only names the best bucket, and the drill command must start fast."""
+    return bucket_grid(message_bytes, points_per_octave=2, max_buckets=1 << 10)
+
+
 def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
     """Simulate the default, the best and each requested cap (:mod:`commcost.timeline`)."""
     tl_inp = TimelineInputs(gpus=inp.gpus, link=inp.link, step_s=inp.step_s, params=inp.params,
@@ -395,7 +401,7 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
         exposed.append(simulate_timeline(tl_inp, caps, stream=stream).exposed_s)
     return SimulatedOverlap(
         default=simulate_timeline(tl_inp, ddp_bucket_caps(None), stream=stream),
-        best=sweep_buckets(tl_inp).best,
+        best=sweep_buckets(tl_inp, _budget_grid(stream.total_bytes)).best,
         exposed_by_cap_s=tuple(exposed),
     )
 
