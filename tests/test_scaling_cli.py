@@ -18,6 +18,7 @@ ROW_KEYS = [  # the documented columns (README, "Scaling analysis")
     "step_partial_s", "speedup_partial", "efficiency_partial",
     "step_no_overlap_s", "speedup_no_overlap", "efficiency_no_overlap",
     "step_partial_bounded_s", "speedup_partial_bounded", "partial_exceeds_perfect", "beyond_flat_ring",
+    "gpus_per_node", "algorithm", "crosses_nodes",
 ]
 
 

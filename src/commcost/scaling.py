@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.collectives import CollectiveCost, ring_all_reduce
+from commcost.collectives import Collective, CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file, lookup
-from commcost.topology import Link
+from commcost.topology import Link, Topology
 from commcost.units import GB, MS, require_finite_positive
 from commcost.workload import gradient_bytes
 
@@ -47,7 +47,7 @@ __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",
     "ScalingInputs", "ScalingRow", "ScalingCurve",
     "seed_models", "seed_fabrics", "seed_defaults", "seed_inputs",
-    "data_parallel_comm", "scaling_row", "scaling_curve", "seed_analysis",
+    "data_parallel_comm", "scaling_row", "scaling_curve", "seed_analysis", "seed_two_tier",
 ]
 
 SEED_PRESET_FILE = "scaling_seed.json"
@@ -179,8 +179,9 @@ class ScalingInputs:
     """Compute time of one step on one GPU ``t_c``, seconds (> 0)."""
     overhead_s: float
     """Serial overhead per step ``t_o``, seconds (>= 0)."""
-    link: Link
-    """The fabric every rank of the ring uses: ``B`` and ``a``."""
+    link: Link | Topology
+    """The fabric: a flat :class:`Link` every rank of the ring uses (``B`` and ``a``, the
+    seed's model), or a two-tier :class:`Topology` (NVLink inside a node, NICs across)."""
     gpu_counts: tuple[int, ...]
     """GPU counts ``N`` to evaluate, each >= 1."""
     overlap_fraction: float
@@ -190,8 +191,16 @@ class ScalingInputs:
     beyond it are flagged, not changed. ``None``: no limit known."""
     flat_ring_note: str | None = None
     """Why the flat ring is unphysical beyond ``flat_ring_max_gpus`` (for the report)."""
+    algorithm: str = "ring"
+    """All-reduce algorithm (:func:`commcost.algorithms.collective_cost`); ``auto`` picks the
+    fastest per N. The seed's model is ``ring`` on a flat link."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.link, Topology):
+            need = -(-max(self.gpu_counts, default=1) // self.link.gpus_per_node)
+            if self.link.nodes < need:
+                raise InputError(f"topology has {self.link.nodes} nodes of {self.link.gpus_per_node} GPUs, "
+                                 f"N = {max(self.gpu_counts)} needs {need}")
         require_finite_positive("params", self.params)
         if isinstance(self.bytes_per_grad, bool) or not isinstance(self.bytes_per_grad, int) \
                 or self.bytes_per_grad < 1:
@@ -254,6 +263,8 @@ class ScalingRow:
     ``t_c + max((1 - f) T, T - t_c) + t_o``, seconds."""
     beyond_flat_ring: bool
     """``N`` exceeds the fabric's ``flat_ring_max_gpus``: the flat ring is an idealization."""
+    crosses_nodes: bool = False
+    """Two-tier fabric and ``N > G``: the all-reduce leaves the NVLink domain (the knee)."""
 
     @property
     def comm_s(self) -> float:
@@ -327,22 +338,28 @@ class ScalingCurve:
 
 # --------------------------------------------------------------------------- model
 
-def data_parallel_comm(message_bytes: float, gpus: int, fabric: Link) -> CollectiveCost:
-    """Gradient all-reduce of one data-parallel step: ``T = 2(N-1) a + 2(N-1)/N * S/B``.
+def data_parallel_comm(message_bytes: float, gpus: int, fabric: Link | Topology,
+                       algorithm: str = "ring") -> CollectiveCost:
+    """Gradient all-reduce of one data-parallel step.
 
-    The flat ring on one link (the seed's ``ring_allreduce_time_ms``), exactly
-    :func:`commcost.collectives.ring_all_reduce`; ``T(1) = 0``. Bandwidth-bound
-    for large ``S``; the latency term ``2(N-1)a`` grows linearly in ``N``.
-    Every scaling number gets its communication time here and only here, so a
-    tiered fabric (NVLink in a node, the inter-node fabric across nodes) can
-    replace ``fabric`` later without touching the step model.
+    On a flat link with the ring (the seed's ``ring_allreduce_time_ms``) this is
+    exactly :func:`commcost.collectives.ring_all_reduce`,
+    ``T = 2(N-1) a + 2(N-1)/N * S/B``, ``T(1) = 0``: bandwidth-bound for large
+    ``S``, the latency term growing linearly in ``N``. On a two-tier
+    :class:`Topology`, or with another algorithm, it is
+    :func:`commcost.algorithms.collective_cost` (hierarchical, tree, NVLS ...).
+    Every scaling number gets its communication time here and only here.
     """
-    return ring_all_reduce(message_bytes, gpus, fabric)
+    if isinstance(fabric, Link) and algorithm == "ring":
+        return ring_all_reduce(message_bytes, gpus, fabric)
+    from commcost.algorithms import collective_cost
+
+    return collective_cost(Collective.ALL_REDUCE, message_bytes, gpus, fabric, algorithm)
 
 
 def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s: float,
-                overlap_fraction: float, fabric: Link,
-                flat_ring_max_gpus: int | None = None) -> ScalingRow:
+                overlap_fraction: float, fabric: Link | Topology,
+                flat_ring_max_gpus: int | None = None, algorithm: str = "ring") -> ScalingRow:
     """Step times at one GPU count ``N`` (equations in the module docstring).
 
     ``perfect = max(t_c, T) + t_o``; ``partial = t_c + (1-f) T + t_o``;
@@ -352,7 +369,7 @@ def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s
     require_finite_positive("compute_s", compute_s)
     require_finite_positive("overhead_s", overhead_s, allow_zero=True)
     _require_fraction("overlap_fraction", overlap_fraction)
-    comm = data_parallel_comm(message_bytes, gpus, fabric)
+    comm = data_parallel_comm(message_bytes, gpus, fabric, algorithm)
     T, t_c, t_o, f = comm.total_s, compute_s, overhead_s, overlap_fraction
     return ScalingRow(
         gpus=gpus, comm=comm, compute_s=t_c, overhead_s=t_o, overlap_fraction=f,
@@ -361,6 +378,7 @@ def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s
         step_no_overlap_s=t_c + T + t_o,
         step_partial_bounded_s=t_c + max((1.0 - f) * T, T - t_c) + t_o,
         beyond_flat_ring=flat_ring_max_gpus is not None and gpus > flat_ring_max_gpus,
+        crosses_nodes=isinstance(fabric, Topology) and gpus > fabric.gpus_per_node,
     )
 
 
@@ -369,7 +387,8 @@ def scaling_curve(inputs: ScalingInputs) -> ScalingCurve:
     i = inputs
     rows = tuple(scaling_row(gpus=n, message_bytes=i.message_bytes, compute_s=i.compute_s,
                              overhead_s=i.overhead_s, overlap_fraction=i.overlap_fraction,
-                             fabric=i.link, flat_ring_max_gpus=i.flat_ring_max_gpus)
+                             fabric=i.link, flat_ring_max_gpus=i.flat_ring_max_gpus,
+                             algorithm=i.algorithm)
                  for n in i.gpu_counts)
     return ScalingCurve(inputs=i, rows=rows)
 
@@ -390,3 +409,13 @@ def seed_analysis() -> tuple[tuple[ScalingCurve, ...], tuple[ScalingCurve, ...]]
                                               overhead_s=d.overlap_overhead_s))
                     for f in fabrics)
     return results, overlap
+
+
+def seed_two_tier(gpus_per_node: int, max_gpus: int) -> Topology:
+    """The seed's two fabrics as tiers: NVLink inside nodes of ``gpus_per_node`` GPUs,
+    InfiniBand (one NIC per GPU) across ``ceil(max_gpus / gpus_per_node)`` nodes."""
+    fabrics = seed_fabrics()
+    return Topology(gpus_per_node=gpus_per_node, nodes=max(1, -(-max_gpus // gpus_per_node)),
+                    intra=lookup(fabrics, "nvlink", "fabric").link,
+                    inter=lookup(fabrics, "infiniband", "fabric").link,
+                    name=f"NVLink x {gpus_per_node} + InfiniBand")

@@ -20,7 +20,7 @@ HELP = "data-parallel speedup and efficiency over GPU counts, with overlap bound
 PLOT_SUFFIXES = (".png", ".svg")
 
 _ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",
-                   "overlap", "overhead_ms", "dtype")
+                   "overlap", "overhead_ms", "dtype", "gpus_per_node", "system", "algorithm")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="preset fabric key(s), comma-separated: nvlink, infiniband (default: both)")
     f.add_argument("--bw", type=A.positive_float, help="custom fabric: per-rank bandwidth B, GB/s (1e9)")
     f.add_argument("--latency", type=A.nonneg_float, help="custom fabric: per ring-step latency a, microseconds")
+    f.add_argument("--gpus-per-node", type=A.positive_int,
+                   help="two-tier view: the seed's NVLink inside nodes of this many GPUs, its "
+                        "InfiniBand across them (or, with --system, fewer GPUs per node than the preset)")
+    f.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100")
+    f.add_argument("--algorithm", help="all-reduce algorithm: ring (the seed's, default on a flat fabric), "
+                        "tree, halving_doubling, hierarchical, in_network, or auto (default on two tiers)")
     s = p.add_argument_group("the step")
     s.add_argument("--gpus", type=A.int_list,
                    help="GPU counts N, comma-separated (default 1,2,4,...,128)")
@@ -106,7 +112,17 @@ def run(args: argparse.Namespace) -> int:
             table = seed_models()
             keys = args.model if args.model is not None else tuple(table)
             models = [(p.name, p.params, p.compute_s) for p in (lookup(table, k, "model") for k in keys)]
-        if custom_fabric:
+        gpu_counts = d.gpu_counts if args.gpus is None else tuple(sorted(set(args.gpus)))
+        two_tier = args.system is not None or args.gpus_per_node is not None
+        if two_tier and (custom_fabric or args.fabric is not None):
+            A.fail("--system/--gpus-per-node build the two-tier fabric; drop --fabric/--bw/--latency")
+        algorithm = args.algorithm or ("auto" if two_tier else "ring")
+        if two_tier:
+            from commcost.algorithms import parse_algorithm
+
+            parse_algorithm(algorithm)
+            fabrics = [_two_tier(args, max(gpu_counts))]
+        elif custom_fabric:
             fabrics = [(f"{args.bw:g} GB/s, {args.latency:g} us per ring step",
                         Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US), None, None)]
         else:
@@ -114,7 +130,6 @@ def run(args: argparse.Namespace) -> int:
             keys = args.fabric if args.fabric is not None else tuple(table_f)
             fabrics = [(p.name, p.link, p.flat_ring_max_gpus, p.flat_ring_note)
                        for p in (lookup(table_f, k, "fabric") for k in keys)]
-        gpu_counts = d.gpu_counts if args.gpus is None else tuple(sorted(set(args.gpus)))
         results = tuple(
             scaling_curve(ScalingInputs(
                 model=m_name, fabric=f_name, params=params, bytes_per_grad=bytes_per_grad,
@@ -122,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
                 overhead_s=d.overhead_s if args.overhead_ms is None else args.overhead_ms * MS,
                 link=link, gpu_counts=gpu_counts,
                 overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
-                flat_ring_max_gpus=flat_max, flat_ring_note=flat_note))
+                flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, algorithm=algorithm))
             for m_name, params, compute_s in models
             for f_name, link, flat_max, flat_note in fabrics)
         overlap = ()
@@ -147,3 +162,19 @@ def run(args: argparse.Namespace) -> int:
         parts.append("\n".join(written))
     print("\n\n".join(parts))
     return 0
+
+
+def _two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
+    """``(name, topology, None, None)`` for ``--system`` or the seed's NVLink + InfiniBand."""
+    if args.system is not None:
+        from commcost.presets import system_topology
+
+        G = args.gpus_per_node
+        probe = system_topology(args.system, gpus_per_node=G)
+        nodes = max(1, -(-max_gpus // probe.gpus_per_node))
+        topo = system_topology(args.system, nodes=nodes, gpus_per_node=G)
+        return (args.system, topo, None, None)
+    from commcost.scaling import seed_two_tier
+
+    topo = seed_two_tier(args.gpus_per_node, max_gpus)
+    return (topo.name, topo, None, None)

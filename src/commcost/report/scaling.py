@@ -12,7 +12,8 @@ import io
 import textwrap
 from typing import Any, Sequence
 
-from commcost.scaling import ScalingCurve, ScalingRow
+from commcost.scaling import ScalingCurve, ScalingInputs, ScalingRow
+from commcost.topology import Link
 from commcost.units import BILLION, GB, MS, US, format_bytes
 
 __all__ = [
@@ -29,6 +30,7 @@ ROW_KEYS: tuple[str, ...] = (
     "step_no_overlap_s", "speedup_no_overlap", "efficiency_no_overlap",
     "step_partial_bounded_s", "speedup_partial_bounded",
     "partial_exceeds_perfect", "beyond_flat_ring",
+    "gpus_per_node", "algorithm", "crosses_nodes",
 )
 """Keys of one JSON row and columns of the CSV, in order (README documents each)."""
 
@@ -70,6 +72,29 @@ def _flat_note(curve: ScalingCurve) -> str | None:
             "as the seed defines it, not a prediction.")
 
 
+def _fabric_text(i: ScalingInputs) -> str:
+    f = i.link
+    if isinstance(f, Link):
+        return f"B = {f.bandwidth_bytes_per_s / GB:g} GB/s, a = {f.latency_s / US:g} us per ring step"
+    return (f"two tiers: {f.gpus_per_node} GPUs per node at {f.intra.bandwidth_bytes_per_s / GB:g} GB/s, "
+            f"{f.intra.latency_s / US:g} us per step; across nodes {f.inter.bandwidth_bytes_per_s / GB:g} GB/s "
+            f"per GPU NIC, {f.inter.latency_s / US:g} us per step; algorithm {i.algorithm}")
+
+
+def _knee_note(curve: ScalingCurve) -> str | None:
+    crossing = [r for r in curve.rows if r.crosses_nodes]
+    if not crossing:
+        return None
+    first = crossing[0]
+    inside = [r for r in curve.rows if not r.crosses_nodes and r.gpus > 1]
+    before = (f" (at N = {inside[-1].gpus}: T = {inside[-1].comm_s / MS:,.2f} ms, efficiency "
+              f"{100 * inside[-1].efficiency:.1f}%)") if inside else ""
+    return (f"^ the knee: from N = {first.gpus} the group spans more than one node of "
+            f"{curve.inputs.link.gpus_per_node} GPUs and the all-reduce crosses the inter-node fabric: "
+            f"T = {first.comm_s / MS:,.2f} ms ({first.comm.algorithm.value}), efficiency "
+            f"{100 * first.efficiency:.1f}%{before}.")
+
+
 def _partial_note(curve: ScalingCurve) -> str | None:
     flagged = [r for r in curve.rows if r.partial_exceeds_perfect]
     if not flagged:
@@ -89,7 +114,7 @@ def notes(curves: Sequence[ScalingCurve]) -> list[str]:
     """Every flat-ring and overlap note that applies to ``curves``, in order."""
     out: list[str] = []
     for c in curves:
-        for note in (_flat_note(c), _partial_note(c)):
+        for note in (_flat_note(c), _knee_note(c), _partial_note(c)):
             if note is not None:
                 out.append(f"{c.inputs.model} on {c.inputs.fabric}: {note}")
     return out
@@ -98,18 +123,20 @@ def notes(curves: Sequence[ScalingCurve]) -> list[str]:
 def _curve_text(c: ScalingCurve) -> str:
     i = c.inputs
     f = f"f={i.overlap_fraction:g}"
+    flat = isinstance(i.link, Link) and i.algorithm == "ring"
+    lat_head, bw_head, bw_unit = ("2(N-1)a", "2(N-1)/N", "*S/B (ms)") if flat else ("latency", "bandwidth", "(ms)")
     lines = [
         f"{i.model} on {i.fabric}",
         f"  S = {i.params / BILLION:g} billion params x {i.bytes_per_grad} B = {format_bytes(c.message_bytes)}; "
         f"t_c = {i.compute_s / MS:g} ms, t_o = {i.overhead_s / MS:g} ms; "
-        f"B = {i.link.bandwidth_bytes_per_s / GB:g} GB/s, a = {i.link.latency_s / US:g} us per ring step",
-        f"  {'':>5} {'comm T':>10} {'2(N-1)a':>9} {'2(N-1)/N':>10} {'step':>10} |"
+        f"{_fabric_text(i)}",
+        f"  {'':>5} {'comm T':>10} {lat_head:>9} {bw_head:>10} {'step':>10} |"
         f" {'speedup X (x)':^29} | {'efficiency E (%)':^23}",
-        f"  {'N':>4}  {'(ms)':>10} {'(ms)':>9} {'*S/B (ms)':>10} {'(ms)':>10} |"
+        f"  {'N':>4}  {'(ms)':>10} {'(ms)':>9} {bw_unit:>10} {'(ms)':>10} |"
         f" {'perfect':>9} {f:>9} {'none':>9} | {'perfect':>7} {f:>7} {'none':>7}",
     ]
     for r in c.rows:
-        star = "*" if r.beyond_flat_ring else " "
+        star = "*" if r.beyond_flat_ring else ("^" if r is _first_crossing(c) else " ")
         bang = "!" if r.partial_exceeds_perfect else " "
         lines.append(
             f"  {r.gpus:>4}{star} {_ms(r.comm_s, 10)} {_ms(r.comm.latency_s, 9)} "
@@ -117,17 +144,24 @@ def _curve_text(c: ScalingCurve) -> str:
             f" {r.speedup:>9.2f} {r.speedup_partial:>8.2f}{bang} {r.speedup_no_overlap:>9.2f} |"
             f" {100 * r.efficiency:>7.1f} {100 * r.efficiency_partial:>6.1f}{bang}"
             f" {100 * r.efficiency_no_overlap:>7.1f}")
-    for note in (_flat_note(c), _partial_note(c)):
+    for note in (_flat_note(c), _knee_note(c), _partial_note(c)):
         if note is not None:
             lines.append(_wrap(note))
     return "\n".join(lines)
+
+
+def _first_crossing(c: ScalingCurve) -> ScalingRow | None:
+    return next((r for r in c.rows if r.crosses_nodes), None)
 
 
 def render_scaling_text(curves: Sequence[ScalingCurve]) -> str:
     """The results tables: one block per model and fabric, notes under each."""
     head = [
         "commcost scaling: data-parallel speedup and efficiency over GPU counts (fixed per-GPU batch)",
-        "  comm     T = 2(N-1)a + 2(N-1)/N * S/B   (ring all-reduce of the gradients S)",
+        "  comm     T = 2(N-1)a + 2(N-1)/N * S/B   (ring all-reduce of the gradients S)"
+        if all(isinstance(c.inputs.link, Link) and c.inputs.algorithm == "ring" for c in curves) else
+        "  comm     T = latency + bandwidth terms of the all-reduce of the gradients S on the fabric below "
+        "(ring on a flat link: 2(N-1)a + 2(N-1)/N * S/B)",
         "  step     perfect overlap max(t_c, T) + t_o  |  overlap f: t_c + (1-f) T + t_o  |  "
         "none: t_c + T + t_o",
         "  speedup  X = N (t_c + t_o) / step  (relative throughput, x);  efficiency E = X / N  (%)",
@@ -179,7 +213,8 @@ def row_to_dict(curve: ScalingCurve, r: ScalingRow, analysis: str = ANALYSIS_RES
         "analysis": analysis, "model": i.model, "fabric": i.fabric, "gpus": r.gpus,
         "params": i.params, "bytes_per_grad": i.bytes_per_grad, "message_bytes": curve.message_bytes,
         "compute_s": r.compute_s, "overhead_s": r.overhead_s,
-        "bandwidth_bytes_per_s": i.link.bandwidth_bytes_per_s, "latency_s": i.link.latency_s,
+        "bandwidth_bytes_per_s": i.link.bandwidth_bytes_per_s if isinstance(i.link, Link) else None,
+        "latency_s": i.link.latency_s if isinstance(i.link, Link) else None,
         "overlap_fraction": r.overlap_fraction,
         "comm_s": r.comm_s, "comm_latency_s": r.comm.latency_s, "comm_bandwidth_s": r.comm.bandwidth_s,
         "step_s": r.step_s, "speedup": r.speedup, "efficiency": r.efficiency,
@@ -190,6 +225,8 @@ def row_to_dict(curve: ScalingCurve, r: ScalingRow, analysis: str = ANALYSIS_RES
         "step_partial_bounded_s": r.step_partial_bounded_s,
         "speedup_partial_bounded": r.speedup_partial_bounded,
         "partial_exceeds_perfect": r.partial_exceeds_perfect, "beyond_flat_ring": r.beyond_flat_ring,
+        "gpus_per_node": None if isinstance(i.link, Link) else i.link.gpus_per_node,
+        "algorithm": r.comm.algorithm.value, "crosses_nodes": r.crosses_nodes,
     }
 
 
