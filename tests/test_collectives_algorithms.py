@@ -193,6 +193,8 @@ topologies = st.builds(
 @settings(max_examples=150, deadline=None)
 @given(T=topologies, S=st.floats(1, 1e11), factor=st.floats(1.01, 100), op=st.sampled_from(list(Collective)))
 def test_every_time_positive_monotone_and_auto_never_slower(T, S, factor, op):
+    if op is Collective.SEND_RECV and T.total_gpus < 2:
+        return  # send/recv needs two ranks; this topology holds one
     P = 2 if op is Collective.SEND_RECV else T.total_gpus
     if P < 2:
         return

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from commcost.cli import _args as A
+from commcost.cli._fabric import add_system_arguments, flat_equivalent, resolve_system
 
 __all__ = ["add_arguments", "run"]
 
@@ -23,12 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
     g.add_argument("--intra-latency", type=A.positive_float,
                    help="intra-node per-step latency for fix (e)3, us (default: --latency)")
-    g.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default 8, or the system's)")
-    g.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100: "
-                   "replaces --bw/--latency/--intra-bw; all-reduces use its tiers and the fastest algorithm")
-    g.add_argument("--nodes", type=A.positive_int, help="with --system: nodes in the group")
-    g.add_argument("--algorithm", default="auto", help="with --system: auto (default), ring, tree, "
-                   "halving_doubling, hierarchical, in_network")
+    add_system_arguments(g, gpus_per_node_help="GPUs per node (default 8, or the system's)")
     m = p.add_argument_group("the model and the step")
     m.add_argument("--params", type=A.positive_float, help="parameters N, billions (1e9)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
@@ -135,35 +131,22 @@ def run(args: argparse.Namespace) -> int:
 def _apply_system(args: argparse.Namespace):
     """With ``--system``: resolve the group on the preset and fill the flat flags from it.
 
-    ``--gpus`` defaults to nodes x GPUs per node. ``--bw``/``--latency`` become the flat ring
-    *equivalent* to the fabric for this gradient (nccl-tests' busbw idea): with T the
-    ``collective_cost`` all-reduce of S on P GPUs, ``a = T.latency / 2(P-1)`` and
-    ``B = 2(P-1)/P * S / T.bandwidth``, so the drill's formula with them gives T exactly and the
-    bucket table (f) agrees with (b). ``--intra-bw``/``--intra-latency`` become the system's
-    NVLink (fix (e)3). Returns the Topology, or None without ``--system``.
+    ``--bw``/``--latency`` become the flat ring equivalent to the fabric for this
+    gradient (:func:`commcost.cli._fabric.flat_equivalent`), so the drill's formula with
+    them gives the fabric's T exactly and the bucket table (f) agrees with (b);
+    ``--intra-bw``/``--intra-latency`` become the system's NVLink (fix (e)3).
+    Returns the Topology, or None without ``--system``.
     """
-    if args.system is None:
-        if args.nodes is not None:
-            A.fail("--nodes needs --system (a preset to take nodes of); without it give --gpus")
-        if args.gpus is None:
-            A.fail("--gpus is required (or --system NAME with --nodes)")
+    fabric = resolve_system(args)
+    if fabric is None:
         if args.gpus_per_node is None:
             args.gpus_per_node = 8
         return None
-    from commcost.algorithms import collective_cost, parse_algorithm
-    from commcost.presets import system_group
     from commcost.units import BILLION, GB, GiB, US
     from commcost.workload import bytes_per_element
 
-    if args.bw is not None or args.latency is not None:
-        A.fail(f"--system {args.system} takes its links from the preset; drop --bw/--latency")
-    parse_algorithm(args.algorithm)
-    fabric, P = system_group(args.system, nodes=args.nodes, gpus_per_node=args.gpus_per_node, gpus=args.gpus)
-    args.gpus, args.gpus_per_node = P, fabric.gpus_per_node
+    args.gpus_per_node = fabric.gpus_per_node
     args.intra_bw, args.intra_latency = fabric.intra.bandwidth_bytes_per_s / GB, fabric.intra.latency_s / US
-    if P == 1:
-        args.bw, args.latency = args.intra_bw, args.intra_latency
-        return fabric
     nbytes = bytes_per_element(args.dtype)
     if args.params is not None:
         S = args.params * BILLION * nbytes
@@ -171,7 +154,6 @@ def _apply_system(args: argparse.Namespace):
         S = 12 * args.hidden**2 * nbytes
     else:
         S = GiB
-    T = collective_cost("all_reduce", S, P, fabric, args.algorithm)
-    args.latency = T.latency_s / (2 * (P - 1)) / US
-    args.bw = 2 * (P - 1) / P * S / T.bandwidth_s / GB
+    link = flat_equivalent(fabric, args.gpus, S, args.algorithm)
+    args.bw, args.latency = link.bandwidth_bytes_per_s / GB, link.latency_s / US
     return fabric

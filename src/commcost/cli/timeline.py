@@ -7,6 +7,7 @@ import json
 import sys
 
 from commcost.cli import _args as A
+from commcost.cli._fabric import add_system_arguments, allreduce_cost_on, flat_equivalent, resolve_system
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -19,9 +20,11 @@ _PARAMS_TOLERANCE = 0.10
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``budget`` flags that apply, plus buckets, optimizer time, model shape and plot."""
     g = p.add_argument_group("the data-parallel group")
-    g.add_argument("--gpus", type=A.positive_int, required=True, help="ranks P in the data-parallel group")
-    g.add_argument("--bw", type=A.positive_float, required=True, help="achievable per-rank bandwidth B, GB/s (1e9)")
-    g.add_argument("--latency", type=A.nonneg_float, required=True, help="per ring-step latency a, microseconds")
+    g.add_argument("--gpus", type=A.positive_int,
+                   help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
+    g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
+    g.add_argument("--latency", type=A.nonneg_float, help="per ring-step latency a, microseconds")
+    add_system_arguments(g)
     m = p.add_argument_group("the step")
     m.add_argument("--step-ms", type=A.positive_float, required=True,
                    help="measured compute-only step time, ms (one micro-batch)")
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, MiB, US
     from commcost.workload import bytes_per_element, model_params
 
+    fabric = resolve_system(args)
     shape, label = _shape(args)
     if shape is None and args.params is None:
         A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
@@ -99,8 +103,20 @@ def run(args: argparse.Namespace) -> int:
                  "(output head first, embedding last), backward time per layer from its FLOPs")
     else:
         label = "no model shape: gradients arrive at a uniform rate S/W during backward"
+    cost = None
+    fabric_note = None
+    if fabric is None:
+        link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
+    else:
+        S = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
+        link = flat_equivalent(fabric, args.gpus, S, args.algorithm)
+        cost = allreduce_cost_on(fabric, args.gpus, args.algorithm)
+        fabric_note = (f"on {args.system}: {args.gpus} GPUs in {-(-args.gpus // fabric.gpus_per_node)} node(s) of "
+                       f"{fabric.gpus_per_node}; each bucket's all-reduce is collective_cost(all_reduce, c, P, "
+                       f"{args.system}, {args.algorithm}); B and a shown are the flat ring equivalent for the "
+                       "whole gradient")
     inp = TimelineInputs(
-        gpus=args.gpus, link=Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US),
+        gpus=args.gpus, link=link,
         step_s=args.step_ms * MS, params=(args.params or 0.0) * BILLION, shape=shape,
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
@@ -109,12 +125,12 @@ def run(args: argparse.Namespace) -> int:
     if first_bytes is not None and first_bytes < 1:
         A.fail(f"--first-bucket {args.first_bucket:g} MiB is under one byte")
     stream = gradient_stream(inp)
-    default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream)
+    default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream, allreduce_s=cost)
     if args.bucket == "auto":
-        sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes)
+        sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes, allreduce_s=cost)
         note = ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)" if first_bytes is None
                 else f"first bucket fixed at {args.first_bucket:g} MiB")
-        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note)
         out, text, best = sweep_to_dict(sweep, default), render_sweep_text(ctx, sweep, default), sweep.best
     else:
         caps = ddp_bucket_caps(None if args.bucket is None else args.bucket, first_bucket_bytes=first_bytes)
@@ -127,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
         note += ("\n  (steady state: DDP runs its first iteration as one bucket, then rebuilds the buckets "
                  "in gradient-ready order)")
         sweep = None
-        best = simulate_timeline(inp, caps, stream=stream)
-        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note)
+        best = simulate_timeline(inp, caps, stream=stream, allreduce_s=cost)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note)
         out, text = timeline_to_dict(best), render_timeline_text(ctx, best)
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline

@@ -28,6 +28,8 @@ class TimelineContext:
     """How gradients arrive (uniform rate, or which model shape)."""
     caps_note: str
     """How the bucket caps were chosen (DDP default, explicit, search)."""
+    fabric_note: str | None = None
+    """With a system preset: which fabric and algorithm the bucket all-reduces use."""
 
 
 def _mib(n_bytes: float) -> str:
@@ -43,7 +45,9 @@ def _header(ctx: TimelineContext, tl: Timeline) -> list[str]:
     return [
         "commcost timeline: DDP gradient buckets on one communication stream",
         f"  P = {i.gpus} GPUs, B = {i.link.bandwidth_bytes_per_s / GB:g} GB/s per rank, "
-        f"a = {i.link.latency_s * 1e6:g} us per ring step; bucket all-reduce T(c) = 2(P-1)a + 2(P-1)/P * c/B",
+        f"a = {i.link.latency_s * 1e6:g} us per ring step"
+        + ("" if ctx.fabric_note else "; bucket all-reduce T(c) = 2(P-1)a + 2(P-1)/P * c/B"),
+        *([f"  {ctx.fabric_note}"] if ctx.fabric_note else []),
         f"  gradient S = {tl.message_bytes:,.0f} B = {_mib(tl.message_bytes)} ({i.bytes_per_grad} B per element); "
         f"{ctx.model_label}",
         f"  compute t_c = {t(i.step_s)} per micro-batch x k = {i.grad_accum}"

@@ -1,0 +1,79 @@
+"""``--system`` / ``--nodes`` / ``--gpus-per-node`` / ``--algorithm``: the two-tier fabric flags
+shared by the subcommands that simulate a data-parallel step (budget, timeline).
+
+The drill's flat flags ``--bw``/``--latency`` describe one link; a system preset
+describes a two-tier :class:`commcost.topology.Topology`. Commands that report the
+drill's flat symbols show the *flat ring equivalent* of the fabric for one message
+size (nccl-tests' bus-bandwidth idea): with ``T`` the :func:`collective_cost`
+all-reduce of ``S`` on ``P`` GPUs, ``a = T.latency / 2(P-1)`` and
+``B = 2(P-1)/P * S / T.bandwidth``, so the drill's formula with them gives ``T``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from commcost.cli import _args as A
+
+__all__ = ["add_system_arguments", "resolve_system", "flat_equivalent", "allreduce_cost_on"]
+
+
+def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str | None = None) -> None:
+    """Add ``--system``, ``--nodes``, ``--algorithm`` and ``--gpus-per-node`` to ``g``."""
+    g.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100: "
+                   "replaces --bw/--latency; all-reduces use its tiers and the fastest algorithm")
+    g.add_argument("--nodes", type=A.positive_int, help="with --system: nodes in the group")
+    g.add_argument("--gpus-per-node", type=A.positive_int,
+                   help=gpus_per_node_help or "with --system: GPUs used per node (default: the preset's)")
+    g.add_argument("--algorithm", default="auto", help="with --system: auto (default), ring, tree, "
+                   "halving_doubling, hierarchical, in_network")
+
+
+def resolve_system(args: argparse.Namespace):
+    """The :class:`Topology` of ``--system`` (filling ``args.gpus``), or None without it.
+
+    Without ``--system``, ``--nodes`` is an error and ``--gpus``, ``--bw``, ``--latency``
+    are required.
+    """
+    if args.system is None:
+        if args.nodes is not None:
+            A.fail("--nodes needs --system (a preset to take nodes of); without it give --gpus")
+        for flag in ("gpus", "bw", "latency"):
+            if getattr(args, flag) is None:
+                A.fail(f"--{flag} is required (or --system NAME with --nodes)")
+        return None
+    from commcost.algorithms import parse_algorithm
+    from commcost.presets import system_group
+
+    if args.bw is not None or args.latency is not None:
+        A.fail(f"--system {args.system} takes its links from the preset; drop --bw/--latency")
+    parse_algorithm(args.algorithm)
+    fabric, P = system_group(args.system, nodes=args.nodes, gpus_per_node=args.gpus_per_node, gpus=args.gpus)
+    args.gpus = P
+    return fabric
+
+
+def flat_equivalent(fabric, gpus: int, message_bytes: float, algorithm: str):
+    """The flat :class:`Link` whose ring all-reduce of ``message_bytes`` takes what ``fabric`` does."""
+    from commcost.algorithms import collective_cost
+    from commcost.topology import Link
+
+    if gpus == 1:
+        return fabric.intra
+    T = collective_cost("all_reduce", message_bytes, gpus, fabric, algorithm)
+    return Link(bandwidth_bytes_per_s=2 * (gpus - 1) / gpus * message_bytes / T.bandwidth_s,
+                latency_s=T.latency_s / (2 * (gpus - 1)))
+
+
+def allreduce_cost_on(fabric, gpus: int, algorithm: str):
+    """``c -> seconds``: the all-reduce of a ``c``-byte bucket on ``fabric`` (memoised per size)."""
+    from commcost.algorithms import collective_cost
+
+    memo: dict[float, float] = {}
+
+    def cost(message_bytes: float) -> float:
+        if message_bytes not in memo:
+            memo[message_bytes] = collective_cost("all_reduce", message_bytes, gpus, fabric, algorithm).total_s
+        return memo[message_bytes]
+
+    return cost
