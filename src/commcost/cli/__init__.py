@@ -18,6 +18,9 @@ __all__ = ["main", "budget_main", "SUBCOMMANDS"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
+    "measure": "commcost.cli.measure",
+    "fit": "commcost.cli.fit",
+    "validate": "commcost.cli.validate",
 }
 """Subcommand name -> module implementing it."""
 

@@ -1,0 +1,469 @@
+"""Measure collectives with torch.distributed (gloo on CPU, NCCL on GPUs).
+
+Two launch modes, one worker:
+
+* spawned: ``commcost measure --nproc N`` starts N local ranks (``spawn``
+  context, TCP rendezvous on a free local port) and watches them;
+* torchrun: when ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` are set, this
+  process is one rank (``env://`` rendezvous), so ``torchrun --nnodes 4
+  --nproc-per-node 8 -m commcost measure`` works unchanged across nodes.
+
+Timing (as nccl-tests does): for each collective and size, ``warmup`` untimed
+calls, a barrier, then ``iters`` timed calls (each timed alone: wall clock on
+CPU, CUDA events on GPU); a rank's time is the median of those calls (not the
+mean nccl-tests prints: on a shared CPU one preempted call would move the mean
+by milliseconds; ``statistic`` can ask for ``min`` or ``mean``), and the row
+keeps the slowest rank's value (an all-reduce MAX), since a collective ends when
+its last rank does. Sizes follow nccl-tests: the whole buffer for all-reduce, broadcast
+and reduce, the whole output for all-gather, the whole input for reduce-scatter
+and all-to-all (rounded down to a multiple of ranks x element size).
+
+Failure: each rank reports ``begin``/``end`` of every size to the launcher. A
+rank that exits, or no progress for ``timeout_s``, ends the run with
+:class:`MeasurementFailed` naming the rank, the collective and the size; all
+ranks are then terminated (and killed if they do not stop), so no process is
+left behind. Rows are handed to ``on_row`` as they complete, so the caller can
+keep them on disk. Tests inject faults with ``COMMCOST_MEASURE_FAULT=die@RANK:SIZE``
+or ``hang@RANK:SIZE``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import queue as _queue
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from commcost.calibrate.data import Measurement, MeasurementRow
+from commcost.collectives import Collective, bus_bandwidth_factor
+from commcost.errors import InputError
+from commcost.units import format_bytes
+
+__all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "launched_by_torchrun", "measure", "DTYPES"]
+
+DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+"""Element types and their sizes in bytes."""
+FAULT_ENV = "COMMCOST_MEASURE_FAULT"
+
+
+class MeasurementFailed(RuntimeError):
+    """A rank died or hung; the message names it, the collective and the size."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureConfig:
+    """What to measure and how."""
+
+    backend: str
+    """``gloo`` (CPU tensors) or ``nccl`` (CUDA tensors)."""
+    ops: tuple[Collective, ...]
+    """Collectives, measured in this order."""
+    sizes_bytes: tuple[int, ...]
+    """Message sizes, bytes (nccl-tests' convention per op)."""
+    dtype: str = "float32"
+    """Element type, a key of :data:`DTYPES`."""
+    warmup: int = 5
+    """Untimed calls before timing each size."""
+    iters: int = 20
+    """Timed calls per size."""
+    statistic: str = "median"
+    """How a rank summarises its timed calls: ``median`` (default), ``min`` or ``mean`` (nccl-tests' choice)."""
+    timeout_s: float = 300.0
+    """No progress for this long ends the run, seconds."""
+    nproc: int = 2
+    """Ranks to spawn locally (ignored under torchrun)."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("gloo", "nccl"):
+            raise InputError(f"backend must be gloo or nccl, got {self.backend!r}")
+        if not self.ops:
+            raise InputError("no collectives to measure")
+        if not self.sizes_bytes or any(s <= 0 for s in self.sizes_bytes):
+            raise InputError(f"sizes must be > 0 bytes, got {self.sizes_bytes}")
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.warmup < 0 or self.iters < 1:
+            raise InputError(f"need warmup >= 0 and iters >= 1, got warmup={self.warmup} iters={self.iters}")
+        if self.statistic not in ("median", "min", "mean"):
+            raise InputError(f"statistic must be median, min or mean, got {self.statistic!r}")
+        if not self.timeout_s > 0:
+            raise InputError(f"timeout must be > 0 s, got {self.timeout_s}")
+        if self.nproc < 2:
+            raise InputError(f"need at least 2 ranks to measure a collective, got nproc={self.nproc}")
+
+
+def size_grid(min_bytes: float, max_bytes: float, factor: float = 2.0) -> tuple[int, ...]:
+    """Geometric sizes ``min, min*factor, ...`` up to ``max`` (inclusive), bytes."""
+    if not 0 < min_bytes <= max_bytes:
+        raise InputError(f"size range must satisfy 0 < min <= max, got {min_bytes:g}:{max_bytes:g}")
+    if factor <= 1:
+        raise InputError(f"size factor must be > 1, got {factor:g}")
+    out, s = [], float(min_bytes)
+    while s <= max_bytes * (1 + 1e-12):
+        out.append(int(round(s)))
+        s *= factor
+    return tuple(dict.fromkeys(out))
+
+
+def launched_by_torchrun() -> bool:
+    """True when RANK, WORLD_SIZE and LOCAL_RANK are all set (torchrun, or any launcher that sets them)."""
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+
+
+# ----------------------------------------------------------------------------- worker side
+
+def _fault(rank: int, size: int) -> None:
+    spec = os.environ.get(FAULT_ENV, "")
+    if not spec:
+        return
+    kind, _, where = spec.partition("@")
+    r, _, s = where.partition(":")
+    if int(r) == rank and int(s) == size:
+        if kind == "die":
+            os._exit(3)
+        if kind == "hang":
+            time.sleep(3600)
+
+
+def _buffers(torch: Any, op: Collective, size: int, world: int, dtype: Any, elem: int, device: Any):
+    """(bytes actually moved, callable running the collective once)."""
+    import torch.distributed as dist
+
+    per_rank_multiple = op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL)
+    n = max(1, size // elem)
+    if per_rank_multiple:
+        n = max(world, n // world * world)
+    big = torch.ones(n, dtype=dtype, device=device)
+    if op is Collective.ALL_REDUCE:
+        return n * elem, lambda: dist.all_reduce(big)
+    if op is Collective.BROADCAST:
+        return n * elem, lambda: dist.broadcast(big, 0)
+    if op is Collective.REDUCE:
+        return n * elem, lambda: dist.reduce(big, 0)
+    if op is Collective.ALL_GATHER:
+        small = torch.ones(n // world, dtype=dtype, device=device)
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor  # renamed in torch 2.1x
+        return n * elem, lambda: gather(big, small)
+    if op is Collective.REDUCE_SCATTER:
+        small = torch.empty(n // world, dtype=dtype, device=device)
+        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        return n * elem, lambda: scatter(small, big)
+    if op is Collective.ALL_TO_ALL:
+        out = torch.empty_like(big)
+        return n * elem, lambda: dist.all_to_all_single(out, big)
+    # send/recv: every rank sends to the next and receives from the previous (a ring shift)
+    recv = torch.empty_like(big)
+    rank = dist.get_rank()
+
+    def shift() -> None:
+        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, big, (rank + 1) % world),
+                                       dist.P2POp(dist.irecv, recv, (rank - 1) % world)])
+        for req in reqs:
+            req.wait()
+    return n * elem, shift
+
+
+def _time_one(torch: Any, run: Callable[[], None], cfg: MeasureConfig, device: Any) -> tuple[float, float, float]:
+    """(typical, min, max) seconds of one call on this rank, after warm-up and a barrier."""
+    import torch.distributed as dist
+
+    cuda = device.type == "cuda"
+    for _ in range(cfg.warmup):
+        run()
+    if cuda:
+        torch.cuda.synchronize(device)
+    dist.barrier()
+    times: list[float] = []
+    if cuda:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(cfg.iters)]
+        for start, end in events:
+            start.record()
+            run()
+            end.record()
+        torch.cuda.synchronize(device)
+        times = [start.elapsed_time(end) * 1e-3 for start, end in events]
+    else:
+        for _ in range(cfg.iters):
+            t0 = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    mid = len(times) // 2
+    typical = {"median": times[mid] if len(times) % 2 else 0.5 * (times[mid - 1] + times[mid]),
+               "min": times[0], "mean": sum(times) / len(times)}[cfg.statistic]
+    return typical, times[0], times[-1]
+
+
+def _rank_main(rank: int, world: int, local_rank: int, cfg: MeasureConfig, init_method: str,
+               emit: Callable[[tuple], None]) -> None:
+    """One rank's sweep; every event goes through ``emit``."""
+    import torch
+    import torch.distributed as dist
+
+    current: tuple[str, int] = ("init", 0)
+    try:
+        if cfg.backend == "gloo":
+            torch.set_num_threads(1)
+            device = torch.device("cpu")
+        else:
+            if not torch.cuda.is_available():
+                raise RuntimeError("backend nccl needs CUDA GPUs, and torch sees none (use --backend gloo)")
+            device = torch.device("cuda", local_rank)
+            torch.cuda.set_device(device)
+        dist.init_process_group(cfg.backend, init_method=init_method, rank=rank, world_size=world,
+                                timeout=_dt.timedelta(seconds=cfg.timeout_s + 60))
+        hosts: list[Any] = [None] * world
+        dist.all_gather_object(hosts, socket.gethostname())
+        if rank == 0:
+            emit(("hello", rank, hosts, _device_name(torch, device), _library_version(torch, cfg.backend)))
+        dtype = getattr(torch, cfg.dtype)
+        elem = DTYPES[cfg.dtype]
+        # Connections, allocator and threads come up on the first calls: spend them before any timing.
+        _, first = _buffers(torch, Collective.ALL_REDUCE, min(max(cfg.sizes_bytes), 2**20), world, dtype, elem, device)
+        for _ in range(3):
+            first()
+        for op in cfg.ops:
+            for size in cfg.sizes_bytes:
+                current = (op.value, size)
+                emit(("begin", rank, op.value, size))
+                _fault(rank, size)
+                moved, run = _buffers(torch, op, size, world, dtype, elem, device)
+                emit(("call", rank, op.value, size))
+                typical, lo, hi = _time_one(torch, run, cfg, device)
+                slowest = torch.tensor([typical], dtype=torch.float64, device=device)
+                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+                if rank == 0:
+                    t = float(slowest.item())
+                    algbw = moved / t
+                    emit(("row", rank, MeasurementRow(
+                        op=op.value, gpus=world, size_bytes=moved, count=moved // elem, dtype=cfg.dtype,
+                        time_s=t, time_min_s=lo, time_max_s=hi, algbw_bytes_per_s=algbw,
+                        busbw_bytes_per_s=algbw * bus_bandwidth_factor(op, world), iters=cfg.iters)))
+                emit(("end", rank, op.value, size))
+        dist.barrier()
+        dist.destroy_process_group()
+        emit(("done", rank))
+    except Exception as exc:  # reported to the launcher, which names the rank and size
+        emit(("error", rank, current[0], current[1], f"{type(exc).__name__}: {exc}".splitlines()[0][:300]))
+        raise
+
+
+def _device_name(torch: Any, device: Any) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_name(device))
+    return "cpu"
+
+
+def _library_version(torch: Any, backend: str) -> str | None:
+    if backend == "nccl":
+        try:
+            return ".".join(str(v) for v in torch.cuda.nccl.version())
+        except Exception:  # noqa: BLE001 - provenance only
+            return None
+    return None
+
+
+def _spawned_worker(rank: int, world: int, cfg: MeasureConfig, init_method: str, events: Any) -> None:
+    """Entry point of a spawned rank (module level so that ``spawn`` can import it)."""
+    code = 0
+    try:
+        _rank_main(rank, world, rank, cfg, init_method, events.put)
+    except Exception:  # noqa: BLE001 - already reported through the queue
+        code = 1
+    events.close()
+    events.join_thread()  # flush the events before leaving
+    os._exit(code)
+
+
+# ----------------------------------------------------------------------------- launcher side
+
+@dataclass
+class _Progress:
+    done: int = 0
+    total: int = 0
+
+
+def _provenance(cfg: MeasureConfig, world: int, launcher: str, hello: tuple | None) -> dict[str, Any]:
+    import torch
+
+    import commcost
+
+    hosts = list(hello[2]) if hello else []
+    return {
+        "backend": cfg.backend, "world_size": world, "nodes": len(set(hosts)) or None,
+        "hosts": sorted(set(hosts)), "device": hello[3] if hello else None,
+        "library_version": hello[4] if hello else None, "torch_version": torch.__version__,
+        "commcost_version": commcost.__version__, "launcher": launcher, "dtype": cfg.dtype, "statistic": cfg.statistic,
+        "warmup": cfg.warmup, "iters": cfg.iters,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_STEPS = {"begin": 0, "call": 1, "end": 2}
+
+
+def _where(state: tuple[str, str, int] | None) -> str:
+    if state is None or state[0] == "init":
+        return "during start-up (before the first size)"
+    what = f"{state[1]} at {format_bytes(state[2], binary=True)} ({state[2]} B)"
+    return {"begin": f"preparing {what}", "end": f"after finishing {what}"}.get(state[0], f"in {what}")
+
+
+def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
+                     on_progress: Callable[[int, int, str], None]) -> Measurement:
+    import torch.multiprocessing as mp
+
+    world = cfg.nproc
+    ctx = mp.get_context("spawn")
+    events = ctx.Queue()
+    init_method = f"tcp://127.0.0.1:{_free_port()}"
+    procs = [ctx.Process(target=_spawned_worker, args=(r, world, cfg, init_method, events), daemon=True)
+             for r in range(world)]
+    state: dict[int, tuple[str, str, int] | None] = {r: None for r in range(world)}
+    errors: dict[int, str] = {}
+    done: set[int] = set()
+    rows: list[MeasurementRow] = []
+    hello: tuple | None = None
+    total = len(cfg.ops) * len(cfg.sizes_bytes)
+    last_progress = time.monotonic()
+    try:
+        for p in procs:
+            p.start()
+        while len(done) < world:
+            try:
+                ev = events.get(timeout=0.1)
+            except _queue.Empty:
+                ev = None
+            now = time.monotonic()
+            if ev is not None:
+                last_progress = now
+                kind, rank = ev[0], ev[1]
+                if kind == "hello":
+                    hello = ev
+                elif kind in ("begin", "call", "end"):
+                    state[rank] = (kind, ev[2], ev[3])
+                elif kind == "row":
+                    rows.append(ev[2])
+                    measurement = Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello))
+                    on_row(measurement)
+                    on_progress(len(rows), total, f"{ev[2].op} {format_bytes(ev[2].size_bytes, binary=True)}")
+                elif kind == "error":
+                    errors[rank] = ev[4]
+                    state[rank] = ("error", ev[2], ev[3])
+                elif kind == "done":
+                    done.add(rank)
+                continue
+            dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in errors]
+            if dead:
+                r = dead[0]
+                raise MeasurementFailed(f"rank {r} died (exit code {procs[r].exitcode}) {_where(state[r])}")
+            if errors:
+                r = min(errors)
+                raise MeasurementFailed(f"rank {r} failed {_where(state[r])}: {errors[r]}")
+            exited = [r for r, p in enumerate(procs) if p.exitcode == 0 and r not in done]
+            if exited and now - last_progress > 5.0:
+                raise MeasurementFailed(f"rank {exited[0]} exited early {_where(state[exited[0]])}")
+            if now - last_progress > cfg.timeout_s:
+                raise MeasurementFailed(_hang_message(state, cfg))
+        for p in procs:
+            p.join(timeout=10)
+        return Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello))
+    finally:
+        _reap(procs)
+        events.close()
+        events.cancel_join_thread()
+
+
+def _hang_message(state: dict[int, tuple[str, str, int] | None], cfg: MeasureConfig) -> str:
+    """Name the rank(s) that fell behind the others; if none did, name the call every rank is stuck in."""
+    ops = [o.value for o in cfg.ops]
+
+    def key(s: tuple[str, str, int] | None) -> tuple[int, int, int]:
+        if s is None or s[0] not in _STEPS:
+            return (-1, -1, -1)
+        return (ops.index(s[1]), cfg.sizes_bytes.index(s[2]) if s[2] in cfg.sizes_bytes else -1, _STEPS[s[0]])
+
+    lead = max(key(s) for s in state.values())
+    behind = [r for r, s in state.items() if key(s) < lead]
+    ahead = next(s for s in state.values() if key(s) == lead)
+    if behind:
+        r = behind[0]
+        others = ", ".join(str(x) for x in state if x not in behind)
+        return (f"rank {r} hung: no progress for {cfg.timeout_s:g} s, last seen {_where(state[r])}, "
+                f"while rank(s) {others} wait {_where(ahead)}")
+    return f"no progress for {cfg.timeout_s:g} s: every rank is stuck {_where(ahead)}"
+
+
+def _reap(procs: list[Any]) -> None:
+    """Terminate, then kill, every rank still alive, and wait for each."""
+    procs = [p for p in procs if p.pid is not None]  # started ones only
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 5.0
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5.0)
+
+
+def _measure_torchrun(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
+                      on_progress: Callable[[int, int, str], None]) -> Measurement:
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if world < 2:
+        raise InputError(f"WORLD_SIZE is {world}; a collective needs at least 2 ranks")
+    rows: list[MeasurementRow] = []
+    hello: list[tuple] = []
+    state: list[tuple[str, str, int]] = []
+    total = len(cfg.ops) * len(cfg.sizes_bytes)
+
+    def emit(ev: tuple) -> None:
+        if ev[0] == "hello":
+            hello.append(ev)
+        elif ev[0] in ("begin", "call", "end"):
+            state[:] = [(ev[0], ev[2], ev[3])]
+        elif ev[0] == "row":
+            rows.append(ev[2])
+            on_row(Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "torchrun",
+                                                                         hello[0] if hello else None)))
+            on_progress(len(rows), total, f"{ev[2].op} {format_bytes(ev[2].size_bytes, binary=True)}")
+        elif ev[0] == "error":
+            raise MeasurementFailed(f"rank {rank} failed {_where(state[0] if state else None)}: {ev[4]}")
+
+    try:
+        _rank_main(rank, world, local_rank, cfg, "env://", emit)
+    except MeasurementFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - _rank_main reported it through emit already
+        raise MeasurementFailed(f"rank {rank} failed {_where(state[0] if state else None)}: {exc}") from None
+    return Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "torchrun",
+                                                                hello[0] if hello else None))
+
+
+def measure(cfg: MeasureConfig, *, on_row: Callable[[Measurement], None] = lambda m: None,
+            on_progress: Callable[[int, int, str], None] = lambda done, total, what: None) -> Measurement:
+    """Run the sweep (spawned ranks, or this process as one torchrun rank).
+
+    ``on_row`` receives the measurement so far after every completed size (on
+    rank 0 only under torchrun), ``on_progress`` ``(done, total, label)``.
+    Raises :class:`MeasurementFailed` when a rank dies or hangs.
+    """
+    from commcost.report._optional import require
+
+    require("torch", "measure")
+    if launched_by_torchrun():
+        return _measure_torchrun(cfg, on_row, on_progress)
+    return _measure_spawned(cfg, on_row, on_progress)
