@@ -47,6 +47,8 @@ __all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "launched_by_torch
 DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 """Element types and their sizes in bytes."""
 FAULT_ENV = "COMMCOST_MEASURE_FAULT"
+STARTUP_S = 120.0
+"""Seconds start-up may take before the launcher gives up, whatever ``timeout_s`` says."""
 
 
 class MeasurementFailed(RuntimeError):
@@ -309,7 +311,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-_STEPS = {"begin": 0, "call": 1, "end": 2}
+_STEPS = {"begin": 0, "call": 1, "error": 1, "end": 2}
 
 
 def _where(state: tuple[str, str, int] | None) -> str:
@@ -339,6 +341,33 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
     try:
         for p in procs:
             p.start()
+        def apply(ev: tuple) -> None:
+            nonlocal hello
+            kind, rank = ev[0], ev[1]
+            if kind == "hello":
+                hello = ev
+            elif kind in ("begin", "call", "end"):
+                state[rank] = (kind, ev[2], ev[3])
+            elif kind == "row":
+                rows.append(ev[2])
+                on_row(Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello)))
+                on_progress(len(rows), total, f"{ev[2].op} {format_bytes(ev[2].size_bytes, binary=True)}")
+            elif kind == "error":
+                errors[rank] = ev[4]
+                state[rank] = ("error", ev[2], ev[3])
+            elif kind == "done":
+                done.add(rank)
+
+        def drain() -> None:
+            """Take the events still in flight (the other ranks' last steps) before naming a failure."""
+            quiet_until, stop = time.monotonic() + 0.3, time.monotonic() + 2.0
+            while time.monotonic() < min(quiet_until, stop):
+                try:
+                    apply(events.get(timeout=0.05))
+                    quiet_until = time.monotonic() + 0.3
+                except _queue.Empty:
+                    pass
+
         while len(done) < world:
             try:
                 ev = events.get(timeout=0.1)
@@ -347,34 +376,27 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
             now = time.monotonic()
             if ev is not None:
                 last_progress = now
-                kind, rank = ev[0], ev[1]
-                if kind == "hello":
-                    hello = ev
-                elif kind in ("begin", "call", "end"):
-                    state[rank] = (kind, ev[2], ev[3])
-                elif kind == "row":
-                    rows.append(ev[2])
-                    measurement = Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello))
-                    on_row(measurement)
-                    on_progress(len(rows), total, f"{ev[2].op} {format_bytes(ev[2].size_bytes, binary=True)}")
-                elif kind == "error":
-                    errors[rank] = ev[4]
-                    state[rank] = ("error", ev[2], ev[3])
-                elif kind == "done":
-                    done.add(rank)
+                apply(ev)
                 continue
             dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in errors]
             if dead:
+                drain()
                 r = dead[0]
-                raise MeasurementFailed(f"rank {r} died (exit code {procs[r].exitcode}) {_where(state[r])}")
+                raise MeasurementFailed(f"rank {r} died (exit code {procs[r].exitcode}), last reported "
+                                        f"{_where(state[r])}" + _others(state, r, cfg))
             if errors:
+                drain()
                 r = min(errors)
                 raise MeasurementFailed(f"rank {r} failed {_where(state[r])}: {errors[r]}")
             exited = [r for r, p in enumerate(procs) if p.exitcode == 0 and r not in done]
             if exited and now - last_progress > 5.0:
                 raise MeasurementFailed(f"rank {exited[0]} exited early {_where(state[exited[0]])}")
-            if now - last_progress > cfg.timeout_s:
-                raise MeasurementFailed(_hang_message(state, cfg))
+            # Start-up (spawning, importing torch, rendezvous) gets at least STARTUP_S before it counts as hung.
+            limit = cfg.timeout_s if hello is not None else max(cfg.timeout_s, STARTUP_S)
+            if now - last_progress > limit:
+                raise MeasurementFailed(_hang_message(state, cfg) if hello is not None else
+                                        f"no rank finished start-up within {limit:g} s (spawn, import torch, "
+                                        "rendezvous)")
         for p in procs:
             p.join(timeout=10)
         return Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello))
@@ -384,14 +406,30 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
         events.cancel_join_thread()
 
 
+def _progress_key(s: tuple[str, str, int] | None, cfg: MeasureConfig) -> tuple[int, int, int]:
+    """Order of a rank's last event in the sweep (later is larger)."""
+    ops = [o.value for o in cfg.ops]
+    if s is None or s[0] not in _STEPS:
+        return (-1, -1, -1)
+    return (ops.index(s[1]), cfg.sizes_bytes.index(s[2]) if s[2] in cfg.sizes_bytes else -1, _STEPS[s[0]])
+
+
+def _others(state: dict[int, tuple[str, str, int] | None], r: int, cfg: MeasureConfig) -> str:
+    """Where the other ranks are, when they are further than rank ``r`` got to report."""
+    rest = {x: s for x, s in state.items() if x != r}
+    if not rest:
+        return ""
+    lead = max(rest.values(), key=lambda s: _progress_key(s, cfg))
+    if _progress_key(lead, cfg) <= _progress_key(state[r], cfg):
+        return ""
+    who = ", ".join(str(x) for x, s in rest.items() if s == lead)
+    return f"; rank(s) {who} were {_where(lead)}"
+
+
 def _hang_message(state: dict[int, tuple[str, str, int] | None], cfg: MeasureConfig) -> str:
     """Name the rank(s) that fell behind the others; if none did, name the call every rank is stuck in."""
-    ops = [o.value for o in cfg.ops]
-
     def key(s: tuple[str, str, int] | None) -> tuple[int, int, int]:
-        if s is None or s[0] not in _STEPS:
-            return (-1, -1, -1)
-        return (ops.index(s[1]), cfg.sizes_bytes.index(s[2]) if s[2] in cfg.sizes_bytes else -1, _STEPS[s[0]])
+        return _progress_key(s, cfg)
 
     lead = max(key(s) for s in state.values())
     behind = [r for r, s in state.items() if key(s) < lead]
