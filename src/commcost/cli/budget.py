@@ -16,9 +16,11 @@ HELP = "communication budget of a data-parallel step (Drill 3, parts a-g)"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the budget flags (units as in the README) to ``p``."""
     g = p.add_argument_group("the data-parallel group")
-    g.add_argument("--gpus", type=A.positive_int, required=True, help="ranks P in the data-parallel group")
+    g.add_argument("--gpus", type=A.positive_int, help="ranks P in the data-parallel group (required, "
+                   "unless --profile gives it)")
     g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
     g.add_argument("--latency", type=A.positive_float, help="per ring-step latency a, microseconds")
+    g.add_argument("--profile", help="calibrated profile (commcost fit -o FILE): replaces --bw and --latency")
     g.add_argument("--intra-bw", type=A.positive_float, default=300.0,
                    help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
     g.add_argument("--intra-latency", type=A.positive_float,
@@ -62,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.workload import bytes_per_element
 
+    calibrated = _apply_profile(args)
+    if args.gpus is None:
+        A.fail("--gpus is required (ranks P in the data-parallel group)")
     if args.bw is None:
         A.fail("--bw is required (achievable per-rank bandwidth, GB/s)")
     if args.latency is None:
@@ -106,9 +111,37 @@ def run(args: argparse.Namespace) -> int:
         texts.append(render_layer_text(layer, gpus=args.gpus, hidden=args.hidden, seq=args.seq,
                                        achieved_flops_per_s=args.tflops * TERA,
                                        backward_fraction=args.backward_fraction))
+    if calibrated is not None:
+        texts.insert(0, calibrated[0])
+        out["profile"] = calibrated[1]
     if args.json:
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print("\n\n".join(texts))
     return 0
+
+
+def _apply_profile(args: argparse.Namespace) -> tuple[str, dict] | None:
+    """Put a profile's calibrated link into ``args.bw``/``args.latency``; (text line, JSON) naming it."""
+    if getattr(args, "profile", None) is None:
+        return None
+    from commcost.calibrate.profile import load_profile
+    from commcost.units import GB, US, format_rate, format_seconds
+
+    if args.bw is not None or args.latency is not None:
+        A.fail("--profile replaces --bw and --latency; give either the profile or both numbers")
+    profile = load_profile(args.profile)
+    link = profile.link
+    args.bw, args.latency = link.bandwidth_bytes_per_s / GB, link.latency_s / US
+    if args.gpus is None:
+        args.gpus = profile.fit.gpus
+    fit = profile.fit
+    text = (f"link from profile {args.profile}: B = {format_rate(link.bandwidth_bytes_per_s)} (bus bandwidth, "
+            f"large messages), a = {format_seconds(link.latency_s)} per ring step (small messages); "
+            f"fitted on {fit.op} over {fit.gpus} ranks, R^2 {profile.r2:.4f}")
+    if args.gpus != fit.gpus:
+        text += f"; applied here to P = {args.gpus} through the ring formula"
+    return text, {"path": args.profile, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+                  "latency_s": link.latency_s, "op": fit.op.value, "gpus": fit.gpus, "r2": profile.r2,
+                  "source": profile.provenance.get("source")}
