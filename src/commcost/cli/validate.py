@@ -22,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, predict, compare, render."""
     import json
+    from pathlib import Path
 
     from commcost.calibrate.data import load_series
     from commcost.calibrate.fit import AlphaBetaFit, compare
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     comparison = compare(model, series.samples)
     if args.plot:
         plot_validate(model, comparison, args.plot,
-                      f"{series.op} on {series.gpus} ranks: {args.data} vs {args.profile}")
+                      f"{series.op}, {series.gpus} ranks: {Path(args.data).name} vs {Path(args.profile).name}")
     if args.json:
         print(json.dumps(validate_to_dict(profile, model, comparison, series, args.plot), indent=2))
     else:
