@@ -106,7 +106,8 @@ def test_series_selection(tmp_path):
 
 def test_nccl_tests_placement(tmp_path):
     # First row of the IB log: out-of-place 68.52 us, in-place 24.70 us.
-    first = lambda placement: min(load_series(IB, placement=placement).samples, key=lambda s: s.size_bytes)  # noqa: E731
+    def first(placement):
+        return min(load_series(IB, placement=placement).samples, key=lambda s: s.size_bytes)
     assert first("out_of_place").time_s == pytest.approx(68.52e-6)
     assert first("in_place").time_s == pytest.approx(24.70e-6)
     assert first("best").time_s == pytest.approx(24.70e-6)

@@ -233,7 +233,8 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
         for row in measurement.rows:
             row_op = collective_from_name(row.op) if row.op not in Collective._value2member_map_ else Collective(row.op)
             if row_op is None:
-                raise InputError(f"{p}: unknown collective {row.op!r} (valid: {', '.join(c.value for c in Collective)})")
+                valid = ", ".join(c.value for c in Collective)
+                raise InputError(f"{p}: unknown collective {row.op!r} (valid: {valid})")
             if row.size_bytes > 0:
                 groups.setdefault((row_op, row.gpus), []).append(Sample(size_bytes=row.size_bytes, time_s=row.time_s))
     else:
