@@ -149,3 +149,17 @@ def test_under_torchrun(tmp_path):
         ("all_reduce", 16384), ("all_reduce", 32768), ("all_reduce", 65536),
         ("broadcast", 16384), ("broadcast", 32768), ("broadcast", 65536)]
     assert r.stdout.count("# all_reduce") == 1  # only rank 0 prints the table
+
+
+def test_output_directory_must_exist(tmp_path):
+    r = commcost("measure", "-o", str(tmp_path / "no" / "such" / "x.csv"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"commcost: error: -o {tmp_path / 'no' / 'such' / 'x.csv'}: "
+                                             f"directory {tmp_path / 'no' / 'such'} does not exist"]
+
+
+def test_bad_size_range_is_one_line():
+    r = commcost("measure", "--sizes", "64MiB:1KiB")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["commcost: error: argument --sizes: range must go from small to "
+                                             "large, got '64MiB:1KiB'"]
