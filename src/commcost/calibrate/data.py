@@ -205,7 +205,9 @@ def _choose(groups: dict[tuple[Collective, int], list[Sample]], op: Collective |
     sizes = sorted({k[1] for k in cands})
     if len(sizes) > 1:
         raise InputError(f"{source}: holds several group sizes ({shown}); choose one with --gpus")
-    note = "" if len(keys) == 1 else f"chose {cands[0][0].value} on {cands[0][1]} ranks (the file holds: {shown})"
+    automatic = len(keys) > 1 and op is None  # the caller did not say which collective
+    note = f"chose {cands[0][0].value} on {cands[0][1]} ranks (the file holds: {shown}; --op to choose)" \
+        if automatic else ""
     return cands[0][0], cands[0][1], note
 
 
@@ -231,7 +233,10 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
     if measurement is not None:
         kind, provenance = "commcost-measure", dict(measurement.provenance)
         for row in measurement.rows:
-            row_op = collective_from_name(row.op) if row.op not in Collective._value2member_map_ else Collective(row.op)
+            try:
+                row_op: Collective | None = Collective(row.op)
+            except ValueError:
+                row_op = collective_from_name(row.op)
             if row_op is None:
                 valid = ", ".join(c.value for c in Collective)
                 raise InputError(f"{p}: unknown collective {row.op!r} (valid: {valid})")
