@@ -72,6 +72,25 @@ _EXPORTS: dict[str, str] = {
     "algorithm_costs": "commcost.algorithms",
     "system_topology": "commcost.presets",
     "system_group": "commcost.presets",
+    # calibration
+    "Series": "commcost.calibrate.data",
+    "load_series": "commcost.calibrate.data",
+    "AlphaBetaFit": "commcost.calibrate.fit",
+    "Comparison": "commcost.calibrate.fit",
+    "Regime": "commcost.calibrate.fit",
+    "Sample": "commcost.calibrate.fit",
+    "compare": "commcost.calibrate.fit",
+    "fit_alpha_beta": "commcost.calibrate.fit",
+    "MeasureConfig": "commcost.calibrate.measure",
+    "MeasurementFailed": "commcost.calibrate.measure",
+    "measure": "commcost.calibrate.measure",
+    "size_grid": "commcost.calibrate.measure",
+    "NcclTestsRun": "commcost.calibrate.nccl_tests",
+    "parse_nccl_tests": "commcost.calibrate.nccl_tests",
+    "read_nccl_tests": "commcost.calibrate.nccl_tests",
+    "Profile": "commcost.calibrate.profile",
+    "load_profile": "commcost.calibrate.profile",
+    "save_profile": "commcost.calibrate.profile",
 }
 
 __all__ = sorted(_EXPORTS)

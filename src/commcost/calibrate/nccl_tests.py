@@ -60,7 +60,8 @@ _NAME_RE = re.compile(r"(?<![a-z])(all_?reduce|all_?gather|reduce_?scatter|broad
 _NAME_CANON = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                "broadcast": "broadcast", "alltoall": "alltoall", "sendrecv": "sendrecv"}
 _NTHREAD_RE = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_RANK_RE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)$")
+_RANK_RE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)"
+                      r"\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)$")
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _CHATTER_RE = re.compile(r"NCCL (INFO|WARN)|RCCL (INFO|WARN)")
 _VERSION_RE = re.compile(r"^(?:NCCL|RCCL) version\s*:?\s*(\S+)")
@@ -184,7 +185,8 @@ def _number(token: str, what: str, where: str, line: str) -> float:
     try:
         value = float(token)
     except ValueError:
-        raise InputError(f"{where}: not nccl-tests output: {what} {token!r} is not a number in {line.strip()!r}") from None
+        raise InputError(f"{where}: not nccl-tests output: {what} {token!r} is not a number "
+                         f"in {line.strip()!r}") from None
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{where}: {what} must be a finite number >= 0, got {token!r} in {line.strip()!r}")
     return value

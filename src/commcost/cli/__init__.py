@@ -23,6 +23,9 @@ SUBCOMMANDS: dict[str, str] = {
     "presets": "commcost.cli.presets",
     "scaling": "commcost.cli.scaling",
     "timeline": "commcost.cli.timeline",
+    "measure": "commcost.cli.measure",
+    "fit": "commcost.cli.fit",
+    "validate": "commcost.cli.validate",
 }
 """Subcommand name -> module implementing it."""
 

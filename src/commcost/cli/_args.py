@@ -18,6 +18,7 @@ __all__ = [
     "Parser", "fail", "positive_int", "nonneg_int", "positive_float", "nonneg_float",
     "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size", "mib_or_auto",
     "name_list",
+    "size_range", "size_bounds", "collective_list", "collective",
 ]
 
 PROG = "commcost"
@@ -184,3 +185,37 @@ def mib_or_auto(text: str) -> float | str:
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"expected a size in MiB or 'auto': {exc}") from None
 
+
+
+def size_bounds(text: str) -> tuple[float, float]:
+    """``"1KiB:64MiB"`` -> (1024, 67108864) bytes; a single size ``"4MiB"`` is a range of one."""
+    lo_text, sep, hi_text = text.partition(":")
+    lo = size(lo_text.strip())
+    hi = size(hi_text.strip()) if sep else lo
+    if hi < lo:
+        raise argparse.ArgumentTypeError(f"range must go from small to large, got {text!r}")
+    return lo, hi
+
+
+def collective_list(text: str) -> tuple:
+    """``"all_reduce,all_gather"`` or ``"all"`` -> Collective members (names as in torch.distributed)."""
+    from commcost.collectives import Collective
+
+    if text.strip() == "all":
+        return tuple(Collective)
+    valid = ", ".join(c.value for c in Collective)
+
+    def one(token: str) -> Collective:
+        try:
+            return Collective(token)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"unknown collective {token!r} (valid: {valid}, or all)") from None
+    return _list(text, one, "collectives")  # type: ignore[arg-type]
+
+
+def collective(text: str):
+    """One collective name, e.g. ``"all_reduce"``."""
+    ops = collective_list(text)
+    if len(ops) != 1:
+        raise argparse.ArgumentTypeError(f"expected one collective, got {text!r}")
+    return ops[0]

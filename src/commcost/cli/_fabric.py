@@ -15,7 +15,8 @@ import argparse
 
 from commcost.cli import _args as A
 
-__all__ = ["add_system_arguments", "resolve_system", "flat_equivalent", "allreduce_cost_on"]
+__all__ = ["add_system_arguments", "add_profile_argument", "apply_profile", "resolve_system",
+           "flat_equivalent", "allreduce_cost_on"]
 
 
 def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str | None = None) -> None:
@@ -27,6 +28,38 @@ def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str 
                    help=gpus_per_node_help or "with --system: GPUs used per node (default: the preset's)")
     g.add_argument("--algorithm", default="auto", help="with --system: auto (default), ring, tree, "
                    "halving_doubling, hierarchical, in_network")
+
+
+def add_profile_argument(g: argparse._ArgumentGroup) -> None:
+    """Add ``--profile FILE`` (a calibrated profile from ``commcost fit -o FILE``)."""
+    g.add_argument("--profile", help="calibrated profile (commcost fit -o FILE): replaces --bw and --latency")
+
+
+def apply_profile(args: argparse.Namespace) -> tuple[str, dict] | None:
+    """Put a profile's calibrated link into ``args.bw``/``args.latency`` (and ``args.gpus`` if
+    unset); return (a text line naming the profile, its JSON), or None without ``--profile``."""
+    if getattr(args, "profile", None) is None:
+        return None
+    from commcost.calibrate.profile import load_profile
+    from commcost.units import GB, US, format_rate, format_seconds
+
+    if args.bw is not None or args.latency is not None:
+        A.fail("--profile replaces --bw and --latency; give either the profile or both numbers")
+    if getattr(args, "system", None) is not None:
+        A.fail("--profile and --system both describe the fabric; give one")
+    profile = load_profile(args.profile)
+    link, fit = profile.link, profile.fit
+    args.bw, args.latency = link.bandwidth_bytes_per_s / GB, link.latency_s / US
+    if getattr(args, "gpus", None) is None:
+        args.gpus = fit.gpus
+    text = (f"link from profile {args.profile}: B = {format_rate(link.bandwidth_bytes_per_s)} (bus bandwidth, "
+            f"large messages), a = {format_seconds(link.latency_s)} per ring step (small messages); "
+            f"fitted on {fit.op} over {fit.gpus} ranks, R^2 {profile.r2:.4f}")
+    if args.gpus != fit.gpus:
+        text += f"; applied here to P = {args.gpus} through the ring formula"
+    return text, {"path": args.profile, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+                  "latency_s": link.latency_s, "op": fit.op.value, "gpus": fit.gpus, "r2": profile.r2,
+                  "source": profile.provenance.get("source")}
 
 
 def resolve_system(args: argparse.Namespace):

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_system_arguments, flat_equivalent, resolve_system
+from commcost.cli._fabric import add_profile_argument, add_system_arguments, apply_profile, flat_equivalent, \
+    resolve_system
 
 __all__ = ["add_arguments", "run"]
 
@@ -25,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--intra-latency", type=A.positive_float,
                    help="intra-node per-step latency for fix (e)3, us (default: --latency)")
     add_system_arguments(g, gpus_per_node_help="GPUs per node (default 8, or the system's)")
+    add_profile_argument(g)
     m = p.add_argument_group("the model and the step")
     m.add_argument("--params", type=A.positive_float, help="parameters N, billions (1e9)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.workload import bytes_per_element
 
+    calibrated = apply_profile(args)
     fabric = _apply_system(args)
     if args.bw is None:
         A.fail("--bw is required (achievable per-rank bandwidth, GB/s)")
@@ -118,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
         texts.append(render_layer_text(layer, gpus=args.gpus, hidden=args.hidden, seq=args.seq,
                                        achieved_flops_per_s=args.tflops * TERA,
                                        backward_fraction=args.backward_fraction))
+    if calibrated is not None:
+        texts.insert(0, calibrated[0])
+        out["profile"] = calibrated[1]
     if args.json:
         import json
 

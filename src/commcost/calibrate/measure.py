@@ -1,0 +1,333 @@
+"""Measure collectives with torch.distributed (gloo on CPU, NCCL on GPUs).
+
+Two launch modes, one worker:
+
+* spawned: ``commcost measure --nproc N`` starts N local ranks (``spawn``
+  context, TCP rendezvous on a free local port) and watches them;
+* torchrun: when ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` are set, this
+  process is one rank (``env://`` rendezvous), so ``torchrun --nnodes 4
+  --nproc-per-node 8 -m commcost measure`` works unchanged across nodes.
+
+Timing (as nccl-tests does): for each collective and size, ``warmup`` untimed
+calls, a barrier, then ``iters`` timed calls (each timed alone: wall clock on
+CPU, CUDA events on GPU); a rank's time is the median of those calls (not the
+mean nccl-tests prints: on a shared CPU one preempted call would move the mean
+by milliseconds; ``statistic`` can ask for ``min`` or ``mean``), and the row
+keeps the slowest rank's value (an all-reduce MAX), since a collective ends when
+its last rank does. Sizes follow nccl-tests: the whole buffer for all-reduce, broadcast
+and reduce, the whole output for all-gather, the whole input for reduce-scatter
+and all-to-all (rounded down to a multiple of ranks x element size).
+
+Failure: each rank reports ``begin``/``end`` of every size to the launcher. A
+rank that exits, or no progress for ``timeout_s``, ends the run with
+:class:`MeasurementFailed` naming the rank, the collective and the size; all
+ranks are then terminated (and killed if they do not stop), so no process is
+left behind. Rows are handed to ``on_row`` as they complete, so the caller can
+keep them on disk. Tests inject faults with ``COMMCOST_MEASURE_FAULT=die@RANK:SIZE``
+or ``hang@RANK:SIZE``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import queue as _queue
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from commcost.calibrate.data import Measurement, MeasurementRow
+from commcost.calibrate.measure_worker import DTYPES, rank_main, spawned_worker
+from commcost.collectives import Collective
+from commcost.errors import InputError
+from commcost.units import format_bytes
+
+__all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "launched_by_torchrun", "measure", "DTYPES"]
+
+STARTUP_S = 120.0
+"""Seconds start-up may take before the launcher gives up, whatever ``timeout_s`` says."""
+
+
+class MeasurementFailed(RuntimeError):
+    """A rank died or hung; the message names it, the collective and the size."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureConfig:
+    """What to measure and how."""
+
+    backend: str
+    """``gloo`` (CPU tensors) or ``nccl`` (CUDA tensors)."""
+    ops: tuple[Collective, ...]
+    """Collectives, measured in this order."""
+    sizes_bytes: tuple[int, ...]
+    """Message sizes, bytes (nccl-tests' convention per op)."""
+    dtype: str = "float32"
+    """Element type, a key of :data:`DTYPES`."""
+    warmup: int = 5
+    """Untimed calls before timing each size."""
+    iters: int = 20
+    """Timed calls per size."""
+    statistic: str = "median"
+    """How a rank summarises its timed calls: ``median`` (default), ``min`` or ``mean`` (nccl-tests' choice)."""
+    timeout_s: float = 300.0
+    """No progress for this long ends the run, seconds."""
+    nproc: int = 2
+    """Ranks to spawn locally (ignored under torchrun)."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("gloo", "nccl"):
+            raise InputError(f"backend must be gloo or nccl, got {self.backend!r}")
+        if not self.ops:
+            raise InputError("no collectives to measure")
+        if not self.sizes_bytes or any(s <= 0 for s in self.sizes_bytes):
+            raise InputError(f"sizes must be > 0 bytes, got {self.sizes_bytes}")
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.warmup < 0 or self.iters < 1:
+            raise InputError(f"need warmup >= 0 and iters >= 1, got warmup={self.warmup} iters={self.iters}")
+        if self.statistic not in ("median", "min", "mean"):
+            raise InputError(f"statistic must be median, min or mean, got {self.statistic!r}")
+        if not self.timeout_s > 0:
+            raise InputError(f"timeout must be > 0 s, got {self.timeout_s}")
+        if self.nproc < 2:
+            raise InputError(f"need at least 2 ranks to measure a collective, got nproc={self.nproc}")
+
+
+def size_grid(min_bytes: float, max_bytes: float, factor: float = 2.0) -> tuple[int, ...]:
+    """Geometric sizes ``min, min*factor, ...`` up to ``max`` (inclusive), bytes."""
+    if not 0 < min_bytes <= max_bytes:
+        raise InputError(f"size range must satisfy 0 < min <= max, got {min_bytes:g}:{max_bytes:g}")
+    if factor <= 1:
+        raise InputError(f"size factor must be > 1, got {factor:g}")
+    out, s = [], float(min_bytes)
+    while s <= max_bytes * (1 + 1e-12):
+        out.append(int(round(s)))
+        s *= factor
+    return tuple(dict.fromkeys(out))
+
+
+def launched_by_torchrun() -> bool:
+    """True when RANK, WORLD_SIZE and LOCAL_RANK are all set (torchrun, or any launcher that sets them)."""
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+
+
+# ----------------------------------------------------------------------------- launcher side
+
+def _provenance(cfg: MeasureConfig, world: int, launcher: str, hello: tuple | None) -> dict[str, Any]:
+    import torch
+
+    import commcost
+
+    hosts = list(hello[2]) if hello else []
+    return {
+        "backend": cfg.backend, "world_size": world, "nodes": len(set(hosts)) or None,
+        "hosts": sorted(set(hosts)), "device": hello[3] if hello else None,
+        "library_version": hello[4] if hello else None, "torch_version": torch.__version__,
+        "commcost_version": commcost.__version__, "launcher": launcher, "dtype": cfg.dtype, "statistic": cfg.statistic,
+        "warmup": cfg.warmup, "iters": cfg.iters,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_STEPS = {"begin": 0, "call": 1, "error": 1, "end": 2}
+
+
+def _where(state: tuple[str, str, int] | None) -> str:
+    if state is None or state[0] == "init":
+        return "during start-up (before the first size)"
+    what = f"{state[1]} at {format_bytes(state[2], binary=True)} ({state[2]} B)"
+    return {"begin": f"preparing {what}", "end": f"after finishing {what}"}.get(state[0], f"in {what}")
+
+
+def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
+                     on_progress: Callable[[int, int, str], None]) -> Measurement:
+    import torch.multiprocessing as mp
+
+    world = cfg.nproc
+    ctx = mp.get_context("spawn")
+    events = ctx.Queue()
+    init_method = f"tcp://127.0.0.1:{_free_port()}"
+    procs = [ctx.Process(target=spawned_worker, args=(r, world, cfg, init_method, events), daemon=True)
+             for r in range(world)]
+    state: dict[int, tuple[str, str, int] | None] = {r: None for r in range(world)}
+    errors: dict[int, str] = {}
+    done: set[int] = set()
+    rows: list[MeasurementRow] = []
+    hello: tuple | None = None
+    total = len(cfg.ops) * len(cfg.sizes_bytes)
+    last_progress = time.monotonic()
+    try:
+        for p in procs:
+            p.start()
+        def apply(ev: tuple) -> None:
+            nonlocal hello
+            kind, rank = ev[0], ev[1]
+            if kind == "hello":
+                hello = ev
+            elif kind in ("begin", "call", "end"):
+                state[rank] = (kind, ev[2], ev[3])
+            elif kind == "row":
+                rows.append(ev[2])
+                on_row(Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello)))
+                on_progress(len(rows), total, f"{ev[2].op} {format_bytes(ev[2].size_bytes, binary=True)}")
+            elif kind == "error":
+                errors[rank] = ev[4]
+                state[rank] = ("error", ev[2], ev[3])
+            elif kind == "done":
+                done.add(rank)
+
+        def drain() -> None:
+            """Take the events still in flight (the other ranks' last steps) before naming a failure."""
+            quiet_until, stop = time.monotonic() + 0.3, time.monotonic() + 2.0
+            while time.monotonic() < min(quiet_until, stop):
+                try:
+                    apply(events.get(timeout=0.05))
+                    quiet_until = time.monotonic() + 0.3
+                except _queue.Empty:
+                    pass
+
+        while len(done) < world:
+            try:
+                ev = events.get(timeout=0.1)
+            except _queue.Empty:
+                ev = None
+            now = time.monotonic()
+            if ev is not None:
+                last_progress = now
+                apply(ev)
+                continue
+            dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in errors]
+            if dead:
+                drain()
+                r = dead[0]
+                raise MeasurementFailed(f"rank {r} died (exit code {procs[r].exitcode}), last reported "
+                                        f"{_where(state[r])}" + _others(state, r, cfg))
+            if errors:
+                drain()
+                r = min(errors)
+                raise MeasurementFailed(f"rank {r} failed {_where(state[r])}: {errors[r]}")
+            exited = [r for r, p in enumerate(procs) if p.exitcode == 0 and r not in done]
+            if exited and now - last_progress > 5.0:
+                raise MeasurementFailed(f"rank {exited[0]} exited early {_where(state[exited[0]])}")
+            # Start-up (spawning, importing torch, rendezvous) gets at least STARTUP_S before it counts as hung.
+            limit = cfg.timeout_s if hello is not None else max(cfg.timeout_s, STARTUP_S)
+            if now - last_progress > limit:
+                raise MeasurementFailed(_hang_message(state, cfg) if hello is not None else
+                                        f"no rank finished start-up within {limit:g} s (spawn, import torch, "
+                                        "rendezvous)")
+        for p in procs:
+            p.join(timeout=10)
+        return Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "spawn", hello))
+    finally:
+        _reap(procs)
+        events.close()
+        events.cancel_join_thread()
+
+
+def _progress_key(s: tuple[str, str, int] | None, cfg: MeasureConfig) -> tuple[int, int, int]:
+    """Order of a rank's last event in the sweep (later is larger)."""
+    ops = [o.value for o in cfg.ops]
+    if s is None or s[0] not in _STEPS:
+        return (-1, -1, -1)
+    return (ops.index(s[1]), cfg.sizes_bytes.index(s[2]) if s[2] in cfg.sizes_bytes else -1, _STEPS[s[0]])
+
+
+def _others(state: dict[int, tuple[str, str, int] | None], r: int, cfg: MeasureConfig) -> str:
+    """Where the other ranks are, when they are further than rank ``r`` got to report."""
+    rest = {x: s for x, s in state.items() if x != r}
+    if not rest:
+        return ""
+    lead = max(rest.values(), key=lambda s: _progress_key(s, cfg))
+    if _progress_key(lead, cfg) <= _progress_key(state[r], cfg):
+        return ""
+    who = ", ".join(str(x) for x, s in rest.items() if s == lead)
+    return f"; rank(s) {who} were {_where(lead)}"
+
+
+def _hang_message(state: dict[int, tuple[str, str, int] | None], cfg: MeasureConfig) -> str:
+    """Name the rank(s) that fell behind the others; if none did, name the call every rank is stuck in."""
+    def key(s: tuple[str, str, int] | None) -> tuple[int, int, int]:
+        return _progress_key(s, cfg)
+
+    lead = max(key(s) for s in state.values())
+    behind = [r for r, s in state.items() if key(s) < lead]
+    ahead = next(s for s in state.values() if key(s) == lead)
+    if behind:
+        r = behind[0]
+        others = ", ".join(str(x) for x in state if x not in behind)
+        return (f"rank {r} hung: no progress for {cfg.timeout_s:g} s, last seen {_where(state[r])}, "
+                f"while rank(s) {others} wait {_where(ahead)}")
+    return f"no progress for {cfg.timeout_s:g} s: every rank is stuck {_where(ahead)}"
+
+
+def _reap(procs: list[Any]) -> None:
+    """Terminate, then kill, every rank still alive, and wait for each."""
+    procs = [p for p in procs if p.pid is not None]  # started ones only
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 5.0
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5.0)
+
+
+def _measure_torchrun(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
+                      on_progress: Callable[[int, int, str], None]) -> Measurement:
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if world < 2:
+        raise InputError(f"WORLD_SIZE is {world}; a collective needs at least 2 ranks")
+    rows: list[MeasurementRow] = []
+    hello: list[tuple] = []
+    state: list[tuple[str, str, int]] = []
+    total = len(cfg.ops) * len(cfg.sizes_bytes)
+
+    def emit(ev: tuple) -> None:
+        if ev[0] == "hello":
+            hello.append(ev)
+        elif ev[0] in ("begin", "call", "end"):
+            state[:] = [(ev[0], ev[2], ev[3])]
+        elif ev[0] == "row":
+            rows.append(ev[2])
+            on_row(Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "torchrun",
+                                                                         hello[0] if hello else None)))
+            on_progress(len(rows), total, f"{ev[2].op} {format_bytes(ev[2].size_bytes, binary=True)}")
+        elif ev[0] == "error":
+            raise MeasurementFailed(f"rank {rank} failed {_where(state[0] if state else None)}: {ev[4]}")
+
+    try:
+        rank_main(rank, world, local_rank, cfg, "env://", emit)
+    except MeasurementFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - rank_main reported it through emit already
+        raise MeasurementFailed(f"rank {rank} failed {_where(state[0] if state else None)}: {exc}") from None
+    return Measurement(rows=tuple(rows), provenance=_provenance(cfg, world, "torchrun",
+                                                                hello[0] if hello else None))
+
+
+def measure(cfg: MeasureConfig, *, on_row: Callable[[Measurement], None] = lambda m: None,
+            on_progress: Callable[[int, int, str], None] = lambda done, total, what: None) -> Measurement:
+    """Run the sweep (spawned ranks, or this process as one torchrun rank).
+
+    ``on_row`` receives the measurement so far after every completed size (on
+    rank 0 only under torchrun), ``on_progress`` ``(done, total, label)``.
+    Raises :class:`MeasurementFailed` when a rank dies or hangs.
+    """
+    from commcost.report._optional import require
+
+    require("torch", "measure")
+    if launched_by_torchrun():
+        return _measure_torchrun(cfg, on_row, on_progress)
+    return _measure_spawned(cfg, on_row, on_progress)

@@ -1,0 +1,206 @@
+"""Profile files: a fitted alpha-beta model and where it came from.
+
+Schema (JSON, SI units, version 1)::
+
+    {
+      "version": 1,                      # this schema; other versions are refused
+      "kind": "commcost-profile",
+      "op": "all_reduce",                # commcost.collectives.Collective value
+      "algorithm": "ring",               # commcost.collectives.Algorithm value
+      "gpus": 16,                        # ranks P of the measurement
+      "alpha_s": 8.9e-07,                # headline: first regime's per-ring-step latency, s
+      "bandwidth_bytes_per_s": 4.7e+11,  # headline: last regime's per-rank bus bandwidth, bytes/s
+      "crossover_bytes": 6.7e+06,        # k alpha B / f (P alpha B for all-reduce), bytes
+      "model": "T(S) = k*alpha_i + f*S/B_i ...",   # the equation, for a human reader
+      "regimes": [                       # contiguous size ranges, first from 0, last to null (= no upper end)
+        {"min_size_bytes": 0, "max_size_bytes": 741455.0, "alpha_s": 8.9e-07, "bandwidth_bytes_per_s": 1.9e+10},
+        ...
+      ],
+      "quality": {"r2": 0.9994, "median_abs_rel_error": 0.01, "max_abs_rel_error": 0.09, "points": 32},
+      "provenance": {"source": "all_reduce_perf.log", "source_kind": "nccl-tests", "created": "...",
+                     "commcost_version": "0.1.0", "nodes": 2, "hosts": [...], "devices": [...], ...}
+    }
+
+``load_profile(path).link`` is the :class:`~commcost.topology.Link` (headline
+bandwidth and alpha) that every command accepts through ``--profile``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
+from commcost.collectives import Algorithm, Collective
+from commcost.errors import InputError
+from commcost.topology import Link
+
+__all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict", "write_atomic"]
+
+PROFILE_VERSION = 1
+"""The profile schema this code reads and writes."""
+
+MODEL_TEXT = ("T(S) = k*alpha_i + f*S/B_i for the regime i whose [min_size_bytes, max_size_bytes) holds S; "
+              "k = ring latency steps (2(P-1) all-reduce, 1 send/recv, P-1 otherwise), "
+              "f = nccl-tests bus-bandwidth factor (2(P-1)/P all-reduce, (P-1)/P all-gather/reduce-scatter/"
+              "all-to-all, 1 otherwise)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """A calibrated model as stored in a profile file."""
+
+    fit: AlphaBetaFit
+    """The fitted model (op, algorithm, gpus, regimes)."""
+    r2: float
+    """R^2 of the fit on ln T over the points it was fitted on."""
+    median_abs_rel_error: float
+    """Median |relative error| over those points."""
+    max_abs_rel_error: float
+    """Largest |relative error| over those points."""
+    points: int
+    """How many measured points the fit used."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """Where the data came from (source file, kind, hosts, devices, date, versions)."""
+    path: str | None = None
+    """The file it was loaded from, if any (for reports that name the profile)."""
+
+    @property
+    def link(self) -> Link:
+        """The calibrated link: headline bus bandwidth and per-step latency."""
+        return self.fit.link
+
+    @classmethod
+    def from_fit(cls, fit: AlphaBetaFit, quality: Comparison, provenance: dict[str, Any]) -> Profile:
+        """A profile of ``fit`` with the quality measured on its own points."""
+        return cls(fit=fit, r2=quality.r2, median_abs_rel_error=quality.median_abs_rel_error,
+                   max_abs_rel_error=quality.max_abs_rel_error, points=len(quality.points),
+                   provenance=dict(provenance))
+
+
+def profile_to_dict(profile: Profile) -> dict[str, Any]:
+    """The JSON object of the module docstring."""
+    fit = profile.fit
+    return {
+        "version": PROFILE_VERSION,
+        "kind": "commcost-profile",
+        "op": fit.op.value,
+        "algorithm": fit.algorithm.value,
+        "gpus": fit.gpus,
+        "alpha_s": fit.alpha_s,
+        "bandwidth_bytes_per_s": fit.bandwidth_bytes_per_s,
+        "crossover_bytes": fit.crossover_bytes,
+        "model": MODEL_TEXT,
+        "regimes": [{
+            "min_size_bytes": r.min_size_bytes,
+            "max_size_bytes": None if math.isinf(r.max_size_bytes) else r.max_size_bytes,
+            "alpha_s": r.alpha_s,
+            "bandwidth_bytes_per_s": r.bandwidth_bytes_per_s,
+        } for r in fit.regimes],
+        "quality": {"r2": profile.r2, "median_abs_rel_error": profile.median_abs_rel_error,
+                    "max_abs_rel_error": profile.max_abs_rel_error, "points": profile.points},
+        "provenance": profile.provenance,
+    }
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (never a half-written file)."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save_profile(profile: Profile, path: str | Path) -> None:
+    """Write ``profile`` as JSON (atomically)."""
+    write_atomic(path, json.dumps(profile_to_dict(profile), indent=2) + "\n")
+
+
+def _get(obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in obj:
+        raise InputError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InputError(f"{where}: field {key!r} has the wrong type: {value!r}")
+    return value
+
+
+def _enum(cls: type, value: str, what: str, where: str) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        valid = ", ".join(m.value for m in cls)  # type: ignore[attr-defined]
+        raise InputError(f"{where}: unknown {what} {value!r} (valid: {valid})") from None
+
+
+def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
+    """Validate and build a :class:`Profile` from its JSON object."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    version = obj.get("version")
+    if version != PROFILE_VERSION:
+        raise InputError(f"{where}: profile version {version!r} is not supported (this commcost reads "
+                         f"version {PROFILE_VERSION}); refit it with: commcost fit DATA -o PROFILE")
+    op = _enum(Collective, _get(obj, "op", where, str), "op", where)
+    algorithm = _enum(Algorithm, _get(obj, "algorithm", where, str), "algorithm", where)
+    gpus = _get(obj, "gpus", where, int)
+    raw_regimes = _get(obj, "regimes", where, list)
+    regimes = []
+    for idx, r in enumerate(raw_regimes):
+        w = f"{where}: regimes[{idx}]"
+        if not isinstance(r, dict):
+            raise InputError(f"{w}: expected an object, got {r!r}")
+        hi = r.get("max_size_bytes", "missing")
+        if hi == "missing":
+            raise InputError(f"{w}: missing field 'max_size_bytes'")
+        if hi is not None and (isinstance(hi, bool) or not isinstance(hi, (int, float))):
+            raise InputError(f"{w}: field 'max_size_bytes' has the wrong type: {hi!r}")
+        regimes.append(Regime(
+            min_size_bytes=float(_get(r, "min_size_bytes", w, (int, float))),
+            max_size_bytes=math.inf if hi is None else float(hi),
+            alpha_s=float(_get(r, "alpha_s", w, (int, float))),
+            bandwidth_bytes_per_s=float(_get(r, "bandwidth_bytes_per_s", w, (int, float)))))
+    fit = AlphaBetaFit(op=op, algorithm=algorithm, gpus=gpus, regimes=tuple(regimes))
+    quality = _get(obj, "quality", where, dict)
+    provenance = obj.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise InputError(f"{where}: field 'provenance' has the wrong type: {provenance!r}")
+    return Profile(
+        fit=fit,
+        r2=float(_get(quality, "r2", f"{where}: quality", (int, float))),
+        median_abs_rel_error=float(_get(quality, "median_abs_rel_error", f"{where}: quality", (int, float))),
+        max_abs_rel_error=float(_get(quality, "max_abs_rel_error", f"{where}: quality", (int, float))),
+        points=_get(quality, "points", f"{where}: quality", int),
+        provenance=provenance)
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a profile file; ``.link`` is the calibrated :class:`Link`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a directory, expected a profile file") from None
+    if not text.strip():
+        raise InputError(f"{p}: empty file (expected a commcost profile, JSON)")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}: not a commcost profile: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    profile = profile_from_dict(obj, where=str(p))
+    return Profile(fit=profile.fit, r2=profile.r2, median_abs_rel_error=profile.median_abs_rel_error,
+                   max_abs_rel_error=profile.max_abs_rel_error, points=profile.points,
+                   provenance=profile.provenance, path=str(p))

@@ -1,0 +1,109 @@
+"""``commcost measure``: time collectives with torch.distributed (spawned local ranks, or under torchrun)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from commcost.cli import _args as A
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = "measure collectives with torch.distributed (gloo/NCCL; local ranks or torchrun) and save CSV/JSON"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``commcost measure``."""
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                   help="torch.distributed backend (default: nccl when CUDA is available, else gloo)")
+    p.add_argument("--nproc", type=A.positive_int, default=2,
+                   help="local ranks to spawn (default 2; ignored under torchrun)")
+    p.add_argument("--ops", type=A.collective_list, default=None,
+                   help="collectives, comma-separated, or all (default all_reduce,all_gather,reduce_scatter)")
+    p.add_argument("--sizes", type=A.size_bounds, default=(1024.0, 64 * 2.0**20),
+                   help="size range MIN:MAX, e.g. 1KiB:64MiB (default), on a geometric grid")
+    p.add_argument("--factor", type=A.positive_float, default=2.0, help="grid ratio between sizes (default 2)")
+    p.add_argument("--dtype", choices=("float32", "float16", "bfloat16", "float64"), default="float32",
+                   help="element type (default float32, as nccl-tests)")
+    p.add_argument("--warmup", type=A.nonneg_int, default=5, help="untimed calls per size (default 5)")
+    p.add_argument("--iters", type=A.positive_int, default=20, help="timed calls per size (default 20)")
+    p.add_argument("--stat", choices=("median", "min", "mean"), default="median",
+                   help="each rank's summary of its timed calls (default median; the slowest rank is kept)")
+    p.add_argument("--timeout", type=A.positive_float, default=300.0,
+                   help="seconds without progress before the run is ended (default 300)")
+    p.add_argument("-o", "--output", help="write rows here as they complete (.json: JSON, else CSV)")
+    p.add_argument("--json", action="store_true", help="print the measurement as one JSON object")
+
+
+class _Bar:
+    """A progress bar on stderr, shown once the sweep has run a couple of seconds."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.shown = -1
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if time.monotonic() - self.start < 2.0 and done < total:
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        text = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}"
+        if self.tty:
+            print(f"\r{text:<80}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+        elif 10 * done // max(total, 1) != self.shown:  # not a terminal: at most ~11 lines
+            print(text, file=sys.stderr, flush=True)
+        self.shown = 10 * done // max(total, 1)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure, keeping rows on disk as they complete; render on rank 0."""
+    import json
+    import os
+
+    from commcost.calibrate.data import write_measurement
+    from commcost.calibrate.measure import MeasureConfig, MeasurementFailed, launched_by_torchrun, measure, size_grid
+    from commcost.collectives import Collective
+    from commcost.report._optional import require
+    from commcost.report.calibrate import render_measurement_text
+
+    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        A.fail(f"-o {args.output}: directory {os.path.dirname(os.path.abspath(args.output))} does not exist")
+    torch = require("torch", "measure")
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    ops = args.ops or (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
+    lo, hi = args.sizes
+    cfg = MeasureConfig(backend=backend, ops=tuple(ops), sizes_bytes=size_grid(lo, hi, args.factor),
+                        dtype=args.dtype, warmup=args.warmup, iters=args.iters, statistic=args.stat,
+                        timeout_s=args.timeout, nproc=args.nproc)
+    is_rank0 = not launched_by_torchrun() or os.environ.get("RANK") == "0"
+    kept = [0]
+
+    def on_row(m) -> None:  # type: ignore[no-untyped-def]
+        kept[0] = len(m.rows)
+        if args.output and is_rank0:
+            write_measurement(m, args.output)
+
+    bar = _Bar() if is_rank0 else (lambda done, total, label: None)
+    try:
+        m = measure(cfg, on_row=on_row, on_progress=bar)
+    except MeasurementFailed as exc:
+        where = f"; {kept[0]} completed row(s) kept in {args.output}" if args.output and kept[0] else ""
+        print(f"{A.PROG}: error: measurement failed: {exc}{where}", file=sys.stderr)
+        return 1
+    if not is_rank0:
+        return 0
+    if args.output:
+        write_measurement(m, args.output)
+    if args.json:
+        from dataclasses import asdict
+        print(json.dumps({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
+                          "rows": [asdict(r) for r in m.rows]}, indent=2))
+    else:
+        print(render_measurement_text(m), end="")
+        if args.output:
+            print(f"# written: {args.output}")
+    return 0

@@ -1,0 +1,44 @@
+"""``commcost validate``: a profile's predictions against measurements, per size."""
+
+from __future__ import annotations
+
+import argparse
+
+from commcost.cli.fit import add_selection_arguments
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = "compare a calibrated profile's predictions with measured times, per size (optionally plot)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``commcost validate``."""
+    add_selection_arguments(p)
+    p.add_argument("--profile", required=True, help="profile file written by commcost fit")
+    p.add_argument("--plot", metavar="FILE", help="save measured points and the model line (log-log) to FILE")
+    p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, predict, compare, render."""
+    import json
+    from pathlib import Path
+
+    from commcost.calibrate.data import load_series
+    from commcost.calibrate.fit import AlphaBetaFit, compare
+    from commcost.calibrate.profile import load_profile
+    from commcost.report.calibrate import plot_validate, render_validate_text, validate_to_dict
+
+    profile = load_profile(args.profile)
+    series = load_series(args.data, op=args.op or profile.fit.op, gpus=args.gpus, placement=args.placement)
+    model = AlphaBetaFit(op=series.op, algorithm=profile.fit.algorithm, gpus=series.gpus,
+                         regimes=profile.fit.regimes)
+    comparison = compare(model, series.samples)
+    if args.plot:
+        plot_validate(model, comparison, args.plot,
+                      f"{series.op}, {series.gpus} ranks: {Path(args.data).name} vs {Path(args.profile).name}")
+    if args.json:
+        print(json.dumps(validate_to_dict(profile, model, comparison, series, args.plot), indent=2))
+    else:
+        print(render_validate_text(profile, model, comparison, series, args.plot), end="")
+    return 0

@@ -1,0 +1,170 @@
+"""Rendering of measurements, fits and validations (text in nccl-tests' shape, JSON, plot).
+
+No cost is computed here: every number comes from commcost.calibrate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from commcost.calibrate.data import Measurement, Series
+from commcost.calibrate.fit import AlphaBetaFit, Comparison, ring_latency_steps
+from commcost.calibrate.profile import MODEL_TEXT, Profile
+from commcost.collectives import bus_bandwidth_factor
+from commcost.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
+
+__all__ = [
+    "render_measurement_text", "render_fit_text", "fit_to_dict", "render_validate_text",
+    "validate_to_dict", "plot_validate", "points_to_list",
+]
+
+
+def render_measurement_text(m: Measurement) -> str:
+    """The measured rows as nccl-tests prints them (size, count, type, time us, algbw, busbw GB/s)."""
+    p = m.provenance
+    lines = [f"# commcost measure: backend {p.get('backend')}, {p.get('world_size')} ranks on "
+             f"{p.get('nodes')} node(s) {', '.join(p.get('hosts') or [])}, device {p.get('device')}, "
+             f"torch {p.get('torch_version')}, {p.get('iters')} timed iterations ({p.get('statistic', 'median')}"
+             f" of each rank, slowest rank kept)"]
+    op = None
+    for row in m.rows:
+        if row.op != op:
+            op = row.op
+            lines += ["#", f"# {op}",
+                      f"#{'size':>12} {'count':>12} {'type':>9} {'time':>10} {'algbw':>8} {'busbw':>8}",
+                      f"#{'(B)':>12} {'(elements)':>12} {'':>9} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"]
+        lines.append(f" {row.size_bytes:>12} {row.count:>12} {row.dtype:>9} {row.time_s / US:>10.2f} "
+                     f"{row.algbw_bytes_per_s / GB:>8.2f} {row.busbw_bytes_per_s / GB:>8.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def points_to_list(c: Comparison) -> list[dict[str, float]]:
+    """``points[]`` of the JSON outputs."""
+    return [{"size_bytes": p.size_bytes, "measured_s": p.measured_s, "predicted_s": p.predicted_s,
+             "rel_error": p.rel_error} for p in c.points]
+
+
+def _regimes_dict(fit: AlphaBetaFit) -> list[dict[str, Any]]:
+    return [{"min_size_bytes": r.min_size_bytes,
+             "max_size_bytes": None if math.isinf(r.max_size_bytes) else r.max_size_bytes,
+             "alpha_s": r.alpha_s, "bandwidth_bytes_per_s": r.bandwidth_bytes_per_s} for r in fit.regimes]
+
+
+def _points_table(c: Comparison, fit: AlphaBetaFit) -> list[str]:
+    lines = [f"  {'size':>12} {'measured':>11} {'predicted':>11} {'error':>8}  {'busbw meas.':>11}  regime"]
+    f = bus_bandwidth_factor(fit.op, fit.gpus)
+    for p in c.points:
+        idx = fit.regimes.index(fit.regime_for(p.size_bytes)) + 1
+        busbw = f * p.size_bytes / p.measured_s
+        lines.append(f"  {format_bytes(p.size_bytes, binary=True):>12} {format_seconds(p.measured_s):>11} "
+                     f"{format_seconds(p.predicted_s):>11} {100 * p.rel_error:>+7.1f}%  "
+                     f"{busbw / GB:>7.2f} GB/s  {idx}")
+    return lines
+
+
+def _model_lines(fit: AlphaBetaFit) -> list[str]:
+    k = ring_latency_steps(fit.op, fit.gpus)
+    f = bus_bandwidth_factor(fit.op, fit.gpus)
+    lines = [f"model: T(S) = k*alpha_i + f*S/B_i   ({fit.algorithm} {fit.op}, P = {fit.gpus}: "
+             f"k = {k} ring steps, f = {f:.4g} bus-bandwidth factor)",
+             f"  {'regime':<6} {'sizes':<28} {'alpha_i (per step)':>18} {'B_i (bus bw)':>14}"]
+    for i, r in enumerate(fit.regimes, start=1):
+        lines.append(f"  {i:<6} {r.describe():<28} {format_seconds(r.alpha_s):>18} "
+                     f"{format_rate(r.bandwidth_bytes_per_s):>14}")
+    return lines
+
+
+def render_fit_text(fit: AlphaBetaFit, quality: Comparison, series: Series, single_line: Comparison,
+                    single_fit: AlphaBetaFit, profile_path: str | None) -> str:
+    """``commcost fit`` text: source, model, headline alpha and B, quality, per-size errors."""
+    prov = series.provenance
+    lines = [f"source: {prov.get('source')} ({series.source_kind}), {series.op} on {series.gpus} ranks, "
+             f"{len(series.samples)} points"]
+    if series.note:
+        lines.append(f"note: {series.note}")
+    lines += [""] + _model_lines(fit) + [
+        "",
+        f"alpha (per ring step, small messages): {format_seconds(fit.alpha_s)}",
+        f"B (per-rank bus bandwidth, large messages): {format_rate(fit.bandwidth_bytes_per_s)}",
+        f"crossover S* = k*alpha*B/f (latency term = bandwidth term): {format_bytes(fit.crossover_bytes)}",
+        f"quality: R^2 (on ln T) = {quality.r2:.4f}, |error| median {format_fraction(quality.median_abs_rel_error)}"
+        f", worst {format_fraction(quality.max_abs_rel_error)}",
+        f"one straight line instead (alpha {format_seconds(single_fit.alpha_s)}, B "
+        f"{format_rate(single_fit.bandwidth_bytes_per_s)}): |error| median "
+        f"{format_fraction(single_line.median_abs_rel_error)}, worst {format_fraction(single_line.max_abs_rel_error)}",
+        "",
+    ] + _points_table(quality, fit)
+    if profile_path:
+        lines += ["", f"profile written: {profile_path} (use it with --profile)"]
+    return "\n".join(lines) + "\n"
+
+
+def fit_to_dict(fit: AlphaBetaFit, quality: Comparison, series: Series, single_line: Comparison,
+                single_fit: AlphaBetaFit, profile_path: str | None) -> dict[str, Any]:
+    """``commcost fit --json`` (SI units)."""
+    return {
+        "op": fit.op.value, "algorithm": fit.algorithm.value, "gpus": fit.gpus,
+        "alpha_s": fit.alpha_s, "bandwidth_bytes_per_s": fit.bandwidth_bytes_per_s,
+        "crossover_bytes": fit.crossover_bytes, "r2": quality.r2,
+        "median_abs_rel_error": quality.median_abs_rel_error, "max_abs_rel_error": quality.max_abs_rel_error,
+        "model": MODEL_TEXT, "regimes": _regimes_dict(fit),
+        "single_line": {"alpha_s": single_fit.alpha_s, "bandwidth_bytes_per_s": single_fit.bandwidth_bytes_per_s,
+                        "median_abs_rel_error": single_line.median_abs_rel_error,
+                        "max_abs_rel_error": single_line.max_abs_rel_error},
+        "points": points_to_list(quality), "source": series.provenance.get("source"),
+        "source_kind": series.source_kind, "note": series.note or None, "profile": profile_path,
+    }
+
+
+def render_validate_text(profile: Profile, model: AlphaBetaFit, c: Comparison, series: Series,
+                         plot_path: str | None) -> str:
+    """``commcost validate`` text: predicted against measured per size."""
+    fitted = profile.fit
+    lines = [f"profile: {profile.path} ({fitted.op} on {fitted.gpus} ranks, from "
+             f"{profile.provenance.get('source', 'unknown source')})",
+             f"data: {series.provenance.get('source')} ({series.source_kind}), {series.op} on {series.gpus} ranks, "
+             f"{len(series.samples)} points"]
+    if series.note:
+        lines.append(f"note: {series.note}")
+    if (fitted.op, fitted.gpus) != (model.op, model.gpus):
+        lines.append(f"note: the profile's per-step alpha and bus bandwidth are applied to {model.op} on "
+                     f"{model.gpus} ranks through the ring formula")
+    lines += [""] + _model_lines(model) + ["", *_points_table(c, model), "",
+              f"|error| median {format_fraction(c.median_abs_rel_error)}, worst "
+              f"{format_fraction(c.max_abs_rel_error)}, R^2 (on ln T) {c.r2:.4f}"]
+    if plot_path:
+        lines.append(f"plot written: {plot_path}")
+    return "\n".join(lines) + "\n"
+
+
+def validate_to_dict(profile: Profile, model: AlphaBetaFit, c: Comparison, series: Series,
+                     plot_path: str | None) -> dict[str, Any]:
+    """``commcost validate --json`` (SI units)."""
+    return {"median_abs_rel_error": c.median_abs_rel_error, "max_abs_rel_error": c.max_abs_rel_error,
+            "r2": c.r2, "op": model.op.value, "gpus": model.gpus, "profile": profile.path,
+            "source": series.provenance.get("source"), "source_kind": series.source_kind,
+            "points": points_to_list(c), "plot": plot_path}
+
+
+def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
+    """Measured points and the model line, both axes log, saved to ``path``."""
+    from commcost.report._optional import pyplot
+
+    plt = pyplot()
+    lo, hi = c.points[0].size_bytes, c.points[-1].size_bytes
+    n = 200
+    sizes = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)] if hi > lo else [lo]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.loglog([p.size_bytes for p in c.points], [p.measured_s / US for p in c.points], "o", label="measured")
+    ax.loglog(sizes, [model.predict_s(s) / US for s in sizes], "-", label="model")
+    for r in model.regimes[1:]:
+        ax.axvline(r.min_size_bytes, color="grey", lw=0.5, ls=":")
+    ax.set_xlabel("message size S (bytes)")
+    ax.set_ylabel("time per collective (us)")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(True, which="both", lw=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
