@@ -35,9 +35,10 @@ def add_profile_argument(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--profile", help="calibrated profile (commcost fit -o FILE): replaces --bw and --latency")
 
 
-def apply_profile(args: argparse.Namespace) -> tuple[str, dict] | None:
-    """Put a profile's calibrated link into ``args.bw``/``args.latency`` (and ``args.gpus`` if
-    unset); return (a text line naming the profile, its JSON), or None without ``--profile``."""
+def apply_profile(args: argparse.Namespace, *, set_gpus: bool = True) -> tuple[str, dict] | None:
+    """Put a profile's calibrated link into ``args.bw``/``args.latency`` (and, with ``set_gpus``,
+    ``args.gpus`` if unset); return (a text line naming the profile, its JSON), or None
+    without ``--profile``."""
     if getattr(args, "profile", None) is None:
         return None
     from commcost.calibrate.profile import load_profile
@@ -50,12 +51,12 @@ def apply_profile(args: argparse.Namespace) -> tuple[str, dict] | None:
     profile = load_profile(args.profile)
     link, fit = profile.link, profile.fit
     args.bw, args.latency = link.bandwidth_bytes_per_s / GB, link.latency_s / US
-    if getattr(args, "gpus", None) is None:
+    if set_gpus and getattr(args, "gpus", None) is None:
         args.gpus = fit.gpus
     text = (f"link from profile {args.profile}: B = {format_rate(link.bandwidth_bytes_per_s)} (bus bandwidth, "
             f"large messages), a = {format_seconds(link.latency_s)} per ring step (small messages); "
             f"fitted on {fit.op} over {fit.gpus} ranks, R^2 {profile.r2:.4f}")
-    if args.gpus != fit.gpus:
+    if set_gpus and args.gpus != fit.gpus:
         text += f"; applied here to P = {args.gpus} through the ring formula"
     return text, {"path": args.profile, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
                   "latency_s": link.latency_s, "op": fit.op.value, "gpus": fit.gpus, "r2": profile.r2,

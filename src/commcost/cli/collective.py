@@ -7,6 +7,7 @@ import json
 import sys
 
 from commcost.cli import _args as A
+from commcost.cli._fabric import add_profile_argument, apply_profile
 
 __all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments", "fabric_from_args"]
 
@@ -31,6 +32,7 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
                    help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
     f.add_argument("--bw", type=A.positive_float, help="flat: per-rank bandwidth, GB/s (the drill's one-tier model)")
     f.add_argument("--latency", type=A.nonneg_float, help="flat: per-step latency, us")
+    add_profile_argument(f)
 
 
 def fabric_from_args(args: argparse.Namespace, gpus: int | None):
@@ -119,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     op = parse_collective(args.op)
     requested = parse_algorithm(args.algorithm)
+    calibrated = apply_profile(args)
     fabric, P = fabric_from_args(args, args.gpus)
     if P < 2:
         raise InputError(f"a collective needs at least 2 GPUs, got {P}")
@@ -136,9 +139,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             out = {"op": op.value, "gpus": P, "requested_algorithm": str(requested),
                    "fabric": fabric_to_dict(fabric, nodes_used), "rows": [size_to_dict(r) for r in results]}
+        if calibrated is not None:
+            out["profile"] = calibrated[1]
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
-    elif args.size is not None:
+        return 0
+    if calibrated is not None:
+        print(calibrated[0] + "\n")
+    if args.size is not None:
         print(render_size_text(results[0], fabric, nodes_used))
     else:
         print(render_table_text(results, fabric, nodes_used))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from commcost.cli import _args as A
+from commcost.cli._fabric import add_profile_argument, apply_profile
 
 __all__ = ["add_arguments", "run"]
 
@@ -20,7 +21,7 @@ HELP = "data-parallel speedup and efficiency over GPU counts, with overlap bound
 PLOT_SUFFIXES = (".png", ".svg")
 
 _ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",
-                   "overlap", "overhead_ms", "dtype", "gpus_per_node", "system", "algorithm")
+                   "overlap", "overhead_ms", "dtype", "gpus_per_node", "system", "algorithm", "profile")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="preset fabric key(s), comma-separated: nvlink, infiniband (default: both)")
     f.add_argument("--bw", type=A.positive_float, help="custom fabric: per-rank bandwidth B, GB/s (1e9)")
     f.add_argument("--latency", type=A.nonneg_float, help="custom fabric: per ring-step latency a, microseconds")
+    add_profile_argument(f)
     f.add_argument("--gpus-per-node", type=A.positive_int,
                    help="two-tier view: the seed's NVLink inside nodes of this many GPUs, its "
                         "InfiniBand across them (or, with --system, fewer GPUs per node than the preset)")
@@ -96,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv is not None:
         _check_output_path("--csv", args.csv)
 
+    if args.profile is not None and args.fabric is not None:
+        A.fail("--profile and --fabric both describe the fabric; give one")
+    calibrated = apply_profile(args, set_gpus=False)
     custom_model = _custom_pair(args, "--model", ("--params", "--compute-ms"))
     custom_fabric = _custom_pair(args, "--fabric", ("--bw", "--latency"))
     default_run = all(getattr(args, name) is None for name in _ANALYSIS_FLAGS)
@@ -123,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
             parse_algorithm(algorithm)
             fabrics = [_two_tier(args, max(gpu_counts))]
         elif custom_fabric:
-            fabrics = [(f"{args.bw:g} GB/s, {args.latency:g} us per ring step",
+            fabrics = [(f"profile {args.profile}" if calibrated is not None else
+                        f"{args.bw:g} GB/s, {args.latency:g} us per ring step",
                         Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US), None, None)]
         else:
             table_f = seed_fabrics()
@@ -152,10 +158,13 @@ def run(args: argparse.Namespace) -> int:
         written.append(f"wrote CSV {args.csv}")
 
     if args.json:
-        json.dump(scaling_to_dict(results, overlap), sys.stdout, indent=2, allow_nan=False)
+        out = scaling_to_dict(results, overlap)
+        if calibrated is not None:
+            out["profile"] = calibrated[1]
+        json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
         return 0
-    parts = [render_scaling_text(results)]
+    parts = ([calibrated[0]] if calibrated is not None else []) + [render_scaling_text(results)]
     if overlap:
         parts.append(render_overlap_analysis_text(overlap))
     if written:

@@ -7,7 +7,8 @@ import json
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_system_arguments, allreduce_cost_on, flat_equivalent, resolve_system
+from commcost.cli._fabric import add_profile_argument, add_system_arguments, allreduce_cost_on, apply_profile, \
+    flat_equivalent, resolve_system
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -25,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
     g.add_argument("--latency", type=A.nonneg_float, help="per ring-step latency a, microseconds")
     add_system_arguments(g)
+    add_profile_argument(g)
     m = p.add_argument_group("the step")
     m.add_argument("--step-ms", type=A.positive_float, required=True,
                    help="measured compute-only step time, ms (one micro-batch)")
@@ -90,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, MiB, US
     from commcost.workload import bytes_per_element, model_params
 
+    calibrated = apply_profile(args)
     fabric = resolve_system(args)
     shape, label = _shape(args)
     if shape is None and args.params is None:
@@ -149,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
+    if calibrated is not None:
+        out["profile"] = calibrated[1]
+        text = calibrated[0] + "\n\n" + text
     if args.json:
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
