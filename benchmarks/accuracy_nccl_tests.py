@@ -15,6 +15,8 @@ RoCE) are listed and skipped.
 
 from __future__ import annotations
 
+import json
+
 import os
 import statistics
 import sys
@@ -31,20 +33,9 @@ DATA = HERE.parent / "tests" / "data" / "nccl_tests"
 MIN_BYTES = 2 ** 20
 
 # table -> (preset, nodes, ranks): the preset whose hardware the table's system matches
-MATCHES = {
-    "h100_nvlink_1node_8gpu_all_reduce.log": ("dgx-h100", 1, 8),
-    "h100_ib_2node_16gpu_all_reduce.log": ("dgx-h100", 2, 16),
-    "allreduce_h100_ndr_2x8_a.txt": ("dgx-h100", 2, 16),
-    "allreduce_h100_ib_2x8_b.txt": ("dgx-h100", 2, 16),
-    "allreduce_a100_azure_ndv4_2x8.txt": ("dgx-a100", 2, 16),
-    "allreduce_a100_oci_roce_2x8.txt": ("dgx-a100", 2, 16),
-    "allreduce_b200_gcp_a4_1x8.txt": ("hgx-b200", 1, 8),
-    "allreduce_b200_gcp_a4_2x8.txt": ("hgx-b200", 2, 16),
-}
-UNMATCHED = {
-    "h100_tcpxo_2node_16gpu_all_reduce.log": "GCP A3 Mega GPUDirect-TCPXO: no preset for this fabric",
-    "mi300x_roce_2node_16gpu_all_reduce.log": "MI300X (Infinity Fabric): no system preset",
-}
+_MATCHES_FILE = json.loads((DATA / "preset_matches.json").read_text(encoding="utf-8"))
+MATCHES = {name: tuple(v) for name, v in _MATCHES_FILE["matched"].items()}
+UNMATCHED = _MATCHES_FILE["unmatched"]
 
 
 def main() -> int:

@@ -8,22 +8,17 @@ must be within 25% of the measured time for every table whose system matches a p
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from commcost import collective_cost, system_topology
 from commcost.calibrate.nccl_tests import read_nccl_tests
 from conftest import DATA
 
-MATCHES = {  # table -> (preset, nodes, ranks)
-    "h100_nvlink_1node_8gpu_all_reduce.log": ("dgx-h100", 1, 8),
-    "h100_ib_2node_16gpu_all_reduce.log": ("dgx-h100", 2, 16),
-    "allreduce_h100_ndr_2x8_a.txt": ("dgx-h100", 2, 16),
-    "allreduce_h100_ib_2x8_b.txt": ("dgx-h100", 2, 16),
-    "allreduce_a100_azure_ndv4_2x8.txt": ("dgx-a100", 2, 16),
-    "allreduce_a100_oci_roce_2x8.txt": ("dgx-a100", 2, 16),
-    "allreduce_b200_gcp_a4_1x8.txt": ("hgx-b200", 1, 8),
-    "allreduce_b200_gcp_a4_2x8.txt": ("hgx-b200", 2, 16),
-}
+# table -> (preset, nodes, ranks), shared with benchmarks/accuracy_nccl_tests.py
+MATCHES = {name: tuple(v) for name, v in
+           json.loads((DATA / "nccl_tests" / "preset_matches.json").read_text(encoding="utf-8"))["matched"].items()}
 
 
 @pytest.mark.parametrize("name", sorted(MATCHES))
