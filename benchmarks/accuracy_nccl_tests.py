@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -46,7 +45,7 @@ def main() -> int:
         inductor_estimator = None
     errors: list[float] = []
     ind_errors: list[float] = []
-    print(f"all-reduce, preset-only predictions (algorithm auto) vs measured nccl-tests, sizes >= 1 MiB\n")
+    print("all-reduce, preset-only predictions (algorithm auto) vs measured nccl-tests, sizes >= 1 MiB\n")
     for path in sorted(DATA.iterdir()):
         if path.name in UNMATCHED:
             print(f"{path.name}: skipped ({UNMATCHED[path.name]})\n")
