@@ -39,20 +39,54 @@ tuning model (src/graph/tuning.cc) for the latency structure (intra and inter
 steps, ``2 log2 n`` tree hops, NVLS as one intra step plus inter steps).
 With one GPU per node (a flat :class:`Link`) every row reduces to the drill's flat
 formula; with one node, hierarchical equals ring.
+
+**Protocols** (only for a :class:`Topology` whose ``protocols`` is set, as every real
+system preset's is; :mod:`commcost.protocols` has the constants and their sources).
+The table above is one alpha-beta pair per tier. NCCL instead runs each algorithm
+under one of three protocols, LL, LL128 and Simple, each with its own launch
+latency ``t_0^p``, step latencies ``a_i^p, a_e^p`` and bandwidth efficiency
+``e^p`` (LL: 0.5, LL128: 0.92, Simple: 1), and its tuner picks the fastest. So,
+with ``p`` ranging over the protocols::
+
+    T(alg) = min_p  T_table(alg; t_0^p, a_i^p, a_e^p, e^p B_i, e^p B_e)
+
+where ``a^p = a x hwLat[p] / hwLat[LL128]`` (the fabric's own step latency is
+NCCL's ring LL128 one) and ``t_0^p = t_0 x baseLat[p] / 8.4 us``, refined as
+NCCL's ``ncclTopoTuneModel``/``ncclTopoGetAlgoTime`` do: LL's bus bandwidth is
+capped at ``llMaxBw``; the tree's bandwidth is multiplied by NCCL's
+``treeCorrectionFactor`` (about 0.5 to 0.9 between 256 KiB and 128 MiB, where
+trees do not reach their model bandwidth); ring Simple all-reduce across nodes
+pays ``1.4 x`` its latency. In-network (NVLS) is Simple only, with NCCL's latency
+(no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS moves a
+message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
+GPU, NCCL's defaults), and the last loop (the whole message, if smaller) crosses
+every stage without a next loop to overlap with, so NVLS adds
+``min(S, L) (1/B_v + [n > 1] E_v/W)`` (``E_v`` the network bytes per byte). This
+fill is commcost's, not NCCL's: NCCL's tuner prices NVLS at 25 us + S/B, which
+the measured tables beat only above ~64 MiB.
+
+Under the protocol model, ``auto`` chooses among the algorithms NCCL has (ring,
+tree, in-network; direct for all-to-all and send/recv), since that is what a
+real run executes: halving-doubling and hierarchical stay available by name.
 """
 
 from __future__ import annotations
 
 import math
 
-from commcost.collectives import Algorithm, Collective, CollectiveCost
+from dataclasses import replace
+
+from commcost.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.errors import InputError
+from commcost.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
+                                RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
+                                TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
 from commcost.topology import Link, Topology, as_topology, place
 from commcost.units import require_finite_positive
 
 __all__ = [
-    "AUTO", "APPLICABLE", "collective_cost", "algorithm_costs", "unavailable_algorithms",
-    "parse_collective", "parse_algorithm",
+    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "collective_cost", "algorithm_costs", "protocol_costs",
+    "unavailable_algorithms", "parse_collective", "parse_algorithm",
 ]
 
 AUTO = "auto"
@@ -69,6 +103,9 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
     Collective.SEND_RECV: (Algorithm.DIRECT,),
 }
 """Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
+
+NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT})
+"""The algorithms NCCL itself runs: ``auto`` picks among these under the protocol model."""
 
 
 def parse_collective(text: str | Collective) -> Collective:
@@ -125,8 +162,8 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
                           latency_s=latency_s, bandwidth_s=bandwidth_s)
 
 
-def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
-    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` (see the module table)."""
+def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     a_i, B_i = topo.intra.latency_s, topo.intra.bandwidth_bytes_per_s
@@ -183,6 +220,58 @@ def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> 
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
 
+def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float) -> Topology:
+    """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``."""
+    intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
+                 latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
+    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency,
+                 latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
+    return replace(topo, intra=intra, inter=inter, protocols=None,
+                   base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
+
+
+def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
+                    topo: Topology) -> dict[Protocol, tuple[float, float]]:
+    """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
+    pm = topo.protocols
+    assert pm is not None
+    n = place(P, topo).nodes
+    if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
+        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0), base_latency_s=0.0)
+        lat, bw = _table_terms(op, alg, S, P, view)
+        v = topo.in_network
+        assert v is not None
+        g, g_min = place(P, topo).gpus_per_node, place(P, topo).min_gpus_per_node
+        fill_bytes = min(S, pm.nvls_channels * pm.nvls_chunk_bytes * g)
+        fill = fill_bytes / v.bandwidth_bytes_per_s
+        if n > 1:
+            E_v = 1.0 if topo.inter_in_network else 2 * (n - 1) / n
+            fill += fill_bytes * E_v * topo.oversubscription / (g_min * topo.inter.bandwidth_bytes_per_s)
+        return {Protocol.SIMPLE: (lat, bw + fill)}
+    tree = alg is Algorithm.TREE
+    out: dict[Protocol, tuple[float, float]] = {}
+    for t in (TREE_TERMS if tree else RING_TERMS):
+        p = t.protocol
+        eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
+        lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff))
+        if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw (tree: algbw = busbw / 2)
+            cap = pm.ll_max_bus_bandwidth(n)
+            bw = max(bw, (2.0 * S if tree else bus_bandwidth_factor(op, P) * S) / cap)
+        if tree and op is Collective.ALL_REDUCE:
+            bw /= tree_correction(p, S)
+        if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
+            lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
+        out[p] = (lat, bw)
+    return out
+
+
+def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or its fastest protocol."""
+    if topo.protocols is None:
+        return _table_terms(op, alg, S, P, topo)
+    return min(_protocol_terms(op, alg, S, P, topo).values(), key=lambda lb: lb[0] + lb[1])
+
+
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
     if not isinstance(op, Collective):
         raise InputError(f"op must be a Collective, got {op!r}")
@@ -218,6 +307,33 @@ def algorithm_costs(op: Collective, message_bytes: float, gpus: int,
     return out
 
 
+def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric: Link | Topology,
+                   algorithm: Algorithm | str) -> dict[Protocol, CollectiveCost]:
+    """The cost of ``algorithm`` under each protocol NCCL could run it with, fastest first.
+
+    Only for a :class:`Topology` with a protocol model (``protocols`` set, as system
+    presets have); elsewhere the one entry is ``Protocol.SIMPLE``, the links' own alpha and beta.
+    :func:`collective_cost` returns the first entry's cost.
+    """
+    op = parse_collective(op)
+    alg = parse_algorithm(algorithm)
+    if alg == AUTO:
+        alg = collective_cost(op, message_bytes, gpus, fabric, AUTO).algorithm
+    _check(op, message_bytes, gpus)
+    topo = as_topology(fabric, gpus)
+    why = _why_not(op, alg, gpus, topo)
+    if why is not None:
+        raise InputError(why)
+    if gpus == 1:
+        return {Protocol.SIMPLE: _cost(op, alg, message_bytes, 1, 0.0, 0.0)}
+    if topo.protocols is None:
+        terms = {Protocol.SIMPLE: _table_terms(op, alg, message_bytes, gpus, topo)}
+    else:
+        terms = _protocol_terms(op, alg, message_bytes, gpus, topo)
+    costs = {p: _cost(op, alg, message_bytes, gpus, lat, bw) for p, (lat, bw) in terms.items()}
+    return dict(sorted(costs.items(), key=lambda pc: pc[1].total_s))
+
+
 def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
                     fabric: Link | Topology, algorithm: Algorithm | str = AUTO) -> CollectiveCost:
     """Time of one collective: THE entry point every command uses.
@@ -228,7 +344,8 @@ def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
     :func:`commcost.collectives.ring_all_reduce` and friends exactly) or a
     two-tier :class:`Topology`. ``algorithm`` is one :class:`Algorithm` or
     ``"auto"``: the fastest applicable one at this size (ties go to the earlier one
-    in :data:`APPLICABLE`); the result's ``algorithm`` field says which ran.
+    in :data:`APPLICABLE`; under a protocol model only :data:`NCCL_ALGORITHMS` compete);
+    the result's ``algorithm`` field says which ran, :func:`protocol_costs` which protocol.
     A group of one GPU costs nothing. Formulas: the module docstring.
     """
     op = parse_collective(op)
@@ -237,6 +354,8 @@ def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
     topo = as_topology(fabric, gpus)
     if alg == AUTO:
         costs = algorithm_costs(op, message_bytes, gpus, topo)
+        if topo.protocols is not None and any(a in NCCL_ALGORITHMS for a in costs):
+            costs = {a: c for a, c in costs.items() if a in NCCL_ALGORITHMS}
         if not costs:
             reasons = "; ".join(unavailable_algorithms(op, gpus, topo).values())
             raise InputError(f"no algorithm can run {op.value} on {gpus} GPUs here: {reasons}")

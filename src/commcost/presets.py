@@ -14,6 +14,7 @@ from typing import Any
 
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file, lookup
+from commcost.protocols import ProtocolModel
 from commcost.topology import Link, Topology, require_gpus
 
 __all__ = ["PresetEntry", "gpus", "fabrics", "systems", "system_topology", "system_group",
@@ -55,6 +56,8 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
 
     ``gpus_per_node`` may be lowered (a job using 4 of 8 GPUs per node) but not raised
     past the preset's NVLink domain; ``oversubscription`` overrides the preset's.
+    A preset with ``nccl_protocols`` gets NCCL's protocol model (:mod:`commcost.protocols`)
+    with its ``llMaxBw`` caps.
     """
     table = systems()
     sysp = lookup(table, name, "system")
@@ -74,11 +77,17 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
             raise InputError(f"system {name!r} says in_network but fabric {sysp['intra_fabric']!r} has no NVLS figures")
         in_network = Link(bandwidth_bytes_per_s=float(intra["in_network_bandwidth_bytes_per_s"]),
                           latency_s=float(intra["in_network_step_latency_s"]))
+    protocols = None
+    if sysp["nccl_protocols"]:
+        protocols = ProtocolModel(ll_max_bus_bandwidth_bytes_per_s=(
+            float(sysp["ll_max_bus_bandwidth_one_node_bytes_per_s"]),
+            float(sysp["ll_max_bus_bandwidth_two_nodes_bytes_per_s"]),
+            float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"])
     return Topology(
         gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=_link(inter),
         oversubscription=float(sysp["oversubscription"] if oversubscription is None else oversubscription),
         in_network=in_network, inter_in_network=bool(sysp["inter_in_network"]),
-        base_latency_s=float(sysp["base_latency_s"]), name=name,
+        base_latency_s=float(sysp["base_latency_s"]), name=name, protocols=protocols,
     )
 
 

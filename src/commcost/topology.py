@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from commcost.errors import InputError
+from commcost.protocols import ProtocolModel
 from commcost.units import require_finite_positive
 
 __all__ = ["Link", "Topology", "Placement", "place", "as_topology", "require_gpus"]
@@ -72,6 +73,10 @@ class Topology:
     """Fixed cost of launching one collective (NCCL's ``baseLat``), added once, seconds."""
     name: str = "custom"
     """Where the numbers come from (a system preset's name, or ``custom``)."""
+    protocols: ProtocolModel | None = None
+    """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.protocols`): each algorithm
+    runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
+    NCCL has. None (custom topologies, a flat Link): one protocol, the links' own alpha and beta."""
 
     def __post_init__(self) -> None:
         require_gpus("gpus_per_node", self.gpus_per_node)
@@ -84,6 +89,8 @@ class Topology:
         if self.oversubscription < 1:
             raise InputError(f"oversubscription must be >= 1 (1 = non-blocking), got {self.oversubscription:g}")
         require_finite_positive("base_latency_s", self.base_latency_s, allow_zero=True)
+        if self.protocols is not None and not isinstance(self.protocols, ProtocolModel):
+            raise InputError("protocols must be a ProtocolModel or None")
 
     @property
     def total_gpus(self) -> int:

@@ -1,0 +1,185 @@
+"""NCCL's three protocols (LL, LL128, Simple) and the constants of its tuning model.
+
+NCCL moves data with one of three protocols and its tuner picks, per message
+size, the (algorithm, protocol) pair its model says is fastest
+(NVIDIA/nccl src/graph/tuning.cc, ``ncclTopoTuneModel`` and
+``ncclTopoGetAlgoTime``; PyTorch ports the same model in
+``torch/_inductor/comm_analysis.py``):
+
+* **LL** (low latency): 8-byte stores carrying a 4-byte flag, so no separate
+  synchronisation -- the shortest step latency, but at most half the link
+  bandwidth (``busBw * 0.5``, capped at ``llMaxBw``);
+* **LL128**: 128-byte lines with an 8-byte flag -- 120/128 of the bandwidth
+  (``0.92``), a middle latency;
+* **Simple**: bulk copies with a memory fence and a flag per step -- full
+  bandwidth, the longest step latency.
+
+So the latency-bandwidth trade-off is not one alpha and one beta but three
+pairs, and the right one depends on the size: LL for small messages, LL128 in
+the middle, Simple (and NVLS, which is Simple only) for large ones. This module
+holds those constants, each with its place in tuning.cc (the NCCL 2.19+ table
+``ncclTunerConstantsDefaults``; the ring LL128 and Simple step latencies and the
+base latencies are unchanged since NCCL 2.12). :mod:`commcost.algorithms` applies
+them to a :class:`commcost.topology.Topology` that carries a
+:class:`ProtocolModel` (every real system preset does); a flat
+:class:`commcost.topology.Link` and a custom topology without one keep the
+drill's single alpha-beta pair.
+
+How the constants meet commcost's own numbers: a fabric's ``step_latency_s`` is
+the per-step latency of NCCL's *ring LL128* (hwLat[NVLINK or NET][RING][LL128] =
+1.9 us or 4.0 us), and a system's ``base_latency_s`` is ring Simple's baseLat
+(8.4 us). Every other (algorithm, protocol) latency is that anchor times NCCL's
+ratio, so a fabric with a slower step (EFA, the seeds) keeps its own scale.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from commcost.errors import InputError
+from commcost.units import US, require_finite_positive
+
+__all__ = [
+    "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",
+    "REFERENCE_INTRA_STEP_S", "REFERENCE_INTER_STEP_S", "REFERENCE_BASE_S",
+    "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "tree_correction",
+]
+
+
+class Protocol(StrEnum):
+    """NCCL's wire protocols (``NCCL_PROTO``)."""
+
+    LL = "ll"
+    LL128 = "ll128"
+    SIMPLE = "simple"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolTerms:
+    """One (algorithm family, protocol) cell of NCCL's tuning model, in NCCL's own units turned SI."""
+
+    protocol: Protocol
+    """Which protocol."""
+    base_latency_s: float
+    """NCCL ``baseLat[algorithm][protocol]``: fixed cost of one collective, seconds."""
+    intra_step_latency_s: float
+    """NCCL ``hwLat[NVLINK][algorithm][protocol]``: one step over NVLink, seconds."""
+    inter_step_latency_s: float
+    """NCCL ``hwLat[NET][algorithm][protocol]``: one step over the network, seconds."""
+    bandwidth_efficiency: float
+    """Fraction of the link's achievable bandwidth the protocol reaches (NCCL's bus-bandwidth refinements)."""
+
+    def __post_init__(self) -> None:
+        for name in ("base_latency_s", "intra_step_latency_s", "inter_step_latency_s"):
+            require_finite_positive(name, getattr(self, name), allow_zero=True)
+        if not 0 < self.bandwidth_efficiency <= 1:
+            raise InputError(f"bandwidth_efficiency must be in (0, 1], got {self.bandwidth_efficiency:g}")
+
+
+# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (2.19+):
+#   baseLatencies  Tree {6.8, 14.0, 8.4}  Ring {6.6, 14.0, 8.4}        (LL, LL128, Simple; us)
+#   hwLatencies    NVLINK Tree {.6, 1.25, 4.0}  Ring {.6, 1.9, 3.4}  NVLS {0, 0, 25}
+#                  NET    Tree {5.0, 8.5, 14}   Ring {2.7, 4.0, 14.0} NVLSTree {0, 0, 14}
+#   bandwidth      Ring LL: busBw * .5 (capped at llMaxBw); Ring LL128: busBw * 0.92 (120/128);
+#                  Tree: busBw * .92, then LL: / 3.8, LL128: * 120/128 (7/9 in one node)
+RING_TERMS: tuple[ProtocolTerms, ...] = (
+    ProtocolTerms(protocol=Protocol.LL, base_latency_s=6.6 * US, intra_step_latency_s=0.6 * US,
+                  inter_step_latency_s=2.7 * US, bandwidth_efficiency=0.5),
+    ProtocolTerms(protocol=Protocol.LL128, base_latency_s=14.0 * US, intra_step_latency_s=1.9 * US,
+                  inter_step_latency_s=4.0 * US, bandwidth_efficiency=0.92),
+    ProtocolTerms(protocol=Protocol.SIMPLE, base_latency_s=8.4 * US, intra_step_latency_s=3.4 * US,
+                  inter_step_latency_s=14.0 * US, bandwidth_efficiency=1.0),
+)
+"""Ring (and the ring-like step algorithms commcost adds: halving-doubling, hierarchical, direct)."""
+
+TREE_TERMS: tuple[ProtocolTerms, ...] = (
+    ProtocolTerms(protocol=Protocol.LL, base_latency_s=6.8 * US, intra_step_latency_s=0.6 * US,
+                  inter_step_latency_s=5.0 * US, bandwidth_efficiency=0.92 / 3.8),
+    ProtocolTerms(protocol=Protocol.LL128, base_latency_s=14.0 * US, intra_step_latency_s=1.25 * US,
+                  inter_step_latency_s=8.5 * US, bandwidth_efficiency=0.92 * 120 / 128),
+    ProtocolTerms(protocol=Protocol.SIMPLE, base_latency_s=8.4 * US, intra_step_latency_s=4.0 * US,
+                  inter_step_latency_s=14.0 * US, bandwidth_efficiency=0.92),
+)
+"""Double binary tree (NCCL ``NCCL_ALGO_TREE``)."""
+
+TREE_LL128_ONE_NODE_EFFICIENCY = 0.92 * 7 / 9
+"""Tree LL128 inside one node: NCCL uses 7/9 instead of 120/128."""
+
+NVLS_TERMS = ProtocolTerms(protocol=Protocol.SIMPLE, base_latency_s=0.0, intra_step_latency_s=1.9 * US,
+                           inter_step_latency_s=14.0 * US, bandwidth_efficiency=1.0)
+"""NVLS / NVLS tree, Simple only. NCCL sets its latency to hwLat[NVLINK][NVLS] (no baseLat) plus
+14 us per network step (hwLat[NET][NVLSTree][SIMPLE]). commcost keeps the preset's own in-switch
+step latency (its ``in_network_step_latency_s``, two steps), so the intra entry is the reference
+(no scaling), the launch term is 0 and the network step is scaled by 14/4."""
+
+REFERENCE_INTRA_STEP_S = 1.9 * US
+"""hwLat[NVLINK][RING][LL128]: what a fabric's ``step_latency_s`` stands for on the intra tier."""
+REFERENCE_INTER_STEP_S = 4.0 * US
+"""hwLat[NET][RING][LL128]: what a fabric's ``step_latency_s`` stands for on the inter tier."""
+REFERENCE_BASE_S = 8.4 * US
+"""baseLat[RING][SIMPLE]: what a system's ``base_latency_s`` stands for."""
+
+RING_SIMPLE_MULTINODE_LATENCY_FACTOR = 1.4
+"""``ncclTopoGetAlgoTime``: ring Simple all-reduce across nodes, ``lat *= 1.4`` ("plateau effect of ring", sm80+)."""
+
+# ncclTopoGetAlgoTime: "Trees are not perfectly sticking to the model for medium sizes. Applying a
+# static correction factor is not ideal but works quite well." Index i is a message of 64 * 2**i bytes.
+_TREE_CORRECTION: dict[Protocol, tuple[float, ...]] = {
+    Protocol.LL: (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
+                  1.0, 1.0, 1.0),
+    Protocol.LL128: (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9,
+                     .9, 1.0, 1.0),
+    Protocol.SIMPLE: (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8,
+                      .9, .9),
+}
+
+
+def tree_correction(protocol: Protocol, message_bytes: float) -> float:
+    """NCCL's tree bandwidth factor at ``message_bytes`` (tuning.cc ``treeCorrectionFactor``).
+
+    NCCL looks the factor up at ``log2(S / 64)`` rounded down; commcost interpolates
+    linearly in ``log2(S / 64)`` between the table's points instead, so the time stays
+    monotone in size (a step up of the factor would make a bigger message faster).
+    Past the table (S >= 256 MiB) the factor is 1: the model's own bandwidth.
+    """
+    table = _TREE_CORRECTION[protocol]
+    if message_bytes <= 64:
+        return table[0]
+    x = math.log2(message_bytes / 64)
+    if x >= len(table):
+        return 1.0
+    i = int(x)
+    hi = table[i + 1] if i + 1 < len(table) else 1.0
+    return table[i] + (x - i) * (hi - table[i])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolModel:
+    """The hardware-dependent part of NCCL's protocol model for one system."""
+
+    ll_max_bus_bandwidth_bytes_per_s: tuple[float, float, float]
+    """NCCL ``llMaxBws``: the most bus bandwidth LL reaches, for a group on one node, two
+    nodes, more than two (bytes/s). One node: by GPU generation; across nodes: by CPU vendor."""
+    nvls_channels: int = 16
+    """NVLS channels (NCCL ``NCCL_NVLS_NCHANNELS``, default 16, src/transport/nvls.cc)."""
+    nvls_chunk_bytes: int = 128 * 1024
+    """NVLS chunk per channel (NCCL ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB, src/transport/nvls.cc)."""
+    source: str = "NVIDIA/nccl src/graph/tuning.cc"
+    """Where the numbers come from."""
+
+    def __post_init__(self) -> None:
+        if len(self.ll_max_bus_bandwidth_bytes_per_s) != 3:
+            raise InputError("ll_max_bus_bandwidth_bytes_per_s needs 3 values (1 node, 2 nodes, more), "
+                             f"got {self.ll_max_bus_bandwidth_bytes_per_s!r}")
+        for v in self.ll_max_bus_bandwidth_bytes_per_s:
+            require_finite_positive("ll_max_bus_bandwidth_bytes_per_s", v)
+        for name in ("nvls_channels", "nvls_chunk_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+
+    def ll_max_bus_bandwidth(self, nodes: int) -> float:
+        """``llMaxBw`` for a group spanning ``nodes`` nodes."""
+        return self.ll_max_bus_bandwidth_bytes_per_s[min(nodes, 3) - 1]
