@@ -101,17 +101,17 @@ def main() -> int:
               f"(before {_median_pct(before[path.name][0])}); 1-64 MiB: {_median_pct(now[path.name][1])} "
               f"(before {_median_pct(before[path.name][1])})\n")
 
-    print(f"{'median |error| per table':<40} {'all rows':>16} {'1-64 MiB rows':>18}")
-    print(f"{'':<40} {'now':>7} {'before':>8} {'now':>8} {'before':>9}")
+    print(f"{'median |error| per table':<48} {'all rows':>16} {'1-64 MiB rows':>18}")
+    print(f"{'':<48} {'now':>7} {'before':>8} {'now':>8} {'before':>9}")
     for name in now:
-        print(f"{name:<40} {_median_pct(now[name][0]):>7} {_median_pct(before[name][0]):>8} "
+        print(f"{name:<48} {_median_pct(now[name][0]):>7} {_median_pct(before[name][0]):>8} "
               f"{_median_pct(now[name][1]):>8} {_median_pct(before[name][1]):>9}")
 
     def pooled(store, which, skip=()):
         return [e for name, v in store.items() if name not in skip for e in v[which]]
     for label, skip in (("all tables", ()), (f"without {SHAPED_ON}", (SHAPED_ON,))):
         a, m = pooled(now, 0, skip), pooled(now, 1, skip)
-        print(f"{label:<40} {_median_pct(a):>7} {_median_pct(pooled(before, 0, skip)):>8} "
+        print(f"{label:<48} {_median_pct(a):>7} {_median_pct(pooled(before, 0, skip)):>8} "
               f"{_median_pct(m):>8} {_median_pct(pooled(before, 1, skip)):>9}   ({len(a)} rows, {len(m)} of 1-64 MiB)")
     print(f"\ncommcost: median absolute relative error {_median_pct(pooled(now, 0)).strip()} over "
           f"{len(pooled(now, 0))} rows of {len(MATCHES)} tables (target <= 35%, later 20%); "

@@ -23,6 +23,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src"))
 
 from commcost import collective_cost, system_group  # noqa: E402
+from commcost.algorithms import protocol_costs  # noqa: E402
 from commcost.presets import fabrics, systems  # noqa: E402
 
 GENERATION = {"a100-sxm4-80gb": "AMPERE", "h100-sxm": "HOPPER", "h200-sxm": "HOPPER", "b200": "BLACKWELL",
@@ -66,19 +67,25 @@ def main() -> int:
     for system in SYSTEMS:
         est = inductor_estimator(system)
         print(f"{system}:")
-        print(f"  {'GPUs':>5} {'size':>10} {'commcost':>11} {'algorithm':>17} {'inductor':>11} {'ratio ind/cc':>13}")
+        print(f"  {'GPUs':>5} {'size':>10} {'commcost':>11} {'algorithm/protocol':>24} {'inductor':>11} "
+              f"{'ratio ind/cc':>13}")
         ratios = []
         for P in GROUPS:
             topo, _ = system_group(system, gpus=P)
             for S in SIZES:
                 c = collective_cost("all_reduce", S, P, topo)
+                proto = next(iter(protocol_costs("all_reduce", S, P, topo, c.algorithm)))
                 t_ind = est(S, P)
                 ratio = t_ind / c.total_s
                 ratios.append(ratio)
-                print(f"  {P:>5} {S / 2**20:>7.0f}MiB {c.total_s * 1e3:>9.3f}ms {c.algorithm.value:>17} "
+                print(f"  {P:>5} {S / 2**20:>7.0f}MiB {c.total_s * 1e3:>9.3f}ms {c.algorithm.value + '/' + proto.value:>24} "
                       f"{t_ind * 1e3:>9.3f}ms {ratio:>13.2f}")
+        grid = [(p, s) for p in GROUPS for s in SIZES]
+        multi = [r for r, (P, _) in zip(ratios, grid) if P > 8]
+        one = [r for r, (P, _) in zip(ratios, grid) if P <= 8]
         print(f"  median ratio inductor/commcost on {system}: {statistics.median(ratios):.2f} "
-              f"(multi-node only: {statistics.median(r for r, (P, S) in zip(ratios, ((p, s) for p in GROUPS for s in SIZES)) if P > 8):.2f})\n")
+              f"(multi-node only: {statistics.median(multi):.2f}; one node: {statistics.median(one):.2f}, "
+              f"range {min(one):.2f}-{max(one):.2f})\n")
         ratios_all += ratios
     print(f"median ratio inductor/commcost over the grid: {statistics.median(ratios_all):.2f}")
     return 0

@@ -165,3 +165,22 @@ def test_presets_positive_monotone_and_auto_is_the_fastest_nccl_algorithm(name, 
         if alg in NCCL_ALGORITHMS:
             assert best.total_s <= c.total_s
         assert next(iter(protocol_costs(op, S, P, topo, alg).values())).total_s == pytest.approx(c.total_s)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("S", [2**20, 16 * 2**20, 64 * 2**20, 2**30])
+def test_one_a100_node_agrees_with_pytorchs_port_of_ncclls_tuner(S):
+    """Two independent codings of NCCL's tuning model, same hardware numbers: inside one DGX A100
+    node (no NVLS, so ring under LL at 1 MiB, LL128 at 16 MiB, Simple from 64 MiB) commcost and
+    torch._inductor.comm_analysis agree within 5% (benchmarks/vs_inductor.py prints the grid)."""
+    pytest.importorskip("torch")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from vs_inductor import inductor_estimator
+
+    ours = collective_cost(AR, S, 8, system_topology("dgx-a100"))
+    theirs = inductor_estimator("dgx-a100")(S, 8)
+    assert ours.algorithm is Algorithm.RING
+    assert theirs == pytest.approx(ours.total_s, rel=0.05)

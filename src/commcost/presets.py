@@ -123,7 +123,8 @@ def preset_entries() -> list[PresetEntry]:
         out.append(PresetEntry(kind="system", name=name, source=sp["source"], summary=(
             f"{sp['gpus_per_node']} x {sp['gpu']} per node, {sp['intra_fabric']} inside, "
             f"one {sp['inter_fabric']} NIC per GPU across nodes"
-            f"{', NVLS' if sp['in_network'] else ''}")))
+            f"{', NVLS' if sp['in_network'] else ''}"
+            f"{', NCCL protocols LL/LL128/Simple' if sp['nccl_protocols'] else ''}")))
     return out
 
 
