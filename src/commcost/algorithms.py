@@ -235,18 +235,17 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
     pm = topo.protocols
     assert pm is not None
-    n = place(P, topo).nodes
+    pl = place(P, topo)
+    n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = replace(_protocol_view(topo, NVLS_TERMS, 1.0), base_latency_s=0.0)
         lat, bw = _table_terms(op, alg, S, P, view)
-        v = topo.in_network
-        assert v is not None
-        g, g_min = place(P, topo).gpus_per_node, place(P, topo).min_gpus_per_node
-        fill_bytes = min(S, pm.nvls_channels * pm.nvls_chunk_bytes * g)
-        fill = fill_bytes / v.bandwidth_bytes_per_s
-        if n > 1:
-            E_v = 1.0 if topo.inter_in_network else 2 * (n - 1) / n
-            fill += fill_bytes * E_v * topo.oversubscription / (g_min * topo.inter.bandwidth_bytes_per_s)
+        assert topo.in_network is not None
+        B_v = topo.in_network.bandwidth_bytes_per_s
+        W = g_min * topo.inter.bandwidth_bytes_per_s / topo.oversubscription
+        L = pm.nvls_channels * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
+        E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else 2 * (n - 1) / n)
+        fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
     tree = alg is Algorithm.TREE
     out: dict[Protocol, tuple[float, float]] = {}
