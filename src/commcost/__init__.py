@@ -70,6 +70,9 @@ _EXPORTS: dict[str, str] = {
     "place": "commcost.topology",
     "collective_cost": "commcost.algorithms",
     "algorithm_costs": "commcost.algorithms",
+    "protocol_costs": "commcost.algorithms",
+    "Protocol": "commcost.protocols",
+    "ProtocolModel": "commcost.protocols",
     "system_topology": "commcost.presets",
     "system_group": "commcost.presets",
     # calibration
