@@ -195,3 +195,12 @@ def test_budget_intra_node_fix_that_is_slower_says_so():
     assert "no gain here" in r.stdout
     r = run_tool(*FULL)                       # the drill: 18.03 ms vs 202.74 ms, a real gain
     assert "no gain here" not in r.stdout
+
+
+def test_budget_grad_accum_fix_that_is_this_run_says_so():
+    # --grad-accum 4 with the default --fix-grad-accum 4: 202.74 ms / (4 * 400 ms) = 12.7% both times
+    r = run_tool(*FULL, "--grad-accum", "4")
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "1. gradient accumulation x4" in x)
+    assert "= 12.7%" in line and "already uses k = 4: no change" in line
+    assert "already uses" not in run_tool(*FULL).stdout

@@ -67,7 +67,9 @@ def render_budget_text(b: Budget) -> str:
     g = fx.grad_accum
     add(f"    1. gradient accumulation x{g.micro_batches}: T / ({g.micro_batches}*step) = "
         f"{t(g.comm_s)} / {t(g.compute_s)} = {pct(g.comm_to_compute)}  "
-        f"(one all-reduce per {g.micro_batches} micro-batches; global batch x{g.global_batch_growth:g})")
+        f"(one all-reduce per {g.micro_batches} micro-batches; global batch x{g.global_batch_growth:g})"
+        + (f"; this run already uses k = {i.grad_accum}: no change (--fix-grad-accum to try another k)"
+           if g.micro_batches == i.grad_accum else ""))
     z = fx.zero2
     add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
         f"(each (P-1)a + (P-1)/P * S/B) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
