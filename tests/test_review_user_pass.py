@@ -204,3 +204,21 @@ def test_budget_grad_accum_fix_that_is_this_run_says_so():
     line = next(x for x in r.stdout.splitlines() if "1. gradient accumulation x4" in x)
     assert "= 12.7%" in line and "already uses k = 4: no change" in line
     assert "already uses" not in run_tool(*FULL).stdout
+
+
+def test_version_flag():
+    # was "unknown subcommand '--version'" with exit 2
+    import commcost
+
+    r = run_commcost("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"commcost {commcost.__version__}"
+
+
+def test_budget_bucket_range_is_put_in_context_when_comm_hides_anyway():
+    # dgx-h100 x4: T = 10.43 ms of a 400 ms step; the 25 MiB default exposes ~70 us, inside the
+    # 20 ms tail budget (5% of 400 ms), so "outside the sensible range" must not stand alone
+    r = run_tool("--params", "1.3", "--step-ms", "400", "--system", "dgx-h100", "--nodes", "4")
+    assert "outside the sensible range here" in r.stdout
+    assert "barely changes the step" in r.stdout
+    # the drill: the default exposes 61.55 ms > 20 ms: the range advice stands alone
+    assert "barely changes the step" not in run_tool(*FULL).stdout

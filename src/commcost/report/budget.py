@@ -145,6 +145,12 @@ def _buckets_text(b: Budget) -> str:
     out.append(f"    PyTorch's 25 MiB default: {d.count:,} buckets, latency share {pct(d.latency_share)} "
                f"each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
                f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
+    ov = b.overlap
+    if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
+        out.append(f"    but simulated, the default leaves only {t(ov.default.exposed_s)} exposed (within the "
+                   f"{t(adv.tail_budget_s)} tail budget; the best cap {t(ov.best.exposed_s)}): the wire time "
+                   "hides in the backward window, so here the bucket size barely changes the step; the range "
+                   "above is about each bucket's latency share")
     return "\n".join(out)
 
 
