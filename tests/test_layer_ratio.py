@@ -30,12 +30,28 @@ def test_drill_layer_k1():
     assert r.tokens_to_hide == pytest.approx(T * 400e12 / (2 / 3 * 84 * 4096**2))
 
 
-def test_drill_layer_k4_hides():
+def test_drill_layer_k4_ratio_falls_but_window_does_not_grow():
+    # With no_sync accumulation only the LAST micro-batch's backward overlaps the all-reduce
+    # (budget part (c), commcost timeline): k = 4 cuts the ratio by 4 but not the window.
     r = layer_ratio(LayerInputs(gpus=32, link=LINK, hidden=4096, seq=4096, grad_accum=4))
     compute = 4 * (6 * 201326592 * 4096 + 12 * 4096**3) / 400e12   # 57.72 ms
-    T = 1.24e-3 + 1.9375 * 402653184 / 25e9
+    T = 1.24e-3 + 1.9375 * 402653184 / 25e9                        # 32.4456 ms
     assert r.comm_to_compute == pytest.approx(T / compute)           # ~0.562
-    assert r.verdict == "HIDES"                                      # 32.4 ms <= 2/3 * 57.7 ms
+    window = 2 / 3 * compute / 4                                     # 9.62 ms, as at k = 1
+    assert r.backward_window_s == pytest.approx(window)
+    assert r.verdict == "COMMUNICATION-BOUND"                        # 32.4 ms > 9.62 ms
+    assert r.exposed_lower_bound_s == pytest.approx(T - window)      # 22.82 ms
+    # tokens per rank per micro-batch to hide it: the same 13,814 as at k = 1
+    assert r.tokens_to_hide == pytest.approx(T * 400e12 / (2 / 3 * 84 * 4096**2))
+
+
+def test_layer_hides_when_the_micro_batch_is_long_enough():
+    # micro_batch 4 sequences of 4096: compute per micro-batch 4 x 14.431 = 57.72 ms,
+    # window 2/3 x 57.72 = 38.48 ms >= T 32.45 ms -> hides, nothing exposed
+    r = layer_ratio(LayerInputs(gpus=32, link=LINK, hidden=4096, seq=4096, micro_batch=4, grad_accum=1))
+    assert r.backward_window_s == pytest.approx(2 / 3 * 4 * (6 * 201326592 * 4096 + 12 * 4096**3) / 400e12)
+    assert r.verdict == "HIDES"
+    assert r.exposed_lower_bound_s == 0.0
 
 
 @given(st.integers(min_value=64, max_value=65536), st.integers(min_value=64, max_value=65536))

@@ -154,8 +154,16 @@ def test_under_torchrun(tmp_path):
 def test_output_directory_must_exist(tmp_path):
     r = commcost("measure", "-o", str(tmp_path / "no" / "such" / "x.csv"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"commcost: error: -o {tmp_path / 'no' / 'such' / 'x.csv'}: "
-                                             f"directory {tmp_path / 'no' / 'such'} does not exist"]
+    assert r.stderr.strip().splitlines() == [f"commcost: error: -o {str(tmp_path / 'no' / 'such' / 'x.csv')!r}: "
+                                             f"directory {str(tmp_path / 'no' / 'such')!r} does not exist"]
+
+
+def test_output_that_is_a_directory_is_refused_before_measuring(tmp_path):
+    # used to fail after the run with the temp file's name (".x.abc123.tmp: Is a directory")
+    r = commcost("measure", "-o", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"commcost: error: -o {str(tmp_path)!r} is a directory, "
+                                             "expected a file name"]
 
 
 def test_bad_size_range_is_one_line():

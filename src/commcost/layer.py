@@ -14,9 +14,13 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
   ``T_l / C_l ~ [2(P-1)/P * 12h^2 * bytes / B] / [6 * 12h^2 * D / F]
   = 2(P-1)/P * bytes * F / (6 D B)``: ``h`` cancels, so the ratio is set by the
   tokens each rank processes per optimizer step, not by the model's width.
-* verdict: the layer's all-reduce can hide when ``T_l <= f_b C_l`` (it must fit
-  in the layer's backward); the tokens per rank that make it fit are
-  ``D* = T_l F / (f_b (72 h^2 + 12 h s))``.
+* verdict: the layer's all-reduce can hide when ``T_l <= W_l = f_b C_l / k``: with
+  gradient accumulation under ``no_sync`` only the last micro-batch's backward
+  overlaps the all-reduce (as in :mod:`commcost.budget` part (c) and
+  :mod:`commcost.timeline`), so accumulation cuts the ratio ``T_l / C_l`` by ``k``
+  but not the window the all-reduce must fit in. At least
+  ``max(0, T_l - W_l)`` stays exposed per optimizer step. The tokens per rank per
+  micro-batch that make it fit are ``D*_mb = T_l F / (f_b (72 h^2 + 12 h s))``.
 """
 
 from __future__ import annotations
@@ -96,9 +100,13 @@ class LayerRatio:
     width_free_ratio: float
     """``2(P-1)/P * bytes * F / (6 D B)``: the same ratio without latency and attention."""
     tokens_to_hide: float
-    """``D*``: tokens per rank per optimizer step at which ``T_l = f_b C_l``."""
+    """``D*_mb``: tokens per rank per micro-batch at which ``T_l = W_l`` (the last micro-batch's backward)."""
+    backward_window_s: float
+    """``W_l = f_b C_l / k``: the last micro-batch's backward, the only time the all-reduce can overlap."""
+    exposed_lower_bound_s: float
+    """``max(0, T_l - W_l)``: all-reduce time no overlap can hide, per optimizer step."""
     verdict: Literal["HIDES", "COMMUNICATION-BOUND", "NO COMMUNICATION"]
-    """``HIDES`` when ``T_l <= f_b C_l``."""
+    """``HIDES`` when ``T_l <= W_l``."""
 
 
 def layer_ratio(inp: LayerInputs) -> LayerRatio:
@@ -113,15 +121,17 @@ def layer_ratio(inp: LayerInputs) -> LayerRatio:
     compute_s = (dense + attention) / F
     B = inp.link.bandwidth_bytes_per_s
     flops_per_token = 6.0 * n_l + 12.0 * h * s
+    window_s = inp.backward_fraction * compute_s / inp.grad_accum
     if T.total_s == 0:
         verdict: Literal["HIDES", "COMMUNICATION-BOUND", "NO COMMUNICATION"] = "NO COMMUNICATION"
     else:
-        verdict = "HIDES" if T.total_s <= inp.backward_fraction * compute_s else "COMMUNICATION-BOUND"
+        verdict = "HIDES" if T.total_s <= window_s else "COMMUNICATION-BOUND"
     return LayerRatio(
         params=n_l, grad_bytes=S_l, tokens_per_rank=D, allreduce=T,
         dense_flops=dense, attention_flops=attention, compute_s=compute_s,
         comm_to_compute=T.total_s / compute_s,
         width_free_ratio=2 * (P - 1) / P * inp.bytes_per_grad * F / (6 * D * B),
         tokens_to_hide=T.total_s * F / (inp.backward_fraction * flops_per_token),
+        backward_window_s=window_s, exposed_lower_bound_s=max(0.0, T.total_s - window_s),
         verdict=verdict,
     )

@@ -91,6 +91,8 @@ def format_seconds(t_s: float) -> str:
     """A time with a unit that keeps 3-4 significant digits: s, ms or us."""
     if t_s == 0:
         return "0 ms"
+    if not math.isfinite(t_s) or abs(t_s) >= 1e6 or abs(t_s) < 1e-9:
+        return f"{t_s:.3g} s"  # beyond 11 days or under a nanosecond: no fixed-point wall of digits
     if abs(t_s) >= 10.0:
         return f"{t_s:.1f} s"
     if abs(t_s) >= 1.0:
@@ -106,5 +108,7 @@ def format_rate(bytes_per_s: float) -> str:
 
 
 def format_fraction(x: float) -> str:
-    """``0.507`` -> ``"50.7%"``."""
+    """``0.507`` -> ``"50.7%"``; beyond 1e6 % in scientific notation."""
+    if not math.isfinite(x) or abs(x) >= 1e4:
+        return f"{100.0 * x:.3g}%"
     return f"{100.0 * x:.1f}%"

@@ -194,6 +194,8 @@ def load_profile(path: str | Path) -> Profile:
         text = p.read_text(encoding="utf-8")
     except IsADirectoryError:
         raise InputError(f"{p}: is a directory, expected a profile file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not a commcost profile: not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
         raise InputError(f"{p}: empty file (expected a commcost profile, JSON)")
     try:

@@ -56,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines.append(f"  {name:<12} {importlib.import_module(module_name).HELP}")
         print("\n".join(lines), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        from commcost import __version__
+
+        print(f"commcost {__version__}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
         fail(f"unknown subcommand {name!r} (valid: {', '.join(SUBCOMMANDS)})")

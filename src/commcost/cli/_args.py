@@ -19,6 +19,7 @@ __all__ = [
     "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size", "mib_or_auto",
     "name_list",
     "size_range", "size_bounds", "collective_list", "collective",
+    "bucket_mib_list", "check_output_path", "check_bucket_count",
 ]
 
 PROG = "commcost"
@@ -132,6 +133,8 @@ def size(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
     return value
 
 
@@ -219,3 +222,42 @@ def collective(text: str):
     if len(ops) != 1:
         raise argparse.ArgumentTypeError(f"expected one collective, got {text!r}")
     return ops[0]
+
+
+def bucket_mib_list(text: str) -> tuple[float, ...]:
+    """``"1,8,25"`` bucket caps (MiB, as ``bucket_cap_mb``) -> bytes; each at least one byte,
+    as DDP's ``int(bucket_cap_mb * 2**20)`` is otherwise 0."""
+    caps = mib_list(text)
+    for token, cap in zip(text.split(","), caps):
+        if cap < 1:
+            raise argparse.ArgumentTypeError(
+                f"item {token.strip()!r} of {text!r}: a bucket cap must be at least 1 byte "
+                f"(1/1048576 MiB), got {cap:g} bytes")
+    return caps
+
+
+def check_output_path(flag: str, path: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse, before any work, an output path that cannot be written as asked: a directory,
+    a missing parent directory, or (with ``suffixes``) a file name with another ending."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        fail(f"{flag} {path!r} is a directory, expected a file name")
+    if suffixes and target.suffix.lower() not in suffixes:
+        fail(f"{flag} {path!r}: the file name must end in {' or '.join(suffixes)}")
+    parent = target.parent
+    if not parent.is_dir():
+        fail(f"{flag} {path!r}: directory {str(parent)!r} does not exist")
+
+
+def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> None:
+    """Refuse a gradient/cap pair that would make the DDP timeline simulate more buckets than
+    :data:`commcost.budget.MAX_SIMULATED_BUCKETS` (it would take minutes and gigabytes)."""
+    from commcost.budget import MAX_SIMULATED_BUCKETS
+
+    count = message_bytes / cap_bytes
+    if count > MAX_SIMULATED_BUCKETS:
+        fail(f"{flag}: a {message_bytes:.4g}-byte gradient in {cap_bytes / 2**20:g} MiB buckets is "
+             f"{count:.3g} buckets; the timeline simulates at most {MAX_SIMULATED_BUCKETS:,} "
+             f"(gradient <= {MAX_SIMULATED_BUCKETS * cap_bytes:.4g} bytes at this cap)")

@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--fix-grad-accum", type=A.positive_int, default=4,
                    help="micro-batches for the gradient-accumulation fix (default 4)")
     b = p.add_argument_group("buckets")
-    b.add_argument("--buckets", type=A.mib_list, default=(2.0**20, 25 * 2.0**20),
+    b.add_argument("--buckets", type=A.bucket_mib_list, default=(2.0**20, 25 * 2.0**20),
                    help="bucket caps, MiB, comma-separated (as bucket_cap_mb; default 1,25)")
     b.add_argument("--max-latency-share", type=A.open_fraction, default=0.2,
                    help="largest latency share of one bucket when advising a size (default 0.2)")
@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.layer_ratio and (args.hidden is not None or args.seq is not None):
         A.fail("--hidden/--seq are only used with --layer-ratio")
     bytes_per_grad = bytes_per_element(args.dtype)
+    if want_budget:
+        # part (c) simulates PyTorch's default buckets (25 MiB): keep that simulation bounded
+        A.check_bucket_count("--params", args.params * BILLION * bytes_per_grad, 25 * 2.0**20)
     link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
     intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB,
                  latency_s=(args.intra_latency if args.intra_latency is not None else args.latency) * US)
@@ -120,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         out["layer"] = layer_to_dict(layer)
         texts.append(render_layer_text(layer, gpus=args.gpus, hidden=args.hidden, seq=args.seq,
                                        achieved_flops_per_s=args.tflops * TERA,
-                                       backward_fraction=args.backward_fraction))
+                                       backward_fraction=args.backward_fraction,
+                                       grad_accum=args.grad_accum))
     if calibrated is not None:
         texts.insert(0, calibrated[0])
         out["profile"] = calibrated[1]

@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from commcost.calibrate.profile import Profile, save_profile
     from commcost.report.calibrate import fit_to_dict, render_fit_text
 
+    if args.output:
+        A.check_output_path("-o", args.output)
     series = load_series(args.data, op=args.op, gpus=args.gpus, placement=args.placement)
     fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=args.max_regimes)
     quality = compare(fit, series.samples)

@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from commcost.report._optional import require
     from commcost.report.calibrate import render_measurement_text
 
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        A.fail(f"-o {args.output}: directory {os.path.dirname(os.path.abspath(args.output))} does not exist")
+    if args.output:
+        A.check_output_path("-o", args.output)
     torch = require("torch", "measure")
     backend = args.backend
     if backend == "auto":

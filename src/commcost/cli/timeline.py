@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--hidden", type=A.positive_int, help="hidden size h")
     s.add_argument("--seq", type=A.positive_int, help="sequence length s, tokens")
     s.add_argument("--vocab", type=A.positive_int, help="vocabulary size V (default 50257 with --layers)")
-    p.add_argument("--plot", metavar="FILE", help="write a Gantt chart of both streams (and the curve with auto)")
+    p.add_argument("--plot", metavar="FILE", help="write a Gantt chart of both streams (and the curve with auto), .png or .svg")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
 
 
@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, MiB, US
     from commcost.workload import bytes_per_element, model_params
 
+    if args.plot is not None:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
     calibrated = apply_profile(args)
     fabric = resolve_system(args)
     shape, label = _shape(args)
@@ -124,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
+    S_total = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
+    A.check_bucket_count("--params" if shape is None else "--model", S_total, 25 * MiB)  # the default, always run
+    if args.bucket not in (None, "auto"):
+        A.check_bucket_count("--bucket", S_total, args.bucket * MiB)
     first_bytes = int(args.first_bucket * MiB) if args.first_bucket is not None else None
     if first_bytes is not None and first_bytes < 1:
         A.fail(f"--first-bucket {args.first_bucket:g} MiB is under one byte")

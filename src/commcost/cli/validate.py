@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from commcost.cli import _args as A
 from commcost.cli.fit import add_selection_arguments
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -15,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``commcost validate``."""
     add_selection_arguments(p)
     p.add_argument("--profile", required=True, help="profile file written by commcost fit")
-    p.add_argument("--plot", metavar="FILE", help="save measured points and the model line (log-log) to FILE")
+    p.add_argument("--plot", metavar="FILE", help="save measured points and the model line (log-log) to FILE (.png or .svg)")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
 
 
@@ -29,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from commcost.calibrate.profile import load_profile
     from commcost.report.calibrate import plot_validate, render_validate_text, validate_to_dict
 
+    if args.plot:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
     profile = load_profile(args.profile)
     series = load_series(args.data, op=args.op or profile.fit.op, gpus=args.gpus, placement=args.placement)
     model = AlphaBetaFit(op=series.op, algorithm=profile.fit.algorithm, gpus=series.gpus,

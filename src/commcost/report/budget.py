@@ -39,11 +39,12 @@ def render_budget_text(b: Budget) -> str:
     add(f"    total           T              = {t(T.total_s):>12}")
     if T.dominant != "none":
         other = "latency" if T.dominant == "bandwidth" else "bandwidth"
-        add(f"    {T.dominant}-bound: the {T.dominant} term is {T.dominance_factor:,.1f}x the {other} term")
+        factor = f"{T.dominance_factor:,.1f}" if T.dominance_factor < 1e6 else f"{T.dominance_factor:.3g}"
+        add(f"    {T.dominant}-bound: the {T.dominant} term is {factor}x the {other} term")
     add("")
     add(f"(c) step fraction   T / (k*step) = {t(T.total_s)} / {t(st.compute_s)} = {pct(st.comm_fraction)}")
-    add(f"    fully exposed       step / (step + T)     = {pct(st.efficiency_exposed)}")
-    add(f"    overlapped ceiling  step / max(step, T)   = {pct(st.efficiency_overlapped_ceiling)}")
+    add(f"    fully exposed       k*step / (k*step + T)     = {pct(st.efficiency_exposed)}")
+    add(f"    overlapped ceiling  k*step / max(k*step, T)   = {pct(st.efficiency_overlapped_ceiling)}")
     fits = "fits" if st.backward_margin_s >= 0 else "does NOT fit"
     add(f"      reachable only if T fits in the backward window {i.backward_fraction:.3g} * step = "
         f"{t(st.backward_window_s)} (T {fits}: margin {t(st.backward_margin_s)})")
@@ -54,7 +55,7 @@ def render_budget_text(b: Budget) -> str:
     for line in _simulated_lines(b):
         add(line)
     add("")
-    add(f"(d) threshold label  {st.label}  (T/step = {pct(st.comm_fraction)} "
+    add(f"(d) threshold label  {st.label}  (T/(k*step) = {pct(st.comm_fraction)} "
         f"{'>' if st.label == 'COMMUNICATION-BOUND' else '<='} {pct(st.threshold)})")
     add(f"    overlap verdict  {st.overlap_verdict}  (T = {t(T.total_s)} vs backward window "
         f"{t(st.backward_window_s)}, margin {t(st.backward_margin_s)})")
@@ -66,7 +67,9 @@ def render_budget_text(b: Budget) -> str:
     g = fx.grad_accum
     add(f"    1. gradient accumulation x{g.micro_batches}: T / ({g.micro_batches}*step) = "
         f"{t(g.comm_s)} / {t(g.compute_s)} = {pct(g.comm_to_compute)}  "
-        f"(one all-reduce per {g.micro_batches} micro-batches; global batch x{g.global_batch_growth:g})")
+        f"(one all-reduce per {g.micro_batches} micro-batches; global batch x{g.global_batch_growth:g})"
+        + (f"; this run already uses k = {i.grad_accum}: no change (--fix-grad-accum to try another k)"
+           if g.micro_batches == i.grad_accum else ""))
     z = fx.zero2
     add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
         f"(each (P-1)a + (P-1)/P * S/B) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
@@ -76,6 +79,8 @@ def render_budget_text(b: Budget) -> str:
     n = fx.intra_node
     add(f"    3. DP group inside one node ({n.link.bandwidth_bytes_per_s / GB:g} GB/s): "
         f"T = {t(n.allreduce.total_s)} -> {pct(n.comm_to_compute)}")
+    if n.allreduce.total_s >= T.total_s > 0:
+        add(f"       no gain here: this all-reduce is not faster than the baseline T = {t(T.total_s)}")
     if n.available:
         add(f"       available: {P} GPUs fit in one node of {i.gpus_per_node}")
     else:
@@ -96,8 +101,9 @@ def _verdict_sentence(b: Budget) -> str:
     bound = st.label == "COMMUNICATION-BOUND"
     if bound and hides:
         return ("-> They disagree: the label counts T against the whole step, but T fits inside the "
-                "backward pass, so with bucketed overlap only the tail is exposed; the label is right "
-                "only if overlap fails (one giant bucket, too-small buckets, comm serialized).")
+                "backward pass, so with well-sized buckets as little as the last bucket's tail need be "
+                "exposed; the label is right only if overlap fails (one giant bucket, too-small buckets "
+                "whose latency terms add up, comm serialized).")
     if bound and not hides:
         return ("-> They agree: T exceeds the backward window, so at least T - window is exposed "
                 "whatever the bucketing.")
@@ -139,6 +145,12 @@ def _buckets_text(b: Budget) -> str:
     out.append(f"    PyTorch's 25 MiB default: {d.count:,} buckets, latency share {pct(d.latency_share)} "
                f"each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
                f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
+    ov = b.overlap
+    if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
+        out.append(f"    but simulated, the default leaves only {t(ov.default.exposed_s)} exposed (within the "
+                   f"{t(adv.tail_budget_s)} tail budget; the best cap {t(ov.best.exposed_s)}): the wire time "
+                   "hides in the backward window, so here the bucket size barely changes the step; the range "
+                   "above is about each bucket's latency share")
     return "\n".join(out)
 
 
@@ -151,10 +163,17 @@ def _scaling_text(b: Budget) -> str:
         out.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
                    f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
                    f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
-    out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
-               "latency term grows linearly in P; S* grows with P, so fixed buckets drift "
-               "into the latency-bound regime; the global batch grows with P and may pass the "
-               "critical batch size long before communication stops the run")
+    if b.inputs.fabric is None:
+        out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
+                   "latency term grows linearly in P; S* grows with P, so fixed buckets drift "
+                   "into the latency-bound regime; the global batch grows with P and may pass the "
+                   "critical batch size long before communication stops the run")
+    else:
+        out.append("    each row is collective_cost on the two-tier fabric with the nodes P needs (S* = P*a*B "
+                   "with the a and B of this run), so the bandwidth term steps up where the group leaves "
+                   "the NVLink domain instead of tending to 2S/B of the one-link drill; the latency term "
+                   "still grows with P; the global batch grows with P and may pass the critical batch size "
+                   "long before communication stops the run")
     return "\n".join(out)
 
 
@@ -260,9 +279,9 @@ def _simulated_verdict(b: Budget) -> str:
     assert ov is not None
     d, best = ov.default, ov.best
     return (f"-> Simulated: with the 25 MiB default {t(d.exposed_s)} ({_share_of_T(b, d.exposed_s)}) stays exposed, "
-            f"{pct(d.exposed_s / d.step_s)} of the step; with {best.bucket_cap_bytes / MiB:,.3g} MiB buckets "
-            f"{t(best.exposed_s)} ({_share_of_T(b, best.exposed_s)}), {pct(best.exposed_s / best.step_s)} of the "
-            "step. What costs time is the exposed part, not T/step.")
+            f"{pct(d.exposed_s / d.step_s)} of its {t(d.step_s)} step; with {best.bucket_cap_bytes / MiB:,.3g} MiB "
+            f"buckets {t(best.exposed_s)} ({_share_of_T(b, best.exposed_s)}), {pct(best.exposed_s / best.step_s)} "
+            f"of its {t(best.step_s)} step. What costs time is the exposed part, not T/step.")
 
 
 def _simulated_dict(b: Budget) -> dict[str, object]:

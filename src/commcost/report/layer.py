@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from commcost.layer import LayerRatio
-from commcost.units import TERA, format_mb_mib, format_seconds as t
+from commcost.units import TERA, format_fraction as pct, format_mb_mib, format_seconds as t
 
 __all__ = ["render_layer_text", "layer_to_dict"]
 
 
 
 def render_layer_text(r: LayerRatio, *, gpus: int, hidden: int, seq: int,
-                      achieved_flops_per_s: float, backward_fraction: float) -> str:
+                      achieved_flops_per_s: float, backward_fraction: float, grad_accum: int = 1) -> str:
     """The ``--layer-ratio`` section."""
     T = r.allreduce
+    if grad_accum == 1:
+        window_text = (f"backward W_l = f_b * compute = {backward_fraction:.3g} * {t(r.compute_s)} "
+                       f"= {t(r.backward_window_s)}")
+    else:
+        window_text = (f"last micro-batch's backward W_l = f_b * compute / k = {backward_fraction:.3g} * "
+                       f"{t(r.compute_s)} / {grad_accum} = {t(r.backward_window_s)} (no_sync: the earlier "
+                       "micro-batches' backward passes cannot overlap it)")
     return "\n".join([
         f"layer ratio: one transformer layer, h = {hidden}, s = {seq}, P = {gpus}, "
         f"F = {achieved_flops_per_s / TERA:g} TFLOP/s achieved per GPU",
@@ -24,11 +31,13 @@ def render_layer_text(r: LayerRatio, *, gpus: int, hidden: int, seq: int,
         f" / F = {t(r.compute_s)}",
         f"    comm / compute   = {r.comm_to_compute:.3f}",
         f"    verdict          {r.verdict}: all-reduce {'<=' if r.verdict == 'HIDES' else '>'} "
-        f"backward share {backward_fraction:.3g} * compute = {t(backward_fraction * r.compute_s)}",
+        f"{window_text}",
+        f"    exposed          max(0, T_l - W_l)          = {t(r.exposed_lower_bound_s)} at least, per optimizer step"
+        f" ({pct(r.exposed_lower_bound_s / r.compute_s)} of compute)",
         f"    width-free form  2(P-1)/P * bytes * F / (6 D B) = {r.width_free_ratio:.3f}: h cancels; "
         "the ratio is set by tokens per rank per optimizer step",
-        f"    tokens per rank to hide it  D* = T_l F / (f_b (72h^2 + 12hs)) = {r.tokens_to_hide:,.0f} "
-        f"({r.tokens_to_hide / seq:.2f} sequences of {seq})",
+        f"    tokens per rank per micro-batch to hide it  D*_mb = T_l F / (f_b (72h^2 + 12hs)) = "
+        f"{r.tokens_to_hide:,.0f} ({r.tokens_to_hide / seq:.2f} sequences of {seq})",
     ])
 
 
@@ -41,5 +50,6 @@ def layer_to_dict(r: LayerRatio) -> dict[str, object]:
         "dense_flops": r.dense_flops, "attention_flops": r.attention_flops,
         "compute_s": r.compute_s, "comm_to_compute": r.comm_to_compute,
         "width_free_ratio": r.width_free_ratio, "tokens_to_hide": r.tokens_to_hide,
+        "backward_window_s": r.backward_window_s, "exposed_lower_bound_s": r.exposed_lower_bound_s,
         "verdict": r.verdict,
     }

@@ -83,6 +83,14 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
                               label=f"{fabric} flat-ring limit: {limit} GPUs\n"
                                     f"(beyond it the flat {fabric} rows are idealized)"))
 
+    knees = sorted({next(r.gpus for r in c.rows if r.crosses_nodes) for c in curves
+                    if any(r.crosses_nodes for r in c.rows)})
+    for knee in knees:
+        for ax in (ax_x, ax_e):
+            ax.axvline(knee, color="firebrick", lw=0.9, ls=":", zorder=0)
+        handles.append(Line2D([], [], color="firebrick", lw=0.9, ls=":",
+                              label=f"the knee: from N = {knee} the group\nspans nodes (inter-node fabric)"))
+
     xticks = FixedLocator(gpus_all)
     xfmt = FuncFormatter(lambda v, _pos: f"{v:g}")
     for ax in (ax_x, ax_e):
@@ -105,7 +113,11 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     ax_e.set_ylim(0, 105)
     ax_e.set_ylabel("efficiency E = X / N (%)")
     ax_e.set_title("Efficiency vs GPUs")
-    fig.suptitle("Data-parallel scaling: ring all-reduce of the gradients, fixed per-GPU batch; "
+    algorithms = sorted({c.inputs.algorithm for c in curves})
+    what = ("ring all-reduce" if algorithms == ["ring"] else
+            "all-reduce (" + ", ".join("auto: the fastest algorithm per N" if a == "auto" else a
+                                       for a in algorithms) + ")")
+    fig.suptitle(f"Data-parallel scaling: {what} of the gradients, fixed per-GPU batch; "
                  "line = perfect overlap, shade = overlap bracket", fontsize=11)
     fig.legend(handles=handles, loc="outside right center", fontsize=8.5, frameon=False)
     return fig

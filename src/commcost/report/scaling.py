@@ -130,7 +130,7 @@ def _curve_text(c: ScalingCurve) -> str:
         f"  S = {i.params / BILLION:g} billion params x {i.bytes_per_grad} B = {format_bytes(c.message_bytes)}; "
         f"t_c = {i.compute_s / MS:g} ms, t_o = {i.overhead_s / MS:g} ms; "
         f"{_fabric_text(i)}",
-        f"  {'':>5} {'comm T':>10} {lat_head:>9} {bw_head:>10} {'step':>10} |"
+        f"  {'':>5} {'comm T':>10} {lat_head:>9} {bw_head:>10} {'perf. step':>10} |"
         f" {'speedup X (x)':^29} | {'efficiency E (%)':^23}",
         f"  {'N':>4}  {'(ms)':>10} {'(ms)':>9} {bw_unit:>10} {'(ms)':>10} |"
         f" {'perfect':>9} {f:>9} {'none':>9} | {'perfect':>7} {f:>7} {'none':>7}",

@@ -104,8 +104,8 @@ def _summary(tl: Timeline) -> list[str]:
                        f"({t(tl.backward_window_s)}): no bucket size hides it all")
         else:
             out.append(f"     one all-reduce of S ({t(tl.unbucketed_s)}) would fit in the backward window "
-                       f"({t(tl.backward_window_s)}); bucketing adds {t(over)} of latency terms: fewer, larger "
-                       "buckets (or --bucket auto) hide more, until the last bucket's tail grows")
+                       f"({t(tl.backward_window_s)}); bucketing adds {t(over)} of latency terms: larger buckets "
+                       "cut them, but the last bucket's tail grows (--bucket auto finds the balance)")
     return out
 
 
