@@ -34,7 +34,8 @@ from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYT
 from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
 from commcost.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.timeline import Timeline, TimelineInputs, bucket_grid, gradient_stream, simulate_timeline, sweep_buckets
+from commcost.timeline import Timeline, TimelineInputs, bucket_grid, curve_point, gradient_stream, simulate_timeline, \
+    sweep_buckets
 from commcost.topology import Link, Topology
 from commcost.units import GB, MiB, require_finite_positive
 from commcost.workload import gradient_bytes
@@ -398,7 +399,7 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
             exposed.append(None)
             continue
         caps = DdpBucketCaps(bucket_cap_bytes=cap_bytes, first_bucket_cap_bytes=cap_bytes)
-        exposed.append(simulate_timeline(tl_inp, caps, stream=stream).exposed_s)
+        exposed.append(curve_point(tl_inp, caps, stream=stream).exposed_s)
     return SimulatedOverlap(
         default=simulate_timeline(tl_inp, ddp_bucket_caps(None), stream=stream),
         best=sweep_buckets(tl_inp, _budget_grid(stream.total_bytes)).best,

@@ -54,7 +54,7 @@ from commcost.workload import ModelShape, gradient_bytes, model_params, transfor
 __all__ = [
     "AllReduceCost", "ring_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
     "Timeline", "CurvePoint", "BucketSweep", "gradient_stream", "simulate_timeline",
-    "bucket_grid", "sweep_buckets",
+    "bucket_grid", "sweep_buckets", "curve_point",
 ]
 
 AllReduceCost = Callable[[float], float]
@@ -151,19 +151,37 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     return GradientStream(tensor_bytes=tuple(sizes), ready_fraction=ready, total_bytes=float(sum(sizes)))
 
 
+def _uniform_layout(S: float, c1: float, c: float) -> tuple[float, int, float]:
+    """The buckets of a continuous stream: ``(first, m, last)``.
+
+    ``first = min(c_1, S)``, then ``m`` full buckets of ``c``, then ``last`` (the
+    remainder, ``0 < last <= c``; 0 when one bucket holds everything). So
+    ``S = first + m c + last`` and there are ``m + 2`` buckets (1 when ``S <= c_1``).
+    """
+    if S <= c1:
+        return S, 0, 0.0
+    rest = S - c1
+    m = max(1, math.ceil(rest / c))           # buckets after the first, the last included
+    last = rest - (m - 1) * c
+    while last > c:                            # guard against rounding in rest / c
+        m += 1
+        last = rest - (m - 1) * c
+    while m > 1 and last <= 0:
+        m -= 1
+        last = rest - (m - 1) * c
+    return c1, m - 1, last
+
+
 def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], list[float]]:
     """Bucket sizes (bytes) and ready shares, in reduction order."""
     if stream.uniform:
         S = stream.total_bytes
-        sizes, readies, filled = [], [], 0.0
-        cap = float(caps.first_bucket_cap_bytes)
-        while filled < S:
-            size = min(cap, S - filled)
-            filled += size
-            sizes.append(size)
-            readies.append(filled / S)
-            cap = float(caps.bucket_cap_bytes)
-        readies[-1] = 1.0
+        c1, c = float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes)
+        first, m, last = _uniform_layout(S, c1, c)
+        if last == 0:
+            return [first], [1.0]
+        sizes = [first] + [c] * m + [last]
+        readies = [first / S] + [(first + j * c) / S for j in range(1, m + 1)] + [1.0]
         return sizes, readies
     n = len(stream.tensor_bytes)
     groups, _ = assign_buckets_by_size(stream.tensor_bytes,
@@ -172,6 +190,35 @@ def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], 
     sizes = [float(sum(stream.tensor_bytes[i] for i in g)) for g in groups]
     readies = [max(stream.ready_fraction[i] for i in g) for g in groups]
     return sizes, readies
+
+
+def _uniform_end(S: float, caps: DdpBucketCaps, *, t_e: float, W: float,
+                 cost: AllReduceCost) -> tuple[int, float, float]:
+    """Closed form of :func:`_schedule` for a uniform stream: ``(n, end_n, T_w)`` in O(1).
+
+    One stream serving jobs in order gives ``end_n = max_j (ready_j + sum_{i>=j} T_i)``
+    (the last bucket that started idle, :attr:`Timeline.busy_from`). The buckets
+    are ``c_1, c x m, last`` (:func:`_uniform_layout`), ready at
+    ``t_e - (1 - F_j/S) W`` with ``F_j`` the bytes up to bucket ``j``; over the ``m``
+    equal buckets ``ready_j + sum_{i>=j} T_i`` moves by ``W c/S - T(c)`` per step, the
+    same sign all along, so its maximum over them is at the first or the last of
+    them. Four candidates remain: ``j = 0`` (saturated from the first bucket:
+    ``E = ready_0 + T_w - t_e``), the first and the last full bucket, and the last
+    bucket (communication keeps up: ``E = T(last)``). ``T_w = T(c_1) + m T(c) + T(last)``.
+    """
+    first, m, last = _uniform_layout(S, float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes))
+    T1 = cost(first)
+    if last == 0:                     # one bucket, ready when backward ends
+        return 1, t_e + T1, T1
+    c = float(caps.bucket_cap_bytes)
+    Tc = cost(c) if m else 0.0
+    Tl = cost(last)
+    tail = Tl
+    end = max(t_e - (1.0 - first / S) * W + T1 + m * Tc + tail, t_e + tail)
+    if m:
+        end = max(end, t_e - (1.0 - (first + c) / S) * W + m * Tc + tail,
+                  t_e - (1.0 - (first + m * c) / S) * W + Tc + tail)
+    return m + 2, end, T1 + m * Tc + Tl
 
 
 class BucketTiming(NamedTuple):
@@ -348,6 +395,9 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
                   allreduce_s: AllReduceCost | None = None) -> BucketSweep:
     """Simulate every cap (default :func:`bucket_grid`) and keep the fastest step.
 
+    Each point is :func:`curve_point` (O(1) per cap for a uniform stream); only the
+    best cap is simulated bucket by bucket, for its :class:`Timeline`.
+
     Each cap is what ``bucket_cap_mb`` set explicitly gives in torch 2.13: the
     first bucket as large as the rest, unless ``first_bucket_bytes`` says otherwise.
     """
@@ -355,22 +405,42 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
     grid = caps_bytes or bucket_grid(stream.total_bytes)
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
     memo: dict[float, float] = {}
-    W = inp.backward_fraction * inp.step_s
-    t_e = inp.grad_accum * inp.step_s
     curve: list[CurvePoint] = []
     best: tuple[float, DdpBucketCaps] | None = None
     for cap in sorted(grid):
         caps = DdpBucketCaps(bucket_cap_bytes=int(cap),
                              first_bucket_cap_bytes=int(first_bucket_bytes or cap))
-        sizes, readies = _buckets(stream, caps)
-        end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
-        exposed = _exposed(end, t_e, wire)
-        step = t_e + exposed + inp.optimizer_s
-        curve.append(CurvePoint(bucket_bytes=int(cap), buckets=len(sizes), wire_s=wire,
-                                exposed_s=exposed, step_s=step))
-        if best is None or step < best[0]:
-            best = (step, caps)
+        point = _point(inp, stream, caps, cost, memo)
+        curve.append(point)
+        if best is None or point.step_s < best[0]:
+            best = (point.step_s, caps)
     if best is None:
         raise InputError("no bucket caps to sweep")
     return BucketSweep(curve=tuple(curve),
                        best=simulate_timeline(inp, best[1], allreduce_s=cost, stream=stream))
+
+
+def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
+                stream: GradientStream | None = None) -> CurvePoint:
+    """Wire, exposed and step time at ``caps`` without the per-bucket list.
+
+    The same numbers as :func:`simulate_timeline`; for a uniform stream in O(1)
+    (:func:`_uniform_end`), so a 1 MiB cap on a 70B model costs no more than 1 GiB.
+    """
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    return _point(inp, stream or gradient_stream(inp), caps, cost, {})
+
+
+def _point(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps,
+           cost: AllReduceCost, memo: dict[float, float]) -> CurvePoint:
+    W = inp.backward_fraction * inp.step_s
+    t_e = inp.grad_accum * inp.step_s
+    if stream.uniform:
+        n, end, wire = _uniform_end(stream.total_bytes, caps, t_e=t_e, W=W, cost=cost)
+    else:
+        sizes, readies = _buckets(stream, caps)
+        end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
+        n = len(sizes)
+    exposed = _exposed(end, t_e, wire)
+    return CurvePoint(bucket_bytes=caps.bucket_cap_bytes, buckets=n, wire_s=wire,
+                      exposed_s=exposed, step_s=t_e + exposed + inp.optimizer_s)
