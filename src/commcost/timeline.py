@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from collections import namedtuple
+from collections.abc import Callable
 
 from commcost.collectives import ring_all_reduce
 from commcost.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
@@ -213,29 +214,29 @@ def _uniform_end(S: float, caps: DdpBucketCaps, *, t_e: float, W: float,
     c = float(caps.bucket_cap_bytes)
     Tc = cost(c) if m else 0.0
     Tl = cost(last)
-    tail = Tl
-    end = max(t_e - (1.0 - first / S) * W + T1 + m * Tc + tail, t_e + tail)
+    end = max(t_e - (1.0 - first / S) * W + T1 + m * Tc + Tl, t_e + Tl)
     if m:
-        end = max(end, t_e - (1.0 - (first + c) / S) * W + m * Tc + tail,
-                  t_e - (1.0 - (first + m * c) / S) * W + Tc + tail)
+        end = max(end, t_e - (1.0 - (first + c) / S) * W + m * Tc + Tl,
+                  t_e - (1.0 - (first + m * c) / S) * W + Tc + Tl)
     return m + 2, end, T1 + m * Tc + Tl
 
 
-class BucketTiming(NamedTuple):
-    """One bucket on the timeline.
+class BucketTiming(namedtuple("BucketTiming", ("size_bytes", "ready_s", "start_s", "end_s"))):
+    """One bucket on the timeline (all floats, SI units).
 
-    A NamedTuple rather than a frozen dataclass: a 70B model has thousands of
+    A named tuple rather than a frozen dataclass: a 70B model has thousands of
     buckets, and a tuple is built ~4x faster (benchmarks/timeline_speed.py).
+    ``collections.namedtuple`` rather than ``typing.NamedTuple``, so that the
+    command line does not import ``typing`` (benchmarks/cli_startup.py).
     """
 
-    size_bytes: float
-    """Bytes in the bucket."""
-    ready_s: float
-    """When its last gradient is ready, seconds from the start of the step."""
-    start_s: float
-    """When its all-reduce starts: ``max(ready, previous end)``."""
-    end_s: float
-    """``start + T(size)``."""
+    __slots__ = ()
+
+
+BucketTiming.size_bytes.__doc__ = "Bytes in the bucket."
+BucketTiming.ready_s.__doc__ = "When its last gradient is ready, seconds from the start of the step."
+BucketTiming.start_s.__doc__ = "When its all-reduce starts: ``max(ready, previous end)``."
+BucketTiming.end_s.__doc__ = "``start + T(size)``."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
