@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from commcost.ddp_buckets import DdpBucketCaps
-from commcost.timeline import TimelineInputs, _uniform_layout, curve_point, simulate_timeline, sweep_buckets
+from commcost.timeline import TimelineInputs, _uniform_layout, best_caps, bucket_grid, curve_point, exposed_at, \
+    simulate_timeline, sweep_buckets
 from commcost.topology import Link
 
 # Hand cases as in tests/test_timeline.py: P = 2, a = 1 ms, T(c) = 2 ms + c/B;
@@ -81,6 +82,7 @@ def test_closed_form_agrees_with_the_simulation(d):
     # E is a difference of two times near t_e: relative 1e-9 of E, or rounding at the scale of t_e
     assert p.exposed_s == pytest.approx(tl.exposed_s, rel=1e-9, abs=1e-12 * tl.compute_s)
     assert tl.buckets[-1].end_s == pytest.approx(tl.compute_s + tl.exposed_s, rel=1e-12)
+    assert exposed_at(inp, caps) == p.exposed_s
 
 
 @settings(max_examples=40, deadline=None)
@@ -98,3 +100,16 @@ def test_sweep_curve_matches_a_simulation_at_every_cap(d):
     best = min(sweep.curve, key=lambda p: p.step_s)   # min keeps the first (smallest) cap among ties
     assert sweep.best.bucket_cap_bytes == best.bucket_bytes
     assert sweep.best.step_s == pytest.approx(best.step_s, rel=1e-9, abs=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_cases, st.integers(1, 4))
+def test_best_caps_is_the_sweeps_choice(d, per_octave):
+    # the budget names the best cap with best_caps (no curve); `timeline --bucket auto` with the sweep
+    inp = TimelineInputs(gpus=d["gpus"], link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"]),
+                         step_s=d["step"], params=d["params"], backward_fraction=d["fb"], grad_accum=d["k"])
+    grid = bucket_grid(inp.message_bytes, points_per_octave=per_octave, max_buckets=1 << 10)
+    sweep = sweep_buckets(inp, grid)
+    caps = best_caps(inp, grid)
+    assert caps.bucket_cap_bytes == sweep.best.bucket_cap_bytes
+    assert caps.first_bucket_cap_bytes == sweep.best.first_bucket_cap_bytes

@@ -54,9 +54,8 @@ from commcost.workload import ModelShape, gradient_bytes, model_params, transfor
 
 __all__ = [
     "AllReduceCost", "ring_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
-    "Timeline", "CurvePoint", "BucketSweep", "gradient_stream", "simulate_timeline",
-    "bucket_grid", "sweep_buckets", "curve_point",
-]
+    "Timeline", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at", "best_caps",
+]  # and, loaded on first use (module __getattr__ below): CurvePoint, BucketSweep, sweep_buckets, curve_point
 
 AllReduceCost = Callable[[float], float]
 """Seconds to all-reduce a message of the given size in bytes."""
@@ -345,32 +344,6 @@ def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CurvePoint:
-    """One bucket cap on the step-time curve."""
-
-    bucket_bytes: int
-    """Cap c (and c_1 unless overridden), bytes."""
-    buckets: int
-    """Buckets at this cap."""
-    wire_s: float
-    """T_w: grows as c shrinks (one latency term per bucket)."""
-    exposed_s: float
-    """E: grows as c grows (the tail) and as c shrinks (latency)."""
-    step_s: float
-    """Simulated step."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BucketSweep:
-    """``--bucket auto``: the cap minimising the step, and the curve it was read from."""
-
-    curve: tuple[CurvePoint, ...]
-    """Every cap tried, smallest first."""
-    best: Timeline
-    """The timeline at the best cap (the smallest cap among equal step times)."""
-
-
 def bucket_grid(message_bytes: float, *, points_per_octave: int = 4,
                 min_bytes: float = 64 * KiB, max_buckets: int = 1 << 12) -> tuple[int, ...]:
     """Log-spaced caps from ``max(min_bytes, S/max_buckets)`` up to the first cap >= S."""
@@ -391,49 +364,43 @@ def bucket_grid(message_bytes: float, *, points_per_octave: int = 4,
         k += 1
 
 
-def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
-                  first_bucket_bytes: int | None = None,
-                  allreduce_s: AllReduceCost | None = None) -> BucketSweep:
-    """Simulate every cap (default :func:`bucket_grid`) and keep the fastest step.
+def caps_for(cap_bytes: int, first_bucket_bytes: int | None = None) -> DdpBucketCaps:
+    """What ``bucket_cap_mb`` set explicitly gives in torch 2.13: the first bucket as large as
+    the rest (``cap_bytes``), unless ``first_bucket_bytes`` says otherwise."""
+    return DdpBucketCaps(bucket_cap_bytes=int(cap_bytes), first_bucket_cap_bytes=int(first_bucket_bytes or cap_bytes))
 
-    Each point is :func:`curve_point` (O(1) per cap for a uniform stream); only the
-    best cap is simulated bucket by bucket, for its :class:`Timeline`.
 
-    Each cap is what ``bucket_cap_mb`` set explicitly gives in torch 2.13: the
-    first bucket as large as the rest, unless ``first_bucket_bytes`` says otherwise.
-    """
-    stream = gradient_stream(inp)
-    grid = caps_bytes or bucket_grid(stream.total_bytes)
+def exposed_at(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
+               stream: GradientStream | None = None) -> float:
+    """``E`` at ``caps``: the number ``simulate_timeline(inp, caps).exposed_s`` gives, without the
+    per-bucket list (O(1) for a uniform stream, :func:`_uniform_end`)."""
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    return _evaluate_caps(inp, stream or gradient_stream(inp), caps, cost, {})[2]
+
+
+def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_bytes: int | None = None,
+              allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> DdpBucketCaps:
+    """The caps (:func:`caps_for`) minimising the step over ``caps_bytes``; the smallest cap among
+    equal steps. The same choice as ``commcost.timeline_sweep.sweep_buckets``, without the curve."""
+    stream = stream or gradient_stream(inp)
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
     memo: dict[float, float] = {}
-    curve: list[CurvePoint] = []
     best: tuple[float, DdpBucketCaps] | None = None
-    for cap in sorted(grid):
-        caps = DdpBucketCaps(bucket_cap_bytes=int(cap),
-                             first_bucket_cap_bytes=int(first_bucket_bytes or cap))
-        point = _point(inp, stream, caps, cost, memo)
-        curve.append(point)
-        if best is None or point.step_s < best[0]:
-            best = (point.step_s, caps)
+    for cap in sorted(caps_bytes):
+        caps = caps_for(cap, first_bucket_bytes)
+        step = _evaluate_caps(inp, stream, caps, cost, memo)[3]
+        if best is None or step < best[0]:
+            best = (step, caps)
     if best is None:
         raise InputError("no bucket caps to sweep")
-    return BucketSweep(curve=tuple(curve),
-                       best=simulate_timeline(inp, best[1], allreduce_s=cost, stream=stream))
+    return best[1]
 
 
-def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
-                stream: GradientStream | None = None) -> CurvePoint:
-    """Wire, exposed and step time at ``caps`` without the per-bucket list.
-
-    The same numbers as :func:`simulate_timeline`; for a uniform stream in O(1)
-    (:func:`_uniform_end`), so a 1 MiB cap on a 70B model costs no more than 1 GiB.
-    """
-    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
-    return _point(inp, stream or gradient_stream(inp), caps, cost, {})
-
-
-def _point(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps,
-           cost: AllReduceCost, memo: dict[float, float]) -> CurvePoint:
+def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps, cost: AllReduceCost,
+                  memo: dict[float, float]) -> tuple[int, float, float, float]:
+    """``(buckets, T_w, E, step)`` at ``caps``, as :func:`simulate_timeline` computes them, without
+    the per-bucket list: in O(1) for a uniform stream (:func:`_uniform_end`), by :func:`_schedule`
+    otherwise. ``memo`` caches ``T(size)`` across calls."""
     W = inp.backward_fraction * inp.step_s
     t_e = inp.grad_accum * inp.step_s
     if stream.uniform:
@@ -443,5 +410,17 @@ def _point(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps,
         end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
         n = len(sizes)
     exposed = _exposed(end, t_e, wire)
-    return CurvePoint(bucket_bytes=caps.bucket_cap_bytes, buckets=n, wire_s=wire,
-                      exposed_s=exposed, step_s=t_e + exposed + inp.optimizer_s)
+    return n, wire, exposed, t_e + exposed + inp.optimizer_s
+
+
+_SWEEP_NAMES = ("CurvePoint", "BucketSweep", "sweep_buckets", "curve_point")
+
+
+def __getattr__(name: str):
+    """The bucket sweep lives in :mod:`commcost.timeline_sweep`, loaded on first use (PEP 562),
+    so the budget command does not build its classes; the names stay importable from here."""
+    if name in _SWEEP_NAMES:
+        from commcost import timeline_sweep
+
+        return getattr(timeline_sweep, name)
+    raise AttributeError(f"module 'commcost.timeline' has no attribute {name!r}")
