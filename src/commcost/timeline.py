@@ -32,6 +32,12 @@ The model (README, "Timeline"):
   backward window, and no schedule does better. The simulated step lies between.
   Hand cases: when communication keeps up, ``E`` is the last bucket's
   all-reduce; when it saturates, ``E = T_w - W + fill(first bucket)``.
+* **Closed form (uniform rate).** The buckets are ``c_1, m x c, last`` and
+  ``end_n = max_j (ready_j + sum_{i>=j} T_i)``; across the ``m`` equal buckets that
+  sum moves by ``W c/S - T(c)`` per bucket, one sign all along, so only
+  ``j = 0``, the first and last full bucket and the last bucket can be the
+  maximum: ``E`` in O(1) per cap (:func:`_uniform_end`), used by the bucket sweep
+  and the budget, checked against the simulation (tests/test_timeline_closed_form.py).
 
 The all-reduce cost is one function of the message size, ``allreduce_s``; by
 default :func:`ring_allreduce_cost` (the only place this module costs a
