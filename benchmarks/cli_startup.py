@@ -4,12 +4,29 @@ Runs ``python -c pass`` and the drill's first command alternately, several times
 in one process, and prints the median wall time of each and their ratio.
 Target: ratio <= 1.3 (the core imports nothing heavy).
 
-    python benchmarks/cli_startup.py [--runs 21]
+Also printed, as a reference line: ``python -c "import argparse, dataclasses"``,
+the floor every commcost command stands on (argparse for the flags, dataclasses
+for the frozen inputs and results STYLE.md asks for).
+
+Wall time on a shared machine is noisy, so when ``valgrind`` is installed the
+same commands are also run once each under ``valgrind --tool=callgrind`` and the
+instructions they execute are compared (deterministic to ~0.1%; it counts the
+interpreter's own start-up, ``site`` and its ``.pth`` files included, so the
+ratio depends on the interpreter: a bare venv starts in far fewer instructions
+than a system Python whose ``site-packages`` holds ``.pth`` files).
+
+Byte code: the first step is ``python -m compileall -q src``. An installed
+package has its ``.pyc`` files; a checkout run with ``PYTHONDONTWRITEBYTECODE=1``
+(or on a read-only tree) would otherwise compile every module on every run.
+
+    python benchmarks/cli_startup.py [--runs 21] [--no-instructions]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,28 +36,58 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DRILL = [str(ROOT / "tools" / "collective_cost.py"), "--gpus", "32", "--bw", "25", "--latency", "20",
          "--params", "1.3", "--step-ms", "400", "--buckets", "1,8,16,25,100"]
+BARE = ["-c", "pass"]
+FLOOR = ["-c", "import argparse, dataclasses"]
 TARGET_RATIO = 1.3
 
 
-def _time(cmd: list[str]) -> float:
+def _time(args: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, *args], check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
+
+
+def _instructions(args: list[str]) -> int:
+    """Instructions executed by ``python args`` (callgrind's "Collected" total)."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *args],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
+    if m is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{r.stderr[-2000:]}")
+    return int(m.group(1))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21)
-    runs = ap.parse_args().runs
-    bare, drill = [], []
-    for _ in range(runs):  # interleaved, so machine noise hits both alike
-        bare.append(_time([sys.executable, "-c", "pass"]))
-        drill.append(_time([sys.executable, *DRILL]))
-    b, d = statistics.median(bare), statistics.median(drill)
+    ap.add_argument("--no-instructions", action="store_true", help="skip the valgrind instruction count")
+    opts = ap.parse_args()
+    runs = opts.runs
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    print(f"interpreter {sys.executable} (byte code compiled first: python -m compileall -q src)")
+    bare, floor, drill = [], [], []
+    for _ in range(runs):  # interleaved, so machine noise hits all alike
+        bare.append(_time(BARE))
+        floor.append(_time(FLOOR))
+        drill.append(_time(DRILL))
+    b, f, d = statistics.median(bare), statistics.median(floor), statistics.median(drill)
     ratio = d / b
-    print(f"python -c pass      median {b * 1e3:7.1f} ms over {runs} runs")
-    print(f"drill command       median {d * 1e3:7.1f} ms over {runs} runs")
-    print(f"ratio               {ratio:.2f}x (target <= {TARGET_RATIO}x): {'OK' if ratio <= TARGET_RATIO else 'OVER'}")
+    paired = statistics.median(x / y for x, y in zip(drill, bare))
+    print(f"python -c pass                 median {b * 1e3:7.1f} ms over {runs} runs")
+    print(f"import argparse, dataclasses   median {f * 1e3:7.1f} ms  ({f / b:.2f}x: the floor)")
+    print(f"drill command                  median {d * 1e3:7.1f} ms")
+    print(f"wall ratio                     {ratio:.2f}x (median of paired runs {paired:.2f}x; "
+          f"target <= {TARGET_RATIO}x): {'OK' if ratio <= TARGET_RATIO else 'OVER'}")
+    if opts.no_instructions:
+        return 0
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind not installed, skipped")
+        return 0
+    ib, i_f, i_d = _instructions(BARE), _instructions(FLOOR), _instructions(DRILL)
+    print(f"instructions (callgrind)       pass {ib / 1e6:.1f}M, floor {i_f / 1e6:.1f}M ({i_f / ib:.2f}x), "
+          f"drill {i_d / 1e6:.1f}M")
+    print(f"instruction ratio              {i_d / ib:.2f}x; above the floor: {(i_d - i_f) / 1e6:.1f}M "
+          f"({(i_d - i_f) / ib:.2f}x of a bare start)")
     return 0
 
 

@@ -28,16 +28,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, bucket_advice, bucket_row, crossover_bytes
 from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
 from commcost.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.timeline import Timeline, TimelineInputs, bucket_grid, gradient_stream, simulate_timeline, sweep_buckets
+from commcost.timeline import Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at, gradient_stream, \
+    simulate_timeline
 from commcost.topology import Link, Topology
 from commcost.units import GB, MiB, require_finite_positive
 from commcost.workload import gradient_bytes
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S", "BudgetInputs", "StepAnalysis",
@@ -386,7 +390,12 @@ def _budget_grid(message_bytes: float) -> tuple[int, ...]:
 
 
 def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
-    """Simulate the default, the best and each requested cap (:mod:`commcost.timeline`)."""
+    """Simulate the default, the best and each requested cap (:mod:`commcost.timeline`).
+
+    The requested caps and the search for the best one use the closed form for a uniform
+    gradient rate (:func:`commcost.timeline.exposed_at`, :func:`commcost.timeline.best_caps`);
+    the default and the best are simulated bucket by bucket for their :class:`Timeline`.
+    """
     tl_inp = TimelineInputs(gpus=inp.gpus, link=inp.link, step_s=inp.step_s, params=inp.params,
                             bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
                             grad_accum=inp.grad_accum)
@@ -398,10 +407,11 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
             exposed.append(None)
             continue
         caps = DdpBucketCaps(bucket_cap_bytes=cap_bytes, first_bucket_cap_bytes=cap_bytes)
-        exposed.append(simulate_timeline(tl_inp, caps, stream=stream).exposed_s)
+        exposed.append(exposed_at(tl_inp, caps, stream=stream))
     return SimulatedOverlap(
         default=simulate_timeline(tl_inp, ddp_bucket_caps(None), stream=stream),
-        best=sweep_buckets(tl_inp, _budget_grid(stream.total_bytes)).best,
+        best=simulate_timeline(tl_inp, best_caps(tl_inp, _budget_grid(stream.total_bytes), stream=stream),
+                               stream=stream),
         exposed_by_cap_s=tuple(exposed),
     )
 

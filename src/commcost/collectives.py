@@ -28,11 +28,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
 
 from commcost.errors import InputError
 from commcost.topology import Link
 from commcost.units import require_finite_positive
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "Collective", "Algorithm", "CollectiveCost",

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from commcost.errors import InputError
 from commcost.units import MiB

@@ -32,6 +32,12 @@ The model (README, "Timeline"):
   backward window, and no schedule does better. The simulated step lies between.
   Hand cases: when communication keeps up, ``E`` is the last bucket's
   all-reduce; when it saturates, ``E = T_w - W + fill(first bucket)``.
+* **Closed form (uniform rate).** The buckets are ``c_1, m x c, last`` and
+  ``end_n = max_j (ready_j + sum_{i>=j} T_i)``; across the ``m`` equal buckets that
+  sum moves by ``W c/S - T(c)`` per bucket, one sign all along, so only
+  ``j = 0``, the first and last full bucket and the last bucket can be the
+  maximum: ``E`` in O(1) per cap (:func:`_uniform_end`), used by the bucket sweep
+  and the budget, checked against the simulation (tests/test_timeline_closed_form.py).
 
 The all-reduce cost is one function of the message size, ``allreduce_s``; by
 default :func:`ring_allreduce_cost` (the only place this module costs a
@@ -42,7 +48,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from collections import namedtuple
+from collections.abc import Callable
 
 from commcost.collectives import ring_all_reduce
 from commcost.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
@@ -53,9 +60,8 @@ from commcost.workload import ModelShape, gradient_bytes, model_params, transfor
 
 __all__ = [
     "AllReduceCost", "ring_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
-    "Timeline", "CurvePoint", "BucketSweep", "gradient_stream", "simulate_timeline",
-    "bucket_grid", "sweep_buckets",
-]
+    "Timeline", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at", "best_caps",
+]  # and, loaded on first use (module __getattr__ below): CurvePoint, BucketSweep, sweep_buckets, curve_point
 
 AllReduceCost = Callable[[float], float]
 """Seconds to all-reduce a message of the given size in bytes."""
@@ -151,19 +157,37 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     return GradientStream(tensor_bytes=tuple(sizes), ready_fraction=ready, total_bytes=float(sum(sizes)))
 
 
+def _uniform_layout(S: float, c1: float, c: float) -> tuple[float, int, float]:
+    """The buckets of a continuous stream: ``(first, m, last)``.
+
+    ``first = min(c_1, S)``, then ``m`` full buckets of ``c``, then ``last`` (the
+    remainder, ``0 < last <= c``; 0 when one bucket holds everything). So
+    ``S = first + m c + last`` and there are ``m + 2`` buckets (1 when ``S <= c_1``).
+    """
+    if S <= c1:
+        return S, 0, 0.0
+    rest = S - c1
+    m = max(1, math.ceil(rest / c))           # buckets after the first, the last included
+    last = rest - (m - 1) * c
+    while last > c:                            # guard against rounding in rest / c
+        m += 1
+        last = rest - (m - 1) * c
+    while m > 1 and last <= 0:
+        m -= 1
+        last = rest - (m - 1) * c
+    return c1, m - 1, last
+
+
 def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], list[float]]:
     """Bucket sizes (bytes) and ready shares, in reduction order."""
     if stream.uniform:
         S = stream.total_bytes
-        sizes, readies, filled = [], [], 0.0
-        cap = float(caps.first_bucket_cap_bytes)
-        while filled < S:
-            size = min(cap, S - filled)
-            filled += size
-            sizes.append(size)
-            readies.append(filled / S)
-            cap = float(caps.bucket_cap_bytes)
-        readies[-1] = 1.0
+        c1, c = float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes)
+        first, m, last = _uniform_layout(S, c1, c)
+        if last == 0:
+            return [first], [1.0]
+        sizes = [first] + [c] * m + [last]
+        readies = [first / S] + [(first + j * c) / S for j in range(1, m + 1)] + [1.0]
         return sizes, readies
     n = len(stream.tensor_bytes)
     groups, _ = assign_buckets_by_size(stream.tensor_bytes,
@@ -174,21 +198,50 @@ def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], 
     return sizes, readies
 
 
-class BucketTiming(NamedTuple):
-    """One bucket on the timeline.
+def _uniform_end(S: float, caps: DdpBucketCaps, *, t_e: float, W: float,
+                 cost: AllReduceCost) -> tuple[int, float, float]:
+    """Closed form of :func:`_schedule` for a uniform stream: ``(n, end_n, T_w)`` in O(1).
 
-    A NamedTuple rather than a frozen dataclass: a 70B model has thousands of
+    One stream serving jobs in order gives ``end_n = max_j (ready_j + sum_{i>=j} T_i)``
+    (the last bucket that started idle, :attr:`Timeline.busy_from`). The buckets
+    are ``c_1, c x m, last`` (:func:`_uniform_layout`), ready at
+    ``t_e - (1 - F_j/S) W`` with ``F_j`` the bytes up to bucket ``j``; over the ``m``
+    equal buckets ``ready_j + sum_{i>=j} T_i`` moves by ``W c/S - T(c)`` per step, the
+    same sign all along, so its maximum over them is at the first or the last of
+    them. Four candidates remain: ``j = 0`` (saturated from the first bucket:
+    ``E = ready_0 + T_w - t_e``), the first and the last full bucket, and the last
+    bucket (communication keeps up: ``E = T(last)``). ``T_w = T(c_1) + m T(c) + T(last)``.
+    """
+    first, m, last = _uniform_layout(S, float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes))
+    T1 = cost(first)
+    if last == 0:                     # one bucket, ready when backward ends
+        return 1, t_e + T1, T1
+    c = float(caps.bucket_cap_bytes)
+    Tc = cost(c) if m else 0.0
+    Tl = cost(last)
+    end = max(t_e - (1.0 - first / S) * W + T1 + m * Tc + Tl, t_e + Tl)
+    if m:
+        end = max(end, t_e - (1.0 - (first + c) / S) * W + m * Tc + Tl,
+                  t_e - (1.0 - (first + m * c) / S) * W + Tc + Tl)
+    return m + 2, end, T1 + m * Tc + Tl
+
+
+class BucketTiming(namedtuple("BucketTiming", ("size_bytes", "ready_s", "start_s", "end_s"))):
+    """One bucket on the timeline (all floats, SI units).
+
+    A named tuple rather than a frozen dataclass: a 70B model has thousands of
     buckets, and a tuple is built ~4x faster (benchmarks/timeline_speed.py).
+    ``collections.namedtuple`` rather than ``typing.NamedTuple``, so that the
+    command line does not import ``typing`` (benchmarks/cli_startup.py).
     """
 
-    size_bytes: float
-    """Bytes in the bucket."""
-    ready_s: float
-    """When its last gradient is ready, seconds from the start of the step."""
-    start_s: float
-    """When its all-reduce starts: ``max(ready, previous end)``."""
-    end_s: float
-    """``start + T(size)``."""
+    __slots__ = ()
+
+
+BucketTiming.size_bytes.__doc__ = "Bytes in the bucket."
+BucketTiming.ready_s.__doc__ = "When its last gradient is ready, seconds from the start of the step."
+BucketTiming.start_s.__doc__ = "When its all-reduce starts: ``max(ready, previous end)``."
+BucketTiming.end_s.__doc__ = "``start + T(size)``."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,32 +350,6 @@ def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CurvePoint:
-    """One bucket cap on the step-time curve."""
-
-    bucket_bytes: int
-    """Cap c (and c_1 unless overridden), bytes."""
-    buckets: int
-    """Buckets at this cap."""
-    wire_s: float
-    """T_w: grows as c shrinks (one latency term per bucket)."""
-    exposed_s: float
-    """E: grows as c grows (the tail) and as c shrinks (latency)."""
-    step_s: float
-    """Simulated step."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BucketSweep:
-    """``--bucket auto``: the cap minimising the step, and the curve it was read from."""
-
-    curve: tuple[CurvePoint, ...]
-    """Every cap tried, smallest first."""
-    best: Timeline
-    """The timeline at the best cap (the smallest cap among equal step times)."""
-
-
 def bucket_grid(message_bytes: float, *, points_per_octave: int = 4,
                 min_bytes: float = 64 * KiB, max_buckets: int = 1 << 12) -> tuple[int, ...]:
     """Log-spaced caps from ``max(min_bytes, S/max_buckets)`` up to the first cap >= S."""
@@ -343,34 +370,63 @@ def bucket_grid(message_bytes: float, *, points_per_octave: int = 4,
         k += 1
 
 
-def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
-                  first_bucket_bytes: int | None = None,
-                  allreduce_s: AllReduceCost | None = None) -> BucketSweep:
-    """Simulate every cap (default :func:`bucket_grid`) and keep the fastest step.
+def caps_for(cap_bytes: int, first_bucket_bytes: int | None = None) -> DdpBucketCaps:
+    """What ``bucket_cap_mb`` set explicitly gives in torch 2.13: the first bucket as large as
+    the rest (``cap_bytes``), unless ``first_bucket_bytes`` says otherwise."""
+    return DdpBucketCaps(bucket_cap_bytes=int(cap_bytes), first_bucket_cap_bytes=int(first_bucket_bytes or cap_bytes))
 
-    Each cap is what ``bucket_cap_mb`` set explicitly gives in torch 2.13: the
-    first bucket as large as the rest, unless ``first_bucket_bytes`` says otherwise.
-    """
-    stream = gradient_stream(inp)
-    grid = caps_bytes or bucket_grid(stream.total_bytes)
+
+def exposed_at(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
+               stream: GradientStream | None = None) -> float:
+    """``E`` at ``caps``: the number ``simulate_timeline(inp, caps).exposed_s`` gives, without the
+    per-bucket list (O(1) for a uniform stream, :func:`_uniform_end`)."""
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    return _evaluate_caps(inp, stream or gradient_stream(inp), caps, cost, {})[2]
+
+
+def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_bytes: int | None = None,
+              allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> DdpBucketCaps:
+    """The caps (:func:`caps_for`) minimising the step over ``caps_bytes``; the smallest cap among
+    equal steps. The same choice as ``commcost.timeline_sweep.sweep_buckets``, without the curve."""
+    stream = stream or gradient_stream(inp)
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
     memo: dict[float, float] = {}
-    W = inp.backward_fraction * inp.step_s
-    t_e = inp.grad_accum * inp.step_s
-    curve: list[CurvePoint] = []
     best: tuple[float, DdpBucketCaps] | None = None
-    for cap in sorted(grid):
-        caps = DdpBucketCaps(bucket_cap_bytes=int(cap),
-                             first_bucket_cap_bytes=int(first_bucket_bytes or cap))
-        sizes, readies = _buckets(stream, caps)
-        end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
-        exposed = _exposed(end, t_e, wire)
-        step = t_e + exposed + inp.optimizer_s
-        curve.append(CurvePoint(bucket_bytes=int(cap), buckets=len(sizes), wire_s=wire,
-                                exposed_s=exposed, step_s=step))
+    for cap in sorted(caps_bytes):
+        caps = caps_for(cap, first_bucket_bytes)
+        step = _evaluate_caps(inp, stream, caps, cost, memo)[3]
         if best is None or step < best[0]:
             best = (step, caps)
     if best is None:
         raise InputError("no bucket caps to sweep")
-    return BucketSweep(curve=tuple(curve),
-                       best=simulate_timeline(inp, best[1], allreduce_s=cost, stream=stream))
+    return best[1]
+
+
+def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps, cost: AllReduceCost,
+                  memo: dict[float, float]) -> tuple[int, float, float, float]:
+    """``(buckets, T_w, E, step)`` at ``caps``, as :func:`simulate_timeline` computes them, without
+    the per-bucket list: in O(1) for a uniform stream (:func:`_uniform_end`), by :func:`_schedule`
+    otherwise. ``memo`` caches ``T(size)`` across calls."""
+    W = inp.backward_fraction * inp.step_s
+    t_e = inp.grad_accum * inp.step_s
+    if stream.uniform:
+        n, end, wire = _uniform_end(stream.total_bytes, caps, t_e=t_e, W=W, cost=cost)
+    else:
+        sizes, readies = _buckets(stream, caps)
+        end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)
+        n = len(sizes)
+    exposed = _exposed(end, t_e, wire)
+    return n, wire, exposed, t_e + exposed + inp.optimizer_s
+
+
+_SWEEP_NAMES = ("CurvePoint", "BucketSweep", "sweep_buckets", "curve_point")
+
+
+def __getattr__(name: str):
+    """The bucket sweep lives in :mod:`commcost.timeline_sweep`, loaded on first use (PEP 562),
+    so the budget command does not build its classes; the names stay importable from here."""
+    if name in _SWEEP_NAMES:
+        from commcost import timeline_sweep
+
+        return getattr(timeline_sweep, name)
+    raise AttributeError(f"module 'commcost.timeline' has no attribute {name!r}")

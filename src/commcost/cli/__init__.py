@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from commcost.cli._args import Parser, fail
 from commcost.errors import InputError

@@ -9,10 +9,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable, NoReturn
+from collections.abc import Callable
 
 from commcost.errors import InputError
 from commcost.units import parse_size_bytes
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = [
     "Parser", "fail", "positive_int", "nonneg_int", "positive_float", "nonneg_float",

@@ -1,0 +1,89 @@
+"""``commcost timeline --bucket auto``: the step time over a grid of bucket caps.
+
+Every point is :func:`commcost.timeline._evaluate_caps` -- O(1) per cap for a
+uniform gradient rate (the closed form in :mod:`commcost.timeline`), a
+simulation otherwise -- and only the best cap is simulated bucket by bucket, for
+its :class:`~commcost.timeline.Timeline`. The names are re-exported by
+:mod:`commcost.timeline`, which loads this module on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from commcost.ddp_buckets import DdpBucketCaps
+from commcost.errors import InputError
+from commcost.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, bucket_grid, caps_for, \
+    _evaluate_caps, gradient_stream, ring_allreduce_cost, simulate_timeline
+
+__all__ = ["CurvePoint", "BucketSweep", "sweep_buckets", "curve_point"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurvePoint:
+    """One bucket cap on the step-time curve."""
+
+    bucket_bytes: int
+    """Cap c (and c_1 unless overridden), bytes."""
+    buckets: int
+    """Buckets at this cap."""
+    wire_s: float
+    """T_w: grows as c shrinks (one latency term per bucket)."""
+    exposed_s: float
+    """E: grows as c grows (the tail) and as c shrinks (latency)."""
+    step_s: float
+    """Simulated step."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BucketSweep:
+    """``--bucket auto``: the cap minimising the step, and the curve it was read from."""
+
+    curve: tuple[CurvePoint, ...]
+    """Every cap tried, smallest first."""
+    best: Timeline
+    """The timeline at the best cap (the smallest cap among equal step times)."""
+
+
+def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
+                  first_bucket_bytes: int | None = None,
+                  allreduce_s: AllReduceCost | None = None) -> BucketSweep:
+    """Evaluate every cap (default :func:`~commcost.timeline.bucket_grid`) and keep the fastest step.
+
+    Each cap is :func:`~commcost.timeline.caps_for`: what ``bucket_cap_mb`` set explicitly
+    gives in torch 2.13, the first bucket as large as the rest unless ``first_bucket_bytes``
+    says otherwise. The choice is :func:`~commcost.timeline.best_caps`' (smallest cap among
+    equal steps).
+    """
+    stream = gradient_stream(inp)
+    grid = caps_bytes or bucket_grid(stream.total_bytes)
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    memo: dict[float, float] = {}
+    curve: list[CurvePoint] = []
+    best: tuple[float, DdpBucketCaps] | None = None
+    for cap in sorted(grid):
+        caps = caps_for(cap, first_bucket_bytes)
+        curve.append(_point(inp, stream, caps, cost, memo))
+        if best is None or curve[-1].step_s < best[0]:
+            best = (curve[-1].step_s, caps)
+    if best is None:
+        raise InputError("no bucket caps to sweep")
+    return BucketSweep(curve=tuple(curve),
+                       best=simulate_timeline(inp, best[1], allreduce_s=cost, stream=stream))
+
+
+def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
+                stream: GradientStream | None = None) -> CurvePoint:
+    """Wire, exposed and step time at ``caps`` without the per-bucket list.
+
+    The same numbers as :func:`~commcost.timeline.simulate_timeline`; for a uniform stream in
+    O(1), so a 1 MiB cap on a 70B model costs no more than 1 GiB.
+    """
+    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    return _point(inp, stream or gradient_stream(inp), caps, cost, {})
+
+
+def _point(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps,
+           cost: AllReduceCost, memo: dict[float, float]) -> CurvePoint:
+    n, wire, exposed, step = _evaluate_caps(inp, stream, caps, cost, memo)
+    return CurvePoint(bucket_bytes=caps.bucket_cap_bytes, buckets=n, wire_s=wire, exposed_s=exposed, step_s=step)
