@@ -76,3 +76,12 @@ def test_budget_json_agrees_with_the_timeline_command():
     # the 25 MiB row (explicit bucket_cap_mb: first bucket 25 MiB) is the same as `timeline --bucket 25`
     t25 = json.loads(run_commcost("timeline", *DRILL, "--bucket", "25", "--json").stdout)
     assert d["buckets"]["exposed_s"][3] == pytest.approx(t25["exposed_s"])
+
+
+def test_library_skips_the_simulation_past_the_bucket_limit():
+    # 1e14 params * 2 B = 2e14 B; / 25 MiB = 7.6e6 buckets > 2**20: not simulated (was 30 s, 1.8 GB)
+    b = communication_budget(BudgetInputs(gpus=32, link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6),
+                                          params=1e14, step_s=0.4))
+    assert b.overlap is None
+    # the closed-form parts are still there: T = 1.24 ms + 62/32 * 2e14/25e9 s
+    assert b.allreduce.total_s == pytest.approx(1.24e-3 + 62 / 32 * 2e14 / 25e9)

@@ -103,3 +103,15 @@ def test_bad_input_is_one_line_exit_2(args, message):
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_protocol_is_named_on_presets_and_null_on_flat_links():
+    from commcost.algorithms import protocol_costs
+    from commcost.presets import system_topology
+
+    d = ok_json("collective", "--op", "all_reduce", "--size", "16MiB", "--system", "dgx-h100", "--nodes", "2")
+    fastest = next(iter(protocol_costs("all_reduce", 16 * 2**20, 16, system_topology("dgx-h100", nodes=2),
+                                       d["algorithm"])))
+    assert d["protocol"] == fastest.value and d["protocol"] in ("ll", "ll128", "simple")
+    flat = ok_json("collective", "--op", "all_reduce", "--size", "16MiB", "--gpus", "8", "--bw", "25", "--latency", "20")
+    assert flat["protocol"] is None

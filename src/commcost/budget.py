@@ -378,7 +378,7 @@ class SimulatedOverlap:
     default: Timeline
     """PyTorch's default (``bucket_cap_mb=None``): 25 MiB, first bucket 1 MiB."""
     best: Timeline
-    """The cap minimising the step on :func:`commcost.timeline.bucket_grid`."""
+    """The best cap on :func:`commcost.timeline.bucket_grid` (:func:`commcost.timeline.pick_best`)."""
     exposed_by_cap_s: tuple[float | None, ...]
     """``E`` for each of ``bucket_caps_bytes`` as an explicit ``bucket_cap_mb`` (first bucket = cap)."""
 
@@ -389,8 +389,9 @@ def _budget_grid(message_bytes: float) -> tuple[int, ...]:
     return bucket_grid(message_bytes, points_per_octave=2, max_buckets=1 << 10)
 
 
-def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
-    """Simulate the default, the best and each requested cap (:mod:`commcost.timeline`).
+def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap | None:
+    """Simulate the default, the best and each requested cap (:mod:`commcost.timeline`); None
+    when DDP's default 25 MiB buckets would number more than :data:`MAX_SIMULATED_BUCKETS`.
 
     The requested caps and the search for the best one use the closed form for a uniform
     gradient rate (:func:`commcost.timeline.exposed_at`, :func:`commcost.timeline.best_caps`);
@@ -400,6 +401,8 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap:
                             bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
                             grad_accum=inp.grad_accum)
     stream = gradient_stream(tl_inp)
+    if stream.total_bytes / PYTORCH_DEFAULT_BUCKET_BYTES > MAX_SIMULATED_BUCKETS:
+        return None  # minutes and gigabytes for a bucket-by-bucket timeline: not simulated
     exposed: list[float | None] = []
     for cap in inp.bucket_caps_bytes:
         cap_bytes = max(1, int(cap))

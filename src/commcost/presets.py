@@ -113,7 +113,8 @@ def preset_entries() -> list[PresetEntry]:
             f"{g['dense_bf16_flops_per_s'] / 1e12:,.0f} TFLOP/s dense bf16, "
             f"{g['memory_bytes'] / 1e9:g} GB, {g['memory_bandwidth_bytes_per_s'] / 1e12:g} TB/s HBM")))
     for name, f in fabrics().items():
-        s = (f"{f['tier']}: {f['achievable_bandwidth_bytes_per_s'] / 1e9:g} GB/s achievable per GPU per direction "
+        direction = "per GPU per direction" if f["direction"].startswith("per direction") else f["direction"]
+        s = (f"{f['tier']}: {f['achievable_bandwidth_bytes_per_s'] / 1e9:g} GB/s achievable {direction} "
              f"(line {f['line_bandwidth_bytes_per_s'] / 1e9:g} GB/s), {f['step_latency_s'] * 1e6:g} us per step")
         if "in_network_bandwidth_bytes_per_s" in f:
             s += f", NVLS {f['in_network_bandwidth_bytes_per_s'] / 1e9:g} GB/s algbw"

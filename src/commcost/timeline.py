@@ -384,22 +384,34 @@ def exposed_at(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllRedu
     return _evaluate_caps(inp, stream or gradient_stream(inp), caps, cost, {})[2]
 
 
+BEST_STEP_TOLERANCE = 1e-3
+"""Caps whose step is within this fraction of the fastest count as equally good; the best is the
+largest of them: fewer buckets pay fewer latency terms and rebuild faster, and a gain under 0.1%
+of the step is not worth thousands of buckets (a 2 MiB cap chosen over 64 MiB to save 8 us)."""
+
+
+def pick_best(steps: list[tuple[float, DdpBucketCaps]]) -> DdpBucketCaps:
+    """The largest cap among ``(step_s, caps)`` whose step is within :data:`BEST_STEP_TOLERANCE`
+    of the fastest."""
+    if not steps:
+        raise InputError("no bucket caps to sweep")
+    fastest = min(step for step, _ in steps)
+    good = [caps for step, caps in steps if step <= fastest * (1 + BEST_STEP_TOLERANCE)]
+    return max(good, key=lambda c: c.bucket_cap_bytes)
+
+
 def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_bytes: int | None = None,
               allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> DdpBucketCaps:
-    """The caps (:func:`caps_for`) minimising the step over ``caps_bytes``; the smallest cap among
-    equal steps. The same choice as ``commcost.timeline_sweep.sweep_buckets``, without the curve."""
+    """The caps (:func:`caps_for`) over ``caps_bytes`` chosen by :func:`pick_best`. The same choice
+    as ``commcost.timeline_sweep.sweep_buckets``, without the curve."""
     stream = stream or gradient_stream(inp)
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
     memo: dict[float, float] = {}
-    best: tuple[float, DdpBucketCaps] | None = None
+    steps = []
     for cap in sorted(caps_bytes):
         caps = caps_for(cap, first_bucket_bytes)
-        step = _evaluate_caps(inp, stream, caps, cost, memo)[3]
-        if best is None or step < best[0]:
-            best = (step, caps)
-    if best is None:
-        raise InputError("no bucket caps to sweep")
-    return best[1]
+        steps.append((_evaluate_caps(inp, stream, caps, cost, memo)[3], caps))
+    return pick_best(steps)
 
 
 def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps, cost: AllReduceCost,

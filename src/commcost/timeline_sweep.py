@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.ddp_buckets import DdpBucketCaps
-from commcost.errors import InputError
 from commcost.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, bucket_grid, caps_for, \
-    _evaluate_caps, gradient_stream, ring_allreduce_cost, simulate_timeline
+    _evaluate_caps, gradient_stream, pick_best, ring_allreduce_cost, simulate_timeline
 
 __all__ = ["CurvePoint", "BucketSweep", "sweep_buckets", "curve_point"]
 
@@ -37,12 +36,12 @@ class CurvePoint:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BucketSweep:
-    """``--bucket auto``: the cap minimising the step, and the curve it was read from."""
+    """``--bucket auto``: the best cap (:func:`~commcost.timeline.pick_best`) and the curve it was read from."""
 
     curve: tuple[CurvePoint, ...]
     """Every cap tried, smallest first."""
     best: Timeline
-    """The timeline at the best cap (the smallest cap among equal step times)."""
+    """The timeline at the best cap (:func:`~commcost.timeline.pick_best`)."""
 
 
 def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
@@ -52,24 +51,21 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
 
     Each cap is :func:`~commcost.timeline.caps_for`: what ``bucket_cap_mb`` set explicitly
     gives in torch 2.13, the first bucket as large as the rest unless ``first_bucket_bytes``
-    says otherwise. The choice is :func:`~commcost.timeline.best_caps`' (smallest cap among
-    equal steps).
+    says otherwise. The choice is :func:`~commcost.timeline.pick_best`' (the largest cap within 0.1% of
+    the fastest step).
     """
     stream = gradient_stream(inp)
     grid = caps_bytes or bucket_grid(stream.total_bytes)
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
     memo: dict[float, float] = {}
     curve: list[CurvePoint] = []
-    best: tuple[float, DdpBucketCaps] | None = None
+    steps: list[tuple[float, DdpBucketCaps]] = []
     for cap in sorted(grid):
         caps = caps_for(cap, first_bucket_bytes)
         curve.append(_point(inp, stream, caps, cost, memo))
-        if best is None or curve[-1].step_s < best[0]:
-            best = (curve[-1].step_s, caps)
-    if best is None:
-        raise InputError("no bucket caps to sweep")
+        steps.append((curve[-1].step_s, caps))
     return BucketSweep(curve=tuple(curve),
-                       best=simulate_timeline(inp, best[1], allreduce_s=cost, stream=stream))
+                       best=simulate_timeline(inp, pick_best(steps), allreduce_s=cost, stream=stream))
 
 
 def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,

@@ -113,7 +113,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate, compute every algorithm per size, render."""
     from commcost.algorithms import (algorithm_costs, collective_cost, parse_algorithm, parse_collective,
-                                     unavailable_algorithms)
+                                     protocol_costs, unavailable_algorithms)
     from commcost.errors import InputError
     from commcost.report.collective import (SizeResult, fabric_to_dict, render_size_text, render_table_text,
                                             size_to_dict)
@@ -130,9 +130,12 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for S in sizes:
         chosen = collective_cost(op, S, P, fabric, requested)
+        protocol = None
+        if isinstance(fabric, Topology) and fabric.protocols is not None:
+            protocol = next(iter(protocol_costs(op, S, P, fabric, chosen.algorithm))).value
         results.append(SizeResult(chosen=chosen, requested=str(requested),
                                   alternatives=algorithm_costs(op, S, P, fabric),
-                                  unavailable=unavailable_algorithms(op, P, fabric)))
+                                  unavailable=unavailable_algorithms(op, P, fabric), protocol=protocol))
     if args.json:
         if args.size is not None:
             out = size_to_dict(results[0]) | {"fabric": fabric_to_dict(fabric, nodes_used)}

@@ -268,7 +268,8 @@ def _simulated_lines(b: Budget) -> list[str]:
         "    simulated (DDP bucket timeline, gradients at a uniform rate, one comm stream; `commcost timeline`):",
         f"      PyTorch's 25 MiB default (first bucket 1 MiB): {len(d.buckets):,} buckets, {t(d.wire_s)} on the "
         f"wire, exposed {t(d.exposed_s)} = {_share_of_T(b, d.exposed_s)} -> efficiency {pct(d.efficiency)}",
-        f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB: {len(best.buckets):,} buckets, "
+        f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB (the largest cap within 0.1% of the fastest "
+        f"step): {len(best.buckets):,} buckets, "
         f"{t(best.wire_s)} on the wire, exposed {t(best.exposed_s)} = {_share_of_T(b, best.exposed_s)} "
         f"-> efficiency {pct(best.efficiency)}",
     ]

@@ -32,6 +32,9 @@ class SizeResult:
     """Every algorithm that can run this collective here."""
     unavailable: dict[Algorithm, str]
     """Modelled algorithms that cannot, with the reason."""
+    protocol: str | None = None
+    """NCCL protocol (ll, ll128, simple) the chosen algorithm runs with, where the fabric has
+    a protocol model (system presets); None elsewhere."""
 
 
 def _gbps(x: float) -> str:
@@ -74,7 +77,8 @@ def render_size_text(r: SizeResult, fabric: Link | Topology, nodes_used: int) ->
     for alg, why in r.unavailable.items():
         lines.append(f"  {alg.value:<17} not available: {why}")
     how = "the fastest here (auto)" if r.requested == "auto" else "as requested"
-    lines += ["", f"  -> {c.algorithm.value}, {how}: T = {t(c.total_s)} ({c.dominant}-bound); "
+    proto = f" with NCCL's {r.protocol.upper()} protocol" if r.protocol else ""
+    lines += ["", f"  -> {c.algorithm.value}{proto}, {how}: T = {t(c.total_s)} ({c.dominant}-bound); "
                   f"algbw = S/T = {_gbps(c.algbw_bytes_per_s)} GB/s, busbw = algbw x nccl-tests factor = "
                   f"{_gbps(c.busbw_bytes_per_s)} GB/s"]
     return "\n".join(lines)
@@ -89,8 +93,9 @@ def render_table_text(results: list[SizeResult], fabric: Link | Topology, nodes_
              f"  {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  algorithm"]
     for r in results:
         c = r.chosen
+        proto = f" ({r.protocol.upper()})" if r.protocol else ""
         lines.append(f"  {c.message_bytes:>14,.0f} {c.total_s / US:>12.2f} {_gbps(c.algbw_bytes_per_s):>13} "
-                     f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value}")
+                     f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value}{proto}")
     return "\n".join(lines)
 
 
@@ -103,7 +108,8 @@ def size_to_dict(r: SizeResult) -> dict[str, Any]:
     """One size as the documented JSON object (SI units)."""
     c = r.chosen
     return {"op": c.op.value, "size_bytes": c.message_bytes, "gpus": c.gpus,
-            "algorithm": c.algorithm.value, "requested_algorithm": r.requested, **_cost_dict(c),
+            "algorithm": c.algorithm.value, "protocol": r.protocol, "requested_algorithm": r.requested,
+            **_cost_dict(c),
             "algorithms": {a.value: _cost_dict(x) for a, x in r.alternatives.items()},
             "unavailable": {a.value: why for a, why in r.unavailable.items()}}
 

@@ -134,6 +134,8 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("  left of the best: every bucket pays 2(P-1)a, T_w grows and the stream falls behind; "
                  "right of it: the last bucket fills only when backward ends and its all-reduce is the tail")
     lines.append("")
+    lines.append("  best = the largest cap whose step is within 0.1% of the fastest: fewer buckets, "
+                 "same step (a smaller gain is not worth the extra buckets)")
     lines.append(f"  best cap {_mib(best.bucket_cap_bytes)}: step {t(best.step_s)}, exposed {t(best.exposed_s)} "
                  f"({pct(best.exposed_s / best.wire_s) if best.wire_s > 0 else '0.0%'} of its T_w = {t(best.wire_s)})")
     lines.append(f"  PyTorch default (25 MiB, first bucket 1 MiB): step {t(default.step_s)}, exposed "
