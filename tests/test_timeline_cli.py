@@ -98,7 +98,7 @@ def test_plot_writes_png(tmp_path):
     ("--backward-fraction", "0"), ("--grad-accum", "0"), ("--dtype", "fp64"), ("--optimizer-ms", "-1"),
     ("--model", "gpt-5"), ("--model", "gpt2-small", "--layers", "3"), ("--layers", "4", "--hidden", "64"),
     ("--seq", "128"), ("--layers", "24", "--hidden", "4096", "--seq", "2048"),
-    ("--plot", "/nonexistent-dir/x.png"), ("--gpus", "0"), ("--latency", "x"),
+    ("--plot", "/nonexistent-dir/x.png"), ("--gpus", "0"), ("--latency", "x"), ("--latency", "0"), ("--bw", "nan"),
 ])
 def test_bad_input_is_one_line_exit_2(args):
     r = run_commcost("timeline", *DRILL, *args)

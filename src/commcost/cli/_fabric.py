@@ -15,8 +15,25 @@ import argparse
 
 from commcost.cli import _args as A
 
-__all__ = ["add_system_arguments", "add_profile_argument", "apply_profile", "resolve_system",
+__all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "apply_profile", "resolve_system",
            "flat_equivalent", "allreduce_cost_on"]
+
+
+def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str | None = None,
+                        extra=None) -> argparse._ArgumentGroup:
+    """The data-parallel group: ``--gpus``, the flat link ``--bw``/``--latency`` (the drill's),
+    ``extra(group)`` if given, then ``--system``/``--nodes``/``--gpus-per-node``/``--algorithm`` and
+    ``--profile``. Returns the group."""
+    g = p.add_argument_group("the data-parallel group")
+    g.add_argument("--gpus", type=A.positive_int,
+                   help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
+    g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
+    g.add_argument("--latency", type=A.positive_float, help="per ring-step latency a, microseconds")
+    if extra is not None:
+        extra(g)
+    add_system_arguments(g, gpus_per_node_help=gpus_per_node_help)
+    add_profile_argument(g)
+    return g
 
 
 def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str | None = None) -> None:

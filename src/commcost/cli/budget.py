@@ -6,8 +6,7 @@ import argparse
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_profile_argument, add_system_arguments, apply_profile, flat_equivalent, \
-    resolve_system
+from commcost.cli._fabric import add_group_arguments, apply_profile, flat_equivalent, resolve_system
 
 __all__ = ["add_arguments", "run"]
 
@@ -16,17 +15,13 @@ HELP = "communication budget of a data-parallel step (Drill 3, parts a-g)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the budget flags (units as in the README) to ``p``."""
-    g = p.add_argument_group("the data-parallel group")
-    g.add_argument("--gpus", type=A.positive_int,
-                   help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
-    g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
-    g.add_argument("--latency", type=A.positive_float, help="per ring-step latency a, microseconds")
-    g.add_argument("--intra-bw", type=A.positive_float, default=300.0,
-                   help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
-    g.add_argument("--intra-latency", type=A.positive_float,
-                   help="intra-node per-step latency for fix (e)3, us (default: --latency)")
-    add_system_arguments(g, gpus_per_node_help="GPUs per node (default 8, or the system's)")
-    add_profile_argument(g)
+    def intra(g: argparse._ArgumentGroup) -> None:
+        g.add_argument("--intra-bw", type=A.positive_float, default=300.0,
+                       help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
+        g.add_argument("--intra-latency", type=A.positive_float,
+                       help="intra-node per-step latency for fix (e)3, us (default: --latency)")
+
+    add_group_arguments(p, gpus_per_node_help="GPUs per node (default 8, or the system's)", extra=intra)
     m = p.add_argument_group("the model and the step")
     m.add_argument("--params", type=A.positive_float, help="parameters N, billions (1e9)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")

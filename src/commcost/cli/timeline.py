@@ -7,8 +7,8 @@ import json
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_profile_argument, add_system_arguments, allreduce_cost_on, apply_profile, \
-    flat_equivalent, resolve_system
+from commcost.cli._fabric import add_group_arguments, allreduce_cost_on, apply_profile, flat_equivalent, \
+    resolve_system
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -20,13 +20,7 @@ _PARAMS_TOLERANCE = 0.10
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``budget`` flags that apply, plus buckets, optimizer time, model shape and plot."""
-    g = p.add_argument_group("the data-parallel group")
-    g.add_argument("--gpus", type=A.positive_int,
-                   help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
-    g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
-    g.add_argument("--latency", type=A.nonneg_float, help="per ring-step latency a, microseconds")
-    add_system_arguments(g)
-    add_profile_argument(g)
+    add_group_arguments(p)
     m = p.add_argument_group("the step")
     m.add_argument("--step-ms", type=A.positive_float, required=True,
                    help="measured compute-only step time, ms (one micro-batch)")
