@@ -117,7 +117,7 @@ def test_real_logs_give_plausible_alpha_and_beta(path):
     assert 10e9 <= fit.bandwidth_bytes_per_s <= 1000e9
     assert fit.bandwidth_bytes_per_s == pytest.approx(peak_busbw, rel=0.10)
     assert compare(fit, series.samples).r2 > 0.99
-    assert 1 <= len(fit.regimes) <= 3
+    assert len(fit.regimes) in (1, 2, 3)
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
