@@ -10,7 +10,7 @@ rows (target <= 35%) and over the 1-64 MiB rows, each next to the same figure fo
 the model *before* NCCL's protocol model (the preset topology with ``protocols=None``:
 one alpha-beta pair per tier, ``auto`` over every algorithm), and, when torch is
 installed, PyTorch's estimator on the same hardware numbers (benchmarks/vs_inductor.py).
-Tables from systems with no preset (GCP TCPXO, MI300X RoCE) are listed and skipped.
+Tables from systems with no matching preset (tests/data/nccl_tests/preset_matches.json, "unmatched") are listed and skipped.
 
 Nothing here is fitted: every constant of the protocol model comes from NCCL's source
 (commcost.protocols). One structural choice, the NVLS pipeline fill, was made after
