@@ -36,7 +36,7 @@ from commcost.errors import InputError
 from commcost.timeline import Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at, gradient_stream, \
     simulate_timeline
 from commcost.topology import Link, Topology
-from commcost.units import GB, MiB, require_finite_positive
+from commcost.units import GB, MiB, require_count, require_finite_positive
 from commcost.workload import gradient_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -53,11 +53,6 @@ __all__ = [
 DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S = 300 * GB
 """The drill's intra-node figure, 300 GB/s per GPU."""
 
-
-def require_count(name: str, value: int, *, minimum: int = 1) -> None:
-    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

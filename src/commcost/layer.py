@@ -28,11 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from commcost.budget import require_count
 from commcost.collectives import CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
 from commcost.topology import Link
-from commcost.units import TERA, require_finite_positive
+from commcost.units import TERA, require_count, require_finite_positive
 from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 
 __all__ = ["DEFAULT_ACHIEVED_FLOPS_PER_S", "LayerInputs", "LayerRatio", "layer_ratio"]

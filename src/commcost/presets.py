@@ -15,7 +15,8 @@ from typing import Any
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file, lookup
 from commcost.protocols import ProtocolModel
-from commcost.topology import Link, Topology, require_gpus
+from commcost.topology import Link, Topology
+from commcost.units import require_count
 
 __all__ = ["PresetEntry", "gpus", "fabrics", "systems", "system_topology", "system_group",
            "system_names", "preset_entries"]
@@ -61,10 +62,10 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
     """
     table = systems()
     sysp = lookup(table, name, "system")
-    require_gpus("nodes", nodes)
+    require_count("nodes", nodes)
     G = int(sysp["gpus_per_node"])
     if gpus_per_node is not None:
-        require_gpus("gpus_per_node", gpus_per_node)
+        require_count("gpus_per_node", gpus_per_node)
         if gpus_per_node > G:
             raise InputError(f"system {name!r} has {G} GPUs per node, asked for gpus_per_node={gpus_per_node}")
         G = gpus_per_node
@@ -138,14 +139,14 @@ def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | No
     showing the arithmetic.
     """
     G = int(lookup(systems(), name, "system")["gpus_per_node"]) if gpus_per_node is None else gpus_per_node
-    require_gpus("gpus_per_node", G)
+    require_count("gpus_per_node", G)
     if gpus is not None:
-        require_gpus("gpus", gpus)
+        require_count("gpus", gpus)
     if nodes is None:
         P = G if gpus is None else gpus
         nodes = -(-P // G)
     else:
-        require_gpus("nodes", nodes)
+        require_count("nodes", nodes)
         P = nodes * G if gpus is None else gpus
         if P != nodes * G:
             raise InputError(f"--gpus {P} does not match --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")

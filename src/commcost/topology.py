@@ -23,10 +23,13 @@ import math
 from dataclasses import dataclass
 
 from commcost.errors import InputError
-from commcost.protocols import ProtocolModel
-from commcost.units import require_finite_positive
+from commcost.units import require_count, require_finite_positive
 
-__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "require_gpus"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from commcost.protocols import ProtocolModel
+
+__all__ = ["Link", "Topology", "Placement", "place", "as_topology"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,11 +45,6 @@ class Link:
         require_finite_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
         require_finite_positive("latency_s", self.latency_s, allow_zero=True)
 
-
-def require_gpus(name: str, value: int) -> None:
-    """Raise :class:`InputError` unless ``value`` is an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,8 +77,8 @@ class Topology:
     NCCL has. None (custom topologies, a flat Link): one protocol, the links' own alpha and beta."""
 
     def __post_init__(self) -> None:
-        require_gpus("gpus_per_node", self.gpus_per_node)
-        require_gpus("nodes", self.nodes)
+        require_count("gpus_per_node", self.gpus_per_node)
+        require_count("nodes", self.nodes)
         if not isinstance(self.intra, Link) or not isinstance(self.inter, Link):
             raise InputError("intra and inter must be Link objects")
         if self.in_network is not None and not isinstance(self.in_network, Link):
@@ -89,8 +87,12 @@ class Topology:
         if self.oversubscription < 1:
             raise InputError(f"oversubscription must be >= 1 (1 = non-blocking), got {self.oversubscription:g}")
         require_finite_positive("base_latency_s", self.base_latency_s, allow_zero=True)
-        if self.protocols is not None and not isinstance(self.protocols, ProtocolModel):
-            raise InputError("protocols must be a ProtocolModel or None")
+        if self.protocols is not None:
+            # imported here: the drill's flat path never builds a protocol model
+            from commcost.protocols import ProtocolModel
+
+            if not isinstance(self.protocols, ProtocolModel):
+                raise InputError("protocols must be a ProtocolModel or None")
 
     @property
     def total_gpus(self) -> int:
@@ -122,7 +124,7 @@ def place(gpus: int, topology: Topology) -> Placement:
 
     Raises :class:`InputError` if the group needs more nodes than the topology has.
     """
-    require_gpus("gpus", gpus)
+    require_count("gpus", gpus)
     G = topology.gpus_per_node
     n = math.ceil(gpus / G)
     if n > topology.nodes:
@@ -142,6 +144,6 @@ def as_topology(fabric: Link | Topology, gpus: int) -> Topology:
     if isinstance(fabric, Topology):
         return fabric
     if isinstance(fabric, Link):
-        require_gpus("gpus", gpus)
+        require_count("gpus", gpus)
         return Topology(gpus_per_node=1, nodes=gpus, intra=fabric, inter=fabric, name="flat")
     raise InputError(f"fabric must be a Link or a Topology, got {type(fabric).__name__}")

@@ -17,7 +17,7 @@ from commcost.errors import InputError
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
-    "parse_size_bytes", "require_finite_positive",
+    "parse_size_bytes", "require_finite_positive", "require_count",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
@@ -68,6 +68,12 @@ def require_finite_positive(name: str, value: float, *, allow_zero: bool = False
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise InputError(f"{name} must be {bound}, got {value:g}")
+
+
+def require_count(name: str, value: int, *, minimum: int = 1) -> None:
+    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum`` (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
