@@ -58,15 +58,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--plot", metavar="FILE", help="also draw the curves to FILE (.png or .svg; needs matplotlib)")
 
 
-def _check_output_path(flag: str, path: str) -> None:
-    target = Path(path)
-    if target.is_dir():
-        A.fail(f"{flag} {path!r} is a directory, expected a file name")
-    parent = target.parent
-    if not parent.is_dir():
-        A.fail(f"{flag} {path!r}: directory {str(parent)!r} does not exist")
-
-
 def _custom_pair(args: argparse.Namespace, preset_flag: str, flags: tuple[str, str]) -> bool:
     """True if the custom flags are given; both or neither, and not with the preset flag."""
     given = [getattr(args, f.lstrip("-").replace("-", "_")) is not None for f in flags]
@@ -92,12 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from commcost.workload import bytes_per_element
 
     if args.plot is not None:
-        if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
-            A.fail(f"--plot {args.plot!r}: the file name must end in .png or .svg")
-        _check_output_path("--plot", args.plot)
+        A.check_output_path("--plot", args.plot, PLOT_SUFFIXES)
     if args.csv is not None:
-        _check_output_path("--csv", args.csv)
-
+        A.check_output_path("--csv", args.csv)
     if args.profile is not None and args.fabric is not None:
         A.fail("--profile and --fabric both describe the fabric; give one")
     calibrated = apply_profile(args, set_gpus=False)
