@@ -33,8 +33,8 @@ from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYT
 from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
 from commcost.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.timeline import Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at, gradient_stream, \
-    simulate_timeline
+from commcost.timeline import (MAX_SIMULATED_BUCKETS, Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at,
+                               gradient_stream, simulate_timeline)
 from commcost.topology import Link, Topology
 from commcost.units import GB, MiB, require_count, require_finite_positive
 from commcost.workload import gradient_bytes
@@ -356,10 +356,6 @@ def communication_budget(inp: BudgetInputs) -> Budget:
 
 
 # --- The simulated overlap (issue 4: the DDP bucket timeline) ---------------------
-
-MAX_SIMULATED_BUCKETS = 1 << 20
-"""Caps giving more buckets than this are not simulated (their exposed time is None)."""
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulatedOverlap:

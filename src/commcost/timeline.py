@@ -64,6 +64,10 @@ __all__ = [
 ]  # and, loaded on first use (module __getattr__ below): CurvePoint, BucketSweep, sweep_buckets, curve_point
 
 AllReduceCost = Callable[[float], float]
+
+MAX_SIMULATED_BUCKETS = 1 << 20
+"""The most buckets a bucket-by-bucket timeline is asked to simulate (more would take minutes and
+gigabytes); callers refuse or skip past it (the budget's exposed column shows None)."""
 """Seconds to all-reduce a message of the given size in bytes."""
 
 

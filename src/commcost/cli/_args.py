@@ -284,8 +284,8 @@ def check_output_path(flag: str, path: str, suffixes: tuple[str, ...] = ()) -> N
 
 def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> None:
     """Refuse a gradient/cap pair that would make the DDP timeline simulate more buckets than
-    :data:`commcost.budget.MAX_SIMULATED_BUCKETS` (it would take minutes and gigabytes)."""
-    from commcost.budget import MAX_SIMULATED_BUCKETS
+    :data:`commcost.timeline.MAX_SIMULATED_BUCKETS` (it would take minutes and gigabytes)."""
+    from commcost.timeline import MAX_SIMULATED_BUCKETS
 
     count = message_bytes / cap_bytes
     if count > MAX_SIMULATED_BUCKETS:
