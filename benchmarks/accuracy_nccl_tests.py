@@ -13,7 +13,7 @@ installed, PyTorch's estimator on the same hardware numbers (benchmarks/vs_induc
 Tables from systems with no matching preset (tests/data/nccl_tests/preset_matches.json, "unmatched") are listed and skipped.
 
 Nothing here is fitted: every constant of the protocol model comes from NCCL's source
-(commcost.protocols). One structural choice, the NVLS pipeline fill, was made after
+(commcost.comm.protocols). One structural choice, the NVLS pipeline fill, was made after
 looking at the single-node H100 table, so the summary also prints the medians
 without that table.
 
@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost, system_topology  # noqa: E402
-from commcost.algorithms import protocol_costs  # noqa: E402
+from commcost.comm.algorithms import protocol_costs  # noqa: E402
 from commcost.calibrate.nccl_tests import read_nccl_tests  # noqa: E402
 
 DATA = HERE.parent / "tests" / "data" / "nccl_tests"

@@ -18,9 +18,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src"))
 
-from commcost.ddp_buckets import ddp_bucket_caps  # noqa: E402
-from commcost.timeline import TimelineInputs, simulate_timeline, sweep_buckets  # noqa: E402
-from commcost.topology import Link  # noqa: E402
+from commcost.step.ddp_buckets import ddp_bucket_caps  # noqa: E402
+from commcost.step.sweep import sweep_buckets  # noqa: E402
+from commcost.step.timeline import TimelineInputs, simulate_timeline  # noqa: E402
+from commcost.comm.topology import Link  # noqa: E402
 from commcost.workload import model_preset  # noqa: E402
 
 TARGET_S = 0.050

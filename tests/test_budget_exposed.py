@@ -5,7 +5,7 @@ import json
 import pytest
 
 from commcost.budget import MAX_SIMULATED_BUCKETS, BudgetInputs, communication_budget
-from commcost.topology import Link
+from commcost.comm.topology import Link
 
 from conftest import run_commcost, run_tool
 

@@ -7,7 +7,7 @@ import math
 
 from commcost.calibrate.fit import AlphaBetaFit, Regime
 from commcost.calibrate.profile import Profile, save_profile
-from commcost.collectives import Algorithm, Collective
+from commcost.comm.collectives import Algorithm, Collective
 import pytest
 
 from conftest import run_tool

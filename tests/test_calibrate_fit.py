@@ -12,7 +12,7 @@ from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import (
     AlphaBetaFit, Regime, Sample, compare, fit_alpha_beta, ring_latency_steps,
 )
-from commcost.collectives import Algorithm, Collective
+from commcost.comm.collectives import Algorithm, Collective
 from commcost.errors import InputError
 from conftest import DATA
 

@@ -10,9 +10,9 @@ import pytest
 from commcost.calibrate.data import Measurement, MeasurementRow, load_series, read_measurement, write_measurement
 from commcost.calibrate.fit import Sample, compare, fit_alpha_beta
 from commcost.calibrate.profile import PROFILE_VERSION, Profile, load_profile, profile_to_dict, save_profile
-from commcost.collectives import Collective
+from commcost.comm.collectives import Collective
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from conftest import DATA
 
 IB = DATA / "nccl_tests" / "h100_ib_2node_16gpu_all_reduce.log"

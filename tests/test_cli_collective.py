@@ -106,7 +106,7 @@ def test_bad_input_is_one_line_exit_2(args, message):
 
 
 def test_protocol_is_named_on_presets_and_null_on_flat_links():
-    from commcost.algorithms import protocol_costs
+    from commcost.comm.algorithms import protocol_costs
     from commcost.presets import system_topology
 
     d = ok_json("collective", "--op", "all_reduce", "--size", "16MiB", "--system", "dgx-h100", "--nodes", "2")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from commcost.calibrate.measure import MeasureConfig, size_grid
-from commcost.collectives import Collective
+from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from conftest import ROOT
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from commcost.calibrate.nccl_tests import collective_from_name, parse_nccl_tests, read_nccl_tests
-from commcost.collectives import Collective, bus_bandwidth_factor
+from commcost.comm.collectives import Collective, bus_bandwidth_factor
 from commcost.errors import InputError
 from conftest import DATA
 

@@ -1,6 +1,6 @@
 """Gradient buckets: the latency/bandwidth crossover and the cost of bucketing.
 
-Symbols as in :mod:`commcost.collectives`; ``c`` is a bucket cap in bytes.
+Symbols as in :mod:`commcost.comm.collectives`; ``c`` is a bucket cap in bytes.
 
 * crossover ``S* = P a B``: the bucket size at which one bucket's bandwidth term
   ``2(P-1)/P * c/B`` equals its latency term ``2(P-1) a``, up to the factor
@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from commcost.collectives import CollectiveCost, ring_all_reduce
+from commcost.comm.collectives import CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from commcost.units import MiB, require_finite_positive
 
 __all__ = [

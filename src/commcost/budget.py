@@ -30,12 +30,12 @@ import math
 from dataclasses import dataclass
 
 from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, bucket_advice, bucket_row, crossover_bytes
-from commcost.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
-from commcost.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
+from commcost.comm.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
+from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.timeline import (MAX_SIMULATED_BUCKETS, Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at,
+from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at,
                                gradient_stream, simulate_timeline)
-from commcost.topology import Link, Topology
+from commcost.comm.topology import Link, Topology
 from commcost.units import GB, MiB, require_count, require_finite_positive
 from commcost.workload import gradient_bytes
 
@@ -93,7 +93,7 @@ class BudgetInputs:
     """GPU counts for part (g); empty means :func:`scaling_gpu_counts`."""
     fabric: Topology | None = None
     """A two-tier fabric (``--system``): when set, the all-reduce, reduce-scatter and all-gather of
-    (b), (c), (e)2 and (g) are :func:`commcost.algorithms.collective_cost` on it with ``algorithm``
+    (b), (c), (e)2 and (g) are :func:`commcost.comm.algorithms.collective_cost` on it with ``algorithm``
     (part (g) adds nodes as P grows), and ``link`` only drives the flat bucket table (f)."""
     algorithm: str = "auto"
     """Algorithm for ``fabric`` (``auto``: the fastest per size, as NCCL's tuner picks)."""
@@ -268,7 +268,7 @@ def _collective(inp: BudgetInputs, op: str, S: float, P: int) -> CollectiveCost:
         return ring(S, P, inp.link)
     from dataclasses import replace
 
-    from commcost.algorithms import collective_cost
+    from commcost.comm.algorithms import collective_cost
 
     fabric = inp.fabric
     nodes = math.ceil(P / fabric.gpus_per_node)
@@ -361,7 +361,7 @@ def communication_budget(inp: BudgetInputs) -> Budget:
 class SimulatedOverlap:
     """What stays exposed when DDP's buckets overlap the backward pass (uniform gradient rate).
 
-    From :func:`commcost.timeline.simulate_timeline`: each bucket's all-reduce
+    From :func:`commcost.step.timeline.simulate_timeline`: each bucket's all-reduce
     starts when the bucket is full and the previous one is done; ``E`` is the
     communication left after backward ends.
     """
@@ -369,7 +369,7 @@ class SimulatedOverlap:
     default: Timeline
     """PyTorch's default (``bucket_cap_mb=None``): 25 MiB, first bucket 1 MiB."""
     best: Timeline
-    """The best cap on :func:`commcost.timeline.bucket_grid` (:func:`commcost.timeline.pick_best`)."""
+    """The best cap on :func:`commcost.step.timeline.bucket_grid` (:func:`commcost.step.timeline.pick_best`)."""
     exposed_by_cap_s: tuple[float | None, ...]
     """``E`` for each of ``bucket_caps_bytes`` as an explicit ``bucket_cap_mb`` (first bucket = cap)."""
 
@@ -381,11 +381,11 @@ def _budget_grid(message_bytes: float) -> tuple[int, ...]:
 
 
 def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap | None:
-    """Simulate the default, the best and each requested cap (:mod:`commcost.timeline`); None
+    """Simulate the default, the best and each requested cap (:mod:`commcost.step.timeline`); None
     when DDP's default 25 MiB buckets would number more than :data:`MAX_SIMULATED_BUCKETS`.
 
     The requested caps and the search for the best one use the closed form for a uniform
-    gradient rate (:func:`commcost.timeline.exposed_at`, :func:`commcost.timeline.best_caps`);
+    gradient rate (:func:`commcost.step.timeline.exposed_at`, :func:`commcost.step.timeline.best_caps`);
     the default and the best are simulated bucket by bucket for their :class:`Timeline`.
     """
     tl_inp = TimelineInputs(gpus=inp.gpus, link=inp.link, step_s=inp.step_s, params=inp.params,

@@ -3,7 +3,7 @@
 Symbols: ``h`` hidden size, ``s`` sequence length, ``b`` micro-batch (sequences),
 ``k`` micro-batches per optimizer step, ``D = b s k`` tokens per rank per
 optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
-:mod:`commcost.collectives`.
+:mod:`commcost.comm.collectives`.
 
 * layer parameters ``N_l = 12 h^2``; gradient ``S_l = N_l * bytes_per_grad``
 * comm: ring all-reduce of ``S_l`` once per optimizer step,
@@ -17,7 +17,7 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
 * verdict: the layer's all-reduce can hide when ``T_l <= W_l = f_b C_l / k``: with
   gradient accumulation under ``no_sync`` only the last micro-batch's backward
   overlaps the all-reduce (as in :mod:`commcost.budget` part (c) and
-  :mod:`commcost.timeline`), so accumulation cuts the ratio ``T_l / C_l`` by ``k``
+  :mod:`commcost.step.timeline`), so accumulation cuts the ratio ``T_l / C_l`` by ``k``
   but not the window the all-reduce must fit in. At least
   ``max(0, T_l - W_l)`` stays exposed per optimizer step. The tokens per rank per
   micro-batch that make it fit are ``D*_mb = T_l F / (f_b (72 h^2 + 12 h s))``.
@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from commcost.collectives import CollectiveCost, ring_all_reduce
+from commcost.comm.collectives import CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from commcost.units import TERA, require_count, require_finite_positive
 from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 

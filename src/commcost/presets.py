@@ -14,8 +14,8 @@ from typing import Any
 
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file, lookup
-from commcost.protocols import ProtocolModel
-from commcost.topology import Link, Topology
+from commcost.comm.protocols import ProtocolModel
+from commcost.comm.topology import Link, Topology
 from commcost.units import require_count
 
 __all__ = ["PresetEntry", "gpus", "fabrics", "systems", "system_topology", "system_group",
@@ -57,7 +57,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
 
     ``gpus_per_node`` may be lowered (a job using 4 of 8 GPUs per node) but not raised
     past the preset's NVLink domain; ``oversubscription`` overrides the preset's.
-    A preset with ``nccl_protocols`` gets NCCL's protocol model (:mod:`commcost.protocols`)
+    A preset with ``nccl_protocols`` gets NCCL's protocol model (:mod:`commcost.comm.protocols`)
     with its ``llMaxBw`` caps.
     """
     table = systems()

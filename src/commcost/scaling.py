@@ -2,7 +2,7 @@
 
 Symbols: ``N`` data-parallel GPUs; ``S = params * bytes_per_grad`` the gradient
 message; ``T(N)`` its ring all-reduce time on ``N`` ranks,
-``2(N-1) a + 2(N-1)/N * S/B`` (:func:`commcost.collectives.ring_all_reduce`,
+``2(N-1) a + 2(N-1)/N * S/B`` (:func:`commcost.comm.collectives.ring_all_reduce`,
 ``T(1) = 0``); ``t_c`` the compute time of one step on one GPU, the same at
 every ``N`` (the per-GPU batch is fixed: weak scaling); ``t_o`` a serial
 overhead per step (sync, data loading); ``f`` the fraction of ``T`` that
@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.collectives import Collective, CollectiveCost, ring_all_reduce
+from commcost.comm.collectives import Collective, CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file, lookup
-from commcost.topology import Link, Topology
+from commcost.comm.topology import Link, Topology
 from commcost.units import GB, MS, require_finite_positive
 from commcost.workload import gradient_bytes
 
@@ -192,7 +192,7 @@ class ScalingInputs:
     flat_ring_note: str | None = None
     """Why the flat ring is unphysical beyond ``flat_ring_max_gpus`` (for the report)."""
     algorithm: str = "ring"
-    """All-reduce algorithm (:func:`commcost.algorithms.collective_cost`); ``auto`` picks the
+    """All-reduce algorithm (:func:`commcost.comm.algorithms.collective_cost`); ``auto`` picks the
     fastest per N. The seed's model is ``ring`` on a flat link."""
 
     def __post_init__(self) -> None:
@@ -343,16 +343,16 @@ def data_parallel_comm(message_bytes: float, gpus: int, fabric: Link | Topology,
     """Gradient all-reduce of one data-parallel step.
 
     On a flat link with the ring (the seed's ``ring_allreduce_time_ms``) this is
-    exactly :func:`commcost.collectives.ring_all_reduce`,
+    exactly :func:`commcost.comm.collectives.ring_all_reduce`,
     ``T = 2(N-1) a + 2(N-1)/N * S/B``, ``T(1) = 0``: bandwidth-bound for large
     ``S``, the latency term growing linearly in ``N``. On a two-tier
     :class:`Topology`, or with another algorithm, it is
-    :func:`commcost.algorithms.collective_cost` (hierarchical, tree, NVLS ...).
+    :func:`commcost.comm.algorithms.collective_cost` (hierarchical, tree, NVLS ...).
     Every scaling number gets its communication time here and only here.
     """
     if isinstance(fabric, Link) and algorithm == "ring":
         return ring_all_reduce(message_bytes, gpus, fabric)
-    from commcost.algorithms import collective_cost
+    from commcost.comm.algorithms import collective_cost
 
     return collective_cost(Collective.ALL_REDUCE, message_bytes, gpus, fabric, algorithm)
 

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from commcost.calibrate.fit import Sample
 from commcost.calibrate.nccl_tests import parse_nccl_tests, collective_from_name
 from commcost.calibrate.profile import write_atomic
-from commcost.collectives import Collective
+from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 
 __all__ = ["MEASUREMENT_VERSION", "COLUMNS", "MeasurementRow", "Measurement", "Series",
@@ -47,7 +47,7 @@ class MeasurementRow:
     """One measured size of one collective."""
 
     op: str
-    """Collective name (a :class:`~commcost.collectives.Collective` value)."""
+    """Collective name (a :class:`~commcost.comm.collectives.Collective` value)."""
     gpus: int
     """Ranks taking part."""
     size_bytes: int

@@ -2,7 +2,7 @@
 
 The model (``P`` ranks, ``S`` bytes as nccl-tests counts them, ``k(op, P)``
 ring latency steps, ``f(op, P)`` the bus-bandwidth factor of
-:func:`commcost.collectives.bus_bandwidth_factor`)::
+:func:`commcost.comm.collectives.bus_bandwidth_factor`)::
 
     T(S) = k * alpha_i + f * S / B_i        for the regime i whose size range holds S
 
@@ -22,7 +22,7 @@ mean of the neighbouring measured sizes.
 
 Readable summary: ``alpha_s`` is the first (small-message) regime's per-step
 latency, ``bandwidth_bytes_per_s`` the last (large-message) regime's bus
-bandwidth; together they are the :class:`~commcost.topology.Link` the other
+bandwidth; together they are the :class:`~commcost.comm.topology.Link` the other
 commands use, and ``crossover_bytes = k alpha B / f`` (``P alpha B`` for
 all-reduce) is where their latency and bandwidth terms are equal.
 
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Sequence
 
-from commcost.collectives import Algorithm, Collective, bus_bandwidth_factor
+from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_factor
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from commcost.units import format_bytes, require_finite_positive
 
 __all__ = [

@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from commcost.calibrate.data import Measurement, MeasurementRow
 from commcost.calibrate.measure_worker import DTYPES, rank_main, spawned_worker
-from commcost.collectives import Collective
+from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from commcost.units import format_bytes
 

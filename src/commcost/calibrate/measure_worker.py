@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from commcost.calibrate.data import MeasurementRow
-from commcost.collectives import Collective, bus_bandwidth_factor
+from commcost.comm.collectives import Collective, bus_bandwidth_factor
 
 if TYPE_CHECKING:
     from commcost.calibrate.measure import MeasureConfig

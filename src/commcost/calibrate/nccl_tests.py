@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from commcost.collectives import Collective
+from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from commcost.units import GB, US
 

@@ -5,8 +5,8 @@ Schema (JSON, SI units, version 1)::
     {
       "version": 1,                      # this schema; other versions are refused
       "kind": "commcost-profile",
-      "op": "all_reduce",                # commcost.collectives.Collective value
-      "algorithm": "ring",               # commcost.collectives.Algorithm value
+      "op": "all_reduce",                # commcost.comm.collectives.Collective value
+      "algorithm": "ring",               # commcost.comm.collectives.Algorithm value
       "gpus": 16,                        # ranks P of the measurement
       "alpha_s": 8.9e-07,                # headline: first regime's per-ring-step latency, s
       "bandwidth_bytes_per_s": 4.7e+11,  # headline: last regime's per-rank bus bandwidth, bytes/s
@@ -21,7 +21,7 @@ Schema (JSON, SI units, version 1)::
                      "commcost_version": "0.1.0", "nodes": 2, "hosts": [...], "devices": [...], ...}
     }
 
-``load_profile(path).link`` is the :class:`~commcost.topology.Link` (headline
+``load_profile(path).link`` is the :class:`~commcost.comm.topology.Link` (headline
 bandwidth and alpha) that every command accepts through ``--profile``.
 """
 
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
-from commcost.collectives import Algorithm, Collective
+from commcost.comm.collectives import Algorithm, Collective
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 
 __all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict", "write_atomic"]
 

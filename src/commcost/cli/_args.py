@@ -233,7 +233,7 @@ def size_bounds(text: str) -> tuple[float, float]:
 
 def collective_list(text: str) -> tuple:
     """``"all_reduce,all_gather"`` or ``"all"`` -> Collective members (names as in torch.distributed)."""
-    from commcost.collectives import Collective
+    from commcost.comm.collectives import Collective
 
     if text.strip() == "all":
         return tuple(Collective)
@@ -284,8 +284,8 @@ def check_output_path(flag: str, path: str, suffixes: tuple[str, ...] = ()) -> N
 
 def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> None:
     """Refuse a gradient/cap pair that would make the DDP timeline simulate more buckets than
-    :data:`commcost.timeline.MAX_SIMULATED_BUCKETS` (it would take minutes and gigabytes)."""
-    from commcost.timeline import MAX_SIMULATED_BUCKETS
+    :data:`commcost.step.timeline.MAX_SIMULATED_BUCKETS` (it would take minutes and gigabytes)."""
+    from commcost.step.timeline import MAX_SIMULATED_BUCKETS
 
     count = message_bytes / cap_bytes
     if count > MAX_SIMULATED_BUCKETS:

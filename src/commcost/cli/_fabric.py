@@ -2,7 +2,7 @@
 shared by the subcommands that simulate a data-parallel step (budget, timeline).
 
 The drill's flat flags ``--bw``/``--latency`` describe one link; a system preset
-describes a two-tier :class:`commcost.topology.Topology`. Commands that report the
+describes a two-tier :class:`commcost.comm.topology.Topology`. Commands that report the
 drill's flat symbols show the *flat ring equivalent* of the fabric for one message
 size (nccl-tests' bus-bandwidth idea): with ``T`` the :func:`collective_cost`
 all-reduce of ``S`` on ``P`` GPUs, ``a = T.latency / 2(P-1)`` and
@@ -93,7 +93,7 @@ def resolve_system(args: argparse.Namespace):
             if getattr(args, flag) is None:
                 A.fail(f"--{flag} is required (or --system NAME with --nodes)")
         return None
-    from commcost.algorithms import parse_algorithm
+    from commcost.comm.algorithms import parse_algorithm
     from commcost.presets import system_group
 
     if args.bw is not None or args.latency is not None:
@@ -106,8 +106,8 @@ def resolve_system(args: argparse.Namespace):
 
 def flat_equivalent(fabric, gpus: int, message_bytes: float, algorithm: str):
     """The flat :class:`Link` whose ring all-reduce of ``message_bytes`` takes what ``fabric`` does."""
-    from commcost.algorithms import collective_cost
-    from commcost.topology import Link
+    from commcost.comm.algorithms import collective_cost
+    from commcost.comm.topology import Link
 
     if gpus == 1:
         return fabric.intra
@@ -118,7 +118,7 @@ def flat_equivalent(fabric, gpus: int, message_bytes: float, algorithm: str):
 
 def allreduce_cost_on(fabric, gpus: int, algorithm: str):
     """``c -> seconds``: the all-reduce of a ``c``-byte bucket on ``fabric`` (memoised per size)."""
-    from commcost.algorithms import collective_cost
+    from commcost.comm.algorithms import collective_cost
 
     memo: dict[float, float] = {}
 

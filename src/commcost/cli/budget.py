@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate the combination of flags, compute, render."""
     from commcost.budget import BudgetInputs, communication_budget
-    from commcost.topology import Link
+    from commcost.comm.topology import Link
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.workload import bytes_per_element
 

@@ -39,7 +39,7 @@ def fabric_from_args(args: argparse.Namespace, gpus: int | None):
     """``(fabric, P)`` from the fabric flags; every inconsistency is an InputError."""
     from commcost.errors import InputError
     from commcost.presets import system_group
-    from commcost.topology import Link, Topology
+    from commcost.comm.topology import Link, Topology
     from commcost.units import GB, US
 
     custom = [n for n in ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw")
@@ -112,12 +112,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, compute every algorithm per size, render."""
-    from commcost.algorithms import (algorithm_costs, collective_cost, parse_algorithm, parse_collective,
+    from commcost.comm.algorithms import (algorithm_costs, collective_cost, parse_algorithm, parse_collective,
                                      protocol_costs, unavailable_algorithms)
     from commcost.errors import InputError
     from commcost.report.collective import (SizeResult, fabric_to_dict, render_size_text, render_table_text,
                                             size_to_dict)
-    from commcost.topology import Topology, place
+    from commcost.comm.topology import Topology, place
 
     op = parse_collective(args.op)
     requested = parse_algorithm(args.algorithm)

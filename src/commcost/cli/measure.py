@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     from commcost.calibrate.data import write_measurement
     from commcost.calibrate.measure import MeasureConfig, MeasurementFailed, launched_by_torchrun, measure, size_grid
-    from commcost.collectives import Collective
+    from commcost.comm.collectives import Collective
     from commcost.report._optional import require
     from commcost.report.calibrate import render_measurement_text
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         scaling_to_csv, scaling_to_dict
     from commcost.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_defaults, \
         seed_fabrics, seed_models
-    from commcost.topology import Link
+    from commcost.comm.topology import Link
     from commcost.units import BILLION, GB, MS, US
     from commcost.workload import bytes_per_element
 
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             A.fail("--system/--gpus-per-node build the two-tier fabric; drop --fabric/--bw/--latency")
         algorithm = args.algorithm or ("auto" if two_tier else "ring")
         if two_tier:
-            from commcost.algorithms import parse_algorithm
+            from commcost.comm.algorithms import parse_algorithm
 
             parse_algorithm(algorithm)
             fabrics = [_two_tier(args, max(gpu_counts))]

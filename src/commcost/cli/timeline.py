@@ -77,12 +77,13 @@ def _shape(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Validate the flags, simulate, render."""
-    from commcost.ddp_buckets import ddp_bucket_caps
+    from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.report.timeline import (
         TimelineContext, render_sweep_text, render_timeline_text, sweep_to_dict, timeline_to_dict,
     )
-    from commcost.timeline import TimelineInputs, gradient_stream, simulate_timeline, sweep_buckets
-    from commcost.topology import Link
+    from commcost.step.sweep import sweep_buckets
+    from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
+    from commcost.comm.topology import Link
     from commcost.units import BILLION, GB, MS, MiB, US
     from commcost.workload import bytes_per_element, model_params
 

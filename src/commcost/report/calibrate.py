@@ -11,7 +11,7 @@ from typing import Any
 from commcost.calibrate.data import Measurement, Series
 from commcost.calibrate.fit import AlphaBetaFit, Comparison, ring_latency_steps
 from commcost.calibrate.profile import MODEL_TEXT, Profile
-from commcost.collectives import bus_bandwidth_factor
+from commcost.comm.collectives import bus_bandwidth_factor
 from commcost.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
 
 __all__ = [

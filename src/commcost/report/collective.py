@@ -1,7 +1,7 @@
 """Text and JSON renderings of collective costs (``commcost collective``) and presets.
 
-Every number shown is a field of a :class:`commcost.collectives.CollectiveCost`
-or of the :class:`commcost.topology.Topology`; nothing here computes a cost.
+Every number shown is a field of a :class:`commcost.comm.collectives.CollectiveCost`
+or of the :class:`commcost.comm.topology.Topology`; nothing here computes a cost.
 Bandwidths print in decimal GB/s, as nccl-tests does.
 """
 
@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from commcost.collectives import Algorithm, CollectiveCost
+from commcost.comm.collectives import Algorithm, CollectiveCost
 from commcost.presets import PresetEntry
-from commcost.topology import Link, Topology
+from commcost.comm.topology import Link, Topology
 from commcost.units import GB, US, format_bytes, format_seconds as t
 
 __all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",

@@ -5,7 +5,8 @@ matplotlib is imported lazily through :func:`commcost.report._optional.pyplot`.
 
 from __future__ import annotations
 
-from commcost.timeline import BucketSweep, Timeline
+from commcost.step.sweep import BucketSweep
+from commcost.step.timeline import Timeline
 from commcost.units import MS, MiB
 
 __all__ = ["plot_timeline"]

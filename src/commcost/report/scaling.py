@@ -13,7 +13,7 @@ import textwrap
 from typing import Any, Sequence
 
 from commcost.scaling import ScalingCurve, ScalingInputs, ScalingRow
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from commcost.units import BILLION, GB, MS, US, format_bytes
 
 __all__ = [

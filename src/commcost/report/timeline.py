@@ -1,7 +1,7 @@
-"""Text and JSON renderings of :class:`commcost.timeline.Timeline` and :class:`BucketSweep`.
+"""Text and JSON renderings of :class:`commcost.step.timeline.Timeline` and :class:`BucketSweep`.
 
 Every number is a field of the result; the formula shown beside it is the one
-the field's docstring states (:mod:`commcost.timeline`).
+the field's docstring states (:mod:`commcost.step.timeline`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from commcost.timeline import BucketSweep, Timeline, TimelineInputs
+from commcost.step.sweep import BucketSweep
+from commcost.step.timeline import Timeline, TimelineInputs
 from commcost.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
 
 __all__ = ["TimelineContext", "render_timeline_text", "render_sweep_text", "timeline_to_dict", "sweep_to_dict"]

@@ -27,7 +27,7 @@ from commcost.units import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from commcost.protocols import ProtocolModel
+    from commcost.comm.protocols import ProtocolModel
 
 __all__ = ["Link", "Topology", "Placement", "place", "as_topology"]
 
@@ -72,7 +72,7 @@ class Topology:
     name: str = "custom"
     """Where the numbers come from (a system preset's name, or ``custom``)."""
     protocols: ProtocolModel | None = None
-    """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.protocols`): each algorithm
+    """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.comm.protocols`): each algorithm
     runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
     NCCL has. None (custom topologies, a flat Link): one protocol, the links' own alpha and beta."""
 
@@ -89,7 +89,7 @@ class Topology:
         require_finite_positive("base_latency_s", self.base_latency_s, allow_zero=True)
         if self.protocols is not None:
             # imported here: the drill's flat path never builds a protocol model
-            from commcost.protocols import ProtocolModel
+            from commcost.comm.protocols import ProtocolModel
 
             if not isinstance(self.protocols, ProtocolModel):
                 raise InputError("protocols must be a ProtocolModel or None")

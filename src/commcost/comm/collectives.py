@@ -19,7 +19,7 @@ each collective is nccl-tests' "bus bandwidth" factor, kept in one place,
 These ring functions are the drill's flat model. Every collective under every
 algorithm (tree, halving-doubling, hierarchical, in-network, direct) on a flat
 link or a two-tier topology goes through the one entry point
-:func:`commcost.algorithms.collective_cost`, whose ring results on a flat link
+:func:`commcost.comm.algorithms.collective_cost`, whose ring results on a flat link
 equal these exactly.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from commcost.units import require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -56,7 +56,7 @@ class Collective(StrEnum):
 
 
 class Algorithm(StrEnum):
-    """How a collective is carried out on the fabric (formulas in :mod:`commcost.algorithms`)."""
+    """How a collective is carried out on the fabric (formulas in :mod:`commcost.comm.algorithms`)."""
 
     RING = "ring"
     TREE = "tree"

@@ -5,11 +5,12 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from commcost.collectives import ring_all_reduce
-from commcost.ddp_buckets import DdpBucketCaps
+from commcost.comm.collectives import ring_all_reduce
+from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.errors import InputError
-from commcost.timeline import TimelineInputs, bucket_grid, gradient_stream, simulate_timeline, sweep_buckets
-from commcost.topology import Link
+from commcost.step.sweep import sweep_buckets
+from commcost.step.timeline import TimelineInputs, bucket_grid, gradient_stream, simulate_timeline
+from commcost.comm.topology import Link
 from commcost.workload import ModelShape
 
 # Hand cases: P = 2, a = 1 ms, so T(c) = 2(P-1)a + 2(P-1)/P c/B = 2 ms + c/B.

@@ -1,18 +1,18 @@
 """``commcost timeline --bucket auto``: the step time over a grid of bucket caps.
 
-Every point is :func:`commcost.timeline._evaluate_caps` -- O(1) per cap for a
-uniform gradient rate (the closed form in :mod:`commcost.timeline`), a
+Every point is :func:`commcost.step.timeline._evaluate_caps` -- O(1) per cap for a
+uniform gradient rate (the closed form in :mod:`commcost.step.timeline`), a
 simulation otherwise -- and only the best cap is simulated bucket by bucket, for
-its :class:`~commcost.timeline.Timeline`. The names are re-exported by
-:mod:`commcost.timeline`, which loads this module on first use.
+its :class:`~commcost.step.timeline.Timeline`. The names are re-exported by
+:mod:`commcost.step.timeline`, which loads this module on first use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.ddp_buckets import DdpBucketCaps
-from commcost.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, bucket_grid, caps_for, \
+from commcost.step.ddp_buckets import DdpBucketCaps
+from commcost.step.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, bucket_grid, caps_for, \
     _evaluate_caps, gradient_stream, pick_best, ring_allreduce_cost, simulate_timeline
 
 __all__ = ["CurvePoint", "BucketSweep", "sweep_buckets", "curve_point"]
@@ -36,22 +36,22 @@ class CurvePoint:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BucketSweep:
-    """``--bucket auto``: the best cap (:func:`~commcost.timeline.pick_best`) and the curve it was read from."""
+    """``--bucket auto``: the best cap (:func:`~commcost.step.timeline.pick_best`) and the curve it was read from."""
 
     curve: tuple[CurvePoint, ...]
     """Every cap tried, smallest first."""
     best: Timeline
-    """The timeline at the best cap (:func:`~commcost.timeline.pick_best`)."""
+    """The timeline at the best cap (:func:`~commcost.step.timeline.pick_best`)."""
 
 
 def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
                   first_bucket_bytes: int | None = None,
                   allreduce_s: AllReduceCost | None = None) -> BucketSweep:
-    """Evaluate every cap (default :func:`~commcost.timeline.bucket_grid`) and keep the fastest step.
+    """Evaluate every cap (default :func:`~commcost.step.timeline.bucket_grid`) and keep the fastest step.
 
-    Each cap is :func:`~commcost.timeline.caps_for`: what ``bucket_cap_mb`` set explicitly
+    Each cap is :func:`~commcost.step.timeline.caps_for`: what ``bucket_cap_mb`` set explicitly
     gives in torch 2.13, the first bucket as large as the rest unless ``first_bucket_bytes``
-    says otherwise. The choice is :func:`~commcost.timeline.pick_best`' (the largest cap within 0.1% of
+    says otherwise. The choice is :func:`~commcost.step.timeline.pick_best`' (the largest cap within 0.1% of
     the fastest step).
     """
     stream = gradient_stream(inp)
@@ -72,7 +72,7 @@ def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllRed
                 stream: GradientStream | None = None) -> CurvePoint:
     """Wire, exposed and step time at ``caps`` without the per-bucket list.
 
-    The same numbers as :func:`~commcost.timeline.simulate_timeline`; for a uniform stream in
+    The same numbers as :func:`~commcost.step.timeline.simulate_timeline`; for a uniform stream in
     O(1), so a 1 MiB cap on a 70B model costs no more than 1 GiB.
     """
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)

@@ -3,7 +3,7 @@
 Symbols: ``t_c`` compute-only time of one micro-batch, ``k`` micro-batches per
 optimizer step, ``f_b`` backward share of a micro-batch, ``W = f_b t_c`` the
 backward window, ``t_opt`` optimizer time, ``T(c)`` the all-reduce of a ``c``-byte
-bucket (ring: ``2(P-1)a + 2(P-1)/P * c/B``, :func:`commcost.collectives.ring_all_reduce`).
+bucket (ring: ``2(P-1)a + 2(P-1)/P * c/B``, :func:`commcost.comm.collectives.ring_all_reduce`).
 
 The model (README, "Timeline"):
 
@@ -17,7 +17,7 @@ The model (README, "Timeline"):
   layer's backward lasts ``W * F_l / sum F`` (``F_l`` its backward FLOPs: output
   head first, embedding last with ~0 FLOPs), and within a layer its tensors
   arrive in reverse forward order, in proportion to their size.
-* **Buckets.** As DDP after its first-iteration rebuild (:mod:`commcost.ddp_buckets`):
+* **Buckets.** As DDP after its first-iteration rebuild (:mod:`commcost.step.ddp_buckets`):
   packed in ready order, first bucket capped at ``c_1``, the rest at ``c``; with a
   shape a bucket closes on the tensor that reaches the cap (never splitting a
   tensor); without one the stream is continuous, so buckets are exactly
@@ -51,17 +51,17 @@ from dataclasses import dataclass
 from collections import namedtuple
 from collections.abc import Callable
 
-from commcost.collectives import ring_all_reduce
-from commcost.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
+from commcost.comm.collectives import ring_all_reduce
+from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.topology import Link
+from commcost.comm.topology import Link
 from commcost.units import KiB, require_finite_positive
 from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
 
 __all__ = [
     "AllReduceCost", "ring_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
     "Timeline", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at", "best_caps",
-]  # and, loaded on first use (module __getattr__ below): CurvePoint, BucketSweep, sweep_buckets, curve_point
+]  # the bucket sweep (CurvePoint, BucketSweep, sweep_buckets) is commcost.step.sweep
 
 AllReduceCost = Callable[[float], float]
 
@@ -72,7 +72,7 @@ gigabytes); callers refuse or skip past it (the budget's exposed column shows No
 
 
 def ring_allreduce_cost(gpus: int, link: Link) -> AllReduceCost:
-    """``S -> 2(P-1)a + 2(P-1)/P * S/B`` via :func:`commcost.collectives.ring_all_reduce`."""
+    """``S -> 2(P-1)a + 2(P-1)/P * S/B`` via :func:`commcost.comm.collectives.ring_all_reduce`."""
     def cost(message_bytes: float) -> float:
         return ring_all_reduce(message_bytes, gpus, link).total_s
     return cost
@@ -407,7 +407,7 @@ def pick_best(steps: list[tuple[float, DdpBucketCaps]]) -> DdpBucketCaps:
 def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_bytes: int | None = None,
               allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> DdpBucketCaps:
     """The caps (:func:`caps_for`) over ``caps_bytes`` chosen by :func:`pick_best`. The same choice
-    as ``commcost.timeline_sweep.sweep_buckets``, without the curve."""
+    as ``commcost.step.sweep.sweep_buckets``, without the curve."""
     stream = stream or gradient_stream(inp)
     cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
     memo: dict[float, float] = {}
@@ -433,16 +433,3 @@ def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketC
         n = len(sizes)
     exposed = _exposed(end, t_e, wire)
     return n, wire, exposed, t_e + exposed + inp.optimizer_s
-
-
-_SWEEP_NAMES = ("CurvePoint", "BucketSweep", "sweep_buckets", "curve_point")
-
-
-def __getattr__(name: str):
-    """The bucket sweep lives in :mod:`commcost.timeline_sweep`, loaded on first use (PEP 562),
-    so the budget command does not build its classes; the names stay importable from here."""
-    if name in _SWEEP_NAMES:
-        from commcost import timeline_sweep
-
-        return getattr(timeline_sweep, name)
-    raise AttributeError(f"module 'commcost.timeline' has no attribute {name!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from commcost import InputError, Link, Topology, place
-from commcost.topology import as_topology
+from commcost.comm.topology import as_topology
 
 NV = Link(bandwidth_bytes_per_s=370e9, latency_s=1.9e-6)
 IB = Link(bandwidth_bytes_per_s=47e9, latency_s=4e-6)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from commcost.ddp_buckets import assign_buckets_by_size, ddp_bucket_caps, initial_buckets, rebuilt_buckets
+from commcost.step.ddp_buckets import assign_buckets_by_size, ddp_bucket_caps, initial_buckets, rebuilt_buckets
 
 pytestmark = pytest.mark.torch
 

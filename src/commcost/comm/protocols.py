@@ -19,10 +19,10 @@ pairs, and the right one depends on the size: LL for small messages, LL128 in
 the middle, Simple (and NVLS, which is Simple only) for large ones. This module
 holds those constants, each with its place in tuning.cc (the NCCL 2.19+ table
 ``ncclTunerConstantsDefaults``; the ring LL128 and Simple step latencies and the
-base latencies are unchanged since NCCL 2.12). :mod:`commcost.algorithms` applies
-them to a :class:`commcost.topology.Topology` that carries a
+base latencies are unchanged since NCCL 2.12). :mod:`commcost.comm.algorithms` applies
+them to a :class:`commcost.comm.topology.Topology` that carries a
 :class:`ProtocolModel` (every real system preset does); a flat
-:class:`commcost.topology.Link` and a custom topology without one keep the
+:class:`commcost.comm.topology.Link` and a custom topology without one keep the
 drill's single alpha-beta pair.
 
 How the constants meet commcost's own numbers: a fabric's ``step_latency_s`` is

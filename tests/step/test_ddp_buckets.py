@@ -1,9 +1,9 @@
-"""DDP's bucket packing, emulated: hand-worked cases of the rules in commcost.ddp_buckets."""
+"""DDP's bucket packing, emulated: hand-worked cases of the rules in commcost.step.ddp_buckets."""
 
 import pytest
 from hypothesis import given, strategies as st
 
-from commcost.ddp_buckets import (
+from commcost.step.ddp_buckets import (
     DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps, initial_buckets, rebuilt_buckets,
 )
 from commcost.errors import InputError

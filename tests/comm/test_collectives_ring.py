@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from commcost import InputError, Link, bus_bandwidth_factor, ring_all_gather, ring_all_reduce, ring_reduce_scatter
-from commcost.collectives import Collective
+from commcost.comm.collectives import Collective
 
 DRILL = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
 

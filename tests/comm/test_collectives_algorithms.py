@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from commcost import InputError, Link, Topology, collective_cost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
-from commcost.algorithms import APPLICABLE, algorithm_costs, unavailable_algorithms
-from commcost.collectives import Algorithm, Collective, bus_bandwidth_factor
+from commcost.comm.algorithms import APPLICABLE, algorithm_costs, unavailable_algorithms
+from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_factor
 
 US = 1e-6
 S = 1e9

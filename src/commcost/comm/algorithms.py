@@ -1,7 +1,7 @@
 """Collective algorithms on a two-tier fabric, and the one entry point :func:`collective_cost`.
 
-Symbols (as in :mod:`commcost.collectives`, plus the tiers of
-:class:`commcost.topology.Topology`): ``S`` message bytes, ``P`` ranks, ``n``
+Symbols (as in :mod:`commcost.comm.collectives`, plus the tiers of
+:class:`commcost.comm.topology.Topology`): ``S`` message bytes, ``P`` ranks, ``n``
 nodes the group spans, ``g`` ranks on the fullest node, ``g_min`` on the
 emptiest, ``a_i, B_i`` intra-node per-step latency and per-GPU bandwidth,
 ``a_e, B_e`` the same for each GPU's NIC, ``o`` oversubscription,
@@ -41,7 +41,7 @@ With one GPU per node (a flat :class:`Link`) every row reduces to the drill's fl
 formula; with one node, hierarchical equals ring.
 
 **Protocols** (only for a :class:`Topology` whose ``protocols`` is set, as every real
-system preset's is; :mod:`commcost.protocols` has the constants and their sources).
+system preset's is; :mod:`commcost.comm.protocols` has the constants and their sources).
 The table above is one alpha-beta pair per tier. NCCL instead runs each algorithm
 under one of three protocols, LL, LL128 and Simple, each with its own launch
 latency ``t_0^p``, step latencies ``a_i^p, a_e^p`` and bandwidth efficiency
@@ -76,12 +76,12 @@ import math
 
 from dataclasses import replace
 
-from commcost.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
+from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.errors import InputError
-from commcost.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
+from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
                                 RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
-from commcost.topology import Link, Topology, as_topology, place
+from commcost.comm.topology import Link, Topology, as_topology, place
 from commcost.units import require_finite_positive
 
 __all__ = [
@@ -340,7 +340,7 @@ def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
     ``op`` is a :class:`Collective` (or its name), ``message_bytes`` the size ``S``
     as nccl-tests counts it, ``gpus`` the group size ``P``, ``fabric`` a flat
     :class:`Link` (the drill's one-tier model: ring results equal
-    :func:`commcost.collectives.ring_all_reduce` and friends exactly) or a
+    :func:`commcost.comm.collectives.ring_all_reduce` and friends exactly) or a
     two-tier :class:`Topology`. ``algorithm`` is one :class:`Algorithm` or
     ``"auto"``: the fastest applicable one at this size (ties go to the earlier one
     in :data:`APPLICABLE`; under a protocol model only :data:`NCCL_ALGORITHMS` compete);

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from commcost import InputError, Link, Topology, collective_cost, ring_all_reduce, system_topology
-from commcost.algorithms import NCCL_ALGORITHMS, algorithm_costs, protocol_costs
-from commcost.collectives import Algorithm, Collective
+from commcost.comm.algorithms import NCCL_ALGORITHMS, algorithm_costs, protocol_costs
+from commcost.comm.collectives import Algorithm, Collective
 from commcost.presets import system_names
-from commcost.protocols import Protocol, ProtocolModel, tree_correction
-from commcost.topology import as_topology
+from commcost.comm.protocols import Protocol, ProtocolModel, tree_correction
+from commcost.comm.topology import as_topology
 
 US = 1e-6
 AR = Collective.ALL_REDUCE
@@ -177,7 +177,7 @@ def test_one_a100_node_agrees_with_pytorchs_port_of_ncclls_tuner(S):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from vs_inductor import inductor_estimator
 
     ours = collective_cost(AR, S, 8, system_topology("dgx-a100"))

@@ -1,0 +1,1 @@
+"""Schedules that overlap communication with compute: DDP buckets, the bucket timeline, its sweep."""
