@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Sequence
 
-from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_factor
+from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_factor, ring_latency_steps
 from commcost.errors import InputError
 from commcost.comm.topology import Link
 from commcost.units import format_bytes, require_finite_positive
@@ -52,17 +52,6 @@ __all__ = [
 
 MIN_REGIME_SIZES = 3
 """Fewest distinct sizes a regime may hold when there is more than one regime."""
-
-
-def ring_latency_steps(op: Collective, gpus: int) -> int:
-    """Ring steps ``k`` whose latency ``alpha`` each collective pays (see the module docstring)."""
-    if gpus < 1:
-        raise InputError(f"gpus must be >= 1, got {gpus}")
-    if op is Collective.ALL_REDUCE:
-        return 2 * (gpus - 1)
-    if op is Collective.SEND_RECV:
-        return 1
-    return gpus - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

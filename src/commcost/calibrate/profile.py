@@ -206,3 +206,22 @@ def load_profile(path: str | Path) -> Profile:
     return Profile(fit=profile.fit, r2=profile.r2, median_abs_rel_error=profile.median_abs_rel_error,
                    max_abs_rel_error=profile.max_abs_rel_error, points=profile.points,
                    provenance=profile.provenance, path=str(p))
+
+
+def profile_model(profile: Profile, *, extrapolate: bool = False):
+    """The :class:`commcost.comm.model.ProfileModel` of ``profile``: every fitted regime, with the
+    scope (op, ranks, nodes, GPUs per node, backend) its provenance records."""
+    from commcost.comm.model import ProfileModel, ProfileScope
+
+    prov = profile.provenance
+    nodes = prov.get("nodes")
+    nodes = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes >= 1 else None
+    gpn = prov.get("gpus_per_node")
+    gpn = gpn if isinstance(gpn, int) and not isinstance(gpn, bool) and gpn >= 1 else None
+    if gpn is None and nodes:
+        gpn = -(-profile.fit.gpus // nodes)
+    backend = prov.get("backend")
+    if not isinstance(backend, str):
+        backend = "nccl" if prov.get("source_kind") == "nccl-tests" else None
+    scope = ProfileScope(op=profile.fit.op, gpus=profile.fit.gpus, nodes=nodes, gpus_per_node=gpn, backend=backend)
+    return ProfileModel(fit=profile.fit, scope=scope, extrapolate=extrapolate, source=profile.path or "")

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Collective", "Algorithm", "CollectiveCost",
-    "bus_bandwidth_factor", "ring_all_reduce", "ring_reduce_scatter", "ring_all_gather",
+    "bus_bandwidth_factor", "ring_latency_steps", "ring_all_reduce", "ring_reduce_scatter", "ring_all_gather",
 ]
 
 
@@ -104,6 +104,10 @@ class CollectiveCost:
     """Latency term (the sum of per-step latencies), seconds."""
     bandwidth_s: float
     """Bandwidth term (bytes on the busiest link over its bandwidth), seconds."""
+    protocol: str | None = None
+    """NCCL protocol (LL, LL128, Simple) where the model has NCCL's protocols; None otherwise."""
+    reason: str = ""
+    """Why this algorithm (and regime) priced the collective, for reports."""
 
     @property
     def total_s(self) -> float:
@@ -135,6 +139,18 @@ class CollectiveCost:
         if big == 0:
             return 1.0
         return big / small if small > 0 else float("inf")
+
+
+def ring_latency_steps(op: Collective, gpus: int) -> int:
+    """Ring steps ``k`` whose latency ``a`` each collective pays: ``2(P-1)`` all-reduce, 1 send/recv,
+    ``P-1`` otherwise (the ``k`` of calibration's ``T = k a + f S/B``, ``f`` = :func:`bus_bandwidth_factor`)."""
+    if gpus < 1:
+        raise InputError(f"gpus must be >= 1, got {gpus}")
+    if op is Collective.ALL_REDUCE:
+        return 2 * (gpus - 1)
+    if op is Collective.SEND_RECV:
+        return 1
+    return gpus - 1
 
 
 def _check(message_bytes: float, gpus: int) -> None:
