@@ -17,7 +17,8 @@ from commcost.errors import InputError
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
-    "parse_size_bytes", "require_finite_positive", "require_count",
+    "parse_size_bytes", "parse_rate_bytes_per_s", "parse_time_s", "require_finite_positive", "require_count",
+    "RATE_MIN_BYTES_PER_S", "RATE_MAX_BYTES_PER_S", "LATENCY_MAX_S",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
@@ -57,6 +58,54 @@ def parse_size_bytes(text: str) -> float:
     if factor is None:
         raise InputError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
     return float(number) * factor
+
+
+RATE_MIN_BYTES_PER_S = 1e3
+"""Slowest rate commcost prices, 1 kB/s (below it no training step is meaningful; the bound keeps
+``S/B`` finite for every size the flags accept)."""
+RATE_MAX_BYTES_PER_S = 1e15
+"""Fastest rate commcost prices, 1 PB/s (over a thousand times an NVLink 5 GPU's 1.8 TB/s)."""
+LATENCY_MAX_S = 10.0
+"""Largest per-step latency commcost prices, 10 s (a thousand times a slow TCP hop)."""
+
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY_PREFIX = {"K": KiB, "k": KiB, "M": MiB, "G": GiB, "T": TiB}
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_RATE_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(?:([kKMGTP]?)(i?)([Bb])(/s|ps))?\s*$")
+_TIME_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(s|ms|us|\u00b5s|ns|)\s*$")
+_TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "\u00b5s": US, "ns": 1e-9}
+
+
+def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> float:
+    """Parse a rate into bytes/s: ``"50"`` (a bare number is in ``bare_unit_bytes_per_s``, GB/s
+    by default, the drill's unit), ``"50GB/s"``, ``"50GBps"``, ``"400Gbps"``/``"400Gb/s"`` (bits:
+    divided by 8), ``"46.6GiB/s"``.
+
+    Byte prefixes are decimal (GB/s is 1e9 bytes/s, as nccl-tests reports); ``Gi`` is 2**30.
+    ``B`` is bytes and ``b`` bits, so case matters there (as on a NIC's data sheet)."""
+    match = _RATE_RE.match(text)
+    if match is None:
+        raise InputError(f"cannot parse rate {text!r} (expected e.g. 50 (GB/s), 50GB/s, 400Gbps, 12.5GiB/s)")
+    number, prefix, binary, unit, _ = match.groups()
+    value = float(number)
+    if unit is None:
+        return value * bare_unit_bytes_per_s
+    if binary:
+        if unit == "b" or prefix not in _BINARY_PREFIX:
+            raise InputError(f"cannot parse rate {text!r}: binary prefixes go with bytes (KiB/s, MiB/s, GiB/s)")
+        return value * _BINARY_PREFIX[prefix]
+    factor = _PREFIX[prefix]
+    return value * factor if unit == "B" else value * factor / 8.0
+
+
+def parse_time_s(text: str, *, bare_unit_s: float = US) -> float:
+    """Parse a time into seconds: ``"20"`` (a bare number is in ``bare_unit_s``, microseconds by
+    default, the drill's latency unit), ``"20us"``, ``"0.02ms"``, ``"2e-5s"``, ``"500ns"``."""
+    match = _TIME_RE.match(text)
+    if match is None:
+        raise InputError(f"cannot parse time {text!r} (expected e.g. 20 (us), 20us, 0.02ms, 500ns)")
+    number, unit = match.groups()
+    return float(number) * (_TIME_UNITS_S[unit] if unit else bare_unit_s)
 
 
 def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:

@@ -12,10 +12,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from commcost.cli._args import Parser, fail
+import re
+
+from commcost.cli._args import PROG, Parser, fail, interrupt_note
 from commcost.errors import InputError
 
-__all__ = ["main", "budget_main", "SUBCOMMANDS"]
+__all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_TOKEN"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
@@ -29,22 +31,77 @@ SUBCOMMANDS: dict[str, str] = {
 }
 """Subcommand name -> module implementing it."""
 
+NON_FINITE_TOKEN = re.compile(r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?![a-wyzA-Z_])")
+"""How Python prints a non-finite float (``inf``, ``-inf``, ``nan``, also as ``infx`` or ``inf%``),
+and not a word such as info, InfiniBand or nanoGPT."""
+
+_BAD_PATH_ERRNOS = frozenset({1, 2, 13, 17, 20, 21, 30, 36, 40})
+"""EPERM, ENOENT, EACCES, EEXIST, ENOTDIR, EISDIR, EROFS, ENAMETOOLONG, ELOOP: a path the user gave is
+wrong (exit 2); any other OSError (a full disk, an I/O error) is a failure while running (exit 1)."""
+
 
 def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
+    """Parse, run, and turn every way a run can end into its exit status (docs/exit-codes.md):
+    0 done, 1 a failure while running, 2 bad input, 130 interrupted (Ctrl-C; 143 for SIGTERM).
+    Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
     module = importlib.import_module(module_name)
     parser = Parser(prog=prog, description=module.HELP)
     module.add_arguments(parser)
-    args = parser.parse_args(list(argv))
     try:
-        return module.run(args)
+        args = parser.parse_args(list(argv))
+        return _run_checked(module.run, args)
+    except KeyboardInterrupt as exc:
+        note = interrupt_note()
+        print(f"{PROG}: interrupted{'; ' + note if note else ''}", file=sys.stderr)
+        return 128 + getattr(exc, "signum", 2)
     except BrokenPipeError:
         # the reader (head, less) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
     except InputError as exc:
         fail(str(exc))
+    except RecursionError:
+        fail("input nested too deeply to read (a file of thousands of nested brackets?)")
     except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        message = f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+        if exc.errno in _BAD_PATH_ERRNOS:
+            fail(message)
+        _one_line(message)
+        return 1
+    except (SystemExit, GeneratorExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
+        if os.environ.get("COMMCOST_TRACEBACK"):
+            raise
+        _one_line(f"internal error: {type(exc).__name__}: {exc} (set COMMCOST_TRACEBACK=1 to see where; "
+                  "please report it with the command line)")
+        return 1
+
+
+def _run_checked(run, args) -> int:
+    """``run(args)`` with stdout held until it returns, so a report is printed whole or not at all,
+    and never with a non-finite number in it (the guard behind the library's own input bounds)."""
+    import io
+
+    real, held = sys.stdout, io.StringIO()
+    sys.stdout = held
+    try:
+        code = run(args)
+    finally:
+        sys.stdout = real
+    text = held.getvalue()
+    bad = NON_FINITE_TOKEN.search(text)
+    if bad is not None:
+        line = text[text.rfind("\n", 0, bad.start()) + 1:].split("\n", 1)[0].strip()
+        fail(f"a result is not a finite number ({line[:160]!r}): an input is outside the range the model "
+             "can price (an extreme bandwidth, latency, size or step time)")
+    real.write(text)
+    real.flush()
+    return code
+
+
+def _one_line(message: str) -> None:
+    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,8 +27,8 @@ def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str |
     g = p.add_argument_group("the data-parallel group")
     g.add_argument("--gpus", type=A.positive_int,
                    help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
-    g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
-    g.add_argument("--latency", type=A.positive_float, help="per ring-step latency a, microseconds")
+    g.add_argument("--bw", type=A.rate_gb_per_s, help="achievable per-rank bandwidth B, GB/s (1e9)")
+    g.add_argument("--latency", type=A.positive_latency_us, help="per ring-step latency a, microseconds")
     if extra is not None:
         extra(g)
     add_system_arguments(g, gpus_per_node_help=gpus_per_node_help)
@@ -43,7 +43,7 @@ def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str 
     g.add_argument("--nodes", type=A.positive_int, help="with --system: nodes in the group")
     g.add_argument("--gpus-per-node", type=A.positive_int,
                    help=gpus_per_node_help or "with --system: GPUs used per node (default: the preset's)")
-    g.add_argument("--algorithm", default="auto", help="with --system: auto (default), ring, tree, "
+    g.add_argument("--algorithm", type=A.algorithm, default="auto", help="with --system: auto (default), ring, tree, "
                    "halving_doubling, hierarchical, in_network")
 
 

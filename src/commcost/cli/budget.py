@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, apply_profile, flat_equivalent, resolve_system
@@ -16,9 +15,9 @@ HELP = "communication budget of a data-parallel step (Drill 3, parts a-g)"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the budget flags (units as in the README) to ``p``."""
     def intra(g: argparse._ArgumentGroup) -> None:
-        g.add_argument("--intra-bw", type=A.positive_float, default=300.0,
+        g.add_argument("--intra-bw", type=A.rate_gb_per_s, default=300.0,
                        help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
-        g.add_argument("--intra-latency", type=A.positive_float,
+        g.add_argument("--intra-latency", type=A.positive_latency_us,
                        help="intra-node per-step latency for fix (e)3, us (default: --latency)")
 
     add_group_arguments(p, gpus_per_node_help="GPUs per node (default 8, or the system's)", extra=intra)
@@ -124,10 +123,9 @@ def run(args: argparse.Namespace) -> int:
         texts.insert(0, calibrated[0])
         out["profile"] = calibrated[1]
     if args.json:
-        import json
+        from commcost.report._json import dump_json
 
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        dump_json(out)
     else:
         print("\n\n".join(texts))
     return 0

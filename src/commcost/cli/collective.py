@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, apply_profile
@@ -20,18 +18,18 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--system", help="system preset (see `commcost presets`), e.g. dgx-h100")
     f.add_argument("--nodes", type=A.positive_int, help="nodes the group spans (default: as --gpus needs)")
     f.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's)")
-    f.add_argument("--intra-bw", type=A.positive_float, help="custom: intra-node bandwidth per GPU, GB/s")
-    f.add_argument("--intra-latency", type=A.nonneg_float, help="custom: intra-node per-step latency, us")
-    f.add_argument("--inter-bw", type=A.positive_float, help="custom: inter-node bandwidth per GPU (its NIC), GB/s")
-    f.add_argument("--inter-latency", type=A.nonneg_float, help="custom: inter-node per-step latency, us")
-    f.add_argument("--nvls-bw", type=A.positive_float, help="custom: in-switch reduction (NVLS) algbw per GPU, GB/s")
-    f.add_argument("--nvls-latency", type=A.nonneg_float, default=0.0, help="custom: NVLS per-step latency, us")
-    f.add_argument("--launch-latency", type=A.nonneg_float, default=0.0,
+    f.add_argument("--intra-bw", type=A.rate_gb_per_s, help="custom: intra-node bandwidth per GPU, GB/s")
+    f.add_argument("--intra-latency", type=A.latency_us, help="custom: intra-node per-step latency, us")
+    f.add_argument("--inter-bw", type=A.rate_gb_per_s, help="custom: inter-node bandwidth per GPU (its NIC), GB/s")
+    f.add_argument("--inter-latency", type=A.latency_us, help="custom: inter-node per-step latency, us")
+    f.add_argument("--nvls-bw", type=A.rate_gb_per_s, help="custom: in-switch reduction (NVLS) algbw per GPU, GB/s")
+    f.add_argument("--nvls-latency", type=A.latency_us, default=0.0, help="custom: NVLS per-step latency, us")
+    f.add_argument("--launch-latency", type=A.latency_us, default=0.0,
                    help="custom: fixed launch latency per collective, us (default 0)")
     f.add_argument("--oversubscription", type=A.positive_float,
                    help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
-    f.add_argument("--bw", type=A.positive_float, help="flat: per-rank bandwidth, GB/s (the drill's one-tier model)")
-    f.add_argument("--latency", type=A.nonneg_float, help="flat: per-step latency, us")
+    f.add_argument("--bw", type=A.rate_gb_per_s, help="flat: per-rank bandwidth, GB/s (the drill's one-tier model)")
+    f.add_argument("--latency", type=A.latency_us, help="flat: per-step latency, us")
     add_profile_argument(f)
 
 
@@ -103,7 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--sizes", type=A.size_range,
                    help="a table of sizes: MIN:MAX (doubling, like nccl-tests -b -e -f 2), MIN:MAX:FACTOR, or a list")
     p.add_argument("--gpus", type=A.positive_int, help="ranks P in the group (default: nodes x GPUs per node)")
-    p.add_argument("--algorithm", default="auto",
+    p.add_argument("--algorithm", type=A.algorithm, default="auto",
                    help="auto (the fastest, as NCCL's tuner picks), ring, tree, halving_doubling, "
                         "hierarchical, in_network, direct")
     add_fabric_arguments(p)
@@ -144,8 +142,9 @@ def run(args: argparse.Namespace) -> int:
                    "fabric": fabric_to_dict(fabric, nodes_used), "rows": [size_to_dict(r) for r in results]}
         if calibrated is not None:
             out["profile"] = calibrated[1]
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
         return 0
     if calibrated is not None:
         print(calibrated[0] + "\n")

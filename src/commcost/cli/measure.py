@@ -59,7 +59,6 @@ class _Bar:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, keeping rows on disk as they complete; render on rank 0."""
-    import json
     import os
 
     from commcost.calibrate.data import write_measurement
@@ -100,8 +99,10 @@ def run(args: argparse.Namespace) -> int:
         write_measurement(m, args.output)
     if args.json:
         from dataclasses import asdict
-        print(json.dumps({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
-                          "rows": [asdict(r) for r in m.rows]}, indent=2))
+
+        from commcost.report._json import dump_json
+        dump_json({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
+                   "rows": [asdict(r) for r in m.rows]})
     else:
         print(render_measurement_text(m), end="")
         if args.output:

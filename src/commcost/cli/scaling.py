@@ -7,8 +7,6 @@ N = 1..128, then the seed's printed 7B partial-overlap analysis.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from commcost.cli import _args as A
@@ -36,14 +34,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f = p.add_argument_group("the fabric (a preset, or --bw with --latency)")
     f.add_argument("--fabric", type=A.name_list,
                    help="preset fabric key(s), comma-separated: nvlink, infiniband (default: both)")
-    f.add_argument("--bw", type=A.positive_float, help="custom fabric: per-rank bandwidth B, GB/s (1e9)")
-    f.add_argument("--latency", type=A.nonneg_float, help="custom fabric: per ring-step latency a, microseconds")
+    f.add_argument("--bw", type=A.rate_gb_per_s, help="custom fabric: per-rank bandwidth B, GB/s (1e9)")
+    f.add_argument("--latency", type=A.latency_us, help="custom fabric: per ring-step latency a, microseconds")
     add_profile_argument(f)
     f.add_argument("--gpus-per-node", type=A.positive_int,
                    help="two-tier view: the seed's NVLink inside nodes of this many GPUs, its "
                         "InfiniBand across them (or, with --system, fewer GPUs per node than the preset)")
     f.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100")
-    f.add_argument("--algorithm", help="all-reduce algorithm: ring (the seed's, default on a flat fabric), "
+    f.add_argument("--algorithm", type=A.algorithm, help="all-reduce algorithm: ring (the seed's, default on a flat fabric), "
                         "tree, halving_doubling, hierarchical, in_network, or auto (default on two tiers)")
     s = p.add_argument_group("the step")
     s.add_argument("--gpus", type=A.int_list,
@@ -149,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
         out = scaling_to_dict(results, overlap)
         if calibrated is not None:
             out["profile"] = calibrated[1]
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
         return 0
     parts = ([calibrated[0]] if calibrated is not None else []) + [render_scaling_text(results)]
     if overlap:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, allreduce_cost_on, apply_profile, flat_equivalent, \
@@ -157,8 +155,9 @@ def run(args: argparse.Namespace) -> int:
         out["profile"] = calibrated[1]
         text = calibrated[0] + "\n\n" + text
     if args.json:
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
     else:
         print(text + (f"\n\n  plot written to {args.plot}" if args.plot else ""))
     return 0
