@@ -71,8 +71,8 @@ LATENCY_MAX_S = 10.0
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY_PREFIX = {"K": KiB, "k": KiB, "M": MiB, "G": GiB, "T": TiB}
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
-_RATE_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(?:([kKMGTP]?)(i?)([Bb])(/s|ps))?\s*$")
-_TIME_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(s|ms|us|\u00b5s|ns|)\s*$")
+_RATE_PATTERN = r"^\s*" + _NUMBER + r"\s*(?:([kKMGTP]?)(i?)([Bb])(/s|ps))?\s*$"
+_TIME_PATTERN = r"^\s*" + _NUMBER + r"\s*(s|ms|us|\u00b5s|ns|)\s*$"
 _TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "\u00b5s": US, "ns": 1e-9}
 
 
@@ -83,7 +83,7 @@ def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> f
 
     Byte prefixes are decimal (GB/s is 1e9 bytes/s, as nccl-tests reports); ``Gi`` is 2**30.
     ``B`` is bytes and ``b`` bits, so case matters there (as on a NIC's data sheet)."""
-    match = _RATE_RE.match(text)
+    match = re.match(_RATE_PATTERN, text)  # re caches the compiled pattern; none at import
     if match is None:
         raise InputError(f"cannot parse rate {text!r} (expected e.g. 50 (GB/s), 50GB/s, 400Gbps, 12.5GiB/s)")
     number, prefix, binary, unit, _ = match.groups()
@@ -101,7 +101,7 @@ def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> f
 def parse_time_s(text: str, *, bare_unit_s: float = US) -> float:
     """Parse a time into seconds: ``"20"`` (a bare number is in ``bare_unit_s``, microseconds by
     default, the drill's latency unit), ``"20us"``, ``"0.02ms"``, ``"2e-5s"``, ``"500ns"``."""
-    match = _TIME_RE.match(text)
+    match = re.match(_TIME_PATTERN, text)
     if match is None:
         raise InputError(f"cannot parse time {text!r} (expected e.g. 20 (us), 20us, 0.02ms, 500ns)")
     number, unit = match.groups()

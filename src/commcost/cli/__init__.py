@@ -17,7 +17,7 @@ import re
 from commcost.cli._args import PROG, Parser, fail, interrupt_note
 from commcost.errors import InputError
 
-__all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_TOKEN"]
+__all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
@@ -31,9 +31,17 @@ SUBCOMMANDS: dict[str, str] = {
 }
 """Subcommand name -> module implementing it."""
 
-NON_FINITE_TOKEN = re.compile(r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?![a-wyzA-Z_])")
+NON_FINITE_PATTERN = r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?![a-wyzA-Z_])"
 """How Python prints a non-finite float (``inf``, ``-inf``, ``nan``, also as ``infx`` or ``inf%``),
-and not a word such as info, InfiniBand or nanoGPT."""
+and not a word such as info, InfiniBand or nanoGPT (compiled on first use: none at start-up)."""
+
+
+def find_non_finite_token(text: str):
+    """The first match of :data:`NON_FINITE_PATTERN` in ``text``, or None."""
+    if "inf" not in text and "nan" not in text:  # the common case, without compiling the pattern
+        return None
+    return re.search(NON_FINITE_PATTERN, text)
+
 
 _BAD_PATH_ERRNOS = frozenset({1, 2, 13, 17, 20, 21, 30, 36, 40})
 """EPERM, ENOENT, EACCES, EEXIST, ENOTDIR, EISDIR, EROFS, ENAMETOOLONG, ELOOP: a path the user gave is
@@ -52,8 +60,10 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         return _run_checked(module.run, args)
     except KeyboardInterrupt as exc:
         note = interrupt_note()
-        print(f"{PROG}: interrupted{'; ' + note if note else ''}", file=sys.stderr)
-        return 128 + getattr(exc, "signum", 2)
+        signum = getattr(exc, "signum", 2)
+        what = "terminated (SIGTERM)" if signum == 15 else "interrupted"
+        print(f"{PROG}: {what}{'; ' + note if note else ''}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         # the reader (head, less) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
@@ -90,7 +100,7 @@ def _run_checked(run, args) -> int:
     finally:
         sys.stdout = real
     text = held.getvalue()
-    bad = NON_FINITE_TOKEN.search(text)
+    bad = find_non_finite_token(text)
     if bad is not None:
         line = text[text.rfind("\n", 0, bad.start()) + 1:].split("\n", 1)[0].strip()
         fail(f"a result is not a finite number ({line[:160]!r}): an input is outside the range the model "
