@@ -76,10 +76,19 @@ _TIME_PATTERN = r"^\s*" + _NUMBER + r"\s*(s|ms|us|\u00b5s|ns|)\s*$"
 _TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "\u00b5s": US, "ns": 1e-9}
 
 
-def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> float:
-    """Parse a rate into bytes/s: ``"50"`` (a bare number is in ``bare_unit_bytes_per_s``, GB/s
-    by default, the drill's unit), ``"50GB/s"``, ``"50GBps"``, ``"400Gbps"``/``"400Gb/s"`` (bits:
-    divided by 8), ``"46.6GiB/s"``.
+def _in_unit(number: float, factor: float, unit: float) -> float:
+    """``number * factor / unit`` with one rounding when the ratio of the two decimal units is a
+    whole number (``0.02 ms`` is exactly ``20 us``, as typed, not ``20.000000000000004``)."""
+    ratio = factor / unit if factor >= unit else unit / factor
+    if abs(ratio - round(ratio)) <= 1e-9 * ratio:  # 1e-3 / 1e-6 is 1000.0000000000001 in floats
+        ratio = float(round(ratio))
+    return number * ratio if factor >= unit else number / ratio
+
+
+def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB, unit_bytes_per_s: float = 1.0) -> float:
+    """Parse a rate: ``"50"`` (a bare number is in ``bare_unit_bytes_per_s``, GB/s by default, the
+    drill's unit), ``"50GB/s"``, ``"50GBps"``, ``"400Gbps"``/``"400Gb/s"`` (bits: divided by 8),
+    ``"46.6GiB/s"``; returned in ``unit_bytes_per_s`` (default bytes/s).
 
     Byte prefixes are decimal (GB/s is 1e9 bytes/s, as nccl-tests reports); ``Gi`` is 2**30.
     ``B`` is bytes and ``b`` bits, so case matters there (as on a NIC's data sheet)."""
@@ -89,23 +98,24 @@ def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> f
     number, prefix, binary, unit, _ = match.groups()
     value = float(number)
     if unit is None:
-        return value * bare_unit_bytes_per_s
+        return _in_unit(value, bare_unit_bytes_per_s, unit_bytes_per_s)
     if binary:
         if unit == "b" or prefix not in _BINARY_PREFIX:
             raise InputError(f"cannot parse rate {text!r}: binary prefixes go with bytes (KiB/s, MiB/s, GiB/s)")
-        return value * _BINARY_PREFIX[prefix]
-    factor = _PREFIX[prefix]
-    return value * factor if unit == "B" else value * factor / 8.0
+        return _in_unit(value, _BINARY_PREFIX[prefix], unit_bytes_per_s)
+    rate = _in_unit(value, _PREFIX[prefix], unit_bytes_per_s)
+    return rate if unit == "B" else rate / 8.0
 
 
-def parse_time_s(text: str, *, bare_unit_s: float = US) -> float:
-    """Parse a time into seconds: ``"20"`` (a bare number is in ``bare_unit_s``, microseconds by
-    default, the drill's latency unit), ``"20us"``, ``"0.02ms"``, ``"2e-5s"``, ``"500ns"``."""
+def parse_time_s(text: str, *, bare_unit_s: float = US, unit_s: float = 1.0) -> float:
+    """Parse a time: ``"20"`` (a bare number is in ``bare_unit_s``, microseconds by default, the
+    drill's latency unit), ``"20us"``, ``"0.02ms"``, ``"2e-5s"``, ``"500ns"``; returned in
+    ``unit_s`` (default seconds)."""
     match = re.match(_TIME_PATTERN, text)
     if match is None:
         raise InputError(f"cannot parse time {text!r} (expected e.g. 20 (us), 20us, 0.02ms, 500ns)")
     number, unit = match.groups()
-    return float(number) * (_TIME_UNITS_S[unit] if unit else bare_unit_s)
+    return _in_unit(float(number), _TIME_UNITS_S[unit] if unit else bare_unit_s, unit_s)
 
 
 def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:

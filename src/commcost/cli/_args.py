@@ -137,7 +137,8 @@ def check_bounds(flag: str, value) -> None:
         if not lo <= v <= hi:
             shown = f"{v:,}" if isinstance(v, int) and v < 10**30 else (f"{v:.4g}" if isinstance(v, float)
                                                                        else f"an integer of {len(str(v))} digits")
-            fail(f"{flag} must be between {lo:,g} and {hi:,g}{' ' + unit if unit else ''}, got {shown}")
+            bound = lambda x: f"{x:,}" if isinstance(x, int) else f"{x:g}"  # noqa: E731
+            fail(f"{flag} must be between {bound(lo)} and {bound(hi)}{' ' + unit if unit else ''}, got {shown}")
 
 
 class Terminated(KeyboardInterrupt):
@@ -244,7 +245,7 @@ def rate_gb_per_s(text: str) -> float:
         value = _number(text)  # as typed, so the drill's numbers are exactly what they were
     else:
         try:
-            value = parse_rate_bytes_per_s(text) / GB
+            value = parse_rate_bytes_per_s(text, unit_bytes_per_s=GB)
         except InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     if not RATE_MIN_BYTES_PER_S / GB <= value <= RATE_MAX_BYTES_PER_S / GB:
@@ -262,7 +263,7 @@ def latency_us(text: str) -> float:
         value = _number(text)
     else:
         try:
-            value = parse_time_s(text) / US
+            value = parse_time_s(text, unit_s=US)
         except InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     if not 0 <= value <= LATENCY_MAX_S / US:
