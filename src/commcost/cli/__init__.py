@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import re
 
-from commcost.cli._args import PROG, Parser, fail, interrupt_note
+from commcost.cli._args import PROG, Parser, clear_interrupt_notes, fail, interrupt_note
 from commcost.errors import InputError
 
 __all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
@@ -52,6 +52,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     """Parse, run, and turn every way a run can end into its exit status (docs/exit-codes.md):
     0 done, 1 a failure while running, 2 bad input, 130 interrupted (Ctrl-C; 143 for SIGTERM).
     Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
+    clear_interrupt_notes()  # a note belongs to one run (main may be called many times in one process)
     module = importlib.import_module(module_name)
     parser = Parser(prog=prog, description=module.HELP)
     module.add_arguments(parser)

@@ -26,7 +26,7 @@ __all__ = [
     "size_range", "size_bounds", "collective_list", "collective",
     "bucket_mib_list", "check_output_path", "check_bucket_count",
     "rate_gb_per_s", "latency_us", "positive_latency_us", "algorithm", "FLAG_BOUNDS", "check_bounds",
-    "on_interrupt", "interrupt_note", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
+    "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
 ]
 
 PROG = "commcost"
@@ -119,6 +119,10 @@ FLAG_BOUNDS: dict[str, tuple[float, float, str]] = {
     "--buckets": (1, 2.0**60, "bytes"),
     "--factor": (1, 1e6, ""),
     "--timeout": (1, 1e7, "s"),
+    "--max-latency-share": (1e-6, 1, ""),
+    "--tail-budget": (1e-6, 1, ""),
+    "--threshold": (1e-6, 1, ""),
+    "--backward-fraction": (1e-6, 1, ""),
 }
 """Flag -> (smallest, largest, unit): sane bounds, in the flag's own unit, that keep every result
 finite (a step of 1e-308 ms or 10**309 GPUs overflows the arithmetic). Rates, latencies and sizes
@@ -154,6 +158,11 @@ _INTERRUPT_NOTES: list = []
 def on_interrupt(note) -> None:
     """Register ``note() -> str``: what an interrupted run keeps and where (``measure``: its rows)."""
     _INTERRUPT_NOTES.append(note)
+
+
+def clear_interrupt_notes() -> None:
+    """Forget the registered notes (the dispatcher does, before each run)."""
+    _INTERRUPT_NOTES.clear()
 
 
 def interrupt_note() -> str:
