@@ -266,3 +266,11 @@ def test_write_atomic_leaves_no_temporary_file(tmp_path):
     write_atomic(tmp_path / "a.txt", "one\n")
     write_atomic(tmp_path / "a.txt", "two\n")
     assert [p.name for p in tmp_path.iterdir()] == ["a.txt"] and (tmp_path / "a.txt").read_text() == "two\n"
+
+
+def test_write_failure_names_the_target_not_the_temporary_file(tmp_path):
+    # a write that fails (here: the directory went away) used to name ".x.abc123.tmp"
+    target = tmp_path / "gone" / "rows.csv"
+    with pytest.raises(OSError) as exc:
+        write_atomic(target, "x\n")
+    assert exc.value.filename == str(target)

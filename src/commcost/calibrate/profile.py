@@ -140,17 +140,22 @@ def write_atomic(path: str | Path, text: str) -> None:
     if p.is_symlink():
         p = Path(os.path.realpath(p))
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
 
 
