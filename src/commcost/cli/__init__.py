@@ -53,10 +53,10 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     0 done, 1 a failure while running, 2 bad input, 130 interrupted (Ctrl-C; 143 for SIGTERM).
     Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
     clear_interrupt_notes()  # a note belongs to one run (main may be called many times in one process)
-    module = importlib.import_module(module_name)
-    parser = Parser(prog=prog, description=module.HELP)
-    module.add_arguments(parser)
     try:
+        module = importlib.import_module(module_name)
+        parser = Parser(prog=prog, description=module.HELP)
+        module.add_arguments(parser)
         args = parser.parse_args(list(argv))
         return _run_checked(module.run, args)
     except KeyboardInterrupt as exc:
@@ -84,7 +84,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
         if os.environ.get("COMMCOST_TRACEBACK"):
             raise
-        _one_line(f"internal error: {type(exc).__name__}: {exc} (set COMMCOST_TRACEBACK=1 to see where; "
+        _one_line(f"internal error: {type(exc).__name__}: {str(exc)[:300]} (set COMMCOST_TRACEBACK=1 to see where; "
                   "please report it with the command line)")
         return 1
 
