@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from commcost.comm.collectives import CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
 from commcost.comm.topology import Link
-from commcost.units import MiB, require_finite_positive
+from commcost.units import MiB
+from commcost.validation import require_finite_positive
 
 __all__ = [
     "PYTORCH_DEFAULT_BUCKET_BYTES", "PYTORCH_FIRST_BUCKET_BYTES",

@@ -36,7 +36,8 @@ from commcost.errors import InputError
 from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at,
                                gradient_stream, simulate_timeline)
 from commcost.comm.topology import Link, Topology
-from commcost.units import GB, MiB, require_count, require_finite_positive
+from commcost.units import GB, MiB
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import gradient_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)

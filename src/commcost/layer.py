@@ -31,7 +31,8 @@ from typing import Literal
 from commcost.comm.collectives import CollectiveCost, ring_all_reduce
 from commcost.errors import InputError
 from commcost.comm.topology import Link
-from commcost.units import TERA, require_count, require_finite_positive
+from commcost.units import TERA
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 
 __all__ = ["DEFAULT_ACHIEVED_FLOPS_PER_S", "LayerInputs", "LayerRatio", "layer_ratio"]

@@ -40,7 +40,8 @@ from commcost.comm.collectives import Collective, CollectiveCost, ring_all_reduc
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file, lookup
 from commcost.comm.topology import Link, Topology
-from commcost.units import GB, MS, require_finite_positive
+from commcost.units import GB, MS
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import gradient_bytes
 
 __all__ = [
@@ -202,9 +203,7 @@ class ScalingInputs:
                 raise InputError(f"topology has {self.link.nodes} nodes of {self.link.gpus_per_node} GPUs, "
                                  f"N = {max(self.gpu_counts)} needs {need}")
         require_finite_positive("params", self.params)
-        if isinstance(self.bytes_per_grad, bool) or not isinstance(self.bytes_per_grad, int) \
-                or self.bytes_per_grad < 1:
-            raise InputError(f"bytes_per_grad must be an integer >= 1, got {self.bytes_per_grad!r}")
+        require_count("bytes_per_grad", self.bytes_per_grad)
         require_finite_positive("compute_s", self.compute_s)
         require_finite_positive("overhead_s", self.overhead_s, allow_zero=True)
         _require_gpu_counts(self.gpu_counts)

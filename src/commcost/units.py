@@ -17,7 +17,7 @@ from commcost.errors import InputError
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
-    "parse_size_bytes", "require_finite_positive", "require_count",
+    "parse_size_bytes",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
@@ -57,23 +57,6 @@ def parse_size_bytes(text: str) -> float:
     if factor is None:
         raise InputError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
     return float(number) * factor
-
-
-def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:
-    """Raise :class:`InputError` unless ``value`` is finite and > 0 (or >= 0)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise InputError(f"{name} must be finite, got {value}")
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InputError(f"{name} must be {bound}, got {value:g}")
-
-
-def require_count(name: str, value: int, *, minimum: int = 1) -> None:
-    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def format_bytes(n_bytes: float, *, binary: bool = False) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.errors import InputError
+from commcost.validation import require_count
 
 __all__ = [
     "BYTES_PER_ELEMENT", "bytes_per_element", "gradient_bytes",
@@ -114,9 +115,7 @@ class ModelShape:
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "seq", "vocab", "heads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+            require_count(name, getattr(self, name))
         for name in ("ffn_hidden", "kv_heads", "max_positions"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

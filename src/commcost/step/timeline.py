@@ -55,7 +55,8 @@ from commcost.comm.collectives import ring_all_reduce
 from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.errors import InputError
 from commcost.comm.topology import Link
-from commcost.units import KiB, require_finite_positive
+from commcost.units import KiB
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
 
 __all__ = [
@@ -103,9 +104,7 @@ class TimelineInputs:
 
     def __post_init__(self) -> None:
         for name in ("gpus", "bytes_per_grad", "grad_accum"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+            require_count(name, getattr(self, name))
         require_finite_positive("step_s", self.step_s)
         require_finite_positive("optimizer_s", self.optimizer_s, allow_zero=True)
         require_finite_positive("backward_fraction", self.backward_fraction)
