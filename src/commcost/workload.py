@@ -194,11 +194,18 @@ def model_preset_names() -> tuple[str, ...]:
     return tuple(k for k in load_preset_file("models.json") if not k.startswith("_"))
 
 
+MODEL_ALIASES = {"125m": "gpt2-small", "1.3b": "gpt2-xl", "7b": "llama2-7b"}
+"""The scaling-analysis seed's model names, as aliases of the registry's shapes (the seed calls them
+"125M (GPT-2 small)", "1.3B (GPT-2 XL equiv)", "7B (Llama-7B equiv)"); ``commcost scaling`` keeps the
+seed's own rounded parameter counts and compute times for them, to reproduce the seed."""
+
+
 def model_preset(name: str) -> ModelShape:
-    """The :class:`ModelShape` of preset ``name`` (exact key; unknown names list the valid ones)."""
+    """The :class:`ModelShape` of preset ``name`` (exact key or a seed alias of
+    :data:`MODEL_ALIASES`; unknown names list the valid ones)."""
     from commcost.hardware import load_preset_file, lookup
     table = {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
-    row = lookup(table, name, "model preset")
+    row = lookup(table, MODEL_ALIASES.get(name, name), "model preset")
     return ModelShape(
         layers=row["layers"], hidden=row["hidden"], seq=row["seq_tokens"], vocab=row["vocab"],
         ffn_hidden=row["ffn_hidden"], gated_mlp=row["gated_mlp"], heads=row["heads"],
@@ -207,4 +214,4 @@ def model_preset(name: str) -> ModelShape:
     )
 
 
-__all__ += ["model_preset", "model_preset_names"]
+__all__ += ["MODEL_ALIASES", "model_preset", "model_preset_names"]
