@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost.cli import find_non_finite_token, main
-from commcost.cli._args import latency_us, rate_gb_per_s
+from commcost.cli._args import latency_us, nonneg_latency_us, rate_gb_per_s
 from commcost.errors import InputError
 from commcost.report._json import dump_json, find_non_finite
 from commcost.units import parse_rate_bytes_per_s, parse_time_s
@@ -281,7 +281,7 @@ def test_rate_forms_agree(gb):
 @settings(max_examples=200, deadline=None)
 @given(st.floats(min_value=0, max_value=1e7, allow_nan=False))
 def test_latency_forms_agree(us):
-    assert latency_us(f"{us!r}") == us
+    assert nonneg_latency_us(f"{us!r}") == us
     assert parse_time_s(f"{us / 1000!r}ms") == pytest.approx(us * 1e-6, rel=1e-12, abs=1e-300)
     assert math.isfinite(parse_time_s(f"{us!r}us"))
 

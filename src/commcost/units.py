@@ -17,7 +17,7 @@ from commcost.errors import InputError
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
-    "parse_size_bytes", "parse_rate_bytes_per_s", "parse_time_s", "require_finite_positive", "require_count",
+    "parse_size_bytes", "parse_rate_bytes_per_s", "parse_time_s",
     "RATE_MIN_BYTES_PER_S", "RATE_MAX_BYTES_PER_S", "LATENCY_MAX_S",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
@@ -71,8 +71,8 @@ LATENCY_MAX_S = 10.0
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY_PREFIX = {"K": KiB, "k": KiB, "M": MiB, "G": GiB, "T": TiB}
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
-_RATE_PATTERN = r"^\s*" + _NUMBER + r"\s*(?:([kKMGTP]?)(i?)([Bb])(/s|ps))?\s*$"
-_TIME_PATTERN = r"^\s*" + _NUMBER + r"\s*(s|ms|us|\u00b5s|ns|)\s*$"
+_RATE_PATTERN = r"^\s*" + _NUMBER + r"\s*(?:([kKMGTP]?)(i?)(B|b|bit|Byte|byte)(/s|ps))?\s*$"
+_TIME_PATTERN = r"^\s*" + _NUMBER + r"\s*([A-Za-z\u00b5]*)\s*$"
 _TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "\u00b5s": US, "ns": 1e-9}
 
 
@@ -88,7 +88,7 @@ def _in_unit(number: float, factor: float, unit: float) -> float:
 def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB, unit_bytes_per_s: float = 1.0) -> float:
     """Parse a rate: ``"50"`` (a bare number is in ``bare_unit_bytes_per_s``, GB/s by default, the
     drill's unit), ``"50GB/s"``, ``"50GBps"``, ``"400Gbps"``/``"400Gb/s"`` (bits: divided by 8),
-    ``"46.6GiB/s"``; returned in ``unit_bytes_per_s`` (default bytes/s).
+    ``"46.6GiB/s"``, ``"400Gbit/s"``, ``"50GByte/s"``; returned in ``unit_bytes_per_s`` (default bytes/s).
 
     Byte prefixes are decimal (GB/s is 1e9 bytes/s, as nccl-tests reports); ``Gi`` is 2**30.
     ``B`` is bytes and ``b`` bits, so case matters there (as on a NIC's data sheet)."""
@@ -97,6 +97,8 @@ def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB, unit
         raise InputError(f"cannot parse rate {text!r} (expected e.g. 50 (GB/s), 50GB/s, 400Gbps, 12.5GiB/s)")
     number, prefix, binary, unit, _ = match.groups()
     value = float(number)
+    if unit is not None:
+        unit = "b" if unit == "bit" else "B" if unit.lower() == "byte" else unit
     if unit is None:
         return _in_unit(value, bare_unit_bytes_per_s, unit_bytes_per_s)
     if binary:
@@ -115,24 +117,10 @@ def parse_time_s(text: str, *, bare_unit_s: float = US, unit_s: float = 1.0) -> 
     if match is None:
         raise InputError(f"cannot parse time {text!r} (expected e.g. 20 (us), 20us, 0.02ms, 500ns)")
     number, unit = match.groups()
-    return _in_unit(float(number), _TIME_UNITS_S[unit] if unit else bare_unit_s, unit_s)
-
-
-def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:
-    """Raise :class:`InputError` unless ``value`` is finite and > 0 (or >= 0)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise InputError(f"{name} must be finite, got {value}")
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InputError(f"{name} must be {bound}, got {value:g}")
-
-
-def require_count(name: str, value: int, *, minimum: int = 1) -> None:
-    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    factor = bare_unit_s if not unit else _TIME_UNITS_S.get(unit.lower())
+    if factor is None:
+        raise InputError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
+    return _in_unit(float(number), factor, unit_s)
 
 
 def format_bytes(n_bytes: float, *, binary: bool = False) -> str:

@@ -25,7 +25,8 @@ __all__ = [
     "name_list",
     "size_range", "size_bounds", "collective_list", "collective",
     "bucket_mib_list", "check_output_path", "check_bucket_count",
-    "rate_gb_per_s", "latency_us", "positive_latency_us", "algorithm", "FLAG_BOUNDS", "check_bounds",
+    "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
+    "check_bounds",
     "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
 ]
 
@@ -107,7 +108,7 @@ FLAG_BOUNDS: dict[str, tuple[float, float, str]] = {
     "--nproc": (1, 1024, "ranks"),
     "--warmup": (0, 10**5, "calls"),
     "--iters": (1, 10**6, "calls"),
-    "--params": (1e-9, 1e6, "billion parameters"),
+    "--params": (1e-9, 1e6, "billion parameters"),  # params_billions refuses >= 1e6 as a raw count first
     "--step-ms": (1e-6, 1e9, "ms"),
     "--compute-ms": (1e-6, 1e9, "ms"),
     "--optimizer-ms": (0, 1e9, "ms"),
@@ -135,9 +136,6 @@ def check_bounds(flag: str, value) -> None:
         return
     lo, hi, unit = FLAG_BOUNDS[flag]
     for v in value if isinstance(value, tuple) else (value,):
-        if flag == "--params" and v >= hi:
-            fail(f"--params is in billions, so {v:g} means {v * 1e9:.3g} parameters; "
-                 f"did you mean {v / 1e9:g} (billions)?")
         if not lo <= v <= hi:
             shown = f"{v:,}" if isinstance(v, int) and v < 10**30 else (f"{v:.4g}" if isinstance(v, float)
                                                                        else f"an integer of {len(str(v))} digits")
@@ -194,6 +192,31 @@ def nonneg_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
+
+
+PARAMS_BILLIONS_MAX = 1e6
+"""``--params`` is in billions: a value this large (a million billion) is surely a raw count."""
+
+
+def params_billions(text: str) -> float:
+    """A parameter count in billions (> 0); a raw count such as ``7e9`` is refused with the likely intent."""
+    value = positive_float(text)
+    if value >= PARAMS_BILLIONS_MAX:
+        raise argparse.ArgumentTypeError(f"is in billions: {text} would be {value:g} billion parameters; "
+                                         f"did you mean {value / 1e9:g} (billions)?")
+    return value
+
+
+def algorithm_name(text: str) -> str:
+    """``auto`` or an algorithm name (``ring``, ``tree``, ``in_network`` ...); unknown names list the valid ones."""
+    if text == "auto":  # the default: no import on the drill's start-up path
+        return text
+    from commcost.comm.algorithms import parse_algorithm
+
+    try:
+        return str(parse_algorithm(text))
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def fraction(text: str) -> float:
@@ -263,16 +286,16 @@ def rate_gb_per_s(text: str) -> float:
     return value
 
 
-def latency_us(text: str) -> float:
+def _latency_value_us(text: str) -> float:
     """A latency in microseconds: ``"20"`` (bare: us, the drill's unit), ``"20us"``, ``"0.02ms"``,
     ``"500ns"``; between 0 and 10 s (:data:`commcost.units.LATENCY_MAX_S`)."""
     from commcost.units import LATENCY_MAX_S, US, parse_time_s
 
     if _bare_number(text):
-        value = _number(text)
+        value = _number(text)  # as typed, so the drill's numbers are exactly what they were
     else:
         try:
-            value = parse_time_s(text, unit_s=US)
+            value = parse_time_s(text, bare_unit_s=US, unit_s=US)
         except InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     if not 0 <= value <= LATENCY_MAX_S / US:
@@ -281,26 +304,17 @@ def latency_us(text: str) -> float:
     return value
 
 
-def positive_latency_us(text: str) -> float:
-    """:func:`latency_us`, and > 0."""
-    value = latency_us(text)
+def latency_us(text: str) -> float:
+    """A latency > 0 in microseconds (bare number: us, the drill's unit; or ``20us``, ``0.02ms``), at most 10 s."""
+    value = _latency_value_us(text)
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a latency > 0, got {text!r}")
     return value
 
 
-def algorithm(text: str) -> str:
-    """An all-reduce algorithm name (``auto``, ``ring``, ``tree`` ...), checked here so that a typo
-    is refused by every command, whether or not its run uses the algorithm."""
-    if text == "auto":  # the default: no import on the drill's start-up path
-        return text
-    from commcost.comm.algorithms import parse_algorithm
-
-    try:
-        parse_algorithm(text)
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+def nonneg_latency_us(text: str) -> float:
+    """A latency >= 0 in microseconds (bare number: us; or with a unit), at most 10 s."""
+    return _latency_value_us(text)
 
 
 def _list(text: str, item: Callable[[str], float], what: str) -> tuple:
