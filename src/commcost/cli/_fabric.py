@@ -147,12 +147,14 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
                                gpus=getattr(args, "gpus", None) if set_gpus else None,
                                oversubscription=getattr(args, "oversubscription", None))
         comm = FabricModel(topology=topo, backend=backend)
+        w = None
         if set_gpus:
             args.gpus = P
             w = comm.scope_warning(op, P)
             if w:
                 warn(w)
-        return Resolved(comm=comm, gpus=P if set_gpus else None, note=None, info=None, topology=topo)
+        return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"LOWER BOUND: {w}",
+                        info=None, topology=topo)
     if getattr(args, "nodes", None) is not None and not custom:
         A.fail("--nodes needs --system (a preset to take nodes of) or a custom topology; without it give --gpus")
     if custom:

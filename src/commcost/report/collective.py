@@ -44,6 +44,8 @@ def _gbps(x: float) -> str:
 def _fabric_line(fabric: Link | Topology | None, gpus: int, note: str | None = None) -> str:
     if fabric is None:
         return f"  {note}"
+    if note:
+        return _fabric_line(fabric, gpus) + f"\n  {note}"
     if isinstance(fabric, Link):
         return (f"  flat fabric: {gpus} GPUs on one link, B = {fabric.bandwidth_bytes_per_s / GB:g} GB/s "
                 f"per rank, a = {fabric.latency_s / US:g} us per step")

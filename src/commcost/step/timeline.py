@@ -436,18 +436,27 @@ class BucketChoice:
     """The rule in words, for reports."""
 
 
-def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: float | None = None) -> BucketChoice:
-    """The recommended cap among ``(E_s, caps)`` pairs (module docstring, "Best bucket")."""
+def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: float | None = None,
+              default_caps: DdpBucketCaps | None = None) -> BucketChoice:
+    """The recommended cap among ``(E_s, caps)`` pairs (module docstring, "Best bucket").
+
+    With ``default_exposed_s`` no cap exposing more than PyTorch's default is recommended: when
+    every cap of the grid does, the default itself (``default_caps``) is.
+    """
     if not points:
         raise InputError("no bucket caps to sweep")
     e_min = min(e for e, _ in points)
+    if default_exposed_s is not None:
+        e_min = min(e_min, default_exposed_s)
     tol = max(BEST_EXPOSED_REL_TOLERANCE * e_min, BEST_EXPOSED_ABS_TOLERANCE_S)
     good = [(e, c) for e, c in points if e <= e_min + tol]
-    allowed = [(e, c) for e, c in good if default_exposed_s is None or e <= default_exposed_s]
-    if not allowed:  # the default itself is within the tolerance of the best: the best one found
-        allowed = [min(points, key=lambda ec: ec[0])]
-    e_best, best = max(allowed, key=lambda ec: ec[1].bucket_cap_bytes)
-    caps = [c.bucket_cap_bytes for _, c in good]
+    no_worse = 1e-9 * (default_exposed_s or 0.0)  # the closed form and the simulation differ in the last bits
+    allowed = [(e, c) for e, c in good if default_exposed_s is None or e <= default_exposed_s - no_worse]
+    if allowed:
+        e_best, best = max(allowed, key=lambda ec: ec[1].bucket_cap_bytes)
+    else:  # no cap of the grid beats the default: keep it
+        e_best, best = default_exposed_s, default_caps or ddp_bucket_caps(None)
+    caps = [c.bucket_cap_bytes for _, c in good] or [best.bucket_cap_bytes]
     return BucketChoice(best=best, best_exposed_s=e_best, min_exposed_s=e_min, tolerance_s=tol,
                         good_min_cap_bytes=min(caps), good_max_cap_bytes=max(caps),
                         default_exposed_s=default_exposed_s)
