@@ -129,21 +129,24 @@ FLAGS: dict[str, dict[str, st.SearchStrategy]] = {
     "budget-system": {"--nodes": v("1", "4", "100000"), "--gpus-per-node": v("8", "4", "1024"),
                       "--gpus": v("8", "32", "1000000"), "--algorithm": n("auto", "ring", "in_network"),
                       "--system": n("dgx-h100", "dgx-a100", "gb200-nvl72"), "--params": v("1.3", "70", "1e-9"),
-                      "--step-ms": v("400", "1e-6", "1e9"), "--buckets": v("1,8,25", "0.001")},
+                      "--step-ms": v("400", "1e-6", "1e9"), "--buckets": v("1,8,25", "0.001"),
+                      "--backend": n("nccl", "gloo")},
     "budget-profile": {"--params": v("1.3", "1e-9", "13000"), "--step-ms": v("400", "1e-6", "1e9"),
-                       "--gpus": v("16", "2", "1000000"), "--buckets": v("1,25", "1e6"), "--profile": FILES_ANY},
+                       "--gpus": v("16", "2", "1000000"), "--buckets": v("1,25", "1e6"), "--profile": FILES_ANY,
+                       "--extrapolate": st.none(), "--backend": n("nccl", "gloo")},
     "timeline-shape": {"--layers": v("24", "1", "10000"), "--hidden": v("2048", "1", "1000000"),
                        "--seq": v("2048", "1", "100000000"), "--vocab": v("50257", "1", "100000000"),
                        "--bucket": v("auto", "25", "1e-6"), "--first-bucket": v("1", "1e6"),
                        "--grad-accum": v("1", "1000000"), "--step-ms": v("300", "1e-6", "1e9")},
     "timeline-system": {"--nodes": v("1", "4", "100000"), "--gpus-per-node": v("8", "1024"),
                         "--system": n("dgx-h100", "gb200-nvl72"), "--algorithm": n("auto", "ring", "tree"),
-                        "--bucket": v("auto", "25"), "--model": n("gpt3-1.3b", "llama2-70b")},
+                        "--bucket": v("auto", "25"), "--model": n("gpt3-1.3b", "llama2-70b"),
+                        "--backend": n("nccl", "gloo")},
     "scaling-system": {"--system": n("dgx-h100", "gb200-nvl72"), "--gpus-per-node": v("8", "4", "1024"),
                        "--gpus": v("1,8,64", "1000000"), "--algorithm": n("auto", "ring", "hierarchical"),
                        "--model": n("7b", "1.3b", "125m", "7b,1.3b"), "--overlap": FRACTION},
     "collective-profile": {"--op": n("all_reduce", "all_gather"), "--size": SIZES, "--gpus": v("16", "2", "64"),
-                           "--profile": FILES_ANY},
+                           "--profile": FILES_ANY, "--extrapolate": st.none(), "--backend": n("nccl", "gloo")},
     "presets": {"--kind": n("gpu", "fabric", "system")},
     "fit": {"--op": n("all_reduce"), "--gpus": v("16", "2"), "--max-regimes": v("1", "3", "100"),
             "-o": st.sampled_from(["p.json", "sub.json"]) | OUT_PATHS,
@@ -236,7 +239,9 @@ def argvs(draw, command: str) -> list[str]:
     flags = FLAGS[command]
     for flag in draw(st.lists(st.sampled_from(sorted(flags)), min_size=1, max_size=3, unique=True)):
         value = draw(flags[flag])
-        if flag in argv:
+        if value is None:  # a switch
+            argv.append(flag)
+        elif flag in argv:
             argv[argv.index(flag) + 1] = value
         else:
             argv += [flag, value]

@@ -199,6 +199,14 @@ def test_timeline_huge_layer_count_is_refused_at_once():
     assert line == "commcost: error: --layers must be between 1 and 10,000 layers, got 10,000,000,000"
 
 
+def test_timeline_shape_too_large_to_simulate_names_the_shape_flags():
+    # 10,000 layers of 12 * 20,000^2 = 4.8e9 params each = 4.8e13 params, 9.6e13 B at bf16: 3.66e6 buckets
+    # of 25 MiB > 2^20; the error said "--model" though no --model was given
+    line = one_error_line(run_commcost("timeline", "--gpus", "16", "--bw", "50", "--latency", "5", "--layers",
+                                       "10000", "--hidden", "20000", "--seq", "2048", "--step-ms", "300"))
+    assert line.startswith("commcost: error: --layers/--hidden: a 9.6e+13-byte gradient") and "1,048,576" in line
+
+
 def test_model_shape_guard_runs_before_the_per_layer_model():
     # the library refuses alone (a notebook user has no flags): O(1) closed-form count, no layer list
     with pytest.raises(InputError, match=f"layers must be at most {MAX_LAYERS:,}, got 10,000,000"):

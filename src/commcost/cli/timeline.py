@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
     S_total = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
-    A.check_bucket_count("--params" if shape is None else "--model", S_total, 25 * MiB)  # the default, always run
+    shape_flag = "--params" if shape is None else "--model" if args.model is not None else "--layers/--hidden"
+    A.check_bucket_count(shape_flag, S_total, 25 * MiB)  # the default, always run
     if args.bucket not in (None, "auto"):
         A.check_bucket_count("--bucket", S_total, args.bucket * MiB)
     first_bytes = int(args.first_bucket * MiB) if args.first_bucket is not None else None
