@@ -274,3 +274,23 @@ def test_write_failure_names_the_target_not_the_temporary_file(tmp_path):
     with pytest.raises(OSError) as exc:
         write_atomic(target, "x\n")
     assert exc.value.filename == str(target)
+
+
+@pytest.mark.parametrize("old, new, column", [("    33554432", "1" + "0" * 180, "size"), ("267.9", "9" * 200, "time")])
+def test_nccl_tests_row_with_a_huge_number_is_one_short_line(tmp_path, old, new, column):
+    # a 181-digit size used to reach the fit, whose error printed the size as 180 digits of TB
+    lines = LOG.read_text().splitlines()
+    lines[59] = lines[59].replace(old, new, 1)  # line 60: the 32 MiB row
+    log = tmp_path / "all_reduce_perf.log"
+    log.write_text("\n".join(lines) + "\n")
+    line = one_error_line(run_commcost("fit", str(log)))
+    assert line.startswith(f"commcost: error: {log}:60: {column} must be a finite number in [0, ")
+    assert f"({len(new)} characters)" in line and len(line) < 250
+
+
+def test_format_bytes_never_prints_a_wall_of_digits():
+    from commcost.units import format_bytes
+
+    assert format_bytes(1e180) == "1e+180 B"           # was "1000...000.00 TB" (169 digits)
+    assert format_bytes(9.99e17) == "999000.00 TB"     # below 1e18 B: unchanged
+    assert format_bytes(2.6e9) == "2.60 GB"

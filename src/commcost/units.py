@@ -124,7 +124,10 @@ def parse_time_s(text: str, *, bare_unit_s: float = US, unit_s: float = 1.0) -> 
 
 
 def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
-    """``2.6e9`` -> ``"2.60 GB"``; with ``binary=True`` -> ``"2.42 GiB"``."""
+    """``2.6e9`` -> ``"2.60 GB"``; with ``binary=True`` -> ``"2.42 GiB"``; beyond a million TB (or
+    TiB), or not finite, in scientific notation (``"1e+180 B"``), never a wall of digits."""
+    if not math.isfinite(n_bytes) or abs(n_bytes) >= 1e18:
+        return f"{n_bytes:.3g} B"
     if binary:
         steps = [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]
     else:

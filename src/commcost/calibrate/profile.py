@@ -161,7 +161,12 @@ def write_atomic(path: str | Path, text: str) -> None:
 
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON (atomically)."""
-    write_atomic(path, json.dumps(profile_to_dict(profile), indent=2, allow_nan=False) + "\n")
+    obj = profile_to_dict(profile)
+    try:
+        profile_from_dict(obj, where=f"{path} (as fitted)")  # never write a profile that load_profile refuses
+    except InputError as exc:
+        raise InputError(f"not writing the profile: {exc}") from None
+    write_atomic(path, json.dumps(obj, indent=2, allow_nan=False) + "\n")
 
 
 def _get(obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
