@@ -76,6 +76,16 @@ _TIME_PATTERN = r"^\s*" + _NUMBER + r"\s*([A-Za-z\u00b5]*)\s*$"
 _TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "\u00b5s": US, "ns": 1e-9}
 
 
+def _bare(text: str) -> float | None:
+    """The finite number ``text`` is, if it is a bare number (no regular expression: the drill's flags
+    are bare numbers, and start-up time counts); otherwise None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _in_unit(number: float, factor: float, unit: float) -> float:
     """``number * factor / unit`` with one rounding when the ratio of the two decimal units is a
     whole number (``0.02 ms`` is exactly ``20 us``, as typed, not ``20.000000000000004``)."""
@@ -92,6 +102,9 @@ def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB, unit
 
     Byte prefixes are decimal (GB/s is 1e9 bytes/s, as nccl-tests reports); ``Gi`` is 2**30.
     ``B`` is bytes and ``b`` bits, so case matters there (as on a NIC's data sheet)."""
+    bare = _bare(text)
+    if bare is not None:
+        return _in_unit(bare, bare_unit_bytes_per_s, unit_bytes_per_s)
     match = re.match(_RATE_PATTERN, text)  # re caches the compiled pattern; none at import
     if match is None:
         raise InputError(f"cannot parse rate {text!r} (expected e.g. 50 (GB/s), 50GB/s, 400Gbps, 12.5GiB/s)")
@@ -113,6 +126,9 @@ def parse_time_s(text: str, *, bare_unit_s: float = US, unit_s: float = 1.0) -> 
     """Parse a time: ``"20"`` (a bare number is in ``bare_unit_s``, microseconds by default, the
     drill's latency unit), ``"20us"``, ``"0.02ms"``, ``"2e-5s"``, ``"500ns"``; returned in
     ``unit_s`` (default seconds)."""
+    bare = _bare(text)
+    if bare is not None:
+        return _in_unit(bare, bare_unit_s, unit_s)
     match = re.match(_TIME_PATTERN, text)
     if match is None:
         raise InputError(f"cannot parse time {text!r} (expected e.g. 20 (us), 20us, 0.02ms, 500ns)")
