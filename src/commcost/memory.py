@@ -61,15 +61,17 @@ OPTIMIZER_BYTES = 12.0
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
     """``(N_d, N_e)`` on the GPU of the heaviest stage: the stage's ``L/p`` layers' dense weights
     (attention, dense MLPs, shared experts, router, norms) over t, plus the embedding or output head
-    (both when p = 1), and its routed experts over ``e t`` (expert tensor parallelism = t, Megatron's
-    default)."""
+    (both when p = 1), and its routed experts over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`)."""
+    from commcost.parallel.layout import stage_layers
+
     L, p = spec.layers, layout.pp
+    held = stage_layers(L, layout)
     per_layer_dense = (spec.dense_layer_count * spec.dense_layer_params
                        + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / L
     ends = spec.embedding_params + spec.head_params + spec.final_norm_params if p == 1 else \
         max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params)
-    dense = (L / p * per_layer_dense + ends) / layout.tp
-    expert = spec.expert_params_total / p / (layout.ep * layout.tp)
+    dense = (held * per_layer_dense + ends) / layout.tp
+    expert = spec.expert_params_total * held / L / (layout.ep * layout.expert_tp)
     return dense, expert
 
 
@@ -207,7 +209,10 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     r = t if layout.sequence_parallel else 1
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute)
     working = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none") if layout.recompute == "full" else 0.0
-    first_layers = in_flight_layers(layers=spec.layers, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)
+    from commcost.parallel.layout import stage_layers
+
+    held = stage_layers(spec.layers, layout)
+    first_layers = in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)
     embed_mask = (s_local * b * h / r) * (1.0 if spec.dropout else 0.0)
     logits = 4.0 * s_local * b * spec.vocab / t
     if layout.pp == 1:
@@ -215,14 +220,14 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         act = layers_held * per_layer + working + embed_mask + logits
     else:
         first = first_layers * per_layer + working + embed_mask * min(layout.micro_batches, layout.pp)
-        last = spec.layers / layout.pp * per_layer + working + logits   # one micro-batch (all v chunks)
+        last = held * per_layer + working + logits   # one micro-batch (all v chunks)
         stage, layers_held, act = ("first", first_layers, first) if first >= last else \
-            ("last", spec.layers / layout.pp, last)
+            ("last", held, last)
     buffers = 0.0
     if layout.pp > 1:
         buffers += 4.0 * b * s_local * h * 2.0 / t
     if layout.zero == 3:
-        layer_params = (dense + expert) / (spec.layers / layout.pp + 1)
+        layer_params = (dense + expert) / (held + 1)
         buffers += layer_params * (2 * weight_bytes + grad_bytes)
     if layout.sequence_parallel:
         buffers += 2.0 * s_local * b * h

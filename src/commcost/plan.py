@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
-from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group
+from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
 from commcost.transformer import CAUSAL_EXECUTED_FRACTION, TransformerSpec
 
 TYPE_CHECKING = False
@@ -173,14 +173,14 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     from commcost.parallel.zero import zero_ops
 
     spec, L, s, G, q = inp.spec, inp.layout, inp.seq, inp.gpus_per_node, inp.activation_bytes
-    per_stage = spec.layers / L.pp
+    per_stage = stage_layers(spec.layers, L)
     dense, expert = params_per_gpu(spec, L)
     ops = [*tensor_ops(layout=L, hidden=spec.hidden, seq=s, layers_per_stage=per_stage, activation_bytes=q,
                        gpus_per_node=G),
            *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
                         activation_bytes=q, gpus_per_node=G),
            *expert_ops(layout=L, hidden=spec.hidden, seq=s, top_k=spec.top_k,
-                       moe_layers_per_stage=spec.moe_layer_count / L.pp, activation_bytes=q, gpus_per_node=G),
+                       moe_layers_per_stage=spec.moe_layer_count / spec.layers * per_stage, activation_bytes=q, gpus_per_node=G),
            *pipeline_ops(layout=L, hidden=spec.hidden, seq=s, activation_bytes=q, gpus_per_node=G)]
     if L.zero == 0:
         ops += ddp_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=expert, grad_bytes=inp.grad_bytes,
@@ -200,7 +200,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
     f_layer = layer_mm + attn
     extra = {"none": 0.0, "selective": attn, "full": f_layer}[L.recompute]
     tokens = L.micro_batch * inp.seq / L.cp
-    per_stage = spec.layers / L.pp
+    per_stage = stage_layers(spec.layers, L)
     F_mb = tokens * (per_stage * (3.0 * f_layer + extra) + 3.0 * spec.logits_flops) / L.tp
     F_fwd = tokens * (per_stage * f_layer + spec.logits_flops) / L.tp
     return F_mb, F_fwd / F_mb, tokens * f_layer / L.tp, tokens * attn / L.tp
@@ -225,7 +225,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     t_layer_f, t_attn = f_layer / rate, f_attn / rate
     t_layer_b = 2.0 * t_layer_f
     m, p, v = L.micro_batches, L.pp, L.vp
-    per_stage = spec.layers / p
+    per_stage = stage_layers(spec.layers, L)
     ops = collective_ops(inp)
     warnings: list[str] = []
     priced: list[tuple[CommOp, float, str]] = []

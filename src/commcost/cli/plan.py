@@ -46,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation")
     lay.add_argument("--micro-batch", type=A.positive_int, default=1, help="sequences per micro-batch (default 1)")
     lay.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    lay.add_argument("--uneven-pipeline", action="store_true",
+                     help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
     lay.add_argument("--order", default="tp-cp-ep-dp-pp", help="rank order, innermost first (Megatron's default)")
     hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
     hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
@@ -141,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         dp = gpus // (tp * pp * cp)
     zero = 3 if args.fsdp else args.zero
     layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=zero, sequence_parallel=args.sequence_parallel,
-                    recompute=args.recompute, micro_batch=args.micro_batch, global_batch=args.global_batch, order=args.order)
+                    recompute=args.recompute, micro_batch=args.micro_batch, global_batch=args.global_batch, order=args.order,
+                    uneven_pipeline=args.uneven_pipeline)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
     model, G, gpu = build_comm_model(args, gpus)

@@ -6,7 +6,8 @@ Symbols: ``W`` world size, ``t`` tensor, ``p`` pipeline, ``v`` virtual stages pe
 
 Rules (Megatron-LM ``megatron/training/arguments.py`` and ``core/parallel_state.py``):
 ``W = d t p c``; ``B`` divisible by ``b d``; ``L`` divisible by ``p v``; ``n_q`` and ``n_kv``
-divisible by ``t``; ``e`` divides ``d c`` (expert layers reuse the dp x cp ranks) and ``E``;
+divisible by ``t``; ``e`` divides ``t d c`` (expert layers reuse those ranks: with expert tensor parallelism t when ``e``
+divides ``d c``, else folded with none, Megatron-Core's MoE parallel folding) and ``E``;
 ``v > 1`` needs ``p > 1`` and ``m`` divisible by ``p`` (the interleaved schedule's requirement);
 sequence parallelism needs ``s / c`` divisible by ``t``; context parallelism needs ``s``
 divisible by ``2c`` (the load-balanced causal split).
@@ -29,7 +30,7 @@ from commcost.errors import InputError
 from commcost.units import require_count
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group",
-           "pair_ranks_per_node", "check_layout"]
+           "pair_ranks_per_node", "stage_layers", "check_layout"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
@@ -68,6 +69,9 @@ class Layout:
     """Sequences per optimizer step B."""
     order: str = DEFAULT_ORDER
     """Placement order, innermost first (``tp-cp-ep-dp-pp``)."""
+    uneven_pipeline: bool = False
+    """Layers need not divide by ``p v`` (Megatron's ``pipeline_model_parallel_layout``): the heaviest
+    stage then holds ``ceil(L/(p v))`` layers per chunk (:func:`stage_layers`)."""
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "vp", "cp", "ep", "micro_batch", "global_batch"):
@@ -83,8 +87,9 @@ class Layout:
             raise InputError(
                 f"global batch {self.global_batch} is not a multiple of micro-batch x dp = "
                 f"{self.micro_batch} x {self.dp} = {self.micro_batch * self.dp}")
-        if (self.dp * self.cp) % self.ep:
-            raise InputError(f"ep ({self.ep}) must divide dp x cp = {self.dp} x {self.cp} = {self.dp * self.cp}")
+        if (self.tp * self.dp * self.cp) % self.ep:
+            raise InputError(f"ep ({self.ep}) must divide tp x dp x cp = {self.tp} x {self.dp} x {self.cp} = "
+                             f"{self.tp * self.dp * self.cp} (expert layers fold onto those ranks)")
         if self.vp > 1:
             if self.pp == 1:
                 raise InputError(f"vp = {self.vp} needs pp > 1 (virtual stages interleave a pipeline)")
@@ -109,9 +114,15 @@ class Layout:
         return self.dp * self.cp
 
     @property
+    def expert_tp(self) -> int:
+        """Tensor parallelism inside each expert: t when e divides d c (Megatron's default, expert
+        tensor parallel = t), else 1 (MoE parallel folding: the e experts spread over t d c ranks)."""
+        return self.tp if (self.dp * self.cp) % self.ep == 0 else 1
+
+    @property
     def expert_dp(self) -> int:
-        """``d c / e``: ranks holding the same expert shard."""
-        return self.dp * self.cp // self.ep
+        """``t d c / (e t_e)``: ranks holding the same expert shard."""
+        return self.tp * self.dp * self.cp // (self.ep * self.expert_tp)
 
     def stride(self, dim: Dimension) -> int:
         """Rank stride of ``dim``: the product of the sizes of the dimensions inside it in :attr:`order`."""
@@ -148,13 +159,13 @@ def layout_group(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int
     """``(size, ranks_per_node)`` of ``dim``'s group: ``tp``, ``pp``, ``cp``; ``ep`` (the first e of
     the d x c ranks); ``dp``, the gradient group of the dense weights (d c ranks); ``edp``, that of
     the experts (d c / e ranks, at e times the stride)."""
+    ep_stride = _dp_stride(layout) if layout.expert_tp == layout.tp else 1
     if dim == "ep":
-        return layout.ep, group_ranks_per_node(layout.ep, _dp_stride(layout), gpus_per_node)
+        return layout.ep, group_ranks_per_node(layout.ep, ep_stride, gpus_per_node)
     if dim == "dp":
         return layout.grad_dp, group_ranks_per_node(layout.grad_dp, _dp_stride(layout), gpus_per_node)
     if dim == "edp":
-        return layout.expert_dp, group_ranks_per_node(layout.expert_dp, _dp_stride(layout) * layout.ep,
-                                                      gpus_per_node)
+        return layout.expert_dp, group_ranks_per_node(layout.expert_dp, ep_stride * layout.ep, gpus_per_node)
     size = getattr(layout, dim)
     return size, group_ranks_per_node(size, layout.stride(dim), gpus_per_node)
 
@@ -167,6 +178,14 @@ def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
     return 2 if size > 1 and rpn >= size else 1
 
 
+def stage_layers(layers: int, layout: Layout) -> float:
+    """Layers on the heaviest pipeline stage: ``L/p``, or ``ceil(L/(p v)) v`` with an uneven pipeline."""
+    pv = layout.pp * layout.vp
+    if layers % pv == 0:
+        return layers / layout.pp
+    return float(-(-layers // pv) * layout.vp)
+
+
 def check_layout(layout: Layout, *, gpus: int, layers: int, heads: int, kv_heads: int, seq: int,
                  experts: int = 0) -> None:
     """The shape-dependent rules of the module docstring; each message shows its arithmetic."""
@@ -174,8 +193,9 @@ def check_layout(layout: Layout, *, gpus: int, layers: int, heads: int, kv_heads
     L = layout
     if L.world != gpus:
         raise InputError(f"dp x tp x pp x cp = {L.dp} x {L.tp} x {L.pp} x {L.cp} = {L.world} != gpus ({gpus})")
-    if layers % (L.pp * L.vp):
-        raise InputError(f"layers ({layers}) not divisible by pp x vp = {L.pp} x {L.vp} = {L.pp * L.vp}")
+    if layers % (L.pp * L.vp) and not L.uneven_pipeline:
+        raise InputError(f"layers ({layers}) not divisible by pp x vp = {L.pp} x {L.vp} = {L.pp * L.vp} "
+                         f"(--uneven-pipeline lets the heaviest stage take {-(-layers // (L.pp * L.vp))} per chunk)")
     if heads % L.tp:
         raise InputError(f"attention heads ({heads}) not divisible by tp ({L.tp})")
     if kv_heads % L.tp and L.tp % kv_heads:
