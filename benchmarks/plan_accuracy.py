@@ -7,6 +7,9 @@ rows and on the held-out third, dense and MoE apart. Then "calibrated from one r
 predicted with the efficiency fitted (:func:`commcost.calibrate.efficiency.fit_efficiency`) on
 another run of the same model family and GPU (a tuning row where one exists).
 
+NeMo and Megatron-Bridge rows are planned with ``tp_comm_overlap`` (their performance recipes turn
+Transformer Engine's TP communication overlap on); the Megatron-LM papers' rows without.
+
 ``--fit`` prints the efficiencies the tuning rows imply (median of the per-row fits, by GPU and
 precision class; the MoE factor as the median ratio of MoE fits to the dense default): what
 compute.json holds. Usage: python benchmarks/plan_accuracy.py [--fit] [--rows]
@@ -61,7 +64,8 @@ def inputs(row: dict) -> tuple[PlanInputs, FabricModel]:
     G = int(sysp["gpus_per_node"])
     topo, _ = system_group(row["system"], nodes=-(-W // G))
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
-                     precision=row["precision"], flash_attention=row["flash_attention"] == "1")
+                     precision=row["precision"], flash_attention=row["flash_attention"] == "1",
+                     tp_comm_overlap=row["id"].startswith(("nemo-", "mb-")) and tp > 1)
     return inp, FabricModel(topology=topo)
 
 
