@@ -75,11 +75,21 @@ def test_model_states_exact_per_zero_shard():
     states = sum(t.numel() * t.element_size() for st in opt.state.values() for t in st.values() if t.dim() > 0)
     optimizer = states + sum(m.numel() * m.element_size() for m in master)
     assert (weights, grads, optimizer) == model_state_bytes(n, 0, 1)
-    for dp in (2, 4, 8):
-        flat = torch.zeros(n)                    # a ZeRO flat buffer split into dp equal shards
-        shard = flat.chunk(dp)[0].numel()
-        w, g, o = model_state_bytes(n, 3, dp)
-        assert n % dp == 0 and (w, g, o) == (shard * 2, shard * 2, shard * 12)
+    # ZeRO: a flat fp32 buffer of master weights split into dp shards, Adam run on one shard
+    flat_master = torch.cat([p.detach().float().flatten() for p in model.parameters()])
+    flat_grad = torch.cat([p.grad.float().flatten() for p in model.parameters()])
+    for dp in (2, 4):
+        assert n % dp == 0
+        shard = flat_master.chunk(dp)[0].clone().requires_grad_()
+        shard.grad = flat_grad.chunk(dp)[0].clone()
+        opt = torch.optim.Adam([shard])
+        opt.step()
+        opt_shard = shard.numel() * shard.element_size() + sum(
+            t.numel() * t.element_size() for st in opt.state.values() for t in st.values() if t.dim() > 0)
+        w_shard, g_shard = shard.numel() * 2, shard.numel() * 2        # bf16 slices of the same shard
+        assert model_state_bytes(n, 1, dp) == (weights, grads, opt_shard)
+        assert model_state_bytes(n, 2, dp) == (weights, g_shard, opt_shard)
+        assert model_state_bytes(n, 3, dp) == (w_shard, g_shard, opt_shard)
 
 
 def _saved_bytes(fn):
