@@ -4,7 +4,7 @@
 ``q_w = 2`` bytes of bf16/fp16 weights, ``q_g = 2`` of gradients and ``K = 12`` of optimizer
 states (fp32 master weights, Adam's first and second moments). A GPU holds ``N_d`` dense and
 ``N_e`` expert parameters (:func:`params_per_gpu`); ZeRO stage ``z`` divides by the ranks ``D``
-sharing the shard (``d c`` dense, ``d c / e`` experts): optimizer states from ``z >= 1``,
+sharing the shard (``d c`` dense, ``d c / e`` experts; a hybrid shard group instead of ``d c``): optimizer states from ``z >= 1``,
 gradients from ``z >= 2``, weights at ``z = 3``: ``Psi (2 + 2 + 12)`` -> ``Psi (2 + 2 + 12/D)``
 -> ``Psi (2 + (2 + 12)/D)`` -> ``Psi 16/D``.
 
@@ -200,7 +200,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
-    w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.grad_dp, weight_bytes=weight_bytes,
+    w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.shard_dp, weight_bytes=weight_bytes,
                                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     w_e, g_e, o_e = model_state_bytes(expert, layout.zero, layout.expert_dp, weight_bytes=weight_bytes,
                                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)

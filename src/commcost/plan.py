@@ -23,7 +23,8 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    DP collectives get ``1/(1+n)`` of the NIC (groups that run at the same time share the NICs).
 5. **Optimizer**: Adam streams ``28`` bytes per parameter of its shard through HBM (fp32 master,
    two moments read and written, bf16 gradient read and weight written): ``t_opt = 28 N_shard / B_hbm``.
-6. **Step** ``= compute + bubble + exposed communication + optimizer``; tokens/s/GPU ``= B s / (step W)``;
+6. **Step** ``= compute + bubble + exposed communication + optimizer``, between the bounds
+   ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.no_overlap_s` (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
    model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
@@ -182,6 +183,17 @@ class Plan:
     warnings: tuple[str, ...] = field(default=())
     """Scope warnings of the CommModel."""
 
+    @property
+    def wire_s(self) -> float:
+        """Communication on the wire per step, every kind summed (``sum time_s``)."""
+        return sum(line.time_s for line in self.comm)
+
+    @property
+    def no_overlap_s(self) -> float:
+        """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` (STYLE.md item 7: the
+        modelled step lies between it and ``compute + bubble + optimizer``)."""
+        return self.compute_s + self.pipeline_bubble_s + self.wire_s + self.optimizer_s
+
     def exposed_by_dimension(self) -> dict[str, float]:
         """Exposed seconds per dimension (tp, cp, ep, pp, dp)."""
         out: dict[str, float] = {}
@@ -314,7 +326,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     if L.zero == 3:
         units = per_stage + 1
         ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
-        rs = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.REDUCE_SCATTER]
+        rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
         T_ag, T_rs = sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
         fwd = max(0.0, T_ag - t_layer_f)
         bwd = max(0.0, T_ag + T_rs - t_layer_b)
@@ -361,7 +373,7 @@ def _optimizer_s(inp: PlanInputs) -> float:
 
     L = inp.layout
     dense, expert = params_per_gpu(inp.spec, L)
-    shard = dense / L.grad_dp ** (L.zero >= 1) + expert / L.expert_dp ** (L.zero >= 1)
+    shard = dense / L.shard_dp ** (L.zero >= 1) + expert / L.expert_dp ** (L.zero >= 1)
     bw = float(lookup(gpus(), inp.gpu, "GPU")["memory_bandwidth_bytes_per_s"])
     return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / bw
 

@@ -188,3 +188,32 @@ def test_flat_link_model_plans():
                      gpus_per_node=8)
     p = plan(inp, FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6)))
     assert p.memory.fits and p.step_s > p.compute_s
+
+
+def test_hybrid_sharding_bytes_counts_and_memory():
+    from commcost.memory import params_per_gpu, memory_per_gpu
+    # dp 32 sharded in groups of 8 (4 replicas): weights 2 N / 8; 10 layers + ends = 11 units, m = 32/32 = 1:
+    # gathers 2 * 11, scatters 11 over 8 ranks, and 11 all-reduces of the 1/8 shard over the 4 replicas
+    spec = TransformerSpec(layers=10, hidden=1024, heads=16, vocab=32000)
+    L = Layout(dp=32, zero=3, shard_group=8, global_batch=32)
+    dense, _ = params_per_gpu(spec, L)
+    ag, rs, ar = zero_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=0, layers_per_stage=10,
+                          grad_bytes=2, weight_bytes=2, gpus_per_node=8)
+    assert (ag.group_size, rs.group_size, ar.group_size) == (8, 8, 4)
+    assert (ag.count_per_step, rs.count_per_step, ar.count_per_step) == (22, 11, 11)
+    assert ar.size_bytes == pytest.approx(rs.size_bytes / 8)
+    assert ag.ranks_per_node == 8 and ar.ranks_per_node == 1
+    mem = memory_per_gpu(spec, L, seq=2048, capacity_bytes=80e9)
+    assert mem.weights_bytes == pytest.approx(2 * dense / 8) and mem.optimizer_bytes == pytest.approx(12 * dense / 8)
+    with pytest.raises(InputError, match="needs ZeRO-3"):
+        Layout(dp=32, zero=1, shard_group=8, global_batch=32)
+    with pytest.raises(InputError, match=r"32 x 1 = 32"):
+        Layout(dp=32, zero=3, shard_group=12, global_batch=32)
+
+
+def test_modelled_step_lies_between_its_bounds():
+    topo, _ = system_group("dgx-h100", nodes=4)
+    inp = PlanInputs(spec=_small_spec(), layout=Layout(dp=8, tp=2, pp=2, zero=3, global_batch=64), seq=2048,
+                     gpu="h100-sxm", gpus_per_node=8)
+    p = plan(inp, FabricModel(topology=topo))
+    assert p.compute_s + p.pipeline_bubble_s + p.optimizer_s <= p.step_s <= p.no_overlap_s

@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--dp", type=A.positive_int, help="data parallel (default gpus / (tp pp cp))")
     lay.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage over dp x cp (default 0)")
     lay.add_argument("--fsdp", action="store_true", help="same as --zero 3")
+    lay.add_argument("--hsdp", type=A.positive_int, metavar="N",
+                     help="with --fsdp/--zero 3: hybrid sharding, shards over groups of N of the dp x cp ranks")
     lay.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     lay.add_argument("--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation")
     lay.add_argument("--micro-batch", type=A.positive_int, default=1, help="sequences per micro-batch (default 1)")
@@ -146,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     zero = 3 if args.fsdp else args.zero
     layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=zero, sequence_parallel=args.sequence_parallel,
                     recompute=args.recompute, micro_batch=args.micro_batch, global_batch=args.global_batch, order=args.order,
+                    shard_group=args.hsdp or 0,
                     uneven_pipeline=args.uneven_pipeline)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")

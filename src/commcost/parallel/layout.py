@@ -69,6 +69,10 @@ class Layout:
     """Sequences per optimizer step B."""
     order: str = DEFAULT_ORDER
     """Placement order, innermost first (``tp-cp-ep-dp-pp``)."""
+    shard_group: int = 0
+    """Hybrid sharding (PyTorch FSDP ``HYBRID_SHARD``, ZeRO-3 only): weights, gradients and optimizer
+    states are sharded over groups of this many of the d c ranks and replicated across the
+    ``d c / shard_group`` groups; 0 shards over all d c ranks."""
     uneven_pipeline: bool = False
     """Layers need not divide by ``p v`` (Megatron's ``pipeline_model_parallel_layout``): the heaviest
     stage then holds ``ceil(L/(p v))`` layers per chunk (:func:`stage_layers`)."""
@@ -80,6 +84,13 @@ class Layout:
             raise InputError(f"zero must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.recompute not in ("none", "selective", "full"):
             raise InputError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if self.shard_group:
+            require_count("shard_group", self.shard_group)
+            if self.zero != 3:
+                raise InputError(f"a hybrid shard group needs ZeRO-3 / FSDP, got zero = {self.zero}")
+            if (self.dp * self.cp) % self.shard_group:
+                raise InputError(f"shard group {self.shard_group} must divide dp x cp = {self.dp} x {self.cp} = "
+                                 f"{self.dp * self.cp}")
         dims = self.order.split("-")
         if sorted(dims) != sorted(DIMENSIONS):
             raise InputError(f"order must arrange tp, cp, ep, dp, pp (e.g. {DEFAULT_ORDER}), got {self.order!r}")
@@ -114,6 +125,16 @@ class Layout:
         return self.dp * self.cp
 
     @property
+    def shard_dp(self) -> int:
+        """Ranks a dense ZeRO shard is split over: the shard group, or all ``d c``."""
+        return self.shard_group or self.grad_dp
+
+    @property
+    def replicas(self) -> int:
+        """``d c / shard_dp``: copies of each shard (hybrid sharding), 1 otherwise."""
+        return self.grad_dp // self.shard_dp
+
+    @property
     def expert_tp(self) -> int:
         """Tensor parallelism inside each expert: t when e divides d c (Megatron's default, expert
         tensor parallel = t), else 1 (MoE parallel folding: the e experts spread over t d c ranks)."""
@@ -139,7 +160,8 @@ class Layout:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vp": self.vp, "cp": self.cp, "ep": self.ep,
                 "zero": self.zero, "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
                 "micro_batch": self.micro_batch, "global_batch": self.global_batch,
-                "micro_batches": self.micro_batches, "order": self.order, "world": self.world}
+                "micro_batches": self.micro_batches, "order": self.order, "world": self.world,
+                "shard_group": self.shard_dp if self.zero else None}
 
 
 def group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
@@ -164,6 +186,11 @@ def layout_group(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int
         return layout.ep, group_ranks_per_node(layout.ep, ep_stride, gpus_per_node)
     if dim == "dp":
         return layout.grad_dp, group_ranks_per_node(layout.grad_dp, _dp_stride(layout), gpus_per_node)
+    if dim == "shard":
+        return layout.shard_dp, group_ranks_per_node(layout.shard_dp, _dp_stride(layout), gpus_per_node)
+    if dim == "replica":
+        return layout.replicas, group_ranks_per_node(layout.replicas, _dp_stride(layout) * layout.shard_dp,
+                                                     gpus_per_node)
     if dim == "edp":
         return layout.expert_dp, group_ranks_per_node(layout.expert_dp, ep_stride * layout.ep, gpus_per_node)
     size = getattr(layout, dim)

@@ -13,6 +13,9 @@ experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
   backward (``3 x`` the weights' bytes per micro-batch: Rajbhandari et al. section 7.2.2, 1.5x
   the all-reduce). Prefetched one layer ahead, each hides behind the neighbouring layer's compute:
   exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.plan`).
+* Hybrid sharding (FSDP ``HYBRID_SHARD``): the gathers and scatters run over the shard group, and each
+  layer's gradient shard is then all-reduced across the ``d c / shard`` replicas (``G q_g / shard``),
+  once per micro-batch, in the same backward window.
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
     """The ZeRO-1/2/3 collectives one GPU issues per step (module docstring)."""
     L = layout
     out = []
-    groups = (("dp", dense_params_per_gpu, "dense"), ("edp", expert_params_per_gpu, "expert"))
+    dense_dim = "shard" if L.zero == 3 else "dp"
+    groups = ((dense_dim, dense_params_per_gpu, "dense"), ("edp", expert_params_per_gpu, "expert"))
     for dim, params, kind in groups:
         D, rpn = layout_group(L, dim, gpus_per_node)
-        if D == 1 or params <= 0:
+        if params <= 0 or D * (layout_group(L, "replica", gpus_per_node)[0] if dim == "shard" else 1) == 1:
             continue
         if L.zero in (1, 2):
             out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=params * grad_bytes,
@@ -50,4 +54,9 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
             out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=per * grad_bytes,
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0 * m * units, critical=False,
                               what=f"{kind} gradients of one layer after its backward"))
+            R, rrpn = layout_group(L, "replica", gpus_per_node)
+            if dim == "shard" and R > 1:
+                out.append(CommOp(dimension="dp", op=Collective.ALL_REDUCE, size_bytes=per * grad_bytes / D,
+                                  group_size=R, ranks_per_node=rrpn, count_per_step=1.0 * m * units,
+                                  critical=False, what="the layer's gradient shard across the hybrid-shard replicas"))
     return tuple(out)

@@ -76,6 +76,8 @@ def plan_to_dict(p: Plan) -> dict:
         "breakdown": {"compute_s": p.compute_s, "pipeline_bubble_s": p.pipeline_bubble_s,
                       "exposed_comm_s": p.exposed_comm_s, "optimizer_s": p.optimizer_s,
                       "micro_batch_s": p.micro_batch_s},
+        "bounds": {"all_hidden_s": p.compute_s + p.pipeline_bubble_s + p.optimizer_s, "modelled_s": p.step_s,
+                   "no_overlap_s": p.no_overlap_s, "wire_s": p.wire_s},
         "comm": [line.to_dict() for line in p.comm],
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
@@ -109,6 +111,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None) -> str:
         f"  pipeline bubble      {format_seconds(p.pipeline_bubble_s):>12}  {p.pipeline_bubble_s / p.step_s:6.1%}",
         f"  exposed comm         {format_seconds(p.exposed_comm_s):>12}  {p.exposed_comm_s / p.step_s:6.1%}",
         f"  optimizer            {format_seconds(p.optimizer_s):>12}  {p.optimizer_s / p.step_s:6.1%}",
+        f"  bounds: {format_seconds(p.compute_s + p.pipeline_bubble_s + p.optimizer_s)} if every collective hid, "
+        f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
         "",
         "communication per step (one GPU):",
         f"  {'dim':<4}{'op':<16}{'size':>12}{'group':>7}{'/node':>6}{'count':>9}{'one':>11}{'wire':>11}{'exposed':>11}",
