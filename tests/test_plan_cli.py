@@ -63,3 +63,27 @@ def test_help_ends_with_examples(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
     assert capsys.readouterr().out.rstrip().splitlines()[-1].strip().startswith("--measured-step-s")
+
+
+def test_plan_with_profile_scope_and_flat_equivalence(tmp_path, capsys):
+    import sys as _sys
+    _sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from test_budget_profile import drill_profile
+
+    path = str(drill_profile(tmp_path))   # all-reduce over 32 ranks; above 1 MiB its regime is 60 us, 25 GB/s
+    pure_dp = ["plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm4-80gb", "--gpus", "32", "--global-batch", "32",
+               "--zero", "0", "--json"]
+    assert main([*pure_dp, "--profile", path]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main([*pure_dp, "--bw", "25", "--latency", "60"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    # the 2.6 GB gradient falls in the large regime: the same ring as a flat 25 GB/s, 60 us link,
+    # T = 62 * 60 us + 62/32 * 2.63e9 B / 25e9 B/s
+    assert a["comm"][0]["one_s"] == pytest.approx(b["comm"][0]["one_s"])
+    assert a["step_s"] == pytest.approx(b["step_s"])
+    # tensor parallelism needs all-gather/reduce-scatter, outside the profile's scope: refused in one line
+    r = subprocess.run([sys.executable, "-m", "commcost", *pure_dp[:-1], "--tp", "2", "--sequence-parallel",
+                        "--profile", path], capture_output=True, text=True)
+    assert r.returncode == 2 and "--extrapolate" in r.stderr and r.stderr.count("\n") == 1
+    assert main([*pure_dp, "--tp", "2", "--sequence-parallel", "--profile", path, "--extrapolate"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"]
