@@ -85,6 +85,11 @@ def model_state_bytes(params: float, zero: float, ranks: float, *, weight_bytes:
             params * optimizer_bytes / ranks ** (zero >= 1))
 
 
+def _min(a, b):
+    """``min(a, b)`` that also works elementwise on numpy arrays (STYLE.md item 12)."""
+    return a + (b - a) * (b < a)
+
+
 def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: float, heads: float, kv_heads: float,
                            qk_head_dim: float, head_dim: float, mlp_width: float, gated: bool, tp: float,
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
@@ -100,7 +105,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     if recompute == "full":
         return 2.0 * sbh / r
     mask = 1.0 if dropout else 0.0
-    kv_local = max(1.0, kv_heads / tp) * tp          # K/V heads replicated when t > n_kv
+    kv_local = kv_heads + (tp - kv_heads) * (kv_heads < tp)   # K/V heads replicated when t > n_kv: max(n_kv, t)
     replicated = (8.0 + 2.0 * mask) * sbh
     attention = (2.0 * s * b * (heads + kv_local) * qk_head_dim + 2.0 * s * b * kv_local * head_dim
                  + 2.0 * s * b * heads * head_dim)
@@ -120,11 +125,10 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
 
 
 def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: float) -> float:
-    """Layers' worth of micro-batch activations on the first stage (module docstring)."""
-    if vp == 1:
-        return min(micro_batches, pp) * layers / pp
-    chunks = min(micro_batches * vp, 2 * (pp - 1) + (vp - 1) * pp + 1)
-    return chunks * layers / (pp * vp)
+    """Layers' worth of micro-batch activations on the first stage (module docstring); array-safe:
+    the warm-up count is ``2(p-1) + (v-1)p + 1``, less ``p - 1`` when v = 1 (1F1B's p micro-batches)."""
+    warmup = 2 * (pp - 1) + (vp - 1) * pp + 1 - (pp - 1) * (vp == 1)
+    return _min(micro_batches * vp, warmup) * layers / (pp * vp)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
