@@ -9,6 +9,8 @@ says which one it used. ``--mfu``/``--efficiency`` override it; ``--measured-ste
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from commcost.errors import InputError
 
 __all__ = ["PRECISIONS", "precision_class", "peak_flops_per_s", "default_efficiency"]
@@ -19,7 +21,9 @@ PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 _CLASS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 
 
+@lru_cache(maxsize=1)
 def _table() -> dict:
+    """compute.json, parsed once (read-only: callers never mutate it)."""
     from commcost.hardware import load_preset_file
     return load_preset_file("compute.json")
 

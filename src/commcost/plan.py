@@ -33,6 +33,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from commcost.comm.collectives import Collective
 from commcost.errors import InputError
@@ -232,9 +233,6 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
 
 def _elementwise_s(inp: PlanInputs) -> float:
     """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
-    from commcost.hardware import lookup
-    from commcost.presets import gpus
-
     spec, L = inp.spec, inp.layout
     common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
                   heads=spec.heads, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel, dropout=spec.dropout,
@@ -245,7 +243,7 @@ def _elementwise_s(inp: PlanInputs) -> float:
     per_layer = (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
     passes = 4.0 if L.recompute == "full" else 3.0
     tokens = L.micro_batch * inp.seq / L.cp
-    bw = float(lookup(gpus(), inp.gpu, "GPU")["memory_bandwidth_bytes_per_s"])
+    bw = _gpu_row(inp.gpu)[1]
     return tokens * stage_layers(spec.layers, L) * per_layer * passes / (bw * HBM_EFFICIENCY)
 
 
@@ -361,21 +359,26 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                 comm=tuple(lines), memory=mem, comm_model=model.describe(), warnings=tuple(warnings))
 
 
+@lru_cache(maxsize=64)
+def _gpu_row(gpu: str) -> tuple[float, float]:
+    """``(memory_bytes, memory_bandwidth_bytes_per_s)`` of GPU preset ``gpu`` (parsed once)."""
+    from commcost.hardware import lookup
+    from commcost.presets import gpus
+
+    row = lookup(gpus(), gpu, "GPU")
+    return float(row["memory_bytes"]), float(row["memory_bandwidth_bytes_per_s"])
+
+
 def _capacity(gpu: str) -> float:
-    from commcost.memory import gpu_capacity_bytes
-    return gpu_capacity_bytes(gpu)
+    return _gpu_row(gpu)[0]
 
 
 def _optimizer_s(inp: PlanInputs) -> float:
     """``28 N_shard / B_hbm`` (module docstring, item 5)."""
-    from commcost.hardware import lookup
-    from commcost.presets import gpus
-
     L = inp.layout
     dense, expert = params_per_gpu(inp.spec, L)
     shard = dense / L.shard_dp ** (L.zero >= 1) + expert / L.expert_dp ** (L.zero >= 1)
-    bw = float(lookup(gpus(), inp.gpu, "GPU")["memory_bandwidth_bytes_per_s"])
-    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / bw
+    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / _gpu_row(inp.gpu)[1]
 
 
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
@@ -383,7 +386,7 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
     from commcost.comm.topology import Link
     from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.step.timeline import TimelineInputs, caps_for, simulate_timeline
+    from commcost.step.timeline import TimelineInputs, _evaluate_caps, caps_for, gradient_stream
 
     L = inp.layout
     reduce_op = Collective.ALL_REDUCE if L.zero == 0 else Collective.REDUCE_SCATTER
@@ -406,9 +409,10 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
                                 bytes_per_grad=int(inp.grad_bytes) if float(inp.grad_bytes).is_integer() else 2,
                                 backward_fraction=(1.0 - fwd_share) * t_c / t_mb if t_mb > 0 else 2 / 3,
                                 grad_accum=L.micro_batches if pure_dp else 1)
-        tl = simulate_timeline(tl_inp, caps, allreduce_s=cost)
+        # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
+        _, wire, exposed, _ = _evaluate_caps(tl_inp, gradient_stream(tl_inp), caps, cost, {})
         for (o, f), (_, T, a) in zip(shares, grads):
-            out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=tl.wire_s * f, exposed_s=tl.exposed_s * f))
+            out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
     for o, T, a in gathers:
         k = (1.0 + crossing) if o.ranks_per_node < o.group_size else 1.0
         out.append(CommLine(comm=o, one_s=k * T, algorithm=a, time_s=k * T, exposed_s=max(0.0, k * T - t_fwd)))
