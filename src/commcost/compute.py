@@ -53,10 +53,11 @@ def default_efficiency(gpu: str, precision: str, *, moe: bool = False) -> tuple[
     cls = precision_class(precision)
     row = eff.get(gpu, {})
     if cls in row:
-        value, where = float(row[cls]), f"compute.json efficiency[{gpu}][{cls}]"
+        value, where = float(row[cls]), f"compute.json efficiency[{gpu}][{cls}], fitted on published runs"
     else:
-        value, where = float(eff["default"][cls]), f"compute.json efficiency[default][{cls}]"
+        value, where = float(eff["default"][cls]), (f"compute.json efficiency[default][{cls}], no {gpu} {cls} "
+                                                     f"run to fit it on (how it was chosen: compute.json _fit)")
     if moe:
         value *= float(eff["moe_factor"])
         where += f" x moe_factor {eff['moe_factor']:g}"
-    return value, where + " (fitted on the tuning runs of tests/data/published_runs.csv)"
+    return value, where

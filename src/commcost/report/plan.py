@@ -53,7 +53,8 @@ def advice(p: Plan) -> list[str]:
         elif "TP" in name:
             hint = "keep tp inside one NVLink domain, or trade tp for pp" if any(
                 line.comm.dimension == "tp" and line.comm.ranks_per_node < line.comm.group_size for line in p.comm) \
-                else "lower tp (trade it for pp or dp) if memory allows"
+                else ("lower tp (trade it for pp or dp) if memory allows"
+                      + ("" if p.inputs.tp_comm_overlap else ", or overlap it with the GEMMs (--tp-comm-overlap)"))
         elif "DP" in name:
             hint = "larger buckets, fewer data-parallel ranks across nodes, or more micro-batches to hide it behind"
         elif "EP" in name:
