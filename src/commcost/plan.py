@@ -9,7 +9,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    :data:`~commcost.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention) and
    ``r`` the recomputation (full: ``f_layer``; selective: the score products);
    ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.compute`), the second term the
-   memory-bound element-wise kernels (:func:`elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
+   memory-bound element-wise kernels (:func:`commcost.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
    per micro-batch, forward, twice that backward (and once more with full recomputation).
 2. **Critical communication per micro-batch**: TP and EP collectives in full, CP's ring
    ``max(0, (c-1) T - t_attention)`` per layer and pass, ZeRO-3's per-layer gathers
@@ -39,39 +39,17 @@ from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
+from commcost.compute import elementwise_s
 from commcost.transformer import CAUSAL_EXECUTED_FRACTION, TransformerSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "OPTIMIZER_HBM_BYTES_PER_PARAM", "HBM_EFFICIENCY",
-           "elementwise_bytes_per_token"]
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
 """Adam's HBM traffic per parameter of its shard (item 5 of the module docstring)."""
-HBM_EFFICIENCY = 0.8
-"""eta_hbm: the share of HBM peak bandwidth element-wise kernels reach (assumed; stream-copy class
-kernels reach 80-90% on A100/H100)."""
-
-
-def elementwise_bytes_per_token(*, hidden: float, ffn_width: float, gated: bool, q_width: float, kv_width: float,
-                                heads: float, seq: float, tp: float, sp: bool, dropout: bool, flash: bool,
-                                rotary: bool, top_k: float = 0.0) -> float:
-    """Forward HBM bytes per token of one layer's element-wise kernels (2-byte elements), split as the
-    tensors are: norms (read + write, twice: ``4h``), residual adds (two reads and a write, twice: ``6h``),
-    dropout (read, write and a 1-byte mask, twice: ``5h``, with dropout) over ``r = t`` with sequence
-    parallelism else 1; the activation (``2 f`` plain, ``3 f`` gated, ``f = k f_e`` for experts) and
-    rotary embeddings on Q and K (``2 (w_q + w_kv)``) over t; MoE token permutation (copy in and
-    out for dispatch and combine, ``4 k h``) over r; without flash attention the softmax and its
-    dropout over the ``n_q s`` scores of a token (``(2 + 2.5) n_q s``) over t."""
-    r = tp if sp else 1.0
-    rep = (10.0 + 5.0 * dropout) * hidden + 4.0 * top_k * hidden
-    split = (3.0 if gated else 2.0) * ffn_width + 2.0 * (q_width + kv_width) * rotary
-    scores = (2.0 + 2.5 * dropout) * heads * seq * (not flash)
-    return 2.0 * (rep / r + (split + scores) / tp)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanInputs:
     """Everything one plan needs besides the CommModel (SI units)."""
@@ -231,22 +209,6 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     return tuple(ops)
 
 
-def _elementwise_s(inp: PlanInputs) -> float:
-    """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
-    spec, L = inp.spec, inp.layout
-    common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
-                  heads=spec.heads, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel, dropout=spec.dropout,
-                  flash=inp.flash_attention, rotary=spec.max_positions == 0)
-    dense = elementwise_bytes_per_token(ffn_width=spec.ffn, **common)
-    moe = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
-                                      top_k=spec.top_k, **common) if spec.is_moe else 0.0
-    per_layer = (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
-    passes = 4.0 if L.recompute == "full" else 3.0
-    tokens = L.micro_batch * inp.seq / L.cp
-    bw = _gpu_row(inp.gpu)[1]
-    return tokens * stage_layers(spec.layers, L) * per_layer * passes / (bw * HBM_EFFICIENCY)
-
-
 def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
     """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
     spec, L = inp.spec, inp.layout
@@ -276,7 +238,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         eta, eta_src = inp.efficiency, "given (--efficiency / --mfu or a calibration)"
     rate = peak * eta
     F_mb, fwd_share, f_layer, f_attn = _flops(inp)
-    t_c = F_mb / rate + _elementwise_s(inp)
+    t_c = F_mb / rate + elementwise_s(inp)
     t_fwd = fwd_share * t_c
     t_layer_f, t_attn = f_layer / rate, f_attn / rate
     t_layer_b = 2.0 * t_layer_f
