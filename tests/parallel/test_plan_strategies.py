@@ -217,3 +217,52 @@ def test_modelled_step_lies_between_its_bounds():
                      gpu="h100-sxm", gpus_per_node=8)
     p = plan(inp, FabricModel(topology=topo))
     assert p.compute_s + p.pipeline_bubble_s + p.optimizer_s <= p.step_s <= p.no_overlap_s
+
+
+def _flat(bw=10e9, lat=0.0):
+    return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bw, latency_s=lat))
+
+
+def test_pp_exposed_transfers_by_hand():
+    # 1F1B, p = 4, m = 8: 2 (m + p - 1) = 22 transfers of S = b s h q / t = 1 * 1024 * 1024 * 2 = 2,097,152 B,
+    # each S / B on a flat 10 GB/s link with no latency: 209.7152 us -> 22 * 209.7152 us = 4.6137 ms
+    spec = TransformerSpec(layers=8, hidden=1024, heads=16, vocab=32000)
+    inp = PlanInputs(spec=spec, layout=Layout(dp=1, pp=4, global_batch=8), seq=1024, gpu="h100-sxm",
+                     gpus_per_node=8, efficiency=0.5)
+    (pp,) = [c for c in plan(inp, _flat()).comm if c.comm.dimension == "pp"]
+    assert pp.one_s == pytest.approx(2_097_152 / 10e9)
+    assert pp.exposed_s == pytest.approx(22 * 2_097_152 / 10e9)
+    assert pp.time_s == pytest.approx(2 * 8 * 2_097_152 / 10e9)      # 2 m v sends on the wire
+
+
+def test_cp_ring_exposed_is_what_attention_cannot_hide():
+    from commcost.plan import _flops
+    # c = 2, one ring step per pass of S = 2 b (s/c) n_kv d q = 2 * 1 * 4096 * 1024 * 2 = 16,777,216 B:
+    # T = S / 1 GB/s = 16.78 ms; exposed per layer and pass max(0, T - t_attention), 3 passes, 8 layers, m = 1
+    spec = TransformerSpec(layers=8, hidden=1024, heads=8, vocab=32000)
+    inp = PlanInputs(spec=spec, layout=Layout(dp=1, cp=2, global_batch=1), seq=8192, gpu="h100-sxm",
+                     gpus_per_node=8, efficiency=0.5)
+    p = plan(inp, _flat(bw=1e9))
+    (cp,) = [c for c in p.comm if c.comm.dimension == "cp"]
+    T = 16_777_216 / 1e9
+    t_attn = _flops(inp)[3] / (989.4e12 * 0.5)
+    assert cp.one_s == pytest.approx(T)
+    assert cp.exposed_s == pytest.approx(8 * 3 * max(0.0, T - t_attn))
+    assert cp.comm.count_per_step == 8 * 3
+
+
+def test_tp_overlap_hides_behind_a_quarter_of_the_pass():
+    from commcost.plan import _flops
+    spec = TransformerSpec(layers=4, hidden=4096, heads=32, vocab=32000)
+    base = dict(spec=spec, layout=Layout(dp=1, tp=2, global_batch=1), seq=2048, gpu="h100-sxm", gpus_per_node=8,
+                efficiency=0.5)
+    plain = plan(PlanInputs(**base), _flat(bw=50e9))
+    over = plan(PlanInputs(**base, tp_comm_overlap=True), _flat(bw=50e9))
+    (a,), (b,) = ([c for c in r.comm if c.comm.dimension == "tp"] for r in (plain, over))
+    T = a.one_s
+    t_f = _flops(PlanInputs(**base))[2] / (989.4e12 * 0.5)
+    # 4 layers x 2 = 8 forward and 8 backward all-reduces: without overlap 16 T;
+    # with it 8 max(0, T - t_f/4) + 8 max(0, T - t_b/4), t_b = 2 t_f
+    assert a.exposed_s == pytest.approx(16 * T)
+    assert b.exposed_s == pytest.approx(8 * max(0.0, T - t_f / 4) + 8 * max(0.0, T - t_f / 2))
+    assert b.exposed_s < a.exposed_s
