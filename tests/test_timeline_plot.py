@@ -218,3 +218,11 @@ def test_svg_and_png_written(tmp_path):
         path = tmp_path / f"t.{suffix}"
         plot_timeline(str(path), tl)
         assert path.stat().st_size > 10_000
+
+
+def test_no_communication_no_zoom():
+    # one GPU: nothing on the wire, nothing to zoom on
+    tl = simulate_timeline(TimelineInputs(gpus=1, link=DRILL.link, step_s=0.05, params=0.125e9))
+    assert tl.wire_s == 0
+    fig = timeline_figure(tl)
+    assert [a.get_label() for a in fig.axes] == ["gantt", "sizes"]

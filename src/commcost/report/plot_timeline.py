@@ -31,7 +31,7 @@ from commcost.step.timeline import Timeline
 __all__ = ["plot_timeline", "timeline_figure", "bucket_sizes_text", "ZOOM_BELOW", "COLORS"]
 
 ZOOM_BELOW = 0.04
-"""The zoomed panel is drawn when the tail (exposed time, or the last bucket's all-reduce when
+"""The zoomed panel is drawn when there is communication and the tail (exposed time, or the last bucket's all-reduce when
 nothing is exposed) is under this share of the whole step: at 4% of a 10-inch axis it is
 under 4 mm, and a 2.5 ms tail of a 1.2 s step is under a pixel."""
 
@@ -143,7 +143,10 @@ def _zoom(ax: Any, tl: Timeline) -> None:
     ax.set_xlim(left_s / per_unit_s, right_s / per_unit_s)
     in_view = [b for b in tl.buckets if b.end_s - tl.compute_s > left_s and b.start_s - tl.compute_s < right_s]
     for b in in_view[-6:]:
-        mid_s = (max(b.start_s - tl.compute_s, left_s) + min(b.end_s - tl.compute_s, right_s)) / 2
+        shown_from_s, shown_to_s = max(b.start_s - tl.compute_s, left_s), min(b.end_s - tl.compute_s, right_s)
+        if shown_to_s - shown_from_s < 0.08 * (right_s - left_s):
+            continue  # a sliver at the edge of the view: its label would sit outside the axes
+        mid_s = (shown_from_s + shown_to_s) / 2
         ax.text(mid_s / per_unit_s, _COMM_Y + _H + 0.3, size_text(b.size_bytes), ha="center", va="bottom",
                 fontsize=8, gid="zoom-size-label")
     ax.set_xlabel(f"time after the end of backward t_e ({unit}); bucket sizes above their all-reduce")
@@ -237,7 +240,7 @@ def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Tim
     plt = pyplot()
     panels = ["gantt"]
     end_s = max(tl.step_s, _comm_end_s(tl))
-    if tl.buckets and _tail_s(tl) < ZOOM_BELOW * end_s:
+    if tl.wire_s > 0 and _tail_s(tl) < ZOOM_BELOW * end_s:
         panels.append("zoom")
     panels.append("sizes")
     if sweep is not None:
