@@ -64,6 +64,16 @@ def _bars(collection):
     return sorted(out)
 
 
+def _per_bucket(stairs):
+    """The size of bucket 1, 2, ... read off the steps (edges at k + 0.5)."""
+    values, edges, _ = stairs.get_data()
+    out = []
+    for v, lo, hi in zip(values, edges[:-1], edges[1:]):
+        out += [float(v)] * int(round(hi - lo))
+    assert edges[0] == 0.5
+    return out
+
+
 def _rgb(artist):
     """The colour an artist is drawn in (face colour for bars and spans, line colour for lines)."""
     from matplotlib.colors import to_rgb
@@ -110,9 +120,11 @@ def test_title_and_sizes_panel_show_the_true_buckets(drill):
     sizes = [b.size_bytes for b in tl.buckets]
     assert _ax(fig, "gantt").get_title().startswith("101 buckets: 1 MiB, 99 x 25 MiB, 3.55 MiB")
     (stairs,) = _by_gid(_ax(fig, "sizes"), "bucket-sizes")
-    values, edges, _ = stairs.get_data()
-    assert list(values) == sizes and len(edges) == len(sizes) + 1
+    values = _per_bucket(stairs)
+    assert values == sizes
     assert values[0] == MiB and values[-1] == pytest.approx(2.6e9 - 2476 * MiB)  # the first and the partial last
+    # one step per run of equal sizes: 1 MiB, 99 x 25 MiB, the rest
+    assert len(stairs.get_data()[0]) == 3
     (cap,) = _by_gid(_ax(fig, "sizes"), "cap")
     (first_cap,) = _by_gid(_ax(fig, "sizes"), "first-cap")
     assert cap.get_ydata()[0] == 25 * MiB and first_cap.get_ydata()[0] == MiB
@@ -122,9 +134,10 @@ def test_shaped_buckets_are_drawn_as_simulated_not_as_the_cap(shaped):
     sweep, _, fig = shaped
     tl = sweep.best
     (stairs,) = _by_gid(_ax(fig, "sizes"), "bucket-sizes")
-    assert list(stairs.get_data()[0]) == [b.size_bytes for b in tl.buckets]
+    values = _per_bucket(stairs)
+    assert values == [b.size_bytes for b in tl.buckets]
     # a bucket closes on the tensor that reaches the cap: some exceed it, the last is a remainder
-    assert max(stairs.get_data()[0]) > tl.bucket_cap_bytes > stairs.get_data()[0][-1]
+    assert max(values) > tl.bucket_cap_bytes > values[-1]
 
 
 def test_gantt_bars_are_the_simulated_intervals(drill):
@@ -226,3 +239,28 @@ def test_no_communication_no_zoom():
     assert tl.wire_s == 0
     fig = timeline_figure(tl)
     assert [a.get_label() for a in fig.axes] == ["gantt", "sizes"]
+
+
+def test_half_a_million_buckets_draw_as_busy_periods_in_seconds():
+    import time
+
+    from commcost.report.plot_timeline import MAX_DRAWN_BARS
+
+    # 70B in 0.25 MiB buckets: over half a million all-reduces back to back
+    inp = TimelineInputs(gpus=64, link=Link(bandwidth_bytes_per_s=50e9, latency_s=5e-6), step_s=10.0,
+                         params=70e9)
+    tl = simulate_timeline(inp, ddp_bucket_caps(0.25))
+    assert len(tl.buckets) > 100 * MAX_DRAWN_BARS
+    t0 = time.perf_counter()
+    fig = timeline_figure(tl)
+    fig.canvas.draw()
+    assert time.perf_counter() - t0 < 20
+    ax = _ax(fig, "gantt")
+    (merged,) = _by_gid(ax, "buckets-merged")
+    bars = _bars(merged)
+    # the busy periods cover the stream from the first start to the last end, in the axis' unit (s)
+    assert bars[0][0] == pytest.approx(tl.buckets[0].start_s) and \
+        bars[-1][0] + bars[-1][1] == pytest.approx(tl.buckets[-1].end_s)
+    assert sum(w for _, w in bars) >= tl.wire_s * (1 - 1e-9)
+    assert any(f"{len(tl.buckets):,} buckets" in t.get_text() for t in ax.get_legend().get_texts())
+    assert _per_bucket(_by_gid(_ax(fig, "sizes"), "bucket-sizes")[0]) == [b.size_bytes for b in tl.buckets]
