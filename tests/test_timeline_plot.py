@@ -264,3 +264,21 @@ def test_half_a_million_buckets_draw_as_busy_periods_in_seconds():
     assert sum(w for _, w in bars) >= tl.wire_s * (1 - 1e-9)
     assert any(f"{len(tl.buckets):,} buckets" in t.get_text() for t in ax.get_legend().get_texts())
     assert _per_bucket(_by_gid(_ax(fig, "sizes"), "bucket-sizes")[0]) == [b.size_bytes for b in tl.buckets]
+
+
+def test_the_range_of_good_caps_is_shaded_when_the_caller_gives_it():
+    sweep = sweep_buckets(SHAPED)
+    caps = [p.bucket_bytes for p in sweep.curve]
+    lo, hi = caps[3], caps[9]
+    fig = timeline_figure(sweep.best, sweep, None, good_caps_bytes=(lo, hi),
+                          good_caps_rule="exposed within max(5%, 50 us) of the best")
+    fig.canvas.draw()
+    ax = _ax(fig, "sweep")
+    (span,) = _by_gid(ax, "good-caps")
+    assert _xspan(span) == (pytest.approx(lo), pytest.approx(hi))
+    from commcost.report._plot_units import size_text
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert f"caps from {size_text(lo)} to {size_text(hi)}: exposed within max(5%, 50 us) of the best" in labels
+    # without it, nothing is shaded
+    plain = timeline_figure(sweep.best, sweep)
+    assert not _by_gid(_ax(plain, "sweep"), "good-caps")

@@ -168,7 +168,8 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
     ax.set_label("times")
     ax_err.set_label("errors")
     xs = [p.size_bytes for p in c.points]
-    ax.plot(xs, [p.measured_s for p in c.points], "o", color="#1f77b4", ms=5, gid="measured", label="measured")
+    ax.plot(xs, [p.measured_s for p in c.points], "o", color="#1f77b4", ms=5, zorder=3, gid="measured",
+            label="measured")
     ax.plot(sizes, [model.predict_s(s) for s in sizes], "-", color="#ff7f0e", gid="model",
             label=f"model T(S) = k alpha_i + f S / B_i ({len(model.regimes)} regime"
                   f"{'s' if len(model.regimes) != 1 else ''})")

@@ -238,7 +238,8 @@ def _sizes(ax: Any, tl: Timeline) -> None:
     ax.legend(handles=handles, **_LEGEND)
 
 
-def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
+def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None,
+           good_caps_bytes: tuple[float, float] | None, good_caps_rule: str | None) -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     best = sweep.best
@@ -261,6 +262,11 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
                                   label=f"PyTorch default (cap {size_text(default.bucket_cap_bytes)}, first "
                                         f"{size_text(default.first_bucket_cap_bytes)}): exposes "
                                         f"{time_text(default.exposed_s)}"))
+    if good_caps_bytes is not None:
+        lo, hi = good_caps_bytes
+        handles.append(ax.axvspan(lo, hi, color="green", alpha=0.12, lw=0, zorder=0, gid="good-caps",
+                                  label=f"caps from {size_text(lo)} to {size_text(hi)}: "
+                                        + (good_caps_rule or "as good as the best")))
     ax.set_xscale("log", base=2)
     ticks = pow2_ticks(min(x), max(x))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -276,8 +282,14 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
     ax.legend(handles=handles, **_LEGEND)
 
 
-def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None) -> Any:
-    """The Figure of ``tl`` (with ``sweep``, also the bucket curve and ``default`` on it)."""
+def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None, *,
+                    good_caps_bytes: tuple[float, float] | None = None, good_caps_rule: str | None = None) -> Any:
+    """The Figure of ``tl`` (with ``sweep``, also the bucket curve and ``default`` on it).
+
+    ``good_caps_bytes``: the range of caps the advice calls equally good (``(lowest, highest)``,
+    bytes), shaded on the curve; ``good_caps_rule`` says why, in the legend (e.g. "exposed
+    within max(5%, 50 us) of the best"). Both are the caller's: the sweep does not carry them.
+    """
     from commcost.report._optional import pyplot
 
     plt = pyplot()
@@ -299,16 +311,17 @@ def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Tim
         _zoom(by_name["zoom"], tl)
     _sizes(by_name["sizes"], tl)
     if sweep is not None:
-        _sweep(by_name["sweep"], sweep, default)
+        _sweep(by_name["sweep"], sweep, default, good_caps_bytes, good_caps_rule)
     return fig
 
 
 def plot_timeline(path: str, tl: Timeline, sweep: BucketSweep | None = None,
-                  default: Timeline | None = None) -> None:
+                  default: Timeline | None = None, *, good_caps_bytes: tuple[float, float] | None = None,
+                  good_caps_rule: str | None = None) -> None:
     """Write :func:`timeline_figure` to ``path`` (.png or .svg)."""
     from commcost.report._optional import pyplot
 
-    fig = timeline_figure(tl, sweep, default)
+    fig = timeline_figure(tl, sweep, default, good_caps_bytes=good_caps_bytes, good_caps_rule=good_caps_rule)
     try:
         fig.savefig(path, dpi=120)
     finally:
