@@ -282,3 +282,38 @@ def test_the_range_of_good_caps_is_shaded_when_the_caller_gives_it():
     # without it, nothing is shaded
     plain = timeline_figure(sweep.best, sweep)
     assert not _by_gid(_ax(plain, "sweep"), "good-caps")
+
+
+def test_zoom_labels_each_bucket_in_view_with_its_size():
+    from commcost.report._plot_units import size_text
+
+    # llama2-70b layer by layer, 10 s step: the tail is the 128 MiB attention bucket, then the
+    # 500 MiB embedding; both get their size above the bar
+    inp = TimelineInputs(gpus=64, link=Link(bandwidth_bytes_per_s=400e9, latency_s=5e-6), step_s=10.0,
+                         shape=model_preset("llama2-70b"))
+    tl = simulate_timeline(inp)
+    fig = timeline_figure(tl)
+    ax = _ax(fig, "zoom")
+    lo, hi = ax.get_xlim()
+    in_view = [b for b in tl.buckets if (b.end_s - tl.compute_s) / MS > lo and (b.start_s - tl.compute_s) / MS < hi]
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "zoom-size-label"]
+    assert len(in_view) >= 2 and labels == [size_text(b.size_bytes) for b in in_view][-len(labels):]
+    assert len(labels) >= 2
+
+
+def test_zoom_keeps_each_buckets_shade():
+    # the zoom draws only the buckets in view, each in the shade it has in the full chart: here the
+    # 10th (2nd, 4th ... shade) and the 11th (1st, 3rd ... shade) of 11 buckets are in view
+    inp = TimelineInputs(gpus=8, link=Link(bandwidth_bytes_per_s=50e9, latency_s=5e-6), step_s=0.05,
+                         params=0.125e9, grad_accum=2, optimizer_s=0.003)
+    tl = simulate_timeline(inp)
+    fig = timeline_figure(tl)
+    assert len(tl.buckets) == 11
+    zoom = _ax(fig, "zoom")
+    assert "(us)" in zoom.get_xlabel()
+    from commcost.units import US
+    for gid, index in (("zoom-buckets-b", 9), ("zoom-buckets-a", 10)):
+        (bars,) = _by_gid(zoom, gid)
+        b = tl.buckets[index]
+        assert _bars(bars)[-1] == (pytest.approx((b.start_s - tl.compute_s) / US),
+                                   pytest.approx((b.end_s - b.start_s) / US))

@@ -122,8 +122,11 @@ def _streams(ax: Any, tl: Timeline, origin_s: float, per_unit_s: float, prefix: 
                                       facecolors=COLORS["optimizer"], gid=prefix + "optimizer",
                                       label="optimizer (after the last all-reduce)"))
     buckets = tl.buckets
+    first = 0                                     # global index of buckets[0]: keeps the shades' parity
     if window_s is not None:
-        buckets = tuple(b for b in buckets if b.end_s > window_s[0] and b.start_s < window_s[1])
+        seen = [i for i, b in enumerate(tl.buckets) if b.end_s > window_s[0] and b.start_s < window_s[1]]
+        first = seen[0] if seen else 0
+        buckets = tuple(tl.buckets[i] for i in seen)
     if len(buckets) > MAX_DRAWN_BARS:
         # more bars than pixels: draw the busy periods of the stream, one bar per run of
         # all-reduces closer than a pixel (~1/4000 of the axis) to each other
@@ -140,7 +143,7 @@ def _streams(ax: Any, tl: Timeline, origin_s: float, per_unit_s: float, prefix: 
                                             "drawn as busy periods: each is under a pixel)"))
     else:
         for shade, start, words in (("buckets-a", 0, "1st, 3rd, 5th ..."), ("buckets-b", 1, "2nd, 4th, 6th ...")):
-            bars = [(x(b.start_s), (b.end_s - b.start_s) / per_unit_s) for b in buckets[start::2]]
+            bars = [(x(b.start_s), (b.end_s - b.start_s) / per_unit_s) for b in buckets[(start + first) % 2::2]]
             if bars:
                 handles.append(ax.broken_barh(bars, (_COMM_Y, _H), facecolors=COLORS[shade],
                                               gid=prefix + shade, label=f"bucket all-reduce ({words} bucket)"))
@@ -181,7 +184,7 @@ def _zoom(ax: Any, tl: Timeline) -> None:
     in_view = [b for b in tl.buckets if b.end_s - tl.compute_s > left_s and b.start_s - tl.compute_s < right_s]
     for b in in_view[-6:]:
         shown_from_s, shown_to_s = max(b.start_s - tl.compute_s, left_s), min(b.end_s - tl.compute_s, right_s)
-        if shown_to_s - shown_from_s < 0.08 * (right_s - left_s):
+        if shown_to_s - shown_from_s < 0.04 * (right_s - left_s):
             continue  # a sliver at the edge of the view: its label would sit outside the axes
         mid_s = (shown_from_s + shown_to_s) / 2
         ax.text(mid_s / per_unit_s, _COMM_Y + _H + 0.3, size_text(b.size_bytes), ha="center", va="bottom",
