@@ -192,11 +192,12 @@ def fig_ylim(curves):
 
 
 def test_system_curves_near_100_percent_get_a_zoomed_efficiency_axis():
+    from commcost.comm.model import FabricModel
     from commcost.scaling import ScalingInputs, scaling_curve, seed_two_tier
 
     curve = scaling_curve(ScalingInputs(
         model="7B", fabric="two-tier", params=7e9, bytes_per_grad=2, compute_s=0.4, overhead_s=0.0,
-        link=seed_two_tier(8, 64), gpu_counts=(1, 4, 8, 16, 64), overlap_fraction=0.85, algorithm="auto"))
+        comm=FabricModel(topology=seed_two_tier(8, 64)), gpu_counts=(1, 4, 8, 16, 64), overlap_fraction=0.85, algorithm="auto"))
     lowest = min(100 * min(r.efficiency, r.efficiency_no_overlap) for r in curve.rows)
     lo, hi = fig_ylim([curve])
     assert lo <= lowest - 5 < lo + 10 and hi == 103.0
@@ -214,3 +215,22 @@ def test_legend_explains_every_band_colour(fig):
     shown = {tuple(np.round(to_rgb(a.get_facecolor()), 3)) for a in legend.get_children()[0].findobj()
              if a.__class__.__name__ == "Rectangle" and a.get_width() < 20 and a.get_facecolor()[3] > 0}
     assert band_colours <= shown
+
+
+def test_physical_bound_is_drawn_beside_the_seeds_line(fig):
+    ax_x, ax_e = fig.axes
+    phys = _lines(ax_x, "physical-speedup")
+    phys_e = _lines(ax_e, "physical-efficiency")
+    assert len(phys) == len(phys_e) == 6
+    table = {(c.inputs.model, c.inputs.fabric): c for c in RESULTS}
+    for key, line in phys.items():
+        curve = table[tuple(key.split("|"))]
+        assert np.allclose(line.get_ydata(), [r.speedup_perfect for r in curve.rows], rtol=1e-12)
+        assert np.allclose(phys_e[key].get_ydata(), [100 * r.efficiency_perfect for r in curve.rows], rtol=1e-12)
+        # never above the seed's line: backward is only part of the step
+        assert all(p <= s * (1 + 1e-12) for p, s in zip(line.get_ydata(), _lines(ax_x, "speedup")[key].get_ydata()))
+    # 7B on InfiniBand at N = 2 (hand): T = 560.1 ms > f_b t_c = 266.67 ms, so the bound's step is
+    # 400 + 560.1 - 266.67 + 0.5 = 693.93 ms: X = 2 * 400.5 / 693.93 = 1.15429 (the seed's 801/560.6 = 1.42883)
+    assert phys["7B (Llama-7B equiv)|InfiniBand"].get_ydata()[1] == pytest.approx(1.154290, abs=1e-6)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith("thin line, same colour: the physical perfect-overlap") for t in texts)

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from commcost.comm.model import FlatLinkModel  # noqa: E402
 from commcost.comm.topology import Link  # noqa: E402
 from commcost.report.plot_timeline import COLORS, ZOOM_BELOW, bucket_sizes_text, timeline_figure  # noqa: E402
 from commcost.step.ddp_buckets import ddp_bucket_caps  # noqa: E402
@@ -18,10 +19,14 @@ from commcost.step.timeline import TimelineInputs, simulate_timeline  # noqa: E4
 from commcost.units import MS, MiB  # noqa: E402
 from commcost.workload import model_preset  # noqa: E402
 
-DRILL = TimelineInputs(gpus=32, link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6), step_s=0.4,
+def _flat(bandwidth_bytes_per_s, latency_s):
+    return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bandwidth_bytes_per_s, latency_s=latency_s))
+
+
+DRILL = TimelineInputs(gpus=32, comm=_flat(25e9, 20e-6), step_s=0.4,
                        params=1.3e9)
 # llama2-7b layer by layer on a fast link with a 1.2 s step: the tail is ~2 ms of 1.2 s
-SHAPED = TimelineInputs(gpus=32, link=Link(bandwidth_bytes_per_s=400e9, latency_s=5e-6), step_s=1.2,
+SHAPED = TimelineInputs(gpus=32, comm=_flat(400e9, 5e-6), step_s=1.2,
                         shape=model_preset("llama2-7b"))
 
 
@@ -110,9 +115,13 @@ def test_no_scientific_notation_anywhere(drill, shaped):
     for fig in (drill[1], shaped[2]):
         texts = _all_text(fig)
         assert texts and not [t for t in texts if re.search(r"\de[+-]\d", t)]
+    from commcost.report._plot_units import size_text
+
+    sweep = shaped[0]
     title = _ax(shaped[2], "gantt").get_title()
-    # the chosen cap is ~2.38 GiB: printed as such, not "2.44e+03 MiB"
-    assert "GiB" in title and "e+" not in title
+    # the recommended cap in binary units with 3 digits (a 2,435 MiB cap read "2.44e+03 MiB")
+    assert f"cap {size_text(sweep.best.bucket_cap_bytes)} for every bucket" in title
+    assert size_text(2553802834) == "2.38 GiB" and size_text(159612677) == "152 MiB"
 
 
 def test_title_and_sizes_panel_show_the_true_buckets(drill):
@@ -136,8 +145,8 @@ def test_shaped_buckets_are_drawn_as_simulated_not_as_the_cap(shaped):
     (stairs,) = _by_gid(_ax(fig, "sizes"), "bucket-sizes")
     values = _per_bucket(stairs)
     assert values == [b.size_bytes for b in tl.buckets]
-    # a bucket closes on the tensor that reaches the cap: some exceed it, the last is a remainder
-    assert max(values) > tl.bucket_cap_bytes > values[-1]
+    # a bucket closes on the tensor that reaches the cap: some exceed it, and they are not all equal
+    assert max(values) > tl.bucket_cap_bytes and len(set(values)) > 2
 
 
 def test_gantt_bars_are_the_simulated_intervals(drill):
@@ -235,7 +244,7 @@ def test_svg_and_png_written(tmp_path):
 
 def test_no_communication_no_zoom():
     # one GPU: nothing on the wire, nothing to zoom on
-    tl = simulate_timeline(TimelineInputs(gpus=1, link=DRILL.link, step_s=0.05, params=0.125e9))
+    tl = simulate_timeline(TimelineInputs(gpus=1, comm=DRILL.comm, step_s=0.05, params=0.125e9))
     assert tl.wire_s == 0
     fig = timeline_figure(tl)
     assert [a.get_label() for a in fig.axes] == ["gantt", "sizes"]
@@ -247,7 +256,7 @@ def test_half_a_million_buckets_draw_as_busy_periods_in_seconds():
     from commcost.report.plot_timeline import MAX_DRAWN_BARS
 
     # 70B in 0.25 MiB buckets: over half a million all-reduces back to back
-    inp = TimelineInputs(gpus=64, link=Link(bandwidth_bytes_per_s=50e9, latency_s=5e-6), step_s=10.0,
+    inp = TimelineInputs(gpus=64, comm=_flat(50e9, 5e-6), step_s=10.0,
                          params=70e9)
     tl = simulate_timeline(inp, ddp_bucket_caps(0.25))
     assert len(tl.buckets) > 100 * MAX_DRAWN_BARS
@@ -266,30 +275,29 @@ def test_half_a_million_buckets_draw_as_busy_periods_in_seconds():
     assert _per_bucket(_by_gid(_ax(fig, "sizes"), "bucket-sizes")[0]) == [b.size_bytes for b in tl.buckets]
 
 
-def test_the_range_of_good_caps_is_shaded_when_the_caller_gives_it():
-    sweep = sweep_buckets(SHAPED)
-    caps = [p.bucket_bytes for p in sweep.curve]
-    lo, hi = caps[3], caps[9]
-    fig = timeline_figure(sweep.best, sweep, None, good_caps_bytes=(lo, hi),
-                          good_caps_rule="exposed within max(5%, 50 us) of the best")
-    fig.canvas.draw()
-    ax = _ax(fig, "sweep")
-    (span,) = _by_gid(ax, "good-caps")
-    assert _xspan(span) == (pytest.approx(lo), pytest.approx(hi))
-    from commcost.report._plot_units import size_text
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert f"caps from {size_text(lo)} to {size_text(hi)}: exposed within max(5%, 50 us) of the best" in labels
-    # without it, nothing is shaded
-    plain = timeline_figure(sweep.best, sweep)
-    assert not _by_gid(_ax(plain, "sweep"), "good-caps")
+def test_the_good_range_and_the_recommended_cap_are_the_sweeps(shaped):
+    from commcost.report._plot_units import size_text, time_text
 
+    sweep, _, fig = shaped
+    ax = _ax(fig, "sweep")
+    choice = sweep.choice
+    (span,) = _by_gid(ax, "good-caps")
+    assert _xspan(span) == (pytest.approx(choice.good_min_cap_bytes), pytest.approx(choice.good_max_cap_bytes))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith(f"good range, {size_text(choice.good_min_cap_bytes)} to "
+                            f"{size_text(choice.good_max_cap_bytes)}") and time_text(choice.tolerance_s) in t
+               for t in labels)
+    assert any(t.startswith(f"recommended cap {size_text(sweep.best.bucket_cap_bytes)}") and choice.rule in t
+               for t in labels)
+    # the recommended cap lies inside the shaded range
+    assert choice.good_min_cap_bytes <= sweep.best.bucket_cap_bytes <= choice.good_max_cap_bytes
 
 def test_zoom_labels_each_bucket_in_view_with_its_size():
     from commcost.report._plot_units import size_text
 
     # llama2-70b layer by layer, 10 s step: the tail is the 128 MiB attention bucket, then the
     # 500 MiB embedding; both get their size above the bar
-    inp = TimelineInputs(gpus=64, link=Link(bandwidth_bytes_per_s=400e9, latency_s=5e-6), step_s=10.0,
+    inp = TimelineInputs(gpus=64, comm=_flat(400e9, 5e-6), step_s=10.0,
                          shape=model_preset("llama2-70b"))
     tl = simulate_timeline(inp)
     fig = timeline_figure(tl)
@@ -304,7 +312,7 @@ def test_zoom_labels_each_bucket_in_view_with_its_size():
 def test_zoom_keeps_each_buckets_shade():
     # the zoom draws only the buckets in view, each in the shade it has in the full chart: here the
     # 10th (2nd, 4th ... shade) and the 11th (1st, 3rd ... shade) of 11 buckets are in view
-    inp = TimelineInputs(gpus=8, link=Link(bandwidth_bytes_per_s=50e9, latency_s=5e-6), step_s=0.05,
+    inp = TimelineInputs(gpus=8, comm=_flat(50e9, 5e-6), step_s=0.05,
                          params=0.125e9, grad_accum=2, optimizer_s=0.003)
     tl = simulate_timeline(inp)
     fig = timeline_figure(tl)

@@ -1,14 +1,17 @@
 """Plots of :mod:`commcost.scaling` curves (matplotlib, imported only when plotting).
 
 Left: speedup against N on log2 axes, the ideal line ``X = N``, one curve per
-model and fabric at perfect overlap (the seed's step) and a shaded band down to
-no overlap (the overlap bracket). Right: efficiency ``E = X / N`` in percent,
+model and fabric at the seed's overlap (T hides behind the whole step), a thin line
+of the same colour at the shared physical perfect-overlap bound (T hides behind
+backward only, :class:`commcost.step.overlap.OverlapBounds`) and a shaded band down
+to no overlap (the overlap bracket). Right: efficiency ``E = X / N`` in percent,
 same curves and bands. Every plotted value is a field or property of a
 :class:`commcost.scaling.ScalingRow`; nothing is computed here.
 
 Artists carry ids so the data can be read back: line ``gid`` is
 ``"speedup|MODEL|FABRIC"`` or ``"efficiency|MODEL|FABRIC"`` (``"ideal"`` for the
-ideal lines), a band's ``gid`` is ``"band-"`` followed by its line's id.
+ideal lines; ``"physical-"`` in front for the physical bound), a band's ``gid``
+is ``"band-"`` followed by its line's id.
 """
 
 from __future__ import annotations
@@ -97,14 +100,20 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
         ax_x.fill_between(n, [r.speedup_no_overlap for r in c.rows], [r.speedup for r in c.rows],
                           color=color, alpha=0.13, lw=0, gid=f"band-speedup|{key}")
         ax_e.plot(n, [100.0 * r.efficiency for r in c.rows], label=label, gid=f"efficiency|{key}", **look)
+        # the shared physical bound (communication hides only behind backward): thin, same colour
+        bound = {"color": color, "ls": style, "lw": 0.9, "alpha": 0.8, "zorder": 2}
+        ax_x.plot(n, [r.speedup_perfect for r in c.rows], gid=f"physical-speedup|{key}", **bound)
+        ax_e.plot(n, [100.0 * r.efficiency_perfect for r in c.rows], gid=f"physical-efficiency|{key}", **bound)
         ax_e.fill_between(n, [100.0 * r.efficiency_no_overlap for r in c.rows],
                           [100.0 * r.efficiency for r in c.rows],
                           color=color, alpha=0.13, lw=0, gid=f"band-efficiency|{key}")
         handles.append(line)
+    handles.append(Line2D([], [], color="0.3", lw=0.9, label="thin line, same colour: the physical perfect-overlap\n"
+                                                         "bound (T hides behind backward only, f_b t_c)"))
     # the bracket's entry shows each model's shade (the bands are the curves' colours, see-through)
     shades = tuple(Patch(facecolor=palette[k % len(palette)], alpha=0.25, lw=0) for k in range(len(models)))
     bracket = Patch(label="overlap bracket, shaded in each model's colour:\n"
-                          "no overlap (lower edge) to perfect overlap (the line)")
+                          "no overlap (lower edge) to the seed's overlap (the line)")
     handles.append(bracket)
     handler_map = {bracket: _Shades(shades)}
 
@@ -154,8 +163,9 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     what = ("ring all-reduce" if algorithms == ["ring"] else
             "all-reduce (" + ", ".join("auto: the fastest algorithm per N" if a == "auto" else a
                                        for a in algorithms) + ")")
-    fig.suptitle(f"Data-parallel scaling: {what} of the gradients, fixed per-GPU batch; "
-                 "line = perfect overlap, shade = overlap bracket", fontsize=11)
+    fig.suptitle(f"Data-parallel scaling: {what} of the gradients, fixed per-GPU batch\n"
+                 "line = the seed's overlap (T hides behind the whole step), shade = down to no overlap",
+                 fontsize=11)
     fig.legend(handles=handles, loc="outside right center", fontsize=8.5, frameon=False, handler_map=handler_map)
     return fig
 

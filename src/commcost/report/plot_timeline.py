@@ -12,8 +12,8 @@ or :class:`~commcost.step.sweep.BucketSweep`; nothing is computed here but the u
 3. ``sizes``: the true size of every bucket in reduction order, as simulated (DDP closes
    a bucket on the tensor that reaches the cap, so sizes differ from the cap; the first
    bucket has its own cap; the last holds the remainder), with the caps as lines.
-4. ``sweep`` (with ``--bucket auto``): exposed and wire time against the cap, the chosen
-   cap and PyTorch's default marked.
+4. ``sweep`` (with ``--bucket auto``): exposed and wire time against the cap, the good range
+   of caps shaded, the recommended cap and PyTorch's default marked.
 
 Every legend sits outside its axes, to the right. Axes carry their panel name as
 label (``ax.get_label()``) and artists a ``gid`` so tests can read the data back.
@@ -241,8 +241,7 @@ def _sizes(ax: Any, tl: Timeline) -> None:
     ax.legend(handles=handles, **_LEGEND)
 
 
-def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None,
-           good_caps_bytes: tuple[float, float] | None, good_caps_rule: str | None) -> None:
+def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     best = sweep.best
@@ -257,7 +256,8 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None,
         ax.plot(x, [p.wire_s / per_unit_s for p in sweep.curve], ls=":", color="#4c72b0",
                 gid="sweep-wire", label="on the wire (every bucket's latency counted)")[0],
         ax.axvline(best.bucket_cap_bytes, color="green", lw=0.9, gid="best",
-                   label=f"chosen cap {size_text(best.bucket_cap_bytes)}: exposes {time_text(best.exposed_s)}"),
+                   label=f"recommended cap {size_text(best.bucket_cap_bytes)}: exposes {time_text(best.exposed_s)}\n"
+                         f"({sweep.choice.rule})"),
     ]
     if default is not None:
         handles.append(ax.scatter([default.bucket_cap_bytes], [default.exposed_s / per_unit_s], color="black",
@@ -265,11 +265,12 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None,
                                   label=f"PyTorch default (cap {size_text(default.bucket_cap_bytes)}, first "
                                         f"{size_text(default.first_bucket_cap_bytes)}): exposes "
                                         f"{time_text(default.exposed_s)}"))
-    if good_caps_bytes is not None:
-        lo, hi = good_caps_bytes
-        handles.append(ax.axvspan(lo, hi, color="green", alpha=0.12, lw=0, zorder=0, gid="good-caps",
-                                  label=f"caps from {size_text(lo)} to {size_text(hi)}: "
-                                        + (good_caps_rule or "as good as the best")))
+    choice = sweep.choice
+    lo, hi = choice.good_min_cap_bytes, choice.good_max_cap_bytes
+    handles.append(ax.axvspan(lo, hi, color="green", alpha=0.12, lw=0, zorder=0, gid="good-caps",
+                              label=f"good range, {size_text(lo)} to {size_text(hi)}: exposed within\n"
+                                    f"max(5%, 50 us) = {time_text(choice.tolerance_s)} of the smallest "
+                                    f"({time_text(choice.min_exposed_s)})"))
     ax.set_xscale("log", base=2)
     ticks = pow2_ticks(min(x), max(x))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -285,14 +286,8 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None,
     ax.legend(handles=handles, **_LEGEND)
 
 
-def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None, *,
-                    good_caps_bytes: tuple[float, float] | None = None, good_caps_rule: str | None = None) -> Any:
-    """The Figure of ``tl`` (with ``sweep``, also the bucket curve and ``default`` on it).
-
-    ``good_caps_bytes``: the range of caps the advice calls equally good (``(lowest, highest)``,
-    bytes), shaded on the curve; ``good_caps_rule`` says why, in the legend (e.g. "exposed
-    within max(5%, 50 us) of the best"). Both are the caller's: the sweep does not carry them.
-    """
+def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None) -> Any:
+    """The Figure of ``tl`` (with ``sweep``, also the bucket curve, its good range and ``default`` on it)."""
     from commcost.report._optional import pyplot
 
     plt = pyplot()
@@ -314,17 +309,16 @@ def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Tim
         _zoom(by_name["zoom"], tl)
     _sizes(by_name["sizes"], tl)
     if sweep is not None:
-        _sweep(by_name["sweep"], sweep, default, good_caps_bytes, good_caps_rule)
+        _sweep(by_name["sweep"], sweep, default)
     return fig
 
 
 def plot_timeline(path: str, tl: Timeline, sweep: BucketSweep | None = None,
-                  default: Timeline | None = None, *, good_caps_bytes: tuple[float, float] | None = None,
-                  good_caps_rule: str | None = None) -> None:
+                  default: Timeline | None = None) -> None:
     """Write :func:`timeline_figure` to ``path`` (.png or .svg)."""
     from commcost.report._optional import pyplot
 
-    fig = timeline_figure(tl, sweep, default, good_caps_bytes=good_caps_bytes, good_caps_rule=good_caps_rule)
+    fig = timeline_figure(tl, sweep, default)
     try:
         fig.savefig(path, dpi=120)
     finally:
