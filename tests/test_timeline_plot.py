@@ -284,11 +284,16 @@ def test_the_good_range_and_the_recommended_cap_are_the_sweeps(shaped):
     (span,) = _by_gid(ax, "good-caps")
     assert _xspan(span) == (pytest.approx(choice.good_min_cap_bytes), pytest.approx(choice.good_max_cap_bytes))
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any(t.startswith(f"good range, {size_text(choice.good_min_cap_bytes)} to "
-                            f"{size_text(choice.good_max_cap_bytes)}") and time_text(choice.tolerance_s) in t
-               for t in labels)
-    assert any(t.startswith(f"recommended cap {size_text(sweep.best.bucket_cap_bytes)}") and choice.rule in t
-               for t in labels)
+    assert any(t.startswith(f"good range of the advice, {size_text(choice.good_min_cap_bytes)} to "
+                            f"{size_text(choice.good_max_cap_bytes)}") for t in labels)
+    assert any(t.startswith(f"caps within max(5%, 50 us) = {time_text(choice.tolerance_s)}") for t in labels)
+    # the green points are the caps whose exposed time is within the tolerance, both ends of the range among them
+    (good,) = _by_gid(ax, "good-points")
+    xs = [x for x, _ in good.get_offsets()]
+    assert xs == [p.bucket_bytes for p in sweep.curve if p.exposed_s <= choice.min_exposed_s + choice.tolerance_s]
+    assert choice.good_min_cap_bytes == min(xs) and choice.good_max_cap_bytes == max(xs)
+    assert any(t.startswith(f"recommended cap {size_text(sweep.best.bucket_cap_bytes)}")
+               and choice.rule in t.replace("\n", " ") for t in labels)
     # the recommended cap lies inside the shaded range
     assert choice.good_min_cap_bytes <= sweep.best.bucket_cap_bytes <= choice.good_max_cap_bytes
 

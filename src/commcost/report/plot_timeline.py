@@ -22,6 +22,7 @@ matplotlib is imported lazily through :func:`commcost.report._optional.pyplot`.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Sequence
 
 from commcost.report._plot_units import linear_size_ticks, pow2_ticks, size_text, time_text, time_unit
@@ -257,7 +258,7 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
                 gid="sweep-wire", label="on the wire (every bucket's latency counted)")[0],
         ax.axvline(best.bucket_cap_bytes, color="green", lw=0.9, gid="best",
                    label=f"recommended cap {size_text(best.bucket_cap_bytes)}: exposes {time_text(best.exposed_s)}\n"
-                         f"({sweep.choice.rule})"),
+                         + textwrap.fill(f"({sweep.choice.rule})", 52)),
     ]
     if default is not None:
         handles.append(ax.scatter([default.bucket_cap_bytes], [default.exposed_s / per_unit_s], color="black",
@@ -268,9 +269,15 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
     choice = sweep.choice
     lo, hi = choice.good_min_cap_bytes, choice.good_max_cap_bytes
     handles.append(ax.axvspan(lo, hi, color="green", alpha=0.12, lw=0, zorder=0, gid="good-caps",
-                              label=f"good range, {size_text(lo)} to {size_text(hi)}: exposed within\n"
-                                    f"max(5%, 50 us) = {time_text(choice.tolerance_s)} of the smallest "
-                                    f"({time_text(choice.min_exposed_s)})"))
+                              label=f"good range of the advice, {size_text(lo)} to {size_text(hi)}:\n"
+                                    "its smallest and largest cap within the tolerance"))
+    # which caps are within it: the range's ends are, a cap between them need not be
+    limit_s = choice.min_exposed_s + choice.tolerance_s
+    good = [p for p in sweep.curve if p.exposed_s <= limit_s]
+    handles.append(ax.scatter([p.bucket_bytes for p in good], [p.exposed_s / per_unit_s for p in good],
+                              s=28, color="green", zorder=4, gid="good-points",
+                              label=f"caps within max(5%, 50 us) = {time_text(choice.tolerance_s)}\n"
+                                    f"of the smallest exposed time ({time_text(choice.min_exposed_s)})"))
     ax.set_xscale("log", base=2)
     ticks = pow2_ticks(min(x), max(x))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
