@@ -330,3 +330,25 @@ def test_zoom_keeps_each_buckets_shade():
         b = tl.buckets[index]
         assert _bars(bars)[-1] == (pytest.approx((b.start_s - tl.compute_s) / US),
                                    pytest.approx((b.end_s - b.start_s) / US))
+
+
+def test_when_the_default_is_recommended_the_legend_says_so():
+    from dataclasses import replace
+
+    from commcost.step.sweep import BucketSweep
+    from commcost.step.timeline import pick_best
+
+    # a grid whose every cap exposes more than the default: pick_best keeps the default's caps
+    sweep = sweep_buckets(DRILL)
+    default = simulate_timeline(DRILL)
+    worse = tuple(replace(p, exposed_s=default.exposed_s * 2 + p.exposed_s) for p in sweep.curve)
+    choice = pick_best([(p.exposed_s, ddp_bucket_caps(p.bucket_bytes / MiB)) for p in worse],
+                       default_exposed_s=default.exposed_s, default_caps=ddp_bucket_caps(None))
+    assert (choice.best.bucket_cap_bytes, choice.best.first_bucket_cap_bytes) == (25 * MiB, MiB)
+    fig = timeline_figure(default, BucketSweep(curve=worse, best=default, choice=choice), default)
+    ax = _ax(fig, "sweep")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("recommended: PyTorch's default (cap 25 MiB, first 1 MiB)") for t in labels)
+    assert not _by_gid(ax, "good-points")
+    (best,) = _by_gid(ax, "best")
+    assert best.get_xdata()[0] == 25 * MiB

@@ -257,8 +257,12 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
         ax.plot(x, [p.wire_s / per_unit_s for p in sweep.curve], ls=":", color="#4c72b0",
                 gid="sweep-wire", label="on the wire (every bucket's latency counted)")[0],
         ax.axvline(best.bucket_cap_bytes, color="green", lw=0.9, gid="best",
-                   label=f"recommended cap {size_text(best.bucket_cap_bytes)}: exposes {time_text(best.exposed_s)}\n"
-                         + textwrap.fill(f"({sweep.choice.rule})", 52)),
+                   label=(f"recommended cap {size_text(best.bucket_cap_bytes)}: exposes {time_text(best.exposed_s)}\n"
+                          + textwrap.fill(f"({sweep.choice.rule})", 52))
+                   if best.first_bucket_cap_bytes == best.bucket_cap_bytes else
+                   (f"recommended: PyTorch's default (cap {size_text(best.bucket_cap_bytes)}, first "
+                    f"{size_text(best.first_bucket_cap_bytes)}):\nno cap of the grid exposes less than its "
+                    f"{time_text(best.exposed_s)}")),
     ]
     if default is not None:
         handles.append(ax.scatter([default.bucket_cap_bytes], [default.exposed_s / per_unit_s], color="black",
@@ -274,10 +278,11 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
     # which caps are within it: the range's ends are, a cap between them need not be
     limit_s = choice.min_exposed_s + choice.tolerance_s
     good = [p for p in sweep.curve if p.exposed_s <= limit_s]
-    handles.append(ax.scatter([p.bucket_bytes for p in good], [p.exposed_s / per_unit_s for p in good],
-                              s=28, color="green", zorder=4, gid="good-points",
-                              label=f"caps within max(5%, 50 us) = {time_text(choice.tolerance_s)}\n"
-                                    f"of the smallest exposed time ({time_text(choice.min_exposed_s)})"))
+    if good:  # none when no cap of the grid comes near PyTorch's default (then the default is recommended)
+        handles.append(ax.scatter([p.bucket_bytes for p in good], [p.exposed_s / per_unit_s for p in good],
+                                  s=28, color="green", zorder=4, gid="good-points",
+                                  label=f"caps within max(5%, 50 us) = {time_text(choice.tolerance_s)}\n"
+                                        f"of the smallest exposed time ({time_text(choice.min_exposed_s)})"))
     ax.set_xscale("log", base=2)
     ticks = pow2_ticks(min(x), max(x))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
