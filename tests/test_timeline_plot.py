@@ -218,7 +218,7 @@ def test_a_visible_tail_needs_no_zoom(drill):
 def test_sweep_panel_is_the_curve(shaped):
     sweep, default, fig = shaped
     ax = _ax(fig, "sweep")
-    assert "(ms)" in ax.get_ylabel()
+    assert "data in ms" in ax.get_ylabel()
     (exposed,) = _by_gid(ax, "sweep-exposed")
     (wire,) = _by_gid(ax, "sweep-wire")
     assert list(exposed.get_xdata()) == [p.bucket_bytes for p in sweep.curve]
@@ -230,6 +230,8 @@ def test_sweep_panel_is_the_curve(shaped):
     assert np.allclose(dflt.get_offsets(), [[25 * MiB, default.exposed_s / MS]])
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks and all(re.fullmatch(r"[\d.,]+ (KiB|MiB|GiB|TiB)", t) for t in ticks)
+    yticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert "10 ms" in yticks and all(re.fullmatch(r"[\d.,]+ (us|ms|s)", t) for t in yticks)
 
 
 def test_svg_and_png_written(tmp_path):

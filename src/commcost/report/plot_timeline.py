@@ -25,7 +25,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Sequence
 
-from commcost.report._plot_units import linear_size_ticks, pow2_ticks, size_text, time_text, time_unit
+from commcost.report._plot_units import decade_ticks, linear_size_ticks, pow2_ticks, size_text, time_text, \
+    time_unit
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline
 
@@ -290,8 +291,13 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
     if min(times) > 0:
         ax.set_yscale("log")
+        lo_t, hi_t = min(times) / per_unit_s, max(times) / per_unit_s
+        ax.yaxis.set_major_locator(FixedLocator(decade_ticks(lo_t, hi_t)))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(lo_t / 1.5, hi_t * 1.5)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: time_text(v * per_unit_s)))
     ax.set_xlabel("bucket cap c (each cap as an explicit bucket_cap_mb: first bucket = c)")
-    ax.set_ylabel(f"time ({unit})")
+    ax.set_ylabel(f"time ({'log scale; ' if min(times) > 0 else ''}data in {unit})")
     ax.set_title("exposed and wire time against the bucket cap: latency side (left), tail side (right)",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
