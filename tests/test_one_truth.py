@@ -185,3 +185,14 @@ def _check_bound(inp: BudgetInputs) -> None:
     assert b.overlap is not None and b.overlap.default.exposed_s == pytest.approx(default.exposed_s)
     # the recommended cap never exposes more than the default
     assert b.overlap.best.exposed_s <= default.exposed_s * (1 + 1e-9) + 1e-15
+
+
+def test_budget_says_when_pure_ddp_does_not_fit_and_points_at_plan():
+    # llama2-7b: 6,738,415,616 params x 16 B (2 + 2 + 12, mixed-precision Adam) = 107.8 GB > 80 GB on an H100
+    d = _json(run_tool, *DGX, "--model", "llama2-7b", "--step-ms", "1200")
+    assert d["memory"]["model_states_bytes"] == 16 * 6_738_415_616
+    assert d["memory"]["fits"] is False and d["memory"]["gpu"] == "h100-sxm"
+    r = run_tool(*DGX, "--model", "llama2-7b", "--step-ms", "1200")
+    assert "DOES NOT FIT" in r.stdout and "commcost plan" in r.stdout
+    # the drill's 1.3 B: 20.8 GB fits
+    assert _json(run_tool, *DRILL_LINK, *STEP, "--gpu", "h100-sxm")["memory"]["fits"] is True

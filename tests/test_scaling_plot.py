@@ -84,7 +84,7 @@ def test_axes_are_labelled_log2_and_legend_is_outside_the_data(fig):
     right_edge = max(ax.get_window_extent().x1 for ax in fig.axes)
     assert legend.get_window_extent().x0 >= right_edge
     labels = [t.get_text() for t in legend.get_texts()]
-    assert "ideal X = N" in labels and any("overlap bracket" in t for t in labels)
+    assert "ideal X = N (E = 100%)" in labels and any("overlap bracket" in t for t in labels)
     assert any("NVLink flat-ring limit: 8 GPUs" in t for t in labels)
 
 
@@ -152,3 +152,85 @@ def test_matplotlib_is_imported_only_when_plotting():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+def test_curves_on_the_ideal_line_stay_visible(fig):
+    # NVLink 1.3B and 7B sit at X = N: each is drawn above the ideal band, with its own marker
+    # shape and size, so coinciding curves show as nested shapes rather than one hiding the rest
+    ax_x = fig.axes[0]
+    ideal = next(line for line in ax_x.get_lines() if line.get_gid() == "ideal")
+    speed = _lines(ax_x, "speedup")
+    on_ideal = [k for k, line in speed.items() if k.endswith("|NVLink")
+                and np.allclose(line.get_ydata()[:6], line.get_xdata()[:6], rtol=1e-3)]
+    assert len(on_ideal) >= 2
+    for key in on_ideal:
+        assert speed[key].get_zorder() > ideal.get_zorder()
+        assert speed[key].get_markerfacecolor() == "none"      # hollow: what lies under it shows
+    looks = {(speed[k].get_marker(), speed[k].get_markersize()) for k in on_ideal}
+    assert len(looks) == len(on_ideal)
+    assert ideal.get_linewidth() > 2 * max(speed[k].get_linewidth() for k in on_ideal)
+
+
+def test_efficiency_axis_follows_the_data():
+    from commcost.report.plot_scaling import efficiency_ylim
+
+    # seed: the lowest value (125M on InfiniBand, no overlap) is under 10%: the axis starts at 0
+    assert fig_ylim(RESULTS)[0] == 0.0
+    # lowest 67.8% -> 5 below is 62.8 -> rounded down to 60; top 103 leaves room above 100
+    assert efficiency_ylim([100.0, 67.8]) == (60.0, 103.0)
+    assert efficiency_ylim([99.0, 100.0]) == (90.0, 103.0)
+    assert efficiency_ylim([3.0, 100.0]) == (0.0, 103.0)
+
+
+def fig_ylim(curves):
+    figure = plot_scaling(curves)
+    try:
+        return figure.axes[1].get_ylim()
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(figure)
+
+
+def test_system_curves_near_100_percent_get_a_zoomed_efficiency_axis():
+    from commcost.comm.model import FabricModel
+    from commcost.scaling import ScalingInputs, scaling_curve, seed_two_tier
+
+    curve = scaling_curve(ScalingInputs(
+        model="7B", fabric="two-tier", params=7e9, bytes_per_grad=2, compute_s=0.4, overhead_s=0.0,
+        comm=FabricModel(topology=seed_two_tier(8, 64)), gpu_counts=(1, 4, 8, 16, 64), overlap_fraction=0.85, algorithm="auto"))
+    lowest = min(100 * min(r.efficiency, r.efficiency_no_overlap) for r in curve.rows)
+    lo, hi = fig_ylim([curve])
+    assert lo <= lowest - 5 < lo + 10 and hi == 103.0
+
+
+def test_legend_explains_every_band_colour(fig):
+    # the bracket's legend entry is drawn as one shade per model, in the models' colours
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    bracket = next(h for h, t in zip(legend.legend_handles, texts) if t.startswith("overlap bracket"))
+    band_colours = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in fig.axes[0].collections
+                    if (c.get_gid() or "").startswith("band-")}
+    assert bracket is not None and len(band_colours) == 3
+    from matplotlib.colors import to_rgb
+    shown = {tuple(np.round(to_rgb(a.get_facecolor()), 3)) for a in legend.get_children()[0].findobj()
+             if a.__class__.__name__ == "Rectangle" and a.get_width() < 20 and a.get_facecolor()[3] > 0}
+    assert band_colours <= shown
+
+
+def test_physical_bound_is_drawn_beside_the_seeds_line(fig):
+    ax_x, ax_e = fig.axes
+    phys = _lines(ax_x, "physical-speedup")
+    phys_e = _lines(ax_e, "physical-efficiency")
+    assert len(phys) == len(phys_e) == 6
+    table = {(c.inputs.model, c.inputs.fabric): c for c in RESULTS}
+    for key, line in phys.items():
+        curve = table[tuple(key.split("|"))]
+        assert np.allclose(line.get_ydata(), [r.speedup_perfect for r in curve.rows], rtol=1e-12)
+        assert np.allclose(phys_e[key].get_ydata(), [100 * r.efficiency_perfect for r in curve.rows], rtol=1e-12)
+        # never above the seed's line: backward is only part of the step
+        assert all(p <= s * (1 + 1e-12) for p, s in zip(line.get_ydata(), _lines(ax_x, "speedup")[key].get_ydata()))
+    # 7B on InfiniBand at N = 2 (hand): T = 560.1 ms > f_b t_c = 266.67 ms, so the bound's step is
+    # 400 + 560.1 - 266.67 + 0.5 = 693.93 ms: X = 2 * 400.5 / 693.93 = 1.15429 (the seed's 801/560.6 = 1.42883)
+    assert phys["7B (Llama-7B equiv)|InfiniBand"].get_ydata()[1] == pytest.approx(1.154290, abs=1e-6)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith("thin line, same colour: the physical perfect-overlap") for t in texts)

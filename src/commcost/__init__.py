@@ -84,6 +84,16 @@ _EXPORTS: dict[str, str] = {
     "ProtocolModel": "commcost.comm.protocols",
     "system_topology": "commcost.presets",
     "system_group": "commcost.presets",
+    # parallel plans
+    "TransformerSpec": "commcost.transformer",
+    "model_spec": "commcost.transformer",
+    "Layout": "commcost.parallel.layout",
+    "CommOp": "commcost.parallel.layout",
+    "MemoryBreakdown": "commcost.memory",
+    "memory_per_gpu": "commcost.memory",
+    "PlanInputs": "commcost.plan",
+    "Plan": "commcost.plan",
+    "fit_efficiency": "commcost.calibrate.efficiency",
     # calibration
     "Series": "commcost.calibrate.data",
     "load_series": "commcost.calibrate.data",

@@ -212,9 +212,12 @@ def model_params(m: ModelShape) -> int:
 
 
 def model_preset_names() -> tuple[str, ...]:
-    """Names of the model presets in ``hardware/models.json``."""
+    """Names of the model presets in ``hardware/models.json`` that a :class:`ModelShape` represents
+    exactly (the rest, marked ``"timeline": false`` -- mixture-of-experts, QK-norm, heads wider than
+    ``h/n_q`` -- are for ``commcost plan``, :mod:`commcost.transformer`)."""
     from commcost.hardware import load_preset_file
-    return tuple(k for k in load_preset_file("models.json") if not k.startswith("_"))
+    return tuple(k for k, v in load_preset_file("models.json").items()
+                 if not k.startswith("_") and v.get("timeline", True))
 
 
 MODEL_ALIASES = {"125m": "gpt2-small", "1.3b": "gpt2-xl", "7b": "llama2-7b"}
@@ -229,6 +232,9 @@ def model_preset(name: str) -> ModelShape:
     from commcost.hardware import load_preset_file, lookup
     table = {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
     row = lookup(table, MODEL_ALIASES.get(name, name), "model preset")
+    if not row.get("timeline", True):
+        raise InputError(f"model {name!r} is not a plain dense transformer the DDP timeline can lay out "
+                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {name}")
     return ModelShape(
         layers=row["layers"], hidden=row["hidden"], seq=row["seq_tokens"], vocab=row["vocab"],
         ffn_hidden=row["ffn_hidden"], gated_mlp=row["gated_mlp"], heads=row["heads"],

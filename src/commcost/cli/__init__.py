@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "measure": "commcost.cli.measure",
     "fit": "commcost.cli.fit",
     "validate": "commcost.cli.validate",
+    "plan": "commcost.cli.plan",
 }
 """Subcommand name -> module implementing it."""
 

@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("the model and the step")
     m.add_argument("--params", type=A.params_billions, help="parameters N, billions (1e9)")
     m.add_argument("--model", help="a model from the registry (`commcost presets`), e.g. llama2-7b: sets --params")
+    m.add_argument("--gpu", help="GPU preset (`commcost presets`) whose memory pure DDP must fit in "
+                   "(default: the --system's GPU)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
     m.add_argument("--step-ms", type=A.positive_float, help="measured compute-only step time, ms (one micro-batch)")
     m.add_argument("--grad-accum", type=A.positive_int, default=1,
@@ -118,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
             out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
             texts.append(budget_fabric_note(budget, topo))
         texts.append(render_budget_text(budget))
+        gpu = args.gpu or (_system_gpu(args.system) if args.system is not None else None)
+        if gpu is not None:
+            note, out["memory"] = _ddp_memory(args.params * BILLION, gpu)
+            texts.insert(0, note)
     if args.layer_ratio:
         from commcost.layer import LayerInputs, layer_ratio
         from commcost.report.layer import layer_to_dict, render_layer_text
@@ -144,3 +150,25 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(texts))
     return 0
+
+
+def _system_gpu(system: str) -> str:
+    from commcost.hardware import lookup
+    from commcost.presets import systems
+
+    return lookup(systems(), system, "system")["gpu"]
+
+
+def _ddp_memory(params: float, gpu: str) -> tuple[str, dict]:
+    """Whether pure DDP's model states fit on ``gpu``: 16 N bytes (bf16 weights and gradients, fp32
+    master weights and Adam moments, :func:`commcost.memory.ddp_memory_per_gpu`) against its memory."""
+    from commcost.memory import ddp_memory_per_gpu, gpu_capacity_bytes
+    from commcost.units import GB
+
+    need, have = ddp_memory_per_gpu(params), gpu_capacity_bytes(gpu)
+    fits = need <= have
+    text = (f"memory: pure DDP with mixed-precision Adam keeps 16 B per parameter on every GPU = {need / GB:,.1f} GB "
+            f"(before activations) against {have / GB:,.1f} GB on {gpu}: "
+            + ("fits" if fits else "DOES NOT FIT -- shard it (ZeRO/FSDP) or split the model (TP/PP): see `commcost plan`"))
+    return text, {"gpu": gpu, "model_states_bytes": need, "capacity_bytes": have, "fits": fits}
+

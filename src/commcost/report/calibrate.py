@@ -16,7 +16,7 @@ from commcost.units import GB, US, format_bytes, format_fraction, format_rate, f
 
 __all__ = [
     "render_measurement_text", "render_fit_text", "fit_to_dict", "render_validate_text",
-    "validate_to_dict", "plot_validate", "points_to_list",
+    "validate_to_dict", "plot_validate", "validate_figure", "points_to_list",
 ]
 
 
@@ -147,24 +147,70 @@ def validate_to_dict(profile: Profile, model: AlphaBetaFit, c: Comparison, serie
             "points": points_to_list(c), "plot": plot_path}
 
 
-def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
-    """Measured points and the model line, both axes log, saved to ``path``."""
+def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
+    """The validate picture as a Figure: measured points and the model line (both axes log), and
+    below them the error of each prediction; sizes and times in readable units, the regime
+    boundaries marked, every legend outside the axes.
+
+    Artists carry ids for tests: ``measured``, ``model``, ``regime-boundary`` (one per boundary),
+    ``error`` and ``median-error``; the axes are labelled ``times`` and ``errors``.
+    """
     from commcost.report._optional import pyplot
+    from commcost.report._plot_units import decade_ticks, pow2_ticks, size_text, time_text
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     plt = pyplot()
     lo, hi = c.points[0].size_bytes, c.points[-1].size_bytes
     n = 200
     sizes = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)] if hi > lo else [lo]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.loglog([p.size_bytes for p in c.points], [p.measured_s / US for p in c.points], "o", label="measured")
-    ax.loglog(sizes, [model.predict_s(s) / US for s in sizes], "-", label="model")
-    for r in model.regimes[1:]:
-        ax.axvline(r.min_size_bytes, color="grey", lw=0.5, ls=":")
-    ax.set_xlabel("message size S (bytes)")
-    ax.set_ylabel("time per collective (us)")
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(True, which="both", lw=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    fig, (ax, ax_err) = plt.subplots(2, 1, figsize=(9, 6.4), sharex=True, height_ratios=[2.2, 1],
+                                     layout="constrained")
+    ax.set_label("times")
+    ax_err.set_label("errors")
+    xs = [p.size_bytes for p in c.points]
+    ax.plot(xs, [p.measured_s for p in c.points], "o", color="#1f77b4", ms=5, zorder=3, gid="measured",
+            label="measured")
+    ax.plot(sizes, [model.predict_s(s) for s in sizes], "-", color="#ff7f0e", gid="model",
+            label=f"model T(S) = k alpha_i + f S / B_i ({len(model.regimes)} regime"
+                  f"{'s' if len(model.regimes) != 1 else ''})")
+    for k, r in enumerate(model.regimes[1:], start=2):
+        for a in (ax, ax_err):
+            a.axvline(r.min_size_bytes, color="grey", lw=0.8, ls=":", gid="regime-boundary",
+                      label=f"regime {k} starts at {size_text(r.min_size_bytes)}" if a is ax else None)
+    errors = [100.0 * p.rel_error for p in c.points]
+    ax_err.axhline(0.0, color="black", lw=0.6)
+    ax_err.plot(xs, errors, "o-", color="#d62728", ms=4, lw=0.8, gid="error",
+                label="error (predicted - measured) / measured")
+    med = 100.0 * c.median_abs_rel_error
+    ax_err.axhspan(-med, med, color="#d62728", alpha=0.1, lw=0, gid="median-error",
+                   label=f"median |error| {med:.1f}% (worst {100.0 * c.max_abs_rel_error:.1f}%)")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(pow2_ticks(lo, hi)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_text(v)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_yscale("log")
+    times = [p.measured_s for p in c.points] + [model.predict_s(s) for s in sizes]
+    ax.yaxis.set_major_locator(FixedLocator(decade_ticks(min(times), max(times))))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: time_text(v)))
+    ax.set_ylim(min(times) / 1.4, max(times) * 1.4)
+    ax_err.set_xlabel("message size S (binary units, log2 scale)")
+    ax.set_ylabel("time per collective")
+    ax_err.set_ylabel("error (%)")
+    bound = max(5.0, max(abs(e) for e in errors) * 1.15)
+    ax_err.set_ylim(-bound, bound)
+    ax.set_title(title, fontsize=10)
+    for a in (ax, ax_err):
+        a.grid(True, which="major", lw=0.3)
+        a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8, frameon=False)
+    return fig
+
+
+def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
+    """:func:`validate_figure` saved to ``path`` (.png or .svg)."""
+    from commcost.report._optional import pyplot
+
+    fig = validate_figure(model, c, title)
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        pyplot().close(fig)

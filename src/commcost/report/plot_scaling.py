@@ -1,14 +1,17 @@
 """Plots of :mod:`commcost.scaling` curves (matplotlib, imported only when plotting).
 
 Left: speedup against N on log2 axes, the ideal line ``X = N``, one curve per
-model and fabric at perfect overlap (the seed's step) and a shaded band down to
-no overlap (the overlap bracket). Right: efficiency ``E = X / N`` in percent,
+model and fabric at the seed's overlap (T hides behind the whole step), a thin line
+of the same colour at the shared physical perfect-overlap bound (T hides behind
+backward only, :class:`commcost.step.overlap.OverlapBounds`) and a shaded band down
+to no overlap (the overlap bracket). Right: efficiency ``E = X / N`` in percent,
 same curves and bands. Every plotted value is a field or property of a
 :class:`commcost.scaling.ScalingRow`; nothing is computed here.
 
 Artists carry ids so the data can be read back: line ``gid`` is
 ``"speedup|MODEL|FABRIC"`` or ``"efficiency|MODEL|FABRIC"`` (``"ideal"`` for the
-ideal lines), a band's ``gid`` is ``"band-"`` followed by its line's id.
+ideal lines; ``"physical-"`` in front for the physical bound), a band's ``gid``
+is ``"band-"`` followed by its line's id.
 """
 
 from __future__ import annotations
@@ -19,10 +22,39 @@ from typing import Any, Sequence
 from commcost.report._optional import pyplot
 from commcost.scaling import ScalingCurve
 
-__all__ = ["plot_scaling", "save_figure", "LINESTYLES"]
+__all__ = ["plot_scaling", "save_figure", "LINESTYLES", "MARKERS", "efficiency_ylim"]
 
 LINESTYLES = ("-", "--", "-.", ":")
 """Line style per fabric, in order of first appearance."""
+MARKERS = (("o", 9.0), ("s", 6.5), ("^", 4.5), ("D", 3.5), ("v", 3.0))
+"""Marker and its size per model, in order of first appearance. Hollow and shrinking, so curves
+that coincide (several models at 100% on NVLink, all of them on the ideal line) still show as
+nested shapes instead of one line hiding the others."""
+
+
+class _Shades:
+    """Legend handler drawing one patch as the side-by-side shades of every model."""
+
+    def __init__(self, shades: Sequence[Any]) -> None:
+        self.shades = shades
+
+    def legend_artist(self, legend: Any, orig_handle: Any, fontsize: float, handlebox: Any) -> Any:
+        from matplotlib.patches import Rectangle
+
+        w, h = handlebox.width / len(self.shades), handlebox.height
+        artists = [Rectangle((handlebox.xdescent + k * w, handlebox.ydescent), w, h,
+                             facecolor=p.get_facecolor(), lw=0, transform=handlebox.get_transform())
+                   for k, p in enumerate(self.shades)]
+        for a in artists:
+            handlebox.add_artist(a)
+        return artists[0]
+
+
+def efficiency_ylim(values_pct: Sequence[float]) -> tuple[float, float]:
+    """The efficiency axis, from 5 points below the lowest value (rounded down to 10, at least 0)
+    to 103%: the 0-100 range is kept only when the data need it, so curves near 100% separate."""
+    lo = max(0.0, math.floor((min(values_pct) - 5.0) / 10.0) * 10.0)
+    return lo, 103.0
 
 
 def _pow2_ticks(lo: float, hi: float) -> list[float]:
@@ -48,30 +80,42 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     gpus_all = sorted({r.gpus for c in curves for r in c.rows})
 
     handles: list[Any] = []
-    ideal = ax_x.plot(gpus_all, gpus_all, color="black", lw=1.0, ls=(0, (1, 2)),
-                      label="ideal X = N", gid="ideal", zorder=4)[0]
-    ax_e.plot(gpus_all, [100.0] * len(gpus_all), color="black", lw=1.0, ls=(0, (1, 2)), gid="ideal",
-              zorder=4)
+    # the ideal is a wide pale band under the curves: a curve on it stays visible on top
+    ideal = ax_x.plot(gpus_all, gpus_all, color="0.6", lw=6.0, alpha=0.45, solid_capstyle="butt",
+                      label="ideal X = N (E = 100%)", gid="ideal", zorder=1)[0]
+    ax_e.plot(gpus_all, [100.0] * len(gpus_all), color="0.6", lw=6.0, alpha=0.45, solid_capstyle="butt",
+              gid="ideal", zorder=1)
     handles.append(ideal)
     for c in curves:
         i = c.inputs
         color = palette[models.index(i.model) % len(palette)]
         style = LINESTYLES[fabrics.index(i.fabric) % len(LINESTYLES)]
+        marker, ms = MARKERS[models.index(i.model) % len(MARKERS)]
+        look = {"color": color, "ls": style, "marker": marker, "ms": ms, "mfc": "none", "mew": 1.4,
+                "lw": 1.6, "zorder": 3 + models.index(i.model)}
         n = [r.gpus for r in c.rows]
         key = f"{i.model}|{i.fabric}"
         label = f"{i.model} / {i.fabric}"
-        line = ax_x.plot(n, [r.speedup for r in c.rows], color=color, ls=style, marker="o", ms=3.5,
-                         lw=1.6, label=label, gid=f"speedup|{key}")[0]
+        line = ax_x.plot(n, [r.speedup for r in c.rows], label=label, gid=f"speedup|{key}", **look)[0]
         ax_x.fill_between(n, [r.speedup_no_overlap for r in c.rows], [r.speedup for r in c.rows],
                           color=color, alpha=0.13, lw=0, gid=f"band-speedup|{key}")
-        ax_e.plot(n, [100.0 * r.efficiency for r in c.rows], color=color, ls=style, marker="o", ms=3.5,
-                  lw=1.6, label=label, gid=f"efficiency|{key}")
+        ax_e.plot(n, [100.0 * r.efficiency for r in c.rows], label=label, gid=f"efficiency|{key}", **look)
+        # the shared physical bound (communication hides only behind backward): thin, same colour
+        bound = {"color": color, "ls": style, "lw": 0.9, "alpha": 0.8, "zorder": 2}
+        ax_x.plot(n, [r.speedup_perfect for r in c.rows], gid=f"physical-speedup|{key}", **bound)
+        ax_e.plot(n, [100.0 * r.efficiency_perfect for r in c.rows], gid=f"physical-efficiency|{key}", **bound)
         ax_e.fill_between(n, [100.0 * r.efficiency_no_overlap for r in c.rows],
                           [100.0 * r.efficiency for r in c.rows],
                           color=color, alpha=0.13, lw=0, gid=f"band-efficiency|{key}")
         handles.append(line)
-    handles.append(Patch(facecolor="gray", alpha=0.3,
-                         label="overlap bracket: no overlap (lower edge)\nto perfect overlap (the line)"))
+    handles.append(Line2D([], [], color="0.3", lw=0.9, label="thin line, same colour: the physical perfect-overlap\n"
+                                                         "bound (T hides behind backward only, f_b t_c)"))
+    # the bracket's entry shows each model's shade (the bands are the curves' colours, see-through)
+    shades = tuple(Patch(facecolor=palette[k % len(palette)], alpha=0.25, lw=0) for k in range(len(models)))
+    bracket = Patch(label="overlap bracket, shaded in each model's colour:\n"
+                          "no overlap (lower edge) to the seed's overlap (the line)")
+    handles.append(bracket)
+    handler_map = {bracket: _Shades(shades)}
 
     limits = sorted({(c.inputs.fabric, c.inputs.flat_ring_max_gpus) for c in curves
                      if c.inputs.flat_ring_max_gpus is not None
@@ -110,7 +154,8 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     ax_x.yaxis.set_minor_locator(NullLocator())
     ax_x.set_ylabel("speedup X = N (t_c + t_o) / step (x, log2 scale)")
     ax_x.set_title("Speedup vs GPUs (relative throughput)")
-    ax_e.set_ylim(0, 105)
+    ax_e.set_ylim(*efficiency_ylim([100.0 * v for c in curves for r in c.rows
+                                    for v in (r.efficiency, r.efficiency_no_overlap)]))
     ax_e.set_ylabel("efficiency E = X / N (%)")
     ax_e.set_title("Efficiency vs GPUs")
     ran = sorted({r.comm.algorithm.value for c in curves for r in c.rows if r.gpus > 1})
@@ -118,9 +163,10 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     what = ("ring all-reduce" if algorithms == ["ring"] else
             "all-reduce (" + ", ".join("auto: the fastest algorithm per N" if a == "auto" else a
                                        for a in algorithms) + ")")
-    fig.suptitle(f"Data-parallel scaling: {what} of the gradients, fixed per-GPU batch; "
-                 "line = perfect overlap, shade = overlap bracket", fontsize=11)
-    fig.legend(handles=handles, loc="outside right center", fontsize=8.5, frameon=False)
+    fig.suptitle(f"Data-parallel scaling: {what} of the gradients, fixed per-GPU batch\n"
+                 "line = the seed's overlap (T hides behind the whole step), shade = down to no overlap",
+                 fontsize=11)
+    fig.legend(handles=handles, loc="outside right center", fontsize=8.5, frameon=False, handler_map=handler_map)
     return fig
 
 

@@ -67,6 +67,7 @@ from commcost.workload import ModelShape, gradient_bytes, model_params, transfor
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
     "Timeline", "BucketChoice", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at",
+    "evaluate_caps",
     "best_caps", "pick_best",
 ]  # the bucket sweep (CurvePoint, BucketSweep, sweep_buckets) is commcost.step.sweep
 
@@ -475,6 +476,14 @@ def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_
         points.append((_evaluate_caps(inp, stream, caps, cost, memo)[2], caps))
     default = _evaluate_caps(inp, stream, ddp_bucket_caps(None), cost, memo)[2]
     return pick_best(points, default_exposed_s=default)
+
+
+def evaluate_caps(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
+                  stream: GradientStream | None = None) -> tuple[int, float, float, float]:
+    """``(buckets, T_w, E, step)`` at ``caps``: what :func:`simulate_timeline` computes, without the
+    per-bucket list (O(1) for a uniform stream). ``allreduce_s`` overrides the inputs' CommModel
+    (``commcost plan`` passes the cost of its data-parallel groups)."""
+    return _evaluate_caps(inp, stream or gradient_stream(inp), caps, allreduce_s or comm_allreduce_cost(inp), {})
 
 
 def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps, cost: AllReduceCost,

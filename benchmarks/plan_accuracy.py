@@ -1,0 +1,141 @@
+"""How close ``commcost plan`` comes to published training runs (tests/data/published_runs.csv).
+
+For every row: the published step time (from the metric the source printed: see
+tests/data/SOURCES.md) against the plan's step with the default efficiencies of
+hardware/compute.json, |error| = |predicted - published| / published. Median and p90 on the tuning
+rows and on the held-out third, dense and MoE apart. Then "calibrated from one run": each row
+predicted with the efficiency fitted (:func:`commcost.calibrate.efficiency.fit_efficiency`) on
+another run of the same model family and GPU (a tuning row where one exists).
+
+NeMo and Megatron-Bridge rows are planned with ``tp_comm_overlap`` (their performance recipes turn
+Transformer Engine's TP communication overlap on); the Megatron-LM papers' rows without.
+
+``--fit`` prints the efficiencies the tuning rows imply (median of the per-row fits, by GPU and
+precision class; the MoE factor as the median ratio of MoE fits to the dense default): what
+compute.json holds. Usage: python benchmarks/plan_accuracy.py [--fit] [--rows]
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from commcost.calibrate.efficiency import fit_efficiency, model_family
+from commcost.comm.model import FabricModel
+from commcost.compute import precision_class
+from commcost.errors import InputError
+from commcost.parallel.layout import Layout
+from commcost.plan import PlanInputs, plan
+from commcost.presets import system_group, systems
+from commcost.transformer import model_spec
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.csv"
+A100_PEAK = 312e12
+
+
+def published_step_s(row: dict) -> float:
+    """The step time the row's metric implies (tests/data/SOURCES.md)."""
+    spec = model_spec(row["model"])
+    B, s, W = int(row["global_batch"]), int(row["seq"]), int(row["gpus"])
+    l, h, V = spec.layers, spec.hidden, spec.vocab
+    x = float(row["value"])
+    if row["metric"] == "tflops_eq3":      # Narayanan et al. 2021 eq. 3
+        return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)) / (x * 1e12 * W)
+    if row["metric"] == "mfu_72":          # Korthikanti et al. 2022, model FLOPs without recomputation
+        return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)) / (x * A100_PEAK * W)
+    if row["metric"] == "tokens_per_s_per_gpu":
+        return B * s / (x * W)
+    raise ValueError(row["metric"])
+
+
+def inputs(row: dict) -> tuple[PlanInputs, FabricModel]:
+    spec = model_spec(row["model"])
+    W, tp, pp, cp, vp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
+    pv = pp * vp
+    layout = Layout(dp=W // (tp * pp * cp), tp=tp, pp=pp, vp=vp, cp=cp, ep=int(row["ep"]), zero=int(row["zero"]),
+                    sequence_parallel=row["sequence_parallel"] == "1", recompute=row["recompute"],
+                    micro_batch=int(row["micro_batch"]), global_batch=int(row["global_batch"]),
+                    uneven_pipeline=spec.layers % pv != 0)
+    sysp = systems()[row["system"]]
+    G = int(sysp["gpus_per_node"])
+    topo, _ = system_group(row["system"], nodes=-(-W // G))
+    inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
+                     precision=row["precision"], flash_attention=row["flash_attention"] == "1",
+                     tp_comm_overlap=row["id"].startswith(("nemo-", "mb-")) and tp > 1)
+    return inp, FabricModel(topology=topo)
+
+
+def p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, math.ceil(0.9 * len(xs)) - 1)]
+
+
+def main(argv: list[str]) -> int:
+    rows = list(csv.DictReader(DATA.open()))
+    results = []
+    for row in rows:
+        inp, model = inputs(row)
+        measured = published_step_s(row)
+        pr = plan(inp, model)
+        try:
+            eta = fit_efficiency(inp, model, measured)
+        except InputError:
+            eta = float("nan")
+        results.append(dict(row=row, inp=inp, model=model, measured=measured, plan=pr, eta=eta,
+                            err=abs(pr.step_s - measured) / measured))
+    if "--fit" in argv:
+        groups: dict[tuple[str, str], list[float]] = {}
+        for r in results:
+            if r["row"]["split"] == "tune" and not r["inp"].spec.is_moe and math.isfinite(r["eta"]):
+                groups.setdefault((r["inp"].gpu, precision_class(r["inp"].precision)), []).append(r["eta"])
+        print("dense efficiency fits on the tuning rows (median per GPU and precision class):")
+        for k, v in sorted(groups.items()):
+            print(f"  {k[0]:<16} {k[1]:<5} n={len(v):2d} median {statistics.median(v):.3f}  "
+                  f"({', '.join(f'{x:.3f}' for x in v)})")
+        ratios = [r["eta"] / r["plan"].efficiency * _moe_factor() for r in results
+                  if r["row"]["split"] == "tune" and r["inp"].spec.is_moe and math.isfinite(r["eta"])]
+        if ratios:
+            print(f"MoE factor (fit / dense default): n={len(ratios)} median {statistics.median(ratios):.3f}")
+    if "--rows" in argv or "--fit" not in argv:
+        print(f"{'id':<30}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
+        for r in results:
+            pr = r["plan"]
+            terms = {"bubble": pr.pipeline_bubble_s, **{f"{d} comm": s for d, s in pr.exposed_by_dimension().items()}}
+            dom = max(terms.items(), key=lambda kv: kv[1]) if terms else ("-", 0.0)
+            print(f"{r['row']['id']:<30}{r['row']['split']:<8}{r['measured']:>10.3f}s{pr.step_s:>9.3f}s"
+                  f"{(pr.step_s - r['measured']) / r['measured']:>+8.1%}  {r['eta']:>7.3f}  {dom[0]} {dom[1] / pr.step_s:.0%}")
+    # calibrated from one run of the same family and GPU
+    for r in results:
+        fam, gpu = model_family(r["row"]["model"]), r["inp"].gpu
+        donors = [d for d in results if d is not r and model_family(d["row"]["model"]) == fam and d["inp"].gpu == gpu
+                  and math.isfinite(d["eta"]) and precision_class(d["inp"].precision) == precision_class(r["inp"].precision)]
+        donors.sort(key=lambda d: d["row"]["split"] != "tune")
+        if donors:
+            pc = plan(replace(r["inp"], efficiency=donors[0]["eta"]), r["model"])
+            r["cal_err"] = abs(pc.step_s - r["measured"]) / r["measured"]
+            r["donor"] = donors[0]["row"]["id"]
+    print()
+    print(f"{'set':<22}{'n':>4}{'median |err|':>14}{'p90 |err|':>11}{'calibrated n':>14}{'median':>9}{'p90':>8}")
+    for split in ("tune", "holdout"):
+        for kind in ("dense", "moe"):
+            sel = [r for r in results if r["row"]["split"] == split and r["inp"].spec.is_moe == (kind == "moe")]
+            if not sel:
+                continue
+            errs = [r["err"] for r in sel]
+            cal = [r["cal_err"] for r in sel if "cal_err" in r]
+            cal_txt = f"{len(cal):>14}{statistics.median(cal):>9.1%}{p90(cal):>8.1%}" if cal else f"{0:>14}"
+            print(f"{split + ' ' + kind:<22}{len(sel):>4}{statistics.median(errs):>14.1%}{p90(errs):>11.1%}{cal_txt}")
+    return 0
+
+
+def _moe_factor() -> float:
+    from commcost.hardware import load_preset_file
+    return float(load_preset_file("compute.json")["efficiency"]["moe_factor"])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,173 @@
+"""``commcost plan``: price one TP/PP/DP/CP/EP/ZeRO configuration end to end, with memory per GPU."""
+
+from __future__ import annotations
+
+import argparse
+
+from commcost.cli import _args as A
+
+__all__ = ["HELP", "add_arguments", "run", "build_comm_model"]
+
+HELP = "one parallel training configuration: step time, breakdown, TFLOP/s, MFU, memory per GPU, advice"
+
+EXAMPLES = (
+    "--model llama3-70b --system dgx-h100 --gpus 1024 --seq 8192 --global-batch 1024 --tp 8 --pp 4 --vp 5 "
+    "--zero 1 --sequence-parallel --recompute selective",
+    "--model llama2-7b --system dgx-h100 --gpus 32 --global-batch 256 --zero 3 --json",
+    "--model mixtral-8x7b --system dgx-h100 --gpus 64 --global-batch 256 --ep 8 --micro-batch 2",
+)
+"""Command lines shown at the end of ``--help``."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Model, layout, hardware, compute and output flags."""
+    m = p.add_argument_group("model (a registry name, or the shape)")
+    m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, mixtral-8x7b, deepseek-v3")
+    for flag, what in (("--layers", "layers L"), ("--hidden", "hidden size h"), ("--heads", "attention heads"),
+                       ("--kv-heads", "key/value heads (GQA; default heads)"), ("--head-dim", "head width (default h/heads)"),
+                       ("--ffn-hidden", "MLP width (default 4h)"), ("--vocab", "vocabulary (default 50257)"),
+                       ("--experts", "routed experts (MoE)"), ("--top-k", "experts per token"),
+                       ("--expert-ffn-hidden", "expert MLP width (default --ffn-hidden)"),
+                       ("--moe-layers", "MoE layers, the last ones (default all)")):
+        m.add_argument(flag, type=A.positive_int, help=what)
+    m.add_argument("--gated-mlp", action="store_true", help="SwiGLU MLP (three matrices)")
+    m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
+    lay = p.add_argument_group("layout")
+    lay.add_argument("--gpus", type=A.positive_int, help="GPUs W (default dp x tp x pp x cp, or the system's nodes)")
+    for flag, what in (("--tp", "tensor parallel"), ("--pp", "pipeline parallel"), ("--vp", "virtual stages per pipeline rank"),
+                       ("--cp", "context parallel"), ("--ep", "expert parallel (carved out of dp x cp)")):
+        lay.add_argument(flag, type=A.positive_int, default=1, help=f"{what} (default 1)")
+    lay.add_argument("--dp", type=A.positive_int, help="data parallel (default gpus / (tp pp cp))")
+    lay.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage over dp x cp (default 0)")
+    lay.add_argument("--fsdp", action="store_true", help="same as --zero 3")
+    lay.add_argument("--hsdp", type=A.positive_int, metavar="N",
+                     help="with --fsdp/--zero 3: hybrid sharding, shards over groups of N of the dp x cp ranks")
+    lay.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
+    lay.add_argument("--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation")
+    lay.add_argument("--micro-batch", type=A.positive_int, default=1, help="sequences per micro-batch (default 1)")
+    lay.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    lay.add_argument("--uneven-pipeline", action="store_true",
+                     help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
+    lay.add_argument("--order", default="tp-cp-ep-dp-pp", help="rank order, innermost first (Megatron's default)")
+    hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
+    hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
+    hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
+    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
+    hw.add_argument("--bw", type=A.positive_float, help="flat link: per-rank bandwidth, GB/s")
+    hw.add_argument("--latency", type=A.nonneg_float, help="flat link: per-step latency, us")
+    hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")
+    hw.add_argument("--extrapolate", action="store_true", help="apply --profile outside its measured scope")
+    c = p.add_argument_group("compute")
+    c.add_argument("--precision", default="bf16", help="bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
+    c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")
+    c.add_argument("--mfu", type=A.open_fraction, help="assume this MFU: fits the efficiency that gives it")
+    c.add_argument("--measured-step-s", type=A.positive_float, help="calibrate: a measured step time, seconds")
+    c.add_argument("--measured-tflops", type=A.positive_float, help="calibrate: measured model TFLOP/s per GPU")
+    c.add_argument("--save-calibration", metavar="FILE", help="write the fitted efficiency to FILE")
+    c.add_argument("--calibration", metavar="FILE", help="use the efficiency of a saved calibration")
+    c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
+    c.add_argument("--tp-comm-overlap", action="store_true",
+                   help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
+    c.add_argument("--bucket-mb", type=A.positive_float, help="data-parallel bucket cap, MiB (default DDP's 25)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
+
+
+def _spec(args: argparse.Namespace):
+    from commcost.hardware import load_preset_file
+    from commcost.transformer import TransformerSpec, model_spec
+
+    shape_flags = [f for f in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts",
+                               "top_k", "expert_ffn_hidden", "moe_layers") if getattr(args, f) is not None]
+    if args.model is not None:
+        if shape_flags or args.gated_mlp:
+            A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
+        spec = model_spec(args.model)
+        return spec, args.seq or int(load_preset_file("models.json")[args.model]["seq_tokens"])
+    for need in ("layers", "hidden", "heads", "seq"):
+        if getattr(args, need) is None:
+            A.fail(f"--{need} is required without --model")
+    kw = {f: getattr(args, f) for f in shape_flags}
+    return TransformerSpec(gated_mlp=args.gated_mlp, **kw), args.seq
+
+
+def build_comm_model(args: argparse.Namespace, gpus: int):
+    """``(CommModel, gpus_per_node, gpu preset)``: the CommModel from the one resolver
+    (:func:`commcost.cli._fabric.resolve_comm_model`), the node size, and the GPU that computes."""
+    from commcost.cli._fabric import resolve_comm_model
+    from commcost.hardware import lookup
+    from commcost.presets import systems
+
+    if args.system is None and args.gpu is None:
+        A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")
+    args.gpus = gpus
+    # a profile is scope-checked per group when it prices one (the groups are smaller than the job)
+    resolved = resolve_comm_model(args, set_gpus=args.profile is None)
+    G = resolved.topology.gpus_per_node if resolved.topology is not None else (args.gpus_per_node or 8)
+    gpu = args.gpu or lookup(systems(), args.system, "system")["gpu"]
+    return resolved.comm, G, gpu
+
+
+def run(args: argparse.Namespace) -> int:
+    """Parse, plan, (calibrate), render."""
+    from commcost.calibrate.efficiency import calibration_note, fit_efficiency, load_calibration, save_calibration
+    from commcost.parallel.layout import Layout
+    from commcost.plan import PlanInputs, plan
+    from commcost.report.plan import render_plan_json, render_plan_text
+    from commcost.units import MiB
+
+    spec, seq = _spec(args)
+    cp, tp, pp = args.cp, args.tp, args.pp
+    gpus = args.gpus
+    if gpus is None:
+        if args.dp is None:
+            A.fail("give --gpus (or --dp, with --gpus then dp x tp x pp x cp)")
+        gpus = args.dp * tp * pp * cp
+    dp = args.dp
+    if dp is None:
+        if gpus % (tp * pp * cp):
+            A.fail(f"gpus {gpus} not divisible by tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp}")
+        dp = gpus // (tp * pp * cp)
+    zero = 3 if args.fsdp else args.zero
+    layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=zero, sequence_parallel=args.sequence_parallel,
+                    recompute=args.recompute, micro_batch=args.micro_batch, global_batch=args.global_batch, order=args.order,
+                    shard_group=args.hsdp or 0,
+                    uneven_pipeline=args.uneven_pipeline)
+    if layout.world != gpus:
+        A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
+    model, G, gpu = build_comm_model(args, gpus)
+    sources = [f for f in ("efficiency", "mfu", "measured_step_s", "measured_tflops", "calibration") if getattr(args, f)]
+    if len(sources) > 1:
+        A.fail(f"give one of --efficiency, --mfu, --measured-step-s, --measured-tflops, --calibration (got "
+               f"{', '.join('--' + s.replace('_', '-') for s in sources)})")
+    bucket = None if args.bucket_mb is None else int(args.bucket_mb * MiB)
+    inp = PlanInputs(spec=spec, layout=layout, seq=seq, gpu=gpu, gpus_per_node=G, precision=args.precision,
+                     efficiency=args.efficiency, flash_attention=not args.no_flash_attention, bucket_cap_bytes=bucket,
+                     tp_comm_overlap=args.tp_comm_overlap)
+    notes: list[str] = []
+    extra: dict = {}
+    measured = args.measured_step_s
+    if args.measured_tflops or args.mfu:
+        from commcost.compute import peak_flops_per_s
+        tflops = args.measured_tflops or args.mfu * peak_flops_per_s(gpu, args.precision) / 1e12
+        base = plan(inp, model)
+        measured = base.model_flops_per_step / (tflops * 1e12 * layout.world)
+    if measured is not None:
+        from dataclasses import replace
+        eta = fit_efficiency(inp, model, measured)
+        inp = replace(inp, efficiency=eta)
+        notes.append(f"calibration: efficiency {eta:.4f} reproduces the step of {measured:.6g} s")
+        extra["calibration"] = {"efficiency": eta, "measured_step_s": measured}
+        if args.save_calibration:
+            save_calibration(args.save_calibration, inp, eta, measured)
+            notes.append(f"saved to {args.save_calibration}")
+    elif args.save_calibration:
+        A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
+    if args.calibration:
+        from dataclasses import replace
+        doc = load_calibration(args.calibration)
+        inp = replace(inp, efficiency=float(doc["efficiency"]))
+        notes.append(calibration_note(doc, inp))
+        extra["calibration"] = {"path": args.calibration, "efficiency": doc["efficiency"], "note": notes[-1]}
+    result = plan(inp, model)
+    print(render_plan_json(result, extra) if args.json else render_plan_text(result, notes))
+    return 0

@@ -1,0 +1,116 @@
+"""Compute time of a step's FLOPs: peaks per precision and the achieved efficiency.
+
+``T = F / (P_peak(x) eta)`` with ``F`` the FLOPs the step executes (:mod:`commcost.plan`),
+``P_peak(x)`` the GPU's dense tensor-core peak for precision ``x`` and ``eta`` the achieved
+fraction of it. Peaks and default efficiencies live in ``hardware/compute.json``, each with its
+source; the defaults are fitted on published runs (benchmarks/plan_accuracy.py) and every plan
+says which one it used. ``--mfu``/``--efficiency`` override it; ``--measured-step-s`` fits it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from commcost.errors import InputError
+
+__all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "default_efficiency",
+           "elementwise_bytes_per_token", "elementwise_s"]
+
+PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
+"""``--precision`` values: the GEMM input format of the transformer layers."""
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.plan import PlanInputs
+
+_CLASS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    """compute.json, parsed once (read-only: callers never mutate it)."""
+    from commcost.hardware import load_preset_file
+    return load_preset_file("compute.json")
+
+
+def precision_class(precision: str) -> str:
+    """``bf16`` (bf16, fp16), ``fp8`` (fp8, mxfp8) or ``fp4`` (nvfp4)."""
+    try:
+        return _CLASS[precision]
+    except KeyError:
+        raise InputError(f"unknown precision {precision!r} (valid: {', '.join(PRECISIONS)})") from None
+
+
+def peak_flops_per_s(gpu: str, precision: str) -> float:
+    """Dense tensor-core peak of GPU preset ``gpu`` at ``precision``, FLOP/s."""
+    from commcost.hardware import lookup
+    row = lookup(_table()["peak_flops"], gpu, "GPU (compute.json)")
+    cls = precision_class(precision)
+    if cls not in row:
+        have = ", ".join(k for k in row if k != "source")
+        raise InputError(f"{gpu} has no {precision} tensor cores (it has: {have})")
+    return float(row[cls])
+
+
+def default_efficiency(gpu: str, precision: str, *, moe: bool = False) -> tuple[float, str]:
+    """``(eta, where it comes from)`` for GPU ``gpu`` at ``precision``."""
+    eff = _table()["efficiency"]
+    cls = precision_class(precision)
+    row = eff.get(gpu, {})
+    if cls in row:
+        value, where = float(row[cls]), f"compute.json efficiency[{gpu}][{cls}], fitted on published runs"
+    else:
+        value, where = float(eff["default"][cls]), (f"compute.json efficiency[default][{cls}], no {gpu} {cls} "
+                                                     f"run to fit it on (how it was chosen: compute.json _fit)")
+    if moe:
+        value *= float(eff["moe_factor"])
+        where += f" x moe_factor {eff['moe_factor']:g}"
+    return value, where
+
+
+HBM_EFFICIENCY = 0.8
+"""eta_hbm: the share of HBM peak bandwidth element-wise kernels reach (assumed; stream-copy class
+kernels reach 80-90% on A100/H100)."""
+
+
+def elementwise_bytes_per_token(*, hidden: float, ffn_width: float, gated: bool, q_width: float, kv_width: float,
+                                heads: float, seq: float, tp: float, sp: bool, dropout: bool, flash: bool,
+                                rotary: bool, top_k: float = 0.0) -> float:
+    """Forward HBM bytes per token of one layer's element-wise kernels (2-byte elements), split as the
+    tensors are: norms (read + write, twice: ``4h``), residual adds (two reads and a write, twice: ``6h``),
+    dropout (read, write and a 1-byte mask, twice: ``5h``, with dropout) over ``r = t`` with sequence
+    parallelism else 1; the activation (``2 f`` plain, ``3 f`` gated, ``f = k f_e`` for experts) and
+    rotary embeddings on Q and K (``2 (w_q + w_kv)``) over t; MoE token permutation (copy in and
+    out for dispatch and combine, ``4 k h``) over r; without flash attention the softmax and its
+    dropout over the ``n_q s`` scores of a token (``(2 + 2.5) n_q s``) over t."""
+    r = tp if sp else 1.0
+    rep = (10.0 + 5.0 * dropout) * hidden + 4.0 * top_k * hidden
+    split = (3.0 if gated else 2.0) * ffn_width + 2.0 * (q_width + kv_width) * rotary
+    scores = (2.0 + 2.5 * dropout) * heads * seq * (not flash)
+    return 2.0 * (rep / r + (split + scores) / tp)
+
+
+@lru_cache(maxsize=64)
+def _hbm_bandwidth(gpu: str) -> float:
+    from commcost.hardware import lookup
+    from commcost.presets import gpus
+
+    return float(lookup(gpus(), gpu, "GPU")["memory_bandwidth_bytes_per_s"])
+
+
+def elementwise_s(inp: PlanInputs) -> float:
+    """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
+    spec, L = inp.spec, inp.layout
+    common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
+                  heads=spec.heads, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel, dropout=spec.dropout,
+                  flash=inp.flash_attention, rotary=spec.max_positions == 0)
+    dense = elementwise_bytes_per_token(ffn_width=spec.ffn, **common)
+    moe = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
+                                      top_k=spec.top_k, **common) if spec.is_moe else 0.0
+    per_layer = (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
+    passes = 4.0 if L.recompute == "full" else 3.0
+    tokens = L.micro_batch * inp.seq / L.cp
+    from commcost.parallel.layout import stage_layers
+
+    bw = _hbm_bandwidth(inp.gpu)
+    return tokens * stage_layers(spec.layers, L) * per_layer * passes / (bw * HBM_EFFICIENCY)

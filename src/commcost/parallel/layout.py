@@ -1,0 +1,268 @@
+"""A parallel layout: dp x tp x pp x cp ranks (ep carved out of dp*cp), ZeRO stage, and where groups sit.
+
+Symbols: ``W`` world size, ``t`` tensor, ``p`` pipeline, ``v`` virtual stages per pipeline rank,
+``c`` context, ``d`` data, ``e`` expert parallel sizes; ``b`` micro-batch, ``B`` global batch
+(sequences), ``m = B / (b d)`` micro-batches per step per pipeline; ``G`` GPUs per node.
+
+Rules (Megatron-LM ``megatron/training/arguments.py`` and ``core/parallel_state.py``):
+``W = d t p c``; ``B`` divisible by ``b d``; ``L`` divisible by ``p v``; ``n_q`` and ``n_kv``
+divisible by ``t``; ``e`` divides ``t d c`` (expert layers reuse those ranks: with expert tensor parallelism t when ``e``
+divides ``d c``, else folded with none, Megatron-Core's MoE parallel folding) and ``E``;
+``v > 1`` needs ``p > 1`` and ``m`` divisible by ``p`` (the interleaved schedule's requirement);
+sequence parallelism needs ``s / c`` divisible by ``t``; context parallelism needs ``s``
+divisible by ``2c`` (the load-balanced causal split).
+
+Placement (:func:`group_ranks_per_node`): ranks are numbered with the dimensions of ``order``
+from innermost (fastest varying) out, Megatron's default ``tp-cp-ep-dp-pp``: a group of size
+``n`` whose dimension varies with stride ``k`` (the product of the sizes inside it) has
+``min(n, G / k)`` ranks on a node when ``k < G``, else 1, and spans ``ceil(n / that)`` nodes.
+The expert group varies with the stride of the first of cp, dp in ``order`` (its ranks are
+the first ``e`` of the dp x cp ranks).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from commcost.comm.collectives import Collective
+from commcost.errors import InputError
+from commcost.validation import require_count
+
+__all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group",
+           "pair_ranks_per_node", "stage_layers", "check_layout"]
+
+DEFAULT_ORDER = "tp-cp-ep-dp-pp"
+"""Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
+
+Dimension = str
+"""One of ``"tp"``, ``"pp"``, ``"dp"``, ``"cp"``, ``"ep"``."""
+
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """How ``W = d t p c`` GPUs split one model (validation of the shape-dependent rules: :func:`check_layout`)."""
+
+    dp: int
+    """Data-parallel size d (replicas of each dense weight shard, times c)."""
+    tp: int = 1
+    """Tensor-parallel size t."""
+    pp: int = 1
+    """Pipeline-parallel size p."""
+    vp: int = 1
+    """Virtual pipeline stages per pipeline rank v (interleaved 1F1B when > 1)."""
+    cp: int = 1
+    """Context-parallel size c (the sequence split across c ranks)."""
+    ep: int = 1
+    """Expert-parallel size e (experts split across e of the d*c ranks)."""
+    zero: int = 0
+    """ZeRO stage 0-3 over the d*c ranks: 1 shards optimizer states, 2 also gradients, 3 also weights (FSDP)."""
+    sequence_parallel: bool = False
+    """Megatron's sequence parallelism: norms and dropout split over t; TP all-reduce becomes all-gather + reduce-scatter."""
+    recompute: str = "none"
+    """Activation recomputation: ``none``, ``selective`` (attention core, Korthikanti et al. 2022) or ``full`` (every layer)."""
+    micro_batch: int = 1
+    """Sequences per micro-batch b."""
+    global_batch: int = 1
+    """Sequences per optimizer step B."""
+    order: str = DEFAULT_ORDER
+    """Placement order, innermost first (``tp-cp-ep-dp-pp``)."""
+    shard_group: int = 0
+    """Hybrid sharding (PyTorch FSDP ``HYBRID_SHARD``, ZeRO-3 only): weights, gradients and optimizer
+    states are sharded over groups of this many of the d c ranks and replicated across the
+    ``d c / shard_group`` groups; 0 shards over all d c ranks."""
+    uneven_pipeline: bool = False
+    """Layers need not divide by ``p v`` (Megatron's ``pipeline_model_parallel_layout``): the heaviest
+    stage then holds ``ceil(L/(p v))`` layers per chunk (:func:`stage_layers`)."""
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp", "vp", "cp", "ep", "micro_batch", "global_batch"):
+            require_count(name, getattr(self, name))
+        if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
+            raise InputError(f"zero must be 0, 1, 2 or 3, got {self.zero!r}")
+        if self.recompute not in ("none", "selective", "full"):
+            raise InputError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if self.shard_group:
+            require_count("shard_group", self.shard_group)
+            if self.zero != 3:
+                raise InputError(f"a hybrid shard group needs ZeRO-3 / FSDP, got zero = {self.zero}")
+            if (self.dp * self.cp) % self.shard_group:
+                raise InputError(f"shard group {self.shard_group} must divide dp x cp = {self.dp} x {self.cp} = "
+                                 f"{self.dp * self.cp}")
+        dims = self.order.split("-")
+        if sorted(dims) != sorted(DIMENSIONS):
+            raise InputError(f"order must arrange tp, cp, ep, dp, pp (e.g. {DEFAULT_ORDER}), got {self.order!r}")
+        if self.global_batch % (self.micro_batch * self.dp):
+            raise InputError(
+                f"global batch {self.global_batch} is not a multiple of micro-batch x dp = "
+                f"{self.micro_batch} x {self.dp} = {self.micro_batch * self.dp}")
+        if (self.tp * self.dp * self.cp) % self.ep:
+            raise InputError(f"ep ({self.ep}) must divide tp x dp x cp = {self.tp} x {self.dp} x {self.cp} = "
+                             f"{self.tp * self.dp * self.cp} (expert layers fold onto those ranks)")
+        if self.vp > 1:
+            if self.pp == 1:
+                raise InputError(f"vp = {self.vp} needs pp > 1 (virtual stages interleave a pipeline)")
+            if self.micro_batches % self.pp:
+                raise InputError(
+                    f"the interleaved schedule needs micro-batches m = B / (b d) = {self.global_batch} / "
+                    f"({self.micro_batch} x {self.dp}) = {self.micro_batches} to be a multiple of pp = {self.pp}")
+
+    @property
+    def world(self) -> int:
+        """``W = d t p c``."""
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def micro_batches(self) -> int:
+        """``m = B / (b d)``: micro-batches per pipeline per step."""
+        return self.global_batch // (self.micro_batch * self.dp)
+
+    @property
+    def grad_dp(self) -> int:
+        """``d c``: ranks holding the same dense weight shard (the gradient reduction and ZeRO group)."""
+        return self.dp * self.cp
+
+    @property
+    def shard_dp(self) -> int:
+        """Ranks a dense ZeRO shard is split over: the shard group, or all ``d c``."""
+        return self.shard_group or self.grad_dp
+
+    @property
+    def replicas(self) -> int:
+        """``d c / shard_dp``: copies of each shard (hybrid sharding), 1 otherwise."""
+        return self.grad_dp // self.shard_dp
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor parallelism inside each expert: t when e divides d c (Megatron's default, expert
+        tensor parallel = t), else 1 (MoE parallel folding: the e experts spread over t d c ranks)."""
+        return self.tp if (self.dp * self.cp) % self.ep == 0 else 1
+
+    @property
+    def expert_dp(self) -> int:
+        """``t d c / (e t_e)``: ranks holding the same expert shard."""
+        return self.tp * self.dp * self.cp // (self.ep * self.expert_tp)
+
+    def stride(self, dim: Dimension) -> int:
+        """Rank stride of ``dim``: the product of the sizes of the dimensions inside it in :attr:`order`."""
+        k = 1
+        for d in self.order.split("-"):
+            if d == dim:
+                return k
+            if d != "ep":
+                k *= getattr(self, d)
+        raise InputError(f"unknown dimension {dim!r}")  # pragma: no cover - order validated
+
+    def to_dict(self) -> dict:
+        """The ``layout.*`` JSON keys."""
+        return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vp": self.vp, "cp": self.cp, "ep": self.ep,
+                "zero": self.zero, "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
+                "micro_batch": self.micro_batch, "global_batch": self.global_batch,
+                "micro_batches": self.micro_batches, "order": self.order, "world": self.world,
+                "shard_group": self.shard_dp if self.zero else None}
+
+
+def group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
+    """Ranks of a group of ``size`` ranks at rank stride ``stride`` that share a node of ``G`` GPUs:
+    ``min(n, G / k)`` for ``k < G``, else 1 (module docstring)."""
+    if stride >= gpus_per_node:
+        return 1
+    return max(1, min(size, gpus_per_node // stride))
+
+
+def _dp_stride(layout: Layout) -> int:
+    """Stride of the d x c ranks: cp's or dp's, whichever is inside (dp's when c = 1)."""
+    return min(layout.stride("dp"), layout.stride("cp")) if layout.cp > 1 else layout.stride("dp")
+
+
+def layout_group(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int]:
+    """``(size, ranks_per_node)`` of ``dim``'s group: ``tp``, ``pp``, ``cp``; ``ep`` (the first e of
+    the d x c ranks); ``dp``, the gradient group of the dense weights (d c ranks); ``edp``, that of
+    the experts (d c / e ranks, at e times the stride)."""
+    ep_stride = _dp_stride(layout) if layout.expert_tp == layout.tp else 1
+    if dim == "ep":
+        return layout.ep, group_ranks_per_node(layout.ep, ep_stride, gpus_per_node)
+    if dim == "dp":
+        return layout.grad_dp, group_ranks_per_node(layout.grad_dp, _dp_stride(layout), gpus_per_node)
+    if dim == "shard":
+        return layout.shard_dp, group_ranks_per_node(layout.shard_dp, _dp_stride(layout), gpus_per_node)
+    if dim == "replica":
+        return layout.replicas, group_ranks_per_node(layout.replicas, _dp_stride(layout) * layout.shard_dp,
+                                                     gpus_per_node)
+    if dim == "edp":
+        return layout.expert_dp, group_ranks_per_node(layout.expert_dp, ep_stride * layout.ep, gpus_per_node)
+    size = getattr(layout, dim)
+    return size, group_ranks_per_node(size, layout.stride(dim), gpus_per_node)
+
+
+def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
+    """Ranks per node of the point-to-point pairs of ``dim`` (pp, cp): 2 when the whole group
+    sits in one node, else 1 (a ring or chain that leaves the node has a pair crossing it, and the
+    slowest pair sets the pace)."""
+    size, rpn = layout_group(layout, dim, gpus_per_node)
+    return 2 if size > 1 and rpn >= size else 1
+
+
+def stage_layers(layers: int, layout: Layout) -> float:
+    """Layers on the heaviest pipeline stage: ``L/p``, or ``ceil(L/(p v)) v`` with an uneven pipeline."""
+    pv = layout.pp * layout.vp
+    if layers % pv == 0:
+        return layers / layout.pp
+    return float(-(-layers // pv) * layout.vp)
+
+
+def check_layout(layout: Layout, *, gpus: int, layers: int, heads: int, kv_heads: int, seq: int,
+                 experts: int = 0) -> None:
+    """The shape-dependent rules of the module docstring; each message shows its arithmetic."""
+    require_count("gpus", gpus)
+    L = layout
+    if L.world != gpus:
+        raise InputError(f"dp x tp x pp x cp = {L.dp} x {L.tp} x {L.pp} x {L.cp} = {L.world} != gpus ({gpus})")
+    if layers % (L.pp * L.vp) and not L.uneven_pipeline:
+        raise InputError(f"layers ({layers}) not divisible by pp x vp = {L.pp} x {L.vp} = {L.pp * L.vp} "
+                         f"(--uneven-pipeline lets the heaviest stage take {-(-layers // (L.pp * L.vp))} per chunk)")
+    if heads % L.tp:
+        raise InputError(f"attention heads ({heads}) not divisible by tp ({L.tp})")
+    if kv_heads % L.tp and L.tp % kv_heads:
+        raise InputError(f"key/value heads ({kv_heads}) and tp ({L.tp}): neither divides the other")
+    if L.cp > 1 and seq % (2 * L.cp):
+        raise InputError(f"sequence {seq} not divisible by 2 x cp = {2 * L.cp} (load-balanced causal split)")
+    if L.sequence_parallel and (seq // L.cp) % L.tp:
+        raise InputError(f"sequence parallelism needs s / cp = {seq} / {L.cp} = {seq // L.cp} divisible by tp ({L.tp})")
+    if L.sequence_parallel and L.tp == 1:
+        raise InputError("--sequence-parallel needs tp > 1")
+    if experts:
+        if experts % L.ep:
+            raise InputError(f"experts ({experts}) not divisible by ep ({L.ep})")
+    elif L.ep > 1:
+        raise InputError(f"ep = {L.ep} needs a mixture-of-experts model (this one has no experts)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommOp:
+    """One kind of collective a GPU issues, and how often per optimizer step."""
+
+    dimension: Dimension
+    """Which parallel dimension issues it: tp, pp, dp, cp, ep."""
+    op: Collective
+    """The collective."""
+    size_bytes: float
+    """Message size S in the CommModel's convention (all-gather: output; reduce-scatter: input; all-to-all: each rank's buffer)."""
+    group_size: int
+    """Ranks P in the group."""
+    ranks_per_node: int
+    """How many of the group's ranks share a node (placement)."""
+    count_per_step: float
+    """How many such collectives one GPU issues per optimizer step."""
+    critical: bool
+    """True when compute waits for it (TP, EP, PP, CP); False when it overlaps a stated window (DP/ZeRO)."""
+    what: str
+    """What it carries, in words (``"activations, forward, per layer"``)."""
+
+    def __post_init__(self) -> None:
+        if not (self.size_bytes >= 0 and math.isfinite(self.size_bytes)):
+            raise InputError(f"size_bytes must be finite and >= 0, got {self.size_bytes!r}")
+        require_count("group_size", self.group_size)
+        require_count("ranks_per_node", self.ranks_per_node)

@@ -1,0 +1,46 @@
+"""Tensor parallelism (Megatron-LM, Shoeybi et al. 2019; sequence parallelism, Korthikanti et al. 2022).
+
+Per transformer layer and micro-batch, with activations ``X`` of ``b (s/c) h`` elements of
+``q`` bytes on each TP rank before the split (``S = b (s/c) h q``):
+
+* without sequence parallelism: 2 all-reduces of ``S`` forward (after attention's O and after the
+  MLP's down projection, the ``g`` operators of Shoeybi et al. section 3) and 2 backward (the
+  ``f`` operators);
+* with sequence parallelism: each all-reduce becomes an all-gather (``S`` out) before the block
+  and a reduce-scatter (``S`` in) after it, forward and backward alike: 2 + 2 each way
+  (Korthikanti et al. 2022 section 4.2.2); same bytes on the wire, activations split by t;
+* full recomputation repeats the forward's collectives once more inside the backward.
+
+All of them are on the critical path (compute waits for the result); overlapping them with
+GEMMs (userbuffers, TP comm overlap) is not modelled. The vocabulary-parallel cross-entropy's
+all-reduces (``b s`` floats) are omitted: under 0.1% of one layer's.
+"""
+
+from __future__ import annotations
+
+from commcost.comm.collectives import Collective
+from commcost.parallel.layout import CommOp, Layout, layout_group
+
+__all__ = ["tensor_ops"]
+
+
+def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float, activation_bytes: float,
+               gpus_per_node: int) -> tuple[CommOp, ...]:
+    """The TP collectives one GPU issues per step (module docstring); empty when t = 1."""
+    L = layout
+    if L.tp == 1:
+        return ()
+    size, rpn = layout_group(L, "tp", gpus_per_node)
+    S = L.micro_batch * (seq / L.cp) * hidden * activation_bytes
+    passes = 3 if L.recompute == "full" else 2          # forward, backward (+ recomputed forward)
+    per_layer = L.micro_batches * layers_per_stage * 2 * passes  # 2 per block pass: attention and MLP
+    if not L.sequence_parallel:
+        return (CommOp(dimension="tp", op=Collective.ALL_REDUCE, size_bytes=S, group_size=size,
+                       ranks_per_node=rpn, count_per_step=per_layer, critical=True,
+                       what="layer activations (forward) and their gradients (backward), 2 per layer each way"),)
+    return (CommOp(dimension="tp", op=Collective.ALL_GATHER, size_bytes=S, group_size=size, ranks_per_node=rpn,
+                   count_per_step=per_layer, critical=True,
+                   what="sequence-parallel all-gather before attention and MLP, each pass"),
+            CommOp(dimension="tp", op=Collective.REDUCE_SCATTER, size_bytes=S, group_size=size, ranks_per_node=rpn,
+                   count_per_step=per_layer, critical=True,
+                   what="sequence-parallel reduce-scatter after attention and MLP, each pass"))

@@ -1,0 +1,62 @@
+"""ZeRO / FSDP over the data-parallel group (Rajbhandari et al. 2020; Megatron's distributed optimizer; PyTorch FSDP).
+
+With ``D`` ranks sharing a shard of ``G`` parameters (``d c`` for dense weights, ``d c / e`` for
+experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
+
+* ZeRO-1 and ZeRO-2: a reduce-scatter of the gradients (``G q_g`` in), bucketed and overlapped
+  with the last backward like DDP's all-reduce, and after the optimizer an all-gather of the
+  updated weights (``G q_w`` out), overlapped with the next step's first forward (Megatron's
+  ``overlap_param_gather``). The bytes on the wire equal one all-reduce (a ring all-reduce *is* a
+  reduce-scatter then an all-gather); what ZeRO-2 saves is memory, not traffic.
+* ZeRO-3 / FSDP: per layer and micro-batch an all-gather of the layer's weights before its
+  forward and again before its backward, and a reduce-scatter of its gradients after the
+  backward (``3 x`` the weights' bytes per micro-batch: Rajbhandari et al. section 7.2.2, 1.5x
+  the all-reduce). Prefetched one layer ahead, each hides behind the neighbouring layer's compute:
+  exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.plan`).
+* Hybrid sharding (FSDP ``HYBRID_SHARD``): the gathers and scatters run over the shard group, and each
+  layer's gradient shard is then all-reduced across the ``d c / shard`` replicas (``G q_g / shard``),
+  once per micro-batch, in the same backward window.
+"""
+
+from __future__ import annotations
+
+from commcost.comm.collectives import Collective
+from commcost.parallel.layout import CommOp, Layout, layout_group
+
+__all__ = ["zero_ops"]
+
+
+def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_gpu: float, layers_per_stage: float,
+             grad_bytes: float, weight_bytes: float, gpus_per_node: int) -> tuple[CommOp, ...]:
+    """The ZeRO-1/2/3 collectives one GPU issues per step (module docstring)."""
+    L = layout
+    out = []
+    dense_dim = "shard" if L.zero == 3 else "dp"
+    groups = ((dense_dim, dense_params_per_gpu, "dense"), ("edp", expert_params_per_gpu, "expert"))
+    for dim, params, kind in groups:
+        D, rpn = layout_group(L, dim, gpus_per_node)
+        if params <= 0 or D * (layout_group(L, "replica", gpus_per_node)[0] if dim == "shard" else 1) == 1:
+            continue
+        if L.zero in (1, 2):
+            out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=params * grad_bytes,
+                              group_size=D, ranks_per_node=rpn, count_per_step=1.0, critical=False,
+                              what=f"{kind} gradients to their optimizer shard (bucketed, overlaps the last backward)"))
+            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=params * weight_bytes,
+                              group_size=D, ranks_per_node=rpn, count_per_step=1.0, critical=False,
+                              what=f"updated {kind} weights (overlaps the next step's first forward)"))
+        elif L.zero == 3:
+            units = layers_per_stage + 1                 # the layers and the stage's embedding/head
+            per = params / units
+            m = L.micro_batches
+            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=per * weight_bytes,
+                              group_size=D, ranks_per_node=rpn, count_per_step=2.0 * m * units, critical=False,
+                              what=f"{kind} weights of one layer before its forward and its backward (prefetched)"))
+            out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=per * grad_bytes,
+                              group_size=D, ranks_per_node=rpn, count_per_step=1.0 * m * units, critical=False,
+                              what=f"{kind} gradients of one layer after its backward"))
+            R, rrpn = layout_group(L, "replica", gpus_per_node)
+            if dim == "shard" and R > 1:
+                out.append(CommOp(dimension="dp", op=Collective.ALL_REDUCE, size_bytes=per * grad_bytes / D,
+                                  group_size=R, ranks_per_node=rrpn, count_per_step=1.0 * m * units,
+                                  critical=False, what="the layer's gradient shard across the hybrid-shard replicas"))
+    return tuple(out)

@@ -1,0 +1,380 @@
+"""One parallel training configuration, end to end: step time, breakdown, throughput, memory, advice.
+
+Symbols: ``m`` micro-batches, ``p`` stages, ``v`` virtual stages, ``t`` TP, ``c`` CP; ``T_x`` the
+CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
+
+1. **Compute per micro-batch** on the slowest stage (the last: its ``L/p`` layers and the
+   logits): ``F_mb = (b s / c) [ (L/p) (3 f_layer + r) + 3 f_logits ] / t`` executed FLOPs, with
+   ``f_layer`` one layer's forward FLOPs per token (matrices, and attention's score products at
+   :data:`~commcost.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention) and
+   ``r`` the recomputation (full: ``f_layer``; selective: the score products);
+   ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.compute`), the second term the
+   memory-bound element-wise kernels (:func:`commcost.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
+   per micro-batch, forward, twice that backward (and once more with full recomputation).
+2. **Critical communication per micro-batch**: TP and EP collectives in full, CP's ring
+   ``max(0, (c-1) T - t_attention)`` per layer and pass, ZeRO-3's per-layer gathers
+   ``max(0, T - t_layer)``; ``t_mb = t_c + that``.
+3. **Pipeline** (:mod:`commcost.step.schedule`): ``m t_mb + (p-1) t_mb / v``, plus the point-to-point
+   transfers on the critical path (:func:`commcost.parallel.pipeline.exposed_p2p_count`).
+4. **Data parallel** (ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter) through the DDP bucket timeline
+   (:func:`commcost.step.timeline.simulate_timeline`) over the last micro-batch's backward window;
+   ZeRO-1/2's weight all-gather hides behind the next first forward: exposed ``max(0, T_ag - t_fwd)``.
+   When the DP group crosses nodes while ``n`` critical groups (TP, CP, EP) also cross them, the
+   DP collectives get ``1/(1+n)`` of the NIC (groups that run at the same time share the NICs).
+5. **Optimizer**: Adam streams ``28`` bytes per parameter of its shard through HBM (fp32 master,
+   two moments read and written, bf16 gradient read and weight written): ``t_opt = 28 N_shard / B_hbm``.
+6. **Step** ``= compute + bubble + exposed communication + optimizer``, between the bounds
+   ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.no_overlap_s` (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
+   model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.transformer.TransformerSpec.model_forward_flops_per_token`:
+   the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
+   ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from commcost.comm.collectives import Collective
+from commcost.errors import InputError
+from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
+from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
+from commcost.compute import elementwise_s
+from commcost.transformer import CAUSAL_EXECUTED_FRACTION, TransformerSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.comm.model import CommModel
+
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "OPTIMIZER_HBM_BYTES_PER_PARAM"]
+
+OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
+"""Adam's HBM traffic per parameter of its shard (item 5 of the module docstring)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanInputs:
+    """Everything one plan needs besides the CommModel (SI units)."""
+
+    spec: TransformerSpec
+    """The model."""
+    layout: Layout
+    """The parallel layout."""
+    seq: int
+    """Sequence length s, tokens."""
+    gpu: str
+    """GPU preset (gpus.json / compute.json)."""
+    gpus_per_node: int
+    """GPUs G per node (NVLink domain), for placement."""
+    precision: str = "bf16"
+    """GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4."""
+    efficiency: float | None = None
+    """Compute efficiency eta; None takes the default of :func:`commcost.compute.default_efficiency`."""
+    flash_attention: bool = True
+    """Attention runs a flash kernel (no s^2 activations; causal blocks skipped)."""
+    activation_bytes: float = 2.0
+    """Bytes per activation element on the wire (bf16)."""
+    grad_bytes: float = 2.0
+    """Bytes per gradient element reduced across data parallel (bf16)."""
+    bucket_cap_bytes: int | None = None
+    """DP bucket cap; None takes DDP's default (25 MiB, first bucket 1 MiB)."""
+    tp_comm_overlap: bool = False
+    """TP collectives overlap the GEMMs beside them (Transformer Engine userbuffers, NeMo's
+    ``tp_comm_overlap``): each of a layer's four collectives per pass hides behind a quarter of that
+    pass's compute, exposed ``max(0, T - t_pass / 4)``."""
+
+    def __post_init__(self) -> None:
+        from commcost.compute import precision_class
+        from commcost.validation import require_count, require_finite_positive
+
+        require_count("seq", self.seq)
+        require_count("gpus_per_node", self.gpus_per_node)
+        precision_class(self.precision)
+        if self.efficiency is not None:
+            require_finite_positive("efficiency", self.efficiency)
+            if self.efficiency > 1:
+                raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
+        check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
+                     kv_heads=self.spec.n_kv, seq=self.seq, experts=self.spec.experts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommLine:
+    """One kind of collective with its price: the ``comm[]`` rows."""
+
+    comm: CommOp
+    """What is sent, how often, over which group."""
+    one_s: float
+    """T: one collective, seconds (the CommModel)."""
+    algorithm: str
+    """The algorithm the CommModel chose."""
+    time_s: float
+    """Time on the wire per step, seconds (``count x T``; DP: the bucketed total)."""
+    exposed_s: float
+    """Of that, seconds the step waits for."""
+
+    def to_dict(self) -> dict:
+        c = self.comm
+        return {"dimension": c.dimension, "op": c.op.value, "size_bytes": c.size_bytes, "group_size": c.group_size,
+                "ranks_per_node": c.ranks_per_node, "count_per_step": c.count_per_step, "critical": c.critical,
+                "algorithm": self.algorithm, "one_s": self.one_s, "time_s": self.time_s, "exposed_s": self.exposed_s,
+                "what": c.what}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """The priced configuration (module docstring for every formula)."""
+
+    inputs: PlanInputs
+    """What was planned."""
+    step_s: float
+    """Step time, seconds."""
+    compute_s: float
+    """``m t_c``."""
+    pipeline_bubble_s: float
+    """``(p-1) t_mb / v``."""
+    exposed_comm_s: float
+    """Sum of the ``exposed_s`` of :attr:`comm`."""
+    optimizer_s: float
+    """``t_opt``."""
+    micro_batch_s: float
+    """``t_mb``: one micro-batch on the slowest stage, compute and critical communication."""
+    tokens_per_s_per_gpu: float
+    """``B s / (step W)``."""
+    model_flops_per_step: float
+    """``3 B s f_model``."""
+    executed_flops_per_gpu: float
+    """FLOPs one GPU of the slowest stage executes per step."""
+    tflops_per_gpu: float
+    """Model TFLOP/s per GPU."""
+    mfu: float
+    """Model FLOP/s per GPU over the peak at the plan's precision."""
+    efficiency: float
+    """eta used."""
+    efficiency_source: str
+    """Where eta comes from."""
+    peak_flops_per_s: float
+    """``P_peak`` at the plan's precision."""
+    comm: tuple[CommLine, ...]
+    """Every kind of collective."""
+    memory: MemoryBreakdown
+    """Bytes per GPU."""
+    comm_model: str
+    """The CommModel's one-line description."""
+    warnings: tuple[str, ...] = field(default=())
+    """Scope warnings of the CommModel."""
+
+    @property
+    def wire_s(self) -> float:
+        """Communication on the wire per step, every kind summed (``sum time_s``)."""
+        return sum(line.time_s for line in self.comm)
+
+    @property
+    def no_overlap_s(self) -> float:
+        """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` (STYLE.md item 7: the
+        modelled step lies between it and ``compute + bubble + optimizer``)."""
+        return self.compute_s + self.pipeline_bubble_s + self.wire_s + self.optimizer_s
+
+    def exposed_by_dimension(self) -> dict[str, float]:
+        """Exposed seconds per dimension (tp, cp, ep, pp, dp)."""
+        out: dict[str, float] = {}
+        for line in self.comm:
+            out[line.comm.dimension] = out.get(line.comm.dimension, 0.0) + line.exposed_s
+        return out
+
+
+def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
+    """Every collective one GPU issues per step, from each dimension's module."""
+    from commcost.parallel.context import context_ops
+    from commcost.parallel.ddp import ddp_ops
+    from commcost.parallel.expert import expert_ops
+    from commcost.parallel.pipeline import pipeline_ops
+    from commcost.parallel.tensor import tensor_ops
+    from commcost.parallel.zero import zero_ops
+
+    spec, L, s, G, q = inp.spec, inp.layout, inp.seq, inp.gpus_per_node, inp.activation_bytes
+    per_stage = stage_layers(spec.layers, L)
+    dense, expert = params_per_gpu(spec, L)
+    ops = [*tensor_ops(layout=L, hidden=spec.hidden, seq=s, layers_per_stage=per_stage, activation_bytes=q,
+                       gpus_per_node=G),
+           *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
+                        activation_bytes=q, gpus_per_node=G),
+           *expert_ops(layout=L, hidden=spec.hidden, seq=s, top_k=spec.top_k,
+                       moe_layers_per_stage=spec.moe_layer_count / spec.layers * per_stage, activation_bytes=q, gpus_per_node=G),
+           *pipeline_ops(layout=L, hidden=spec.hidden, seq=s, activation_bytes=q, gpus_per_node=G)]
+    if L.zero == 0:
+        ops += ddp_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=expert, grad_bytes=inp.grad_bytes,
+                       gpus_per_node=G)
+    else:
+        ops += zero_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=expert, layers_per_stage=per_stage,
+                        grad_bytes=inp.grad_bytes, weight_bytes=2.0, gpus_per_node=G)
+    return tuple(ops)
+
+
+def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
+    """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
+    spec, L = inp.spec, inp.layout
+    dense_f, moe_f = spec.layer_matmul_flops
+    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
+    attn = spec.attention_score_flops(inp.seq) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
+    f_layer = layer_mm + attn
+    extra = {"none": 0.0, "selective": attn, "full": f_layer}[L.recompute]
+    tokens = L.micro_batch * inp.seq / L.cp
+    per_stage = stage_layers(spec.layers, L)
+    F_mb = tokens * (per_stage * (3.0 * f_layer + extra) + 3.0 * spec.logits_flops) / L.tp
+    F_fwd = tokens * (per_stage * f_layer + spec.logits_flops) / L.tp
+    return F_mb, F_fwd / F_mb, tokens * f_layer / L.tp, tokens * attn / L.tp
+
+
+def plan(inp: PlanInputs, model: CommModel) -> Plan:
+    """Price ``inp`` with ``model`` (module docstring)."""
+    from commcost.compute import default_efficiency, peak_flops_per_s
+    from commcost.step.schedule import bubble_s
+    from commcost.parallel.pipeline import exposed_p2p_count
+
+    spec, L = inp.spec, inp.layout
+    peak = peak_flops_per_s(inp.gpu, inp.precision)
+    if inp.efficiency is None:
+        eta, eta_src = default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)
+    else:
+        eta, eta_src = inp.efficiency, "given (--efficiency / --mfu or a calibration)"
+    rate = peak * eta
+    F_mb, fwd_share, f_layer, f_attn = _flops(inp)
+    t_c = F_mb / rate + elementwise_s(inp)
+    t_fwd = fwd_share * t_c
+    t_layer_f, t_attn = f_layer / rate, f_attn / rate
+    t_layer_b = 2.0 * t_layer_f
+    m, p, v = L.micro_batches, L.pp, L.vp
+    per_stage = stage_layers(spec.layers, L)
+    ops = collective_ops(inp)
+    warnings: list[str] = []
+    priced: list[tuple[CommOp, float, str]] = []
+    for op in ops:
+        if op.group_size == 1 or op.size_bytes == 0:
+            priced.append((op, 0.0, "none"))
+            continue
+        c = model.cost(op.op, op.size_bytes, op.group_size, ranks_per_node=op.ranks_per_node)
+        w = model.scope_warning(op.op, op.group_size)
+        if w and w not in warnings:
+            warnings.append(w)
+        priced.append((op, c.total_s, c.algorithm.value))
+    G = inp.gpus_per_node
+    crossing = sum(1 for dim in ("tp", "cp", "ep") if getattr(L, dim) > 1 and layout_group(L, dim, G)[1] < getattr(L, dim))
+    lines: list[CommLine] = []
+    critical_mb = 0.0
+    dp_ops = []
+    for op, T, alg in priced:
+        if op.dimension == "tp" and inp.tp_comm_overlap:
+            # per layer and micro-batch: 2 (or 2 + 2 with SP) per pass; forward passes hide behind t_f/4,
+            # backward behind t_b/4 (module docstring of PlanInputs.tp_comm_overlap)
+            passes = 3 if L.recompute == "full" else 2
+            fwd_n = op.count_per_step * (passes - 1) / passes
+            exposed = fwd_n * max(0.0, T - t_layer_f / 4) + (op.count_per_step - fwd_n) * max(0.0, T - t_layer_b / 4)
+            critical_mb += exposed / m
+        elif op.dimension in ("tp", "ep"):
+            exposed = op.count_per_step * T
+            critical_mb += exposed / m
+        elif op.dimension == "cp":
+            passes = op.count_per_step / (m * per_stage * (L.cp - 1))
+            exposed = m * per_stage * passes * max(0.0, (L.cp - 1) * T - t_attn)
+            critical_mb += exposed / m
+        elif op.dimension == "pp":
+            exposed = exposed_p2p_count(p, m, v) * T
+        else:
+            dp_ops.append((op, T, alg))
+            continue
+        lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=op.count_per_step * T, exposed_s=exposed))
+    # ZeRO-3: per-layer gathers hide behind the neighbouring layer's compute
+    if L.zero == 3:
+        units = per_stage + 1
+        ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
+        rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
+        T_ag, T_rs = sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
+        fwd = max(0.0, T_ag - t_layer_f)
+        bwd = max(0.0, T_ag + T_rs - t_layer_b)
+        critical_mb += units * (fwd + bwd) + T_ag / m
+        for o, T, a in ag:
+            share = T / T_ag if T_ag else 0.0
+            lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
+                                  exposed_s=share * (m * units * (fwd + bwd * T_ag / (T_ag + T_rs)) + T_ag)))
+        for o, T, a in rs:
+            share = T / T_rs if T_rs else 0.0
+            lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
+                                  exposed_s=share * m * units * bwd * T_rs / (T_ag + T_rs)))
+        dp_ops = []
+    t_mb = t_c + critical_mb
+    bubble = bubble_s(p, v, t_mb)
+    if dp_ops:
+        lines += _data_parallel_lines(inp, model, dp_ops, t_mb=t_mb, t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share,
+                                      crossing=crossing)
+    exposed_total = sum(line.exposed_s for line in lines)
+    compute = m * t_c
+    optimizer = _optimizer_s(inp)
+    step = compute + bubble + exposed_total + optimizer
+    W = L.world
+    tokens = L.global_batch * inp.seq
+    model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
+    tflops = model_flops / (step * W) / 1e12
+    mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention)
+    return Plan(inputs=inp, step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
+                optimizer_s=optimizer, micro_batch_s=t_mb, tokens_per_s_per_gpu=tokens / (step * W),
+                model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
+                mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
+                comm=tuple(lines), memory=mem, comm_model=model.describe(), warnings=tuple(warnings))
+
+
+@lru_cache(maxsize=64)
+def _gpu_row(gpu: str) -> tuple[float, float]:
+    """``(memory_bytes, memory_bandwidth_bytes_per_s)`` of GPU preset ``gpu`` (parsed once)."""
+    from commcost.hardware import lookup
+    from commcost.presets import gpus
+
+    row = lookup(gpus(), gpu, "GPU")
+    return float(row["memory_bytes"]), float(row["memory_bandwidth_bytes_per_s"])
+
+
+def _capacity(gpu: str) -> float:
+    return _gpu_row(gpu)[0]
+
+
+def _optimizer_s(inp: PlanInputs) -> float:
+    """``28 N_shard / B_hbm`` (module docstring, item 5)."""
+    L = inp.layout
+    dense, expert = params_per_gpu(inp.spec, L)
+    shard = dense / L.shard_dp ** (L.zero >= 1) + expert / L.expert_dp ** (L.zero >= 1)
+    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / _gpu_row(inp.gpu)[1]
+
+
+def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
+                         fwd_share: float, crossing: int) -> list[CommLine]:
+    """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
+    from commcost.step.ddp_buckets import ddp_bucket_caps
+    from commcost.step.timeline import TimelineInputs, caps_for, evaluate_caps
+
+    L = inp.layout
+    reduce_op = Collective.ALL_REDUCE if L.zero == 0 else Collective.REDUCE_SCATTER
+    grads = [(o, T, a) for o, T, a in dp_ops if o.op is reduce_op]
+    gathers = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
+    total = sum(o.size_bytes for o, _, _ in grads)
+    out: list[CommLine] = []
+    if grads and total > 0:
+        shares = [(o, o.size_bytes / total) for o, _, _ in grads]
+        share_nic = [1.0 + crossing if o.ranks_per_node < o.group_size else 1.0 for o, _ in shares]
+
+        def cost(c_bytes: float) -> float:
+            return sum(k * model.cost(o.op, c_bytes * f, o.group_size, ranks_per_node=o.ranks_per_node).total_s
+                       for (o, f), k in zip(shares, share_nic))
+
+        caps = ddp_bucket_caps(None) if inp.bucket_cap_bytes is None else caps_for(inp.bucket_cap_bytes)
+        pure_dp = L.pp == 1
+        tl_inp = TimelineInputs(gpus=max(o.group_size for o, _ in shares), comm=model,
+                                step_s=t_mb, params=total / inp.grad_bytes,
+                                bytes_per_grad=int(inp.grad_bytes) if float(inp.grad_bytes).is_integer() else 2,
+                                backward_fraction=(1.0 - fwd_share) * t_c / t_mb if t_mb > 0 else 2 / 3,
+                                grad_accum=L.micro_batches if pure_dp else 1)
+        # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
+        _, wire, exposed, _ = evaluate_caps(tl_inp, caps, allreduce_s=cost)
+        for (o, f), (_, T, a) in zip(shares, grads):
+            out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
+    for o, T, a in gathers:
+        k = (1.0 + crossing) if o.ranks_per_node < o.group_size else 1.0
+        out.append(CommLine(comm=o, one_s=k * T, algorithm=a, time_s=k * T, exposed_s=max(0.0, k * T - t_fwd)))
+    return out

@@ -1,0 +1,148 @@
+"""Text and JSON for ``commcost plan`` (the only code that formats a plan)."""
+
+from __future__ import annotations
+
+import json
+
+from commcost.units import format_bytes, format_seconds
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.plan import Plan
+
+__all__ = ["plan_to_dict", "render_plan_json", "render_plan_text", "advice"]
+
+MFU_CONVENTION = ("model FLOPs = 3 x forward: 2 per multiply-accumulate of every weight matrix a token passes "
+                  "(active experts, logits), attention scores over the full s x s square, no recomputation "
+                  "(Megatron-LM / PaLM convention); MFU = model FLOP/s per GPU / dense peak at the plan's precision")
+
+
+def advice(p: Plan) -> list[str]:
+    """The one or two changes that would help most, each with the number that motivates it."""
+    from dataclasses import replace
+
+    from commcost.memory import memory_per_gpu
+
+    out: list[str] = []
+    L, mem = p.inputs.layout, p.memory
+    if not mem.fits:
+        for label, change in (("ZeRO-1 (shard optimizer states)", {"zero": 1}), ("ZeRO-3 / FSDP", {"zero": 3}),
+                              ("--recompute selective", {"recompute": "selective"}),
+                              ("--recompute full", {"recompute": "full"})):
+            key, value = next(iter(change.items()))
+            if (key == "zero" and L.zero >= value) or (key == "recompute" and L.recompute == value) \
+                    or (key == "zero" and L.grad_dp == 1):
+                continue
+            m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
+                                flash=p.inputs.flash_attention)
+            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: {label} would bring it to "
+                       f"{format_bytes(m2.total_bytes)} of {format_bytes(mem.capacity_bytes)}"
+                       + ("" if m2.fits else " (still too much: raise tp or pp as well)"))
+            break
+        else:
+            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: raise tp or pp (weights and "
+                       f"activations split by both)")
+    terms = {"pipeline bubble": p.pipeline_bubble_s, **{f"exposed {d.upper()} communication": s
+                                                       for d, s in p.exposed_by_dimension().items()}}
+    name, worst = max(terms.items(), key=lambda kv: kv[1])
+    if worst > 0.05 * p.step_s:
+        share = worst / p.step_s
+        if name == "pipeline bubble":
+            hint = (f"more virtual stages (--vp {2 * L.vp} halves it if layers allow) or more micro-batches"
+                    if L.pp > 1 else "")
+        elif "TP" in name:
+            hint = "keep tp inside one NVLink domain, or trade tp for pp" if any(
+                line.comm.dimension == "tp" and line.comm.ranks_per_node < line.comm.group_size for line in p.comm) \
+                else ("lower tp (trade it for pp or dp) if memory allows"
+                      + ("" if p.inputs.tp_comm_overlap else ", or overlap it with the GEMMs (--tp-comm-overlap)"))
+        elif "DP" in name:
+            hint = "larger buckets, fewer data-parallel ranks across nodes, or more micro-batches to hide it behind"
+        elif "EP" in name:
+            hint = "keep the expert group inside one NVLink domain or lower ep"
+        else:
+            hint = "fewer ranks in this dimension across nodes"
+        out.append(f"{name} is {share:.0%} of the step" + (f": {hint}" if hint else ""))
+    return out[:2]
+
+
+def plan_to_dict(p: Plan) -> dict:
+    """The stable JSON keys (docs/plan.md)."""
+    inp = p.inputs
+    return {
+        "model": inp.spec.name, "params": inp.spec.params, "active_params": inp.spec.active_params,
+        "gpu": inp.gpu, "gpus": inp.layout.world, "seq": inp.seq, "precision": inp.precision,
+        "step_s": p.step_s, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "tflops_per_gpu": p.tflops_per_gpu,
+        "mfu": p.mfu, "mfu_convention": MFU_CONVENTION, "model_flops_per_step": p.model_flops_per_step,
+        "efficiency": p.efficiency, "efficiency_source": p.efficiency_source, "peak_flops_per_s": p.peak_flops_per_s,
+        "breakdown": {"compute_s": p.compute_s, "pipeline_bubble_s": p.pipeline_bubble_s,
+                      "exposed_comm_s": p.exposed_comm_s, "optimizer_s": p.optimizer_s,
+                      "micro_batch_s": p.micro_batch_s},
+        "bounds": {"all_hidden_s": p.compute_s + p.pipeline_bubble_s + p.optimizer_s, "modelled_s": p.step_s,
+                   "no_overlap_s": p.no_overlap_s, "wire_s": p.wire_s},
+        "comm": [line.to_dict() for line in p.comm],
+        "memory": p.memory.to_dict(),
+        "layout": inp.layout.to_dict(),
+        "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
+    }
+
+
+def render_plan_json(p: Plan, extra: dict | None = None) -> str:
+    """Strict JSON (no NaN or infinity)."""
+    d = plan_to_dict(p)
+    if extra:
+        d.update(extra)
+    return json.dumps(d, indent=2, allow_nan=False)
+
+
+def render_plan_text(p: Plan, extra_lines: list[str] | None = None) -> str:
+    """The human report."""
+    inp, L, mem = p.inputs, p.inputs.layout, p.memory
+    spec = inp.spec
+    lines = [
+        f"{spec.name}: {spec.params / 1e9:.1f}B parameters" + (f" ({spec.active_params / 1e9:.1f}B active)" if spec.is_moe else "")
+        + f", seq {inp.seq}, global batch {L.global_batch} x micro-batch {L.micro_batch} ({L.micro_batches} per pipeline)",
+        f"layout: {L.world} x {inp.gpu} = dp {L.dp} x tp {L.tp} x pp {L.pp} (vp {L.vp}) x cp {L.cp}, ep {L.ep}, ZeRO-{L.zero}"
+        f"{', sequence parallel' if L.sequence_parallel else ''}, recompute {L.recompute}, {inp.precision}, order {L.order}",
+        f"fabric: {p.comm_model}",
+        f"compute efficiency {p.efficiency:.3f} of {p.peak_flops_per_s / 1e12:,.0f} TFLOP/s ({p.efficiency_source})",
+        "",
+        f"step {format_seconds(p.step_s)}   {p.tokens_per_s_per_gpu:,.0f} tokens/s/GPU   "
+        f"{p.tflops_per_gpu:,.0f} model TFLOP/s/GPU   MFU {p.mfu:.1%}",
+        f"  compute              {format_seconds(p.compute_s):>12}  {p.compute_s / p.step_s:6.1%}",
+        f"  pipeline bubble      {format_seconds(p.pipeline_bubble_s):>12}  {p.pipeline_bubble_s / p.step_s:6.1%}",
+        f"  exposed comm         {format_seconds(p.exposed_comm_s):>12}  {p.exposed_comm_s / p.step_s:6.1%}",
+        f"  optimizer            {format_seconds(p.optimizer_s):>12}  {p.optimizer_s / p.step_s:6.1%}",
+        f"  bounds: {format_seconds(p.compute_s + p.pipeline_bubble_s + p.optimizer_s)} if every collective hid, "
+        f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
+        "",
+        "communication per step (one GPU):",
+        f"  {'dim':<4}{'op':<16}{'size':>12}{'group':>7}{'/node':>6}{'count':>9}{'one':>11}{'wire':>11}{'exposed':>11}",
+    ]
+    for line in p.comm:
+        c = line.comm
+        lines.append(f"  {c.dimension:<4}{c.op.value:<16}{format_bytes(c.size_bytes):>12}{c.group_size:>7}"
+                     f"{c.ranks_per_node:>6}{c.count_per_step:>9,.0f}{format_seconds(line.one_s):>11}"
+                     f"{format_seconds(line.time_s):>11}{format_seconds(line.exposed_s):>11}")
+    if not p.comm:
+        lines.append("  (none: one GPU)")
+    lines += [
+        "",
+        f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",
+        f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
+        f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
+        f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
+        f"  total {format_bytes(mem.total_bytes)} of {format_bytes(mem.capacity_bytes)}: "
+        + (f"fits, {format_bytes(mem.margin_bytes)} spare" if mem.fits else
+           f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"),
+        "",
+        f"MFU convention: {MFU_CONVENTION}",
+    ]
+    for w in p.warnings:
+        lines.append(f"warning: {w}")
+    tips = advice(p)
+    if tips:
+        lines.append("")
+        lines += [f"advice: {t}" for t in tips]
+    if extra_lines:
+        lines += ["", *extra_lines]
+    return "\n".join(lines)

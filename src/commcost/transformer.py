@@ -1,0 +1,292 @@
+"""Transformer shapes for parallel plans: dense or mixture-of-experts, parameters and FLOPs.
+
+:class:`commcost.workload.ModelShape` is the DDP timeline's view (parameter tensors in
+forward order). A parallel plan needs more: attention heads of their own width, grouped-query
+and multi-latent attention, mixture-of-experts layers, and FLOPs split by what each parallel
+dimension divides. :class:`TransformerSpec` holds that; the registry is the same
+``hardware/models.json`` (one registry of models, STYLE.md item 11), read by :func:`model_spec`.
+
+Symbols: ``L`` layers (``L_d`` dense, ``L_m`` MoE), ``h`` hidden, ``n_q``/``n_kv`` query and
+key-value heads of width ``d`` (``d_qk`` for the score product), ``f`` dense MLP width,
+``f_e`` expert width, ``E`` routed experts, ``k`` experts per token, ``E_s`` shared experts,
+``V`` vocabulary, ``s`` sequence length.
+
+* attention matrices per layer ``A = h n_q d_qk + 2 h n_kv d + n_q d h`` (Q, K, V, O; an
+  explicit ``attention_params`` replaces it, for multi-latent attention)
+* MLP matrices ``M(f) = m h f`` with ``m = 3`` gated (SwiGLU), else 2
+* MoE layer ``(E + E_s) M(f_e) + h E`` (experts and router)
+* forward FLOPs per token: 2 per multiply-accumulate of every matrix a token passes through,
+  ``F_mm = 2 (L A + L_d M(f) + L_m ((k + E_s) M(f_e) + h E) + V h)`` (logits included, the
+  embedding look-up ~0), plus attention's score and value products
+  ``F_att = 2 L s n_q (d_qk + d)`` counted over the full ``s x s`` square (the Megatron-LM /
+  PaLM convention: Narayanan et al. 2021 eq. 3; Chowdhery et al. 2022 appendix B). Causal
+  masking halves what a flash-attention kernel executes (:data:`CAUSAL_EXECUTED_FRACTION`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from commcost.errors import InputError
+
+__all__ = ["TransformerSpec", "model_spec", "model_spec_names", "CAUSAL_EXECUTED_FRACTION"]
+
+CAUSAL_EXECUTED_FRACTION = 0.5
+"""Share of the full ``s x s`` score square a causal flash-attention kernel computes (it skips
+the blocks above the diagonal: Dao 2023, FlashAttention-2 section 3.1). Model FLOPs (MFU) count
+the whole square; executed FLOPs (time) count this share."""
+
+_INT_FIELDS = ("layers", "hidden", "heads", "vocab")
+_NONNEG_FIELDS = ("kv_heads", "head_dim", "qk_head_dim", "ffn_hidden", "max_positions", "experts", "top_k",
+                  "expert_ffn_hidden", "shared_experts", "moe_layers", "attention_params")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformerSpec:
+    """A decoder-only transformer, dense or mixture-of-experts (symbols in the module docstring)."""
+
+    name: str = "custom"
+    """Registry key, or ``custom`` for explicit flags."""
+    layers: int
+    """Transformer layers L."""
+    hidden: int
+    """Hidden size h."""
+    heads: int
+    """Query heads n_q."""
+    kv_heads: int = 0
+    """Key/value heads n_kv; 0 means n_q (no grouped-query attention)."""
+    head_dim: int = 0
+    """Width d of one head (V and O); 0 means h / n_q."""
+    qk_head_dim: int = 0
+    """Width d_qk of one head in Q K^T (multi-latent attention: 192); 0 means d."""
+    ffn_hidden: int = 0
+    """Dense MLP width f; 0 means 4h."""
+    gated_mlp: bool = False
+    """Three MLP matrices (SwiGLU) instead of two."""
+    vocab: int = 50257
+    """Vocabulary V."""
+    tied_embeddings: bool = False
+    """The output head shares the embedding matrix."""
+    max_positions: int = 0
+    """Rows of a learned position embedding; 0 for rotary."""
+    biases: bool = False
+    """Linear layers and norms carry biases (GPT-2/3)."""
+    qk_norm: bool = False
+    """Per-head RMSNorm on Q and K (Qwen3): 2 d parameters per layer."""
+    dropout: bool = False
+    """The model trains with dropout (GPT-3 in Megatron-LM): its masks are saved for backward."""
+    experts: int = 0
+    """Routed experts E per MoE layer; 0 for a dense model."""
+    top_k: int = 0
+    """Routed experts k per token."""
+    expert_ffn_hidden: int = 0
+    """Expert MLP width f_e; 0 means f."""
+    shared_experts: int = 0
+    """Always-active shared experts E_s of width f_e (DeepSeek)."""
+    moe_layers: int = 0
+    """MoE layers L_m (the last L_m layers; DeepSeek-V3's first 3 are dense); 0 with experts means all."""
+    attention_params: int = 0
+    """Attention matrix parameters per layer, replacing the Q K V O formula (multi-latent attention)."""
+    source: str = ""
+    """Where the shape comes from."""
+
+    def __post_init__(self) -> None:
+        for name in _INT_FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+        for name in _NONNEG_FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"{name} must be an integer >= 0, got {v!r}")
+        if self.kv_heads > self.heads:
+            raise InputError(f"kv_heads ({self.kv_heads}) must not exceed heads ({self.heads})")
+        if self.kv_heads and self.heads % self.kv_heads:
+            raise InputError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if not self.head_dim and self.hidden % self.heads:
+            raise InputError(f"hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim")
+        if self.experts:
+            if not 1 <= self.top_k <= self.experts:
+                raise InputError(f"top_k must be between 1 and experts ({self.experts}), got {self.top_k}")
+            if self.moe_layers > self.layers:
+                raise InputError(f"moe_layers ({self.moe_layers}) exceeds layers ({self.layers})")
+        elif self.top_k or self.moe_layers or self.shared_experts:
+            raise InputError("top_k, moe_layers and shared_experts need experts >= 1")
+
+    # --- shape ---------------------------------------------------------------------
+    @property
+    def d(self) -> int:
+        """Head width d."""
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def d_qk(self) -> int:
+        """Score-product head width d_qk."""
+        return self.qk_head_dim or self.d
+
+    @property
+    def n_kv(self) -> int:
+        """Key/value heads."""
+        return self.kv_heads or self.heads
+
+    @property
+    def q_width(self) -> int:
+        """``n_q d``: width of the attention output (input of O)."""
+        return self.heads * self.d
+
+    @property
+    def kv_width(self) -> int:
+        """``n_kv d``: width of K and of V."""
+        return self.n_kv * self.d
+
+    @property
+    def ffn(self) -> int:
+        """Dense MLP width f."""
+        return self.ffn_hidden or 4 * self.hidden
+
+    @property
+    def expert_ffn(self) -> int:
+        """Expert MLP width f_e."""
+        return self.expert_ffn_hidden or self.ffn
+
+    @property
+    def is_moe(self) -> bool:
+        """True with routed experts."""
+        return self.experts > 0
+
+    @property
+    def moe_layer_count(self) -> int:
+        """L_m."""
+        return (self.moe_layers or self.layers) if self.experts else 0
+
+    @property
+    def dense_layer_count(self) -> int:
+        """L_d = L - L_m."""
+        return self.layers - self.moe_layer_count
+
+    # --- parameters ----------------------------------------------------------------
+    def _mlp(self, width: int) -> int:
+        return (3 if self.gated_mlp else 2) * self.hidden * width
+
+    @property
+    def attention_matrix_params(self) -> int:
+        """A per layer."""
+        if self.attention_params:
+            return self.attention_params
+        h = self.hidden
+        return h * self.heads * self.d_qk + 2 * h * self.kv_width + self.q_width * h
+
+    @property
+    def layer_small_params(self) -> int:
+        """Norms (and biases) of one layer: 2 h norm weights (x2 with biases), 2 d with QK-norm,
+        biases of Q K V O and the MLP when the model has them."""
+        h = self.hidden
+        n = (4 * h if self.biases else 2 * h) + (2 * self.d if self.qk_norm else 0)
+        if self.biases:
+            n += self.heads * self.d_qk + 2 * self.kv_width + h + self.ffn + h
+        return n
+
+    @property
+    def expert_params(self) -> int:
+        """Parameters of one expert, ``M(f_e)``."""
+        return self._mlp(self.expert_ffn)
+
+    @property
+    def moe_layer_expert_params(self) -> int:
+        """Routed-expert parameters of one MoE layer, ``E M(f_e)`` (what expert parallelism splits)."""
+        return self.experts * self.expert_params
+
+    @property
+    def dense_layer_params(self) -> int:
+        """Parameters of one dense layer: ``A + M(f) +`` norms."""
+        return self.attention_matrix_params + self._mlp(self.ffn) + self.layer_small_params
+
+    @property
+    def moe_layer_nonexpert_params(self) -> int:
+        """Parameters of one MoE layer outside the routed experts: attention, shared experts, router, norms."""
+        return (self.attention_matrix_params + self.shared_experts * self.expert_params
+                + self.hidden * self.experts + self.layer_small_params)
+
+    @property
+    def embedding_params(self) -> int:
+        """``V h`` (+ learned positions)."""
+        return self.vocab * self.hidden + self.max_positions * self.hidden
+
+    @property
+    def head_params(self) -> int:
+        """Output head ``V h`` (0 when tied)."""
+        return 0 if self.tied_embeddings else self.vocab * self.hidden
+
+    @property
+    def final_norm_params(self) -> int:
+        """Final norm (weight, and bias with biases)."""
+        return 2 * self.hidden if self.biases else self.hidden
+
+    @property
+    def params(self) -> int:
+        """Total parameters N (each tensor once)."""
+        return (self.dense_layer_count * self.dense_layer_params
+                + self.moe_layer_count * (self.moe_layer_nonexpert_params + self.moe_layer_expert_params)
+                + self.embedding_params + self.head_params + self.final_norm_params)
+
+    @property
+    def expert_params_total(self) -> int:
+        """Routed-expert parameters of the whole model, ``L_m E M(f_e)``."""
+        return self.moe_layer_count * self.moe_layer_expert_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters a token passes through (k routed + shared experts), embedding included."""
+        return self.params - self.moe_layer_count * (self.experts - self.top_k) * self.expert_params
+
+    # --- FLOPs per token -------------------------------------------------------------
+    @property
+    def layer_matmul_flops(self) -> tuple[float, float]:
+        """Forward matrix FLOPs per token of one ``(dense, MoE)`` layer: ``2 (A + M(f))`` and
+        ``2 (A + (k + E_s) M(f_e) + h E)``."""
+        a = self.attention_matrix_params
+        dense = 2.0 * (a + self._mlp(self.ffn))
+        moe = 2.0 * (a + (self.top_k + self.shared_experts) * self.expert_params + self.hidden * self.experts)
+        return dense, moe
+
+    def attention_score_flops(self, seq: int) -> float:
+        """Forward score and value products per token of one layer over the full square,
+        ``2 s n_q (d_qk + d)``."""
+        return 2.0 * seq * self.heads * (self.d_qk + self.d)
+
+    @property
+    def logits_flops(self) -> float:
+        """Forward FLOPs per token of the output head, ``2 V h``."""
+        return 2.0 * self.vocab * self.hidden
+
+    def model_forward_flops_per_token(self, seq: int) -> float:
+        """``F_mm + F_att`` (module docstring): the model-FLOPs forward count per token."""
+        dense, moe = self.layer_matmul_flops
+        return (self.dense_layer_count * dense + self.moe_layer_count * moe + self.logits_flops
+                + self.layers * self.attention_score_flops(seq))
+
+
+_ROW_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv_heads",
+               "head_dim": "head_dim", "qk_head_dim": "qk_head_dim", "ffn_hidden": "ffn_hidden",
+               "gated_mlp": "gated_mlp", "vocab": "vocab", "tied_embeddings": "tied_embeddings",
+               "max_positions": "max_positions", "biases": "biases", "qk_norm": "qk_norm",
+               "dropout": "dropout", "experts": "experts", "top_k": "top_k",
+               "expert_ffn_hidden": "expert_ffn_hidden", "shared_experts": "shared_experts",
+               "moe_layers": "moe_layers", "attention_params": "attention_params", "source": "source"}
+
+
+def _table() -> dict:
+    from commcost.hardware import load_preset_file
+    return {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
+
+
+def model_spec_names() -> tuple[str, ...]:
+    """Every model in ``hardware/models.json`` (dense and MoE)."""
+    return tuple(_table())
+
+
+def model_spec(name: str) -> TransformerSpec:
+    """The :class:`TransformerSpec` of registry entry ``name`` (exact key; unknown names list the valid ones)."""
+    from commcost.hardware import lookup
+    row = lookup(_table(), name, "model")
+    return TransformerSpec(name=name, **{attr: row[key] for key, attr in _ROW_FIELDS.items() if key in row})
