@@ -80,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
         A.check_output_path("-o", args.output)
     ops = args.ops or (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
     lo, hi = args.sizes
-    ranks = int(os.environ["WORLD_SIZE"]) if launched_by_torchrun() else args.nproc
+    ranks = args.nproc
+    if launched_by_torchrun():
+        try:
+            ranks = int(os.environ["WORLD_SIZE"])
+        except ValueError:
+            A.fail(f"WORLD_SIZE={os.environ['WORLD_SIZE'][:40]!r} is not an integer (set by torchrun)")
     try:  # the grid is checked before torch is imported: a bad range is refused at once
         sizes = size_grid(lo, hi, args.factor, quantum_bytes=size_quantum_bytes(tuple(ops), args.dtype, ranks))
     except InputError as exc:
