@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "measure": "commcost.cli.measure",
     "fit": "commcost.cli.fit",
     "validate": "commcost.cli.validate",
+    "trace": "commcost.cli.trace",
 }
 """Subcommand name -> module implementing it."""
 

@@ -15,7 +15,7 @@ __all__ = ["analyze_trace"]
 
 
 def analyze_trace(path, **kwargs):
-    """:func:`commcost.trace.report.analyze_trace` (imported lazily)."""
+    """:func:`commcost.trace.summary.analyze_trace` (imported lazily)."""
     from commcost.trace.summary import analyze_trace as run
 
     return run(path, **kwargs)
