@@ -127,14 +127,14 @@ class _Buffer:
         self.skip(_WS)
         got = self.peek()
         if got != char:
-            self.fail(f"expected {what}", got)
+            self.fail(what, got)
         self.pos += 1
 
     def fail(self, what: str, got: str) -> None:
         at = self.base + self.pos
         if got == "":
-            raise InputError(f"{self.where}: truncated at character {at}: {what}, found end of file")
-        raise InputError(f"{self.where}: malformed at character {at}: {what}, found {got!r}")
+            raise InputError(f"{self.where}: truncated at character {at}: expected {what}, found end of file")
+        raise InputError(f"{self.where}: malformed at character {at}: expected {what}, found {got!r}")
 
     def value(self, scan, what: str):
         """Decode one JSON value at the cursor, refilling until it is whole."""
@@ -152,7 +152,7 @@ class _Buffer:
             if self.eof:
                 self._diagnose(what)
             if len(self.text) - self.pos > MAX_EVENT_CHARS:
-                self.fail(f"{what} longer than {MAX_EVENT_CHARS} characters (not a JSON value)", self.peek())
+                self.fail(f"{what} to end within {MAX_EVENT_CHARS} characters", self.peek())
             self.fill()
 
     def _diagnose(self, what: str) -> None:
