@@ -6,16 +6,11 @@
 * :mod:`commcost.trace.intervals` unions, intersections, differences;
 * :mod:`commcost.trace.analysis` compute, communication, exposed, overlap, idle per rank and step;
 * :mod:`commcost.trace.collectives` each recorded collective with bytes, time, algbw, busbw,
-  priced by a CommModel, and saved as a measurement ``commcost fit`` reads.
+  and saved as a measurement ``commcost fit`` reads;
+* :mod:`commcost.trace.summary` the one entry point, :func:`~commcost.trace.summary.analyze_trace`
+  (also ``commcost.analyze_trace``), and the CommModel's prediction of each collective.
+
+The core stays standard-library only; HTA (the reference it is checked against) is test-only.
 """
 
-from __future__ import annotations
-
-__all__ = ["analyze_trace"]
-
-
-def analyze_trace(path, **kwargs):
-    """:func:`commcost.trace.summary.analyze_trace` (imported lazily)."""
-    from commcost.trace.summary import analyze_trace as run
-
-    return run(path, **kwargs)
+__all__: list[str] = []
