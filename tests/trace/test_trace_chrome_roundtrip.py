@@ -31,6 +31,10 @@ def test_round_trip_exposed_time(tmp_path, flags):
     back = json.loads(run_commcost("trace", str(out), "--json").stdout)
     # JSON keeps microseconds as floats: equal to rounding
     assert back["ranks"][0]["exposed_communication_s"] == pytest.approx(exposed, rel=1e-9, abs=1e-12)
+    if "best" not in sim:
+        # one stream: |U(comm)| = T_w, so HTA's overlap share is the timeline's (T_w - E) / T_w
+        assert back["ranks"][0]["communication_s"] == pytest.approx(sim["wire_s"], rel=1e-9)
+        assert back["ranks"][0]["overlap_pct"] == pytest.approx(100 * sim["overlap_fraction"], abs=1e-6)
 
 
 def test_events_shape_and_bucket_args():
@@ -62,6 +66,12 @@ def test_library_round_trip_collectives(tmp_path):
     assert s.ranks[0].total.communication_s == pytest.approx(tl.wire_s, rel=1e-9)  # one stream, no overlap
     assert sum(r.count for r in s.rows) == len(tl.buckets)
     assert all(r.group_size == 8 and r.dtype == "BFloat16" for r in s.rows)
+    # the same flat link prices the buckets it simulated: ring 2(P-1)a + 2(P-1)/P S/B on both sides
+    from commcost.comm.model import FlatLinkModel
+    from commcost.trace.summary import median_abs_error, predict_rows
+
+    preds = predict_rows(s.rows, FlatLinkModel(link=inp.link))
+    assert median_abs_error(preds) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_trace_out_bad_name(tmp_path):

@@ -29,7 +29,8 @@ def _breakdown_dict(b: Breakdown) -> dict[str, Any]:
 
 def _row_dict(r, p: Prediction | None) -> dict[str, Any]:
     d = {"op": r.op.value, "size_bytes": r.size_bytes, "group_size": r.group_size, "dtype": r.dtype,
-         "count": r.count, "time_s": r.time_s, "time_min_s": r.time_min_s, "time_max_s": r.time_max_s,
+         "count": r.count, "ranks": r.ranks, "time_s": r.time_s,
+         "time_all_calls_median_s": r.time_all_calls_median_s, "time_min_s": r.time_min_s, "time_max_s": r.time_max_s,
          "algbw_bytes_per_s": r.algbw_bytes_per_s, "busbw_bytes_per_s": r.busbw_bytes_per_s}
     if p is not None:
         d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=p.reason)
@@ -133,7 +134,8 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
                      "Input Dims)" + (f"; {s.calls_dropped} call(s) without a size or a kernel" if s.calls_dropped
                                       else ""))
         return "\n".join(lines)
-    lines.append("collectives (S as nccl-tests counts it; t = median of the calls; algbw = S/t; busbw = algbw * f(op, P))")
+    lines.append("collectives (S as nccl-tests counts it; t = median over the calls of the fastest traced rank's "
+                 "kernel time; algbw = S/t; busbw = algbw * f(op, P))")
     head = ["op", "P", "dtype", "S", "calls", "t", "algbw", "busbw"]
     preds = predictions or []
     if model is not None:
@@ -150,6 +152,9 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
                       f"{100 * p.error:+.1f}%" if p.error is not None else "-"]
         body.append(cells)
     lines += _table(head, body)
+    if len(s.ranks) == 1:
+        lines.append("  one rank traced: a kernel's time includes waiting for the other ranks to arrive "
+                     "(trace every rank of the group to take the fastest)")
     if any(c.group_size_source == "world_size" for c in s.calls):
         lines.append("  P from the trace's world size where a call records no group size")
     if s.calls_dropped:

@@ -18,8 +18,13 @@ the kernel's name. The **group size** ``P`` is ``Group size``, else the trace's 
 **Bandwidths** (nccl-tests doc/PERFORMANCE.md): ``algbw = S / t``,
 ``busbw = algbw * f(op, P)`` with ``f`` :func:`commcost.comm.collectives.bus_bandwidth_factor`.
 
-**Rows.** Calls with the same (op, S, P, dtype) form one :class:`CollectiveRow`: its time is
-the median of theirs (over every rank), as nccl-tests reports one time per size.
+**Rows.** Calls with the same (op, S, P, dtype) form one :class:`CollectiveRow`. A kernel's
+duration includes the time its rank waits for the last rank to arrive, so a call is matched
+across the ranks in the trace (the ``k``-th call of that op and size on each rank) and timed
+by its fastest rank, ``min_r t_{k,r}`` -- the last rank to arrive waits least, so that is the
+closest to the transfer itself (exact when every rank of the group is traced and the last
+arrival does not wait at all); the row's time is the median of those over ``k``, as
+nccl-tests reports one time per size. With one rank's trace the arrival wait stays in.
 """
 
 from __future__ import annotations
@@ -72,12 +77,16 @@ class CollectiveRow:
     """Element type."""
     count: int
     """Calls pooled (all ranks)."""
+    ranks: int
+    """Ranks whose traces hold the call (the ``t`` below is the fastest of them)."""
     time_s: float
-    """Median ``t`` of the calls, seconds."""
+    """``median_k min_r t_{k,r}``: the median over the calls of the fastest rank's time, seconds."""
     time_min_s: float
-    """Fastest call, seconds."""
+    """Smallest ``min_r t_{k,r}``, seconds."""
     time_max_s: float
-    """Slowest call, seconds."""
+    """Largest ``min_r t_{k,r}``, seconds."""
+    time_all_calls_median_s: float
+    """Median over every call on every rank (arrival waits included), seconds."""
 
     @property
     def algbw_bytes_per_s(self) -> float | None:
@@ -168,13 +177,29 @@ def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
 
 
 def collective_rows(calls: list[CollectiveCall]) -> list[CollectiveRow]:
-    """Pool ``calls`` by (op, size, group size, dtype), sorted by op then size."""
-    groups: dict[tuple, list[float]] = {}
+    """Pool ``calls`` by (op, size, group size, dtype), sorted by op then size (module docstring, **Rows**)."""
+    per_rank: dict[int, list[CollectiveCall]] = {}
     for c in calls:
-        groups.setdefault((c.op, c.size_bytes, c.group_size, c.dtype), []).append(c.time_s)
-    rows = [CollectiveRow(op=op, size_bytes=S, group_size=P, dtype=dt, count=len(ts), time_s=statistics.median(ts),
-                          time_min_s=min(ts), time_max_s=max(ts))
-            for (op, S, P, dt), ts in groups.items()]
+        per_rank.setdefault(c.rank, []).append(c)
+    matched: dict[tuple, list[float]] = {}       # (key, k-th occurrence on its rank) -> time on each rank
+    everything: dict[tuple, list[float]] = {}
+    for rank_calls in per_rank.values():
+        seen: dict[tuple, int] = {}
+        for c in sorted(rank_calls, key=lambda c: c.start_s):
+            key = (c.op, c.size_bytes, c.group_size, c.dtype)
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            matched.setdefault((key, k), []).append(c.time_s)
+            everything.setdefault(key, []).append(c.time_s)
+    samples: dict[tuple, list[float]] = {}
+    ranks: dict[tuple, int] = {}
+    for (key, _), ts in matched.items():
+        samples.setdefault(key, []).append(min(ts))
+        ranks[key] = max(ranks.get(key, 0), len(ts))
+    rows = [CollectiveRow(op=op, size_bytes=S, group_size=P, dtype=dt, count=len(everything[(op, S, P, dt)]),
+                          ranks=ranks[(op, S, P, dt)], time_s=statistics.median(ts), time_min_s=min(ts),
+                          time_max_s=max(ts), time_all_calls_median_s=statistics.median(everything[(op, S, P, dt)]))
+            for (op, S, P, dt), ts in samples.items()]
     return sorted(rows, key=lambda r: (r.op.value, r.group_size, r.size_bytes, r.dtype))
 
 
