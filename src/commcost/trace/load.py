@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from array import array
 from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,10 +113,14 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     interval = clock.interval
     header = TraceHeader(path=p)
     gpu: list[GpuEvent] = []
-    launches: dict[int, tuple[float, int]] = {}
+    # runtime launches and CPU ops are the bulk of a trace: kept in flat arrays (24 bytes each)
+    # until the end, when only the launches of GPU events (and CPU ops of CPU-only traces) remain
+    l_corr, l_ts, l_tid = array("q"), array("d"), array("q")
+    c_start, c_end, c_tid = array("d"), array("d"), array("q")
+    tids: dict[object, int] = {}
+    kinds: dict[tuple[str, str], tuple[str, str, object]] = {}   # (name, cat) -> (interned name, kind, op)
     steps: list[Step] = []
     calls: list[CpuCall] = []
-    cpu_ops: list[tuple[float, float, int]] = []
     c10d: list[tuple[float, float, int, str]] = []
     comm_tids: set[int] = set()
     for e in iter_trace(p, header):
@@ -127,15 +132,21 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
         if cat in C.GPU_CATEGORIES:
             s, t = interval(e)
             args = e.get("args") or {}
-            kind = C.gpu_kind(name, cat)
-            op = C.kernel_collective(name) if kind == C.COMMUNICATION else None
+            known = kinds.get((name, cat))
+            if known is None:
+                kind = C.gpu_kind(name, cat)
+                known = kinds[(name, cat)] = (name, kind, C.kernel_collective(name) if kind == C.COMMUNICATION
+                                              else None)
+            name, kind, op = known
             corr = args.get("correlation", -1)
             gpu.append(GpuEvent(s, t, kind, op, args.get("stream", e.get("tid")),
                                 corr if isinstance(corr, int) else -1, name))
         elif cat in _RUNTIME_CATS:
             corr = (e.get("args") or {}).get("correlation")
             if isinstance(corr, int):
-                launches[corr] = (interval(e)[0], e.get("tid"))
+                l_corr.append(corr)
+                l_ts.append(interval(e)[0])
+                l_tid.append(tids.setdefault(e.get("tid"), len(tids)))
         elif name.startswith("ProfilerStep#") and cat in _STEP_CATS:
             n = C.step_number(name)
             if n is not None:
@@ -151,7 +162,9 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
             c10d.append((s, t, e.get("tid"), name))
         elif cat == "cpu_op" and not C.is_cpu_comm_entry(name):
             s, t = interval(e)
-            cpu_ops.append((s, t, e.get("tid")))
+            c_start.append(s)
+            c_end.append(t)
+            c_tid.append(tids.setdefault(e.get("tid"), len(tids)))
     info = header.metadata.get("distributedInfo") or {}
     if not isinstance(info, dict):
         info = {}
@@ -160,7 +173,11 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     gpu.sort(key=lambda g: g.start_s)
     steps.sort(key=lambda s: s.start_s)
     calls.sort(key=lambda c: c.start_s)
-    kept_cpu = () if gpu else tuple(op for op in cpu_ops if op[2] not in comm_tids)
+    tid_of = {i: t for t, i in tids.items()}
+    wanted = {g.correlation for g in gpu}
+    launches = {c: (ts, tid_of[i]) for c, ts, i in zip(l_corr, l_ts, l_tid) if c in wanted}
+    kept_cpu = () if gpu else tuple((a, b, tid_of[i]) for a, b, i in zip(c_start, c_end, c_tid)
+                                    if tid_of[i] not in comm_tids)
     return RankTrace(path=p, rank=rank if isinstance(rank, int) else default_rank,
                      world_size=world if isinstance(world, int) else None,
                      backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
