@@ -74,9 +74,17 @@ def test_save_measurement_feeds_fit(tmp_path):
     r = run_commcost("trace", str(NCCL), "--save-measurement", str(m))
     assert r.returncode == 0, r.stderr
     assert "measurement written" in r.stdout
-    fit = run_commcost("fit", str(m), "--op", "all_reduce", "--json")
+    profile = tmp_path / "p.json"
+    fit = run_commcost("fit", str(m), "--op", "all_reduce", "-o", str(profile))
     assert fit.returncode == 0, fit.stderr
-    assert _strict(fit.stdout)  # a profile came out of a training trace
+    # the loop closed: the trace's own all-reduces priced by the profile fitted on them; the
+    # broadcasts are outside its scope (op) and listed with the reason, not priced
+    out = _strict(run_commcost("trace", str(NCCL), "--profile", str(profile), "--json").stdout)
+    priced = [c for c in out["collectives"] if c["predicted_s"] is not None]
+    assert {c["op"] for c in priced} == {"all_reduce"} and len(priced) == 5
+    refused = [c for c in out["collectives"] if c["predicted_s"] is None]
+    assert refused and all("--extrapolate" in c["reason"] for c in refused)
+    assert out["median_abs_error"] < 0.5
 
 
 def test_rank_without_communication_is_null_not_nan():
