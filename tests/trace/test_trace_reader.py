@@ -6,6 +6,7 @@ import gzip
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from commcost.errors import InputError
 from commcost.trace import reader
@@ -96,3 +97,29 @@ def test_progress_bar_only_for_large_files(tmp_path, monkeypatch, capsys):
     list(iter_trace(p))
     err = capsys.readouterr().err
     assert "100%" in err and err.endswith("\n")
+
+
+_text = st.text(alphabet=st.sampled_from(list('ab{}[],:" \\\n\u00e9')), max_size=12)
+_value = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False,
+                      allow_infinity=False) | _text,
+                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+                      max_leaves=8)
+_event = st.dictionaries(_text, _value, max_size=5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_event, max_size=12), st.sampled_from([None, 0, 2]), st.sampled_from([1, 3, 16, 256, 1 << 20]),
+       st.dictionaries(st.sampled_from(["a", "traceName", "z"]), _value, max_size=2))
+def test_any_events_any_layout_any_chunk(tmp_path_factory, events, indent, chunk, extra):
+    # strings full of '},' ']' and quotes, nested objects, any indentation, any chunk size: what
+    # json.dumps wrote is what the streaming reader yields (the batch cut must never split an event)
+    p = tmp_path_factory.mktemp("h") / "t.json"
+    p.write_text(json.dumps({**extra, "traceEvents": events}, indent=indent), encoding="utf-8")
+    old = reader.CHUNK_CHARS
+    reader.CHUNK_CHARS = chunk
+    try:
+        h = TraceHeader(path=str(p))
+        assert list(iter_trace(p, h)) == events
+        assert h.metadata == extra
+    finally:
+        reader.CHUNK_CHARS = old

@@ -39,6 +39,7 @@ MAX_EVENT_CHARS = 64 << 20
 """One event or top-level value longer than this (64 Mi characters) is taken as a malformed file."""
 
 _WS = re.compile(r"[ \t\n\r]*")
+_NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
 _WS_COMMA = re.compile(r"[ \t\n\r]*(,?)[ \t\n\r]*")
 
 
@@ -146,8 +147,10 @@ class _Buffer:
             except (StopIteration, json.JSONDecodeError):
                 pass
             else:
-                # a value ending at the buffer's end (a number) may go on in the next chunk
-                if end < len(self.text) or self.eof:
+                # strings, objects, arrays and literals end with themselves; a number is whole only
+                # if something other than a digit, '.', 'e' or a sign follows it in the buffer
+                if self.eof or not isinstance(obj, (int, float)) or isinstance(obj, bool) \
+                        or _NUMBER_TAIL.match(self.text, end).end() < len(self.text):
                     self.pos = end
                     return obj
             if self.eof:
