@@ -116,10 +116,15 @@ def _size(args: dict) -> tuple[int | None, str]:
     return None, str(dtype or "")
 
 
-def _enclosing_c10d(rt: RankTrace, call) -> str | None:
-    for s, e, tid, name in rt.c10d_ops:
-        if s > call.start_s:
-            break
+_PARENT_LOOKBACK = 64
+"""c10d ops started before a call that are checked for enclosing it (they nest a few deep at most)."""
+
+
+def _enclosing_c10d(rt: RankTrace, starts: list[float], call) -> str | None:
+    """The ``c10d::*`` op on the call's thread that encloses it (the latest-started one), or None."""
+    i = bisect.bisect_right(starts, call.start_s) - 1
+    for j in range(i, max(-1, i - _PARENT_LOOKBACK), -1):
+        s, e, tid, name = rt.c10d_ops[j]
         if tid == call.tid and e >= call.end_s:
             return name
     return None
@@ -138,6 +143,7 @@ def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
             by_tid.setdefault(launch[1], []).append((launch[0], corr))
     for v in by_tid.values():
         v.sort()
+    c10d_starts = [o[0] for o in rt.c10d_ops]
     for call in rt.comm_calls:
         cpu = C.is_cpu_comm(call.name)
         if rt.on_gpu and cpu:
@@ -160,7 +166,7 @@ def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
             t = max(k.end_s for k in kernels) - start
             op = C.collective_from_trace_name(str(call.args.get("Collective name", "")))
             if op is None:
-                parent = _enclosing_c10d(rt, call)
+                parent = _enclosing_c10d(rt, c10d_starts, call)
                 op = C.collective_from_trace_name(parent[len("c10d::"):]) if parent else None
             if op is None:
                 op = kernels[0].op
