@@ -103,7 +103,7 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
     else:
         lines += [f"  counted on rank {r.rank}: {r.window}" for r in s.ranks[:8]]
     for r in s.ranks:
-        if not r.steps:
+        if not r.steps or steps_shown == 0:
             continue
         lines += ["", f"per ProfilerStep, rank {r.rank} (kernels by the step that launched them; duration = the "
                       "CPU annotation)"]
