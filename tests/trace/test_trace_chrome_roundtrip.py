@@ -9,6 +9,7 @@ import pytest
 from commcost.report.chrome_trace import COMM_STREAM, COMPUTE_STREAM, timeline_chrome_trace
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs, simulate_timeline
+from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.trace.summary import analyze_trace
 
@@ -38,7 +39,7 @@ def test_round_trip_exposed_time(tmp_path, flags):
 
 
 def test_events_shape_and_bucket_args():
-    inp = TimelineInputs(gpus=4, link=Link(bandwidth_bytes_per_s=10e9, latency_s=10e-6), step_s=0.1,
+    inp = TimelineInputs(gpus=4, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=10e9, latency_s=10e-6)), step_s=0.1,
                          params=10e6, bytes_per_grad=2, grad_accum=2, optimizer_s=0.002)
     tl = simulate_timeline(inp, ddp_bucket_caps(None))
     obj = timeline_chrome_trace(tl, inp)
@@ -56,7 +57,7 @@ def test_events_shape_and_bucket_args():
 
 
 def test_library_round_trip_collectives(tmp_path):
-    inp = TimelineInputs(gpus=8, link=Link(bandwidth_bytes_per_s=50e9, latency_s=10e-6), step_s=0.05,
+    inp = TimelineInputs(gpus=8, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=50e9, latency_s=10e-6)), step_s=0.05,
                          params=50e6, bytes_per_grad=2)
     tl = simulate_timeline(inp, ddp_bucket_caps(None))
     p = tmp_path / "t.json"
@@ -67,10 +68,9 @@ def test_library_round_trip_collectives(tmp_path):
     assert sum(r.count for r in s.rows) == len(tl.buckets)
     assert all(r.group_size == 8 and r.dtype == "BFloat16" for r in s.rows)
     # the same flat link prices the buckets it simulated: ring 2(P-1)a + 2(P-1)/P S/B on both sides
-    from commcost.comm.model import FlatLinkModel
     from commcost.trace.summary import median_abs_error, predict_rows
 
-    preds = predict_rows(s.rows, FlatLinkModel(link=inp.link))
+    preds = predict_rows(s.rows, inp.comm)
     assert median_abs_error(preds) == pytest.approx(0.0, abs=1e-9)
 
 

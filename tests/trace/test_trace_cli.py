@@ -130,9 +130,11 @@ def test_bad_traces_one_line_exit_2(tmp_path):
 
 
 def test_bad_model_flags_exit_2(tmp_path):
-    one_line_error(run_commcost("trace", str(NCCL), "--bw", "100"), "needs both --bw")
-    one_line_error(run_commcost("trace", str(NCCL), "--nodes", "2"), "need --system")
+    # the shared resolver's messages (cli/_fabric.py)
+    one_line_error(run_commcost("trace", str(NCCL), "--bw", "100"), "--latency is required")
+    one_line_error(run_commcost("trace", str(NCCL), "--nodes", "2"), "--nodes needs --system")
     one_line_error(run_commcost("trace", str(NCCL), "--bw", "1", "--latency", "1", "--system", "dgx-h100"),
-                   "give one model")
+                   "takes its links from the preset")
+    one_line_error(run_commcost("trace", str(NCCL), "--extrapolate"), "--extrapolate applies to --profile")
     one_line_error(run_commcost("trace", str(NCCL), "--save-measurement", str(tmp_path / "m.txt")),
                    "must end in .csv or .json")

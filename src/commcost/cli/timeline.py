@@ -7,8 +7,7 @@ import json
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_group_arguments, allreduce_cost_on, apply_profile, flat_equivalent, \
-    resolve_system
+from commcost.cli._fabric import add_group_arguments, resolve_comm_model
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -24,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("the step")
     m.add_argument("--step-ms", type=A.positive_float, required=True,
                    help="measured compute-only step time, ms (one micro-batch)")
-    m.add_argument("--params", type=A.positive_float,
+    m.add_argument("--params", type=A.params_billions,
                    help="parameters N, billions (1e9); without a model shape gradients arrive at a uniform rate")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
     m.add_argument("--backward-fraction", type=A.open_fraction, default=2.0 / 3.0,
@@ -85,14 +84,11 @@ def run(args: argparse.Namespace) -> int:
     )
     from commcost.step.sweep import sweep_buckets
     from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
-    from commcost.comm.topology import Link
-    from commcost.units import BILLION, GB, MS, MiB, US
+    from commcost.units import BILLION, MS, MiB
     from commcost.workload import bytes_per_element, model_params
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    calibrated = apply_profile(args)
-    fabric = resolve_system(args)
     shape, label = _shape(args)
     if shape is None and args.params is None:
         A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
@@ -105,20 +101,11 @@ def run(args: argparse.Namespace) -> int:
                  "(output head first, embedding last), backward time per layer from its FLOPs")
     else:
         label = "no model shape: gradients arrive at a uniform rate S/W during backward"
+    resolved = resolve_comm_model(args)
+    fabric_note = resolved.note
     cost = None
-    fabric_note = None
-    if fabric is None:
-        link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
-    else:
-        S = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
-        link = flat_equivalent(fabric, args.gpus, S, args.algorithm)
-        cost = allreduce_cost_on(fabric, args.gpus, args.algorithm)
-        fabric_note = (f"on {args.system}: {args.gpus} GPUs in {-(-args.gpus // fabric.gpus_per_node)} node(s) of "
-                       f"{fabric.gpus_per_node}; each bucket's all-reduce is collective_cost(all_reduce, c, P, "
-                       f"{args.system}, {args.algorithm}); B and a shown are the flat ring equivalent for the "
-                       "whole gradient")
     inp = TimelineInputs(
-        gpus=args.gpus, link=link,
+        gpus=args.gpus, comm=resolved.comm, algorithm=args.algorithm,
         step_s=args.step_ms * MS, params=(args.params or 0.0) * BILLION, shape=shape,
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
@@ -156,10 +143,10 @@ def run(args: argparse.Namespace) -> int:
         from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
     if args.trace_out:
-        __import__("commcost.report.chrome_trace").report.chrome_trace.write_timeline_trace(args.trace_out, best, inp)
-    if calibrated is not None:
-        out["profile"] = calibrated[1]
-        text = calibrated[0] + "\n\n" + text
+        from commcost.report.chrome_trace import write_timeline_trace
+        write_timeline_trace(args.trace_out, best, inp)
+    if resolved.info is not None:
+        out["profile"] = resolved.info
     if args.json:
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

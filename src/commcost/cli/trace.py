@@ -7,7 +7,7 @@ import json
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_profile_argument
+from commcost.cli._fabric import add_profile_argument, add_system_arguments
 
 __all__ = ["HELP", "add_arguments", "run", "comm_model_from_args"]
 
@@ -40,54 +40,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the measured collectives as a measurement `commcost fit` reads (.csv or .json)")
     m = p.add_argument_group("price each collective with a model (optional): a profile, a system, or a flat link")
     add_profile_argument(m)
-    m.add_argument("--extrapolate", action="store_true", help="with --profile: price collectives outside its scope")
-    m.add_argument("--system", help="system preset (see `commcost presets`), e.g. dgx-h100")
-    m.add_argument("--nodes", type=A.positive_int, help="with --system: nodes (default: as the largest group needs)")
-    m.add_argument("--gpus-per-node", type=A.positive_int, help="with --system: GPUs per node (default: the preset's)")
-    m.add_argument("--bw", type=A.positive_float, help="flat link: per-rank bandwidth B, GB/s (1e9)")
-    m.add_argument("--latency", type=A.nonneg_float, help="flat link: per ring-step latency a, microseconds")
+    add_system_arguments(m, gpus_per_node_help="with --system: GPUs per node (default: the preset's)")
+    m.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth B, GB/s (1e9; or 50GB/s, 400Gbps)")
+    m.add_argument("--latency", type=A.latency_us, help="flat link: per ring-step latency a, microseconds (or 20us)")
+    m.add_argument("--backend", choices=("nccl", "gloo"),
+                   help="whose algorithms auto chooses among (default: the trace's distributedInfo, else nccl)")
+
+
+_MODEL_FLAGS = ("profile", "system", "bw", "latency", "nodes", "gpus_per_node")
 
 
 def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_group: int):
-    """The one CommModel the flags describe, or None without model flags.
+    """The one resolver's model (:func:`commcost.cli._fabric.resolve_comm_model`), or None without
+    model flags. The trace fills what a trace knows: ``--backend`` from its distributedInfo, and
+    ``--nodes`` for ``--system`` from its largest group (``ceil(P_max / G)``)."""
+    from commcost.cli._fabric import resolve_comm_model
+    from commcost.comm.model import BACKENDS
 
-    A stand-in for the shared resolver (``cli/_fabric.py``): --profile, --system or --bw/--latency.
-    """
-    from commcost.comm.model import BACKENDS, FabricModel, FlatLinkModel
-    from commcost.errors import InputError
-
-    backend = backend if backend in BACKENDS else "nccl"
-    given = [f for f, v in (("--profile", args.profile), ("--system", args.system),
-                            ("--bw/--latency", args.bw if args.bw is not None else args.latency)) if v is not None]
-    if len(given) > 1:
-        raise InputError(f"give one model: {' and '.join(given)} both describe the fabric")
-    if args.system is None and (args.nodes is not None or args.gpus_per_node is not None):
-        raise InputError("--nodes/--gpus-per-node need --system")
-    if args.extrapolate and args.profile is None:
-        raise InputError("--extrapolate applies to --profile only")
-    if args.profile is not None:
-        from commcost.calibrate.profile import load_profile, profile_model
-
-        return profile_model(load_profile(args.profile), extrapolate=args.extrapolate)
-    if args.system is not None:
+    if not any(getattr(args, f) is not None for f in _MODEL_FLAGS):
+        if args.extrapolate:
+            A.fail("--extrapolate applies to --profile; there is no profile here")
+        return None
+    if args.backend is None:
+        args.backend = backend if backend in BACKENDS else "nccl"
+    if args.system is not None and args.nodes is None:
         from commcost.presets import system_group
 
-        if args.nodes is None:
-            probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
-            nodes = max(1, -(-max_group // probe.gpus_per_node))
-        else:
-            nodes = args.nodes
-        topo, _ = system_group(args.system, nodes=nodes, gpus_per_node=args.gpus_per_node)
-        return FabricModel(topology=topo, backend=backend)
-    if args.bw is not None or args.latency is not None:
-        if args.bw is None or args.latency is None:
-            raise InputError("a flat link needs both --bw (GB/s) and --latency (us)")
-        from commcost.comm.topology import Link
-        from commcost.units import GB, US
-
-        return FlatLinkModel(link=Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US),
-                             backend=backend)
-    return None
+        probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
+        args.nodes = max(1, -(-max_group // probe.gpus_per_node))
+    return resolve_comm_model(args, set_gpus=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
         A.check_output_path("--save-measurement", args.save_measurement, (".csv", ".json"))
     summary = analyze_trace(args.path, round_us=args.hta_rounding)
     max_group = max((r.group_size for r in summary.rows), default=1)
-    model = comm_model_from_args(args, backend=summary.backend, max_group=max_group)
-    preds = predict_rows(summary.rows, model) if model is not None else None
+    resolved = comm_model_from_args(args, backend=summary.backend, max_group=max_group)
+    model = resolved.comm if resolved is not None else None
+    preds = predict_rows(summary.rows, model, algorithm=args.algorithm) if model is not None else None
     saved = None
     if args.save_measurement is not None:
         from commcost.calibrate.data import write_measurement
@@ -117,12 +99,16 @@ def run(args: argparse.Namespace) -> int:
         saved = (args.save_measurement, len(m.rows))
     if args.json:
         out = trace_to_dict(summary, preds, model)
+        if resolved is not None and resolved.info is not None:
+            out["profile"] = resolved.info
         if saved:
             out["saved_measurement"] = {"path": saved[0], "rows": saved[1]}
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
         text = render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if args.steps is None else args.steps)
+        if resolved is not None and resolved.note:
+            text += f"\n  {resolved.note}"
         if saved:
             text += f"\n\nmeasurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"
         print(text)

@@ -31,7 +31,7 @@ from enum import StrEnum
 
 from commcost.errors import InputError
 from commcost.comm.topology import Link
-from commcost.units import require_finite_positive
+from commcost.validation import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -155,8 +155,7 @@ def ring_latency_steps(op: Collective, gpus: int) -> int:
 
 def _check(message_bytes: float, gpus: int) -> None:
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise InputError(f"gpus must be an integer >= 1, got {gpus!r}")
+    require_count("gpus", gpus)
 
 
 def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,

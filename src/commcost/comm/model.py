@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from commcost.calibrate.fit import AlphaBetaFit
 
 __all__ = ["BACKENDS", "BACKEND_ALGORITHMS", "EXTRAPOLATION_RULE", "CommModel", "FlatLinkModel",
-           "FabricModel", "ProfileModel", "ProfileScope"]
+           "FabricModel", "ProfileModel", "ProfileScope", "DERIVED_OPS"]
 
 BACKENDS = ("nccl", "gloo")
 """Communication backends ``auto`` knows the algorithms of."""
@@ -78,6 +78,14 @@ BACKEND_ALGORITHMS: dict[str, dict[Collective, tuple[Algorithm, ...]]] = {
     },
 }
 """The algorithms each backend runs per collective, in tie-break order (first wins a tie)."""
+
+DERIVED_OPS: dict[Collective, tuple[Collective, ...]] = {
+    Collective.ALL_REDUCE: (Collective.REDUCE_SCATTER, Collective.ALL_GATHER),
+}
+"""Ops a profile prices within its scope besides the one measured: NCCL's ring all-reduce *is* a
+reduce-scatter followed by an all-gather over the same ring (each ``(P-1)`` steps and ``(P-1)/P S``
+bytes per rank, half the all-reduce's), so an all-reduce profile's ``a_i`` and ``B_i`` price them
+exactly in the ring form."""
 
 EXTRAPOLATION_RULE = ("each fitted regime keeps its per-step latency a_i and bus bandwidth B_i; the ring form "
                       "T = k a_i + f S / B_i is evaluated with the new op's k ring steps and bus factor f at the "
@@ -121,6 +129,16 @@ class CommModel:
         """The most ranks a group may have (None: unbounded)."""
         return None
 
+    def scaled(self) -> CommModel:
+        """The same fabric for larger groups (scaling tables): a fabric gains nodes of its kind;
+        a flat link is unbounded already; a profile stays within its scope."""
+        return self
+
+    @property
+    def flat_link(self) -> Link | None:
+        """The one link of the drill's flat model (None for a fabric or a profile)."""
+        return None
+
     def scope_warning(self, op: Collective | str, gpus: int) -> str | None:
         """A warning when ``cost`` would extrapolate outside what the model was built from."""
         return None
@@ -132,6 +150,8 @@ class CommModel:
 
 def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
     """The cheapest of ``costs``; its ``reason`` names the runner-up and both totals."""
+    from commcost.units import format_seconds as t
+
     ranked = sorted(costs.values(), key=lambda c: c.total_s)
     best = ranked[0]
     if len(ranked) == 1:
@@ -139,8 +159,8 @@ def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) 
     else:
         r = ranked[1]
         why = (f"fastest of {', '.join(c.algorithm.value for c in ranked)} ({backend}); runner-up "
-               f"{r.algorithm.value} {r.total_s * 1e6:.4g} us (latency {r.latency_s * 1e6:.4g} us + bandwidth "
-               f"{r.bandwidth_s * 1e6:.4g} us) vs {best.total_s * 1e6:.4g} us")
+               f"{r.algorithm.value} {t(r.total_s)} (latency {t(r.latency_s)} + bandwidth {t(r.bandwidth_s)}) "
+               f"vs {t(best.total_s)} (latency {t(best.latency_s)} + bandwidth {t(best.bandwidth_s)})")
     return replace(best, reason=why)
 
 
@@ -170,6 +190,10 @@ class FlatLinkModel(CommModel):
             c = collective_cost(op, size_bytes, gpus, self.link, alg)
             return replace(c, reason="flat link: the drill's ring formula")
         return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason="asked for by name")
+
+    @property
+    def flat_link(self) -> Link | None:
+        return self.link
 
     def describe(self) -> str:
         return (f"flat link: B = {self.link.bandwidth_bytes_per_s / 1e9:g} GB/s per rank, "
@@ -242,6 +266,9 @@ class FabricModel(CommModel):
     def max_gpus(self) -> int | None:
         return None if self.grow_nodes else self.topology.total_gpus
 
+    def scaled(self) -> CommModel:
+        return replace(self, grow_nodes=True)
+
     def describe(self) -> str:
         t = self.topology
         return (f"{t.name}: {t.nodes} node(s) x {t.gpus_per_node} GPUs, intra "
@@ -302,7 +329,7 @@ class ProfileModel(CommModel):
     def _out_of_scope(self, op: Collective, gpus: int) -> str | None:
         s = self.scope
         why = []
-        if op is not s.op:
+        if op is not s.op and op not in DERIVED_OPS.get(s.op, ()):
             why.append(f"op {op.value}")
         if gpus > s.gpus:
             why.append(f"{gpus} ranks (> {s.gpus})")

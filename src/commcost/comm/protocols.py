@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from commcost.errors import InputError
-from commcost.units import US, require_finite_positive
+from commcost.units import US
+from commcost.validation import require_count, require_finite_positive
 
 __all__ = [
     "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",
@@ -176,9 +177,7 @@ class ProtocolModel:
         for v in self.ll_max_bus_bandwidth_bytes_per_s:
             require_finite_positive("ll_max_bus_bandwidth_bytes_per_s", v)
         for name in ("nvls_channels", "nvls_chunk_bytes"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+            require_count(name, getattr(self, name))
 
     def ll_max_bus_bandwidth(self, nodes: int) -> float:
         """``llMaxBw`` for a group spanning ``nodes`` nodes."""

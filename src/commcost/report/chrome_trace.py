@@ -87,7 +87,8 @@ def timeline_chrome_trace(tl: Timeline, inputs: TimelineInputs) -> dict[str, Any
                bk.ready_s, {"bucket": i, "size_bytes": bk.size_bytes, "ready_us": bk.ready_s * _US,
                             "cost_us": (bk.end_s - bk.start_s) * _US})
     return {"schemaVersion": 1, "displayTimeUnit": "ms", "traceName": "commcost timeline (simulated)",
-            "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": inputs.gpus},
+            "distributedInfo": {"backend": getattr(inputs.comm, "backend", "nccl"), "rank": 0,
+                                "world_size": inputs.gpus},
             "commcost": {"exposed_s": tl.exposed_s, "wire_s": tl.wire_s, "step_s": tl.step_s,
                          "buckets": len(tl.buckets)},
             "traceEvents": events}

@@ -4,7 +4,7 @@
 rank), measures it (:mod:`commcost.trace.analysis`), lists its collectives
 (:mod:`commcost.trace.collectives`) and, given a CommModel, prices each collective row:
 
-* prediction ``T_pred = model.cost(op, S, P).total_s`` (the CommModel; nothing here prices
+* prediction ``T_pred = model.cost(op, S, P, algorithm).total_s`` (the CommModel; nothing here prices
   a collective itself);
 * relative error ``e = (T_pred - t) / t`` with ``t`` the row's measured median;
 * the median error: ``median_r |e_r|`` over the rows the model could price (rows the
@@ -99,15 +99,15 @@ def analyze_trace(path, *, round_us: bool = False) -> TraceSummary:
                         world_size=worlds.pop() if len(worlds) == 1 else None, rounded_us=round_us)
 
 
-def predict_rows(rows, model) -> list[Prediction]:
-    """Price each row with ``model`` (a :class:`commcost.comm.model.CommModel`)."""
+def predict_rows(rows, model, *, algorithm: str = "auto") -> list[Prediction]:
+    """Price each row with ``model`` (a :class:`commcost.comm.model.CommModel`), ``algorithm`` as asked of it."""
     out = []
     for r in rows:
         if r.group_size < 2:
             out.append(Prediction(row=r, predicted_s=None, algorithm=None, reason="one rank: no communication"))
             continue
         try:
-            c = model.cost(r.op, float(r.size_bytes), r.group_size)
+            c = model.cost(r.op, float(r.size_bytes), r.group_size, algorithm)
         except InputError as exc:
             out.append(Prediction(row=r, predicted_s=None, algorithm=None, reason=str(exc)))
             continue
