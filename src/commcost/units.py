@@ -64,7 +64,18 @@ _RATE_UNITS_BYTES_PER_S = {
     "mb/s": MB, "mbps": MB / 8, "mbit/s": MB / 8, "tb/s": TB, "tbps": TB / 8, "tbit/s": TB / 8,
     "gib/s": GiB, "mib/s": MiB,
 }
-_QUANTITY_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]*)\s*$")
+
+
+def _number_and_unit(text: str, unit_chars: str) -> tuple[str, str] | None:
+    """``"400Gbps"`` -> ``("400", "Gbps")``; a bare number -> ``(text, "")``; None if malformed.
+    A bare number takes no regular expression (the drill's flags are bare: start-up time)."""
+    try:
+        float(text)
+        return text.strip(), ""
+    except ValueError:
+        pass
+    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([" + unit_chars + r"]*)\s*$", text)
+    return None if match is None else (match.group(1), match.group(2))
 
 
 def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> float:
@@ -74,10 +85,10 @@ def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> f
     are quoted, so ``400Gbps`` = ``50GB/s``. The case of the B/b is what tells bytes from bits
     (``GB/s`` bytes, ``Gb/s`` bits).
     """
-    match = _QUANTITY_RE.match(text)
-    if match is None:
+    parts = _number_and_unit(text, "A-Za-z/")
+    if parts is None:
         raise InputError(f"cannot parse rate {text!r} (expected e.g. 50, 50GB/s, 400Gbps)")
-    number, unit = match.groups()
+    number, unit = parts
     if not unit:
         return float(number) * bare_unit_bytes_per_s
     key = unit.lower()
@@ -94,10 +105,10 @@ _TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "µs": US, "ns": 1e-9}
 
 def parse_time_s(text: str, *, bare_unit_s: float) -> float:
     """``"20"`` (bare: ``bare_unit_s``), ``"20us"``, ``"0.02ms"``, ``"2e-5s"`` -> seconds."""
-    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-zµ]*)\s*$", text)
-    if match is None:
+    parts = _number_and_unit(text, "A-Za-zµ")
+    if parts is None:
         raise InputError(f"cannot parse time {text!r} (expected e.g. 20, 20us, 0.02ms)")
-    number, unit = match.groups()
+    number, unit = parts
     factor = bare_unit_s if not unit else _TIME_UNITS_S.get(unit.lower())
     if factor is None:
         raise InputError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")

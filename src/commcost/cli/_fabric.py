@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from collections import namedtuple
 
 from commcost.cli import _args as A
 
@@ -82,20 +82,14 @@ def add_custom_topology_arguments(f) -> None:
                    help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resolved:
-    """What :func:`resolve_comm_model` built."""
+class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology"), defaults=(None,))):
+    """What :func:`resolve_comm_model` built: ``comm`` the CommModel; ``gpus`` the group's ranks P (None
+    where the command takes a list); ``note`` a header line naming a profile or a documented lower bound
+    (None for the drill's flat link); ``info`` the JSON of a profile (key ``profile``); ``topology`` the
+    fabric's Topology for reports that describe it. A named tuple, not a frozen dataclass: it never leaves
+    the CLI, and the drill's start-up pays for every dataclass it creates (benchmarks/cli_startup.py)."""
 
-    comm: object
-    """The CommModel (:class:`commcost.comm.model.CommModel`)."""
-    gpus: int | None
-    """Ranks P of the group (None where the command takes a list)."""
-    note: str | None
-    """A header line naming a profile or a system (None for the drill's flat link)."""
-    info: dict | None
-    """JSON description of a profile (key ``profile``), None otherwise."""
-    topology: object | None = None
-    """The fabric's Topology, for reports that describe it (None for flat links and profiles)."""
+    __slots__ = ()
 
 
 def warn(text: str) -> None:

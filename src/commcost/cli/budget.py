@@ -12,6 +12,13 @@ __all__ = ["add_arguments", "run"]
 
 HELP = "communication budget of a data-parallel step (Drill 3, parts a-g)"
 
+EXAMPLES = (
+    '--gpus 32 --bw 25 --latency 20 --params 1.3 --step-ms 400 --buckets 1,8,16,25,100',
+    '--system dgx-h100 --nodes 4 --model llama2-7b --step-ms 1200',
+    '--gpus 32 --bw 25 --latency 20 --layer-ratio --hidden 4096 --seq 4096 --grad-accum 4',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the budget flags (units as in the README) to ``p``."""

@@ -14,6 +14,13 @@ __all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments"]
 
 HELP = "time of one collective under each algorithm (ring, tree, NVLS ...), nccl-tests-style tables"
 
+EXAMPLES = (
+    '--op all_reduce --size 1GiB --gpus 16 --bw 400Gbps --latency 5us',
+    '--op all_reduce --sizes 1MiB:1GiB --system dgx-h100 --nodes 2',
+    '--op all_gather --sizes 8B:8GiB --profile cluster.profile.json --json',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
     """The fabric flags: ``--system`` preset, or a custom two-tier topology, or a flat link, or a profile."""

@@ -18,6 +18,13 @@ __all__ = ["add_arguments", "run"]
 
 HELP = "data-parallel speedup and efficiency over GPU counts, with overlap bounds and plots"
 
+EXAMPLES = (
+    '',
+    '--model 7b --fabric infiniband --plot scaling.png',
+    '--params 70 --compute-ms 2500 --system dgx-h100 --gpus 8,64,512 --csv rows.csv',
+)
+"""Command lines shown at the end of ``--help``."""
+
 PLOT_SUFFIXES = (".png", ".svg")
 
 _ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",

@@ -13,6 +13,13 @@ __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "simulate DDP's bucketed all-reduce against the backward pass; --bucket auto finds the best size"
 
+EXAMPLES = (
+    '--gpus 32 --bw 25 --latency 20 --params 1.3 --step-ms 400 --plot timeline.png',
+    '--system dgx-h100 --nodes 4 --model llama2-7b --step-ms 1200 --bucket auto',
+    '--profile cluster.profile.json --model gpt3-1.3b --step-ms 300 --grad-accum 4 --json',
+)
+"""Command lines shown at the end of ``--help``."""
+
 _PARAMS_TOLERANCE = 0.10
 """--params may differ from a shape's own count by this much (it is then only a cross-check)."""
 
@@ -110,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
-    S_total = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
+    S_total = inp.message_bytes
     A.check_bucket_count("--params" if shape is None else "--model", S_total, 25 * MiB)  # the default, always run
     if args.bucket not in (None, "auto"):
         A.check_bucket_count("--bucket", S_total, args.bucket * MiB)

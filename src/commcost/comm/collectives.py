@@ -159,7 +159,7 @@ def _check(message_bytes: float, gpus: int) -> None:
 
 
 def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
-          gpus: int, link: Link) -> CollectiveCost:
+          gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """``T = k(P-1) a + k(P-1)/P * S/B`` with ``k`` = 2 for all-reduce, 1 otherwise."""
     _check(message_bytes, gpus)
     k, P, S = steps_per_rank_minus_one, gpus, message_bytes
@@ -167,24 +167,24 @@ def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
     return CollectiveCost(
         op=op, algorithm=Algorithm.RING, gpus=P, message_bytes=S,
         latency_s=k * (P - 1) * a,
-        bandwidth_s=k * (P - 1) / P * S / B,
+        bandwidth_s=k * (P - 1) / P * S / B, reason=reason,
     )
 
 
-def ring_all_reduce(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+def ring_all_reduce(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """Ring all-reduce: ``T = 2(P-1) a + 2(P-1)/P * S/B``.
 
     Bandwidth-bound for ``S`` well above the crossover ``P a B``; latency-bound
     below it. Source: nccl-tests doc/PERFORMANCE.md (busbw factor 2(n-1)/n).
     """
-    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link)
+    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link, reason)
 
 
-def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """Ring reduce-scatter of an ``S``-byte input: ``T = (P-1) a + (P-1)/P * S/B``."""
-    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link)
+    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link, reason)
 
 
-def ring_all_gather(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+def ring_all_gather(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """Ring all-gather of an ``S``-byte output: ``T = (P-1) a + (P-1)/P * S/B``."""
-    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link)
+    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link, reason)
