@@ -9,27 +9,20 @@ import sys
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
 
-__all__ = ["HELP", "add_arguments", "run", "comm_model_from_args"]
+__all__ = ["HELP", "EXAMPLES", "add_arguments", "run", "comm_model_from_args"]
 
 HELP = "read PyTorch profiler (Kineto) traces: overlap, exposed communication, stragglers, collectives vs a model"
 
-EXAMPLES = """examples:
-  commcost trace rank0.pt.trace.json.gz
-  commcost trace traces/ --json                      (a directory: one file per rank)
-  commcost trace traces/ --system dgx-h100 --nodes 2 --save-measurement trace.csv"""
-
-
-class _ExamplesFormatter(A._HelpFormatter):
-    """The shared formatter, keeping the examples' line breaks (as argparse.RawDescriptionHelpFormatter)."""
-
-    def _fill_text(self, text, width, indent):
-        return "".join(indent + line for line in text.splitlines(keepends=True))
+EXAMPLES = (
+    "rank0.json",
+    "traces/ --profile profile.json --json",
+    "traces/ --system dgx-h100 --nodes 2 --save-measurement trace.csv",
+)
+"""Command lines for --help (a file or a directory with one trace per rank)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """PATH, output options and the model flags (all optional)."""
-    p.epilog = EXAMPLES
-    p.formatter_class = _ExamplesFormatter
     p.add_argument("path", help="a Kineto trace (.json or .json.gz) or a directory with one per rank")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
     p.add_argument("--hta-rounding", action="store_true",
