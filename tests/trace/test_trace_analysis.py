@@ -98,6 +98,17 @@ def test_hta_window_and_steps_by_launch(tmp_path):
     assert r.steps[1].duration_s == pytest.approx(100 * US)
 
 
+def test_trace_without_any_launch_counts_by_start(tmp_path):
+    b = TraceBuilder()
+    b.step(1, 0, 100)
+    b.step(2, 100, 100)
+    b.compute(10, 50)
+    b.compute(150, 20)                    # starts in the last step: left out
+    b.events = [e for e in b.events if e["cat"] != "cuda_runtime"]
+    r = _rank(tmp_path, b)
+    assert r.total.events == 1 and r.total.compute_s == pytest.approx(50 * US)
+
+
 def test_stragglers_and_a_rank_without_communication(tmp_path):
     r0 = TraceBuilder(rank=0)
     r0.step(1, 0, 100)

@@ -19,7 +19,8 @@ events cover them: :mod:`commcost.trace.intervals`):
 or more ProfilerStep numbers the rank totals count the events *launched* (CUDA runtime
 event with the same correlation; in a CPU trace, the event itself) before the last
 ProfilerStep starts -- the profiler usually stops inside the last step -- and a GPU event
-whose launch is not in the trace is left out; with fewer steps every event counts.
+whose launch is not in the trace is left out (when the trace records no launch at all, each
+event's own start stands in for it); with fewer steps every event counts.
 Per step, an event belongs to the ProfilerStep whose CPU window holds its launch (its
 own start when the launch is missing); the step's duration is the CPU annotation's.
 
@@ -156,6 +157,9 @@ def analyze_rank(rt: RankTrace) -> RankSummary:
     numbers = {s.number for s in rt.steps}
     if len(numbers) >= 2:
         last = max(s.start_s for s in rt.steps)
+        if acts and all(a[4] is None for a in acts):
+            # no launch recorded at all (a trace exported without runtime events): by start instead
+            acts = [(*a[:4], a[0]) for a in acts]
         counted = [a[:4] for a in acts if a[4] is not None and a[4] < last]
         window = (f"events launched before the last ProfilerStep (#{max(rt.steps, key=lambda s: s.start_s).number}) "
                   f"starts ({len(counted)} of {len(acts)})")
