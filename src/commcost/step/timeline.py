@@ -430,6 +430,11 @@ class BucketChoice:
     """Smallest cap whose E is within the tolerance of the smallest."""
     good_max_cap_bytes: int
     """Largest cap whose E is within the tolerance of the smallest."""
+    good_caps_bytes: tuple[int, ...] = ()
+    """Every cap tried whose E is within the tolerance, smallest first: with a model shape the curve
+    zig-zags, so caps between the smallest and the largest of these need not be within it."""
+    caps_tried: int = 0
+    """How many caps were tried."""
     default_exposed_s: float | None
     """E at PyTorch's default caps (None when not given), seconds."""
     rule: str = ("largest cap whose exposed time is within max(5%, 50 us) of the smallest and no more "
@@ -460,6 +465,7 @@ def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: f
     caps = [c.bucket_cap_bytes for _, c in good] or [best.bucket_cap_bytes]
     return BucketChoice(best=best, best_exposed_s=e_best, min_exposed_s=e_min, tolerance_s=tol,
                         good_min_cap_bytes=min(caps), good_max_cap_bytes=max(caps),
+                        good_caps_bytes=tuple(sorted(c.bucket_cap_bytes for _, c in good)), caps_tried=len(points),
                         default_exposed_s=default_exposed_s)
 
 
