@@ -61,7 +61,7 @@ from collections.abc import Callable
 from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.errors import InputError
 from commcost.units import KiB
-from commcost.validation import require_count, require_finite_positive
+from commcost.validation import require_count, require_finite_positive, require_fraction
 from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
 
 __all__ = [
@@ -127,9 +127,7 @@ class TimelineInputs:
             require_count(name, getattr(self, name))
         require_finite_positive("step_s", self.step_s)
         require_finite_positive("optimizer_s", self.optimizer_s, allow_zero=True)
-        require_finite_positive("backward_fraction", self.backward_fraction)
-        if self.backward_fraction > 1:
-            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+        require_fraction("backward_fraction", self.backward_fraction)
         if self.shape is None:
             require_finite_positive("params", self.params)
 
