@@ -113,6 +113,11 @@ _EXPORTS: dict[str, str] = {
     "Profile": "commcost.calibrate.profile",
     "load_profile": "commcost.calibrate.profile",
     "save_profile": "commcost.calibrate.profile",
+    # traces in (PyTorch profiler / Kineto) and simulated timelines out
+    "TraceSummary": "commcost.trace.summary",
+    "analyze_trace": "commcost.trace.summary",
+    "predict_rows": "commcost.trace.summary",
+    "timeline_chrome_trace": "commcost.report.chrome_trace",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "fit": "commcost.cli.fit",
     "validate": "commcost.cli.validate",
     "plan": "commcost.cli.plan",
+    "trace": "commcost.cli.trace",
 }
 """Subcommand name -> module implementing it."""
 

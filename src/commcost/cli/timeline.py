@@ -51,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--vocab", type=A.positive_int, help="vocabulary size V (default 50257 with --layers)")
     p.add_argument("--plot", metavar="FILE", help="write a Gantt chart of both streams (and the curve with auto), .png or .svg")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+    p.add_argument("--trace-out", metavar="FILE", help="write the simulated step as a Chrome trace (.json: Perfetto, "
+                   "chrome://tracing, `commcost trace`)")
 
 
 def _shape(args: argparse.Namespace):
@@ -146,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
+    if args.trace_out:
+        from commcost.report.chrome_trace import write_timeline_trace
+        write_timeline_trace(args.trace_out, best, inp)
     if resolved.info is not None:
         out["profile"] = resolved.info
     if args.json:

@@ -61,7 +61,7 @@ from collections.abc import Callable
 from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.errors import InputError
 from commcost.units import KiB
-from commcost.validation import require_count, require_finite_positive
+from commcost.validation import require_count, require_finite_positive, require_fraction
 from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
 
 __all__ = [
@@ -127,9 +127,7 @@ class TimelineInputs:
             require_count(name, getattr(self, name))
         require_finite_positive("step_s", self.step_s)
         require_finite_positive("optimizer_s", self.optimizer_s, allow_zero=True)
-        require_finite_positive("backward_fraction", self.backward_fraction)
-        if self.backward_fraction > 1:
-            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+        require_fraction("backward_fraction", self.backward_fraction)
         if self.shape is None:
             require_finite_positive("params", self.params)
 
@@ -430,6 +428,11 @@ class BucketChoice:
     """Smallest cap whose E is within the tolerance of the smallest."""
     good_max_cap_bytes: int
     """Largest cap whose E is within the tolerance of the smallest."""
+    good_caps_bytes: tuple[int, ...] = ()
+    """Every cap tried whose E is within the tolerance, smallest first: with a model shape the curve
+    zig-zags, so caps between the smallest and the largest of these need not be within it."""
+    caps_tried: int = 0
+    """How many caps were tried."""
     default_exposed_s: float | None
     """E at PyTorch's default caps (None when not given), seconds."""
     rule: str = ("largest cap whose exposed time is within max(5%, 50 us) of the smallest and no more "
@@ -460,6 +463,7 @@ def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: f
     caps = [c.bucket_cap_bytes for _, c in good] or [best.bucket_cap_bytes]
     return BucketChoice(best=best, best_exposed_s=e_best, min_exposed_s=e_min, tolerance_s=tol,
                         good_min_cap_bytes=min(caps), good_max_cap_bytes=max(caps),
+                        good_caps_bytes=tuple(sorted(c.bucket_cap_bytes for _, c in good)), caps_tried=len(points),
                         default_exposed_s=default_exposed_s)
 
 

@@ -1,0 +1,108 @@
+"""``commcost trace PATH``: measured compute, communication, overlap and collectives from a profiler trace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from commcost.cli import _args as A
+from commcost.cli._fabric import add_profile_argument, add_system_arguments
+
+__all__ = ["HELP", "EXAMPLES", "add_arguments", "run", "comm_model_from_args"]
+
+HELP = "read PyTorch profiler (Kineto) traces: overlap, exposed communication, stragglers, collectives vs a model"
+
+EXAMPLES = (
+    "rank0.json",
+    "traces/ --profile profile.json --json",
+    "traces/ --system dgx-h100 --nodes 2 --save-measurement trace.csv",
+)
+"""Command lines for --help (a file or a directory with one trace per rank)."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """PATH, output options and the model flags (all optional)."""
+    p.add_argument("path", help="a Kineto trace (.json or .json.gz) or a directory with one per rank")
+    p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+    p.add_argument("--hta-rounding", action="store_true",
+                   help="round every event inward to whole microseconds, as HTA 0.5.0 does by default")
+    p.add_argument("--steps", type=A.nonneg_int, default=None,
+                   help="per-step rows shown per rank in the text (default 8; JSON lists all)")
+    p.add_argument("--save-measurement", metavar="FILE",
+                   help="write the measured collectives as a measurement `commcost fit` reads (.csv or .json)")
+    m = p.add_argument_group("price each collective with a model (optional): a profile, a system, or a flat link")
+    add_profile_argument(m)
+    add_system_arguments(m, gpus_per_node_help="with --system: GPUs per node (default: the preset's)")
+    m.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth B, GB/s (1e9; or 50GB/s, 400Gbps)")
+    m.add_argument("--latency", type=A.latency_us, help="flat link: per ring-step latency a, microseconds (or 20us)")
+    m.add_argument("--backend", choices=("nccl", "gloo"),
+                   help="whose algorithms auto chooses among (default: the trace's distributedInfo, else nccl)")
+
+
+_MODEL_FLAGS = ("profile", "system", "bw", "latency", "nodes", "gpus_per_node")
+
+
+def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_group: int):
+    """The one resolver's model (:func:`commcost.cli._fabric.resolve_comm_model`), or None without
+    model flags. The trace fills what a trace knows: ``--backend`` from its distributedInfo, and
+    ``--nodes`` for ``--system`` from its largest group (``ceil(P_max / G)``)."""
+    from commcost.cli._fabric import resolve_comm_model
+    from commcost.comm.model import BACKENDS
+
+    if not any(getattr(args, f) is not None for f in _MODEL_FLAGS):
+        if args.extrapolate:
+            A.fail("--extrapolate applies to --profile; there is no profile here")
+        return None
+    if args.backend is None:
+        args.backend = backend if backend in BACKENDS else "nccl"
+    if args.system is not None and args.nodes is None:
+        from commcost.presets import system_group
+
+        probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
+        args.nodes = max(1, -(-max_group // probe.gpus_per_node))
+    return resolve_comm_model(args, set_gpus=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read, measure, optionally price and save, render."""
+    from commcost.report.trace import STEPS_SHOWN, render_trace_text, trace_to_dict
+    from commcost.trace.summary import analyze_trace, predict_rows
+
+    if args.save_measurement is not None:
+        A.check_output_path("--save-measurement", args.save_measurement, (".csv", ".json"))
+    summary = analyze_trace(args.path, round_us=args.hta_rounding)
+    max_group = max((r.group_size for r in summary.rows), default=1)
+    resolved = comm_model_from_args(args, backend=summary.backend, max_group=max_group)
+    model = resolved.comm if resolved is not None else None
+    preds = predict_rows(summary.rows, model, algorithm=args.algorithm) if model is not None else None
+    saved = None
+    if args.save_measurement is not None:
+        from commcost.calibrate.data import write_measurement
+        from commcost.errors import InputError
+        from commcost.trace.collectives import rows_to_measurement
+
+        m = rows_to_measurement(list(summary.rows), {
+            "source": summary.path, "source_kind": "kineto-trace", "backend": summary.backend,
+            "world_size": summary.world_size, "ranks": len(summary.ranks),
+            "note": "time_s is the median over the trace's calls of that op and size (all ranks)"})
+        if not m.rows:
+            raise InputError(f"{summary.path}: no collective on 2 or more ranks with a size and a time to save")
+        write_measurement(m, args.save_measurement)
+        saved = (args.save_measurement, len(m.rows))
+    if args.json:
+        out = trace_to_dict(summary, preds, model)
+        if resolved is not None and resolved.info is not None:
+            out["profile"] = resolved.info
+        if saved:
+            out["saved_measurement"] = {"path": saved[0], "rows": saved[1]}
+        json.dump(out, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        text = render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if args.steps is None else args.steps)
+        if resolved is not None and resolved.note:
+            text += f"\n  {resolved.note}"
+        if saved:
+            text += f"\n\nmeasurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"
+        print(text)
+    return 0

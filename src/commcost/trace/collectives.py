@@ -1,0 +1,230 @@
+"""Each collective a trace recorded: bytes, measured time, algbw, busbw; priced by a CommModel.
+
+**Calls.** A GPU trace records a ``record_param_comms`` CPU op per collective call; the
+NCCL kernel it launched is found through the CUDA runtime events on the same thread
+inside the op (their ``correlation`` is the kernel's), and the call's measured time
+is ``t = max(kernel end) - min(kernel start)`` over those kernels. In a CPU (gloo)
+trace each ``gloo:<op>`` annotation is one call, ``t`` its duration.
+
+**Size** (as nccl-tests counts it, :mod:`commcost.comm.collectives`: the full buffer of
+an all-reduce, the full output of an all-gather, the full input of a reduce-scatter):
+``S = max(n_in, n_out) * b`` with ``n_in``/``n_out`` the ``In msg nelems``/``Out msg
+nelems`` arguments and ``b`` the bytes of ``dtype``; older traces give only ``Input Dims``
+and ``Input type`` (``S`` = product of the first input's dims times its element bytes).
+The **op** is the ``Collective name`` argument, else the enclosing ``c10d::*`` op, else
+the kernel's name. The **group size** ``P`` is ``Group size``, else the trace's world size
+(then :attr:`CollectiveCall.group_size_source` says so).
+
+**Bandwidths** (nccl-tests doc/PERFORMANCE.md): ``algbw = S / t``,
+``busbw = algbw * f(op, P)`` with ``f`` :func:`commcost.comm.collectives.bus_bandwidth_factor`.
+
+**Rows.** Calls with the same (op, S, P, dtype) form one :class:`CollectiveRow`. A kernel's
+duration includes the time its rank waits for the last rank to arrive, so a call is matched
+across the ranks in the trace (the ``k``-th call of that op and size on each rank) and timed
+by its fastest rank, ``min_r t_{k,r}`` -- the last rank to arrive waits least, so that is the
+closest to the transfer itself (exact when every rank of the group is traced and the last
+arrival does not wait at all); the row's time is the median of those over ``k``, as
+nccl-tests reports one time per size. With one rank's trace the arrival wait stays in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from dataclasses import dataclass
+
+from commcost.comm.collectives import Collective, bus_bandwidth_factor
+from commcost.trace import classify as C
+from commcost.trace.load import RankTrace
+
+__all__ = ["CollectiveCall", "CollectiveRow", "collective_calls", "collective_rows", "rows_to_measurement"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveCall:
+    """One recorded collective call on one rank."""
+
+    rank: int
+    """The rank that recorded it."""
+    op: Collective
+    """The collective."""
+    size_bytes: int
+    """``S`` (module docstring), bytes."""
+    dtype: str
+    """Element type as the trace names it."""
+    group_size: int
+    """``P``, ranks in its process group."""
+    group_size_source: str
+    """``Group size`` (the call's argument) or ``world_size`` (the trace's, when the call has none)."""
+    start_s: float
+    """When its first kernel (CPU: the annotation) started, seconds on the rank's clock."""
+    time_s: float
+    """``t``, seconds."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveRow:
+    """The calls of one (op, size, group size, dtype)."""
+
+    op: Collective
+    """The collective."""
+    size_bytes: int
+    """``S``, bytes."""
+    group_size: int
+    """``P``."""
+    dtype: str
+    """Element type."""
+    count: int
+    """Calls pooled (all ranks)."""
+    ranks: int
+    """Ranks whose traces hold the call (the ``t`` below is the fastest of them)."""
+    time_s: float
+    """``median_k min_r t_{k,r}``: the median over the calls of the fastest rank's time, seconds."""
+    time_min_s: float
+    """Smallest ``min_r t_{k,r}``, seconds."""
+    time_max_s: float
+    """Largest ``min_r t_{k,r}``, seconds."""
+    time_all_calls_median_s: float
+    """Median over every call on every rank (arrival waits included), seconds."""
+
+    @property
+    def algbw_bytes_per_s(self) -> float | None:
+        """``S / t``; None when ``t`` is 0."""
+        return self.size_bytes / self.time_s if self.time_s > 0 else None
+
+    @property
+    def busbw_bytes_per_s(self) -> float | None:
+        """``algbw * f(op, P)``."""
+        a = self.algbw_bytes_per_s
+        return None if a is None else a * bus_bandwidth_factor(self.op, self.group_size)
+
+
+def _size(args: dict) -> tuple[int | None, str]:
+    """``(S, dtype)`` from a call's arguments (module docstring)."""
+    n_in, n_out = args.get("In msg nelems"), args.get("Out msg nelems")
+    dtype = args.get("dtype")
+    b = C.dtype_bytes(dtype)
+    if b is not None and isinstance(n_in, int) and isinstance(n_out, int):
+        return max(n_in, n_out) * b, str(dtype)
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if isinstance(dims, list) and dims and isinstance(types, list) and types:
+        b = C.dtype_bytes(types[0])
+        first = dims[0]
+        if b is not None and isinstance(first, list) and first and all(isinstance(d, int) for d in first):
+            return math.prod(first) * b, str(types[0])
+    return None, str(dtype or "")
+
+
+_PARENT_LOOKBACK = 64
+"""c10d ops started before a call that are checked for enclosing it (they nest a few deep at most)."""
+
+
+def _enclosing_c10d(rt: RankTrace, starts: list[float], call) -> str | None:
+    """The ``c10d::*`` op on the call's thread that encloses it (the latest-started one), or None."""
+    i = bisect.bisect_right(starts, call.start_s) - 1
+    for j in range(i, max(-1, i - _PARENT_LOOKBACK), -1):
+        s, e, tid, name = rt.c10d_ops[j]
+        if tid == call.tid and e >= call.end_s:
+            return name
+    return None
+
+
+def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
+    """Every call of ``rt`` with a known op, size and time, in start order; and how many
+    recorded calls were left out (no size in their arguments, or no kernel found)."""
+    out: list[CollectiveCall] = []
+    dropped = 0
+    comm = {g.correlation: g for g in rt.gpu_events if g.kind == C.COMMUNICATION and g.correlation >= 0}
+    by_tid: dict[object, list[tuple[float, int]]] = {}
+    for corr in comm:
+        launch = rt.launches.get(corr)
+        if launch is not None:
+            by_tid.setdefault(launch[1], []).append((launch[0], corr))
+    for v in by_tid.values():
+        v.sort()
+    c10d_starts = [o[0] for o in rt.c10d_ops]
+    for call in rt.comm_calls:
+        cpu = C.is_cpu_comm(call.name)
+        if rt.on_gpu and cpu:
+            continue
+        size, dtype = _size(call.args)
+        if cpu:
+            start, t = call.start_s, call.end_s - call.start_s
+            op = C.collective_from_trace_name(call.name.split(":", 1)[1])
+        else:
+            launches = by_tid.get(call.tid, [])
+            i = bisect.bisect_left(launches, (call.start_s, -1))
+            kernels = []
+            while i < len(launches) and launches[i][0] <= call.end_s:
+                kernels.append(comm[launches[i][1]])
+                i += 1
+            if not kernels:
+                dropped += 1
+                continue
+            start = min(k.start_s for k in kernels)
+            t = max(k.end_s for k in kernels) - start
+            op = C.collective_from_trace_name(str(call.args.get("Collective name", "")))
+            if op is None:
+                parent = _enclosing_c10d(rt, c10d_starts, call)
+                op = C.collective_from_trace_name(parent[len("c10d::"):]) if parent else None
+            if op is None:
+                op = kernels[0].op
+        group = call.args.get("Group size")
+        source = "Group size"
+        if not isinstance(group, int) or group < 1:
+            group, source = rt.world_size, "world_size"
+        if op is None or size is None or group is None:
+            dropped += 1
+            continue
+        out.append(CollectiveCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype, group_size=group,
+                                  group_size_source=source, start_s=start, time_s=t))
+    return out, dropped
+
+
+def collective_rows(calls: list[CollectiveCall]) -> list[CollectiveRow]:
+    """Pool ``calls`` by (op, size, group size, dtype), sorted by op then size (module docstring, **Rows**)."""
+    per_rank: dict[int, list[CollectiveCall]] = {}
+    for c in calls:
+        per_rank.setdefault(c.rank, []).append(c)
+    matched: dict[tuple, list[float]] = {}       # (key, k-th occurrence on its rank) -> time on each rank
+    everything: dict[tuple, list[float]] = {}
+    for rank_calls in per_rank.values():
+        seen: dict[tuple, int] = {}
+        for c in sorted(rank_calls, key=lambda c: c.start_s):
+            key = (c.op, c.size_bytes, c.group_size, c.dtype)
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            matched.setdefault((key, k), []).append(c.time_s)
+            everything.setdefault(key, []).append(c.time_s)
+    samples: dict[tuple, list[float]] = {}
+    ranks: dict[tuple, int] = {}
+    for (key, _), ts in matched.items():
+        samples.setdefault(key, []).append(min(ts))
+        ranks[key] = max(ranks.get(key, 0), len(ts))
+    rows = [CollectiveRow(op=op, size_bytes=S, group_size=P, dtype=dt, count=len(everything[(op, S, P, dt)]),
+                          ranks=ranks[(op, S, P, dt)], time_s=statistics.median(ts), time_min_s=min(ts),
+                          time_max_s=max(ts), time_all_calls_median_s=statistics.median(everything[(op, S, P, dt)]))
+            for (op, S, P, dt), ts in samples.items()]
+    return sorted(rows, key=lambda r: (r.op.value, r.group_size, r.size_bytes, r.dtype))
+
+
+def rows_to_measurement(rows: list[CollectiveRow], provenance: dict):
+    """The rows as a :class:`commcost.calibrate.data.Measurement` (``commcost fit`` reads it).
+
+    ``count`` is ``S / b`` elements; ``iters`` the calls pooled; ``time_s`` the median.
+    Rows on one rank (``P = 1``) carry no communication and are left out.
+    """
+    from commcost.calibrate.data import Measurement, MeasurementRow
+
+    out = []
+    for r in rows:
+        if r.group_size < 2 or r.time_s <= 0:
+            continue
+        b = C.dtype_bytes(r.dtype) or 1
+        out.append(MeasurementRow(op=r.op.value, gpus=r.group_size, size_bytes=r.size_bytes,
+                                  count=r.size_bytes // b, dtype=r.dtype, time_s=r.time_s,
+                                  time_min_s=r.time_min_s, time_max_s=r.time_max_s,
+                                  algbw_bytes_per_s=r.algbw_bytes_per_s, busbw_bytes_per_s=r.busbw_bytes_per_s,
+                                  iters=r.count))
+    return Measurement(rows=tuple(out), provenance=provenance)

@@ -1,0 +1,75 @@
+"""Collective calls from record_param_comms, matched across ranks; busbw; the measurement export."""
+
+from __future__ import annotations
+
+import pytest
+
+from commcost.calibrate.data import load_series, write_measurement
+from commcost.comm.collectives import Collective
+from commcost.trace.collectives import CollectiveCall, collective_calls, collective_rows, rows_to_measurement
+from commcost.trace.load import load_rank
+
+from _kineto import TraceBuilder
+
+US = 1e-6
+
+
+def test_call_size_kernel_and_bandwidths(tmp_path):
+    b = TraceBuilder(world_size=8)
+    b.param_comms(100, 20, nelems_in=1_000_000, dtype="BFloat16", group=4)    # all-reduce of 2,000,000 B
+    b.nccl(130, 50, launch_ts=110)                                             # launched inside the op
+    b.param_comms(300, 20, nelems_in=250_000, nelems_out=1_000_000, dtype="Float", group=4, name="_allgather_base")
+    b.nccl(330, 80, op="AllGather", launch_ts=310)
+    b.param_comms(500, 20, nelems_in=10)                                       # no kernel in the trace: dropped
+    calls, dropped = collective_calls(load_rank(b.write(tmp_path / "t.json")))
+    assert dropped == 1
+    ar, ag = calls
+    assert (ar.op, ar.size_bytes, ar.group_size, ar.dtype) == (Collective.ALL_REDUCE, 2_000_000, 4, "BFloat16")
+    assert ar.time_s == pytest.approx(50 * US)
+    # all-gather: S = the full output = max(250,000, 1,000,000) elements * 4 B
+    assert (ag.op, ag.size_bytes) == (Collective.ALL_GATHER, 4_000_000)
+    rows = collective_rows(calls)
+    r = next(r for r in rows if r.op is Collective.ALL_REDUCE)
+    assert r.algbw_bytes_per_s == pytest.approx(2e6 / 50e-6)                  # S / t = 40 GB/s
+    assert r.busbw_bytes_per_s == pytest.approx(2e6 / 50e-6 * 2 * 3 / 4)      # * 2(P-1)/P = 1.5 -> 60 GB/s
+    g = next(r for r in rows if r.op is Collective.ALL_GATHER)
+    assert g.busbw_bytes_per_s == pytest.approx(4e6 / 80e-6 * 3 / 4)          # * (P-1)/P
+
+
+def test_old_traces_input_dims_c10d_parent_and_world_size(tmp_path):
+    b = TraceBuilder(world_size=16)
+    b.events.append({"ph": "X", "cat": "cpu_op", "name": "c10d::alltoall_base_", "pid": 1, "tid": 1, "ts": 90,
+                     "dur": 60})
+    b.events.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 100,
+                     "dur": 20, "args": {"Input Dims": [[1024, 8]], "Input type": ["c10::Half"]}})
+    b.nccl(130, 40, op="SendRecv", launch_ts=105)
+    calls, _ = collective_calls(load_rank(b.write(tmp_path / "t.json")))
+    (c,) = calls
+    # op from the enclosing c10d op (the kernel says SendRecv), S = 1024 * 8 * 2 B, P = world size
+    assert (c.op, c.size_bytes, c.group_size, c.group_size_source) == (Collective.ALL_TO_ALL, 16_384, 16, "world_size")
+
+
+def _call(rank, start, t):
+    return CollectiveCall(rank=rank, op=Collective.ALL_REDUCE, size_bytes=1000, dtype="Float", group_size=2,
+                          group_size_source="Group size", start_s=start, time_s=t)
+
+
+def test_calls_matched_across_ranks_take_the_fastest():
+    calls = [_call(0, 1, 10.0), _call(0, 2, 12.0), _call(1, 1, 4.0), _call(1, 2, 20.0)]
+    (r,) = collective_rows(calls)
+    # call 1: min(10, 4) = 4; call 2: min(12, 20) = 12; median(4, 12) = 8; every call: median(4, 10, 12, 20) = 11
+    assert r.time_s == 8.0 and r.time_min_s == 4.0 and r.time_max_s == 12.0
+    assert r.time_all_calls_median_s == 11.0 and r.count == 4 and r.ranks == 2
+
+
+def test_measurement_round_trip_through_fit_reader(tmp_path):
+    calls = [_call(0, i, 1e-4 * (1 + i % 2)) for i in range(4)]
+    calls += [CollectiveCall(rank=0, op=Collective.ALL_REDUCE, size_bytes=8000, dtype="Float", group_size=2,
+                             group_size_source="Group size", start_s=9, time_s=3e-4)]
+    m = rows_to_measurement(collective_rows(calls), {"source": "hand"})
+    assert [(r.size_bytes, r.count, r.iters) for r in m.rows] == [(1000, 250, 4), (8000, 2000, 1)]
+    p = tmp_path / "m.csv"
+    write_measurement(m, p)
+    series = load_series(p)
+    assert series.op is Collective.ALL_REDUCE and series.gpus == 2
+    assert [(s.size_bytes, s.time_s) for s in series.samples] == [(1000, pytest.approx(1.5e-4)), (8000, 3e-4)]
