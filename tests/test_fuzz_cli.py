@@ -81,6 +81,8 @@ INPUTS = _inputs()
 LOGS = st.sampled_from(sorted(str(p) for p in (DATA / "nccl_tests").iterdir() if p.suffix in (".log", ".txt")))
 FILES = LOGS | st.sampled_from([*INPUTS.values(), "/nonexistent.log", str(WORK)])
 FILES_ANY = st.just(INPUTS["good.profile.json"]) | FILES
+TRACES = st.sampled_from(sorted(str(p) for p in (DATA / "traces").iterdir() if p.name.endswith((".json", ".gz")))
+                         + [str(DATA / "traces")])
 
 
 def v(*typical: str) -> st.SearchStrategy:
@@ -150,6 +152,24 @@ FLAGS: dict[str, dict[str, st.SearchStrategy]] = {
                        "--model": n("7b", "1.3b", "125m", "7b,1.3b"), "--overlap": FRACTION},
     "collective-profile": {"--op": n("all_reduce", "all_gather"), "--size": SIZES, "--gpus": v("16", "2", "64"),
                            "--profile": FILES_ANY, "--extrapolate": st.none(), "--backend": n("nccl", "gloo")},
+    "plan": {"--gpus": v("32", "8", "1024", "1000000"), "--tp": v("1", "2", "8"), "--pp": v("1", "2", "4"),
+             "--cp": v("1", "2"), "--ep": v("1", "8"), "--vp": v("1", "2"), "--dp": v("4", "1"),
+             "--zero": st.sampled_from(["0", "1", "2", "3", "4", "-1"]), "--micro-batch": v("1", "2", "1000000"),
+             "--global-batch": v("256", "1", "1000000"), "--seq": v("4096", "1", "100000000"),
+             "--efficiency": FRACTION, "--mfu": FRACTION, "--measured-step-s": v("10", "1e-9", "1e9"),
+             "--bucket-mb": v("25", "1e-6", "1e9"), "--precision": n("bf16", "fp8", "nvfp4"),
+             "--recompute": st.sampled_from(["none", "selective", "full", "all"]),
+             "--model": n("llama2-7b", "llama3-70b", "mixtral-8x7b", "deepseek-v3"),
+             "--system": n("dgx-h100", "gb200-nvl72"), "--fsdp": st.none(), "--sequence-parallel": st.none(),
+             "--save-calibration": OUT_PATHS},
+    "plan-flat": {"--bw": st.sampled_from(["25", "1e-6", "1e6"]) | RATES, "--latency": TIMES,
+                  "--gpus": v("16", "1000000"), "--layers": v("32", "1", "10000", "100000"),
+                  "--hidden": v("4096", "1", "1000000"), "--heads": v("32", "1", "7"),
+                  "--vocab": v("32000", "1"), "--experts": v("8", "1"), "--top-k": v("2", "1", "9")},
+    "trace": {"--steps": v("1", "0", "1000000"), "--bw": st.sampled_from(["25", "1e-6"]) | RATES,
+              "--latency": TIMES, "--system": n("dgx-h100"), "--profile": FILES_ANY,
+              "--save-measurement": st.sampled_from(["t.csv", "t.json"]) | OUT_PATHS,
+              "--hta-rounding": st.none(), "--backend": n("nccl", "gloo")},
     "presets": {"--kind": n("gpu", "fabric", "system")},
     "fit": {"--op": n("all_reduce"), "--gpus": v("16", "2"), "--max-regimes": v("1", "3", "100"),
             "-o": st.sampled_from(["p.json", "sub.json"]) | OUT_PATHS,
@@ -170,6 +190,10 @@ BASE = {
     "collective-custom": ["--op", "all_reduce", "--size", "1GiB", "--gpus-per-node", "8", "--nodes", "2",
                           "--intra-bw", "300", "--intra-latency", "1", "--inter-bw", "50", "--inter-latency", "5"],
     "presets": [],
+    "plan": ["--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "32", "--global-batch", "256"],
+    "plan-flat": ["--layers", "32", "--hidden", "4096", "--heads", "32", "--seq", "4096", "--gpus", "16", "--global-batch", "64",
+                  "--bw", "25", "--latency", "5", "--gpu", "h100-sxm"],
+    "trace": ["TRACE"],
     "budget-system": ["--system", "dgx-h100", "--nodes", "4", "--params", "1.3", "--step-ms", "400"],
     "budget-profile": ["--profile", "GOOD_PROFILE", "--params", "1.3", "--step-ms", "400"],
     "timeline-shape": ["--gpus", "16", "--bw", "50", "--latency", "5", "--layers", "24", "--hidden", "2048",
@@ -236,6 +260,8 @@ def argvs(draw, command: str) -> list[str]:
     argv = [command.split("-")[0], *(a.replace("GOOD_PROFILE", INPUTS["good.profile.json"]) for a in BASE[command])]
     if command == "fit":
         argv[1] = draw(FILES)
+    if command == "trace":
+        argv[1] = draw(TRACES | FILES)
     if command == "validate":
         argv[1] = draw(FILES)
         argv += ["--profile", draw(st.just(INPUTS["good.profile.json"]) | FILES)]
