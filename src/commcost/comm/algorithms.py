@@ -4,7 +4,7 @@ Symbols (as in :mod:`commcost.comm.collectives`, plus the tiers of
 :class:`commcost.comm.topology.Topology`): ``S`` message bytes, ``P`` ranks, ``n``
 nodes the group spans, ``g`` ranks on the fullest node, ``g_min`` on the
 emptiest, ``a_i, B_i`` intra-node per-step latency and per-GPU bandwidth,
-``a_e, B_e`` the same for each GPU's NIC, ``o`` oversubscription,
+``a_e, B_e`` the same for each GPU's NIC, ``o`` oversubscription (``o(n)`` with a congestion rule),
 ``W = g_min B_e / o`` the network bandwidth of one node (its NICs in parallel),
 ``a_v, B_v`` the in-switch reduction (NVLS), ``t_0`` the launch latency.
 
@@ -26,10 +26,18 @@ tree (AR)          ``t_0 + 2[(g-1) a_i + ceil(log2 n) a_e]``        ``max(2S/B_i
                                                                     ``E(n>2) = 2S`` (double binary tree)
 halving_doubling   ``t_0 + k[log2 g a_i + log2 n a_e]``             ``k[(g-1)/g S/B_i + (n-1)/(n g) S o/B_e]``
 hierarchical (AR)  ``t_0 + 2(g-1) a_i + 2(n-1) a_e``                ``2(g-1)/g S/B_i + 2(n-1)/n (S/g) o/B_e``
-in_network (AR)    ``t_0 + 2 a_v + 2(n-1) a_e`` (SHARP: ``2 a_e``)  ``max(S/B_v, 2(n-1)/n S/W)`` (SHARP: ``S/W``)
+in_network (AR)    ``t_0 + 2 a_v + 2 ceil(log2 n) a_e``            ``max(S/B_v, E(n)/W)`` (SHARP: ``S/W``)
+                   (SHARP: ``2 a_e``)
 direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1)/P S/B_i, (P-g_min)/P S o/B_e)``
 direct (send/recv) ``t_0 + a``                                      ``S/B`` on the link joining the two ranks
 =================  ===============================================  =============================================
+
+Across nodes, in-network is NCCL's NVLS tree: NVLS inside each node and a tree between
+nodes, so it moves the tree's ``E(n)`` per node (``S`` for two nodes, ``2S`` for more:
+tuning.cc doubles NVLS_TREE's network bandwidth only "for nNodes <= 2") and pays
+``2 log2 n`` network steps (tuning.cc: ``intraLat + 2 log2i(nNodes) interLat``).
+``W`` uses the effective oversubscription ``o(n)`` of
+:func:`commcost.comm.topology.network_oversubscription` (the preset's congestion rule).
 
 Sources: ring, halving-doubling (Rabenseifner) and direct exchange from Thakur,
 Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
@@ -81,7 +89,7 @@ from commcost.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
                                 RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
-from commcost.comm.topology import Link, Topology, as_topology, place
+from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
 from commcost.units import require_finite_positive
 
 __all__ = [
@@ -167,7 +175,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     a_i, B_i = topo.intra.latency_s, topo.intra.bandwidth_bytes_per_s
-    a_e, o = topo.inter.latency_s, topo.oversubscription
+    a_e, o = topo.inter.latency_s, network_oversubscription(topo, n)
     B_e_eff = topo.inter.bandwidth_bytes_per_s / o
     W = g_min * topo.inter.bandwidth_bytes_per_s / o
     t0 = topo.base_latency_s
@@ -203,9 +211,9 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         assert v is not None
         lat = 2 * v.latency_s
         bw = S / v.bandwidth_bytes_per_s
-        if n > 1:
-            lat += 2 * a_e if topo.inter_in_network else 2 * (n - 1) * a_e
-            net_bytes = S if topo.inter_in_network else 2 * (n - 1) / n * S
+        if n > 1:  # NVLS tree across nodes (NCCL NVLS_TREE): E(n) as the tree's; SHARP: S, one hop
+            lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
+            net_bytes = S if (topo.inter_in_network or n == 2) else 2.0 * S
             bw = max(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
@@ -242,9 +250,9 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         lat, bw = _table_terms(op, alg, S, P, view)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
-        W = g_min * topo.inter.bandwidth_bytes_per_s / topo.oversubscription
+        W = g_min * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
         L = pm.nvls_channels * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
-        E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else 2 * (n - 1) / n)
+        E_v = 0.0 if n == 1 else (1.0 if (topo.inter_in_network or n == 2) else 2.0)
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
     tree = alg is Algorithm.TREE
@@ -253,9 +261,13 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         p = t.protocol
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
         lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff))
-        if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw (tree: algbw = busbw / 2)
-            cap = pm.ll_max_bus_bandwidth(n)
-            bw = max(bw, (2.0 * S if tree else bus_bandwidth_factor(op, P) * S) / cap)
+        bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
+        if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
+            bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
+        if p is Protocol.LL128 and alg in (Algorithm.RING, Algorithm.TREE):  # NCCL's per-channel LL128 cap
+            cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, g_min)
+            if cap is not None:
+                bw = max(bw, bus_bytes / cap)
         if tree and op is Collective.ALL_REDUCE:
             bw /= tree_correction(p, S)
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):

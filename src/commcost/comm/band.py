@@ -1,0 +1,75 @@
+"""The uncertainty band of a preset-only prediction: the spread real clusters of its class show.
+
+A preset gives one number, but measured clusters of the same hardware differ (NCCL version,
+firmware, switch placement, routing). :func:`collective_band` turns a predicted time ``t`` into
+``(r_lo t, r_hi t)``: the range the *measured* times of real tables of the same class fell in
+around the preset's prediction. The classes and ratios are data
+(``commcost/hardware/bands.json``), derived by ``benchmarks/derive_constants.py``:
+
+    for every row of 1 MiB or more of the TUNING tables (tests/data/nccl_tests/split.json),
+    r = t_measured / t_predicted (preset only, algorithm auto);
+    per class, r_lo = 5th percentile of r and r_hi = 95th percentile of r.
+
+Class = where the group lives x the size regime: ``one_node`` or ``multi_node`` (the group spans
+more than one node of its topology), and ``1-64MiB`` or ``>64MiB``. Below 1 MiB (no row scored)
+the 1-64 MiB ratios are used. ``benchmarks/accuracy_nccl_tests.py`` prints the band's coverage on
+the held-out tables, which did not take part in the derivation.
+
+The band describes NCCL/RCCL all-reduce on system presets. For other collectives and for
+custom topologies it is the same ratios, applied as an indication only (no table checks them).
+"""
+
+from __future__ import annotations
+
+from commcost.comm.collectives import CollectiveCost
+from commcost.comm.topology import Link, Topology, as_topology, place
+from commcost.errors import InputError
+from commcost.hardware import load_preset_file
+
+__all__ = ["collective_band", "band_class", "band_ratios"]
+
+_MID_MAX_BYTES = 64 * 2 ** 20
+
+
+def band_ratios() -> dict[str, tuple[float, float]]:
+    """``{class: (r_lo, r_hi)}`` from ``bands.json``."""
+    table = load_preset_file("bands.json")
+    return {k: (float(v["low_ratio"]), float(v["high_ratio"])) for k, v in table.items() if not k.startswith("_")}
+
+
+def band_class(cost: CollectiveCost, topology: Topology | Link) -> str:
+    """The class of ``cost``'s group on ``topology``: ``{one_node|multi_node}/{1-64MiB|>64MiB}``."""
+    if not isinstance(cost, CollectiveCost):
+        raise InputError(f"cost must be a CollectiveCost, got {type(cost).__name__}")
+    topo = as_topology(topology, cost.gpus)
+    nodes = place(cost.gpus, topo).nodes
+    if nodes > 1 and topo.gpus_per_node > 8:
+        return "multi_rack"  # several NVL72-class NVLink domains: the two-tier model is a lower bound there
+    scope = "one_node" if nodes == 1 else "multi_node"
+    size = "1-64MiB" if cost.message_bytes <= _MID_MAX_BYTES else ">64MiB"
+    return f"{scope}/{size}"
+
+
+def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tuple[float, float]:
+    """``(low_s, high_s)``: the range measured clusters of this class show around ``cost.total_s``.
+
+    ``topology`` is the :class:`Topology` (or flat :class:`Link`) the cost was computed on, or a
+    system preset's name (the group is then packed on full nodes of it). ``low = r_lo T`` and
+    ``high = r_hi T`` with the class's ratios (module docstring); ``low <= T <= high`` whenever the
+    ratios bracket 1. Above 64 MiB each end is at least the same end at 64 MiB (the class edge), so
+    both ends are non-decreasing in size wherever T is.
+    """
+    if isinstance(topology, str):
+        from commcost.presets import system_group
+
+        topology = system_group(topology, gpus=cost.gpus)[0]
+    ratios = band_ratios()
+    r_lo, r_hi = ratios[band_class(cost, topology)]
+    low, high = r_lo * cost.total_s, r_hi * cost.total_s
+    if cost.message_bytes > _MID_MAX_BYTES:  # keep both ends monotone in size across the 64 MiB class edge
+        from commcost.comm.algorithms import collective_cost
+
+        edge = collective_cost(cost.op, _MID_MAX_BYTES, cost.gpus, topology, cost.algorithm)
+        e_lo, e_hi = ratios[band_class(edge, topology)]
+        low, high = max(low, e_lo * edge.total_s), max(high, e_hi * edge.total_s)
+    return low, high
