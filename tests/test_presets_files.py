@@ -134,3 +134,14 @@ def test_part_of_a_node_is_priced_on_the_gpus_used():
     # 16 GPUs cannot span 4 nodes when packed (they fill 2): refused, with the arithmetic and the way out
     with pytest.raises(InputError, match=r"packs onto ceil\(16/8\) = 2 node\(s\); to spread it, give --gpus-per-node 4"):
         system_group("dgx-h100", nodes=4, gpus=16)
+
+
+def test_pcie_nodes_run_without_ll128():
+    # NCCL enables LL128 only over NVLink: a PCIe-only node prices ring with LL and Simple only
+    from commcost.comm.algorithms import protocol_costs
+    from commcost.comm.protocols import Protocol
+
+    pcie = protocol_costs("all_reduce", 2 ** 24, 16, system_topology("pcie-l40s", nodes=2), "ring")
+    assert set(pcie) == {Protocol.LL, Protocol.SIMPLE}
+    nvl = protocol_costs("all_reduce", 2 ** 24, 16, system_topology("dgx-a100", nodes=2), "ring")
+    assert Protocol.LL128 in nvl

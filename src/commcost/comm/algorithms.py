@@ -259,6 +259,8 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
+        if p is Protocol.LL128 and not pm.ll128_enabled:
+            continue
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
         lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff))
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2

@@ -181,6 +181,9 @@ class ProtocolModel:
     """NVLS channels (NCCL ``NCCL_NVLS_NCHANNELS``, default 16, src/transport/nvls.cc)."""
     nvls_chunk_bytes: int = 128 * 1024
     """NVLS chunk per channel (NCCL ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB, src/transport/nvls.cc)."""
+    ll128_enabled: bool = True
+    """NCCL enables LL128 by default only where the intra-node path is NVLink (tuning.cc:
+    ``pEnable &= (graphs[a]->typeIntra <= PATH_NVB)``): False on PCIe-only nodes."""
     gpu_generation: str | None = None
     """NCCL's GPU generation row (``volta``, ``ampere``, ``hopper``, ``blackwell``) for the per-channel
     caps of :data:`PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S`; None: no per-channel cap (RCCL, unknown)."""
