@@ -6,9 +6,9 @@
    (busbw_h100_azure_ndv5_scaling_8GiB.md, mean of the static and adaptive routing columns) is fitted
    by ``y = 1 + k log2(n / n_0)`` for ``n > n_0 = 8`` (least squares through the origin:
    ``k = sum(x (y - 1)) / sum(x^2)``, ``x = log2(n / 8)``).
-2. The uncertainty band (src/commcost/hardware/bands.json): for each class of group (one node or
-   several; 1-64 MiB or more), the 5th and 95th percentiles of ``t_meas / t_pred`` over the tuning
-   rows >= 1 MiB (commcost.comm.band).
+2. The uncertainty band (src/commcost/hardware/bands.json): for each class of group (one node,
+   several nodes, several NVL72-class racks), the 5th and 95th percentiles of ``t_meas / t_pred``
+   over the tuning rows >= 1 MiB (commcost.comm.band).
 
 Prints both; the numbers are copied into the preset files by hand (they are data with a source).
 

@@ -84,7 +84,10 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
             float(sysp["ll_max_bus_bandwidth_one_node_bytes_per_s"]),
             float(sysp["ll_max_bus_bandwidth_two_nodes_bytes_per_s"]),
             float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"],
-            gpu_generation=sysp.get("nccl_gpu_generation"), ll128_enabled=bool(sysp.get("nccl_ll128", True)))
+            gpu_generation=sysp.get("nccl_gpu_generation"), ll128_enabled=bool(sysp.get("nccl_ll128", True)),
+            **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
+                "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
+               if "nvls_channels_one_node" in sysp else {}))
     return Topology(
         gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=_link(inter),
         oversubscription=float(sysp["oversubscription"] if oversubscription is None else oversubscription),

@@ -103,3 +103,15 @@ def test_blackwell_nvls_uses_nccl_efficiency():
     t = system_topology("hgx-b200")
     assert t.in_network.bandwidth_bytes_per_s == 461e9
     assert math.isclose(272 * 720 / 370 * 0.74 / 0.85, 461, rel_tol=2e-3)
+
+
+def test_blackwell_nvls_loop_uses_nccl_channel_counts():
+    # NCCL src/transport/nvls.cc: 24 NVLS channels on Blackwell in one node, 32 across nodes, 128 KiB chunks.
+    # hgx-b200, 1 node, 8 GiB in_network: bandwidth S / 461e9 + one loop L = 24 x 128 KiB x 8 = 24 MiB at 461e9
+    S = 8 * 2 ** 30
+    one = collective_cost("all_reduce", S, 8, system_topology("hgx-b200"), "in_network")
+    assert one.bandwidth_s == pytest.approx(S / 461e9 + 24 * 131072 * 8 / 461e9)
+    # 2 nodes: L = 32 x 128 KiB x 8 = 32 MiB, through NVLS and the network (S per node, W = 8 x 47e9)
+    two = collective_cost("all_reduce", S, 16, system_topology("hgx-b200", nodes=2), "in_network")
+    L = 32 * 131072 * 8
+    assert two.bandwidth_s == pytest.approx(max(S / 461e9, S / 376e9) + L / 461e9 + L / 376e9)

@@ -251,7 +251,7 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
         W = g_min * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
-        L = pm.nvls_channels * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
+        L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
         E_v = 0.0 if n == 1 else (1.0 if (topo.inter_in_network or n == 2) else 2.0)
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}

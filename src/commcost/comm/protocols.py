@@ -178,7 +178,11 @@ class ProtocolModel:
     """NCCL ``llMaxBws``: the most bus bandwidth LL reaches, for a group on one node, two
     nodes, more than two (bytes/s). One node: by GPU generation; across nodes: by CPU vendor."""
     nvls_channels: int = 16
-    """NVLS channels (NCCL ``NCCL_NVLS_NCHANNELS``, default 16, src/transport/nvls.cc)."""
+    """NVLS channels in one node (NCCL ``NCCL_NVLS_NCHANNELS``; src/transport/nvls.cc defaults:
+    16 on Hopper (``NVLS_NCHANNELS_SM90``), 24 on Blackwell (``NVLS_NCHANNELS_SM100_NVL``))."""
+    nvls_channels_multi_node: int | None = None
+    """NVLS channels when the group spans nodes (nvls.cc: 32 on Blackwell, ``NVLS_NCHANNELS_SM100``);
+    None: as ``nvls_channels``."""
     nvls_chunk_bytes: int = 128 * 1024
     """NVLS chunk per channel (NCCL ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB, src/transport/nvls.cc)."""
     ll128_enabled: bool = True
@@ -199,6 +203,10 @@ class ProtocolModel:
         if self.gpu_generation is not None and self.gpu_generation not in PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S:
             valid = ", ".join(PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S)
             raise InputError(f"unknown gpu_generation {self.gpu_generation!r} (valid: {valid})")
+        if self.nvls_channels_multi_node is not None:
+            v = self.nvls_channels_multi_node
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"nvls_channels_multi_node must be an integer >= 1, got {v!r}")
         for name in ("nvls_channels", "nvls_chunk_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -217,6 +225,12 @@ class ProtocolModel:
             return None
         row = PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S[self.gpu_generation][kind]
         return channels * row[min(nodes, 3) - 1] * 1e9
+
+    def nvls_channel_count(self, nodes: int) -> int:
+        """NVLS channels for a group spanning ``nodes`` nodes."""
+        if nodes > 1 and self.nvls_channels_multi_node is not None:
+            return self.nvls_channels_multi_node
+        return self.nvls_channels
 
     def ll_max_bus_bandwidth(self, nodes: int) -> float:
         """``llMaxBw`` for a group spanning ``nodes`` nodes."""
