@@ -115,3 +115,20 @@ def test_blackwell_nvls_loop_uses_nccl_channel_counts():
     two = collective_cost("all_reduce", S, 16, system_topology("hgx-b200", nodes=2), "in_network")
     L = 32 * 131072 * 8
     assert two.bandwidth_s == pytest.approx(max(S / 461e9, S / 376e9) + L / 461e9 + L / 376e9)
+
+
+@settings(max_examples=120, deadline=None)
+@given(system=st.sampled_from(["dgx-a100", "dgx-h100", "hgx-b200", "gb200-nvl72", "aws-p4d", "aws-p5en",
+                               "aws-p6-b200", "gcp-a3-mega", "gcp-a3-high", "azure-nd-h100-v5", "mi300x-roce",
+                               "pcie-l40s"]),
+       nodes=st.integers(1, 64), S=st.floats(1, 2 ** 34), factor=st.floats(1.01, 100))
+def test_every_preset_is_monotone_in_bytes_and_nodes(system, nodes, S, factor):
+    # caps, congestion and NVLS channel counts only ever slow a larger message or a larger group
+    from commcost.presets import system_group
+
+    topo, P = system_group(system, nodes=nodes)
+    t = collective_cost("all_reduce", S, P, topo).total_s
+    assert 0 < t <= collective_cost("all_reduce", S * factor, P, topo).total_s * (1 + 1e-12)
+    if nodes < 64:
+        topo2, P2 = system_group(system, nodes=2 * nodes)
+        assert collective_cost("all_reduce", S, P2, topo2).total_s >= t * (1 - 1e-6)
