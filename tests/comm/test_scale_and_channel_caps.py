@@ -132,3 +132,14 @@ def test_every_preset_is_monotone_in_bytes_and_nodes(system, nodes, S, factor):
     if nodes < 64:
         topo2, P2 = system_group(system, nodes=2 * nodes)
         assert collective_cost("all_reduce", S, P2, topo2).total_s >= t * (1 - 1e-6)
+
+
+def test_nvl72_racks_reach_at_most_32_nics_and_congest_past_one_rack():
+    # 20 GB200 NVL72 racks, 1440 GPUs, 16 GiB in_network (NVLS tree): NCCL spreads a rack's cross-rack
+    # traffic over at most 32 channels = 32 NICs (ring graph MAXCHANNELS/2, NVLS arity 32), so
+    # W = 32 x 47e9 / o(20), o(20) = 1 + 0.27 log2(20 / 1) = 2.1669; the tree moves 2S per rack.
+    # Fill: one loop of L = 32 channels x 128 KiB x 72 GPUs through NVLS (461e9) and the network (2L / W).
+    S, L = 16 * 2 ** 30, 32 * 131072 * 72
+    W = 32 * 47e9 / (1 + 0.27 * math.log2(20))
+    c = collective_cost("all_reduce", S, 1440, system_topology("gb200-nvl72", nodes=20), "in_network")
+    assert c.bandwidth_s == pytest.approx(max(S / 461e9, 2 * S / W) + L / 461e9 + 2 * L / W)

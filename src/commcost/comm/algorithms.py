@@ -93,7 +93,7 @@ from commcost.comm.topology import Link, Topology, as_topology, network_oversubs
 from commcost.units import require_finite_positive
 
 __all__ = [
-    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "collective_cost", "algorithm_costs", "protocol_costs",
+    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "MAX_CROSS_NODE_CHANNELS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm",
 ]
 
@@ -113,6 +113,13 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
 """Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
 
 NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT})
+
+MAX_CROSS_NODE_CHANNELS = 32
+"""Most channels (each on one NIC) NCCL spreads a node's cross-node traffic over, under the protocol
+model: the ring graph searches at most ``MAXCHANNELS / 2`` = 64 / 2 channels (src/init.cc,
+src/include/device.h), the tree at most the ring's, NVLS at most ``NCCL_MAX_NVLS_ARITY`` = 32 heads
+(src/graph/search.cc). Only a node of more than 32 GPUs (an NVL72 rack) is affected: its network
+bandwidth is ``32 B_e``, not ``72 B_e``."""
 """The algorithms NCCL itself runs: ``auto`` picks among these under the protocol model."""
 
 
@@ -228,11 +235,12 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
 
-def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float) -> Topology:
-    """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``."""
+def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
+    """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``,
+    the NICs' by ``nic_share`` too (the share of a node's NICs NCCL's channels reach)."""
     intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
                  latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
-    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency,
+    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency * nic_share,
                  latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
     return replace(topo, intra=intra, inter=inter, protocols=None,
                    base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
@@ -245,12 +253,14 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     assert pm is not None
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
+    nics = min(g_min, MAX_CROSS_NODE_CHANNELS)  # one NIC per channel, at most 32 channels across nodes
+    nic_share = nics / g_min
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
-        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0), base_latency_s=0.0)
+        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
         lat, bw = _table_terms(op, alg, S, P, view)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
-        W = g_min * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
+        W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
         L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
         E_v = 0.0 if n == 1 else (1.0 if (topo.inter_in_network or n == 2) else 2.0)
         fill = min(S, L) * (1 / B_v + E_v / W)
@@ -262,12 +272,12 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if p is Protocol.LL128 and not pm.ll128_enabled:
             continue
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
-        lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff))
+        lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff, nic_share))
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
         if p is Protocol.LL128 and alg in (Algorithm.RING, Algorithm.TREE):  # NCCL's per-channel LL128 cap
-            cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, g_min)
+            cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, nics)
             if cap is not None:
                 bw = max(bw, bus_bytes / cap)
         if tree and op is Collective.ALL_REDUCE:
