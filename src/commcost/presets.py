@@ -85,6 +85,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
             float(sysp["ll_max_bus_bandwidth_two_nodes_bytes_per_s"]),
             float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"],
             gpu_generation=sysp.get("nccl_gpu_generation"), ll128_enabled=bool(sysp.get("nccl_ll128", True)),
+            net_overhead_s=2.0e-6 if sysp.get("host_cpu_vendor") == "amd" else 1.0e-6,
             **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
                 "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
                if "nvls_channels_one_node" in sysp else {}))

@@ -97,10 +97,11 @@ def test_nvls_across_nodes_fills_the_network_stage_too():
 
 
 def test_ring_simple_across_nodes_pays_ncclls_plateau_factor():
-    # dgx-a100, 2 nodes, P = 16, ring Simple: t_0 8.4 + 28 intra steps * 1.9 * 3.4/1.9 + 2 net steps * 4 * 14/4
-    #   = 8.4 + 95.2 + 28 = 131.6 us, times 1.4 = 184.24 us
+    # dgx-a100, 2 nodes, P = 16, ring Simple: t_0 8.4 + 28 intra steps * max(1.9 * 3.4/1.9, 3 x 2 us of
+    # NCCL's net overhead on its AMD EPYC host, issue 14) + 2 net steps * 4 * 14/4
+    #   = 8.4 + 168 + 28 = 204.4 us, times 1.4 = 286.16 us
     c = protocol_costs(AR, 2**30, 16, system_topology("dgx-a100", nodes=2), "ring")[Protocol.SIMPLE]
-    assert c.latency_s == pytest.approx(184.24 * US)
+    assert c.latency_s == pytest.approx(286.16 * US)
 
 
 def test_auto_under_the_protocol_model_runs_only_what_nccl_has():

@@ -143,3 +143,14 @@ def test_nvl72_racks_reach_at_most_32_nics_and_congest_past_one_rack():
     W = 32 * 47e9 / (1 + 0.27 * math.log2(20))
     c = collective_cost("all_reduce", S, 1440, system_topology("gb200-nvl72", nodes=20), "in_network")
     assert c.bandwidth_s == pytest.approx(max(S / 461e9, 2 * S / W) + L / 461e9 + 2 * L / W)
+
+
+def test_ring_across_nodes_pays_the_hosts_net_overhead_per_intra_step():
+    # aws-p5 (AMD EPYC host: NCCL getNetOverhead = 2 us, x3 for Simple = 6 us > NVLink Simple step 3.4 us),
+    # 2 nodes x 8, ring Simple latency: 1.4 x (8.4 + 2 (16 - 2) x 6.0 + 2 (2 - 1) x 35 x 14/4) us
+    #   = 1.4 x (8.4 + 168 + 245) = 589.96 us
+    ring = protocol_costs("all_reduce", 2 ** 30, 16, system_topology("aws-p5", nodes=2), "ring")[Protocol.SIMPLE]
+    assert ring.latency_s == pytest.approx(589.96e-6)
+    # dgx-h100 (Intel host: 1 us, x3 = 3 us < 3.4 us): the NVLink step stands, 1.4 x (8.4 + 28 x 3.4 + 2 x 14)
+    h = protocol_costs("all_reduce", 2 ** 30, 16, system_topology("dgx-h100", nodes=2), "ring")[Protocol.SIMPLE]
+    assert h.latency_s == pytest.approx(1.4 * (8.4 + 28 * 3.4 + 2 * 14) * 1e-6)

@@ -272,7 +272,14 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if p is Protocol.LL128 and not pm.ll128_enabled:
             continue
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
-        lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff, nic_share))
+        view = _protocol_view(topo, t, eff, nic_share)
+        if (alg is Algorithm.RING and n > 1 and op not in (Collective.BROADCAST, Collective.REDUCE)):
+            # tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": every intra step
+            # of a ring across nodes costs at least the host's net overhead (x3 for Simple)
+            floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
+            if floor > view.intra.latency_s:
+                view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
+        lat, bw = _table_terms(op, alg, S, P, view)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))

@@ -188,6 +188,9 @@ class ProtocolModel:
     ll128_enabled: bool = True
     """NCCL enables LL128 by default only where the intra-node path is NVLink (tuning.cc:
     ``pEnable &= (graphs[a]->typeIntra <= PATH_NVB)``): False on PCIe-only nodes."""
+    net_overhead_s: float = 1.0e-6
+    """NCCL ``getNetOverhead`` (tuning.cc): 1 us on Intel (and other) hosts, 2 us on AMD hosts; every
+    intra-node step of a ring across nodes costs at least this (Simple: 3x)."""
     gpu_generation: str | None = None
     """NCCL's GPU generation row (``volta``, ``ampere``, ``hopper``, ``blackwell``) for the per-channel
     caps of :data:`PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S`; None: no per-channel cap (RCCL, unknown)."""
@@ -203,6 +206,7 @@ class ProtocolModel:
         if self.gpu_generation is not None and self.gpu_generation not in PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S:
             valid = ", ".join(PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S)
             raise InputError(f"unknown gpu_generation {self.gpu_generation!r} (valid: {valid})")
+        require_finite_positive("net_overhead_s", self.net_overhead_s, allow_zero=True)
         if self.nvls_channels_multi_node is not None:
             v = self.nvls_channels_multi_node
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
