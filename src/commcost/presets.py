@@ -133,7 +133,8 @@ def preset_entries() -> list[PresetEntry]:
             f"{sp['gpus_per_node']} x {sp['gpu']} per node, {sp['intra_fabric']} inside, "
             f"one {sp['inter_fabric']} NIC per GPU across nodes"
             f"{', NVLS' if sp['in_network'] else ''}"
-            f"{', NCCL protocols LL/LL128/Simple' if sp['nccl_protocols'] else ''}")))
+            f"{(', NCCL protocols LL/LL128/Simple' if sp.get('nccl_ll128', True) else ', NCCL protocols LL/Simple (LL128 off: no NVLink)') if sp['nccl_protocols'] else ''}"
+            f"{', congests past ' + str(sp['full_bandwidth_nodes']) + ' node(s)' if sp.get('full_bandwidth_nodes') else ''}")))
     return out
 
 

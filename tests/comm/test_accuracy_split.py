@@ -46,22 +46,20 @@ def _pooled(rows, side):
 
 
 def test_held_out_meets_the_issue_targets(rows):
-    # measured at this commit: 7.1% over 74 rows, 13.6% over 1-64 MiB, band covers 84%
+    # measured at this commit: 5.9% over 74 rows, 13.6% over 1-64 MiB, 58% too fast, band covers 85%
     median, mid, fast, band, n = _pooled(rows, "heldout")
     assert n == 74
     assert median <= 0.15
     assert mid <= 0.25
+    assert 0.35 <= fast <= 0.65   # no systematic sign (issue 14 found 153 of 163 = 94% too fast)
     assert band >= 0.80
-    # the issue's sign target (35-65% too fast) is NOT met: 69% at this commit. Held so it does not
-    # drift further toward optimism (issue 14 found 153 of 163 = 94% too fast).
-    assert fast <= 0.72
 
 
 def test_tuning_set_figures(rows):
-    # measured at this commit: 7.6% over 182 rows, 16.0% over 1-64 MiB, 77% too fast, band 88%
+    # measured at this commit: 6.5% over 182 rows, 15.0% over 1-64 MiB, 64% too fast, band 89%
     median, mid, fast, band, n = _pooled(rows, "tuning")
     assert n == 182
     assert median <= 0.10
     assert mid <= 0.20
-    assert fast <= 0.80
+    assert fast <= 0.65
     assert band >= 0.85

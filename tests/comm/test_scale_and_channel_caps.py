@@ -49,12 +49,12 @@ def test_bad_rule_is_refused():
 
 
 def test_azure_preset_slows_past_8_nodes():
-    # ring Simple bandwidth term of 8 GiB on 64 nodes x 8 (P = 512): o(64) = 1 + 0.27 log2(64/8) = 1.81,
-    # W = 8 x 47e9 / 1.81 = 207.7 GB/s, V = 2 (511/512) S; NVLink's share (7/8 S per 370e9) is smaller
+    # ring Simple bandwidth term of 8 GiB on 64 nodes x 8 (P = 512): o(64) = 1 + 0.21 log2(64/8) = 1.63,
+    # W = 8 x 47e9 / 1.63 = 230.7 GB/s, V = 2 (511/512) S; NVLink's share (7/8 S per 370e9) is smaller
     S = 8 * 2 ** 30
     t64 = system_topology("azure-nd-h100-v5", nodes=64)
     ring = protocol_costs("all_reduce", S, 512, t64, "ring")[Protocol.SIMPLE]
-    assert ring.bandwidth_s == pytest.approx(2 * 511 / 512 * S / (8 * 47e9 / 1.81))
+    assert ring.bandwidth_s == pytest.approx(2 * 511 / 512 * S / (8 * 47e9 / 1.63))
     # 8 nodes: no slowdown, W = 376 GB/s
     t8 = system_topology("azure-nd-h100-v5", nodes=8)
     ring8 = protocol_costs("all_reduce", S, 64, t8, "ring")[Protocol.SIMPLE]
@@ -87,15 +87,15 @@ def test_no_per_channel_cap_inside_one_node():
 
 def test_nvls_tree_moves_2s_per_node_past_two_nodes():
     # dgx-h100, in_network Simple, 1 GiB on 4 nodes: network 2S / (8 x 47e9) = 5.71 ms > S / 272e9 = 3.95 ms,
-    # latency 2 x 11.5 us (NVLS) + 2 ceil(log2 4) x 4 x 14/4 us = 23 + 56 = 79 us; plus one loop of fill,
-    # L = 16 x 128 KiB x 8 = 16 MiB: L / 272e9 + 2 L / 376e9
+    # plus 0.20 x the faster tier (TIER_OVERLAP_LOSS); latency 2 x 11.5 us (NVLS) + 2 ceil(log2 4) x 4 x 14/4 us
+    # = 23 + 56 = 79 us; plus one loop of fill, L = 16 x 128 KiB x 8 = 16 MiB: L / 272e9 + 2 L / 376e9
     S, L = 2 ** 30, 16 * 131072 * 8
     c = collective_cost("all_reduce", S, 32, system_topology("dgx-h100", nodes=4), "in_network")
     assert c.latency_s == pytest.approx(79e-6)
-    assert c.bandwidth_s == pytest.approx(2 * S / 376e9 + L / 272e9 + 2 * L / 376e9)
+    assert c.bandwidth_s == pytest.approx(2 * S / 376e9 + 0.20 * S / 272e9 + L / 272e9 + 2 * L / 376e9)
     # 2 nodes: S per node (NCCL doubles NVLS_TREE's network bandwidth for nNodes <= 2)
     c2 = collective_cost("all_reduce", S, 16, system_topology("dgx-h100", nodes=2), "in_network")
-    assert c2.bandwidth_s == pytest.approx(max(S / 272e9, S / 376e9) + L / 272e9 + L / 376e9)
+    assert c2.bandwidth_s == pytest.approx(S / 272e9 + 0.20 * S / 376e9 + L / 272e9 + L / 376e9)
 
 
 def test_blackwell_nvls_uses_nccl_efficiency():
@@ -111,10 +111,11 @@ def test_blackwell_nvls_loop_uses_nccl_channel_counts():
     S = 8 * 2 ** 30
     one = collective_cost("all_reduce", S, 8, system_topology("hgx-b200"), "in_network")
     assert one.bandwidth_s == pytest.approx(S / 461e9 + 24 * 131072 * 8 / 461e9)
-    # 2 nodes: L = 32 x 128 KiB x 8 = 32 MiB, through NVLS and the network (S per node, W = 8 x 47e9)
+    # 2 nodes: L = 32 x 128 KiB x 8 = 32 MiB, through NVLS and the network (S per node, W = 8 x 47e9);
+    # the network is the slower tier, NVLS adds 0.20 of its time (TIER_OVERLAP_LOSS)
     two = collective_cost("all_reduce", S, 16, system_topology("hgx-b200", nodes=2), "in_network")
     L = 32 * 131072 * 8
-    assert two.bandwidth_s == pytest.approx(max(S / 461e9, S / 376e9) + L / 461e9 + L / 376e9)
+    assert two.bandwidth_s == pytest.approx(S / 376e9 + 0.20 * S / 461e9 + L / 461e9 + L / 376e9)
 
 
 @settings(max_examples=120, deadline=None)
@@ -137,12 +138,13 @@ def test_every_preset_is_monotone_in_bytes_and_nodes(system, nodes, S, factor):
 def test_nvl72_racks_reach_at_most_32_nics_and_congest_past_one_rack():
     # 20 GB200 NVL72 racks, 1440 GPUs, 16 GiB in_network (NVLS tree): NCCL spreads a rack's cross-rack
     # traffic over at most 32 channels = 32 NICs (ring graph MAXCHANNELS/2, NVLS arity 32), so
-    # W = 32 x 47e9 / o(20), o(20) = 1 + 0.27 log2(20 / 1) = 2.1669; the tree moves 2S per rack.
+    # W = 32 x 47e9 / o(20), o(20) = 1 + 0.21 log2(20 / 1) = 1.9076; the tree moves 2S per rack, and NVLS
+    # adds 0.20 of its own time (TIER_OVERLAP_LOSS).
     # Fill: one loop of L = 32 channels x 128 KiB x 72 GPUs through NVLS (461e9) and the network (2L / W).
     S, L = 16 * 2 ** 30, 32 * 131072 * 72
-    W = 32 * 47e9 / (1 + 0.27 * math.log2(20))
+    W = 32 * 47e9 / (1 + 0.21 * math.log2(20))
     c = collective_cost("all_reduce", S, 1440, system_topology("gb200-nvl72", nodes=20), "in_network")
-    assert c.bandwidth_s == pytest.approx(max(S / 461e9, 2 * S / W) + L / 461e9 + 2 * L / W)
+    assert c.bandwidth_s == pytest.approx(2 * S / W + 0.20 * S / 461e9 + L / 461e9 + 2 * L / W)
 
 
 def test_ring_across_nodes_pays_the_hosts_net_overhead_per_intra_step():
@@ -154,3 +156,14 @@ def test_ring_across_nodes_pays_the_hosts_net_overhead_per_intra_step():
     # dgx-h100 (Intel host: 1 us, x3 = 3 us < 3.4 us): the NVLink step stands, 1.4 x (8.4 + 28 x 3.4 + 2 x 14)
     h = protocol_costs("all_reduce", 2 ** 30, 16, system_topology("dgx-h100", nodes=2), "ring")[Protocol.SIMPLE]
     assert h.latency_s == pytest.approx(1.4 * (8.4 + 28 * 3.4 + 2 * 14) * 1e-6)
+
+
+def test_tree_across_nodes_does_not_hide_all_of_its_faster_tier():
+    # 2x DGX A100, 4 GiB tree Simple: chain 2S / (240e9 x 0.92) (the slower tier) + 0.20 x network
+    # S / (8 x 23.5e9 x 0.92), then / NCCL's tree correction (1.0 past 256 MiB)
+    S = 4 * 2 ** 30
+    tree = protocol_costs("all_reduce", S, 16, system_topology("dgx-a100", nodes=2), "tree")[Protocol.SIMPLE]
+    assert tree.bandwidth_s == pytest.approx(2 * S / (240e9 * 0.92) + 0.20 * S / (8 * 23.5e9 * 0.92))
+    # one node: no network tier, nothing to overlap: 2S / (240e9 x 0.92)
+    one = protocol_costs("all_reduce", S, 8, system_topology("dgx-a100"), "tree")[Protocol.SIMPLE]
+    assert one.bandwidth_s == pytest.approx(2 * S / (240e9 * 0.92))

@@ -93,7 +93,7 @@ from commcost.comm.topology import Link, Topology, as_topology, network_oversubs
 from commcost.units import require_finite_positive
 
 __all__ = [
-    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "MAX_CROSS_NODE_CHANNELS", "collective_cost", "algorithm_costs", "protocol_costs",
+    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm",
 ]
 
@@ -113,6 +113,16 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
 """Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
 
 NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT})
+
+TIER_OVERLAP_LOSS = 0.20
+"""``phi``: the share of the faster tier's time that a tree or NVLS tree across nodes fails to hide
+behind the slower one, under the protocol model: ``bw = max(t_intra, t_net) + phi min(t_intra, t_net)``
+(commcost's own term, not NCCL's: NCCL's tuner takes the min of the tiers' bandwidths). The 2-node
+tables measure these algorithms 4-16% slower than the max of their tiers at >= 1 GiB. ``phi`` was
+chosen on the TUNING tables only (benchmarks/derive_constants.py): the value of the grid 0, 0.05,
+..., 0.5 with the lowest median |error| among those with at most 65% of predictions too fast
+(0: 7.5% median, 77% too fast; 0.10: 5.5%, 71%; 0.15: 6.3%, 65.4%; 0.20: 6.6%, 63.7%), derived
+jointly with the congestion rule's ``k`` (each re-derived with the other until neither moved)."""
 
 MAX_CROSS_NODE_CHANNELS = 32
 """Most channels (each on one NIC) NCCL spreads a node's cross-node traffic over, under the protocol
@@ -177,7 +187,8 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
                           latency_s=latency_s, bandwidth_s=bandwidth_s)
 
 
-def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
+def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
+                 overlap_loss: float = 0.0) -> tuple[float, float]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
@@ -204,7 +215,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         E = 0.0 if n == 1 else (S if n == 2 else 2.0 * S)
         chain = 2.0 * S / B_i if g > 1 else 0.0
         net = E / W if n > 1 else 0.0
-        return t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e), max(chain, net)
+        return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e),
+                max(chain, net) + overlap_loss * min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
     if alg is Algorithm.HALVING_DOUBLING:
         lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e)
         bw = k * ((g - 1) / g * S / B_i + (n - 1) / (n * g) * S / B_e_eff)
@@ -221,7 +233,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         if n > 1:  # NVLS tree across nodes (NCCL NVLS_TREE): E(n) as the tree's; SHARP: S, one hop
             lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
             net_bytes = S if (topo.inter_in_network or n == 2) else 2.0 * S
-            bw = max(bw, net_bytes / W)
+            bw = max(bw, net_bytes / W) + overlap_loss * min(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
         link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e)
@@ -257,7 +269,7 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     nic_share = nics / g_min
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
-        lat, bw = _table_terms(op, alg, S, P, view)
+        lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
         W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
@@ -279,7 +291,7 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
             floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
             if floor > view.intra.latency_s:
                 view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
-        lat, bw = _table_terms(op, alg, S, P, view)
+        lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
