@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src"))
 
+from commcost.comm.model import FlatLinkModel
 from commcost.step.ddp_buckets import ddp_bucket_caps  # noqa: E402
 from commcost.step.sweep import sweep_buckets  # noqa: E402
 from commcost.step.timeline import TimelineInputs, simulate_timeline  # noqa: E402
@@ -41,8 +42,8 @@ def best_of(fn):
 def main() -> int:
     link = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
     cases = {
-        "70B uniform rate": TimelineInputs(gpus=256, link=link, step_s=4.0, params=70e9),
-        "llama2-70b shape": TimelineInputs(gpus=256, link=link, step_s=4.0, shape=model_preset("llama2-70b")),
+        "70B uniform rate": TimelineInputs(gpus=256, comm=FlatLinkModel(link=link), step_s=4.0, params=70e9),
+        "llama2-70b shape": TimelineInputs(gpus=256, comm=FlatLinkModel(link=link), step_s=4.0, shape=model_preset("llama2-70b")),
     }
     caps = ddp_bucket_caps(25)
     print(f"{'case':<34} {'buckets':>8} {'wall (best of %d)' % REPEATS:>18} {'per bucket':>11} {'target/wall':>12}")

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from commcost.comm.model import FlatLinkModel
 from commcost import BudgetInputs, InputError, Link, communication_budget
 from commcost.budget import scaling_gpu_counts
 from commcost.units import MiB
@@ -12,7 +13,7 @@ LINK = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
 
 
 def drill(**kw):
-    base = dict(gpus=32, link=LINK, params=1.3e9, step_s=0.4,
+    base = dict(gpus=32, comm=FlatLinkModel(link=LINK), params=1.3e9, step_s=0.4,
                 bucket_caps_bytes=tuple(c * MiB for c in (1, 8, 16, 25, 100)))
     base.update(kw)
     return communication_budget(BudgetInputs(**base))
@@ -43,9 +44,15 @@ def test_c_fractions_and_window():
     # tail = all-reduce of one 25 MiB bucket: 1.24 ms + 1.9375 * 26214400/25e9 (2.0316 ms)
     tail = 1.24e-3 + 1.9375 * 26214400 / 25e9
     assert st.tail_s == pytest.approx(tail)
-    # T - window < 0, so the bound is the tail alone
-    assert st.exposed_lower_bound_s == pytest.approx(tail)
+    # T - window < 0, so the drill's first-order estimate is the tail alone
+    assert st.first_order_exposed_s == pytest.approx(tail)
     assert st.efficiency_best_case == pytest.approx(0.4 / (0.4 + tail))
+    # DDP's default layout: 1 MiB, then 25 MiB buckets; 2.6e9 - 1048576 = 2,598,951,424 B = 99 x 26,214,400
+    # + 3,725,824 B, so the last bucket is 3,725,824 B and the true lower bound is its all-reduce:
+    # 1.24 ms + 1.9375 * 3725824 / 25e9 = 1.24 ms + 0.28875 ms = 1.52875 ms
+    assert st.default_last_bucket_bytes == 3_725_824
+    assert st.exposed_lower_bound_s == pytest.approx(1.24e-3 + 1.9375 * 3725824 / 25e9)
+    assert st.ceiling_reachable  # T = 202.74 ms fits the 266.67 ms window
 
 
 def test_d_label_and_verdict_disagree_for_the_drill():

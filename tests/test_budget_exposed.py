@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from commcost.comm.model import FlatLinkModel
 from commcost.budget import MAX_SIMULATED_BUCKETS, BudgetInputs, communication_budget
 from commcost.comm.topology import Link
 
@@ -15,7 +16,7 @@ DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--
 def _budget(bw_bytes_per_s, caps, gpus=2):
     # P = 2, a = 1 ms: T(c) = 2 ms + c/B; N = 50e6 bf16 -> S = 100e6 B; W = 2/3 * 0.3 s = 0.2 s
     return communication_budget(BudgetInputs(
-        gpus=gpus, link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3), params=50e6,
+        gpus=gpus, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3)), params=50e6,
         step_s=0.3, bucket_caps_bytes=caps))
 
 
@@ -39,7 +40,7 @@ def test_too_many_buckets_are_not_simulated():
 
 
 def test_best_bucket_exposes_no_more_than_the_default_and_both_within_wire_time():
-    b = communication_budget(BudgetInputs(gpus=32, link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6),
+    b = communication_budget(BudgetInputs(gpus=32, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)),
                                           params=1.3e9, step_s=0.4))
     d, best = b.overlap.default, b.overlap.best
     assert 0 < best.exposed_s <= d.exposed_s <= d.wire_s
@@ -80,7 +81,7 @@ def test_budget_json_agrees_with_the_timeline_command():
 
 def test_library_skips_the_simulation_past_the_bucket_limit():
     # 1e14 params * 2 B = 2e14 B; / 25 MiB = 7.6e6 buckets > 2**20: not simulated (was 30 s, 1.8 GB)
-    b = communication_budget(BudgetInputs(gpus=32, link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6),
+    b = communication_budget(BudgetInputs(gpus=32, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)),
                                           params=1e14, step_s=0.4))
     assert b.overlap is None
     # the closed-form parts are still there: T = 1.24 ms + 62/32 * 2e14/25e9 s

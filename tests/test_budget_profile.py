@@ -35,23 +35,24 @@ def drill_profile(tmp_path, gpus=32):
     return path
 
 
-def test_profile_gives_the_same_budget_as_the_numbers_it_holds(tmp_path):
+def test_profile_prices_every_collective_with_its_own_regime(tmp_path):
     path = drill_profile(tmp_path)
-    by_hand = run_tool("--gpus", "32", "--bw", "25", "--latency", "20", *DRILL, "--json")
-    by_profile = run_tool("--profile", str(path), *DRILL, "--json")  # --gpus comes from the profile
-    assert by_hand.returncode == 0 and by_profile.returncode == 0, by_profile.stderr
-    a, b = json.loads(by_hand.stdout), json.loads(by_profile.stdout)
-    named = b.pop("profile")
-    fa, fb = flat(a), flat(b)  # the same report, up to the last bit of 20 * 1e-6
-    assert fa.keys() == fb.keys()
-    for key in fa:
-        if isinstance(fa[key], float):
-            assert fa[key] == pytest.approx(fb[key], rel=1e-12), key
-        else:
-            assert fa[key] == fb[key], key
-    # alpha of the first regime (20 us), B of the last (25 GB/s): the headline link
-    assert named == {"path": str(path), "bandwidth_bytes_per_s": 25e9, "latency_s": 20e-6, "op": "all_reduce",
-                     "gpus": 32, "r2": 0.999, "source": "made-up.csv"}
+    r = run_tool("--profile", str(path), *DRILL, "--json")  # --gpus comes from the profile
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout)
+    # S = 2.6e9 B lies in regime 2 (a = 60 us, B = 25 GB/s): T = 2*31*60 us + 2*31/32 * 2.6e9/25e9
+    #   = 3.72 ms + 201.50 ms = 205.22 ms (the headline link, a = 20 us, would say 202.74 ms)
+    assert b["allreduce"]["latency_s"] == pytest.approx(62 * 60e-6)
+    assert b["allreduce"]["total_s"] == pytest.approx(62 * 60e-6 + 1.9375 * 2.6e9 / 25e9)
+    # a 1 MiB bucket starts regime 2 (regime 1 is [0, 1 MiB)): 3.72 ms + 1.9375 * 1048576/25e9 = 3.80 ms
+    one = b["buckets"]["rows"][0]["one_bucket"]
+    assert one["total_s"] == pytest.approx(62 * 60e-6 + 1.9375 * 2**20 / 25e9)
+    # ZeRO-2's reduce-scatter is half the ring all-reduce: 31 * 60 us + 31/32 * 2.6e9/25e9 = 1.86 + 100.75 ms
+    assert b["fixes"]["zero2"]["reduce_scatter"]["total_s"] == pytest.approx(31 * 60e-6 + 31 / 32 * 2.6e9 / 25e9)
+    # part (g) stays within the profile's 32 ranks (no extrapolation asked)
+    assert max(row["gpus"] for row in b["scaling"]["rows"]) == 32
+    assert b["profile"]["kind"] == "profile" and b["profile"]["gpus"] == 32 and b["profile"]["extrapolated"] is False
+    assert b["inputs"]["bandwidth_bytes_per_s"] is None  # no flat-equivalent link is printed
 
 
 def test_drill_command_with_profile_names_it(tmp_path):
@@ -59,17 +60,20 @@ def test_drill_command_with_profile_names_it(tmp_path):
     r = run_tool("--params", "1.3", "--step-ms", "400", "--profile", str(path), "--buckets", "25")
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()[0]
-    assert first.startswith(f"link from profile {path}: B = 25.00 GB/s")
-    assert "20.00 us per ring step" in first and "all_reduce over 32 ranks" in first
-    # (b) with P = 32, a = 20 us: latency term 2 * 31 * 20 us = 1240 us = 1.24 ms
-    assert "1.24 ms" in r.stdout
+    assert first.startswith(f"calibrated profile {path}: 2 size regime(s) fitted on all_reduce over 32 ranks")
+    # (b) with P = 32, a = 60 us (the regime holding 2.6 GB): latency term 2 * 31 * 60 us = 3.72 ms
+    assert "3.72 ms" in r.stdout
 
 
-def test_other_group_size_is_said(tmp_path):
+def test_other_group_size_is_refused_then_extrapolated_with_a_warning(tmp_path):
     path = drill_profile(tmp_path)
     r = run_tool("--gpus", "256", "--profile", str(path), *DRILL)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "measured on all_reduce over 32 ranks" in r.stderr and "--extrapolate" in r.stderr
+    r = run_tool("--gpus", "256", "--profile", str(path), "--extrapolate", *DRILL)
     assert r.returncode == 0, r.stderr
-    assert "applied here to P = 256 through the ring formula" in r.stdout.splitlines()[0]
+    assert "warning" in r.stderr and "256 ranks (> 32)" in r.stderr and "extrapolated" in r.stderr
+    assert "EXTRAPOLATED" in r.stdout.splitlines()[0]
 
 
 def one_line(r, fragment):

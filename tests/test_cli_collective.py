@@ -31,8 +31,14 @@ def test_json_keys_and_numbers_flat_link():
     assert d["time_s"] == pytest.approx(0.15003)
     assert d["algbw_bytes_per_s"] == pytest.approx(1e9 / 0.15003)
     assert d["busbw_bytes_per_s"] == pytest.approx(1e9 / 0.15003 * 1.5)
-    assert set(d["algorithms"]) == {"ring", "tree", "halving_doubling", "hierarchical"}
+    # on one flat link NCCL's auto has only the ring to choose (tree and NVLS need tiers)
+    assert set(d["algorithms"]) == {"ring"}
     assert d["algorithms"]["ring"]["time_s"] == d["time_s"]
+    # a what-if by name is priced beside it: halving-doubling, 2 log2(4) steps = 4 * 5 us + 2(3/4) 1e9/1e10
+    h = ok_json("collective", "--op", "all_reduce", "--size", "1GB", "--gpus", "4", "--bw", "10",
+                "--latency", "5", "--algorithm", "halving_doubling")
+    assert set(h["algorithms"]) == {"halving_doubling", "ring"} and h["algorithm"] == "halving_doubling"
+    assert h["time_s"] == pytest.approx(20e-6 + 0.15)
     assert "in_network" in d["unavailable"]
     assert d["fabric"]["kind"] == "flat"
 
@@ -88,7 +94,7 @@ def test_presets_lists_with_sources():
     (("--op", "all_gather", "--size", "1GiB", "--system", "dgx-h100", "--algorithm", "tree"),
      "tree is not modelled for all_gather"),
     (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-a100", "--algorithm", "in_network"), "NVLS"),
-    (("--op", "all_reduce", "--size", "1GiB", "--gpus", "8"), "no fabric"),
+    (("--op", "all_reduce", "--size", "1GiB", "--gpus", "8"), "--bw is required"),
     (("--op", "all_reduce", "--size", "1GiB", "--system", "dgx-h100", "--intra-bw", "100"), "drop --intra-bw"),
     (("--op", "all_reduce", "--size", "1GiB", "--gpus", "1", "--bw", "25", "--latency", "20"), "at least 2 GPUs"),
     (("--op", "all_reduce", "--size", "1GiB", "--gpus-per-node", "4", "--nodes", "2", "--intra-bw", "100",

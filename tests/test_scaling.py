@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
+from commcost.comm.model import FlatLinkModel
 from commcost import InputError, Link
 from commcost.scaling import (
     ScalingInputs, data_parallel_comm, scaling_curve, scaling_row, seed_analysis,
@@ -199,14 +200,14 @@ def test_flat_nvlink_rows_beyond_eight_gpus_are_flagged_infiniband_never():
 
 def test_one_gpu_has_no_communication():
     r = scaling_row(gpus=1, message_bytes=14e9, compute_s=0.4, overhead_s=0.0005, overlap_fraction=0.85,
-                    fabric=Link(bandwidth_bytes_per_s=25e9, latency_s=50e-6))
+                    comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=50e-6)))
     assert r.comm_s == 0.0
     assert r.speedup == r.speedup_partial == r.speedup_no_overlap == 1.0
 
 
 def test_comm_goes_through_ring_all_reduce():
     link = Link(bandwidth_bytes_per_s=25e9, latency_s=50e-6)
-    c = data_parallel_comm(14e9, 32, link)
+    c = data_parallel_comm(14e9, 32, FlatLinkModel(link=link))
     # 2*31*50 us + 2*(31/32)*14e9/25e9 s = 3.1 ms + 1085 ms
     assert c.op == "all_reduce" and c.algorithm == "ring"
     assert c.latency_s == pytest.approx(3.1e-3)
@@ -249,7 +250,7 @@ def test_lookup_is_exact_and_lists_valid_keys(model, fabric, word):
 
 def _inputs(**over):
     kw = dict(model="m", fabric="f", params=1e9, bytes_per_grad=2, compute_s=0.1, overhead_s=0.0,
-              link=Link(bandwidth_bytes_per_s=25e9, latency_s=5e-5), gpu_counts=(1, 2), overlap_fraction=0.5)
+              comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=5e-5)), gpu_counts=(1, 2), overlap_fraction=0.5)
     kw.update(over)
     return ScalingInputs(**kw)
 
@@ -276,7 +277,7 @@ links = st.builds(lambda b, a: Link(bandwidth_bytes_per_s=b, latency_s=a),
        link=links, f=st.floats(0.0, 1.0),
        gpus=st.lists(st.integers(1, 100_000), min_size=1, max_size=8, unique=True).map(lambda g: tuple(sorted(g))))
 def test_bounds_and_orderings(params, compute_s, overhead_s, link, f, gpus):
-    c = scaling_curve(_inputs(params=params, compute_s=compute_s, overhead_s=overhead_s, link=link,
+    c = scaling_curve(_inputs(params=params, compute_s=compute_s, overhead_s=overhead_s, comm=FlatLinkModel(link=link),
                               overlap_fraction=f, gpu_counts=gpus))
     eps = 1e-9
     for r in c.rows:
@@ -299,9 +300,9 @@ def test_bounds_and_orderings(params, compute_s, overhead_s, link, f, gpus):
        n=st.integers(1, 4096))
 def test_overlap_fraction_endpoints(compute_s, overhead_s, link, n):
     none = scaling_row(gpus=n, message_bytes=1e9, compute_s=compute_s, overhead_s=overhead_s,
-                       overlap_fraction=0.0, fabric=link)
+                       overlap_fraction=0.0, comm=FlatLinkModel(link=link))
     full = scaling_row(gpus=n, message_bytes=1e9, compute_s=compute_s, overhead_s=overhead_s,
-                       overlap_fraction=1.0, fabric=link)
+                       overlap_fraction=1.0, comm=FlatLinkModel(link=link))
     # f = 0 is no overlap; f = 1 (the seed's formula) leaves only t_c + t_o, the capped one is perfect overlap
     assert none.step_partial_s == pytest.approx(none.step_no_overlap_s)
     assert full.step_partial_s == pytest.approx(compute_s + overhead_s)

@@ -15,6 +15,7 @@ ROW_KEYS = [  # the documented columns (README, "Scaling analysis")
     "analysis", "model", "fabric", "gpus", "params", "bytes_per_grad", "message_bytes",
     "compute_s", "overhead_s", "bandwidth_bytes_per_s", "latency_s", "overlap_fraction",
     "comm_s", "comm_latency_s", "comm_bandwidth_s", "step_s", "speedup", "efficiency",
+    "step_perfect_s", "speedup_perfect", "efficiency_perfect",
     "step_partial_s", "speedup_partial", "efficiency_partial",
     "step_no_overlap_s", "speedup_no_overlap", "efficiency_no_overlap",
     "step_partial_bounded_s", "speedup_partial_bounded", "partial_exceeds_perfect", "beyond_flat_ring",

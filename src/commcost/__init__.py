@@ -16,6 +16,14 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # inputs and errors
     "InputError": "commcost.errors",
+    # the one communication model
+    "CommModel": "commcost.comm.model",
+    "FlatLinkModel": "commcost.comm.model",
+    "FabricModel": "commcost.comm.model",
+    "ProfileModel": "commcost.comm.model",
+    "ProfileScope": "commcost.comm.model",
+    "profile_model": "commcost.calibrate.profile",
+    "OverlapBounds": "commcost.step.overlap",
     "Link": "commcost.comm.topology",
     # collectives
     "Algorithm": "commcost.comm.collectives",
@@ -58,7 +66,8 @@ _EXPORTS: dict[str, str] = {
     "CurvePoint": "commcost.step.sweep",
     "Timeline": "commcost.step.timeline",
     "TimelineInputs": "commcost.step.timeline",
-    "ring_allreduce_cost": "commcost.step.timeline",
+    "comm_allreduce_cost": "commcost.step.timeline",
+    "BucketChoice": "commcost.step.timeline",
     "simulate_timeline": "commcost.step.timeline",
     "sweep_buckets": "commcost.step.sweep",
     "ModelShape": "commcost.workload",

@@ -6,15 +6,23 @@ bandwidth, ``t_c`` compute-only time of one micro-batch step, ``k``
 micro-batches per optimizer step (gradient accumulation with ``no_sync``: one
 all-reduce per optimizer step), ``f_b`` the backward share of a step.
 
+Every collective is priced by the one CommModel of the inputs (:mod:`commcost.comm.model`):
+on the drill's flat link the ring formulas below hold exactly; on a fabric or a calibrated
+profile each is the model's own ``cost`` (algorithm, protocol, regime named in the result).
+
 (a) ``S = N * bytes_per_grad``
-(b) ring all-reduce ``T = 2(P-1)a + 2(P-1)/P * S/B`` (:func:`ring_all_reduce`)
+(b) all-reduce ``T`` (flat link: the ring ``T = 2(P-1)a + 2(P-1)/P * S/B``)
 (c) comm fraction ``T / (k t_c)``; fully exposed efficiency ``k t_c / (k t_c + T)``;
     overlapped ceiling ``k t_c / max(k t_c, T)``, reachable only if ``T`` fits in
     the last micro-batch's backward window ``f_b t_c`` -- and even then the last
-    bucket's all-reduce (the tail) starts when backward ends and cannot hide, so
-    exposed time is at least ``max(tail, T - f_b t_c)``.
+    bucket's all-reduce (the tail) starts when backward ends and cannot hide.
+    First order (the drill): a full last bucket, exposed ``~ max(T(c_tail), T - f_b t_c)``.
+    Lower bound for DDP's default layout (:class:`commcost.step.overlap.OverlapBounds`):
+    exposed ``>= max(T(r), T - f_b t_c)`` with ``r`` its actual last bucket.
 (d) threshold label: ``COMMUNICATION-BOUND`` when ``T / (k t_c) > threshold``
-    (the drill's script); the overlap verdict compares ``T`` with ``f_b t_c``.
+    (the drill's script). Overlap verdict: from the simulated timeline at the recommended
+    cap, ``HIDES`` when what stays exposed is within the tail budget; the first-order reading
+    compares ``T`` with ``f_b t_c``.
 (e) fixes: accumulation over ``k'`` micro-batches (ratio ``T / (k' t_c)``);
     ZeRO-2 (ring reduce-scatter of gradients + ring all-gather of parameters,
     each ``(P-1)a + (P-1)/P * S/B``: the same bytes as the all-reduce);
@@ -29,14 +37,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, bucket_advice, bucket_row, crossover_bytes
-from commcost.comm.collectives import CollectiveCost, ring_all_gather, ring_all_reduce, ring_reduce_scatter
-from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
+from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, PYTORCH_FIRST_BUCKET_BYTES, \
+    bucket_advice, bucket_row, crossover_bytes, last_bucket_bytes
+from commcost.comm.collectives import CollectiveCost
+from commcost.comm.model import CommModel, FlatLinkModel
+from commcost.comm.topology import Link
 from commcost.errors import InputError
-from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, Timeline, TimelineInputs, best_caps, bucket_grid, exposed_at,
-                               gradient_stream, simulate_timeline)
-from commcost.comm.topology import Link, Topology
-from commcost.units import GB, MiB, require_count, require_finite_positive
+from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
+from commcost.step.overlap import OverlapBounds
+from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timeline, TimelineInputs, best_caps,
+                                    bucket_grid, exposed_at, gradient_stream, simulate_timeline)
+from commcost.units import GB, MiB
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import gradient_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -47,7 +59,7 @@ __all__ = [
     "DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S", "BudgetInputs", "StepAnalysis",
     "GradAccumFix", "Zero2Fix", "IntraNodeFix", "Fixes", "BucketTable",
     "GpuScalingRow", "Budget", "communication_budget", "scaling_gpu_counts",
-    "require_count", "SimulatedOverlap", "simulated_overlap",
+    "SimulatedOverlap", "simulated_overlap", "budget_timeline_inputs",
 ]
 
 DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S = 300 * GB
@@ -61,8 +73,8 @@ class BudgetInputs:
 
     gpus: int
     """Ranks P in the data-parallel group."""
-    link: Link
-    """The link the group's ring runs over (the slowest tier it spans)."""
+    comm: CommModel
+    """What prices every collective (flat link, fabric or calibrated profile)."""
     params: float
     """Parameters N (a count, not billions)."""
     step_s: float
@@ -77,8 +89,9 @@ class BudgetInputs:
     """The drill script's label threshold on ``T / step``."""
     fix_grad_accum: int = 4
     """Micro-batches per optimizer step for the gradient-accumulation fix."""
-    intra_node_link: Link | None = None
-    """Intra-node link for the "DP inside a node" fix; default 300 GB/s with ``link``'s latency."""
+    intra_node_comm: CommModel | None = None
+    """Intra-node link for the "DP inside a node" fix; default (flat ``comm`` only) 300 GB/s with the
+    flat link's latency."""
     gpus_per_node: int = 8
     """GPUs in one node (one NVLink domain)."""
     bucket_caps_bytes: tuple[float, ...] = (1 * MiB, 25 * MiB)
@@ -91,12 +104,8 @@ class BudgetInputs:
     """Largest exposed tail accepted, as a fraction of the compute step."""
     scaling_gpus: tuple[int, ...] = ()
     """GPU counts for part (g); empty means :func:`scaling_gpu_counts`."""
-    fabric: Topology | None = None
-    """A two-tier fabric (``--system``): when set, the all-reduce, reduce-scatter and all-gather of
-    (b), (c), (e)2 and (g) are :func:`commcost.comm.algorithms.collective_cost` on it with ``algorithm``
-    (part (g) adds nodes as P grows), and ``link`` only drives the flat bucket table (f)."""
     algorithm: str = "auto"
-    """Algorithm for ``fabric`` (``auto``: the fastest per size, as NCCL's tuner picks)."""
+    """Algorithm asked of ``comm`` (``auto``: the backend's fastest per size, as NCCL's tuner picks)."""
 
     def __post_init__(self) -> None:
         require_count("gpus", self.gpus)
@@ -119,6 +128,10 @@ class BudgetInputs:
         require_finite_positive("tail_bucket_bytes", self.tail_bucket_bytes)
         for g in self.scaling_gpus:
             require_count("scaling gpus", g)
+        if not isinstance(self.comm, CommModel):
+            raise InputError(f"comm must be a CommModel, got {type(self.comm).__name__}")
+        if self.intra_node_comm is None and self.comm.flat_link is None:
+            raise InputError("intra_node_comm is needed when comm is not a flat link")
 
 
 def scaling_gpu_counts(gpus: int) -> tuple[int, ...]:
@@ -146,23 +159,35 @@ class StepAnalysis:
     efficiency_exposed: float
     """``k t_c / (k t_c + T)``: nothing overlaps."""
     efficiency_overlapped_ceiling: float
-    """``k t_c / max(k t_c, T)``: everything overlaps."""
+    """``k t_c / max(k t_c, T)``: everything overlaps (reachable only if ``ceiling_reachable``)."""
+    ceiling_reachable: bool
+    """``T <= f_b t_c``: the ceiling is physically reachable (T fits in the backward window)."""
     backward_window_s: float
     """``f_b t_c``: the last micro-batch's backward, the only time comm can hide in."""
     backward_margin_s: float
     """``f_b t_c - T``; negative when T does not fit."""
     tail_s: float
-    """All-reduce of the last bucket (``min(tail_bucket, S)``): always exposed."""
-    exposed_lower_bound_s: float
-    """``max(tail, T - f_b t_c)``: exposed time no bucketing can avoid."""
+    """All-reduce of a full last bucket (``min(tail_bucket, S)``), the drill's first-order tail."""
+    first_order_exposed_s: float
+    """``max(tail, T - f_b t_c)``: the drill's first-order estimate of what stays exposed."""
     efficiency_best_case: float
-    """``k t_c / (k t_c + exposed_lower_bound)``."""
+    """``k t_c / (k t_c + first_order_exposed)``."""
+    default_last_bucket_bytes: float
+    """``r``: the last bucket of DDP's default layout (1 MiB first, then 25 MiB), bytes."""
+    exposed_lower_bound_s: float
+    """``max(T(r), T - f_b t_c)``: exposed time DDP's default buckets cannot avoid (a true bound on
+    their simulated exposed time)."""
+    bounds: OverlapBounds
+    """No overlap / perfect overlap within the window / simulated, for this step."""
     threshold: float
     """Threshold of the label."""
     label: Literal["COMMUNICATION-BOUND", "COMPUTE-BOUND"]
     """The drill script's label: ``T / (k t_c) > threshold``."""
     overlap_verdict: Literal["HIDES", "DOES NOT HIDE", "NO COMMUNICATION"]
-    """Whether T fits inside the backward window."""
+    """From the simulated timeline at the recommended cap: HIDES when what stays exposed is within the
+    tail budget; the first-order verdict when the step is not simulated."""
+    first_order_verdict: Literal["HIDES", "DOES NOT HIDE", "NO COMMUNICATION"]
+    """The drill's first-order reading: whether T fits inside the backward window."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,7 +221,8 @@ class Zero2Fix:
 class IntraNodeFix:
     """Fix 3: the data-parallel group on the intra-node link."""
 
-    link: Link
+    link: Link | None
+    """The intra-node link when it is a flat link (None for another model)."""
     allreduce: CollectiveCost
     compute_s: float
     comm_to_compute: float
@@ -254,50 +280,51 @@ class Budget:
     """(f)."""
     scaling: tuple[GpuScalingRow, ...]
     """(g)."""
-    bandwidth_limit_s: float
-    """``2S/B``: the bandwidth term as P grows without bound."""
+    bandwidth_limit_s: float | None
+    """``2S/B``: the bandwidth term as P grows without bound on a flat link (None otherwise)."""
     overlap: SimulatedOverlap | None = None
     """The DDP bucket timeline of this step (:func:`simulated_overlap`)."""
 
 
 def _collective(inp: BudgetInputs, op: str, S: float, P: int) -> CollectiveCost:
-    """The drill's flat ring on ``inp.link``, or ``collective_cost`` on ``inp.fabric``."""
-    if inp.fabric is None:
-        ring = {"all_reduce": ring_all_reduce, "reduce_scatter": ring_reduce_scatter,
-                "all_gather": ring_all_gather}[op]
-        return ring(S, P, inp.link)
-    from dataclasses import replace
-
-    from commcost.comm.algorithms import collective_cost
-
-    fabric = inp.fabric
-    nodes = math.ceil(P / fabric.gpus_per_node)
-    if nodes > fabric.nodes:  # part (g): the same system with more nodes
-        fabric = replace(fabric, nodes=nodes)
-    return collective_cost(op, S, P, fabric, inp.algorithm)
+    """``op`` on ``S`` bytes over ``P`` ranks from the inputs' CommModel (part (g): the same fabric with
+    the nodes ``P`` needs)."""
+    comm = inp.comm if P <= inp.gpus else inp.comm.scaled()
+    return comm.cost(op, S, P, inp.algorithm)
 
 
-def _step_analysis(inp: BudgetInputs, T: CollectiveCost) -> StepAnalysis:
+def _step_analysis(inp: BudgetInputs, T: CollectiveCost, overlap: SimulatedOverlap | None,
+                   tail_budget_s: float) -> StepAnalysis:
     compute_s = inp.grad_accum * inp.step_s
     comm_s = T.total_s
     window_s = inp.backward_fraction * inp.step_s
     tail = _collective(inp, "all_reduce", min(inp.tail_bucket_bytes, T.message_bytes), inp.gpus)
-    exposed_lb = max(tail.total_s, comm_s - window_s) if comm_s > 0 else 0.0
+    first_order = max(tail.total_s, comm_s - window_s) if comm_s > 0 else 0.0
+    r = last_bucket_bytes(T.message_bytes, PYTORCH_DEFAULT_BUCKET_BYTES, PYTORCH_FIRST_BUCKET_BYTES)
+    last = _collective(inp, "all_reduce", r, inp.gpus)
+    lower = max(last.total_s, comm_s - window_s) if comm_s > 0 else 0.0
     fraction = comm_s / compute_s
     if comm_s == 0:
-        verdict: Literal["HIDES", "DOES NOT HIDE", "NO COMMUNICATION"] = "NO COMMUNICATION"
+        first: Literal["HIDES", "DOES NOT HIDE", "NO COMMUNICATION"] = "NO COMMUNICATION"
     else:
-        verdict = "HIDES" if comm_s <= window_s else "DOES NOT HIDE"
+        first = "HIDES" if comm_s <= window_s else "DOES NOT HIDE"
+    verdict = first
+    if overlap is not None and comm_s > 0:
+        verdict = "HIDES" if overlap.best.exposed_s <= tail_budget_s else "DOES NOT HIDE"
+    bounds = OverlapBounds(compute_s=compute_s, comm_s=comm_s, window_s=window_s,
+                           simulated_s=None if overlap is None else overlap.best.step_s)
     return StepAnalysis(
         compute_s=compute_s, comm_s=comm_s, comm_fraction=fraction,
         efficiency_exposed=compute_s / (compute_s + comm_s),
         efficiency_overlapped_ceiling=compute_s / max(compute_s, comm_s),
+        ceiling_reachable=comm_s <= window_s,
         backward_window_s=window_s, backward_margin_s=window_s - comm_s,
-        tail_s=tail.total_s, exposed_lower_bound_s=exposed_lb,
-        efficiency_best_case=compute_s / (compute_s + exposed_lb),
+        tail_s=tail.total_s, first_order_exposed_s=first_order,
+        efficiency_best_case=compute_s / (compute_s + first_order),
+        default_last_bucket_bytes=r, exposed_lower_bound_s=lower, bounds=bounds,
         threshold=inp.threshold,
         label="COMMUNICATION-BOUND" if fraction > inp.threshold else "COMPUTE-BOUND",
-        overlap_verdict=verdict,
+        overlap_verdict=verdict, first_order_verdict=first,
     )
 
 
@@ -318,11 +345,11 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
         bytes_sent_per_rank=2 * (P - 1) / P * S,
         allreduce_bytes_sent_per_rank=2 * (P - 1) / P * S,
     )
-    intra_link = inp.intra_node_link or Link(
-        bandwidth_bytes_per_s=DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S, latency_s=inp.link.latency_s)
-    intra_T = ring_all_reduce(S, P, intra_link)
+    intra_comm = inp.intra_node_comm or FlatLinkModel(link=Link(
+        bandwidth_bytes_per_s=DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S, latency_s=inp.comm.flat_link.latency_s))
+    intra_T = intra_comm.scaled().cost("all_reduce", S, P)
     intra = IntraNodeFix(
-        link=intra_link, allreduce=intra_T, compute_s=compute_s,
+        link=intra_comm.flat_link, allreduce=intra_T, compute_s=compute_s,
         comm_to_compute=intra_T.total_s / compute_s,
         available=P <= inp.gpus_per_node, nodes_spanned=math.ceil(P / inp.gpus_per_node),
     )
@@ -330,28 +357,38 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
                  grad_accum=grad_accum, zero2=zero2, intra_node=intra)
 
 
+def _scaling_counts(inp: BudgetInputs) -> tuple[int, ...]:
+    counts = inp.scaling_gpus or scaling_gpu_counts(inp.gpus)
+    limit = inp.comm.scaled().max_gpus()
+    return tuple(g for g in counts if limit is None or g <= limit)
+
+
 def communication_budget(inp: BudgetInputs) -> Budget:
     """Compute parts (a) to (g) of the drill for ``inp``."""
     S = gradient_bytes(inp.params, inp.bytes_per_grad)
     T = _collective(inp, "all_reduce", S, inp.gpus)
     compute_s = inp.grad_accum * inp.step_s
-    rows = tuple(bucket_row(S, cap, inp.gpus, inp.link) for cap in inp.bucket_caps_bytes)
-    advice = bucket_advice(S, inp.gpus, inp.link, max_latency_share=inp.max_latency_share,
-                           tail_budget_s=inp.tail_budget_fraction * compute_s)
+    tail_budget_s = inp.tail_budget_fraction * compute_s
+    rows = tuple(bucket_row(S, cap, inp.gpus, inp.comm, inp.algorithm) for cap in inp.bucket_caps_bytes)
+    advice = bucket_advice(S, inp.gpus, inp.comm, max_latency_share=inp.max_latency_share,
+                           tail_budget_s=tail_budget_s, algorithm=inp.algorithm)
     scaling = []
-    for g in inp.scaling_gpus or scaling_gpu_counts(inp.gpus):
+    for g in _scaling_counts(inp):
         Tg = _collective(inp, "all_reduce", S, g)
+        comm_g = inp.comm if g <= inp.gpus else inp.comm.scaled()
         scaling.append(GpuScalingRow(
-            gpus=g, allreduce=Tg, crossover_bytes=crossover_bytes(g, inp.link),
+            gpus=g, allreduce=Tg, crossover_bytes=crossover_bytes(comm_g, g, near_bytes=S, algorithm=inp.algorithm),
             comm_fraction=Tg.total_s / compute_s, global_batch_growth=g / inp.gpus,
         ))
+    link = inp.comm.flat_link
+    overlap = simulated_overlap(inp)
     return Budget(
         inputs=inp, message_bytes=S, allreduce=T,
-        step=_step_analysis(inp, T), fixes=_fixes(inp, S, T),
+        step=_step_analysis(inp, T, overlap, tail_budget_s), fixes=_fixes(inp, S, T),
         buckets=BucketTable(crossover_bytes=advice.crossover_bytes, rows=rows, advice=advice),
         scaling=tuple(scaling),
-        bandwidth_limit_s=2 * S / inp.link.bandwidth_bytes_per_s,
-        overlap=simulated_overlap(inp),
+        bandwidth_limit_s=None if link is None else 2 * S / link.bandwidth_bytes_per_s,
+        overlap=overlap,
     )
 
 
@@ -369,7 +406,9 @@ class SimulatedOverlap:
     default: Timeline
     """PyTorch's default (``bucket_cap_mb=None``): 25 MiB, first bucket 1 MiB."""
     best: Timeline
-    """The best cap on :func:`commcost.step.timeline.bucket_grid` (:func:`commcost.step.timeline.pick_best`)."""
+    """The recommended cap on :func:`commcost.step.timeline.bucket_grid` (:func:`commcost.step.timeline.pick_best`)."""
+    choice: BucketChoice
+    """The good range of caps, the tolerance and the rule behind ``best``."""
     exposed_by_cap_s: tuple[float | None, ...]
     """``E`` for each of ``bucket_caps_bytes`` as an explicit ``bucket_cap_mb`` (first bucket = cap)."""
 
@@ -388,9 +427,7 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap | None:
     gradient rate (:func:`commcost.step.timeline.exposed_at`, :func:`commcost.step.timeline.best_caps`);
     the default and the best are simulated bucket by bucket for their :class:`Timeline`.
     """
-    tl_inp = TimelineInputs(gpus=inp.gpus, link=inp.link, step_s=inp.step_s, params=inp.params,
-                            bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
-                            grad_accum=inp.grad_accum)
+    tl_inp = budget_timeline_inputs(inp)
     stream = gradient_stream(tl_inp)
     if stream.total_bytes / PYTORCH_DEFAULT_BUCKET_BYTES > MAX_SIMULATED_BUCKETS:
         return None  # minutes and gigabytes for a bucket-by-bucket timeline: not simulated
@@ -402,10 +439,18 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap | None:
             continue
         caps = DdpBucketCaps(bucket_cap_bytes=cap_bytes, first_bucket_cap_bytes=cap_bytes)
         exposed.append(exposed_at(tl_inp, caps, stream=stream))
+    choice = best_caps(tl_inp, _budget_grid(stream.total_bytes), stream=stream)
     return SimulatedOverlap(
         default=simulate_timeline(tl_inp, ddp_bucket_caps(None), stream=stream),
-        best=simulate_timeline(tl_inp, best_caps(tl_inp, _budget_grid(stream.total_bytes), stream=stream),
-                               stream=stream),
-        exposed_by_cap_s=tuple(exposed),
+        best=simulate_timeline(tl_inp, choice.best, stream=stream),
+        exposed_by_cap_s=tuple(exposed), choice=choice,
     )
+
+
+def budget_timeline_inputs(inp: BudgetInputs) -> TimelineInputs:
+    """The :class:`TimelineInputs` of this budget: the same CommModel, gradient and step, so
+    ``commcost timeline`` with the same flags simulates exactly this step."""
+    return TimelineInputs(gpus=inp.gpus, comm=inp.comm, step_s=inp.step_s, params=inp.params,
+                          bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
+                          grad_accum=inp.grad_accum, algorithm=inp.algorithm)
 

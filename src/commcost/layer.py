@@ -6,13 +6,14 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
 :mod:`commcost.comm.collectives`.
 
 * layer parameters ``N_l = 12 h^2``; gradient ``S_l = N_l * bytes_per_grad``
-* comm: ring all-reduce of ``S_l`` once per optimizer step,
-  ``T_l = 2(P-1)a + 2(P-1)/P * S_l/B``
+* comm: all-reduce of ``S_l`` once per optimizer step, from the CommModel (flat link: the
+  ring ``T_l = 2(P-1)a + 2(P-1)/P * S_l/B``)
 * compute: ``C_l = (6 N_l D + 12 h s D) / F`` (dense + attention, see
   :mod:`commcost.workload`)
 * ratio ``T_l / C_l``. Dropping latency and attention,
   ``T_l / C_l ~ [2(P-1)/P * 12h^2 * bytes / B] / [6 * 12h^2 * D / F]
-  = 2(P-1)/P * bytes * F / (6 D B)``: ``h`` cancels, so the ratio is set by the
+  = 2(P-1)/P * bytes * F / (6 D B)``, computed as ``W_l F / (6 N_l D)`` from the all-reduce's
+  bandwidth term ``W_l`` (the same on a flat link, and defined on any model): ``h`` cancels, so the ratio is set by the
   tokens each rank processes per optimizer step, not by the model's width.
 * verdict: the layer's all-reduce can hide when ``T_l <= W_l = f_b C_l / k``: with
   gradient accumulation under ``no_sync`` only the last micro-batch's backward
@@ -26,13 +27,16 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from commcost.comm.collectives import CollectiveCost, ring_all_reduce
+from commcost.comm.collectives import CollectiveCost
 from commcost.errors import InputError
-from commcost.comm.topology import Link
-from commcost.units import TERA, require_count, require_finite_positive
+from commcost.units import TERA
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
+
+if TYPE_CHECKING:
+    from commcost.comm.model import CommModel
 
 __all__ = ["DEFAULT_ACHIEVED_FLOPS_PER_S", "LayerInputs", "LayerRatio", "layer_ratio"]
 
@@ -46,8 +50,8 @@ class LayerInputs:
 
     gpus: int
     """Ranks P."""
-    link: Link
-    """Link of the ring."""
+    comm: CommModel
+    """What prices the layer's all-reduce (flat link, fabric or calibrated profile)."""
     hidden: int
     """Hidden size h."""
     seq: int
@@ -114,11 +118,10 @@ def layer_ratio(inp: LayerInputs) -> LayerRatio:
     n_l = transformer_layer_params(h)
     S_l = gradient_bytes(n_l, inp.bytes_per_grad)
     D = inp.micro_batch * s * inp.grad_accum
-    T = ring_all_reduce(S_l, P, inp.link)
+    T = inp.comm.cost("all_reduce", S_l, P)
     dense, attention = transformer_layer_train_flops(h, s, D)
     F = inp.achieved_flops_per_s
     compute_s = (dense + attention) / F
-    B = inp.link.bandwidth_bytes_per_s
     flops_per_token = 6.0 * n_l + 12.0 * h * s
     window_s = inp.backward_fraction * compute_s / inp.grad_accum
     if T.total_s == 0:
@@ -129,7 +132,7 @@ def layer_ratio(inp: LayerInputs) -> LayerRatio:
         params=n_l, grad_bytes=S_l, tokens_per_rank=D, allreduce=T,
         dense_flops=dense, attention_flops=attention, compute_s=compute_s,
         comm_to_compute=T.total_s / compute_s,
-        width_free_ratio=2 * (P - 1) / P * inp.bytes_per_grad * F / (6 * D * B),
+        width_free_ratio=T.bandwidth_s * F / (6.0 * n_l * D),
         tokens_to_hide=T.total_s * F / (inp.backward_fraction * flops_per_token),
         backward_window_s=window_s, exposed_lower_bound_s=max(0.0, T.total_s - window_s),
         verdict=verdict,

@@ -8,10 +8,16 @@ every ``N`` (the per-GPU batch is fixed: weak scaling); ``t_o`` a serial
 overhead per step (sync, data loading); ``f`` the fraction of ``T`` that
 overlaps compute.
 
-Step time under three overlap assumptions (scaling-book, "roofline": overlap is
+Step time under the overlap assumptions (scaling-book, "roofline": overlap is
 bounded by ``max(T_math, T_comms)`` and ``T_math + T_comms``)::
 
-    perfect overlap   t_step = max(t_c, T) + t_o        the seed's compute_speedup
+    seed's overlap    t_step = max(t_c, T) + t_o        the seed's compute_speedup: T hides behind the
+                                                        whole step (the seed's assumption)
+    perfect overlap   t_step = t_c + max(0, T - f_b t_c) + t_o
+                                                        the shared physical bound
+                                                        (:class:`commcost.step.overlap.OverlapBounds`):
+                                                        gradients exist only once backward made them,
+                                                        so T hides at most behind the backward share f_b
     overlap f         t_step = t_c + (1 - f) T + t_o    the seed's step_time_analysis (+ t_o)
     no overlap        t_step = t_c + T + t_o
 
@@ -36,11 +42,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.comm.collectives import Collective, CollectiveCost, ring_all_reduce
+from commcost.comm.collectives import Collective, CollectiveCost
 from commcost.errors import InputError
-from commcost.hardware import load_preset_file, lookup
-from commcost.comm.topology import Link, Topology
-from commcost.units import GB, MS, require_finite_positive
+from commcost.hardware import lookup
+from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
+                                            seed_fabrics, seed_models, seed_two_tier)
+from commcost.comm.model import CommModel, FlatLinkModel
+from commcost.step.overlap import OverlapBounds
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import gradient_bytes
 
 __all__ = [
@@ -49,103 +58,6 @@ __all__ = [
     "seed_models", "seed_fabrics", "seed_defaults", "seed_inputs",
     "data_parallel_comm", "scaling_row", "scaling_curve", "seed_analysis", "seed_two_tier",
 ]
-
-SEED_PRESET_FILE = "scaling_seed.json"
-"""The packaged preset file holding the seed's models, fabrics and defaults."""
-
-
-# --------------------------------------------------------------------------- presets
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelPreset:
-    """A model of the seed: its size and its (illustrative) compute time."""
-
-    key: str
-    """Exact look-up key, e.g. ``"7b"``."""
-    name: str
-    """Display name, as the seed spells it, e.g. ``"7B (Llama-7B equiv)"``."""
-    params: float
-    """Parameter count (1e9 per billion, never 1024)."""
-    compute_s: float
-    """Compute time of one step on one GPU ``t_c``, seconds."""
-    source: str
-    """Where the numbers come from."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FabricPreset:
-    """A fabric of the seed: one flat link shared by every rank."""
-
-    key: str
-    """Exact look-up key, e.g. ``"nvlink"``."""
-    name: str
-    """Display name, e.g. ``"NVLink"``."""
-    link: Link
-    """Per-rank bandwidth ``B`` and per-ring-step latency ``a``."""
-    flat_ring_max_gpus: int | None
-    """Largest group over which a flat ring at this bandwidth exists on common
-    systems (8 for NVLink on DGX/HGX); ``None`` when unlimited."""
-    flat_ring_note: str | None
-    """Why the flat ring stops being physical beyond ``flat_ring_max_gpus``."""
-    source: str
-    """Where the numbers come from."""
-    note: str
-    """What the numbers mean physically (one-way or bidirectional, domain size)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SeedDefaults:
-    """The seed's run-wide settings."""
-
-    bytes_per_grad: int
-    """Bytes per gradient element (bf16: 2)."""
-    overhead_s: float
-    """Serial overhead per step ``t_o``, seconds."""
-    gpu_counts: tuple[int, ...]
-    """GPU counts of the results table."""
-    overlap_fraction: float
-    """Overlap fraction ``f`` of the seed's partial-overlap analysis."""
-    overlap_model_key: str
-    """The model of the seed's printed partial-overlap analysis."""
-    overlap_gpu_counts: tuple[int, ...]
-    """GPU counts of the seed's printed partial-overlap analysis."""
-    overlap_overhead_s: float
-    """Serial overhead in that analysis (the seed uses none), seconds."""
-
-
-def _raw() -> dict:
-    return load_preset_file(SEED_PRESET_FILE)
-
-
-def seed_models() -> dict[str, ModelPreset]:
-    """The seed's models by key (a fresh dict on every call)."""
-    return {key: ModelPreset(key=key, name=m["name"], params=float(m["params"]),
-                             compute_s=m["compute_ms"] * MS, source=m["source"])
-            for key, m in _raw()["models"].items()}
-
-
-def seed_fabrics() -> dict[str, FabricPreset]:
-    """The seed's fabrics by key; GB/s and ms converted to SI here, once."""
-    return {key: FabricPreset(
-                key=key, name=f["name"],
-                link=Link(bandwidth_bytes_per_s=f["bandwidth_gb_per_s"] * GB,
-                          latency_s=f["latency_ms_per_ring_step"] * MS),
-                flat_ring_max_gpus=f["flat_ring_max_gpus"], flat_ring_note=f["flat_ring_note"],
-                source=f["source"], note=f["note"])
-            for key, f in _raw()["fabrics"].items()}
-
-
-def seed_defaults() -> SeedDefaults:
-    """The seed's run-wide settings, SI."""
-    raw = _raw()
-    o = raw["overlap_analysis"]
-    return SeedDefaults(
-        bytes_per_grad=raw["bytes_per_grad"], overhead_s=raw["serial_overhead_ms"] * MS,
-        gpu_counts=tuple(raw["gpu_counts"]), overlap_fraction=raw["overlap_fraction"],
-        overlap_model_key=o["model"], overlap_gpu_counts=tuple(o["gpu_counts"]),
-        overlap_overhead_s=o["serial_overhead_ms"] * MS,
-    )
-
 
 # --------------------------------------------------------------------------- inputs
 
@@ -179,9 +91,9 @@ class ScalingInputs:
     """Compute time of one step on one GPU ``t_c``, seconds (> 0)."""
     overhead_s: float
     """Serial overhead per step ``t_o``, seconds (>= 0)."""
-    link: Link | Topology
-    """The fabric: a flat :class:`Link` every rank of the ring uses (``B`` and ``a``, the
-    seed's model), or a two-tier :class:`Topology` (NVLink inside a node, NICs across)."""
+    comm: CommModel
+    """What prices the all-reduce: a flat link every rank of the ring uses (``B`` and ``a``, the
+    seed's model), a two-tier fabric (NVLink inside a node, NICs across) or a calibrated profile."""
     gpu_counts: tuple[int, ...]
     """GPU counts ``N`` to evaluate, each >= 1."""
     overlap_fraction: float
@@ -191,20 +103,24 @@ class ScalingInputs:
     beyond it are flagged, not changed. ``None``: no limit known."""
     flat_ring_note: str | None = None
     """Why the flat ring is unphysical beyond ``flat_ring_max_gpus`` (for the report)."""
-    algorithm: str = "ring"
-    """All-reduce algorithm (:func:`commcost.comm.algorithms.collective_cost`); ``auto`` picks the
-    fastest per N. The seed's model is ``ring`` on a flat link."""
+    algorithm: str = "auto"
+    """All-reduce algorithm asked of ``comm``; ``auto`` is the backend's fastest per N (on the
+    seed's flat link: the ring)."""
+    backward_fraction: float = 2.0 / 3.0
+    """f_b: share of the step in backward, the window of the physical perfect-overlap bound."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.link, Topology):
-            need = -(-max(self.gpu_counts, default=1) // self.link.gpus_per_node)
-            if self.link.nodes < need:
-                raise InputError(f"topology has {self.link.nodes} nodes of {self.link.gpus_per_node} GPUs, "
-                                 f"N = {max(self.gpu_counts)} needs {need}")
+        if not isinstance(self.comm, CommModel):
+            raise InputError(f"comm must be a CommModel, got {type(self.comm).__name__}")
+        limit = self.comm.max_gpus()
+        if limit is not None and max(self.gpu_counts, default=1) > limit:
+            raise InputError(f"{self.comm.describe()} holds at most {limit} GPUs; N = {max(self.gpu_counts)} "
+                             f"does not fit")
+        require_finite_positive("backward_fraction", self.backward_fraction)
+        if self.backward_fraction > 1:
+            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
         require_finite_positive("params", self.params)
-        if isinstance(self.bytes_per_grad, bool) or not isinstance(self.bytes_per_grad, int) \
-                or self.bytes_per_grad < 1:
-            raise InputError(f"bytes_per_grad must be an integer >= 1, got {self.bytes_per_grad!r}")
+        require_count("bytes_per_grad", self.bytes_per_grad)
         require_finite_positive("compute_s", self.compute_s)
         require_finite_positive("overhead_s", self.overhead_s, allow_zero=True)
         _require_gpu_counts(self.gpu_counts)
@@ -230,7 +146,7 @@ def seed_inputs(model_key: str, fabric_key: str, *, gpu_counts: tuple[int, ...] 
     return ScalingInputs(
         model=m.name, fabric=fab.name, params=m.params, bytes_per_grad=d.bytes_per_grad,
         compute_s=m.compute_s, overhead_s=d.overhead_s if overhead_s is None else overhead_s,
-        link=fab.link, gpu_counts=d.gpu_counts if gpu_counts is None else gpu_counts,
+        comm=FlatLinkModel(link=fab.link), gpu_counts=d.gpu_counts if gpu_counts is None else gpu_counts,
         overlap_fraction=d.overlap_fraction if overlap_fraction is None else overlap_fraction,
         flat_ring_max_gpus=fab.flat_ring_max_gpus, flat_ring_note=fab.flat_ring_note,
     )
@@ -253,7 +169,9 @@ class ScalingRow:
     overlap_fraction: float
     """``f``."""
     step_s: float
-    """Perfect overlap, the seed's step: ``max(t_c, T) + t_o``, seconds."""
+    """The seed's overlap assumption (T hides behind the whole step): ``max(t_c, T) + t_o``, seconds."""
+    step_perfect_s: float
+    """The shared physical bound: ``t_c + max(0, T - f_b t_c) + t_o`` (:class:`OverlapBounds`), seconds."""
     step_partial_s: float
     """Overlap ``f`` as the seed computes it: ``t_c + (1 - f) T + t_o``, seconds."""
     step_no_overlap_s: float
@@ -281,8 +199,18 @@ class ScalingRow:
 
     @property
     def speedup(self) -> float:
-        """Perfect overlap ``X = N (t_c + t_o) / step_s`` (the seed's ``speedups``)."""
+        """The seed's overlap ``X = N (t_c + t_o) / step_s`` (the seed's ``speedups``)."""
         return self._speedup(self.step_s)
+
+    @property
+    def speedup_perfect(self) -> float:
+        """The physical perfect-overlap bound: ``N (t_c + t_o) / step_perfect_s``."""
+        return self._speedup(self.step_perfect_s)
+
+    @property
+    def efficiency_perfect(self) -> float:
+        """``X / N`` at the physical perfect-overlap bound, a fraction."""
+        return self.speedup_perfect / self.gpus
 
     @property
     def speedup_partial(self) -> float:
@@ -338,47 +266,40 @@ class ScalingCurve:
 
 # --------------------------------------------------------------------------- model
 
-def data_parallel_comm(message_bytes: float, gpus: int, fabric: Link | Topology,
-                       algorithm: str = "ring") -> CollectiveCost:
-    """Gradient all-reduce of one data-parallel step.
-
-    On a flat link with the ring (the seed's ``ring_allreduce_time_ms``) this is
-    exactly :func:`commcost.comm.collectives.ring_all_reduce`,
-    ``T = 2(N-1) a + 2(N-1)/N * S/B``, ``T(1) = 0``: bandwidth-bound for large
-    ``S``, the latency term growing linearly in ``N``. On a two-tier
-    :class:`Topology`, or with another algorithm, it is
-    :func:`commcost.comm.algorithms.collective_cost` (hierarchical, tree, NVLS ...).
-    Every scaling number gets its communication time here and only here.
-    """
-    if isinstance(fabric, Link) and algorithm == "ring":
-        return ring_all_reduce(message_bytes, gpus, fabric)
-    from commcost.comm.algorithms import collective_cost
-
-    return collective_cost(Collective.ALL_REDUCE, message_bytes, gpus, fabric, algorithm)
+def data_parallel_comm(message_bytes: float, gpus: int, comm: CommModel, algorithm: str = "auto") -> CollectiveCost:
+    """Gradient all-reduce of one data-parallel step: ``comm.cost`` at ``N`` ranks (a fabric gains the
+    nodes ``N`` needs). On the seed's flat link this is the ring (the seed's ``ring_allreduce_time_ms``),
+    ``T = 2(N-1) a + 2(N-1)/N * S/B``, ``T(1) = 0``. Every scaling number gets its communication
+    time here and only here."""
+    return comm.scaled().cost(Collective.ALL_REDUCE, message_bytes, gpus, algorithm)
 
 
 def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s: float,
-                overlap_fraction: float, fabric: Link | Topology,
-                flat_ring_max_gpus: int | None = None, algorithm: str = "ring") -> ScalingRow:
+                overlap_fraction: float, comm: CommModel, flat_ring_max_gpus: int | None = None,
+                algorithm: str = "auto", backward_fraction: float = 2.0 / 3.0) -> ScalingRow:
     """Step times at one GPU count ``N`` (equations in the module docstring).
 
-    ``perfect = max(t_c, T) + t_o``; ``partial = t_c + (1-f) T + t_o``;
-    ``none = t_c + T + t_o``; ``bounded = t_c + max((1-f) T, T - t_c) + t_o``.
+    ``seed = max(t_c, T) + t_o``; ``perfect = t_c + max(0, T - f_b t_c) + t_o``;
+    ``partial = t_c + (1-f) T + t_o``; ``none = t_c + T + t_o``;
+    ``bounded = t_c + max((1-f) T, T - t_c) + t_o``.
     """
     _require_gpu_counts((gpus,))
     require_finite_positive("compute_s", compute_s)
     require_finite_positive("overhead_s", overhead_s, allow_zero=True)
     _require_fraction("overlap_fraction", overlap_fraction)
-    comm = data_parallel_comm(message_bytes, gpus, fabric, algorithm)
-    T, t_c, t_o, f = comm.total_s, compute_s, overhead_s, overlap_fraction
+    c = data_parallel_comm(message_bytes, gpus, comm, algorithm)
+    T, t_c, t_o, f = c.total_s, compute_s, overhead_s, overlap_fraction
+    bounds = OverlapBounds(compute_s=t_c, comm_s=T, window_s=backward_fraction * t_c, after_s=t_o)
+    topo = getattr(comm, "topology", None)
     return ScalingRow(
-        gpus=gpus, comm=comm, compute_s=t_c, overhead_s=t_o, overlap_fraction=f,
+        gpus=gpus, comm=c, compute_s=t_c, overhead_s=t_o, overlap_fraction=f,
         step_s=max(t_c, T) + t_o,
+        step_perfect_s=bounds.perfect_overlap_s,
         step_partial_s=t_c + (1.0 - f) * T + t_o,
-        step_no_overlap_s=t_c + T + t_o,
+        step_no_overlap_s=bounds.no_overlap_s,
         step_partial_bounded_s=t_c + max((1.0 - f) * T, T - t_c) + t_o,
         beyond_flat_ring=flat_ring_max_gpus is not None and gpus > flat_ring_max_gpus,
-        crosses_nodes=isinstance(fabric, Topology) and gpus > fabric.gpus_per_node,
+        crosses_nodes=topo is not None and gpus > topo.gpus_per_node,
     )
 
 
@@ -387,8 +308,8 @@ def scaling_curve(inputs: ScalingInputs) -> ScalingCurve:
     i = inputs
     rows = tuple(scaling_row(gpus=n, message_bytes=i.message_bytes, compute_s=i.compute_s,
                              overhead_s=i.overhead_s, overlap_fraction=i.overlap_fraction,
-                             fabric=i.link, flat_ring_max_gpus=i.flat_ring_max_gpus,
-                             algorithm=i.algorithm)
+                             comm=i.comm, flat_ring_max_gpus=i.flat_ring_max_gpus,
+                             algorithm=i.algorithm, backward_fraction=i.backward_fraction)
                  for n in i.gpu_counts)
     return ScalingCurve(inputs=i, rows=rows)
 
@@ -409,13 +330,3 @@ def seed_analysis() -> tuple[tuple[ScalingCurve, ...], tuple[ScalingCurve, ...]]
                                               overhead_s=d.overlap_overhead_s))
                     for f in fabrics)
     return results, overlap
-
-
-def seed_two_tier(gpus_per_node: int, max_gpus: int) -> Topology:
-    """The seed's two fabrics as tiers: NVLink inside nodes of ``gpus_per_node`` GPUs,
-    InfiniBand (one NIC per GPU) across ``ceil(max_gpus / gpus_per_node)`` nodes."""
-    fabrics = seed_fabrics()
-    return Topology(gpus_per_node=gpus_per_node, nodes=max(1, -(-max_gpus // gpus_per_node)),
-                    intra=lookup(fabrics, "nvlink", "fabric").link,
-                    inter=lookup(fabrics, "infiniband", "fabric").link,
-                    name=f"NVLink x {gpus_per_node} + InfiniBand")

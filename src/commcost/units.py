@@ -17,7 +17,7 @@ from commcost.errors import InputError
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
-    "parse_size_bytes", "require_finite_positive", "require_count",
+    "parse_size_bytes", "parse_rate_bytes_per_s", "parse_time_s",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
@@ -59,21 +59,60 @@ def parse_size_bytes(text: str) -> float:
     return float(number) * factor
 
 
-def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:
-    """Raise :class:`InputError` unless ``value`` is finite and > 0 (or >= 0)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise InputError(f"{name} must be finite, got {value}")
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InputError(f"{name} must be {bound}, got {value:g}")
+_RATE_UNITS_BYTES_PER_S = {
+    "gb/s": GB, "gbyte/s": GB, "gbps": GB / 8, "gbit/s": GB / 8, "gb": GB,
+    "mb/s": MB, "mbps": MB / 8, "mbit/s": MB / 8, "tb/s": TB, "tbps": TB / 8, "tbit/s": TB / 8,
+    "gib/s": GiB, "mib/s": MiB,
+}
 
 
-def require_count(name: str, value: int, *, minimum: int = 1) -> None:
-    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def _number_and_unit(text: str, unit_chars: str) -> tuple[str, str] | None:
+    """``"400Gbps"`` -> ``("400", "Gbps")``; a bare number -> ``(text, "")``; None if malformed.
+    A bare number takes no regular expression (the drill's flags are bare: start-up time)."""
+    try:
+        float(text)
+        return text.strip(), ""
+    except ValueError:
+        pass
+    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([" + unit_chars + r"]*)\s*$", text)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> float:
+    """``"50"`` (bare: GB/s), ``"50GB/s"``, ``"400Gbps"`` / ``"400Gbit/s"`` (bits: /8) -> bytes/s.
+
+    ``GB/s`` is 1e9 bytes/s, as nccl-tests reports; ``Gbps`` is 1e9 *bits*/s, as NIC line rates
+    are quoted, so ``400Gbps`` = ``50GB/s``. The case of the B/b is what tells bytes from bits
+    (``GB/s`` bytes, ``Gb/s`` bits).
+    """
+    parts = _number_and_unit(text, "A-Za-z/")
+    if parts is None:
+        raise InputError(f"cannot parse rate {text!r} (expected e.g. 50, 50GB/s, 400Gbps)")
+    number, unit = parts
+    if not unit:
+        return float(number) * bare_unit_bytes_per_s
+    key = unit.lower()
+    if unit.endswith("b/s") and not unit.endswith("B/s"):  # Gb/s: bits
+        key = key[:-3] + "bit/s"
+    factor = _RATE_UNITS_BYTES_PER_S.get(key)
+    if factor is None:
+        raise InputError(f"unknown rate unit {unit!r} in {text!r} (use GB/s, MB/s, TB/s, Gbps, Gbit/s)")
+    return float(number) * factor
+
+
+_TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "µs": US, "ns": 1e-9}
+
+
+def parse_time_s(text: str, *, bare_unit_s: float) -> float:
+    """``"20"`` (bare: ``bare_unit_s``), ``"20us"``, ``"0.02ms"``, ``"2e-5s"`` -> seconds."""
+    parts = _number_and_unit(text, "A-Za-zµ")
+    if parts is None:
+        raise InputError(f"cannot parse time {text!r} (expected e.g. 20, 20us, 0.02ms)")
+    number, unit = parts
+    factor = bare_unit_s if not unit else _TIME_UNITS_S.get(unit.lower())
+    if factor is None:
+        raise InputError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
+    return float(number) * factor
 
 
 def format_bytes(n_bytes: float, *, binary: bool = False) -> str:

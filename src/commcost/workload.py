@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.errors import InputError
+from commcost.validation import require_count
 
 __all__ = [
     "BYTES_PER_ELEMENT", "bytes_per_element", "gradient_bytes",
@@ -114,9 +115,7 @@ class ModelShape:
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "seq", "vocab", "heads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+            require_count(name, getattr(self, name))
         for name in ("ffn_hidden", "kv_heads", "max_positions"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -195,11 +194,18 @@ def model_preset_names() -> tuple[str, ...]:
     return tuple(k for k in load_preset_file("models.json") if not k.startswith("_"))
 
 
+MODEL_ALIASES = {"125m": "gpt2-small", "1.3b": "gpt2-xl", "7b": "llama2-7b"}
+"""The scaling-analysis seed's model names, as aliases of the registry's shapes (the seed calls them
+"125M (GPT-2 small)", "1.3B (GPT-2 XL equiv)", "7B (Llama-7B equiv)"); ``commcost scaling`` keeps the
+seed's own rounded parameter counts and compute times for them, to reproduce the seed."""
+
+
 def model_preset(name: str) -> ModelShape:
-    """The :class:`ModelShape` of preset ``name`` (exact key; unknown names list the valid ones)."""
+    """The :class:`ModelShape` of preset ``name`` (exact key or a seed alias of
+    :data:`MODEL_ALIASES`; unknown names list the valid ones)."""
     from commcost.hardware import load_preset_file, lookup
     table = {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
-    row = lookup(table, name, "model preset")
+    row = lookup(table, MODEL_ALIASES.get(name, name), "model preset")
     return ModelShape(
         layers=row["layers"], hidden=row["hidden"], seq=row["seq_tokens"], vocab=row["vocab"],
         ffn_hidden=row["ffn_hidden"], gated_mlp=row["gated_mlp"], heads=row["heads"],
@@ -208,4 +214,4 @@ def model_preset(name: str) -> ModelShape:
     )
 
 
-__all__ += ["model_preset", "model_preset_names"]
+__all__ += ["MODEL_ALIASES", "model_preset", "model_preset_names"]

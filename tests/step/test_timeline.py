@@ -5,6 +5,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from commcost.comm.model import FlatLinkModel
 from commcost.comm.collectives import ring_all_reduce
 from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.errors import InputError
@@ -20,7 +21,7 @@ TEN_MB = DdpBucketCaps(bucket_cap_bytes=10_000_000, first_bucket_cap_bytes=10_00
 
 
 def _inp(bw_bytes_per_s, **kw):
-    base = dict(gpus=2, link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3),
+    base = dict(gpus=2, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3)),
                 step_s=0.3, params=50e6)
     base.update(kw)
     return TimelineInputs(**base)
@@ -94,7 +95,7 @@ def test_tiny_shape_ready_times_follow_backward_flops():
     # ready (share of W): head 24/232; final norm 24/232; down (24 + 208*16/52)/232 = 88/232;
     #   up (24+128)/232; ln2 (24+136)/232; O 160+16 -> 176/232; V 192; K 208; Q 224; ln1 232; embedding 1
     shape = ModelShape(layers=1, hidden=2, seq=1, vocab=3)
-    s = gradient_stream(TimelineInputs(gpus=2, link=Link(bandwidth_bytes_per_s=1e9, latency_s=0),
+    s = gradient_stream(TimelineInputs(gpus=2, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=1e9, latency_s=0)),
                                        step_s=1.0, shape=shape, bytes_per_grad=2))
     assert s.tensor_bytes == tuple(2 * n for n in (6, 2, 16, 16, 2, 4, 4, 4, 4, 2, 6))
     expected = [24, 24, 88, 152, 160, 176, 192, 208, 224, 232, 232]
@@ -104,7 +105,7 @@ def test_tiny_shape_ready_times_follow_backward_flops():
 
 def test_tied_embedding_gradient_is_ready_last_and_head_has_no_tensor():
     shape = ModelShape(layers=2, hidden=8, seq=4, vocab=100, tied_embeddings=True)
-    s = gradient_stream(TimelineInputs(gpus=2, link=Link(bandwidth_bytes_per_s=1e9, latency_s=0),
+    s = gradient_stream(TimelineInputs(gpus=2, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=1e9, latency_s=0)),
                                        step_s=1.0, shape=shape))
     assert s.tensor_bytes[-1] == 2 * 100 * 8 and s.ready_fraction[-1] == 1.0
     assert s.tensor_bytes[0] == 2 * 8         # final norm first: no head tensor
@@ -112,7 +113,7 @@ def test_tied_embedding_gradient_is_ready_last_and_head_has_no_tensor():
 
 def test_sweep_finds_the_minimum_of_its_curve_and_both_sides_are_worse():
     # the drill: P = 32, B = 25 GB/s, a = 20 us, N = 1.3e9, step 400 ms
-    inp = TimelineInputs(gpus=32, link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6),
+    inp = TimelineInputs(gpus=32, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)),
                          step_s=0.4, params=1.3e9)
     sw = sweep_buckets(inp)
     steps = [p.step_s for p in sw.curve]
@@ -122,7 +123,7 @@ def test_sweep_finds_the_minimum_of_its_curve_and_both_sides_are_worse():
     assert sw.curve[0].step_s > sw.best.step_s and sw.curve[-1].step_s > sw.best.step_s
     assert sw.curve[-1].buckets == 1
     # one bucket = everything after backward: 0.4 + T(S)
-    assert sw.curve[-1].step_s == pytest.approx(0.4 + ring_all_reduce(2.6e9, 32, inp.link).total_s)
+    assert sw.curve[-1].step_s == pytest.approx(0.4 + ring_all_reduce(2.6e9, 32, inp.comm.flat_link).total_s)
 
 
 def test_bucket_grid_is_log_spaced_and_reaches_the_whole_gradient():
@@ -135,13 +136,13 @@ def test_bucket_grid_is_log_spaced_and_reaches_the_whole_gradient():
 def test_bad_inputs_raise_input_error():
     link = Link(bandwidth_bytes_per_s=1e9, latency_s=0)
     with pytest.raises(InputError, match="backward_fraction"):
-        TimelineInputs(gpus=2, link=link, step_s=1, params=1, backward_fraction=1.5)
+        TimelineInputs(gpus=2, comm=FlatLinkModel(link=link), step_s=1, params=1, backward_fraction=1.5)
     with pytest.raises(InputError, match="grad_accum"):
-        TimelineInputs(gpus=2, link=link, step_s=1, params=1, grad_accum=0)
+        TimelineInputs(gpus=2, comm=FlatLinkModel(link=link), step_s=1, params=1, grad_accum=0)
     with pytest.raises(InputError, match="params"):
-        TimelineInputs(gpus=2, link=link, step_s=1)
+        TimelineInputs(gpus=2, comm=FlatLinkModel(link=link), step_s=1)
     with pytest.raises(InputError, match="optimizer_s"):
-        TimelineInputs(gpus=2, link=link, step_s=1, params=1, optimizer_s=-1)
+        TimelineInputs(gpus=2, comm=FlatLinkModel(link=link), step_s=1, params=1, optimizer_s=-1)
 
 
 _inputs = st.builds(
@@ -153,7 +154,7 @@ _inputs = st.builds(
 
 
 def _build(d, shape=None):
-    inp = TimelineInputs(gpus=d["gpus"], link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"]),
+    inp = TimelineInputs(gpus=d["gpus"], comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"])),
                          step_s=d["step"], params=d["params"], shape=shape, backward_fraction=d["fb"],
                          grad_accum=d["k"], optimizer_s=d["opt"])
     return inp, DdpBucketCaps(bucket_cap_bytes=d["cap"], first_bucket_cap_bytes=d["first"])
@@ -195,7 +196,7 @@ def test_one_giant_bucket_step_is_compute_plus_T(d):
     S = inp.message_bytes
     giant = DdpBucketCaps(bucket_cap_bytes=int(S) + 1, first_bucket_cap_bytes=int(S) + 1)
     tl = simulate_timeline(inp, giant)
-    T = ring_all_reduce(S, inp.gpus, inp.link).total_s
+    T = ring_all_reduce(S, inp.gpus, inp.comm.flat_link).total_s
     assert len(tl.buckets) == 1
     assert tl.step_s == pytest.approx(d["k"] * d["step"] + T + d["opt"], rel=1e-12)
     assert tl.step_s == pytest.approx(tl.no_overlap_s, rel=1e-12)

@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from commcost.comm.model import FlatLinkModel
 from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.step.sweep import curve_point, sweep_buckets
 from commcost.step.timeline import TimelineInputs, _uniform_layout, best_caps, bucket_grid, exposed_at, simulate_timeline
@@ -13,7 +14,7 @@ from commcost.comm.topology import Link
 
 
 def _inp(bw_bytes_per_s, **kw):
-    base = dict(gpus=2, link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3),
+    base = dict(gpus=2, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3)),
                 step_s=0.3, params=50e6)
     base.update(kw)
     return TimelineInputs(**base)
@@ -70,7 +71,7 @@ _cases = st.builds(
 @given(_cases)
 def test_closed_form_agrees_with_the_simulation(d):
     d["params"] = min(d["params"], d["cap"] * 5000.0)   # keep the simulated bucket count modest
-    inp = TimelineInputs(gpus=d["gpus"], link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"]),
+    inp = TimelineInputs(gpus=d["gpus"], comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"])),
                          step_s=d["step"], params=d["params"], backward_fraction=d["fb"],
                          grad_accum=d["k"], optimizer_s=d["opt"])
     caps = DdpBucketCaps(bucket_cap_bytes=d["cap"], first_bucket_cap_bytes=d["first"])
@@ -89,7 +90,7 @@ def test_closed_form_agrees_with_the_simulation(d):
 @given(_cases)
 def test_sweep_curve_matches_a_simulation_at_every_cap(d):
     d["params"] = min(d["params"], 2**20 * 3000.0)
-    inp = TimelineInputs(gpus=d["gpus"], link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"]),
+    inp = TimelineInputs(gpus=d["gpus"], comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"])),
                          step_s=d["step"], params=d["params"], backward_fraction=d["fb"], grad_accum=d["k"])
     sweep = sweep_buckets(inp, (2**20, 4 * 2**20, 25 * 2**20))
     for point in sweep.curve:
@@ -97,22 +98,30 @@ def test_sweep_curve_matches_a_simulation_at_every_cap(d):
         tl = simulate_timeline(inp, DdpBucketCaps(bucket_cap_bytes=cap, first_bucket_cap_bytes=cap))
         assert point.buckets == len(tl.buckets)
         assert point.step_s == pytest.approx(tl.step_s, rel=1e-9, abs=0)
-    # the best is the largest cap whose step is within 0.1% of the fastest (BEST_STEP_TOLERANCE)
-    fastest = min(p.step_s for p in sweep.curve)
-    best = max((p for p in sweep.curve if p.step_s <= fastest * 1.001), key=lambda p: p.bucket_bytes)
-    assert sweep.best.bucket_cap_bytes == best.bucket_bytes
-    assert sweep.best.step_s == pytest.approx(best.step_s, rel=1e-9, abs=0)
-    assert sweep.best.step_s <= fastest * 1.001
+    # the best is the largest cap whose exposed time is within max(5%, 50 us) of the least and no more than
+    # PyTorch's default (25 MiB, first bucket 1 MiB), rebuilt here from the curve and one simulation;
+    # when no cap of the grid beats the default, the default itself is recommended
+    default = simulate_timeline(inp).exposed_s
+    least = min(min(p.exposed_s for p in sweep.curve), default)
+    good = [p for p in sweep.curve if p.exposed_s <= least + max(0.05 * least, 50e-6)]
+    allowed = [p for p in good if p.exposed_s <= default * (1 - 1e-9)]
+    if allowed:
+        best = max(allowed, key=lambda p: p.bucket_bytes)
+        assert sweep.best.bucket_cap_bytes == best.bucket_bytes
+        assert sweep.best.exposed_s == pytest.approx(best.exposed_s, rel=1e-9, abs=0)
+    else:
+        assert (sweep.best.bucket_cap_bytes, sweep.best.first_bucket_cap_bytes) == (25 * 2**20, 2**20)
+    assert sweep.best.exposed_s <= default * (1 + 1e-9)
 
 
 @settings(max_examples=40, deadline=None)
 @given(_cases, st.integers(1, 4))
 def test_best_caps_is_the_sweeps_choice(d, per_octave):
     # the budget names the best cap with best_caps (no curve); `timeline --bucket auto` with the sweep
-    inp = TimelineInputs(gpus=d["gpus"], link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"]),
+    inp = TimelineInputs(gpus=d["gpus"], comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"])),
                          step_s=d["step"], params=d["params"], backward_fraction=d["fb"], grad_accum=d["k"])
     grid = bucket_grid(inp.message_bytes, points_per_octave=per_octave, max_buckets=1 << 10)
     sweep = sweep_buckets(inp, grid)
-    caps = best_caps(inp, grid)
+    caps = best_caps(inp, grid).best
     assert caps.bucket_cap_bytes == sweep.best.bucket_cap_bytes
     assert caps.first_bucket_cap_bytes == sweep.best.first_bucket_cap_bytes

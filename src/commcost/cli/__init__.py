@@ -1,7 +1,7 @@
 """The ``commcost`` command line: a thin layer of subcommands over the public API.
 
-Each subcommand lives in its own module exposing ``HELP``, ``add_arguments(parser)``
-and ``run(args) -> int``, and is listed once in :data:`SUBCOMMANDS`. Modules here
+Each subcommand lives in its own module exposing ``HELP``, ``EXAMPLES`` (the command lines
+its ``--help`` ends with), ``add_arguments(parser)`` and ``run(args) -> int``, and is listed once in :data:`SUBCOMMANDS`. Modules here
 import only the standard library at import time; heavy imports happen in ``run``.
 """
 
@@ -32,7 +32,9 @@ SUBCOMMANDS: dict[str, str] = {
 
 def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     module = importlib.import_module(module_name)
-    parser = Parser(prog=prog, description=module.HELP)
+    examples = getattr(module, "EXAMPLES", ())
+    epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
+    parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
     module.add_arguments(parser)
     args = parser.parse_args(list(argv))
     try:
@@ -67,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _dispatch(SUBCOMMANDS[name], f"commcost {name}", rest)
 
 
-def budget_main(argv: Sequence[str] | None = None, prog: str = "collective_cost.py") -> int:
+def budget_main(argv: Sequence[str] | None = None, prog: str = "python tools/collective_cost.py") -> int:
     """The drill's ``tools/collective_cost.py``: the budget subcommand without its name."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return _dispatch(SUBCOMMANDS["budget"], prog, argv)

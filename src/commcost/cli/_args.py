@@ -58,6 +58,13 @@ class _HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position,
                          _terminal_columns() - 2 if width is None else width)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """Paragraphs are wrapped as argparse does; lines that start with spaces (the examples
+        an epilog ends with) are kept as they are."""
+        if "\n  " not in text:
+            return super()._fill_text(text, width, indent)
+        return "\n".join(indent + line for line in text.splitlines())
+
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr and exit code 2."""
@@ -94,6 +101,66 @@ def nonneg_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
+
+
+def rate_gb_per_s(text: str) -> float:
+    """A bandwidth > 0 in GB/s: a bare number is GB/s (the drill's unit); ``400Gbps``, ``50GB/s`` too."""
+    from commcost.units import GB, parse_rate_bytes_per_s
+
+    try:
+        value = parse_rate_bytes_per_s(text) / GB
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite bandwidth > 0, got {text!r}")
+    return value
+
+
+def _latency(text: str, *, allow_zero: bool) -> float:
+    from commcost.units import US, parse_time_s
+
+    try:
+        value = parse_time_s(text, bare_unit_s=US) / US
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise argparse.ArgumentTypeError(f"must be a finite latency {'>= 0' if allow_zero else '> 0'}, got {text!r}")
+    return value
+
+
+def latency_us(text: str) -> float:
+    """A latency > 0 in microseconds: a bare number is us (the drill's unit); ``20us``, ``0.02ms`` too."""
+    return _latency(text, allow_zero=False)
+
+
+def nonneg_latency_us(text: str) -> float:
+    """A latency >= 0 in microseconds (bare number: us; or with a unit)."""
+    return _latency(text, allow_zero=True)
+
+
+PARAMS_BILLIONS_MAX = 1e6
+"""``--params`` is in billions: a value this large (a million billion) is surely a raw count."""
+
+
+def params_billions(text: str) -> float:
+    """A parameter count in billions (> 0); a raw count such as ``7e9`` is refused with the likely intent."""
+    value = positive_float(text)
+    if value >= PARAMS_BILLIONS_MAX:
+        raise argparse.ArgumentTypeError(f"is in billions: {text} would be {value:g} billion parameters; "
+                                         f"did you mean {value / 1e9:g} (billions)?")
+    return value
+
+
+def algorithm_name(text: str) -> str:
+    """``auto`` or an algorithm name (``ring``, ``tree``, ``in_network`` ...); unknown names list the valid ones."""
+    if text == "auto":  # the default: no import on the drill's start-up path
+        return text
+    from commcost.comm.algorithms import parse_algorithm
+
+    try:
+        return str(parse_algorithm(text))
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def fraction(text: str) -> float:

@@ -1,37 +1,41 @@
-"""``--system`` / ``--nodes`` / ``--gpus-per-node`` / ``--algorithm``: the two-tier fabric flags
-shared by the subcommands that simulate a data-parallel step (budget, timeline).
+"""The one resolver: every subcommand's fabric flags -> one CommModel (:mod:`commcost.comm.model`).
 
-The drill's flat flags ``--bw``/``--latency`` describe one link; a system preset
-describes a two-tier :class:`commcost.comm.topology.Topology`. Commands that report the
-drill's flat symbols show the *flat ring equivalent* of the fabric for one message
-size (nccl-tests' bus-bandwidth idea): with ``T`` the :func:`collective_cost`
-all-reduce of ``S`` on ``P`` GPUs, ``a = T.latency / 2(P-1)`` and
-``B = 2(P-1)/P * S / T.bandwidth``, so the drill's formula with them gives ``T``.
+Flags (each command adds those that apply): the drill's flat link ``--bw``/``--latency``; a
+system preset ``--system``/``--nodes``/``--gpus-per-node``; a custom two-tier topology
+(``collective``: ``--intra-bw`` ... ``--oversubscription``); a calibrated ``--profile`` (with
+``--extrapolate`` to use it beyond the op, ranks or nodes it was measured on); ``--backend``
+(whose algorithms ``auto`` chooses among) and ``--algorithm``. :func:`resolve_comm_model` checks
+the combination, builds the model once and says what it is (a header line, a JSON object, and
+a warning on stderr when a figure is extrapolated or is a documented lower bound).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections import namedtuple
 
 from commcost.cli import _args as A
 
-__all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "apply_profile", "resolve_system",
-           "flat_equivalent", "allreduce_cost_on"]
+__all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
+           "add_custom_topology_arguments", "Resolved", "resolve_comm_model", "warn"]
 
 
 def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str | None = None,
                         extra=None) -> argparse._ArgumentGroup:
     """The data-parallel group: ``--gpus``, the flat link ``--bw``/``--latency`` (the drill's),
-    ``extra(group)`` if given, then ``--system``/``--nodes``/``--gpus-per-node``/``--algorithm`` and
-    ``--profile``. Returns the group."""
+    ``extra(group)`` if given, then ``--system``/``--nodes``/``--gpus-per-node``/``--algorithm``,
+    ``--backend`` and ``--profile``/``--extrapolate``. Returns the group."""
     g = p.add_argument_group("the data-parallel group")
     g.add_argument("--gpus", type=A.positive_int,
                    help="ranks P in the data-parallel group (with --system: default nodes x GPUs per node)")
-    g.add_argument("--bw", type=A.positive_float, help="achievable per-rank bandwidth B, GB/s (1e9)")
-    g.add_argument("--latency", type=A.positive_float, help="per ring-step latency a, microseconds")
+    g.add_argument("--bw", type=A.rate_gb_per_s, help="achievable per-rank bandwidth B, GB/s (1e9; or with a "
+                   "unit: 400Gbps, 50GB/s)")
+    g.add_argument("--latency", type=A.latency_us, help="per ring-step latency a, microseconds (or 20us, 0.02ms)")
     if extra is not None:
         extra(g)
     add_system_arguments(g, gpus_per_node_help=gpus_per_node_help)
+    add_backend_argument(g)
     add_profile_argument(g)
     return g
 
@@ -39,92 +43,195 @@ def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str |
 def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str | None = None) -> None:
     """Add ``--system``, ``--nodes``, ``--algorithm`` and ``--gpus-per-node`` to ``g``."""
     g.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100: "
-                   "replaces --bw/--latency; all-reduces use its tiers and the fastest algorithm")
+                   "replaces --bw/--latency; collectives use its tiers and the fastest algorithm")
     g.add_argument("--nodes", type=A.positive_int, help="with --system: nodes in the group")
     g.add_argument("--gpus-per-node", type=A.positive_int,
                    help=gpus_per_node_help or "with --system: GPUs used per node (default: the preset's)")
-    g.add_argument("--algorithm", default="auto", help="with --system: auto (default), ring, tree, "
-                   "halving_doubling, hierarchical, in_network")
+    g.add_argument("--algorithm", type=A.algorithm_name, default="auto",
+                   help="auto (default: the fastest the backend runs), ring, tree, in_network, "
+                        "halving_doubling, hierarchical, direct")
 
 
-def add_profile_argument(g: argparse._ArgumentGroup) -> None:
-    """Add ``--profile FILE`` (a calibrated profile from ``commcost fit -o FILE``)."""
-    g.add_argument("--profile", help="calibrated profile (commcost fit -o FILE): replaces --bw and --latency")
+def add_backend_argument(g) -> None:
+    """Add ``--backend`` (nccl, gloo): whose algorithms ``auto`` chooses among."""
+    g.add_argument("--backend", default="nccl", choices=("nccl", "gloo"),
+                   help="communication backend whose algorithms auto chooses among (default nccl: ring, "
+                        "tree, NVLS for all-reduce)")
 
 
-def apply_profile(args: argparse.Namespace, *, set_gpus: bool = True) -> tuple[str, dict] | None:
-    """Put a profile's calibrated link into ``args.bw``/``args.latency`` (and, with ``set_gpus``,
-    ``args.gpus`` if unset); return (a text line naming the profile, its JSON), or None
-    without ``--profile``."""
-    if getattr(args, "profile", None) is None:
-        return None
-    from commcost.calibrate.profile import load_profile
-    from commcost.units import GB, US, format_rate, format_seconds
+def add_profile_argument(g) -> None:
+    """Add ``--profile FILE`` (a calibrated profile from ``commcost fit -o FILE``) and ``--extrapolate``."""
+    g.add_argument("--profile", help="calibrated profile (commcost fit -o FILE): replaces --bw and --latency; "
+                   "every fitted size regime is used")
+    g.add_argument("--extrapolate", action="store_true",
+                   help="use --profile beyond the op, ranks or nodes it was measured on (a warning says what "
+                        "is extrapolated)")
 
-    if args.bw is not None or args.latency is not None:
-        A.fail("--profile replaces --bw and --latency; give either the profile or both numbers")
-    if getattr(args, "system", None) is not None:
-        A.fail("--profile and --system both describe the fabric; give one")
+
+def add_custom_topology_arguments(f) -> None:
+    """A custom two-tier topology (``collective``)."""
+    f.add_argument("--intra-bw", type=A.rate_gb_per_s, help="custom: intra-node bandwidth per GPU, GB/s")
+    f.add_argument("--intra-latency", type=A.nonneg_latency_us, help="custom: intra-node per-step latency, us")
+    f.add_argument("--inter-bw", type=A.rate_gb_per_s, help="custom: inter-node bandwidth per GPU (its NIC), GB/s")
+    f.add_argument("--inter-latency", type=A.nonneg_latency_us, help="custom: inter-node per-step latency, us")
+    f.add_argument("--nvls-bw", type=A.rate_gb_per_s, help="custom: in-switch reduction (NVLS) algbw per GPU, GB/s")
+    f.add_argument("--nvls-latency", type=A.nonneg_latency_us, default=0.0, help="custom: NVLS per-step latency, us")
+    f.add_argument("--launch-latency", type=A.nonneg_latency_us, default=0.0,
+                   help="custom: fixed launch latency per collective, us (default 0)")
+    f.add_argument("--oversubscription", type=A.positive_float,
+                   help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
+
+
+class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology"), defaults=(None,))):
+    """What :func:`resolve_comm_model` built: ``comm`` the CommModel; ``gpus`` the group's ranks P (None
+    where the command takes a list); ``note`` a header line naming a profile or a documented lower bound
+    (None for the drill's flat link); ``info`` the JSON of a profile (key ``profile``); ``topology`` the
+    fabric's Topology for reports that describe it. A named tuple, not a frozen dataclass: it never leaves
+    the CLI, and the drill's start-up pays for every dataclass it creates (benchmarks/cli_startup.py)."""
+
+    __slots__ = ()
+
+
+def warn(text: str) -> None:
+    """One warning line on stderr."""
+    print(f"commcost: warning: {text}", file=sys.stderr)
+
+
+def _given(args: argparse.Namespace, names) -> list[str]:
+    return [n for n in names if getattr(args, n, None) is not None]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+_CUSTOM = ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw")
+
+
+def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_gpus: bool = True,
+                       gpus_list: tuple[int, ...] | None = None) -> Resolved:
+    """The CommModel of the flags (module docstring). ``set_gpus``: the command has one ``--gpus``
+    (filled from the system or profile when absent); ``gpus_list``: the GPU counts a scaling command
+    will ask for (scope-checked against a profile)."""
+    from commcost.comm.model import FabricModel, FlatLinkModel
+    from commcost.comm.topology import Link
+    from commcost.units import GB, US
+
+    backend = getattr(args, "backend", "nccl")
+    profile_path = getattr(args, "profile", None)
+    custom = _given(args, _CUSTOM) if hasattr(args, "inter_bw") else []
+    flat = _given(args, ("bw", "latency"))
+    system = getattr(args, "system", None)
+    if getattr(args, "extrapolate", False) and profile_path is None:
+        A.fail("--extrapolate applies to --profile; there is no profile here")
+    if profile_path is not None:
+        if flat:
+            A.fail("--profile replaces --bw and --latency; give either the profile or both numbers")
+        if system is not None or custom:
+            A.fail("--profile and --system (or a custom topology) both describe the fabric; give one")
+        return _resolve_profile(args, op=op, set_gpus=set_gpus, gpus_list=gpus_list)
+    if system is not None:
+        if flat or custom:
+            A.fail(f"--system {system} takes its links from the preset; drop "
+                   + ", ".join(_flag(n) for n in flat + custom))
+        from commcost.presets import system_group
+
+        topo, P = system_group(system, nodes=getattr(args, "nodes", None),
+                               gpus_per_node=getattr(args, "gpus_per_node", None),
+                               gpus=getattr(args, "gpus", None) if set_gpus else None,
+                               oversubscription=getattr(args, "oversubscription", None))
+        comm = FabricModel(topology=topo, backend=backend)
+        w = None
+        if set_gpus:
+            args.gpus = P
+            w = comm.scope_warning(op, P)
+            if w:
+                warn(w)
+        return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"LOWER BOUND: {w}",
+                        info=None, topology=topo)
+    if getattr(args, "nodes", None) is not None and not custom:
+        A.fail("--nodes needs --system (a preset to take nodes of) or a custom topology; without it give --gpus")
+    if custom:
+        if flat:
+            A.fail("--bw/--latency describe a flat one-tier link; for two tiers use --intra-bw/--inter-bw "
+                   "(or --system) instead")
+        topo, P = _custom_topology(args)
+        return Resolved(comm=FabricModel(topology=topo, backend=backend), gpus=P, note=None, info=None,
+                        topology=topo)
+    if getattr(args, "gpus_per_node", None) is not None and hasattr(args, "inter_bw"):
+        A.fail("--gpus-per-node describes a two-tier topology: give --intra-bw/--intra-latency too (or --system)")
+    for name in ("bw", "latency"):
+        if getattr(args, name, None) is None:
+            A.fail(f"--{name} is required (or --system NAME with --nodes, or --profile FILE)")
+    if set_gpus and getattr(args, "gpus", None) is None:
+        A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
+    link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
+    return Resolved(comm=FlatLinkModel(link=link, backend=backend), gpus=getattr(args, "gpus", None) if set_gpus
+                    else None, note=None, info=None)
+
+
+def _resolve_profile(args: argparse.Namespace, *, op: str, set_gpus: bool,
+                     gpus_list: tuple[int, ...] | None) -> Resolved:
+    from commcost.calibrate.profile import load_profile, profile_model
+
     profile = load_profile(args.profile)
-    link, fit = profile.link, profile.fit
-    args.bw, args.latency = link.bandwidth_bytes_per_s / GB, link.latency_s / US
+    comm = profile_model(profile, extrapolate=bool(getattr(args, "extrapolate", False)))
+    fit = profile.fit
     if set_gpus and getattr(args, "gpus", None) is None:
         args.gpus = fit.gpus
-    text = (f"link from profile {args.profile}: B = {format_rate(link.bandwidth_bytes_per_s)} (bus bandwidth, "
-            f"large messages), a = {format_seconds(link.latency_s)} per ring step (small messages); "
-            f"fitted on {fit.op} over {fit.gpus} ranks, R^2 {profile.r2:.4f}")
-    if set_gpus and args.gpus != fit.gpus:
-        text += f"; applied here to P = {args.gpus} through the ring formula"
-    return text, {"path": args.profile, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
-                  "latency_s": link.latency_s, "op": fit.op.value, "gpus": fit.gpus, "r2": profile.r2,
-                  "source": profile.provenance.get("source")}
+    asked = (args.gpus,) if set_gpus else (gpus_list or (fit.gpus,))
+    extrapolated = []
+    for g in asked:
+        w = comm.scope_warning(op, g)
+        if w is None:
+            continue
+        if not comm.extrapolate:
+            why = w.split(": extrapolated")[0]
+            A.fail(f"{why}; pass --extrapolate to apply it anyway")
+        extrapolated.append(w)
+    if extrapolated:
+        warn(extrapolated[-1])
+    regimes = len(fit.regimes)
+    note = (f"calibrated profile {args.profile}: {regimes} size regime(s) fitted on {comm.scope.describe()}, "
+            f"R^2 {profile.r2:.4f}; each collective uses the regime holding its size")
+    if extrapolated:
+        note += "; EXTRAPOLATED beyond its scope (see the warning)"
+    info = comm.to_dict() | {"r2": profile.r2, "source": profile.provenance.get("source"),
+                             "extrapolated": bool(extrapolated)}
+    return Resolved(comm=comm, gpus=args.gpus if set_gpus else None, note=note, info=info)
 
 
-def resolve_system(args: argparse.Namespace):
-    """The :class:`Topology` of ``--system`` (filling ``args.gpus``), or None without it.
+def _custom_topology(args: argparse.Namespace):
+    """``(Topology, P)`` from ``--gpus-per-node``, ``--nodes``, ``--intra-*``/``--inter-*``/``--nvls-*``."""
+    from commcost.comm.topology import Link, Topology
+    from commcost.errors import InputError
+    from commcost.units import GB, US
 
-    Without ``--system``, ``--nodes`` is an error and ``--gpus``, ``--bw``, ``--latency``
-    are required.
-    """
-    if args.system is None:
-        if args.nodes is not None:
-            A.fail("--nodes needs --system (a preset to take nodes of); without it give --gpus")
-        for flag in ("gpus", "bw", "latency"):
-            if getattr(args, flag) is None:
-                A.fail(f"--{flag} is required (or --system NAME with --nodes)")
-        return None
-    from commcost.comm.algorithms import parse_algorithm
-    from commcost.presets import system_group
-
-    if args.bw is not None or args.latency is not None:
-        A.fail(f"--system {args.system} takes its links from the preset; drop --bw/--latency")
-    parse_algorithm(args.algorithm)
-    fabric, P = system_group(args.system, nodes=args.nodes, gpus_per_node=args.gpus_per_node, gpus=args.gpus)
-    args.gpus = P
-    return fabric
-
-
-def flat_equivalent(fabric, gpus: int, message_bytes: float, algorithm: str):
-    """The flat :class:`Link` whose ring all-reduce of ``message_bytes`` takes what ``fabric`` does."""
-    from commcost.comm.algorithms import collective_cost
-    from commcost.comm.topology import Link
-
-    if gpus == 1:
-        return fabric.intra
-    T = collective_cost("all_reduce", message_bytes, gpus, fabric, algorithm)
-    return Link(bandwidth_bytes_per_s=2 * (gpus - 1) / gpus * message_bytes / T.bandwidth_s,
-                latency_s=T.latency_s / (2 * (gpus - 1)))
-
-
-def allreduce_cost_on(fabric, gpus: int, algorithm: str):
-    """``c -> seconds``: the all-reduce of a ``c``-byte bucket on ``fabric`` (memoised per size)."""
-    from commcost.comm.algorithms import collective_cost
-
-    memo: dict[float, float] = {}
-
-    def cost(message_bytes: float) -> float:
-        if message_bytes not in memo:
-            memo[message_bytes] = collective_cost("all_reduce", message_bytes, gpus, fabric, algorithm).total_s
-        return memo[message_bytes]
-
-    return cost
+    gpus = getattr(args, "gpus", None)
+    if args.gpus_per_node is None:
+        raise InputError("a custom topology needs --gpus-per-node")
+    G = args.gpus_per_node
+    nodes = args.nodes
+    if nodes is None:
+        nodes = 1 if gpus is None else -(-gpus // G)
+    P = nodes * G if gpus is None else gpus
+    if args.nodes is not None and P > nodes * G:
+        raise InputError(f"--gpus {P} does not fit --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")
+    for need in ("intra_bw", "intra_latency"):
+        if getattr(args, need) is None:
+            raise InputError(f"a custom topology needs {_flag(need)}")
+    intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=args.intra_latency * US)
+    if nodes > 1:
+        for need in ("inter_bw", "inter_latency"):
+            if getattr(args, need) is None:
+                raise InputError(f"{nodes} nodes need {_flag(need)} (per-GPU NIC)")
+        inter = Link(bandwidth_bytes_per_s=args.inter_bw * GB, latency_s=args.inter_latency * US)
+    else:
+        inter = intra
+    nvls = None
+    if args.nvls_bw is not None:
+        nvls = Link(bandwidth_bytes_per_s=args.nvls_bw * GB, latency_s=args.nvls_latency * US)
+    topo = Topology(gpus_per_node=G, nodes=nodes, intra=intra, inter=inter, in_network=nvls,
+                    oversubscription=1.0 if args.oversubscription is None else args.oversubscription,
+                    base_latency_s=args.launch_latency * US)
+    return topo, P

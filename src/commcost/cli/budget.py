@@ -6,24 +6,32 @@ import argparse
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_group_arguments, apply_profile, flat_equivalent, resolve_system
+from commcost.cli._fabric import add_group_arguments, resolve_comm_model
 
 __all__ = ["add_arguments", "run"]
 
 HELP = "communication budget of a data-parallel step (Drill 3, parts a-g)"
 
+EXAMPLES = (
+    '--gpus 32 --bw 25 --latency 20 --params 1.3 --step-ms 400 --buckets 1,8,16,25,100',
+    '--system dgx-h100 --nodes 4 --model llama2-7b --step-ms 1200',
+    '--gpus 32 --bw 25 --latency 20 --layer-ratio --hidden 4096 --seq 4096 --grad-accum 4',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the budget flags (units as in the README) to ``p``."""
     def intra(g: argparse._ArgumentGroup) -> None:
-        g.add_argument("--intra-bw", type=A.positive_float, default=300.0,
+        g.add_argument("--intra-bw", type=A.rate_gb_per_s, default=300.0,
                        help="intra-node bandwidth for fix (e)3, GB/s (default 300)")
-        g.add_argument("--intra-latency", type=A.positive_float,
+        g.add_argument("--intra-latency", type=A.latency_us,
                        help="intra-node per-step latency for fix (e)3, us (default: --latency)")
 
     add_group_arguments(p, gpus_per_node_help="GPUs per node (default 8, or the system's)", extra=intra)
     m = p.add_argument_group("the model and the step")
-    m.add_argument("--params", type=A.positive_float, help="parameters N, billions (1e9)")
+    m.add_argument("--params", type=A.params_billions, help="parameters N, billions (1e9)")
+    m.add_argument("--model", help="a model from the registry (`commcost presets`), e.g. llama2-7b: sets --params")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
     m.add_argument("--step-ms", type=A.positive_float, help="measured compute-only step time, ms (one micro-batch)")
     m.add_argument("--grad-accum", type=A.positive_int, default=1,
@@ -52,21 +60,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate the combination of flags, compute, render."""
+    """Validate the combination of flags, resolve the one CommModel, compute, render."""
     from commcost.budget import BudgetInputs, communication_budget
+    from commcost.comm.model import FlatLinkModel
     from commcost.comm.topology import Link
     from commcost.units import BILLION, GB, MS, TERA, US
-    from commcost.workload import bytes_per_element
+    from commcost.workload import bytes_per_element, gradient_bytes, model_params, model_preset
 
-    calibrated = apply_profile(args)
-    fabric = _apply_system(args)
-    if args.bw is None:
-        A.fail("--bw is required (achievable per-rank bandwidth, GB/s)")
-    if args.latency is None:
-        A.fail("--latency is required (per ring-step latency, microseconds)")
+    if args.model is not None:
+        if args.params is not None:
+            A.fail("--model sets the parameter count; drop --params")
+        args.params = model_params(model_preset(args.model)) / BILLION
     want_budget = args.params is not None or args.step_ms is not None
     if not want_budget and not args.layer_ratio:
-        A.fail("nothing to report: give --params and --step-ms, or --layer-ratio with --hidden and --seq")
+        A.fail("nothing to report: give --params (or --model) and --step-ms, or --layer-ratio with --hidden and --seq")
     if want_budget and (args.params is None or args.step_ms is None):
         missing = "--params" if args.params is None else "--step-ms"
         A.fail(f"{missing} is required for the budget report (or use --layer-ratio alone)")
@@ -75,13 +82,21 @@ def run(args: argparse.Namespace) -> int:
         A.fail(f"--layer-ratio needs {missing}")
     if not args.layer_ratio and (args.hidden is not None or args.seq is not None):
         A.fail("--hidden/--seq are only used with --layer-ratio")
+    resolved = resolve_comm_model(args)
+    comm, topo = resolved.comm, resolved.topology
     bytes_per_grad = bytes_per_element(args.dtype)
     if want_budget:
         # part (c) simulates PyTorch's default buckets (25 MiB): keep that simulation bounded
-        A.check_bucket_count("--params", args.params * BILLION * bytes_per_grad, 25 * 2.0**20)
-    link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
-    intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB,
-                 latency_s=(args.intra_latency if args.intra_latency is not None else args.latency) * US)
+        A.check_bucket_count("--params", gradient_bytes(args.params * BILLION, bytes_per_grad), 25 * 2.0**20)
+    if topo is not None:  # fix (e)3 on the system's own NVLink
+        intra = topo.intra
+        args.gpus_per_node = topo.gpus_per_node
+    else:
+        if args.gpus_per_node is None:
+            args.gpus_per_node = 8
+        latency_s = (args.intra_latency * US if args.intra_latency is not None
+                     else comm.flat_link.latency_s if comm.flat_link is not None else 0.0)
+        intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=latency_s)
 
     out: dict = {}
     texts: list[str] = []
@@ -89,28 +104,27 @@ def run(args: argparse.Namespace) -> int:
         from commcost.report.budget import budget_to_dict, render_budget_text
 
         budget = communication_budget(BudgetInputs(
-            gpus=args.gpus, link=link, params=args.params * BILLION, step_s=args.step_ms * MS,
+            gpus=args.gpus, comm=comm, params=args.params * BILLION, step_s=args.step_ms * MS,
             bytes_per_grad=bytes_per_grad, grad_accum=args.grad_accum,
             backward_fraction=args.backward_fraction, threshold=args.threshold,
-            fix_grad_accum=args.fix_grad_accum, intra_node_link=intra,
+            fix_grad_accum=args.fix_grad_accum, intra_node_comm=FlatLinkModel(link=intra),
             gpus_per_node=args.gpus_per_node, bucket_caps_bytes=tuple(args.buckets),
             max_latency_share=args.max_latency_share, tail_budget_fraction=args.tail_budget,
-            fabric=fabric, algorithm=args.algorithm,
+            algorithm=args.algorithm,
         ))
         out.update(budget_to_dict(budget))
-        if fabric is not None:
+        if topo is not None:
             from commcost.report.collective import budget_fabric_note, fabric_to_dict
 
-            out["fabric"] = fabric_to_dict(fabric, budget.fixes.intra_node.nodes_spanned)
-            out["allreduce"]["algorithm"] = budget.allreduce.algorithm.value
-            texts.append(budget_fabric_note(budget))
+            out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
+            texts.append(budget_fabric_note(budget, topo))
         texts.append(render_budget_text(budget))
     if args.layer_ratio:
         from commcost.layer import LayerInputs, layer_ratio
         from commcost.report.layer import layer_to_dict, render_layer_text
 
         layer = layer_ratio(LayerInputs(
-            gpus=args.gpus, link=link, hidden=args.hidden, seq=args.seq,
+            gpus=args.gpus, comm=comm, hidden=args.hidden, seq=args.seq,
             micro_batch=args.micro_batch, grad_accum=args.grad_accum,
             achieved_flops_per_s=args.tflops * TERA, bytes_per_grad=bytes_per_grad,
             backward_fraction=args.backward_fraction,
@@ -120,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
                                        achieved_flops_per_s=args.tflops * TERA,
                                        backward_fraction=args.backward_fraction,
                                        grad_accum=args.grad_accum))
-    if calibrated is not None:
-        texts.insert(0, calibrated[0])
-        out["profile"] = calibrated[1]
+    if resolved.note is not None:
+        texts.insert(0, resolved.note)
+    if resolved.info is not None:
+        out["profile"] = resolved.info
     if args.json:
         import json
 
@@ -131,34 +146,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(texts))
     return 0
-
-
-def _apply_system(args: argparse.Namespace):
-    """With ``--system``: resolve the group on the preset and fill the flat flags from it.
-
-    ``--bw``/``--latency`` become the flat ring equivalent to the fabric for this
-    gradient (:func:`commcost.cli._fabric.flat_equivalent`), so the drill's formula with
-    them gives the fabric's T exactly and the bucket table (f) agrees with (b);
-    ``--intra-bw``/``--intra-latency`` become the system's NVLink (fix (e)3).
-    Returns the Topology, or None without ``--system``.
-    """
-    fabric = resolve_system(args)
-    if fabric is None:
-        if args.gpus_per_node is None:
-            args.gpus_per_node = 8
-        return None
-    from commcost.units import BILLION, GB, GiB, US
-    from commcost.workload import bytes_per_element
-
-    args.gpus_per_node = fabric.gpus_per_node
-    args.intra_bw, args.intra_latency = fabric.intra.bandwidth_bytes_per_s / GB, fabric.intra.latency_s / US
-    nbytes = bytes_per_element(args.dtype)
-    if args.params is not None:
-        S = args.params * BILLION * nbytes
-    elif args.hidden is not None:
-        S = 12 * args.hidden**2 * nbytes
-    else:
-        S = GiB
-    link = flat_equivalent(fabric, args.gpus, S, args.algorithm)
-    args.bw, args.latency = link.bandwidth_bytes_per_s / GB, link.latency_s / US
-    return fabric

@@ -7,91 +7,33 @@ import json
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_profile_argument, apply_profile
+from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_profile_argument, \
+    resolve_comm_model
 
-__all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments", "fabric_from_args"]
+__all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments"]
 
 HELP = "time of one collective under each algorithm (ring, tree, NVLS ...), nccl-tests-style tables"
 
+EXAMPLES = (
+    '--op all_reduce --size 1GiB --gpus 16 --bw 400Gbps --latency 5us',
+    '--op all_reduce --sizes 1MiB:1GiB --system dgx-h100 --nodes 2',
+    '--op all_gather --sizes 8B:8GiB --profile cluster.profile.json --json',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
-    """The fabric flags: ``--system`` preset, or a custom two-tier topology, or a flat link."""
-    f = p.add_argument_group("fabric: a --system preset, a custom two-tier topology, or a flat --bw/--latency link")
+    """The fabric flags: ``--system`` preset, or a custom two-tier topology, or a flat link, or a profile."""
+    f = p.add_argument_group("fabric: a --system preset, a custom two-tier topology, a flat --bw/--latency link, "
+                             "or a calibrated --profile")
     f.add_argument("--system", help="system preset (see `commcost presets`), e.g. dgx-h100")
     f.add_argument("--nodes", type=A.positive_int, help="nodes the group spans (default: as --gpus needs)")
     f.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's)")
-    f.add_argument("--intra-bw", type=A.positive_float, help="custom: intra-node bandwidth per GPU, GB/s")
-    f.add_argument("--intra-latency", type=A.nonneg_float, help="custom: intra-node per-step latency, us")
-    f.add_argument("--inter-bw", type=A.positive_float, help="custom: inter-node bandwidth per GPU (its NIC), GB/s")
-    f.add_argument("--inter-latency", type=A.nonneg_float, help="custom: inter-node per-step latency, us")
-    f.add_argument("--nvls-bw", type=A.positive_float, help="custom: in-switch reduction (NVLS) algbw per GPU, GB/s")
-    f.add_argument("--nvls-latency", type=A.nonneg_float, default=0.0, help="custom: NVLS per-step latency, us")
-    f.add_argument("--launch-latency", type=A.nonneg_float, default=0.0,
-                   help="custom: fixed launch latency per collective, us (default 0)")
-    f.add_argument("--oversubscription", type=A.positive_float,
-                   help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
-    f.add_argument("--bw", type=A.positive_float, help="flat: per-rank bandwidth, GB/s (the drill's one-tier model)")
-    f.add_argument("--latency", type=A.nonneg_float, help="flat: per-step latency, us")
+    add_custom_topology_arguments(f)
+    f.add_argument("--bw", type=A.rate_gb_per_s, help="flat: per-rank bandwidth, GB/s (the drill's one-tier model)")
+    f.add_argument("--latency", type=A.nonneg_latency_us, help="flat: per-step latency, us")
+    add_backend_argument(f)
     add_profile_argument(f)
-
-
-def fabric_from_args(args: argparse.Namespace, gpus: int | None):
-    """``(fabric, P)`` from the fabric flags; every inconsistency is an InputError."""
-    from commcost.errors import InputError
-    from commcost.presets import system_group
-    from commcost.comm.topology import Link, Topology
-    from commcost.units import GB, US
-
-    custom = [n for n in ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw")
-              if getattr(args, n) is not None]
-    flat = [n for n in ("bw", "latency") if getattr(args, n) is not None]
-    flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
-    if args.system is not None:
-        if custom or flat:
-            raise InputError(f"--system {args.system} takes its links from the preset; drop "
-                             + ", ".join(flag(n) for n in custom + flat))
-        return system_group(args.system, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                            gpus=gpus, oversubscription=args.oversubscription)
-    if flat:
-        if custom or args.nodes is not None or args.gpus_per_node is not None:
-            raise InputError("--bw/--latency describe a flat one-tier link; for two tiers use "
-                             "--intra-bw/--inter-bw (or --system) instead")
-        if args.bw is None or args.latency is None:
-            raise InputError("a flat link needs both --bw (GB/s) and --latency (us)")
-        if gpus is None:
-            raise InputError("a flat link needs --gpus")
-        return Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US), gpus
-    if not custom:
-        raise InputError("no fabric: give --system NAME (see `commcost presets`), a custom topology "
-                         "(--gpus-per-node, --nodes, --intra-bw, --intra-latency, --inter-bw, --inter-latency) "
-                         "or a flat link (--bw, --latency)")
-    if args.gpus_per_node is None:
-        raise InputError("a custom topology needs --gpus-per-node")
-    G = args.gpus_per_node
-    nodes = args.nodes
-    if nodes is None:
-        nodes = 1 if gpus is None else -(-gpus // G)
-    P = nodes * G if gpus is None else gpus
-    if args.nodes is not None and P != nodes * G:
-        raise InputError(f"--gpus {P} does not match --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")
-    for need in ("intra_bw", "intra_latency"):
-        if getattr(args, need) is None:
-            raise InputError(f"a custom topology needs {flag(need)}")
-    intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=args.intra_latency * US)
-    if nodes > 1:
-        for need in ("inter_bw", "inter_latency"):
-            if getattr(args, need) is None:
-                raise InputError(f"{nodes} nodes need {flag(need)} (per-GPU NIC)")
-        inter = Link(bandwidth_bytes_per_s=args.inter_bw * GB, latency_s=args.inter_latency * US)
-    else:
-        inter = intra
-    nvls = None
-    if args.nvls_bw is not None:
-        nvls = Link(bandwidth_bytes_per_s=args.nvls_bw * GB, latency_s=args.nvls_latency * US)
-    topo = Topology(gpus_per_node=G, nodes=nodes, intra=intra, inter=inter, in_network=nvls,
-                    oversubscription=1.0 if args.oversubscription is None else args.oversubscription,
-                    base_latency_s=args.launch_latency * US)
-    return topo, P
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -103,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--sizes", type=A.size_range,
                    help="a table of sizes: MIN:MAX (doubling, like nccl-tests -b -e -f 2), MIN:MAX:FACTOR, or a list")
     p.add_argument("--gpus", type=A.positive_int, help="ranks P in the group (default: nodes x GPUs per node)")
-    p.add_argument("--algorithm", default="auto",
+    p.add_argument("--algorithm", type=A.algorithm_name, default="auto",
                    help="auto (the fastest, as NCCL's tuner picks), ring, tree, halving_doubling, "
                         "hierarchical, in_network, direct")
     add_fabric_arguments(p)
@@ -111,46 +53,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate, compute every algorithm per size, render."""
-    from commcost.comm.algorithms import (algorithm_costs, collective_cost, parse_algorithm, parse_collective,
-                                     protocol_costs, unavailable_algorithms)
+    """Validate, resolve the CommModel, price every size under every algorithm the backend runs, render."""
+    from commcost.comm.algorithms import parse_algorithm, parse_collective, unavailable_algorithms
+    from commcost.comm.topology import place
     from commcost.errors import InputError
     from commcost.report.collective import (SizeResult, fabric_to_dict, render_size_text, render_table_text,
                                             size_to_dict)
-    from commcost.comm.topology import Topology, place
 
     op = parse_collective(args.op)
     requested = parse_algorithm(args.algorithm)
-    calibrated = apply_profile(args)
-    fabric, P = fabric_from_args(args, args.gpus)
+    resolved = resolve_comm_model(args, op=op.value)
+    comm, P, topo = resolved.comm, resolved.gpus, resolved.topology
     if P < 2:
         raise InputError(f"a collective needs at least 2 GPUs, got {P}")
-    nodes_used = place(P, fabric).nodes if isinstance(fabric, Topology) else P
+    fabric = topo if topo is not None else comm.flat_link
+    nodes_used = place(P, topo).nodes if topo is not None else P
     sizes = (args.size,) if args.size is not None else args.sizes
     results = []
     for S in sizes:
-        chosen = collective_cost(op, S, P, fabric, requested)
-        protocol = None
-        if isinstance(fabric, Topology) and fabric.protocols is not None:
-            protocol = next(iter(protocol_costs(op, S, P, fabric, chosen.algorithm))).value
-        results.append(SizeResult(chosen=chosen, requested=str(requested),
-                                  alternatives=algorithm_costs(op, S, P, fabric),
-                                  unavailable=unavailable_algorithms(op, P, fabric), protocol=protocol))
+        chosen = comm.cost(op, S, P, requested)
+        alternatives = comm.candidates(op, S, P)
+        if chosen.algorithm not in alternatives:  # a what-if asked for by name
+            alternatives = {chosen.algorithm: chosen, **alternatives}
+        unavailable = unavailable_algorithms(op, P, fabric) if fabric is not None else {}
+        results.append(SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
+                                  unavailable=unavailable, protocol=chosen.protocol))
     if args.json:
         if args.size is not None:
             out = size_to_dict(results[0]) | {"fabric": fabric_to_dict(fabric, nodes_used)}
         else:
             out = {"op": op.value, "gpus": P, "requested_algorithm": str(requested),
                    "fabric": fabric_to_dict(fabric, nodes_used), "rows": [size_to_dict(r) for r in results]}
-        if calibrated is not None:
-            out["profile"] = calibrated[1]
+        out["model"] = comm.to_dict()
+        if resolved.info is not None:
+            out["profile"] = resolved.info
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
         return 0
-    if calibrated is not None:
-        print(calibrated[0] + "\n")
     if args.size is not None:
-        print(render_size_text(results[0], fabric, nodes_used))
+        print(render_size_text(results[0], fabric, nodes_used, resolved.note))
     else:
-        print(render_table_text(results, fabric, nodes_used))
+        print(render_table_text(results, fabric, nodes_used, resolved.note))
     return 0

@@ -10,6 +10,12 @@ __all__ = ["HELP", "add_arguments", "run", "add_selection_arguments"]
 
 HELP = "fit alpha and beta to a measurement (commcost measure CSV/JSON, or nccl-tests output)"
 
+EXAMPLES = (
+    'all_reduce_perf.log -o cluster.profile.json',
+    'cluster.csv --op all_gather --max-regimes 2 --json',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
     """``--op``, ``--gpus``, ``--placement``: which series of the file to use (shared with validate)."""

@@ -12,6 +12,12 @@ __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "measure collectives with torch.distributed (gloo/NCCL; local ranks or torchrun) and save CSV/JSON"
 
+EXAMPLES = (
+    '--backend gloo --nproc 2 --ops all_reduce,all_gather --sizes 1KiB:64MiB -o gloo.csv',
+    '--backend nccl -o cluster.csv   (under torchrun: one rank of the job)',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``commcost measure``."""

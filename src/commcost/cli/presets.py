@@ -10,6 +10,12 @@ __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "list the known GPUs, fabrics and systems, with their numbers and sources"
 
+EXAMPLES = (
+    '',
+    '--json',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the presets flags to ``p``."""

@@ -7,12 +7,18 @@ import json
 import sys
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_group_arguments, allreduce_cost_on, apply_profile, flat_equivalent, \
-    resolve_system
+from commcost.cli._fabric import add_group_arguments, resolve_comm_model
 
 __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "simulate DDP's bucketed all-reduce against the backward pass; --bucket auto finds the best size"
+
+EXAMPLES = (
+    '--gpus 32 --bw 25 --latency 20 --params 1.3 --step-ms 400 --plot timeline.png',
+    '--system dgx-h100 --nodes 4 --model llama2-7b --step-ms 1200 --bucket auto',
+    '--profile cluster.profile.json --model gpt3-1.3b --step-ms 300 --grad-accum 4 --json',
+)
+"""Command lines shown at the end of ``--help``."""
 
 _PARAMS_TOLERANCE = 0.10
 """--params may differ from a shape's own count by this much (it is then only a cross-check)."""
@@ -24,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("the step")
     m.add_argument("--step-ms", type=A.positive_float, required=True,
                    help="measured compute-only step time, ms (one micro-batch)")
-    m.add_argument("--params", type=A.positive_float,
+    m.add_argument("--params", type=A.params_billions,
                    help="parameters N, billions (1e9); without a model shape gradients arrive at a uniform rate")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
     m.add_argument("--backward-fraction", type=A.open_fraction, default=2.0 / 3.0,
@@ -83,14 +89,11 @@ def run(args: argparse.Namespace) -> int:
     )
     from commcost.step.sweep import sweep_buckets
     from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
-    from commcost.comm.topology import Link
-    from commcost.units import BILLION, GB, MS, MiB, US
+    from commcost.units import BILLION, MS, MiB
     from commcost.workload import bytes_per_element, model_params
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    calibrated = apply_profile(args)
-    fabric = resolve_system(args)
     shape, label = _shape(args)
     if shape is None and args.params is None:
         A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
@@ -103,25 +106,16 @@ def run(args: argparse.Namespace) -> int:
                  "(output head first, embedding last), backward time per layer from its FLOPs")
     else:
         label = "no model shape: gradients arrive at a uniform rate S/W during backward"
+    resolved = resolve_comm_model(args)
+    fabric_note = resolved.note
     cost = None
-    fabric_note = None
-    if fabric is None:
-        link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
-    else:
-        S = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
-        link = flat_equivalent(fabric, args.gpus, S, args.algorithm)
-        cost = allreduce_cost_on(fabric, args.gpus, args.algorithm)
-        fabric_note = (f"on {args.system}: {args.gpus} GPUs in {-(-args.gpus // fabric.gpus_per_node)} node(s) of "
-                       f"{fabric.gpus_per_node}; each bucket's all-reduce is collective_cost(all_reduce, c, P, "
-                       f"{args.system}, {args.algorithm}); B and a shown are the flat ring equivalent for the "
-                       "whole gradient")
     inp = TimelineInputs(
-        gpus=args.gpus, link=link,
+        gpus=args.gpus, comm=resolved.comm, algorithm=args.algorithm,
         step_s=args.step_ms * MS, params=(args.params or 0.0) * BILLION, shape=shape,
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
-    S_total = (model_params(shape) if shape is not None else args.params * BILLION) * bytes_per_element(args.dtype)
+    S_total = inp.message_bytes
     A.check_bucket_count("--params" if shape is None else "--model", S_total, 25 * MiB)  # the default, always run
     if args.bucket not in (None, "auto"):
         A.check_bucket_count("--bucket", S_total, args.bucket * MiB)
@@ -153,9 +147,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
-    if calibrated is not None:
-        out["profile"] = calibrated[1]
-        text = calibrated[0] + "\n\n" + text
+    if resolved.info is not None:
+        out["profile"] = resolved.info
     if args.json:
         json.dump(out, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

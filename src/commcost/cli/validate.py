@@ -11,6 +11,12 @@ __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "compare a calibrated profile's predictions with measured times, per size (optionally plot)"
 
+EXAMPLES = (
+    'cluster.csv --profile cluster.profile.json',
+    'all_reduce_perf.log --profile cluster.profile.json --plot fit.png',
+)
+"""Command lines shown at the end of ``--help``."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``commcost validate``."""

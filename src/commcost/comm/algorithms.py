@@ -90,7 +90,7 @@ from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INT
                                 RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
-from commcost.units import require_finite_positive
+from commcost.validation import require_count, require_finite_positive
 
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
@@ -318,8 +318,7 @@ def _check(op: Collective, message_bytes: float, gpus: int) -> None:
     if not isinstance(op, Collective):
         raise InputError(f"op must be a Collective, got {op!r}")
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise InputError(f"gpus must be an integer >= 1, got {gpus!r}")
+    require_count("gpus", gpus)
 
 
 def unavailable_algorithms(op: Collective, gpus: int, fabric: Link | Topology) -> dict[Algorithm, str]:

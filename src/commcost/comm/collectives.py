@@ -31,7 +31,7 @@ from enum import StrEnum
 
 from commcost.errors import InputError
 from commcost.comm.topology import Link
-from commcost.units import require_finite_positive
+from commcost.validation import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -155,12 +155,11 @@ def ring_latency_steps(op: Collective, gpus: int) -> int:
 
 def _check(message_bytes: float, gpus: int) -> None:
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise InputError(f"gpus must be an integer >= 1, got {gpus!r}")
+    require_count("gpus", gpus)
 
 
 def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
-          gpus: int, link: Link) -> CollectiveCost:
+          gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """``T = k(P-1) a + k(P-1)/P * S/B`` with ``k`` = 2 for all-reduce, 1 otherwise."""
     _check(message_bytes, gpus)
     k, P, S = steps_per_rank_minus_one, gpus, message_bytes
@@ -168,24 +167,24 @@ def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
     return CollectiveCost(
         op=op, algorithm=Algorithm.RING, gpus=P, message_bytes=S,
         latency_s=k * (P - 1) * a,
-        bandwidth_s=k * (P - 1) / P * S / B,
+        bandwidth_s=k * (P - 1) / P * S / B, reason=reason,
     )
 
 
-def ring_all_reduce(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+def ring_all_reduce(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """Ring all-reduce: ``T = 2(P-1) a + 2(P-1)/P * S/B``.
 
     Bandwidth-bound for ``S`` well above the crossover ``P a B``; latency-bound
     below it. Source: nccl-tests doc/PERFORMANCE.md (busbw factor 2(n-1)/n).
     """
-    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link)
+    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link, reason)
 
 
-def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """Ring reduce-scatter of an ``S``-byte input: ``T = (P-1) a + (P-1)/P * S/B``."""
-    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link)
+    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link, reason)
 
 
-def ring_all_gather(message_bytes: float, gpus: int, link: Link) -> CollectiveCost:
+def ring_all_gather(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """Ring all-gather of an ``S``-byte output: ``T = (P-1) a + (P-1)/P * S/B``."""
-    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link)
+    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link, reason)

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from commcost.errors import InputError
-from commcost.units import US, require_finite_positive
+from commcost.units import US
+from commcost.validation import require_count, require_finite_positive
 
 __all__ = [
     "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",
@@ -212,9 +213,7 @@ class ProtocolModel:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"nvls_channels_multi_node must be an integer >= 1, got {v!r}")
         for name in ("nvls_channels", "nvls_chunk_bytes"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+            require_count(name, getattr(self, name))
 
     def per_channel_cap_bytes_per_s(self, kind: str, nodes: int, channels: int) -> float | None:
         """``channels x perChMax<kind>`` for a group on ``nodes`` nodes (bus bandwidth, bytes/s).

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from commcost.errors import InputError
-from commcost.units import require_count, require_finite_positive
+from commcost.validation import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

@@ -15,28 +15,44 @@ __all__ = ["render_budget_text", "budget_to_dict"]
 
 
 def _mib(n_bytes: float) -> str:
-    return f"{n_bytes / MiB:g} MiB"
+    return f"{n_bytes / MiB:,.4g} MiB"
+
+
+def _ran(c) -> str:
+    """``in_network (simple protocol)``: the algorithm that ran, and NCCL's protocol where modelled."""
+    return c.algorithm.value + (f" ({c.protocol} protocol)" if c.protocol else "")
 
 
 def render_budget_text(b: Budget) -> str:
     """The drill report, parts (a) to (g)."""
     i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
-    P, a_s, B = i.gpus, i.link.latency_s, i.link.bandwidth_bytes_per_s
+    P, link = i.gpus, i.comm.flat_link
     lines: list[str] = []
     add = lines.append
-    add("commcost budget: ring all-reduce of the data-parallel gradient")
-    add(f"  P = {P} GPUs, B = {B / GB:g} GB/s per rank, a = {a_s * 1e6:g} us per ring step, "
-        f"N = {i.params / 1e9:g} billion params ({i.bytes_per_grad} B per gradient), "
-        f"step = {t(i.step_s)} compute-only per micro-batch, k = {i.grad_accum} micro-batch(es)")
+    model = (f"N = {i.params / 1e9:g} billion params ({i.bytes_per_grad} B per gradient), "
+             f"step = {t(i.step_s)} compute-only per micro-batch, k = {i.grad_accum} micro-batch(es)")
+    if link is not None:
+        add(f"commcost budget: {T.algorithm.value} all-reduce of the data-parallel gradient")
+        add(f"  P = {P} GPUs, B = {link.bandwidth_bytes_per_s / GB:g} GB/s per rank, a = {link.latency_s * 1e6:g} us "
+            f"per ring step, " + model)
+    else:
+        add(f"commcost budget: all-reduce of the data-parallel gradient, {_ran(T)} (chosen by the model per size)")
+        add(f"  P = {P} GPUs on {i.comm.describe()}, " + model)
     if P == 1:
         add("  P = 1: a single GPU has no gradient all-reduce; every communication term below is 0.")
     add("")
     add(f"(a) message     S = N * {i.bytes_per_grad} B = {b.message_bytes:,.0f} B = {format_mb_mib(b.message_bytes)}")
     add("")
-    add("(b) ring all-reduce  T = 2(P-1)a + 2(P-1)/P * S/B")
-    add(f"    latency term    2(P-1)a        = {t(T.latency_s):>12}")
-    add(f"    bandwidth term  2(P-1)/P * S/B = {t(T.bandwidth_s):>12}")
-    add(f"    total           T              = {t(T.total_s):>12}")
+    if link is not None:
+        add(f"(b) {T.algorithm.value} all-reduce  T = 2(P-1)a + 2(P-1)/P * S/B")
+        add(f"    latency term    2(P-1)a        = {t(T.latency_s):>12}")
+        add(f"    bandwidth term  2(P-1)/P * S/B = {t(T.bandwidth_s):>12}")
+        add(f"    total           T              = {t(T.total_s):>12}")
+    else:
+        add(f"(b) all-reduce: {_ran(T)}  T = latency term + bandwidth term  ({T.reason})")
+        add(f"    latency term                   = {t(T.latency_s):>12}")
+        add(f"    bandwidth term                 = {t(T.bandwidth_s):>12}")
+        add(f"    total           T              = {t(T.total_s):>12}")
     if T.dominant != "none":
         other = "latency" if T.dominant == "bandwidth" else "bandwidth"
         factor = f"{T.dominance_factor:,.1f}" if T.dominance_factor < 1e6 else f"{T.dominance_factor:.3g}"
@@ -44,21 +60,35 @@ def render_budget_text(b: Budget) -> str:
     add("")
     add(f"(c) step fraction   T / (k*step) = {t(T.total_s)} / {t(st.compute_s)} = {pct(st.comm_fraction)}")
     add(f"    fully exposed       k*step / (k*step + T)     = {pct(st.efficiency_exposed)}")
-    add(f"    overlapped ceiling  k*step / max(k*step, T)   = {pct(st.efficiency_overlapped_ceiling)}")
+    add(f"    overlapped ceiling  k*step / max(k*step, T)   = {pct(st.efficiency_overlapped_ceiling)}"
+        + ("" if st.ceiling_reachable else "  NOT reachable here: T does not fit in the backward window"))
     fits = "fits" if st.backward_margin_s >= 0 else "does NOT fit"
     add(f"      reachable only if T fits in the backward window {i.backward_fraction:.3g} * step = "
         f"{t(st.backward_window_s)} (T {fits}: margin {t(st.backward_margin_s)})")
+    if not st.ceiling_reachable:
+        add(f"      perfect overlap within the window: k*step / (k*step + T - window) = "
+            f"{pct(st.compute_s / st.bounds.perfect_overlap_s)}")
     add(f"      and the last bucket's all-reduce ({_mib(min(i.tail_bucket_bytes, b.message_bytes))}: "
         f"{t(st.tail_s)}) is a tail that starts when backward ends and cannot hide")
-    add(f"    best case: exposed >= max(tail, T - window) = {t(st.exposed_lower_bound_s)} "
-        f"-> efficiency {pct(st.efficiency_best_case)}")
+    add(f"    best case: exposed >= max(tail, T - window) = {t(st.first_order_exposed_s)} "
+        f"-> efficiency {pct(st.efficiency_best_case)}  (first order: a full last bucket)")
+    add(f"    lower bound for DDP's default buckets (their last one is {st.default_last_bucket_bytes / MiB:,.2f} MiB): "
+        f"exposed >= {t(st.exposed_lower_bound_s)}")
     for line in _simulated_lines(b):
         add(line)
     add("")
     add(f"(d) threshold label  {st.label}  (T/(k*step) = {pct(st.comm_fraction)} "
         f"{'>' if st.label == 'COMMUNICATION-BOUND' else '<='} {pct(st.threshold)})")
-    add(f"    overlap verdict  {st.overlap_verdict}  (T = {t(T.total_s)} vs backward window "
-        f"{t(st.backward_window_s)}, margin {t(st.backward_margin_s)})")
+    ov = b.overlap
+    if ov is not None and T.total_s > 0:
+        within = "within" if st.overlap_verdict == "HIDES" else "beyond"
+        add(f"    overlap verdict  {st.overlap_verdict}  (simulated: the recommended {_mib_cap(ov.best)} buckets "
+            f"leave {t(ov.best.exposed_s)} exposed, {within} the {t(b.buckets.advice.tail_budget_s)} tail budget)")
+        add(f"    first-order reading  {st.first_order_verdict}  (T = {t(T.total_s)} vs backward window "
+            f"{t(st.backward_window_s)}, margin {t(st.backward_margin_s)})")
+    else:
+        add(f"    overlap verdict  {st.overlap_verdict}  (T = {t(T.total_s)} vs backward window "
+            f"{t(st.backward_window_s)}, margin {t(st.backward_margin_s)})")
     add("    " + _verdict_sentence(b))
     if b.overlap is not None and b.allreduce.total_s > 0:
         add("    " + _simulated_verdict(b))
@@ -71,13 +101,15 @@ def render_budget_text(b: Budget) -> str:
         + (f"; this run already uses k = {i.grad_accum}: no change (--fix-grad-accum to try another k)"
            if g.micro_batches == i.grad_accum else ""))
     z = fx.zero2
+    each = "(P-1)a + (P-1)/P * S/B" if link is not None else f"{_ran(z.reduce_scatter)} on the fabric"
     add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
-        f"(each (P-1)a + (P-1)/P * S/B) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
+        f"(each {each}) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
     add(f"       bytes sent per rank {z.bytes_sent_per_rank / GB:,.3f} GB vs all-reduce "
         f"{z.allreduce_bytes_sent_per_rank / GB:,.3f} GB: ZeRO-2 shards gradients and optimizer "
         f"state (memory), it does not cut communication")
     n = fx.intra_node
-    add(f"    3. DP group inside one node ({n.link.bandwidth_bytes_per_s / GB:g} GB/s): "
+    intra_bw = f"{n.link.bandwidth_bytes_per_s / GB:g} GB/s" if n.link is not None else "intra-node model"
+    add(f"    3. DP group inside one node ({intra_bw}): "
         f"T = {t(n.allreduce.total_s)} -> {pct(n.comm_to_compute)}")
     if n.allreduce.total_s >= T.total_s > 0:
         add(f"       no gain here: this all-reduce is not faster than the baseline T = {t(T.total_s)}")
@@ -93,11 +125,15 @@ def render_budget_text(b: Budget) -> str:
     return "\n".join(lines)
 
 
+def _mib_cap(tl) -> str:
+    return f"{tl.bucket_cap_bytes / MiB:,.4g} MiB"
+
+
 def _verdict_sentence(b: Budget) -> str:
     st = b.step
-    if st.overlap_verdict == "NO COMMUNICATION":
+    if st.first_order_verdict == "NO COMMUNICATION":
         return "-> With P = 1 there is nothing to communicate."
-    hides = st.overlap_verdict == "HIDES"
+    hides = st.first_order_verdict == "HIDES"
     bound = st.label == "COMMUNICATION-BOUND"
     if bound and hides:
         return ("-> They disagree: the label counts T against the whole step, but T fits inside the "
@@ -116,8 +152,12 @@ def _verdict_sentence(b: Budget) -> str:
 def _buckets_text(b: Budget) -> str:
     i, bt = b.inputs, b.buckets
     adv = bt.advice
-    out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}",
-           "    total = count * 2(P-1)a + 2(P-1)/P * S/B",
+    flat = i.comm.flat_link is not None
+    out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}"
+           if flat else f"(f) buckets  crossover S* (one bucket's latency term = its bandwidth term) = "
+                        f"{bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}",
+           "    total = count * 2(P-1)a + 2(P-1)/P * S/B" if flat else
+           "    total = (count-1) T(cap) + T(last bucket), each all-reduce from the fabric's model",
            f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
            f"{'latency total':>14} {'total':>12} {'T/step':>7}" + _exposed_header(b)]
     for r in bt.rows:
@@ -132,8 +172,9 @@ def _buckets_text(b: Budget) -> str:
         out.append("    P = 1: no all-reduce, bucket size does not matter.")
         return "\n".join(out)
     s = adv.max_latency_share
-    out.append(f"    smallest bucket: latency share <= {pct(s)} needs c >= S*(1-s)/s = "
-               f"{format_mb_mib(adv.min_bucket_bytes)}; smaller buckets pay 2(P-1)a = "
+    lat = "2(P-1)a =" if flat else "a latency term of"
+    out.append(f"    smallest bucket: latency share <= {pct(s)} needs c >= {'S*(1-s)/s' if flat else 'about S*(1-s)/s'} = "
+               f"{format_mb_mib(adv.min_bucket_bytes)}; smaller buckets pay {lat} "
                f"{t(b.allreduce.latency_s)} each for too few bytes")
     out.append(f"    largest bucket: the last bucket cannot overlap; keeping its all-reduce within "
                f"{t(adv.tail_budget_s)} ({pct(i.tail_budget_fraction)} of the step) needs c <= "
@@ -146,6 +187,12 @@ def _buckets_text(b: Budget) -> str:
                f"each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
                f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
     ov = b.overlap
+    if ov is not None:
+        c = ov.choice
+        span = (_mib(c.good_min_cap_bytes) if c.good_min_cap_bytes == c.good_max_cap_bytes
+                else f"{_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)}")
+        out.append(f"    simulated: caps exposing within max(5%, 50 us) of the least ({t(c.min_exposed_s)}): {span}; "
+                   f"recommended {_mib_cap(ov.best)} ({c.rule})")
     if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
         out.append(f"    but simulated, the default leaves only {t(ov.default.exposed_s)} exposed (within the "
                    f"{t(adv.tail_budget_s)} tail budget; the best cap {t(ov.best.exposed_s)}): the wire time "
@@ -155,22 +202,23 @@ def _buckets_text(b: Budget) -> str:
 
 
 def _scaling_text(b: Budget) -> str:
+    flat = b.inputs.comm.flat_link is not None
     out = ["(g) scaling on the same fabric (per-GPU batch fixed)",
-           f"    {'P':>6} {'latency 2(P-1)a':>16} {'bandwidth':>11} {'total T':>10} {'T/step':>8} "
-           f"{'S* = P*a*B':>12} {'global batch':>13}"]
+           f"    {'P':>6} {'latency 2(P-1)a' if flat else 'latency':>16} {'bandwidth':>11} {'total T':>10} "
+           f"{'T/step':>8} {'S* = P*a*B' if flat else 'S*':>12} {'global batch':>13}"]
     for r in b.scaling:
         mark = "  <- this run" if r.gpus == b.inputs.gpus else ""
         out.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
                    f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
                    f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
-    if b.inputs.fabric is None:
+    if b.bandwidth_limit_s is not None:
         out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
                    "latency term grows linearly in P; S* grows with P, so fixed buckets drift "
                    "into the latency-bound regime; the global batch grows with P and may pass the "
                    "critical batch size long before communication stops the run")
     else:
-        out.append("    each row is collective_cost on the two-tier fabric with the nodes P needs (S* = P*a*B "
-                   "with the a and B of this run), so the bandwidth term steps up where the group leaves "
+        out.append("    each row is the model's all-reduce at P (a fabric with the nodes P needs), so the bandwidth "
+                   "term steps up where the group leaves "
                    "the NVLink domain instead of tending to 2S/B of the one-link drill; the latency term "
                    "still grows with P; the global batch grows with P and may pass the critical batch size "
                    "long before communication stops the run")
@@ -182,21 +230,30 @@ def budget_to_dict(b: Budget) -> dict[str, object]:
     i, T, st, fx, bt = b.inputs, b.allreduce, b.step, b.fixes, b.buckets
     return {
         "inputs": {
-            "gpus": i.gpus, "bandwidth_bytes_per_s": i.link.bandwidth_bytes_per_s,
-            "latency_s": i.link.latency_s, "params": i.params, "bytes_per_grad": i.bytes_per_grad,
+            "gpus": i.gpus,
+            "bandwidth_bytes_per_s": None if i.comm.flat_link is None else i.comm.flat_link.bandwidth_bytes_per_s,
+            "latency_s": None if i.comm.flat_link is None else i.comm.flat_link.latency_s,
+            "comm": i.comm.to_dict(), "algorithm": i.algorithm, "params": i.params, "bytes_per_grad": i.bytes_per_grad,
             "step_s": i.step_s, "grad_accum": i.grad_accum, "backward_fraction": i.backward_fraction,
             "threshold": i.threshold,
         },
         "message": {"bytes": b.message_bytes, "mb": b.message_bytes / MB, "mib": b.message_bytes / MiB},
-        "allreduce": _cost(T) | {"dominant": T.dominant, "dominance_factor": T.dominance_factor},
+        "allreduce": _cost(T) | {"dominant": T.dominant, "dominance_factor": T.dominance_factor,
+                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": T.reason},
         "step": {
             "compute_s": st.compute_s, "comm_fraction": st.comm_fraction,
             "efficiency_exposed": st.efficiency_exposed,
             "efficiency_overlapped_ceiling": st.efficiency_overlapped_ceiling,
+            "ceiling_reachable": st.ceiling_reachable,
             "backward_window_s": st.backward_window_s, "backward_margin_s": st.backward_margin_s,
-            "tail_s": st.tail_s, "exposed_lower_bound_s": st.exposed_lower_bound_s,
+            "tail_s": st.tail_s, "first_order_exposed_s": st.first_order_exposed_s,
             "efficiency_best_case": st.efficiency_best_case,
+            "default_last_bucket_bytes": st.default_last_bucket_bytes,
+            "exposed_lower_bound_s": st.exposed_lower_bound_s,
+            "bounds": {"no_overlap_s": st.bounds.no_overlap_s, "perfect_overlap_s": st.bounds.perfect_overlap_s,
+                       "simulated_s": st.bounds.simulated_s},
             "label": st.label, "overlap_verdict": st.overlap_verdict,
+            "first_order_verdict": st.first_order_verdict,
             "simulated": _simulated_dict(b),
         },
         "fixes": {
@@ -268,8 +325,8 @@ def _simulated_lines(b: Budget) -> list[str]:
         "    simulated (DDP bucket timeline, gradients at a uniform rate, one comm stream; `commcost timeline`):",
         f"      PyTorch's 25 MiB default (first bucket 1 MiB): {len(d.buckets):,} buckets, {t(d.wire_s)} on the "
         f"wire, exposed {t(d.exposed_s)} = {_share_of_T(b, d.exposed_s)} -> efficiency {pct(d.efficiency)}",
-        f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB (the largest cap within 0.1% of the fastest "
-        f"step): {len(best.buckets):,} buckets, "
+        f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB (the largest cap exposing within max(5%, 50 us) "
+        f"of the least, and no more than the default): {len(best.buckets):,} buckets, "
         f"{t(best.wire_s)} on the wire, exposed {t(best.exposed_s)} = {_share_of_T(b, best.exposed_s)} "
         f"-> efficiency {pct(best.efficiency)}",
     ]
@@ -296,4 +353,6 @@ def _simulated_dict(b: Budget) -> dict[str, object]:
         "default_step_s": ov.default.step_s,
         "best_bucket_bytes": ov.best.bucket_cap_bytes, "best_wire_s": ov.best.wire_s,
         "best_exposed_s": ov.best.exposed_s, "best_step_s": ov.best.step_s,
+        "good_min_bucket_bytes": ov.choice.good_min_cap_bytes, "good_max_bucket_bytes": ov.choice.good_max_cap_bytes,
+        "tolerance_s": ov.choice.tolerance_s, "rule": ov.choice.rule,
     }

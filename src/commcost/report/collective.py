@@ -41,7 +41,11 @@ def _gbps(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x / GB:.2f}"
 
 
-def _fabric_line(fabric: Link | Topology, gpus: int) -> str:
+def _fabric_line(fabric: Link | Topology | None, gpus: int, note: str | None = None) -> str:
+    if fabric is None:
+        return f"  {note}"
+    if note:
+        return _fabric_line(fabric, gpus) + f"\n  {note}"
     if isinstance(fabric, Link):
         return (f"  flat fabric: {gpus} GPUs on one link, B = {fabric.bandwidth_bytes_per_s / GB:g} GB/s "
                 f"per rank, a = {fabric.latency_s / US:g} us per step")
@@ -59,14 +63,19 @@ def _fabric_line(fabric: Link | Topology, gpus: int) -> str:
     return s
 
 
-def render_size_text(r: SizeResult, fabric: Link | Topology, nodes_used: int) -> str:
-    """One message size: every algorithm's terms, and the one used."""
+def _where(fabric: Link | Topology | None, nodes_used: int) -> str:
+    if fabric is None:
+        return "a calibrated profile"
+    return f"{nodes_used} node(s)" if isinstance(fabric, Topology) else "a flat fabric"
+
+
+def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: int, note: str | None = None) -> str:
+    """One message size: every algorithm's terms, and the one used (``fabric`` None: a profile, ``note``)."""
     c = r.chosen
-    where = f"{nodes_used} node(s)" if isinstance(fabric, Topology) else "a flat fabric"
     lines = [
         f"commcost collective: {c.op.value} of {c.message_bytes:,.0f} B ({format_bytes(c.message_bytes)}, "
-        f"{format_bytes(c.message_bytes, binary=True)}) on {c.gpus} GPUs over {where}",
-        _fabric_line(fabric, c.gpus),
+        f"{format_bytes(c.message_bytes, binary=True)}) on {c.gpus} GPUs over {_where(fabric, nodes_used)}",
+        _fabric_line(fabric, c.gpus, note),
         "",
         f"  {'algorithm':<17} {'latency':>11} {'bandwidth':>11} {'total':>11} {'algbw GB/s':>11} {'busbw GB/s':>11}",
     ]
@@ -81,21 +90,27 @@ def render_size_text(r: SizeResult, fabric: Link | Topology, nodes_used: int) ->
     lines += ["", f"  -> {c.algorithm.value}{proto}, {how}: T = {t(c.total_s)} ({c.dominant}-bound); "
                   f"algbw = S/T = {_gbps(c.algbw_bytes_per_s)} GB/s, busbw = algbw x nccl-tests factor = "
                   f"{_gbps(c.busbw_bytes_per_s)} GB/s"]
+    if c.reason:
+        lines.append(f"     why: {c.reason}")
     return "\n".join(lines)
 
 
-def render_table_text(results: list[SizeResult], fabric: Link | Topology, nodes_used: int) -> str:
-    """A predicted nccl-tests-style table, one row per size."""
+def render_table_text(results: list[SizeResult], fabric: Link | Topology | None, nodes_used: int,
+                      note: str | None = None) -> str:
+    """A predicted nccl-tests-style table, one row per size, with the runner-up algorithm beside the winner."""
     c0 = results[0].chosen
-    where = f"{nodes_used} node(s)" if isinstance(fabric, Topology) else "a flat fabric"
-    lines = [f"commcost collective: predicted {c0.op.value} on {c0.gpus} GPUs over {where} "
-             f"(algorithm {results[0].requested})", _fabric_line(fabric, c0.gpus), "",
-             f"  {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  algorithm"]
+    lines = [f"commcost collective: predicted {c0.op.value} on {c0.gpus} GPUs over {_where(fabric, nodes_used)} "
+             f"(algorithm {results[0].requested})", _fabric_line(fabric, c0.gpus, note), "",
+             f"  {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  {'algorithm':<22}"
+             f" runner-up (time us: latency + bandwidth)"]
     for r in results:
         c = r.chosen
         proto = f" ({r.protocol.upper()})" if r.protocol else ""
+        others = sorted((a for a in r.alternatives.values() if a.algorithm != c.algorithm), key=lambda a: a.total_s)
+        runner = (f" {others[0].algorithm.value} {others[0].total_s / US:.2f}: {others[0].latency_s / US:.2f} + "
+                  f"{others[0].bandwidth_s / US:.2f}" if others else " -")
         lines.append(f"  {c.message_bytes:>14,.0f} {c.total_s / US:>12.2f} {_gbps(c.algbw_bytes_per_s):>13} "
-                     f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value}{proto}")
+                     f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value + proto:<22}{runner}")
     return "\n".join(lines)
 
 
@@ -109,6 +124,7 @@ def size_to_dict(r: SizeResult) -> dict[str, Any]:
     c = r.chosen
     return {"op": c.op.value, "size_bytes": c.message_bytes, "gpus": c.gpus,
             "algorithm": c.algorithm.value, "protocol": r.protocol, "requested_algorithm": r.requested,
+            "reason": c.reason,
             **_cost_dict(c),
             "algorithms": {a.value: _cost_dict(x) for a, x in r.alternatives.items()},
             "unavailable": {a.value: why for a, why in r.unavailable.items()}}
@@ -118,8 +134,10 @@ def _link_dict(link: Link) -> dict[str, float]:
     return {"bandwidth_bytes_per_s": link.bandwidth_bytes_per_s, "latency_s": link.latency_s}
 
 
-def fabric_to_dict(fabric: Link | Topology, nodes_used: int) -> dict[str, Any]:
-    """The fabric the numbers assume (SI units)."""
+def fabric_to_dict(fabric: Link | Topology | None, nodes_used: int) -> dict[str, Any] | None:
+    """The fabric the numbers assume (SI units); None for a calibrated profile (see ``profile``)."""
+    if fabric is None:
+        return None
     if isinstance(fabric, Link):
         return {"kind": "flat", **_link_dict(fabric)}
     f = fabric
@@ -145,18 +163,14 @@ def render_presets_text(entries: list[PresetEntry]) -> str:
     return "\n".join(lines)
 
 
-def budget_fabric_note(b) -> str:
-    """The lines ``budget --system`` prints above the drill report: which fabric and algorithm."""
+def budget_fabric_note(b, topology: Topology) -> str:
+    """The lines ``budget --system`` prints above the drill report: which fabric and what ran."""
     i, T = b.inputs, b.allreduce
-    f = i.fabric
     n = b.fixes.intra_node.nodes_spanned
     return "\n".join([
-        f"commcost budget on {f.name}: {i.gpus} GPUs = {n} node(s) x {f.gpus_per_node}",
-        _fabric_line(f, i.gpus),
-        f"  the all-reduce of (b), (c), (g) and the reduce-scatter/all-gather of (e)2 use collective_cost on this "
-        f"two-tier fabric (algorithm {i.algorithm}): (b) ran {T.algorithm.value}, T = {t(T.latency_s)} latency + "
-        f"{t(T.bandwidth_s)} bandwidth = {t(T.total_s)};",
-        f"  B = {i.link.bandwidth_bytes_per_s / GB:.4g} GB/s and a = {i.link.latency_s / US:.4g} us below are the "
-        f"flat ring equivalent to this fabric for S (B = 2(P-1)/P S / bandwidth term, a = latency term / 2(P-1)), "
-        f"so the drill's formulas and the bucket table (f) agree with (b); fix (e)3 uses the system's NVLink",
+        f"commcost budget on {topology.name}: {i.gpus} GPUs = {n} node(s) x {topology.gpus_per_node}",
+        _fabric_line(topology, i.gpus),
+        f"  every collective below is the fabric's own cost at its size (algorithm {i.algorithm}); (b) ran "
+        f"{T.algorithm.value}{f' ({T.protocol})' if T.protocol else ''}: {T.reason}; fix (e)3 uses the "
+        f"system's NVLink",
     ])

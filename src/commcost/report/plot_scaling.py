@@ -113,7 +113,8 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     ax_e.set_ylim(0, 105)
     ax_e.set_ylabel("efficiency E = X / N (%)")
     ax_e.set_title("Efficiency vs GPUs")
-    algorithms = sorted({c.inputs.algorithm for c in curves})
+    ran = sorted({r.comm.algorithm.value for c in curves for r in c.rows if r.gpus > 1})
+    algorithms = ran if len(ran) == 1 else sorted({c.inputs.algorithm for c in curves})
     what = ("ring all-reduce" if algorithms == ["ring"] else
             "all-reduce (" + ", ".join("auto: the fastest algorithm per N" if a == "auto" else a
                                        for a in algorithms) + ")")

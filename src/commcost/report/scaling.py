@@ -13,7 +13,6 @@ import textwrap
 from typing import Any, Sequence
 
 from commcost.scaling import ScalingCurve, ScalingInputs, ScalingRow
-from commcost.comm.topology import Link
 from commcost.units import BILLION, GB, MS, US, format_bytes
 
 __all__ = [
@@ -26,6 +25,7 @@ ROW_KEYS: tuple[str, ...] = (
     "compute_s", "overhead_s", "bandwidth_bytes_per_s", "latency_s", "overlap_fraction",
     "comm_s", "comm_latency_s", "comm_bandwidth_s",
     "step_s", "speedup", "efficiency",
+    "step_perfect_s", "speedup_perfect", "efficiency_perfect",
     "step_partial_s", "speedup_partial", "efficiency_partial",
     "step_no_overlap_s", "speedup_no_overlap", "efficiency_no_overlap",
     "step_partial_bounded_s", "speedup_partial_bounded",
@@ -36,7 +36,9 @@ ROW_KEYS: tuple[str, ...] = (
 
 FORMULAS: dict[str, str] = {
     "comm_s": "T = 2(N-1)a + 2(N-1)/N * S/B, S = params * bytes_per_grad (ring all-reduce)",
-    "step_s": "max(t_c, T) + t_o (perfect overlap; the seed's step)",
+    "step_s": "max(t_c, T) + t_o (the seed's assumption: T hides behind the whole step)",
+    "step_perfect_s": "t_c + max(0, T - f_b t_c) + t_o (perfect overlap within the backward window: the physical "
+                      "bound every command shares)",
     "step_partial_s": "t_c + (1 - f) T + t_o (overlap fraction f, as the seed computes it)",
     "step_no_overlap_s": "t_c + T + t_o",
     "step_partial_bounded_s": "t_c + max((1 - f) T, T - t_c) + t_o (f capped by the compute to hide behind)",
@@ -67,15 +69,18 @@ def _flat_note(curve: ScalingCurve) -> str | None:
     if not any(r.beyond_flat_ring for r in curve.rows):
         return None
     why = f": {i.flat_ring_note}" if i.flat_ring_note else ""
-    return (f"* N > {i.flat_ring_max_gpus}: a flat {i.link.bandwidth_bytes_per_s / GB:g} GB/s {i.fabric} "
+    return (f"* N > {i.flat_ring_max_gpus}: a flat {i.comm.flat_link.bandwidth_bytes_per_s / GB:g} GB/s {i.fabric} "
             f"ring over N GPUs does not exist on most systems{why}. These rows are the seed's model "
             "as the seed defines it, not a prediction.")
 
 
 def _fabric_text(i: ScalingInputs) -> str:
-    f = i.link
-    if isinstance(f, Link):
-        return f"B = {f.bandwidth_bytes_per_s / GB:g} GB/s, a = {f.latency_s / US:g} us per ring step"
+    link = i.comm.flat_link
+    if link is not None:
+        return f"B = {link.bandwidth_bytes_per_s / GB:g} GB/s, a = {link.latency_s / US:g} us per ring step"
+    f = getattr(i.comm, "topology", None)
+    if f is None:
+        return i.comm.describe()
     return (f"two tiers: {f.gpus_per_node} GPUs per node at {f.intra.bandwidth_bytes_per_s / GB:g} GB/s, "
             f"{f.intra.latency_s / US:g} us per step; across nodes {f.inter.bandwidth_bytes_per_s / GB:g} GB/s "
             f"per GPU NIC, {f.inter.latency_s / US:g} us per step; algorithm {i.algorithm}")
@@ -90,7 +95,7 @@ def _knee_note(curve: ScalingCurve) -> str | None:
     before = (f" (at N = {inside[-1].gpus}: T = {inside[-1].comm_s / MS:,.2f} ms, efficiency "
               f"{100 * inside[-1].efficiency:.1f}%)") if inside else ""
     return (f"^ the knee: from N = {first.gpus} the group spans more than one node of "
-            f"{curve.inputs.link.gpus_per_node} GPUs and the all-reduce crosses the inter-node fabric: "
+            f"{curve.inputs.comm.topology.gpus_per_node} GPUs and the all-reduce crosses the inter-node fabric: "
             f"T = {first.comm_s / MS:,.2f} ms ({first.comm.algorithm.value}), efficiency "
             f"{100 * first.efficiency:.1f}%{before}.")
 
@@ -123,17 +128,17 @@ def notes(curves: Sequence[ScalingCurve]) -> list[str]:
 def _curve_text(c: ScalingCurve) -> str:
     i = c.inputs
     f = f"f={i.overlap_fraction:g}"
-    flat = isinstance(i.link, Link) and i.algorithm == "ring"
+    flat = i.comm.flat_link is not None and all(r.comm.algorithm.value == "ring" for r in c.rows)
     lat_head, bw_head, bw_unit = ("2(N-1)a", "2(N-1)/N", "*S/B (ms)") if flat else ("latency", "bandwidth", "(ms)")
     lines = [
         f"{i.model} on {i.fabric}",
         f"  S = {i.params / BILLION:g} billion params x {i.bytes_per_grad} B = {format_bytes(c.message_bytes)}; "
         f"t_c = {i.compute_s / MS:g} ms, t_o = {i.overhead_s / MS:g} ms; "
         f"{_fabric_text(i)}",
-        f"  {'':>5} {'comm T':>10} {lat_head:>9} {bw_head:>10} {'perf. step':>10} |"
-        f" {'speedup X (x)':^29} | {'efficiency E (%)':^23}",
+        f"  {'':>5} {'comm T':>10} {lat_head:>9} {bw_head:>10} {'seed step':>10} |"
+        f" {'speedup X (x)':^39} | {'efficiency E (%)':^31}",
         f"  {'N':>4}  {'(ms)':>10} {'(ms)':>9} {bw_unit:>10} {'(ms)':>10} |"
-        f" {'perfect':>9} {f:>9} {'none':>9} | {'perfect':>7} {f:>7} {'none':>7}",
+        f" {'seed':>9} {'bound':>9} {f:>9} {'none':>9} | {'seed':>7} {'bound':>7} {f:>7} {'none':>7}",
     ]
     for r in c.rows:
         star = "*" if r.beyond_flat_ring else ("^" if r is _first_crossing(c) else " ")
@@ -141,8 +146,8 @@ def _curve_text(c: ScalingCurve) -> str:
         lines.append(
             f"  {r.gpus:>4}{star} {_ms(r.comm_s, 10)} {_ms(r.comm.latency_s, 9)} "
             f"{_ms(r.comm.bandwidth_s, 10)} {_ms(r.step_s, 10)} |"
-            f" {r.speedup:>9.2f} {r.speedup_partial:>8.2f}{bang} {r.speedup_no_overlap:>9.2f} |"
-            f" {100 * r.efficiency:>7.1f} {100 * r.efficiency_partial:>6.1f}{bang}"
+            f" {r.speedup:>9.2f} {r.speedup_perfect:>9.2f} {r.speedup_partial:>8.2f}{bang} {r.speedup_no_overlap:>9.2f} |"
+            f" {100 * r.efficiency:>7.1f} {100 * r.efficiency_perfect:>7.1f} {100 * r.efficiency_partial:>6.1f}{bang}"
             f" {100 * r.efficiency_no_overlap:>7.1f}")
     for note in (_flat_note(c), _knee_note(c), _partial_note(c)):
         if note is not None:
@@ -159,13 +164,16 @@ def render_scaling_text(curves: Sequence[ScalingCurve]) -> str:
     head = [
         "commcost scaling: data-parallel speedup and efficiency over GPU counts (fixed per-GPU batch)",
         "  comm     T = 2(N-1)a + 2(N-1)/N * S/B   (ring all-reduce of the gradients S)"
-        if all(isinstance(c.inputs.link, Link) and c.inputs.algorithm == "ring" for c in curves) else
+        if all(c.inputs.comm.flat_link is not None and all(r.comm.algorithm.value == "ring" for r in c.rows)
+               for c in curves) else
         "  comm     T = latency + bandwidth terms of the all-reduce of the gradients S on the fabric below "
         "(ring on a flat link: 2(N-1)a + 2(N-1)/N * S/B)",
-        "  step     perfect overlap max(t_c, T) + t_o  |  overlap f: t_c + (1-f) T + t_o  |  "
-        "none: t_c + T + t_o",
+        "  step     seed: max(t_c, T) + t_o  |  bound: t_c + max(0, T - f_b t_c) + t_o  |  "
+        "overlap f: t_c + (1-f) T + t_o  |  none: t_c + T + t_o",
         "  speedup  X = N (t_c + t_o) / step  (relative throughput, x);  efficiency E = X / N  (%)",
-        "  'perfect' is the seed's step; the three columns bracket where a real run lies",
+        "  'seed' is the seed's assumption (communication hides behind the whole step); 'bound' is the "
+        "physical\n  perfect-overlap bound every commcost command uses (it hides only behind backward, "
+        "f_b of the step);\n  a real run lies between 'bound' and 'none'",
     ]
     return "\n\n".join(["\n".join(head), *(_curve_text(c) for c in curves)])
 
@@ -213,11 +221,13 @@ def row_to_dict(curve: ScalingCurve, r: ScalingRow, analysis: str = ANALYSIS_RES
         "analysis": analysis, "model": i.model, "fabric": i.fabric, "gpus": r.gpus,
         "params": i.params, "bytes_per_grad": i.bytes_per_grad, "message_bytes": curve.message_bytes,
         "compute_s": r.compute_s, "overhead_s": r.overhead_s,
-        "bandwidth_bytes_per_s": i.link.bandwidth_bytes_per_s if isinstance(i.link, Link) else None,
-        "latency_s": i.link.latency_s if isinstance(i.link, Link) else None,
+        "bandwidth_bytes_per_s": None if i.comm.flat_link is None else i.comm.flat_link.bandwidth_bytes_per_s,
+        "latency_s": None if i.comm.flat_link is None else i.comm.flat_link.latency_s,
         "overlap_fraction": r.overlap_fraction,
         "comm_s": r.comm_s, "comm_latency_s": r.comm.latency_s, "comm_bandwidth_s": r.comm.bandwidth_s,
         "step_s": r.step_s, "speedup": r.speedup, "efficiency": r.efficiency,
+        "step_perfect_s": r.step_perfect_s, "speedup_perfect": r.speedup_perfect,
+        "efficiency_perfect": r.efficiency_perfect,
         "step_partial_s": r.step_partial_s, "speedup_partial": r.speedup_partial,
         "efficiency_partial": r.efficiency_partial,
         "step_no_overlap_s": r.step_no_overlap_s, "speedup_no_overlap": r.speedup_no_overlap,
@@ -225,7 +235,7 @@ def row_to_dict(curve: ScalingCurve, r: ScalingRow, analysis: str = ANALYSIS_RES
         "step_partial_bounded_s": r.step_partial_bounded_s,
         "speedup_partial_bounded": r.speedup_partial_bounded,
         "partial_exceeds_perfect": r.partial_exceeds_perfect, "beyond_flat_ring": r.beyond_flat_ring,
-        "gpus_per_node": None if isinstance(i.link, Link) else i.link.gpus_per_node,
+        "gpus_per_node": None if getattr(i.comm, "topology", None) is None else i.comm.topology.gpus_per_node,
         "algorithm": r.comm.algorithm.value, "crosses_nodes": r.crosses_nodes,
     }
 

@@ -30,7 +30,7 @@ class TimelineContext:
     caps_note: str
     """How the bucket caps were chosen (DDP default, explicit, search)."""
     fabric_note: str | None = None
-    """With a system preset: which fabric and algorithm the bucket all-reduces use."""
+    """A profile or a system: what prices the bucket all-reduces (a header line)."""
 
 
 def _mib(n_bytes: float) -> str:
@@ -43,11 +43,16 @@ def _ms(t_s: float) -> str:
 
 def _header(ctx: TimelineContext, tl: Timeline) -> list[str]:
     i = ctx.inputs
+    link = i.comm.flat_link
+    if link is not None:
+        group = (f"  P = {i.gpus} GPUs, B = {link.bandwidth_bytes_per_s / GB:g} GB/s per rank, "
+                 f"a = {link.latency_s * 1e6:g} us per ring step; bucket all-reduce T(c) = 2(P-1)a + 2(P-1)/P * c/B")
+    else:
+        group = (f"  P = {i.gpus} GPUs on {i.comm.describe()}; each bucket's all-reduce T(c) is the model's at its "
+                 f"own size (algorithm {i.algorithm})")
     return [
         "commcost timeline: DDP gradient buckets on one communication stream",
-        f"  P = {i.gpus} GPUs, B = {i.link.bandwidth_bytes_per_s / GB:g} GB/s per rank, "
-        f"a = {i.link.latency_s * 1e6:g} us per ring step"
-        + ("" if ctx.fabric_note else "; bucket all-reduce T(c) = 2(P-1)a + 2(P-1)/P * c/B"),
+        group,
         *([f"  {ctx.fabric_note}"] if ctx.fabric_note else []),
         f"  gradient S = {tl.message_bytes:,.0f} B = {_mib(tl.message_bytes)} ({i.bytes_per_grad} B per element); "
         f"{ctx.model_label}",
@@ -135,8 +140,10 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("  left of the best: every bucket pays 2(P-1)a, T_w grows and the stream falls behind; "
                  "right of it: the last bucket fills only when backward ends and its all-reduce is the tail")
     lines.append("")
-    lines.append("  best = the largest cap whose step is within 0.1% of the fastest: fewer buckets, "
-                 "same step (a smaller gain is not worth the extra buckets)")
+    c = sw.choice
+    lines.append(f"  good range: caps exposing within max(5%, 50 us) = {t(c.tolerance_s)} of the least "
+                 f"({t(c.min_exposed_s)}): {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)}")
+    lines.append(f"  best = the {c.rule}: fewer buckets pay fewer latency terms")
     lines.append(f"  best cap {_mib(best.bucket_cap_bytes)}: step {t(best.step_s)}, exposed {t(best.exposed_s)} "
                  f"({pct(best.exposed_s / best.wire_s) if best.wire_s > 0 else '0.0%'} of its T_w = {t(best.wire_s)})")
     lines.append(f"  PyTorch default (25 MiB, first bucket 1 MiB): step {t(default.step_s)}, exposed "
@@ -174,7 +181,10 @@ def sweep_to_dict(sw: BucketSweep, default: Timeline) -> dict[str, Any]:
     """The best timeline's keys, plus ``best``, ``curve`` and ``pytorch_default``."""
     out = timeline_to_dict(sw.best)
     out["best"] = {"bucket_bytes": sw.best.bucket_cap_bytes, "step_s": sw.best.step_s,
-                   "exposed_s": sw.best.exposed_s}
+                   "exposed_s": sw.best.exposed_s, "rule": sw.choice.rule,
+                   "good_min_bucket_bytes": sw.choice.good_min_cap_bytes,
+                   "good_max_bucket_bytes": sw.choice.good_max_cap_bytes,
+                   "min_exposed_s": sw.choice.min_exposed_s, "tolerance_s": sw.choice.tolerance_s}
     out["curve"] = [{"bucket_bytes": p.bucket_bytes, "buckets": p.buckets, "wire_s": p.wire_s,
                      "exposed_s": p.exposed_s, "step_s": p.step_s} for p in sw.curve]
     out["pytorch_default"] = {"bucket_bytes": default.bucket_cap_bytes,

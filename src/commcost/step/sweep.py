@@ -3,17 +3,16 @@
 Every point is :func:`commcost.step.timeline._evaluate_caps` -- O(1) per cap for a
 uniform gradient rate (the closed form in :mod:`commcost.step.timeline`), a
 simulation otherwise -- and only the best cap is simulated bucket by bucket, for
-its :class:`~commcost.step.timeline.Timeline`. The names are re-exported by
-:mod:`commcost.step.timeline`, which loads this module on first use.
+its :class:`~commcost.step.timeline.Timeline`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.step.ddp_buckets import DdpBucketCaps
+from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.step.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, bucket_grid, caps_for, \
-    _evaluate_caps, gradient_stream, pick_best, ring_allreduce_cost, simulate_timeline
+    BucketChoice, _evaluate_caps, comm_allreduce_cost, gradient_stream, pick_best, simulate_timeline
 
 __all__ = ["CurvePoint", "BucketSweep", "sweep_buckets", "curve_point"]
 
@@ -41,7 +40,9 @@ class BucketSweep:
     curve: tuple[CurvePoint, ...]
     """Every cap tried, smallest first."""
     best: Timeline
-    """The timeline at the best cap (:func:`~commcost.step.timeline.pick_best`)."""
+    """The timeline at the recommended cap (:func:`~commcost.step.timeline.pick_best`)."""
+    choice: BucketChoice
+    """The good range, the tolerance and the rule behind ``best``."""
 
 
 def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
@@ -51,21 +52,23 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
 
     Each cap is :func:`~commcost.step.timeline.caps_for`: what ``bucket_cap_mb`` set explicitly
     gives in torch 2.13, the first bucket as large as the rest unless ``first_bucket_bytes``
-    says otherwise. The choice is :func:`~commcost.step.timeline.pick_best`' (the largest cap within 0.1% of
-    the fastest step).
+    says otherwise. The choice is :func:`~commcost.step.timeline.pick_best`': the largest cap whose exposed
+    time is within max(5%, 50 us) of the smallest, never exposing more than PyTorch's default.
     """
     stream = gradient_stream(inp)
     grid = caps_bytes or bucket_grid(stream.total_bytes)
-    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    cost = allreduce_s or comm_allreduce_cost(inp)
     memo: dict[float, float] = {}
     curve: list[CurvePoint] = []
-    steps: list[tuple[float, DdpBucketCaps]] = []
+    points: list[tuple[float, DdpBucketCaps]] = []
     for cap in sorted(grid):
         caps = caps_for(cap, first_bucket_bytes)
         curve.append(_point(inp, stream, caps, cost, memo))
-        steps.append((curve[-1].step_s, caps))
-    return BucketSweep(curve=tuple(curve),
-                       best=simulate_timeline(inp, pick_best(steps), allreduce_s=cost, stream=stream))
+        points.append((curve[-1].exposed_s, caps))
+    default = _evaluate_caps(inp, stream, ddp_bucket_caps(None), cost, memo)[2]
+    choice = pick_best(points, default_exposed_s=default)
+    return BucketSweep(curve=tuple(curve), choice=choice,
+                       best=simulate_timeline(inp, choice.best, allreduce_s=cost, stream=stream))
 
 
 def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
@@ -75,7 +78,7 @@ def curve_point(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllRed
     The same numbers as :func:`~commcost.step.timeline.simulate_timeline`; for a uniform stream in
     O(1), so a 1 MiB cap on a 70B model costs no more than 1 GiB.
     """
-    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    cost = allreduce_s or comm_allreduce_cost(inp)
     return _point(inp, stream or gradient_stream(inp), caps, cost, {})
 
 

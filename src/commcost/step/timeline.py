@@ -40,8 +40,15 @@ The model (README, "Timeline"):
   and the budget, checked against the simulation (tests/test_timeline_closed_form.py).
 
 The all-reduce cost is one function of the message size, ``allreduce_s``; by
-default :func:`ring_allreduce_cost` (the only place this module costs a
-collective), so a topology-aware cost can be passed in instead.
+default :func:`comm_allreduce_cost`, the all-reduce of the inputs' CommModel
+(:mod:`commcost.comm.model`: flat link, fabric or calibrated profile), the only
+place this module costs a collective.
+
+**Best bucket** (:func:`pick_best`): the caps whose exposed time ``E`` is within
+``max(5% E_best, 50 us)`` of the smallest form the *good range*; the recommended cap is the
+largest cap in that range that exposes no more than PyTorch's default (fewer buckets pay
+fewer latency terms). The tolerance is on ``E``, not on the step, so a long step cannot
+hide a poor choice.
 """
 
 from __future__ import annotations
@@ -51,30 +58,41 @@ from dataclasses import dataclass
 from collections import namedtuple
 from collections.abc import Callable
 
-from commcost.comm.collectives import ring_all_reduce
 from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.errors import InputError
-from commcost.comm.topology import Link
-from commcost.units import KiB, require_finite_positive
+from commcost.units import KiB
+from commcost.validation import require_count, require_finite_positive
 from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
 
 __all__ = [
-    "AllReduceCost", "ring_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
-    "Timeline", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at", "best_caps",
+    "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
+    "Timeline", "BucketChoice", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at",
+    "best_caps", "pick_best",
 ]  # the bucket sweep (CurvePoint, BucketSweep, sweep_buckets) is commcost.step.sweep
 
 AllReduceCost = Callable[[float], float]
+"""Seconds to all-reduce a message of the given size in bytes."""
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from commcost.comm.model import CommModel
 
 MAX_SIMULATED_BUCKETS = 1 << 20
 """The most buckets a bucket-by-bucket timeline is asked to simulate (more would take minutes and
 gigabytes); callers refuse or skip past it (the budget's exposed column shows None)."""
-"""Seconds to all-reduce a message of the given size in bytes."""
 
 
-def ring_allreduce_cost(gpus: int, link: Link) -> AllReduceCost:
-    """``S -> 2(P-1)a + 2(P-1)/P * S/B`` via :func:`commcost.comm.collectives.ring_all_reduce`."""
+def comm_allreduce_cost(inp: TimelineInputs) -> AllReduceCost:
+    """``c -> T(c)``: the all-reduce of a ``c``-byte bucket over ``inp.gpus`` ranks from ``inp.comm``
+    (on the drill's flat link ``2(P-1)a + 2(P-1)/P * c/B``), memoised per size."""
+    comm, P, alg = inp.comm, inp.gpus, inp.algorithm
+    memo: dict[float, float] = {}
+
     def cost(message_bytes: float) -> float:
-        return ring_all_reduce(message_bytes, gpus, link).total_s
+        T = memo.get(message_bytes)
+        if T is None:
+            T = memo[message_bytes] = comm.cost("all_reduce", message_bytes, P, alg).total_s
+        return T
     return cost
 
 
@@ -84,8 +102,8 @@ class TimelineInputs:
 
     gpus: int
     """Ranks P."""
-    link: Link
-    """Link of the ring."""
+    comm: CommModel
+    """What prices each bucket's all-reduce (:mod:`commcost.comm.model`)."""
     step_s: float
     """Compute-only time of one micro-batch, t_c, seconds."""
     params: float = 0.0
@@ -100,12 +118,12 @@ class TimelineInputs:
     """k: micro-batches per optimizer step (``no_sync`` on all but the last)."""
     optimizer_s: float = 0.0
     """t_opt: optimizer time after the last all-reduce, seconds."""
+    algorithm: str = "auto"
+    """All-reduce algorithm asked of ``comm`` (``auto``: the backend's fastest per bucket size)."""
 
     def __post_init__(self) -> None:
         for name in ("gpus", "bytes_per_grad", "grad_accum"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+            require_count(name, getattr(self, name))
         require_finite_positive("step_s", self.step_s)
         require_finite_positive("optimizer_s", self.optimizer_s, allow_zero=True)
         require_finite_positive("backward_fraction", self.backward_fraction)
@@ -333,7 +351,7 @@ def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
                       stream: GradientStream | None = None) -> Timeline:
     """Simulate one optimizer step; ``caps`` default to DDP's (25 MiB, first 1 MiB)."""
     caps = caps or ddp_bucket_caps(None)
-    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    cost = allreduce_s or comm_allreduce_cost(inp)
     stream = stream or gradient_stream(inp)
     sizes, readies = _buckets(stream, caps)
     W = inp.backward_fraction * inp.step_s
@@ -384,38 +402,79 @@ def exposed_at(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllRedu
                stream: GradientStream | None = None) -> float:
     """``E`` at ``caps``: the number ``simulate_timeline(inp, caps).exposed_s`` gives, without the
     per-bucket list (O(1) for a uniform stream, :func:`_uniform_end`)."""
-    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    cost = allreduce_s or comm_allreduce_cost(inp)
     return _evaluate_caps(inp, stream or gradient_stream(inp), caps, cost, {})[2]
 
 
-BEST_STEP_TOLERANCE = 1e-3
-"""Caps whose step is within this fraction of the fastest count as equally good; the best is the
-largest of them: fewer buckets pay fewer latency terms and rebuild faster, and a gain under 0.1%
-of the step is not worth thousands of buckets (a 2 MiB cap chosen over 64 MiB to save 8 us)."""
+BEST_EXPOSED_REL_TOLERANCE = 0.05
+"""Caps whose exposed time is within this fraction of the best (or :data:`BEST_EXPOSED_ABS_TOLERANCE_S`,
+whichever is larger) are equally good."""
+BEST_EXPOSED_ABS_TOLERANCE_S = 50e-6
+"""50 us: below this a difference in exposed time is noise next to a step's jitter."""
 
 
-def pick_best(steps: list[tuple[float, DdpBucketCaps]]) -> DdpBucketCaps:
-    """The largest cap among ``(step_s, caps)`` whose step is within :data:`BEST_STEP_TOLERANCE`
-    of the fastest."""
-    if not steps:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BucketChoice:
+    """The good range of bucket caps and the one recommended (:func:`pick_best`)."""
+
+    best: DdpBucketCaps
+    """The recommended caps: the largest in the good range exposing no more than the default."""
+    best_exposed_s: float
+    """E at ``best``, seconds."""
+    min_exposed_s: float
+    """The smallest E over the caps tried, seconds."""
+    tolerance_s: float
+    """``max(5% min E, 50 us)``, seconds."""
+    good_min_cap_bytes: int
+    """Smallest cap whose E is within the tolerance of the smallest."""
+    good_max_cap_bytes: int
+    """Largest cap whose E is within the tolerance of the smallest."""
+    default_exposed_s: float | None
+    """E at PyTorch's default caps (None when not given), seconds."""
+    rule: str = ("largest cap whose exposed time is within max(5%, 50 us) of the smallest and no more "
+                 "than PyTorch's default")
+    """The rule in words, for reports."""
+
+
+def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: float | None = None,
+              default_caps: DdpBucketCaps | None = None) -> BucketChoice:
+    """The recommended cap among ``(E_s, caps)`` pairs (module docstring, "Best bucket").
+
+    With ``default_exposed_s`` no cap exposing more than PyTorch's default is recommended: when
+    every cap of the grid does, the default itself (``default_caps``) is.
+    """
+    if not points:
         raise InputError("no bucket caps to sweep")
-    fastest = min(step for step, _ in steps)
-    good = [caps for step, caps in steps if step <= fastest * (1 + BEST_STEP_TOLERANCE)]
-    return max(good, key=lambda c: c.bucket_cap_bytes)
+    e_min = min(e for e, _ in points)
+    if default_exposed_s is not None:
+        e_min = min(e_min, default_exposed_s)
+    tol = max(BEST_EXPOSED_REL_TOLERANCE * e_min, BEST_EXPOSED_ABS_TOLERANCE_S)
+    good = [(e, c) for e, c in points if e <= e_min + tol]
+    no_worse = 1e-9 * (default_exposed_s or 0.0)  # the closed form and the simulation differ in the last bits
+    allowed = [(e, c) for e, c in good if default_exposed_s is None or e <= default_exposed_s - no_worse]
+    if allowed:
+        e_best, best = max(allowed, key=lambda ec: ec[1].bucket_cap_bytes)
+    else:  # no cap of the grid beats the default: keep it
+        e_best, best = default_exposed_s, default_caps or ddp_bucket_caps(None)
+    caps = [c.bucket_cap_bytes for _, c in good] or [best.bucket_cap_bytes]
+    return BucketChoice(best=best, best_exposed_s=e_best, min_exposed_s=e_min, tolerance_s=tol,
+                        good_min_cap_bytes=min(caps), good_max_cap_bytes=max(caps),
+                        default_exposed_s=default_exposed_s)
 
 
 def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_bytes: int | None = None,
-              allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> DdpBucketCaps:
-    """The caps (:func:`caps_for`) over ``caps_bytes`` chosen by :func:`pick_best`. The same choice
-    as ``commcost.step.sweep.sweep_buckets``, without the curve."""
+              allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> BucketChoice:
+    """The caps (:func:`caps_for`) over ``caps_bytes`` chosen by :func:`pick_best`, judged against
+    PyTorch's default caps. The same choice as ``commcost.step.sweep.sweep_buckets``, without the curve."""
     stream = stream or gradient_stream(inp)
-    cost = allreduce_s or ring_allreduce_cost(inp.gpus, inp.link)
+    cost = allreduce_s or comm_allreduce_cost(inp)
     memo: dict[float, float] = {}
-    steps = []
+    points = []
     for cap in sorted(caps_bytes):
         caps = caps_for(cap, first_bucket_bytes)
-        steps.append((_evaluate_caps(inp, stream, caps, cost, memo)[3], caps))
-    return pick_best(steps)
+        points.append((_evaluate_caps(inp, stream, caps, cost, memo)[2], caps))
+    default = _evaluate_caps(inp, stream, ddp_bucket_caps(None), cost, memo)[2]
+    return pick_best(points, default_exposed_s=default)
 
 
 def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps, cost: AllReduceCost,

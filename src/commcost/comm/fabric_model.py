@@ -1,0 +1,117 @@
+"""The fabric kind of :mod:`commcost.comm.model`: a two-tier :class:`Topology` (system preset or
+topology flags) priced by :func:`commcost.comm.algorithms.collective_cost`, with ``auto`` choosing among
+the algorithms the backend runs (:data:`commcost.comm.model.BACKEND_ALGORITHMS`) per size."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
+from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
+from commcost.comm.topology import Topology
+from commcost.errors import InputError
+
+__all__ = ["FabricModel"]
+
+
+def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
+    """The cheapest of ``costs``; its ``reason`` names the runner-up and both totals."""
+    from commcost.units import format_seconds as t
+
+    ranked = sorted(costs.values(), key=lambda c: c.total_s)
+    best = ranked[0]
+    if len(ranked) == 1:
+        why = f"the only algorithm {backend} runs for {op.value} here"
+    else:
+        r = ranked[1]
+        why = (f"fastest of {', '.join(c.algorithm.value for c in ranked)} ({backend}); runner-up "
+               f"{r.algorithm.value} {t(r.total_s)} (latency {t(r.latency_s)} + bandwidth {t(r.bandwidth_s)}) "
+               f"vs {t(best.total_s)} (latency {t(best.latency_s)} + bandwidth {t(best.bandwidth_s)})")
+    return replace(best, reason=why)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FabricModel(CommModel):
+    """A two-tier :class:`Topology` (system preset or topology flags) with per-size algorithm choice."""
+
+    topology: Topology
+    """Tiers, placement, in-network reduction, protocol model."""
+    backend: str = "nccl"
+    """Whose algorithms ``auto`` may choose (:data:`BACKEND_ALGORITHMS`)."""
+    grow_nodes: bool = False
+    """True: a group larger than the topology gets more nodes of the same kind (scaling sweeps)."""
+    kind = "fabric"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topology, Topology):
+            raise InputError(f"topology must be a Topology, got {type(self.topology).__name__}")
+        _parse_backend(self.backend)
+
+    def _topo(self, gpus: int, ranks_per_node: int | None = None) -> Topology:
+        t = self.topology
+        if ranks_per_node is not None:
+            if not 1 <= ranks_per_node <= t.gpus_per_node:
+                raise InputError(f"ranks_per_node must be between 1 and the node's {t.gpus_per_node} GPUs, "
+                                 f"got {ranks_per_node}")
+            # the group's ranks on a node use their own GPUs' NICs: a node of g = ranks_per_node GPUs
+            t = replace(t, gpus_per_node=ranks_per_node, nodes=max(t.nodes, math.ceil(gpus / ranks_per_node)))
+        nodes = math.ceil(gpus / t.gpus_per_node)
+        if self.grow_nodes and nodes > t.nodes:
+            return replace(t, nodes=nodes)
+        return t
+
+    def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
+        from commcost.comm.algorithms import algorithm_costs, parse_collective
+
+        op = parse_collective(op)
+        allowed = BACKEND_ALGORITHMS[self.backend][op]
+        costs = algorithm_costs(op, size_bytes, gpus, self._topo(gpus, ranks_per_node))
+        return {a: costs[a] for a in allowed if a in costs}
+
+    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+        from commcost.comm.algorithms import collective_cost, parse_algorithm, parse_collective, \
+            protocol_costs, unavailable_algorithms
+
+        op = parse_collective(op)
+        alg = parse_algorithm(algorithm)
+        topo = self._topo(gpus, ranks_per_node)
+        if alg == "auto":
+            costs = self.candidates(op, size_bytes, gpus, ranks_per_node=ranks_per_node)
+            if not costs:
+                reasons = "; ".join(unavailable_algorithms(op, gpus, topo).values())
+                raise InputError(f"no algorithm {self.backend} runs can carry {op.value} on {gpus} GPUs "
+                                 f"here: {reasons}")
+            best = _pick(costs, self.backend, op)
+        else:
+            best = replace(collective_cost(op, size_bytes, gpus, topo, alg), reason="asked for by name")
+        if topo.protocols is not None and gpus > 1:
+            proto = next(iter(protocol_costs(op, size_bytes, gpus, topo, best.algorithm)))
+            best = replace(best, protocol=proto.value)
+        return best
+
+    def max_gpus(self) -> int | None:
+        return None if self.grow_nodes else self.topology.total_gpus
+
+    def scaled(self) -> CommModel:
+        return replace(self, grow_nodes=True)
+
+    def describe(self) -> str:
+        t = self.topology
+        return (f"{t.name}: {t.nodes} node(s) x {t.gpus_per_node} GPUs, intra "
+                f"{t.intra.bandwidth_bytes_per_s / 1e9:g} GB/s, inter {t.inter.bandwidth_bytes_per_s / 1e9:g} GB/s "
+                f"per GPU ({self.backend})")
+
+    def scope_warning(self, op, gpus) -> str | None:
+        if "nvl72" in self.topology.name and math.ceil(gpus / self.topology.gpus_per_node) > 1:
+            return (f"{self.topology.name} beyond one rack: the two-tier model is optimistic there "
+                    f"(60-73% fast against a 20-rack table); treat the figures as a lower bound")
+        return None
+
+    def to_dict(self) -> dict:
+        t = self.topology
+        return {"kind": self.kind, "backend": self.backend, "system": t.name, "nodes": t.nodes,
+                "gpus_per_node": t.gpus_per_node,
+                "intra_bandwidth_bytes_per_s": t.intra.bandwidth_bytes_per_s, "intra_latency_s": t.intra.latency_s,
+                "inter_bandwidth_bytes_per_s": t.inter.bandwidth_bytes_per_s, "inter_latency_s": t.inter.latency_s,
+                "protocols": t.protocols is not None}

@@ -1,0 +1,128 @@
+"""The calibrated-profile kind of :mod:`commcost.comm.model`: every fitted regime, exactly as
+``validate`` scores it, with the scope it was measured on."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from commcost.comm.collectives import Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
+from commcost.comm.model import CommModel
+from commcost.errors import InputError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from commcost.calibrate.fit import AlphaBetaFit
+
+__all__ = ["ProfileModel", "ProfileScope", "DERIVED_OPS", "EXTRAPOLATION_RULE"]
+
+
+DERIVED_OPS: dict[Collective, tuple[Collective, ...]] = {
+    Collective.ALL_REDUCE: (Collective.REDUCE_SCATTER, Collective.ALL_GATHER),
+}
+"""Ops a profile prices within its scope besides the one measured: NCCL's ring all-reduce *is* a
+reduce-scatter followed by an all-gather over the same ring (each ``(P-1)`` steps and ``(P-1)/P S``
+bytes per rank, half the all-reduce's), so an all-reduce profile's ``a_i`` and ``B_i`` price them
+exactly in the ring form."""
+
+EXTRAPOLATION_RULE = ("each fitted regime keeps its per-step latency a_i and bus bandwidth B_i; the ring form "
+                      "T = k a_i + f S / B_i is evaluated with the new op's k ring steps and bus factor f at the "
+                      "new P: exact for a ring whose busiest link is unchanged, optimistic when the group "
+                      "crosses a slower tier than the measurement did")
+"""What ``--extrapolate`` does with a profile outside its scope (printed in the warning)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileScope:
+    """What a calibrated profile was measured on."""
+
+    op: Collective
+    """The collective measured."""
+    gpus: int
+    """Ranks P of the measurement."""
+    nodes: int | None = None
+    """Nodes the measurement spanned (None: not recorded)."""
+    gpus_per_node: int | None = None
+    """GPUs per node (None: not recorded)."""
+    backend: str | None = None
+    """Backend of the measurement (nccl, gloo, rccl; None: not recorded)."""
+
+    def describe(self) -> str:
+        where = f"{self.gpus} ranks"
+        if self.nodes is not None:
+            where += f" on {self.nodes} node(s)"
+        return f"{self.op.value} over {where}" + (f" ({self.backend})" if self.backend else "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileModel(CommModel):
+    """A calibrated profile: every fitted regime, exactly as ``validate`` scores it."""
+
+    fit: AlphaBetaFit
+    """The fitted regimes (op, algorithm, gpus)."""
+    scope: ProfileScope
+    """What it was measured on."""
+    extrapolate: bool = False
+    """Allow other ops and larger groups (:data:`EXTRAPOLATION_RULE`); otherwise they are refused."""
+    source: str = ""
+    """The profile file, for report headers."""
+    kind = "profile"
+
+    def _out_of_scope(self, op: Collective, gpus: int) -> str | None:
+        s = self.scope
+        why = []
+        if op is not s.op and op not in DERIVED_OPS.get(s.op, ()):
+            why.append(f"op {op.value}")
+        if gpus > s.gpus:
+            why.append(f"{gpus} ranks (> {s.gpus})")
+        elif s.gpus_per_node and s.nodes and math.ceil(gpus / s.gpus_per_node) > s.nodes:
+            why.append(f"{math.ceil(gpus / s.gpus_per_node)} nodes (> {s.nodes})")
+        if not why:
+            return None
+        return f"profile {self.source or ''} was measured on {s.describe()}; asked for {' and '.join(why)}".replace(
+            "profile  ", "profile ")
+
+    def scope_warning(self, op, gpus) -> str | None:
+        from commcost.comm.algorithms import parse_collective
+
+        why = self._out_of_scope(parse_collective(op), gpus)
+        return None if why is None else f"{why}: extrapolated ({EXTRAPOLATION_RULE})"
+
+    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+        from commcost.comm.algorithms import parse_algorithm, parse_collective
+
+        op = parse_collective(op)
+        alg = parse_algorithm(algorithm)
+        if alg != "auto" and alg is not self.fit.algorithm:
+            raise InputError(f"a profile fitted the {self.fit.algorithm.value} form; --algorithm {alg.value} "
+                             f"needs a fabric (--system) instead")
+        if not self.extrapolate:
+            why = self._out_of_scope(op, gpus)
+            if why is not None:
+                raise InputError(f"{why}; pass --extrapolate to apply it anyway")
+        if gpus == 1:
+            return CollectiveCost(op=op, algorithm=self.fit.algorithm, gpus=1, message_bytes=size_bytes,
+                                  latency_s=0.0, bandwidth_s=0.0, reason="one rank: nothing to send")
+        i, regime = next((i, r) for i, r in enumerate(self.fit.regimes)
+                         if size_bytes < r.max_size_bytes or i == len(self.fit.regimes) - 1)
+        k = ring_latency_steps(op, gpus)
+        f = bus_bandwidth_factor(op, gpus)
+        return CollectiveCost(op=op, algorithm=self.fit.algorithm, gpus=gpus, message_bytes=size_bytes,
+                              latency_s=k * regime.alpha_s, bandwidth_s=f * size_bytes / regime.bandwidth_bytes_per_s,
+                              reason=f"calibrated regime {i + 1} of {len(self.fit.regimes)} ({regime.describe()})")
+
+    def max_gpus(self) -> int | None:
+        return None if self.extrapolate else self.scope.gpus
+
+    def describe(self) -> str:
+        return (f"profile {self.source}: {len(self.fit.regimes)} fitted regime(s), measured on "
+                f"{self.scope.describe()}")
+
+    def to_dict(self) -> dict:
+        s = self.scope
+        return {"kind": self.kind, "path": self.source, "op": s.op.value, "gpus": s.gpus, "nodes": s.nodes,
+                "gpus_per_node": s.gpus_per_node, "backend": s.backend, "extrapolate": self.extrapolate,
+                "regimes": [{"min_size_bytes": r.min_size_bytes,
+                             "max_size_bytes": None if math.isinf(r.max_size_bytes) else r.max_size_bytes,
+                             "alpha_s": r.alpha_s, "bandwidth_bytes_per_s": r.bandwidth_bytes_per_s}
+                            for r in self.fit.regimes]}

@@ -1,0 +1,41 @@
+"""The shared validators: every library check of a number goes through one of these.
+
+Each raises :class:`commcost.errors.InputError` with a message that names the quantity and
+shows the value, so the CLI can print it as the one line of a bad-input error (exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+from commcost.errors import InputError
+
+__all__ = ["require_finite_positive", "require_count", "require_fraction"]
+
+
+def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:
+    """Raise :class:`InputError` unless ``value`` is finite and > 0 (or >= 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        finite = False
+    if not finite:
+        raise InputError(f"{name} must be finite, got {value if isinstance(value, float) else 'a huge integer'}")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise InputError(f"{name} must be {bound}, got {value:g}")
+
+
+def require_count(name: str, value: int, *, minimum: int = 1) -> None:
+    """Raise :class:`InputError` unless ``value`` is an integer >= ``minimum`` (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def require_fraction(name: str, value: float, *, allow_zero: bool = False) -> None:
+    """Raise :class:`InputError` unless ``value`` is in (0, 1] (or [0, 1] with ``allow_zero``)."""
+    require_finite_positive(name, value, allow_zero=allow_zero)
+    if value > 1:
+        raise InputError(f"{name} must be in {'[0' if allow_zero else '(0'}, 1], got {value:g}")
