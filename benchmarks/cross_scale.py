@@ -49,7 +49,8 @@ def main() -> int:
                               op=Collective.ALL_REDUCE, gpus=two[0].gpus) if len({r.size_bytes for r in two}) >= 2 else None
         print(f"{system}: fitted on {len(small)} rows at nodes {fit.fitted_nodes}: s_i = {fit.intra_bandwidth_scale:.3f}, "
               f"s_e = {fit.inter_bandwidth_scale:.3f}, m_e = {fit.inter_latency_scale:.3f} "
-              f"(fit median |error| {fit.median_abs_error * 100:.1f}%)")
+              f"(fit median |error| {fit.median_abs_error * 100:.1f}%); not identified, left at 1: "
+              f"{', '.join(fit.not_fitted) or 'none'}")
         print(f"  {'nodes':>5} {'size':>12} {'measured':>11} {'tiers':>8} {'preset':>8} {'flat 2-node':>12}  extrapolates")
         for r in big:
             meas = r.time_s

@@ -63,3 +63,20 @@ def test_bad_input_is_refused():
         fit_tiers("dgx-h100", [1.0])
     with pytest.raises(InputError, match="time_s"):
         TierSample(nodes=1, gpus=8, message_bytes=1e6, time_s=0)
+
+
+def test_a_tier_that_bounds_no_sample_is_not_fitted():
+    # 2x DGX H100 at 1-16 GiB: the NVLS tree is bound by NVLS (S / 272e9); the NICs add only the overlap
+    # loss, 0.20 x S / 376e9: d ln t / d ln s_e = 0.2/376 / (1/272 + 0.2/376) = 0.126 < 0.25, and latency
+    # is negligible -> only s_i is identified; measured 5% slower than the preset, it is fitted
+    samples = []
+    for nodes in (1, 2):
+        topo, P = system_group("dgx-h100", nodes=nodes)
+        samples += [TierSample(nodes=nodes, gpus=P, message_bytes=S,
+                               time_s=1.05 * collective_cost("all_reduce", S, P, topo).total_s)
+                    for S in (2 ** 30, 2 ** 32, 2 ** 34)]
+    fit = fit_tiers("dgx-h100", samples)
+    assert fit.not_fitted == ("inter_bandwidth_scale", "inter_latency_scale")
+    assert (fit.inter_bandwidth_scale, fit.inter_latency_scale) == (1.0, 1.0)
+    assert fit.intra_bandwidth_scale == pytest.approx(1 / 1.05, rel=0.02)
+    assert fit.extrapolated(8) == ()

@@ -16,7 +16,10 @@ preset's value unless the data move it (maximum a posteriori with ``ln t`` error
 
     minimise  sum_samples ln(t_pred / t_meas)^2 + (sigma_t / sigma_s)^2 sum_k (ln s_k)^2
 
-(coordinate search over ``ln s`` in [ln 1/8, ln 8], repeated until no coordinate moves). The prior
+(coordinate search over ``ln s`` in [ln 1/8, ln 8], repeated until no coordinate moves). A
+multiplier is fitted only if it is *identified*: on at least one sample, ``d ln t / d ln s`` is at
+least :data:`MIN_SENSITIVITY` (the tier bounds a real share of that sample's time); otherwise it
+stays 1 and is listed in ``not_fitted`` with the reason. The prior
 matters where a tier is not the bottleneck of any sample: on 2 nodes the NVLS tree or the NVLink
 chain often bounds the time, so the NIC's bandwidth is barely seen and, unpenalised, wanders to
 wherever it helps a 2-node row by 0.1%, then dominates at 4 nodes. One-node samples pin ``s_i``;
@@ -42,6 +45,8 @@ __all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology"]
 
 _LOG_RANGE = math.log(8.0)
 """Each multiplier is searched in [1/8, 8]."""
+MIN_SENSITIVITY = 0.25
+"""A multiplier is fitted only where some sample's time moves by at least 0.25 ln-units per ln-unit of it."""
 PRIOR_WEIGHT = (0.05 / 0.30) ** 2
 """``(sigma_t / sigma_s)^2``: 5% measurement scatter in ``ln t`` against a 30% prior spread of each multiplier."""
 
@@ -90,7 +95,8 @@ class TierFit:
     fitted_nodes: tuple[int, ...]
     """Node counts of the samples (sorted, distinct)."""
     not_fitted: tuple[str, ...]
-    """Multipliers no sample constrained (left at 1)."""
+    """Multipliers no sample identifies (left at 1): no sample's time depends on them by
+    :data:`MIN_SENSITIVITY` or more."""
     median_abs_error: float
     """Median |t_pred / t_meas - 1| over the samples, after the fit."""
 
@@ -104,8 +110,8 @@ class TierFit:
     def extrapolated(self, nodes: int) -> tuple[str, ...]:
         """The fitted parameters a prediction on ``nodes`` nodes uses beyond the scales they were fitted at."""
         out = []
-        if nodes > 1 and max(self.fitted_nodes) < nodes and "inter_bandwidth_scale" not in self.not_fitted:
-            out += ["inter_bandwidth_scale", "inter_latency_scale"]
+        if nodes > 1 and max(self.fitted_nodes) < nodes:
+            out += [p for p in ("inter_bandwidth_scale", "inter_latency_scale") if p not in self.not_fitted]
         if nodes > 1 and max(self.fitted_nodes) == 1:
             out += ["intra_bandwidth_scale (one-node fit used across nodes)"]
         return tuple(out)
@@ -120,6 +126,22 @@ def _loss(system: str, samples: Sequence[TierSample], s_i: float, s_e: float, m_
         t = collective_cost("all_reduce", x.message_bytes, P, scaled_topology(topo, s_i, s_e, m_e)).total_s
         total += math.log(t / x.time_s) ** 2
     return total + PRIOR_WEIGHT * sum(math.log(v) ** 2 for v in (s_i, s_e, m_e))
+
+
+def _sensitivity(system: str, samples: Sequence[TierSample], k: str) -> float:
+    """``max over samples of |d ln t / d ln s_k|`` at the preset (central difference, s_k = 1.1^(+-1))."""
+    from commcost.presets import system_group
+
+    best = 0.0
+    for x in samples:
+        topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
+        t = []
+        for v in (1 / 1.1, 1.1):
+            args = {"i": 1.0, "e": 1.0, "m": 1.0, k: v}
+            t.append(collective_cost("all_reduce", x.message_bytes, P,
+                                     scaled_topology(topo, args["i"], args["e"], args["m"])).total_s)
+        best = max(best, abs(math.log(t[1] / t[0])) / (2 * math.log(1.1)))
+    return best
 
 
 def _line_search(f, x0: float) -> float:
@@ -147,10 +169,9 @@ def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
         if not isinstance(x, TierSample):
             raise InputError(f"samples must be TierSample objects, got {type(x).__name__}")
         system_group(system, nodes=x.nodes, gpus=x.gpus)  # the placement exists (or the error says why)
-    one = any(x.nodes == 1 for x in samples)
-    multi = any(x.nodes > 1 for x in samples)
     s = {"i": 1.0, "e": 1.0, "m": 1.0}
-    free = ([] if not (one or multi) else ["i"]) + (["e", "m"] if multi else [])
+    names = {"i": "intra_bandwidth_scale", "e": "inter_bandwidth_scale", "m": "inter_latency_scale"}
+    free = [k for k in ("i", "e", "m") if _sensitivity(system, samples, k) >= MIN_SENSITIVITY]
     for _ in range(4):
         moved = False
         for k in free:
@@ -167,7 +188,7 @@ def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
         topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
         t = collective_cost("all_reduce", x.message_bytes, P, scaled_topology(topo, s["i"], s["e"], s["m"])).total_s
         errors.append(abs(t / x.time_s - 1))
-    not_fitted = () if multi else ("inter_bandwidth_scale", "inter_latency_scale")
+    not_fitted = tuple(names[k] for k in ("i", "e", "m") if k not in free)
     return TierFit(system=system, intra_bandwidth_scale=s["i"], inter_bandwidth_scale=s["e"],
                    inter_latency_scale=s["m"], fitted_nodes=tuple(sorted({x.nodes for x in samples})),
                    not_fitted=not_fitted, median_abs_error=statistics.median(errors))
