@@ -112,7 +112,7 @@ FLAGS: dict[str, dict[str, st.SearchStrategy]] = {
                  "--optimizer-ms": v("0", "5", "1e9"), "--bucket": v("auto", "25", "1", "1e-6", "1099511627776"),
                  "--first-bucket": v("1", "0.000001", "1e6"), "--model": n("gpt3-1.3b", "llama2-7b", "gpt2-small"),
                  "--dtype": n("bf16", "fp32"), "--algorithm": n("auto", "ring"), "--backward-fraction": FRACTION,
-                 "--plot": OUT_PATHS},
+                 "--plot": OUT_PATHS, "--trace-out": st.sampled_from(["t.json", "t.json.gz"]) | OUT_PATHS},
     "scaling": {"--bw": st.sampled_from(["25", "1e-6", "1e6"]) | RATES,
                 "--latency": st.sampled_from(["5", "0", "1e7"]) | TIMES, "--params": v("1", "1e-9", "999999"),
                 "--compute-ms": v("100", "1e-6", "1e9"), "--gpus": v("1,8,64", "1", "1000000", "2,1000000"),

@@ -465,7 +465,7 @@ def bucket_mib_list(text: str) -> tuple[float, ...]:
     return caps
 
 
-OUTPUT_FLAGS = ("-o", "--output", "--plot", "--csv", "--save-measurement", "--save-calibration")
+OUTPUT_FLAGS = ("-o", "--output", "--plot", "--csv", "--save-measurement", "--save-calibration", "--trace-out")
 """Flags that name a file to write: :class:`Parser` checks each with :func:`check_output_path`
 right after parsing, before any work (a measurement must not run for minutes into an unwritable path)."""
 

@@ -103,4 +103,11 @@ def write_timeline_trace(path: str | Path, tl: Timeline, inputs: TimelineInputs)
         raise InputError(f"--trace-out {str(p)!r}: a Chrome trace file name must end in .json")
     if p.is_dir() or not p.parent.is_dir():
         raise InputError(f"--trace-out {str(p)!r}: not a file in an existing directory")
-    write_atomic(p, json.dumps(timeline_chrome_trace(tl, inputs), allow_nan=False) + "\n")
+    from commcost.report._json import find_non_finite
+
+    trace = timeline_chrome_trace(tl, inputs)
+    bad = find_non_finite(trace)
+    if bad is not None:  # refused before the file is touched, naming the value
+        raise InputError(f"the Chrome trace {bad[0]} is not a finite number ({bad[1]}): an input is outside the "
+                         "range the model can price")
+    write_atomic(p, json.dumps(trace, allow_nan=False) + "\n")
