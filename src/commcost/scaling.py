@@ -34,7 +34,7 @@ than the perfect-overlap step. Such rows are flagged
 (:attr:`ScalingRow.partial_exceeds_perfect`) and the physical value
 ``t_c + max((1 - f) T, T - t_c) + t_o`` is kept beside it.
 
-Source: shared/seeds/scaling_analysis.py.txt; its numbers are the preset file
+Source: the scaling-analysis seed ('Data Parallelism > Code: Scaling Analysis'); its numbers are the preset file
 ``hardware/scaling_seed.json``.
 """
 
@@ -50,7 +50,7 @@ from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, Mode
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds
 from commcost.validation import require_count, require_finite_positive, require_fraction
-from commcost.workload import gradient_bytes
+from commcost.dtypes import gradient_bytes
 
 __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from commcost.comm.link import Link
 from commcost.errors import InputError
 from commcost.validation import require_count, require_finite_positive
 
@@ -30,21 +31,6 @@ if TYPE_CHECKING:
     from commcost.comm.protocols import ProtocolModel
 
 __all__ = ["Link", "Topology", "Placement", "place", "as_topology", "network_oversubscription"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Link:
-    """One tier of the fabric, as seen by one rank."""
-
-    bandwidth_bytes_per_s: float
-    """Achievable per-rank bandwidth B, bytes per second (one direction)."""
-    latency_s: float
-    """Per-step latency alpha: the fixed cost of one ring step, seconds."""
-
-    def __post_init__(self) -> None:
-        require_finite_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
-        require_finite_positive("latency_s", self.latency_s, allow_zero=True)
-
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

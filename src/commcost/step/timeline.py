@@ -62,7 +62,7 @@ from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp
 from commcost.errors import InputError
 from commcost.units import KiB
 from commcost.validation import require_count, require_finite_positive, require_fraction
-from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
+from commcost.dtypes import gradient_bytes
 
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
@@ -77,6 +77,7 @@ AllReduceCost = Callable[[float], float]
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
+    from commcost.workload import ModelShape
 
 MAX_SIMULATED_BUCKETS = 1 << 20
 """The most buckets a bucket-by-bucket timeline is asked to simulate (more would take minutes and
@@ -134,7 +135,11 @@ class TimelineInputs:
     @property
     def message_bytes(self) -> float:
         """S = N * bytes_per_grad, with N from the shape when there is one."""
-        n = model_params(self.shape) if self.shape is not None else self.params
+        if self.shape is None:
+            return gradient_bytes(self.params, self.bytes_per_grad)
+        from commcost.workload import model_params  # only with a model shape (start-up: no shape classes)
+
+        n = model_params(self.shape)
         return gradient_bytes(n, self.bytes_per_grad)
 
 
@@ -159,6 +164,8 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     """The ready order and ready times of the gradients (see the module docstring)."""
     if inp.shape is None:
         return GradientStream(tensor_bytes=(), ready_fraction=(), total_bytes=inp.message_bytes)
+    from commcost.workload import transformer_gradient_layers
+
     layers = transformer_gradient_layers(inp.shape)
     total_flops = sum(layer.backward_flops_per_token for layer in layers)
     sizes: list[int] = []
