@@ -53,7 +53,7 @@ def write(tmp_path, obj) -> str:
     (lambda o: o.update(op="allreduce_magic"), "unknown op 'allreduce_magic'"),
     (lambda o: o.update(gpus="16"), "field 'gpus' has the wrong type"),
     (lambda o: o["regimes"][0].pop("alpha_s"), "regimes[0]: missing field 'alpha_s'"),
-    (lambda o: o["regimes"][0].update(bandwidth_bytes_per_s=-1), "bandwidth_bytes_per_s must be > 0"),
+    (lambda o: o["regimes"][0].update(bandwidth_bytes_per_s=-1), "'bandwidth_bytes_per_s' must be between 1000 and 1e+15"),
     (lambda o: o.pop("quality"), "missing field 'quality'"),
 ])
 def test_bad_profiles_are_refused(tmp_path, mutate, fragment):

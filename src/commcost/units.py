@@ -18,6 +18,7 @@ __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
     "parse_size_bytes", "parse_rate_bytes_per_s", "parse_time_s",
+    "RATE_MIN_BYTES_PER_S", "RATE_MAX_BYTES_PER_S", "LATENCY_MAX_S",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
@@ -59,64 +60,90 @@ def parse_size_bytes(text: str) -> float:
     return float(number) * factor
 
 
-_RATE_UNITS_BYTES_PER_S = {
-    "gb/s": GB, "gbyte/s": GB, "gbps": GB / 8, "gbit/s": GB / 8, "gb": GB,
-    "mb/s": MB, "mbps": MB / 8, "mbit/s": MB / 8, "tb/s": TB, "tbps": TB / 8, "tbit/s": TB / 8,
-    "gib/s": GiB, "mib/s": MiB,
-}
+RATE_MIN_BYTES_PER_S = 1e3
+"""Slowest rate commcost prices, 1 kB/s (below it no training step is meaningful; the bound keeps
+``S/B`` finite for every size the flags accept)."""
+RATE_MAX_BYTES_PER_S = 1e15
+"""Fastest rate commcost prices, 1 PB/s (over a thousand times an NVLink 5 GPU's 1.8 TB/s)."""
+LATENCY_MAX_S = 10.0
+"""Largest per-step latency commcost prices, 10 s (a thousand times a slow TCP hop)."""
+
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY_PREFIX = {"K": KiB, "k": KiB, "M": MiB, "G": GiB, "T": TiB}
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_RATE_PATTERN = r"^\s*" + _NUMBER + r"\s*(?:([kKMGTP]?)(i?)(B|b|bit|Byte|byte)(/s|ps))?\s*$"
+_TIME_PATTERN = r"^\s*" + _NUMBER + r"\s*([A-Za-z\u00b5]*)\s*$"
+_TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "\u00b5s": US, "ns": 1e-9}
 
 
-def _number_and_unit(text: str, unit_chars: str) -> tuple[str, str] | None:
-    """``"400Gbps"`` -> ``("400", "Gbps")``; a bare number -> ``(text, "")``; None if malformed.
-    A bare number takes no regular expression (the drill's flags are bare: start-up time)."""
+def _bare(text: str) -> float | None:
+    """The finite number ``text`` is, if it is a bare number (no regular expression: the drill's flags
+    are bare numbers, and start-up time counts); otherwise None."""
     try:
-        float(text)
-        return text.strip(), ""
+        value = float(text)
     except ValueError:
-        pass
-    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([" + unit_chars + r"]*)\s*$", text)
-    return None if match is None else (match.group(1), match.group(2))
+        return None
+    return value if math.isfinite(value) else None
 
 
-def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB) -> float:
-    """``"50"`` (bare: GB/s), ``"50GB/s"``, ``"400Gbps"`` / ``"400Gbit/s"`` (bits: /8) -> bytes/s.
-
-    ``GB/s`` is 1e9 bytes/s, as nccl-tests reports; ``Gbps`` is 1e9 *bits*/s, as NIC line rates
-    are quoted, so ``400Gbps`` = ``50GB/s``. The case of the B/b is what tells bytes from bits
-    (``GB/s`` bytes, ``Gb/s`` bits).
-    """
-    parts = _number_and_unit(text, "A-Za-z/")
-    if parts is None:
-        raise InputError(f"cannot parse rate {text!r} (expected e.g. 50, 50GB/s, 400Gbps)")
-    number, unit = parts
-    if not unit:
-        return float(number) * bare_unit_bytes_per_s
-    key = unit.lower()
-    if unit.endswith("b/s") and not unit.endswith("B/s"):  # Gb/s: bits
-        key = key[:-3] + "bit/s"
-    factor = _RATE_UNITS_BYTES_PER_S.get(key)
-    if factor is None:
-        raise InputError(f"unknown rate unit {unit!r} in {text!r} (use GB/s, MB/s, TB/s, Gbps, Gbit/s)")
-    return float(number) * factor
+def _in_unit(number: float, factor: float, unit: float) -> float:
+    """``number * factor / unit`` with one rounding when the ratio of the two decimal units is a
+    whole number (``0.02 ms`` is exactly ``20 us``, as typed, not ``20.000000000000004``)."""
+    ratio = factor / unit if factor >= unit else unit / factor
+    if abs(ratio - round(ratio)) <= 1e-9 * ratio:  # 1e-3 / 1e-6 is 1000.0000000000001 in floats
+        ratio = float(round(ratio))
+    return number * ratio if factor >= unit else number / ratio
 
 
-_TIME_UNITS_S = {"s": 1.0, "ms": MS, "us": US, "µs": US, "ns": 1e-9}
+def parse_rate_bytes_per_s(text: str, *, bare_unit_bytes_per_s: float = GB, unit_bytes_per_s: float = 1.0) -> float:
+    """Parse a rate: ``"50"`` (a bare number is in ``bare_unit_bytes_per_s``, GB/s by default, the
+    drill's unit), ``"50GB/s"``, ``"50GBps"``, ``"400Gbps"``/``"400Gb/s"`` (bits: divided by 8),
+    ``"46.6GiB/s"``, ``"400Gbit/s"``, ``"50GByte/s"``; returned in ``unit_bytes_per_s`` (default bytes/s).
+
+    Byte prefixes are decimal (GB/s is 1e9 bytes/s, as nccl-tests reports); ``Gi`` is 2**30.
+    ``B`` is bytes and ``b`` bits, so case matters there (as on a NIC's data sheet)."""
+    bare = _bare(text)
+    if bare is not None:
+        return _in_unit(bare, bare_unit_bytes_per_s, unit_bytes_per_s)
+    match = re.match(_RATE_PATTERN, text)  # re caches the compiled pattern; none at import
+    if match is None:
+        raise InputError(f"cannot parse rate {text!r} (expected e.g. 50 (GB/s), 50GB/s, 400Gbps, 12.5GiB/s)")
+    number, prefix, binary, unit, _ = match.groups()
+    value = float(number)
+    if unit is not None:
+        unit = "b" if unit == "bit" else "B" if unit.lower() == "byte" else unit
+    if unit is None:
+        return _in_unit(value, bare_unit_bytes_per_s, unit_bytes_per_s)
+    if binary:
+        if unit == "b" or prefix not in _BINARY_PREFIX:
+            raise InputError(f"cannot parse rate {text!r}: binary prefixes go with bytes (KiB/s, MiB/s, GiB/s)")
+        return _in_unit(value, _BINARY_PREFIX[prefix], unit_bytes_per_s)
+    rate = _in_unit(value, _PREFIX[prefix], unit_bytes_per_s)
+    return rate if unit == "B" else rate / 8.0
 
 
-def parse_time_s(text: str, *, bare_unit_s: float) -> float:
-    """``"20"`` (bare: ``bare_unit_s``), ``"20us"``, ``"0.02ms"``, ``"2e-5s"`` -> seconds."""
-    parts = _number_and_unit(text, "A-Za-zµ")
-    if parts is None:
-        raise InputError(f"cannot parse time {text!r} (expected e.g. 20, 20us, 0.02ms)")
-    number, unit = parts
+def parse_time_s(text: str, *, bare_unit_s: float = US, unit_s: float = 1.0) -> float:
+    """Parse a time: ``"20"`` (a bare number is in ``bare_unit_s``, microseconds by default, the
+    drill's latency unit), ``"20us"``, ``"0.02ms"``, ``"2e-5s"``, ``"500ns"``; returned in
+    ``unit_s`` (default seconds)."""
+    bare = _bare(text)
+    if bare is not None:
+        return _in_unit(bare, bare_unit_s, unit_s)
+    match = re.match(_TIME_PATTERN, text)
+    if match is None:
+        raise InputError(f"cannot parse time {text!r} (expected e.g. 20 (us), 20us, 0.02ms, 500ns)")
+    number, unit = match.groups()
     factor = bare_unit_s if not unit else _TIME_UNITS_S.get(unit.lower())
     if factor is None:
         raise InputError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
-    return float(number) * factor
+    return _in_unit(float(number), factor, unit_s)
 
 
 def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
-    """``2.6e9`` -> ``"2.60 GB"``; with ``binary=True`` -> ``"2.42 GiB"``."""
+    """``2.6e9`` -> ``"2.60 GB"``; with ``binary=True`` -> ``"2.42 GiB"``; beyond a million TB (or
+    TiB), or not finite, in scientific notation (``"1e+180 B"``), never a wall of digits."""
+    if not math.isfinite(n_bytes) or abs(n_bytes) >= 1e18:
+        return f"{n_bytes:.3g} B"
     if binary:
         steps = [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]
     else:

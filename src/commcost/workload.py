@@ -63,7 +63,15 @@ def transformer_layer_train_flops(hidden: int, seq: int, tokens: float) -> tuple
 #   biases and the embedding look-up ~0 (element-wise / a scatter-add).
 
 
-__all__ += ["ModelShape", "GradientLayer", "transformer_gradient_layers", "model_params"]
+__all__ += ["ModelShape", "GradientLayer", "transformer_gradient_layers", "model_params",
+            "MAX_LAYERS", "MAX_MODEL_PARAMS"]
+
+MAX_LAYERS = 10_000
+"""Most transformer layers a shape may have (the deepest published models have a few hundred); the
+timeline builds one object per layer, so 10**10 layers would take minutes and gigabytes."""
+MAX_MODEL_PARAMS = 1e15
+"""Most parameters a shape may have (a thousand times the largest published dense models), as
+``--params`` allows at most 10**6 billion."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelShape:
@@ -101,6 +109,15 @@ class ModelShape:
                 raise InputError(f"{name} must be an integer >= 0, got {value!r}")
         if self.kv_heads > self.heads:
             raise InputError(f"kv_heads ({self.kv_heads}) must not exceed heads ({self.heads})")
+        if self.layers > MAX_LAYERS:
+            raise InputError(f"layers must be at most {MAX_LAYERS:,}, got {self.layers:,}" if self.layers < 10**30
+                             else f"layers must be at most {MAX_LAYERS:,}, got an integer of "
+                                  f"{len(str(self.layers))} digits")
+        n = model_params(self)  # O(1): checked before anything builds the per-layer model
+        if n > MAX_MODEL_PARAMS:
+            raise InputError(f"the shape L = {self.layers:,}, h = {self.hidden:.4g}, s = {self.seq:.4g}, "
+                             f"V = {self.vocab:.4g} has {float(n):.3g} parameters; at most {MAX_MODEL_PARAMS:.0e} "
+                             "are modelled")
 
     @property
     def ffn(self) -> int:
@@ -163,8 +180,14 @@ def transformer_gradient_layers(m: ModelShape) -> tuple[GradientLayer, ...]:
 
 
 def model_params(m: ModelShape) -> int:
-    """Total parameters N of the shape (each tensor counted once; a tied head adds none)."""
-    return sum(layer.params for layer in transformer_gradient_layers(m))
+    """Total parameters N of the shape (each tensor counted once; a tied head adds none): the sum over
+    :func:`transformer_gradient_layers`, in closed form (the L layers are alike), so O(1) in L:
+    ``N = V h [+ s_max h] + L * sum(layer tensors) + final norm + [V h]``."""
+    h, V = m.hidden, m.vocab
+    embedding = V * h + m.max_positions * h
+    final_norm = 2 * h if m.biases else h
+    head = 0 if m.tied_embeddings else V * h
+    return embedding + m.layers * sum(_layer_tensors(m)) + final_norm + head
 
 
 def model_preset_names() -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -96,6 +97,9 @@ class Series:
     """What the source says about itself."""
     note: str = ""
     """How the series was chosen when the file held several (empty if it held one)."""
+    warnings: tuple[str, ...] = ()
+    """What the reader skipped or doubts (rows timed at 0, one size measured with conflicting times),
+    each naming the file and row; the CLI prints them on stderr."""
 
 
 def _to_csv(m: Measurement) -> str:
@@ -120,29 +124,78 @@ def write_measurement(m: Measurement, path: str | Path) -> None:
     write_atomic(path, text)
 
 
+_COLUMN_BOUNDS: dict[str, tuple[type, float, float]] = {
+    "gpus": (int, 1, 10**6), "size_bytes": (int, 0, 2**60), "count": (int, 0, 2**60), "iters": (int, 1, 10**9),
+    "time_s": (float, 0, 1e6), "time_min_s": (float, 0, 1e6), "time_max_s": (float, 0, 1e6),
+    "algbw_bytes_per_s": (float, 0, 1e18), "busbw_bytes_per_s": (float, 0, 1e18),
+}
+"""Column -> (type, smallest, largest): what a measured row can hold (a time of a million seconds, a
+size of 2**60 bytes or 10**6 ranks is no measurement), so nothing downstream overflows."""
+
+
+def _cell(d: dict[str, Any], column: str, where: str) -> Any:
+    """One cell of a row, converted and checked; the error names the file, the row and the column."""
+    value = d[column]
+    if column in ("op", "dtype"):
+        if not isinstance(value, str):
+            raise InputError(f"{where}: column {column!r} must be a name, got {_shown(value)}")
+        return value
+    kind, lo, hi = _COLUMN_BOUNDS[column]
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"{where}: column {column!r} must be a number, got {_shown(value)}")
+    if isinstance(value, str):
+        try:
+            number: float = float(value.strip())
+        except ValueError:
+            raise InputError(f"{where}: column {column!r} must be a number, got {_shown(value)}") from None
+    else:
+        number = value
+    if isinstance(number, float) and not math.isfinite(number):
+        raise InputError(f"{where}: column {column!r} must be a finite number, got {_shown(value)}")
+    if not lo <= number <= hi:
+        raise InputError(f"{where}: column {column!r} must be between {lo:g} and {hi:g}, got {_shown(value)}")
+    return int(number) if kind is int else float(number)
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message, at most 60 characters (never a 180-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
 def _row(d: dict[str, Any], where: str) -> MeasurementRow:
     missing = [c for c in COLUMNS if c not in d or d[c] in (None, "")]
     if missing:
         raise InputError(f"{where}: missing column(s) {', '.join(missing)}")
+    row = MeasurementRow(**{c: _cell(d, c, where) for c in COLUMNS})
+    if _collective(row.op) is None:
+        valid = ", ".join(c.value for c in Collective)
+        raise InputError(f"{where}: unknown collective {_shown(row.op)} (valid: {valid})")
+    return row
+
+
+def _collective(name: str) -> Collective | None:
     try:
-        return MeasurementRow(
-            op=str(d["op"]), gpus=int(d["gpus"]), size_bytes=int(float(d["size_bytes"])),
-            count=int(float(d["count"])), dtype=str(d["dtype"]), time_s=float(d["time_s"]),
-            time_min_s=float(d["time_min_s"]), time_max_s=float(d["time_max_s"]),
-            algbw_bytes_per_s=float(d["algbw_bytes_per_s"]), busbw_bytes_per_s=float(d["busbw_bytes_per_s"]),
-            iters=int(d["iters"]))
-    except ValueError as exc:
-        raise InputError(f"{where}: bad value: {exc}") from None
+        return Collective(name)
+    except ValueError:
+        return collective_from_name(name)
+
+
+def _json_loads(text: str, source: str) -> Any:
+    """``json.loads`` that names ``source`` when the text is not JSON or nests too deeply to read."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{source}: JSON nested too deeply to read (thousands of brackets)") from None
 
 
 def _parse_measurement(text: str, source: str) -> Measurement | None:
     """The measurement in ``text``, or None when ``text`` is not a commcost measurement file."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        obj = _json_loads(text, source)
         if not isinstance(obj, dict) or obj.get("kind") != "commcost-measurement":
             raise InputError(f"{source}: a JSON file that is not a commcost measurement "
                              "(expected \"kind\": \"commcost-measurement\")")
@@ -152,9 +205,14 @@ def _parse_measurement(text: str, source: str) -> Measurement | None:
         rows = obj.get("rows")
         if not isinstance(rows, list):
             raise InputError(f"{source}: field 'rows' must be a list")
-        return Measurement(rows=tuple(_row(r if isinstance(r, dict) else {}, f"{source}: rows[{i}]")
-                                      for i, r in enumerate(rows)),
-                           provenance=obj.get("provenance") or {})
+        for i, r in enumerate(rows):
+            if not isinstance(r, dict):
+                raise InputError(f"{source}: rows[{i}] must be an object with the columns, got {_shown(r)}")
+        provenance = obj.get("provenance") or {}
+        if not isinstance(provenance, dict):
+            raise InputError(f"{source}: field 'provenance' must be an object, got {_shown(provenance)}")
+        return Measurement(rows=tuple(_row(r, f"{source}: rows[{i}]") for i, r in enumerate(rows)),
+                           provenance=provenance)
     lines = text.splitlines()
     provenance: dict[str, Any] = {}
     body_start = None
@@ -164,7 +222,7 @@ def _parse_measurement(text: str, source: str) -> Measurement | None:
                 key, _, value = line[1:].partition(":")
                 try:
                     provenance[key.strip()] = json.loads(value.strip())
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     provenance[key.strip()] = value.strip()
             continue
         if not line.strip():
@@ -174,7 +232,10 @@ def _parse_measurement(text: str, source: str) -> Measurement | None:
     if body_start is None or not lines[body_start].startswith("op,"):
         return None
     reader = csv.DictReader(lines[body_start:])
-    rows = tuple(_row(d, f"{source}:{body_start + 2 + n}") for n, d in enumerate(reader))
+    try:
+        rows = tuple(_row(d, f"{source}:{body_start + 2 + n}") for n, d in enumerate(reader))
+    except csv.Error as exc:
+        raise InputError(f"{source}: not a readable CSV: {exc}") from None
     return Measurement(rows=rows, provenance=provenance)
 
 
@@ -229,19 +290,29 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
     if not text.strip():
         raise InputError(f"{p}: empty file (expected a commcost measurement or nccl-tests output)")
     groups: dict[tuple[Collective, int], list[Sample]] = {}
+    rows_at: dict[tuple[Collective, int], list[str]] = {}
+    warnings: list[str] = []
+
+    def add(key: tuple[Collective, int], size_bytes: float, time_s: float, row: str) -> None:
+        # a size of 0 bytes is nccl-tests' empty first row; a time of 0 is below the timer's resolution:
+        # neither is a point of the curve, in a measurement file or a log alike
+        if size_bytes <= 0:
+            return
+        if time_s <= 0:
+            warnings.append(f"{p}: {row}: skipped {key[0].value} at {size_bytes:.0f} B: time 0 (below the "
+                            "timer's resolution) is no point of the curve")
+            return
+        groups.setdefault(key, []).append(Sample(size_bytes=size_bytes, time_s=time_s))
+        rows_at.setdefault(key, []).append(row)
+
     measurement = _parse_measurement(text, str(p))
     if measurement is not None:
         kind, provenance = "commcost-measure", dict(measurement.provenance)
-        for row in measurement.rows:
-            try:
-                row_op: Collective | None = Collective(row.op)
-            except ValueError:
-                row_op = collective_from_name(row.op)
-            if row_op is None:
-                valid = ", ".join(c.value for c in Collective)
-                raise InputError(f"{p}: unknown collective {row.op!r} (valid: {valid})")
-            if row.size_bytes > 0:
-                groups.setdefault((row_op, row.gpus), []).append(Sample(size_bytes=row.size_bytes, time_s=row.time_s))
+        json_file = text.lstrip().startswith("{")
+        for i, row in enumerate(measurement.rows):
+            row_op = _collective(row.op)
+            assert row_op is not None  # _row refused unknown names, naming the row
+            add((row_op, row.gpus), row.size_bytes, row.time_s, f"rows[{i}]" if json_file else f"data row {i + 1}")
     else:
         kind = "nccl-tests"
         runs = parse_nccl_tests(text, source=str(p), op_hint=collective_from_name(p.name))
@@ -264,8 +335,7 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
                     t = row.in_place.time_s
                 elif placement == "best" and row.in_place is not None:
                     t = min(t, row.in_place.time_s)
-                if row.size_bytes > 0 and t > 0:
-                    groups.setdefault((run_op, run_gpus), []).append(Sample(size_bytes=row.size_bytes, time_s=t))
+                add((run_op, run_gpus), row.size_bytes, t, f"line {row.line}")
             provenance.setdefault("runs", []).append({
                 "op": run_op.value, "gpus": run_gpus, "nodes": run.nodes, "hosts": list(run.hosts),
                 "device": run.devices[0] if run.devices else None, "library_version": run.library_version,
@@ -277,5 +347,26 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
     if chosen_gpus < 2:
         raise InputError(f"{p}: {chosen_op.value} was measured on {chosen_gpus} rank; a collective needs >= 2")
     provenance.update({"source": str(p), "source_kind": kind})
-    return Series(op=chosen_op, gpus=chosen_gpus, samples=tuple(groups[(chosen_op, chosen_gpus)]),
-                  source_kind=kind, provenance=provenance, note=note)
+    key = (chosen_op, chosen_gpus)
+    warnings += [f"{p}: {w}" for w in _conflicts(groups[key], rows_at[key])]
+    return Series(op=chosen_op, gpus=chosen_gpus, samples=tuple(groups[key]),
+                  source_kind=kind, provenance=provenance, note=note, warnings=tuple(warnings))
+
+
+CONFLICT_RATIO = 1.5
+"""Times of one size that differ by more than this factor conflict (one of them was disturbed)."""
+
+
+def _conflicts(samples: list[Sample], rows: list[str]) -> list[str]:
+    """A warning per size measured more than once with times more than :data:`CONFLICT_RATIO` apart
+    (all of them are fitted: the fit weighs each point alike); ``rows`` names each sample's row."""
+    by_size: dict[float, list[int]] = {}
+    for i, sample in enumerate(samples):
+        by_size.setdefault(sample.size_bytes, []).append(i)
+    out = []
+    for size, idx in by_size.items():
+        times = [samples[i].time_s for i in idx]
+        if len(idx) > 1 and max(times) > CONFLICT_RATIO * min(times):
+            shown = ", ".join(f"{samples[i].time_s * 1e6:.4g} us in {rows[i]}" for i in idx)
+            out.append(f"{size:.0f} B measured {len(idx)} times with conflicting times ({shown}); all are fitted")
+    return out

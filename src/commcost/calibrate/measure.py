@@ -43,7 +43,7 @@ from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from commcost.units import format_bytes
 
-__all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "launched_by_torchrun", "measure", "DTYPES"]
+__all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "size_quantum_bytes", "MAX_GRID_SIZES", "launched_by_torchrun", "measure", "DTYPES"]
 
 STARTUP_S = 120.0
 """Seconds start-up may take before the launcher gives up, whatever ``timeout_s`` says."""
@@ -95,17 +95,56 @@ class MeasureConfig:
             raise InputError(f"need at least 2 ranks to measure a collective, got nproc={self.nproc}")
 
 
-def size_grid(min_bytes: float, max_bytes: float, factor: float = 2.0) -> tuple[int, ...]:
-    """Geometric sizes ``min, min*factor, ...`` up to ``max`` (inclusive), bytes."""
+MAX_GRID_SIZES = 200
+"""Most sizes one sweep may measure (nccl-tests' 8 B to 8 GiB doubling is 31): a factor of
+1.0000001 would otherwise schedule millions of sizes before any rank starts."""
+MAX_MEASURE_BYTES = 2**36
+"""Largest message a rank is asked to allocate, 64 GiB."""
+
+
+def size_grid(min_bytes: float, max_bytes: float, factor: float = 2.0, *, quantum_bytes: int = 1) -> tuple[int, ...]:
+    """Geometric sizes ``min, min*factor, ...`` up to ``max`` (inclusive), bytes, each rounded down
+    to a multiple of ``quantum_bytes`` (what the ranks can actually move: one element, or one per
+    rank for all-gather and reduce-scatter), without repeats.
+
+    The number of sizes is known before any is made, ``n = floor(ln(max/min) / ln(factor)) + 1``,
+    and refused above :data:`MAX_GRID_SIZES`; so is a range whose sizes all round to one, or one
+    that starts below one quantum."""
     if not 0 < min_bytes <= max_bytes:
-        raise InputError(f"size range must satisfy 0 < min <= max, got {min_bytes:g}:{max_bytes:g}")
-    if factor <= 1:
+        raise InputError(f"size range must satisfy 0 < min <= max, got {min_bytes:.4g}:{max_bytes:.4g}")
+    if not factor > 1:
         raise InputError(f"size factor must be > 1, got {factor:g}")
-    out, s = [], float(min_bytes)
-    while s <= max_bytes * (1 + 1e-12):
-        out.append(int(round(s)))
-        s *= factor
-    return tuple(dict.fromkeys(out))
+    if max_bytes > MAX_MEASURE_BYTES:
+        raise InputError(f"sizes up to {format_bytes(MAX_MEASURE_BYTES, binary=True)} can be measured, "
+                         f"got {format_bytes(max_bytes, binary=True)}")
+    if min_bytes < quantum_bytes:
+        raise InputError(f"the smallest size {min_bytes:.0f} B is below what one call moves, {quantum_bytes} B "
+                         "(one element per rank for all-gather/reduce-scatter/all-to-all, else one element)")
+    import math
+
+    n = math.floor(math.log(max_bytes / min_bytes) / math.log(factor) * (1 + 1e-12)) + 1
+    if n > MAX_GRID_SIZES:
+        least = (max_bytes / min_bytes) ** (1 / (MAX_GRID_SIZES - 1))
+        raise InputError(f"{format_bytes(min_bytes, binary=True)} to {format_bytes(max_bytes, binary=True)} "
+                         f"with factor {factor:g} is {n:,} sizes; at most {MAX_GRID_SIZES} are measured in one "
+                         f"run (use a factor of at least {least:.4g})")
+    out = []
+    for i in range(n):
+        s = min_bytes * factor**i
+        out.append(max(quantum_bytes, int(round(s)) // quantum_bytes * quantum_bytes))
+    distinct = tuple(dict.fromkeys(out))
+    if len(distinct) < len(out):
+        raise InputError(f"{format_bytes(min_bytes, binary=True)} to {format_bytes(max_bytes, binary=True)} with "
+                         f"factor {factor:g} gives {len(out)} sizes but only {len(distinct)} distinct ones in "
+                         f"multiples of {quantum_bytes} B (what one call moves); use a larger factor")
+    return distinct
+
+
+def size_quantum_bytes(ops: tuple[Collective, ...], dtype: str, ranks: int) -> int:
+    """The bytes one call can move in steps of: an element, times the ranks when an op splits its
+    buffer among them (all-gather, reduce-scatter, all-to-all), as :func:`measure_worker._buffers` does."""
+    per_rank = any(op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL) for op in ops)
+    return DTYPES[dtype] * (ranks if per_rank else 1)
 
 
 def launched_by_torchrun() -> bool:
@@ -141,7 +180,7 @@ _STEPS = {"begin": 0, "call": 1, "error": 1, "end": 2}
 
 
 def _where(state: tuple[str, str, int] | None) -> str:
-    if state is None or state[0] == "init":
+    if state is None or state[0] == "init" or state[1] == "init":
         return "during start-up (before the first size)"
     what = f"{state[1]} at {format_bytes(state[2], binary=True)} ({state[2]} B)"
     return {"begin": f"preparing {what}", "end": f"after finishing {what}"}.get(state[0], f"in {what}")
@@ -155,8 +194,8 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
     ctx = mp.get_context("spawn")
     events = ctx.Queue()
     init_method = f"tcp://127.0.0.1:{_free_port()}"
-    procs = [ctx.Process(target=spawned_worker, args=(r, world, cfg, init_method, events), daemon=True)
-             for r in range(world)]
+    procs = [ctx.Process(target=spawned_worker, args=(r, world, cfg, init_method, events, os.getpid()),
+                         daemon=True) for r in range(world)]
     state: dict[int, tuple[str, str, int] | None] = {r: None for r in range(world)}
     errors: dict[int, str] = {}
     done: set[int] = set()
@@ -165,8 +204,8 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
     total = len(cfg.ops) * len(cfg.sizes_bytes)
     last_progress = time.monotonic()
     try:
-        for p in procs:
-            p.start()
+        _start_ignoring_sigint(procs)
+
         def apply(ev: tuple) -> None:
             nonlocal hello
             kind, rank = ev[0], ev[1]
@@ -230,6 +269,24 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
         _reap(procs)
         events.close()
         events.cancel_join_thread()
+
+
+def _start_ignoring_sigint(procs: list[Any]) -> None:
+    """Start the ranks with SIGINT ignored (inherited through exec), so a Ctrl-C at the terminal,
+    which reaches the whole process group, stops the launcher alone; it then ends the ranks."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        for p in procs:
+            p.start()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _progress_key(s: tuple[str, str, int] | None, cfg: MeasureConfig) -> tuple[int, int, int]:

@@ -22,7 +22,7 @@ from commcost.comm.collectives import Collective, bus_bandwidth_factor
 if TYPE_CHECKING:
     from commcost.calibrate.measure import MeasureConfig
 
-__all__ = ["DTYPES", "FAULT_ENV", "rank_main", "spawned_worker"]
+__all__ = ["DTYPES", "FAULT_ENV", "rank_main", "spawned_worker", "die_with_parent"]
 
 DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 """Element types and their sizes in bytes."""
@@ -183,8 +183,49 @@ def _library_version(torch: Any, backend: str) -> str | None:
     return None
 
 
-def spawned_worker(rank: int, world: int, cfg: MeasureConfig, init_method: str, events: Any) -> None:
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option (linux/prctl.h): the signal this process gets when its parent dies."""
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when the launcher ``parent_pid`` dies, however it dies (SIGKILL included).
+
+    On Linux the kernel sends SIGKILL through ``prctl(PR_SET_PDEATHSIG)``; everywhere a daemon
+    thread also checks once every 0.5 s that the parent is still ``parent_pid`` (an orphan is
+    re-parented) and exits if not. Without either, a rank whose launcher was killed blocks for
+    minutes writing to a queue nobody reads."""
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watchdog below still runs
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watchdog() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watchdog, name="commcost-parent-watchdog", daemon=True).start()
+
+
+def spawned_worker(rank: int, world: int, cfg: MeasureConfig, init_method: str, events: Any,
+                   parent_pid: int | None = None) -> None:
     """Entry point of a spawned rank (module level so that ``spawn`` can import it)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the launcher's to handle; it ends the ranks
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     code = 0
     try:
         rank_main(rank, world, rank, cfg, init_method, events.put)

@@ -181,15 +181,26 @@ def _columns(line: str) -> list[str] | None:
     return None
 
 
+_MAX = {"size": 2.0**60, "count": 2.0**60, "time": 1e12, "algbw": 1e9, "busbw": 1e9}
+"""Largest value a column may hold (size/count 1 EiB, time 1e12 us = 11.6 days, bandwidths 1e9 GB/s):
+beyond them a row is no measurement, and its numbers would overflow the fit."""
+
+
 def _number(token: str, what: str, where: str, line: str) -> float:
     try:
         value = float(token)
     except ValueError:
-        raise InputError(f"{where}: not nccl-tests output: {what} {token!r} is not a number "
-                         f"in {line.strip()!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"{where}: {what} must be a finite number >= 0, got {token!r} in {line.strip()!r}")
+        raise InputError(f"{where}: not nccl-tests output: {what} {_short(token)} is not a number "
+                         f"in {_short(line.strip())}") from None
+    if not math.isfinite(value) or not 0 <= value <= _MAX[what]:
+        raise InputError(f"{where}: {what} must be a finite number in [0, {_MAX[what]:.4g}], got {_short(token)}")
     return value
+
+
+def _short(text: str) -> str:
+    """``repr(text)``, at most ~60 characters (a 180-digit number is shown by its length)."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(text)} characters)"
 
 
 def _timing(tokens: dict[str, str], suffix: str, where: str, line: str) -> NcclTestsTiming | None:

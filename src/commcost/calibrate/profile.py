@@ -39,6 +39,10 @@ from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.errors import InputError
 from commcost.comm.topology import Link
+from commcost.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
+
+SIZE_MAX_BYTES = 2.0**60
+"""Largest size a profile's regime edge may name, 1 EiB (as the ``--size`` flags)."""
 
 __all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict", "write_atomic"]
 
@@ -108,25 +112,61 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
     }
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (never a half-written file)."""
+    """Write ``text`` to ``path`` so that no reader ever sees half a file.
+
+    A regular file (or a new one) is written through a temporary file beside it and
+    ``os.replace``; the result has the old file's permissions, or for a new file
+    ``0666 & ~umask`` as ``open()`` would give (``mkstemp`` alone gives 0600). A symlink is
+    written through to its target (the link stays a link). A device, FIFO or socket
+    (``/dev/null``, ``/dev/stdout``) is written through in place: it cannot be replaced."""
+    import stat
+
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
     try:
+        st = os.stat(p)  # follows symlinks
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(p, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    if p.is_symlink():
+        p = Path(os.path.realpath(p))
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
 
 
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON (atomically)."""
-    write_atomic(path, json.dumps(profile_to_dict(profile), indent=2) + "\n")
+    obj = profile_to_dict(profile)
+    try:
+        profile_from_dict(obj, where=f"{path} (as fitted)")  # never write a profile that load_profile refuses
+    except InputError as exc:
+        raise InputError(f"not writing the profile: {exc}") from None
+    write_atomic(path, json.dumps(obj, indent=2, allow_nan=False) + "\n")
 
 
 def _get(obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -134,7 +174,23 @@ def _get(obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...
         raise InputError(f"{where}: missing field {key!r}")
     value = obj[key]
     if isinstance(value, bool) or not isinstance(value, kind):
-        raise InputError(f"{where}: field {key!r} has the wrong type: {value!r}")
+        raise InputError(f"{where}: field {key!r} has the wrong type: {_shown(value)}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _num(obj: dict[str, Any], key: str, where: str, lo: float, hi: float, kind: Any = (int, float)) -> Any:
+    """A numeric field, finite and within ``[lo, hi]`` (a profile must price every size finitely)."""
+    value = _get(obj, key, where, kind)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}: field {key!r} must be a finite number, got {value}")
+    if not lo <= value <= hi:
+        shown = f"{value:.4g}" if isinstance(value, float) or abs(value) < 10**15 else _shown(value)
+        raise InputError(f"{where}: field {key!r} must be between {lo:g} and {hi:g}, got {shown}")
     return value
 
 
@@ -156,7 +212,7 @@ def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
                          f"version {PROFILE_VERSION}); refit it with: commcost fit DATA -o PROFILE")
     op = _enum(Collective, _get(obj, "op", where, str), "op", where)
     algorithm = _enum(Algorithm, _get(obj, "algorithm", where, str), "algorithm", where)
-    gpus = _get(obj, "gpus", where, int)
+    gpus = _num(obj, "gpus", where, 1, 10**6, int)
     raw_regimes = _get(obj, "regimes", where, list)
     regimes = []
     for idx, r in enumerate(raw_regimes):
@@ -166,13 +222,16 @@ def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
         hi = r.get("max_size_bytes", "missing")
         if hi == "missing":
             raise InputError(f"{w}: missing field 'max_size_bytes'")
-        if hi is not None and (isinstance(hi, bool) or not isinstance(hi, (int, float))):
-            raise InputError(f"{w}: field 'max_size_bytes' has the wrong type: {hi!r}")
+        if hi is not None:
+            hi = _num(r, "max_size_bytes", w, 0, SIZE_MAX_BYTES)
         regimes.append(Regime(
-            min_size_bytes=float(_get(r, "min_size_bytes", w, (int, float))),
+            min_size_bytes=float(_num(r, "min_size_bytes", w, 0, SIZE_MAX_BYTES)),
             max_size_bytes=math.inf if hi is None else float(hi),
-            alpha_s=float(_get(r, "alpha_s", w, (int, float))),
-            bandwidth_bytes_per_s=float(_get(r, "bandwidth_bytes_per_s", w, (int, float)))))
+            alpha_s=float(_num(r, "alpha_s", w, 0, LATENCY_MAX_S)),
+            bandwidth_bytes_per_s=float(_num(r, "bandwidth_bytes_per_s", w, RATE_MIN_BYTES_PER_S,
+                                             RATE_MAX_BYTES_PER_S))))
+    if not regimes:
+        raise InputError(f"{where}: field 'regimes' is empty (a profile needs at least one)")
     fit = AlphaBetaFit(op=op, algorithm=algorithm, gpus=gpus, regimes=tuple(regimes))
     quality = _get(obj, "quality", where, dict)
     provenance = obj.get("provenance", {})
@@ -180,10 +239,10 @@ def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
         raise InputError(f"{where}: field 'provenance' has the wrong type: {provenance!r}")
     return Profile(
         fit=fit,
-        r2=float(_get(quality, "r2", f"{where}: quality", (int, float))),
-        median_abs_rel_error=float(_get(quality, "median_abs_rel_error", f"{where}: quality", (int, float))),
-        max_abs_rel_error=float(_get(quality, "max_abs_rel_error", f"{where}: quality", (int, float))),
-        points=_get(quality, "points", f"{where}: quality", int),
+        r2=float(_num(quality, "r2", f"{where}: quality", -1e300, 1)),
+        median_abs_rel_error=float(_num(quality, "median_abs_rel_error", f"{where}: quality", 0, 1e300)),
+        max_abs_rel_error=float(_num(quality, "max_abs_rel_error", f"{where}: quality", 0, 1e300)),
+        points=_num(quality, "points", f"{where}: quality", 0, 10**9, int),
         provenance=provenance)
 
 
@@ -202,6 +261,8 @@ def load_profile(path: str | Path) -> Profile:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}: not a commcost profile: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{p}: not a commcost profile: JSON nested too deeply to read") from None
     profile = profile_from_dict(obj, where=str(p))
     return Profile(fit=profile.fit, r2=profile.r2, median_abs_rel_error=profile.median_abs_rel_error,
                    max_abs_rel_error=profile.max_abs_rel_error, points=profile.points,

@@ -12,10 +12,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from commcost.cli._args import Parser, fail
+import re
+
+from commcost.cli._args import PROG, Parser, clear_interrupt_notes, fail, interrupt_note
 from commcost.errors import InputError
 
-__all__ = ["main", "budget_main", "SUBCOMMANDS"]
+__all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
 
 SUBCOMMANDS: dict[str, str] = {
     "budget": "commcost.cli.budget",
@@ -31,24 +33,90 @@ SUBCOMMANDS: dict[str, str] = {
 }
 """Subcommand name -> module implementing it."""
 
+NON_FINITE_PATTERN = r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?![a-wyzA-Z_])"
+"""How Python prints a non-finite float (``inf``, ``-inf``, ``nan``, also as ``infx`` or ``inf%``),
+and not a word such as info, InfiniBand or nanoGPT (compiled on first use: none at start-up)."""
+
+
+def find_non_finite_token(text: str):
+    """The first match of :data:`NON_FINITE_PATTERN` in ``text``, or None."""
+    if "inf" not in text and "nan" not in text:  # the common case, without compiling the pattern
+        return None
+    return re.search(NON_FINITE_PATTERN, text)
+
+
+_BAD_PATH_ERRNOS = frozenset({1, 2, 13, 17, 20, 21, 30, 36, 40})
+"""EPERM, ENOENT, EACCES, EEXIST, ENOTDIR, EISDIR, EROFS, ENAMETOOLONG, ELOOP: a path the user gave is
+wrong (exit 2); any other OSError (a full disk, an I/O error) is a failure while running (exit 1)."""
+
 
 def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
-    module = importlib.import_module(module_name)
-    examples = getattr(module, "EXAMPLES", ())
-    epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
-    parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
-    module.add_arguments(parser)
-    args = parser.parse_args(list(argv))
+    """Parse, run, and turn every way a run can end into its exit status (docs/exit-codes.md):
+    0 done, 1 a failure while running, 2 bad input, 130 interrupted (Ctrl-C; 143 for SIGTERM).
+    Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
+    clear_interrupt_notes()  # a note belongs to one run (main may be called many times in one process)
     try:
-        return module.run(args)
+        module = importlib.import_module(module_name)
+        examples = getattr(module, "EXAMPLES", ())
+        epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
+        parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
+        module.add_arguments(parser)
+        args = parser.parse_args(list(argv))
+        return _run_checked(module.run, args)
+    except KeyboardInterrupt as exc:
+        note = interrupt_note()
+        signum = getattr(exc, "signum", 2)
+        what = "terminated (SIGTERM)" if signum == 15 else "interrupted"
+        print(f"{PROG}: {what}{'; ' + note if note else ''}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         # the reader (head, less) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
     except InputError as exc:
         fail(str(exc))
+    except RecursionError:
+        fail("input nested too deeply to read (a file of thousands of nested brackets?)")
     except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        message = f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+        if exc.errno in _BAD_PATH_ERRNOS:
+            fail(message)
+        _one_line(message)
+        return 1
+    except (SystemExit, GeneratorExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
+        if os.environ.get("COMMCOST_TRACEBACK"):
+            raise
+        _one_line(f"internal error: {type(exc).__name__}: {str(exc)[:300]} (set COMMCOST_TRACEBACK=1 to see where; "
+                  "please report it with the command line)")
+        return 1
+
+
+def _run_checked(run, args) -> int:
+    """``run(args)`` with stdout held until it returns, so a report is printed whole or not at all,
+    and never with a non-finite number in it (the guard behind the library's own input bounds)."""
+    import io
+
+    real, held = sys.stdout, io.StringIO()
+    sys.stdout = held
+    try:
+        code = run(args)
+    finally:
+        sys.stdout = real
+    text = held.getvalue()
+    bad = find_non_finite_token(text)
+    if bad is not None:
+        line = text[text.rfind("\n", 0, bad.start()) + 1:].split("\n", 1)[0].strip()
+        fail(f"a result is not a finite number ({line[:160]!r}): an input is outside the range the model "
+             "can price (an extreme bandwidth, latency, size or step time)")
+    real.write(text)
+    real.flush()
+    return code
+
+
+def _one_line(message: str) -> None:
+    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,11 +20,14 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 __all__ = [
-    "Parser", "fail", "positive_int", "nonneg_int", "positive_float", "nonneg_float",
+    "Parser", "fail", "warn", "positive_int", "nonneg_int", "positive_float", "nonneg_float",
     "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size", "mib_or_auto",
     "name_list",
     "size_range", "size_bounds", "collective_list", "collective",
     "bucket_mib_list", "check_output_path", "check_bucket_count",
+    "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
+    "check_bounds",
+    "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
 ]
 
 PROG = "commcost"
@@ -35,6 +38,11 @@ def fail(message: str) -> NoReturn:
     one_line = " ".join(str(message).split())
     print(f"{PROG}: error: {one_line}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def warn(message: str) -> None:
+    """Print ``commcost: warning: message`` as one line on stderr (the run goes on)."""
+    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _terminal_columns() -> int:
@@ -67,7 +75,8 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit code 2."""
+    """An ArgumentParser whose errors are one line on stderr and exit code 2, and which holds
+    every flag named in :data:`FLAG_BOUNDS` to its bounds."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
@@ -75,6 +84,95 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # noqa: D102 - argparse hook
         fail(message)
+
+    def parse_args(self, args=None, namespace=None):  # noqa: D102 - argparse hook
+        ns = super().parse_args(args, namespace)
+        for action in self._actions:
+            for flag in action.option_strings:
+                if flag in FLAG_BOUNDS:
+                    check_bounds(flag, getattr(ns, action.dest, None))
+                if flag in OUTPUT_FLAGS and isinstance(getattr(ns, action.dest, None), str):
+                    check_output_path(flag, getattr(ns, action.dest))
+        return ns
+
+
+MAX_INT = 10**12
+"""Largest integer any flag accepts (flags with a tighter sane bound are in :data:`FLAG_BOUNDS`);
+a 309-digit integer would otherwise overflow the first float it meets."""
+
+FLAG_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "--gpus": (1, 10**6, "GPUs"),
+    "--nodes": (1, 10**5, "nodes"),
+    "--gpus-per-node": (1, 1024, "GPUs per node"),
+    "--grad-accum": (1, 10**6, "micro-batches"),
+    "--fix-grad-accum": (1, 10**6, "micro-batches"),
+    "--micro-batch": (1, 10**6, "sequences"),
+    "--hidden": (1, 10**6, ""),
+    "--seq": (1, 10**8, "tokens"),
+    "--layers": (1, 10_000, "layers"),  # workload.MAX_LAYERS
+    "--vocab": (1, 10**8, "tokens"),
+    "--max-regimes": (1, 100, "regimes"),
+    "--nproc": (1, 1024, "ranks"),
+    "--warmup": (0, 10**5, "calls"),
+    "--iters": (1, 10**6, "calls"),
+    "--params": (1e-9, 1e6, "billion parameters"),  # params_billions refuses >= 1e6 as a raw count first
+    "--step-ms": (1e-6, 1e9, "ms"),
+    "--compute-ms": (1e-6, 1e9, "ms"),
+    "--optimizer-ms": (0, 1e9, "ms"),
+    "--overhead-ms": (0, 1e9, "ms"),
+    "--tflops": (1e-6, 1e6, "TFLOP/s"),
+    "--oversubscription": (0, 1e6, ""),  # >= 1 is the topology's own check
+    "--bucket": (2.0**-20, 2.0**40, "MiB"),
+    "--first-bucket": (2.0**-20, 2.0**40, "MiB"),
+    "--buckets": (1, 2.0**60, "bytes"),
+    "--factor": (1, 1e6, ""),
+    "--timeout": (1, 1e7, "s"),
+    "--max-latency-share": (1e-6, 1, ""),
+    "--tail-budget": (1e-6, 1, ""),
+    "--threshold": (1e-6, 1, ""),
+    "--backward-fraction": (1e-6, 1, ""),
+}
+"""Flag -> (smallest, largest, unit): sane bounds, in the flag's own unit, that keep every result
+finite (a step of 1e-308 ms or 10**309 GPUs overflows the arithmetic). Rates, latencies and sizes
+are bounded by their types (:func:`rate_gb_per_s`, :func:`latency_us`, :func:`size`)."""
+
+
+def check_bounds(flag: str, value) -> None:
+    """Refuse ``value`` (a number or a tuple of them; None is "not given") outside ``FLAG_BOUNDS[flag]``."""
+    if value is None or isinstance(value, str):
+        return
+    lo, hi, unit = FLAG_BOUNDS[flag]
+    for v in value if isinstance(value, tuple) else (value,):
+        if not lo <= v <= hi:
+            shown = f"{v:,}" if isinstance(v, int) and v < 10**30 else (f"{v:.4g}" if isinstance(v, float)
+                                                                       else f"an integer of {len(str(v))} digits")
+            bound = lambda x: f"{x:,}" if isinstance(x, int) else f"{x:g}"  # noqa: E731
+            fail(f"{flag} must be between {bound(lo)} and {bound(hi)}{' ' + unit if unit else ''}, got {shown}")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM turned into an exception, so that ``finally`` blocks run (ranks are reaped, rows kept)
+    and the dispatcher prints one line and exits ``128 + signum``."""
+
+    signum = 15
+
+
+_INTERRUPT_NOTES: list = []
+
+
+def on_interrupt(note) -> None:
+    """Register ``note() -> str``: what an interrupted run keeps and where (``measure``: its rows)."""
+    _INTERRUPT_NOTES.append(note)
+
+
+def clear_interrupt_notes() -> None:
+    """Forget the registered notes (the dispatcher does, before each run)."""
+    _INTERRUPT_NOTES.clear()
+
+
+def interrupt_note() -> str:
+    """The registered notes, joined (empty when nothing is kept)."""
+    return "; ".join(text for text in (note() for note in _INTERRUPT_NOTES) if text)
 
 
 def _number(text: str) -> float:
@@ -101,41 +199,6 @@ def nonneg_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
-
-
-def rate_gb_per_s(text: str) -> float:
-    """A bandwidth > 0 in GB/s: a bare number is GB/s (the drill's unit); ``400Gbps``, ``50GB/s`` too."""
-    from commcost.units import GB, parse_rate_bytes_per_s
-
-    try:
-        value = parse_rate_bytes_per_s(text) / GB
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite bandwidth > 0, got {text!r}")
-    return value
-
-
-def _latency(text: str, *, allow_zero: bool) -> float:
-    from commcost.units import US, parse_time_s
-
-    try:
-        value = parse_time_s(text, bare_unit_s=US) / US
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise argparse.ArgumentTypeError(f"must be a finite latency {'>= 0' if allow_zero else '> 0'}, got {text!r}")
-    return value
-
-
-def latency_us(text: str) -> float:
-    """A latency > 0 in microseconds: a bare number is us (the drill's unit); ``20us``, ``0.02ms`` too."""
-    return _latency(text, allow_zero=False)
-
-
-def nonneg_latency_us(text: str) -> float:
-    """A latency >= 0 in microseconds (bare number: us; or with a unit)."""
-    return _latency(text, allow_zero=True)
 
 
 PARAMS_BILLIONS_MAX = 1e6
@@ -180,12 +243,16 @@ def open_fraction(text: str) -> float:
 
 
 def _int(text: str, minimum: int) -> int:
+    if len(text.strip()) > 40:  # int() of a 5,000-digit string is refused by Python anyway
+        raise argparse.ArgumentTypeError(f"expected an integer <= {MAX_INT:.0e}, got {len(text.strip())} characters")
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
     if value < minimum:
         raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+    if value > MAX_INT:
+        raise argparse.ArgumentTypeError(f"must be an integer <= {MAX_INT:.0e}, got {text!r}")
     return value
 
 
@@ -197,6 +264,64 @@ def positive_int(text: str) -> int:
 def nonneg_int(text: str) -> int:
     """An integer >= 0."""
     return _int(text, 0)
+
+
+def _bare_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def rate_gb_per_s(text: str) -> float:
+    """A rate in GB/s (1e9 bytes/s): ``"50"`` (bare: GB/s, the drill's unit), ``"50GB/s"``,
+    ``"400Gbps"`` (bits), ``"46.6GiB/s"``; between 1 kB/s and 1 PB/s
+    (:data:`commcost.units.RATE_MIN_BYTES_PER_S`, :data:`~commcost.units.RATE_MAX_BYTES_PER_S`)."""
+    from commcost.units import GB, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S, parse_rate_bytes_per_s
+
+    if _bare_number(text):
+        value = _number(text)  # as typed, so the drill's numbers are exactly what they were
+    else:
+        try:
+            value = parse_rate_bytes_per_s(text, unit_bytes_per_s=GB)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if not RATE_MIN_BYTES_PER_S / GB <= value <= RATE_MAX_BYTES_PER_S / GB:
+        raise argparse.ArgumentTypeError(f"must be between {RATE_MIN_BYTES_PER_S / GB:g} and "
+                                         f"{RATE_MAX_BYTES_PER_S / GB:g} GB/s (1 kB/s to 1 PB/s), got {text!r}")
+    return value
+
+
+def _latency_value_us(text: str) -> float:
+    """A latency in microseconds: ``"20"`` (bare: us, the drill's unit), ``"20us"``, ``"0.02ms"``,
+    ``"500ns"``; between 0 and 10 s (:data:`commcost.units.LATENCY_MAX_S`)."""
+    from commcost.units import LATENCY_MAX_S, US, parse_time_s
+
+    if _bare_number(text):
+        value = _number(text)  # as typed, so the drill's numbers are exactly what they were
+    else:
+        try:
+            value = parse_time_s(text, bare_unit_s=US, unit_s=US)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 0 <= value <= LATENCY_MAX_S / US:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {LATENCY_MAX_S / US:g} us "
+                                         f"({LATENCY_MAX_S:g} s), got {text!r}")
+    return value
+
+
+def latency_us(text: str) -> float:
+    """A latency > 0 in microseconds (bare number: us, the drill's unit; or ``20us``, ``0.02ms``), at most 10 s."""
+    value = _latency_value_us(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a latency > 0, got {text!r}")
+    return value
+
+
+def nonneg_latency_us(text: str) -> float:
+    """A latency >= 0 in microseconds (bare number: us; or with a unit), at most 10 s."""
+    return _latency_value_us(text)
 
 
 def _list(text: str, item: Callable[[str], float], what: str) -> tuple:
@@ -233,7 +358,13 @@ def size(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    if value > SIZE_MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"must be at most 1 EiB (2**60 bytes), got {text!r}")
     return value
+
+
+SIZE_MAX_BYTES = 2.0**60
+"""Largest message size a flag accepts, 1 EiB (a million times a 1-trillion-parameter gradient)."""
 
 
 def size_list(text: str) -> tuple[float, ...]:
@@ -334,19 +465,45 @@ def bucket_mib_list(text: str) -> tuple[float, ...]:
     return caps
 
 
+OUTPUT_FLAGS = ("-o", "--output", "--plot", "--csv", "--save-measurement", "--save-calibration", "--trace-out")
+"""Flags that name a file to write: :class:`Parser` checks each with :func:`check_output_path`
+right after parsing, before any work (a measurement must not run for minutes into an unwritable path)."""
+
+
 def check_output_path(flag: str, path: str, suffixes: tuple[str, ...] = ()) -> None:
-    """Refuse, before any work, an output path that cannot be written as asked: a directory,
-    a missing parent directory, or (with ``suffixes``) a file name with another ending."""
+    """Refuse, before any work, an output path that cannot be written as asked: an empty name, a
+    directory, a missing parent directory, a directory where no file can be created (read-only,
+    immutable), or (with ``suffixes``) a file name with another ending. An existing device or FIFO
+    (``/dev/null``, ``/dev/stdout``) is written through, so it only needs to be writable."""
+    import stat
     from pathlib import Path
 
+    if not path.strip():
+        fail(f"{flag} {path!r}: expected a file name, got an empty one")
     target = Path(path)
     if target.is_dir():
         fail(f"{flag} {path!r} is a directory, expected a file name")
     if suffixes and target.suffix.lower() not in suffixes:
         fail(f"{flag} {path!r}: the file name must end in {' or '.join(suffixes)}")
-    parent = target.parent
+    try:
+        st = os.stat(target)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if not os.access(target, os.W_OK):
+            fail(f"{flag} {path!r}: not writable")
+        return
+    parent = target.resolve().parent if target.is_symlink() else target.parent
     if not parent.is_dir():
         fail(f"{flag} {path!r}: directory {str(parent)!r} does not exist")
+    import tempfile
+
+    try:  # what write_atomic will do: create a file beside the target (os.access misses immutable dirs)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=parent)
+    except OSError as exc:
+        fail(f"{flag} {path!r}: cannot create a file in {str(parent)!r}: {exc.strerror or exc}")
+    os.close(fd)
+    os.unlink(probe)
 
 
 def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> None:

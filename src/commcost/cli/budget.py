@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, resolve_comm_model
@@ -147,10 +146,9 @@ def run(args: argparse.Namespace) -> int:
     if resolved.info is not None:
         out["profile"] = resolved.info
     if args.json:
-        import json
+        from commcost.report._json import dump_json
 
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        dump_json(out)
     else:
         print("\n\n".join(texts))
     return 0

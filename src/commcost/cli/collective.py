@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_profile_argument, \
@@ -92,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
         out["model"] = comm.to_dict()
         if resolved.info is not None:
             out["profile"] = resolved.info
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
         return 0
     if args.size is not None:
         print(render_size_text(results[0], fabric, nodes_used, resolved.note))

@@ -38,8 +38,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, fit, write the profile, render."""
-    import json
-
     from commcost.calibrate.data import load_series
     from commcost.calibrate.fit import compare, fit_alpha_beta
     from commcost.calibrate.profile import Profile, save_profile
@@ -48,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         A.check_output_path("-o", args.output)
     series = load_series(args.data, op=args.op, gpus=args.gpus, placement=args.placement)
+    for warning in series.warnings:
+        A.warn(warning)
     fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=args.max_regimes)
     quality = compare(fit, series.samples)
     single_fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=1)
@@ -61,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         provenance["commcost_version"] = commcost.__version__
         save_profile(Profile.from_fit(fit, quality, provenance), args.output)
     if args.json:
-        print(json.dumps(fit_to_dict(fit, quality, series, single, single_fit, args.output), indent=2))
+        from commcost.report._json import dump_json
+
+        dump_json(fit_to_dict(fit, quality, series, single, single_fit, args.output))
     else:
         print(render_fit_text(fit, quality, series, single, single_fit, args.output), end="")
     return 0

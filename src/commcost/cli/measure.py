@@ -65,28 +65,51 @@ class _Bar:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, keeping rows on disk as they complete; render on rank 0."""
-    import json
     import os
 
     from commcost.calibrate.data import write_measurement
-    from commcost.calibrate.measure import MeasureConfig, MeasurementFailed, launched_by_torchrun, measure, size_grid
+    from commcost.calibrate.measure import (MeasureConfig, MeasurementFailed, launched_by_torchrun, measure, size_grid,
+                                            size_quantum_bytes)
+    from commcost.errors import InputError
     from commcost.comm.collectives import Collective
     from commcost.report._optional import require
     from commcost.report.calibrate import render_measurement_text
 
+    _terminate_as_interrupt()
     if args.output:
         A.check_output_path("-o", args.output)
+    ops = args.ops or (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
+    lo, hi = args.sizes
+    ranks = args.nproc
+    if launched_by_torchrun():
+        try:
+            ranks = int(os.environ["WORLD_SIZE"])
+        except ValueError:
+            A.fail(f"WORLD_SIZE={os.environ['WORLD_SIZE'][:40]!r} is not an integer (set by torchrun)")
+    try:  # the grid is checked before torch is imported: a bad range is refused at once
+        sizes = size_grid(lo, hi, args.factor, quantum_bytes=size_quantum_bytes(tuple(ops), args.dtype, ranks))
+    except InputError as exc:
+        A.fail(f"--sizes {_shown_range(lo, hi)} --factor {args.factor:.10g}: {exc}")
     torch = require("torch", "measure")
     backend = args.backend
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
-    ops = args.ops or (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
-    lo, hi = args.sizes
-    cfg = MeasureConfig(backend=backend, ops=tuple(ops), sizes_bytes=size_grid(lo, hi, args.factor),
+    elif backend == "nccl" and not torch.cuda.is_available():
+        A.fail("--backend nccl needs CUDA devices, and torch sees none (torch.cuda.is_available() is False); "
+               "use --backend gloo to measure on CPUs")
+    cfg = MeasureConfig(backend=backend, ops=tuple(ops), sizes_bytes=sizes,
                         dtype=args.dtype, warmup=args.warmup, iters=args.iters, statistic=args.stat,
                         timeout_s=args.timeout, nproc=args.nproc)
     is_rank0 = not launched_by_torchrun() or os.environ.get("RANK") == "0"
     kept = [0]
+
+    def kept_note() -> str:
+        if not (args.output and is_rank0):
+            return "nothing was written (no -o)"
+        if kept[0]:
+            return f"{kept[0]} completed row(s) kept in {args.output}"
+        return f"no size had completed; {args.output} was not written"
+    A.on_interrupt(kept_note)
 
     def on_row(m) -> None:  # type: ignore[no-untyped-def]
         kept[0] = len(m.rows)
@@ -106,10 +129,32 @@ def run(args: argparse.Namespace) -> int:
         write_measurement(m, args.output)
     if args.json:
         from dataclasses import asdict
-        print(json.dumps({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
-                          "rows": [asdict(r) for r in m.rows]}, indent=2))
+
+        from commcost.report._json import dump_json
+        dump_json({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
+                   "rows": [asdict(r) for r in m.rows]})
     else:
         print(render_measurement_text(m), end="")
         if args.output:
             print(f"# written: {args.output}")
     return 0
+
+
+def _shown_range(lo: float, hi: float) -> str:
+    from commcost.units import format_bytes
+
+    return f"{format_bytes(lo, binary=True)}:{format_bytes(hi, binary=True)}".replace(" ", "")
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM raises :class:`commcost.cli._args.Terminated`, so the ranks are reaped, the rows kept
+    and one line printed (exit 143), as for Ctrl-C; SIGKILL cannot be caught: the ranks then die by
+    their parent-death signal (:func:`commcost.calibrate.measure_worker.die_with_parent`)."""
+    import signal
+    import threading
+
+    def handler(signum, frame):  # type: ignore[no-untyped-def]
+        raise A.Terminated()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)

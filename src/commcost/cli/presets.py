@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -31,8 +29,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems()}
         out = {k: v for k, v in tables.items() if args.kind in (None, k)}
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
         return 0
     entries = [e for e in preset_entries() if args.kind in (None, e.kind)]
     print(render_presets_text(entries))

@@ -7,8 +7,6 @@ N = 1..128, then the seed's printed 7B partial-overlap analysis.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from commcost.cli import _args as A
@@ -175,8 +173,9 @@ def run(args: argparse.Namespace) -> int:
         out = scaling_to_dict(results, overlap)
         if calibrated is not None:
             out["profile"] = calibrated.info
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
         return 0
     parts = ([calibrated.note] if calibrated is not None else []) + [render_scaling_text(results)]
     if overlap:

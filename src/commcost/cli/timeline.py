@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, resolve_comm_model
@@ -124,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
     S_total = inp.message_bytes
-    A.check_bucket_count("--params" if shape is None else "--model", S_total, 25 * MiB)  # the default, always run
+    shape_flag = "--params" if shape is None else "--model" if args.model is not None else "--layers/--hidden"
+    A.check_bucket_count(shape_flag, S_total, 25 * MiB)  # the default, always run
     if args.bucket not in (None, "auto"):
         A.check_bucket_count("--bucket", S_total, args.bucket * MiB)
     first_bytes = int(args.first_bucket * MiB) if args.first_bucket is not None else None
@@ -161,8 +160,9 @@ def run(args: argparse.Namespace) -> int:
     if resolved.info is not None:
         out["profile"] = resolved.info
     if args.json:
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
     else:
         print(text + (f"\n\n  plot written to {args.plot}" if args.plot else ""))
     return 0

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
@@ -96,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
             out["profile"] = resolved.info
         if saved:
             out["saved_measurement"] = {"path": saved[0], "rows": saved[1]}
-        json.dump(out, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from commcost.report._json import dump_json
+
+        dump_json(out)
     else:
         text = render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if args.steps is None else args.steps)
         if resolved is not None and resolved.note:

@@ -28,7 +28,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, predict, compare, render."""
-    import json
     from pathlib import Path
 
     from commcost.calibrate.data import load_series
@@ -40,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
     profile = load_profile(args.profile)
     series = load_series(args.data, op=args.op or profile.fit.op, gpus=args.gpus, placement=args.placement)
+    for warning in series.warnings:
+        A.warn(warning)
     model = AlphaBetaFit(op=series.op, algorithm=profile.fit.algorithm, gpus=series.gpus,
                          regimes=profile.fit.regimes)
     comparison = compare(model, series.samples)
@@ -47,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         plot_validate(model, comparison, args.plot,
                       f"{series.op}, {series.gpus} ranks: {Path(args.data).name} vs {Path(args.profile).name}")
     if args.json:
-        print(json.dumps(validate_to_dict(profile, model, comparison, series, args.plot), indent=2))
+        from commcost.report._json import dump_json
+
+        dump_json(validate_to_dict(profile, model, comparison, series, args.plot))
     else:
         print(render_validate_text(profile, model, comparison, series, args.plot), end="")
     return 0

@@ -180,4 +180,10 @@ def write_trace(path: str | Path, trace: dict[str, Any], flag: str = "--trace-ou
         raise InputError(f"{flag} {str(p)!r}: a Chrome trace file name must end in .json")
     if p.is_dir() or not p.parent.is_dir():
         raise InputError(f"{flag} {str(p)!r}: not a file in an existing directory")
+    from commcost.report._json import find_non_finite
+
+    bad = find_non_finite(trace)
+    if bad is not None:  # refused before the file is touched, naming the value
+        raise InputError(f"the Chrome trace {bad[0]} is not a finite number ({bad[1]}): an input is outside the "
+                         "range the model can price")
     write_atomic(p, json.dumps(trace, allow_nan=False) + "\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from commcost.units import format_bytes, format_seconds
 
@@ -91,7 +90,9 @@ def render_plan_json(p: Plan, extra: dict | None = None) -> str:
     d = plan_to_dict(p)
     if extra:
         d.update(extra)
-    return json.dumps(d, indent=2, allow_nan=False)
+    from commcost.report._json import dumps_json
+
+    return dumps_json(d).rstrip("\n")  # refuses a non-finite number, naming its JSON path
 
 
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None) -> str:
