@@ -155,7 +155,7 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
     Artists carry ids for tests: ``measured``, ``model``, ``regime-boundary`` (one per boundary),
     ``error`` and ``median-error``; the axes are labelled ``times`` and ``errors``.
     """
-    from commcost.report._optional import pyplot
+    from commcost.optional import pyplot
     from commcost.report._plot_units import decade_ticks, pow2_ticks, size_text, time_text
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -207,7 +207,7 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
 
 def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
     """:func:`validate_figure` saved to ``path`` (.png or .svg)."""
-    from commcost.report._optional import pyplot
+    from commcost.optional import pyplot
 
     fig = validate_figure(model, c, title)
     try:

@@ -17,7 +17,7 @@ or :class:`~commcost.step.sweep.BucketSweep`; nothing is computed here but the u
 
 Every legend sits outside its axes, to the right. Axes carry their panel name as
 label (``ax.get_label()``) and artists a ``gid`` so tests can read the data back.
-matplotlib is imported lazily through :func:`commcost.report._optional.pyplot`.
+matplotlib is imported lazily through :func:`commcost.optional.pyplot`.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
 
 def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None) -> Any:
     """The Figure of ``tl`` (with ``sweep``, also the bucket curve, its good range and ``default`` on it)."""
-    from commcost.report._optional import pyplot
+    from commcost.optional import pyplot
 
     plt = pyplot()
     panels = ["gantt"]
@@ -334,7 +334,7 @@ def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Tim
 def plot_timeline(path: str, tl: Timeline, sweep: BucketSweep | None = None,
                   default: Timeline | None = None) -> None:
     """Write :func:`timeline_figure` to ``path`` (.png or .svg)."""
-    from commcost.report._optional import pyplot
+    from commcost.optional import pyplot
 
     fig = timeline_figure(tl, sweep, default)
     try:
