@@ -1,4 +1,4 @@
-"""Lazy imports of optional extras (numpy, matplotlib, torch), with a one-line install hint when missing.
+"""Lazy imports of optional extras (numpy, matplotlib, torch), with a one-line install hint when missing."""
 
 from __future__ import annotations
 
