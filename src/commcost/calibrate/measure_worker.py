@@ -20,12 +20,11 @@ from commcost.calibrate.data import MeasurementRow
 from commcost.comm.collectives import Collective, bus_bandwidth_factor
 
 if TYPE_CHECKING:
-    from commcost.calibrate.measure import MeasureConfig
+    from commcost.calibrate.measure_config import MeasureConfig
 
 __all__ = ["DTYPES", "FAULT_ENV", "rank_main", "spawned_worker", "die_with_parent"]
 
-DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
-"""Element types and their sizes in bytes."""
+from commcost.calibrate.measure_config import DTYPES  # noqa: E402 (the one table of element sizes)
 FAULT_ENV = "COMMCOST_MEASURE_FAULT"
 """Test hook: ``die@RANK:SIZE`` (the rank exits at once) or ``hang@RANK:SIZE`` (it sleeps an hour)."""
 
