@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from commcost.comm.model import CommModel
     from commcost.plan import Plan, PlanInputs
 
-__all__ = ["OBJECTIVES", "SearchSpace", "SearchInputs", "SearchResult", "search", "parse_fix", "plan_inputs_of",
+__all__ = ["OBJECTIVES", "SearchSpace", "SearchInputs", "SearchResult", "search", "evaluate_all", "parse_fix", "plan_inputs_of",
            "objective_value"]
 
 OBJECTIVES = ("step", "tokens-per-gpu", "cost")
@@ -225,3 +225,22 @@ def search(inp: SearchInputs, model: CommModel, *,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(float(best_step[i]) for i in order),
                         distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts)
+
+
+def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict, dict]:
+    """Every configuration of GPU count ``world``, fitting or not: ``(rows, values)`` with ``rows`` the
+    columns :func:`plan_inputs_of` reads and ``values`` the grid's step, breakdown and memory (tests and
+    benchmarks compare them with :func:`commcost.plan.plan`)."""
+    from commcost.report._optional import require
+
+    require("numpy", "sweep")
+    from commcost.search.grid import Pricer, evaluate_grid, memory_grid, memory_tables, price_base, structure
+
+    space = inp.space
+    base, g = enumerate_space(space, world)
+    X = structure(base, space.spec, space.gpus_per_node)
+    values = memory_grid(g, memory_tables(base, X, inp), inp)
+    values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
+    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")}
+    rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
+    return rows, values
