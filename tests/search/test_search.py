@@ -173,7 +173,7 @@ def test_fix_on_the_command_line(capsys, tmp_path):
     assert main([*CLI, "--fix", "tp=2", "--fix", "recompute=selective", "--top", "4", "--json", "--csv",
                  str(csv_path)]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["fixed"] == {"tp": 2, "recompute": 1}
+    assert d["fixed"] == {"tp": 2, "recompute": "selective"}
     assert all(r["layout"]["tp"] == 2 and r["layout"]["recompute"] == "selective" for r in d["results"])
     lines = csv_path.read_text().splitlines()
     assert len(lines) == 5 and "layout.tp" in lines[0]

@@ -86,6 +86,7 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
 def search_to_dict(r: SearchResult) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys."""
     from commcost.report.plan import plan_to_dict
+    from commcost.search.space import RECOMPUTE
 
     inp = r.inputs
     results = []
@@ -103,10 +104,17 @@ def search_to_dict(r: SearchResult) -> dict:
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
            "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
-           "fixed": dict(inp.space.fixed), "results": results}
+           "fixed": {k: (RECOMPUTE[v] if k == "recompute" else v) for k, v in inp.space.fixed}, "results": results}
     if len(r.plans) >= 2:
         out["why_best"] = why_best(r.plans[0], r.plans[1])
     return out
+
+
+def search_to_dict_fixed(space) -> list[tuple[str, object]]:
+    """``--fix`` pairs with recomputation by name."""
+    from commcost.search.space import RECOMPUTE
+
+    return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
 def render_search_json(r: SearchResult) -> str:
@@ -121,7 +129,7 @@ def render_search_text(r: SearchResult) -> str:
     gpus = f"{sp.gpus[0]}" if len(sp.gpus) == 1 else f"{sp.gpus[0]}-{sp.gpus[-1]} ({len(sp.gpus)} counts)"
     lines = [f"{sp.spec.name}: {sp.spec.params / 1e9:.1f}B parameters on {gpus} x {inp.gpu}, seq {sp.seq}, "
              f"global batch {sp.global_batch}, {inp.precision}; objective {inp.objective}"
-             + (f"; fixed {', '.join(f'{k}={v}' for k, v in sp.fixed)}" if sp.fixed else ""),
+             + (f"; fixed {', '.join(f'{k}={v}' for k, v in search_to_dict_fixed(sp))}" if sp.fixed else ""),
              f"{r.evaluated:,} configurations evaluated in {r.elapsed_s:.2f} s "
              f"({r.distinct_collectives:,} distinct collectives priced); {r.feasible:,} fit in memory, "
              f"{r.over_by_states + r.over_by_activations:,} do not ({r.over_by_states:,} because the model states "
@@ -129,10 +137,10 @@ def render_search_text(r: SearchResult) -> str:
     if r.interrupted:
         lines.append("interrupted (Ctrl-C): the best of what was evaluated so far")
     if not r.plans:
-        lines.append("no configuration fits: more GPUs, a shorter sequence, or a smaller global batch")
+        lines.append("interrupted before any configuration that fits was priced" if r.interrupted else
+                     "no configuration fits: more GPUs, a shorter sequence, or a smaller global batch")
         return "\n".join(lines)
-    if r.plans:
-        lines.append(f"fabric: {r.plans[0].comm_model}")
+    lines.append(f"fabric: {r.plans[0].comm_model}")
     tokens = sp.global_batch * sp.seq
     lines += ["", f"{'#':>3} {'step':>10} {'tok/s/GPU':>10} {'MFU':>6} {'compute':>10} {'bubble':>10} "
                   f"{'exp. comm':>10} {'optim.':>9} {'memory':>9}" + ("  $/Mtok" if inp.price_per_gpu_hour else "")

@@ -138,7 +138,8 @@ def search(inp: SearchInputs, model: CommModel, *,
 
     np = require("numpy", "sweep")
     from commcost.plan import plan
-    from commcost.search.grid import Pricer, evaluate_grid, memory_grid, memory_tables, price_base, structure
+    from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
+    from commcost.search.memory import memory_grid, memory_tables
     from commcost.search.grid import needed as uses
 
     start = time.perf_counter()
@@ -234,7 +235,8 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     from commcost.report._optional import require
 
     require("numpy", "sweep")
-    from commcost.search.grid import Pricer, evaluate_grid, memory_grid, memory_tables, price_base, structure
+    from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
+    from commcost.search.memory import memory_grid, memory_tables
 
     space = inp.space
     base, g = enumerate_space(space, world)
