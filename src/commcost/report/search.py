@@ -61,7 +61,9 @@ def why_best(best: Plan, runner: Plan) -> str:
                 + _layout_diff(best, runner) + ", which the model prices the same")
     name, d = max(diffs.items(), key=lambda kv: kv[1])
     offset = sorted(((k, v) for k, v in diffs.items() if v < -0.05 * gap), key=lambda kv: kv[1])
-    text = (f"the best is {format_seconds(gap)} ({gap / runner.step_s:.1%}) faster than the runner-up "
+    share = gap / runner.step_s
+    pct = f"{share:.1%}" if share >= 1e-3 else f"{share * 100:.2g}%"
+    text = (f"the best is {format_seconds(gap)} ({pct}) faster than the runner-up "
             f"({_layout_diff(best, runner)}): mostly its {name} ({format_seconds(a.get(name, 0.0))} against "
             f"{format_seconds(b.get(name, 0.0))})")
     if offset:
@@ -222,7 +224,8 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         ax.plot([r.plans[0].memory.total_bytes / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
         ax.axvline(r.plans[0].memory.capacity_bytes / 1e9, ls="--", color="0.3", lw=0.8, label="GPU memory")
     ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
-    ax.set_ylabel("step time (s)")
+    ax.set_yscale("log")
+    ax.set_ylabel("step time (s, log scale)")
     ax.set_title(f"{r.inputs.space.spec.name}: step against memory")
     ax.legend(fontsize=8)
     if panels == 2:
@@ -236,6 +239,7 @@ def plot_pareto(r: SearchResult, path: str) -> None:
             ax2b.plot(counts, [tokens / (b * w) for b, w in zip(best, counts)], "--s", color="C1",
                       label="tokens/s/GPU")
             ax2b.set_ylabel("tokens/s/GPU at that step")
+            ax2b.legend(fontsize=8, loc="lower left")
         ax2.set_xscale("log", base=2)
         ax2.set_xlabel("GPUs")
         ax2.set_ylabel("step time (s)")
