@@ -212,9 +212,9 @@ def test_ctrl_c_returns_the_best_so_far(monkeypatch):
 
     space = SearchSpace(spec=model_spec("llama3-8b"), seq=8192, global_batch=64, gpus=(16,), gpus_per_node=8)
     r = search(SearchInputs(space=space, gpu="h100-sxm", top=3), FLAT, progress=progress)
-    assert r.interrupted and len(r.plans) == 3 and r.feasible == 1024
+    assert r.interrupted and len(r.plans) == 3 and r.priced == 1024     # two passes of 512 priced
     full = search(SearchInputs(space=space, gpu="h100-sxm", top=3), FLAT)
-    assert not full.interrupted and full.feasible > r.feasible
+    assert not full.interrupted and full.priced == full.feasible > r.priced
     assert full.plans[0].step_s <= r.plans[0].step_s
 
 
@@ -261,3 +261,23 @@ def test_pareto_plot(tmp_path, capsys):
     # hand case: (1, 5) (2, 3) (3, 4) (4, 1): (3, 4) is beaten by (2, 3)
     x, y = np.array([3.0, 1.0, 4.0, 2.0]), np.array([4.0, 5.0, 1.0, 3.0])
     assert list(pareto_front(x, y)) == [1, 3, 2]
+
+
+def test_progress_bar_after_one_second(monkeypatch):
+    import io
+
+    from commcost.cli.search import _Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr("sys.stderr", err)
+    bar = _Progress(True)
+    bar(10, 100, 0.5)                      # under a second: nothing drawn
+    assert err.getvalue() == ""
+    bar(50, 100, 2.0)
+    bar.close()
+    text = err.getvalue()
+    assert "50.0%" in text and "50/100" in text and "25/s" in text and text.endswith("\n")

@@ -105,7 +105,7 @@ def search_to_dict(r: SearchResult) -> dict:
            "global_batch": inp.space.global_batch, "objective": inp.objective, "evaluated": r.evaluated,
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
-           "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
+           "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
            "fixed": {k: (RECOMPUTE[v] if k == "recompute" else v) for k, v in inp.space.fixed}, "results": results}
     if len(r.plans) >= 2:
         out["why_best"] = why_best(r.plans[0], r.plans[1])
@@ -137,7 +137,7 @@ def render_search_text(r: SearchResult) -> str:
              f"{r.over_by_states + r.over_by_activations:,} do not ({r.over_by_states:,} because the model states "
              f"alone exceed the GPU, {r.over_by_activations:,} because activations and buffers push them over)"]
     if r.interrupted:
-        lines.append("interrupted (Ctrl-C): the best of what was evaluated so far")
+        lines.append(f"interrupted (Ctrl-C): the best of the {r.priced:,} configurations priced so far")
     if not r.plans:
         lines.append("interrupted before any configuration that fits was priced" if r.interrupted else
                      "no configuration fits: more GPUs, a shorter sequence, or a smaller global batch")

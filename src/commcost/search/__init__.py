@@ -87,6 +87,8 @@ class SearchResult:
     """Configurations enumerated and checked (memory of every one; the step of those that fit)."""
     feasible: int
     """Of those, configurations that fit in memory."""
+    priced: int
+    """Configurations whose step was computed (all that fit, unless interrupted)."""
     over_by_states: int
     """Infeasible because the model states (weights, gradients, optimizer) alone exceed the GPU."""
     over_by_activations: int
@@ -147,7 +149,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     tokens = space.global_batch * space.seq
     pricer = Pricer(model)
     caps = bucket_caps_bytes(space)
-    evaluated = feasible = over_states = over_act = 0
+    evaluated = feasible = priced = over_states = over_act = 0
     best_keys = np.zeros(0)
     best_rows: dict[str, np.ndarray] = {}
     best_step = np.zeros(0)
@@ -173,6 +175,8 @@ def search(inp: SearchInputs, model: CommModel, *,
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
                 states_over = mem["states_bytes"] > mem["capacity_bytes"]
+                evaluated += len(ok)
+                feasible += int(ok.sum())
                 over_states += int(states_over.sum())
                 over_act += int((~ok & ~states_over).sum())
             # pass 2: price the structural rows that have a feasible configuration, then step times
@@ -185,12 +189,12 @@ def search(inp: SearchInputs, model: CommModel, *,
             Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, inp, pricer, caps,
                             need=uses(live, len(needed), len(caps)))
             nl = len(live["bi"])
-            done_before = evaluated + n - nl
+            done_before = evaluated - nl
             for lo in range(0, nl, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in live.items()}
                 r = evaluate_grid(chunk, sub, Xs, inp)
                 k = len(chunk["bi"])
-                feasible += k
+                priced += k
                 step = r["step_s"]
                 W = sub["W"][chunk["bi"]]
                 key = objective_value(inp.objective, step, W, tokens, inp.price_per_gpu_hour)
@@ -213,7 +217,6 @@ def search(inp: SearchInputs, model: CommModel, *,
                 best_rows = {c: col[keep] for c, col in rows.items()}
                 if progress is not None:
                     progress(done_before + lo + k, total, time.perf_counter() - start)
-            evaluated += n
     except KeyboardInterrupt:
         interrupted = True
     plans = [plan(plan_inputs_of(inp, {c: col[i] for c, col in best_rows.items()}), model)
@@ -222,7 +225,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                                                                      plans[i].inputs.layout.world, tokens,
                                                                      inp.price_per_gpu_hour), i))
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
-    return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, over_by_states=over_states,
+    return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(float(best_step[i]) for i in order),
                         distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts)
