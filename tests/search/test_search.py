@@ -84,6 +84,9 @@ def test_memory_filter_counts_and_reasons():
     r = search(SearchInputs(space=space, gpu="h100-sxm"), FLAT)
     assert (r.evaluated, r.feasible, r.over_by_states, r.over_by_activations) == (9, 0, 9, 0)
     assert r.plans == ()
+    from commcost.report.search import render_search_text
+
+    assert "model states alone exceed the GPU in every layout" in render_search_text(r)
     # on 8 GPUs some fit, some do not for activations only; the counts add up and every result fits
     space8 = SearchSpace(spec=model_spec("llama2-7b"), seq=4096, global_batch=64, gpus=(8,), gpus_per_node=8)
     inp8 = SearchInputs(space=space8, gpu="h100-sxm", top=5)

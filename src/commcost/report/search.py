@@ -139,8 +139,14 @@ def render_search_text(r: SearchResult) -> str:
     if r.interrupted:
         lines.append(f"interrupted (Ctrl-C): the best of the {r.priced:,} configurations priced so far")
     if not r.plans:
-        lines.append("interrupted before any configuration that fits was priced" if r.interrupted else
-                     "no configuration fits: more GPUs, a shorter sequence, or a smaller global batch")
+        if r.interrupted:
+            lines.append("interrupted before any configuration that fits was priced")
+        elif r.over_by_states == r.evaluated:
+            lines.append("no configuration fits: the model states alone exceed the GPU in every layout; "
+                         "more GPUs (ZeRO-3 over more ranks, more tp x pp) are needed")
+        else:
+            lines.append("no configuration fits: more GPUs or a shorter sequence (every micro-batch size and "
+                         "recomputation was tried)")
         return "\n".join(lines)
     lines.append(f"fabric: {r.plans[0].comm_model}")
     tokens = sp.global_batch * sp.seq
