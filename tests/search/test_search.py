@@ -69,6 +69,8 @@ def test_fix_restricts_and_can_pass_the_node_bound():
     assert all(x[0] == 1 for x in _layouts(free, 2))
     fixed = SearchSpace(spec=TINY, seq=64, global_batch=2, gpus=(2,), gpus_per_node=1, fixed=(("tp", 2),))
     assert {x[0] for x in _layouts(fixed, 2)} == {2}
+    pinned = SearchSpace(spec=TINY, seq=64, global_batch=2, gpus=(1, 2), gpus_per_node=2, fixed=(("gpus", 2),))
+    assert _layouts(pinned, 1) == set() and len(_layouts(pinned, 2)) == 108
     assert parse_fix(["recompute=full,sp=on", "mb=4"]) == (("recompute", 2), ("sp", 1), ("micro_batch", 4))
     for bad in ("foo=1", "tp", "zero=4", "recompute=some", "tp=x"):
         with pytest.raises(InputError):

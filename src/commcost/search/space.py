@@ -165,7 +165,7 @@ def enumerate_space(space: SearchSpace, world: int):
 
     from commcost.units import MiB
 
-    rows = _base_rows(space, world)
+    rows = _base_rows(space, world) if space.fix("gpus") in (None, world) else []
     names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")
     caps = list(BUCKET_CAPS_MIB) if space.fix("bucket_mb") is None else [space.fix("bucket_mb")]
     combos = [(sp, rc, z, ci) for sp in _allowed(space, "sp", (0, 1)) for rc in _allowed(space, "recompute", (0, 1, 2))
