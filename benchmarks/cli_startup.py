@@ -2,7 +2,7 @@
 
 Runs ``python -c pass`` and the drill's first command alternately, several times
 in one process, and prints the median wall time of each and their ratio.
-Target: ratio <= 1.3 (the core imports nothing heavy).
+Target: ratio <= 2.0 (the brief: at most 2x `python -c pass`; the core imports nothing heavy).
 
 Also printed, as a reference line: ``python -c "import argparse, dataclasses"``,
 the floor every commcost command stands on (argparse for the flags, dataclasses
@@ -38,7 +38,7 @@ DRILL = [str(ROOT / "tools" / "collective_cost.py"), "--gpus", "32", "--bw", "25
          "--params", "1.3", "--step-ms", "400", "--buckets", "1,8,16,25,100"]
 BARE = ["-c", "pass"]
 FLOOR = ["-c", "import argparse, dataclasses"]
-TARGET_RATIO = 1.3
+TARGET_RATIO = 2.0
 
 
 def _time(args: list[str]) -> float:

@@ -15,7 +15,7 @@ def test_issue_command_runs_and_names_the_fabric_and_algorithm():
     r = run_tool(*ISSUE)
     assert r.returncode == 0, r.stderr
     assert "commcost budget on dgx-h100: 32 GPUs = 4 node(s) x 8" in r.stdout
-    assert "(b) ran in_network" in r.stdout
+    assert "(b) ran ring" in r.stdout
     for part in ("(a)", "(b)", "(c)", "(d)", "(e)", "(f)", "(g)"):
         assert part in r.stdout
 
@@ -24,16 +24,16 @@ def test_issue_command_json_uses_the_two_tier_model():
     r = run_tool(*ISSUE, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    # S = 1.3e9 * 2 B = 2.6e9 B, P = 32 = 4 x 8, auto -> NVLS (in_network), NCCL's protocol model:
-    # latency  = 0 (NVLS has no launch term) + 2 * 11.5 (NVLS steps) + 2 * (4 - 1) * 4 * 14/4 (network
-    #            steps at NCCL's NVLS-tree 14 us) = 23 + 84 = 107 us
-    # bandwidth = max(S / 272e9, 2(3/4) S / (8 * 47e9)) = max(9.559 ms, 10.372 ms) = 10.372 ms
-    #            + one loop of pipeline fill, L = 16 ch * 128 KiB * 8 GPUs = 16 MiB: L/272e9 + 1.5 L/376e9
+    # S = 1.3e9 * 2 B = 2.6e9 B, P = 32 = 4 x 8, auto -> ring Simple under NCCL's protocol model
+    # (issue 14: across more than 2 nodes the NVLS tree moves 2S per node, 2 x 2.6e9 / 376e9 = 13.83 ms of
+    # bandwidth, slower than the ring's 13.40 ms):
+    # latency  = 1.4 (ring Simple plateau) x (8.4 launch + 2 (32 - 4) x 3.4 (NVLink Simple steps)
+    #            + 2 (4 - 1) x 14 (network Simple steps)) us = 1.4 x 282.8 = 395.92 us
+    # bandwidth = 2(31/32) S x max((7/8) / 370e9, 1 / (8 x 47e9)) = 5.0375e9 / 376e9 = 13.398 ms
     assert d["inputs"]["gpus"] == 32
-    assert d["allreduce"]["algorithm"] == "in_network"
-    assert d["allreduce"]["latency_s"] == pytest.approx(107e-6)
-    L = 16 * 131072 * 8
-    assert d["allreduce"]["bandwidth_s"] == pytest.approx(1.5 * 2.6e9 / 376e9 + L / 272e9 + 1.5 * L / 376e9)
+    assert d["allreduce"]["algorithm"] == "ring"
+    assert d["allreduce"]["latency_s"] == pytest.approx(395.92e-6)
+    assert d["allreduce"]["bandwidth_s"] == pytest.approx(2 * 31 / 32 * 2.6e9 / 376e9)
     assert d["fabric"]["name"] == "dgx-h100" and d["fabric"]["nodes"] == 4
     # no flat-equivalent link: a "B" of 2(P-1)/P S / bandwidth term would be 485 GB/s, above any physical link
     assert d["inputs"]["bandwidth_bytes_per_s"] is None and d["inputs"]["latency_s"] is None

@@ -196,3 +196,13 @@ def test_budget_says_when_pure_ddp_does_not_fit_and_points_at_plan():
     assert "DOES NOT FIT" in r.stdout and "commcost plan" in r.stdout
     # the drill's 1.3 B: 20.8 GB fits
     assert _json(run_tool, *DRILL_LINK, *STEP, "--gpu", "h100-sxm")["memory"]["fits"] is True
+
+
+def test_collective_prints_the_measured_band_of_its_class_on_presets():
+    ratios = json.loads((DATA.parent.parent / "src/commcost/hardware/bands.json").read_text())["multi_node"]
+    d = _json(run_commcost, "collective", "--op", "all_reduce", "--size", "64MiB", "--system", "dgx-h100",
+              "--nodes", "2")
+    # band = (r_lo T, r_hi T) with the multi-node class's ratios (2 nodes of 8)
+    assert d["band_s"] == pytest.approx([ratios["low_ratio"] * d["time_s"], ratios["high_ratio"] * d["time_s"]])
+    flat = _json(run_commcost, "collective", "--op", "all_reduce", "--size", "64MiB", *DRILL_LINK)
+    assert flat["band_s"] is None  # no measured class for a hand-given link

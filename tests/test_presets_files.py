@@ -27,7 +27,8 @@ def test_every_number_has_a_unit_in_its_key_and_every_entry_a_source(file_name):
         assert re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name), name
         assert entry.get("source"), f"{file_name}:{name} has no source"
         for key in numbers(entry):
-            assert key.endswith(UNIT_SUFFIXES) or key in ("gpus_per_node", "oversubscription"), \
+            assert key.endswith(UNIT_SUFFIXES) or key in ("gpus_per_node", "oversubscription", "full_bandwidth_nodes", "slowdown_per_node_doubling",
+                                              "nvls_channels_one_node", "nvls_channels_more_nodes"), \
                 f"{file_name}:{name}.{key} has no unit in its key"
 
 
@@ -89,3 +90,59 @@ def test_listing_has_every_preset_with_a_source():
     assert {e.kind for e in entries} == {"gpu", "fabric", "system"}
     assert len(entries) == len(gpus()) + len(fabrics()) + len(systems())
     assert all(e.source for e in entries)
+
+
+NEW_SYSTEMS = ("mi300x-roce", "mi325x-roce", "aws-p4d", "aws-p5e", "aws-p5en", "aws-p6-b200", "gcp-a3-mega",
+               "gcp-a3-high", "azure-nd-h100-v5", "pcie-l40s", "pcie-a40")
+
+
+def test_issue_14_presets_exist_and_say_where_numbers_come_from():
+    assert set(NEW_SYSTEMS) <= set(systems())
+    for name in NEW_SYSTEMS:
+        s = systems()[name]
+        assert s["source"] and s["protocols_source"], name
+        inter = fabrics()[s["inter_fabric"]]
+        # a number not taken from a measurement or a vendor figure says so
+        assert inter["achievable_source"] and inter["latency_source"], name
+
+
+def test_new_fabric_numbers_by_hand():
+    # p4d: 400 Gbps EFA / 8 GPUs = 50 Gb/s = 6.25 GB/s per GPU per direction
+    assert fabrics()["efa_v1"]["line_bandwidth_bytes_per_s"] == 6.25e9
+    # A3 Mega: 8 x 200 Gb/s for 8 GPUs = 25 GB/s per GPU; A3 High: 4 x 200 Gb/s = 12.5 GB/s per GPU
+    assert fabrics()["tcpxo"]["line_bandwidth_bytes_per_s"] == 25e9
+    assert fabrics()["tcpx"]["line_bandwidth_bytes_per_s"] == 12.5e9
+    # MI300X: 7 links x 64 GB/s each way = 448 GB/s per direction
+    assert fabrics()["infinity_fabric_mi300"]["line_bandwidth_bytes_per_s"] == 448e9
+    # PCIe Gen4 x16: NCCL's Gen3 x16 12 GB/s, x2
+    assert fabrics()["pcie_gen4"]["achievable_bandwidth_bytes_per_s"] == 2 * 12e9
+    # PCIe-only and AMD nodes have no in-switch reduction
+    for name in ("pcie-l40s", "pcie-a40", "mi300x-roce"):
+        assert system_topology(name).in_network is None
+
+
+def test_part_of_a_node_is_priced_on_the_gpus_used():
+    # nccl-tests on 4 of a DGX A100's 8 GPUs: one node, 4 ranks, the ring over 4 GPUs:
+    # bandwidth term 2 (3/4) S / 240e9
+    topo, P = system_group("dgx-a100", nodes=1, gpus=4)
+    assert (P, topo.nodes) == (4, 1)
+    from commcost import collective_cost
+
+    c = collective_cost("all_reduce", 2 ** 30, P, topo, "ring")
+    assert c.bandwidth_s == pytest.approx(2 * 3 / 4 * 2 ** 30 / 240e9)
+    # 12 GPUs on 2 nodes packs 8 + 4: accepted
+    assert system_group("dgx-a100", nodes=2, gpus=12)[1] == 12
+    # 16 GPUs cannot span 4 nodes when packed (they fill 2): refused, with the arithmetic and the way out
+    with pytest.raises(InputError, match=r"packs onto ceil\(16/8\) = 2 node\(s\); to spread it, give --gpus-per-node 4"):
+        system_group("dgx-h100", nodes=4, gpus=16)
+
+
+def test_pcie_nodes_run_without_ll128():
+    # NCCL enables LL128 only over NVLink: a PCIe-only node prices ring with LL and Simple only
+    from commcost.comm.algorithms import protocol_costs
+    from commcost.comm.protocols import Protocol
+
+    pcie = protocol_costs("all_reduce", 2 ** 24, 16, system_topology("pcie-l40s", nodes=2), "ring")
+    assert set(pcie) == {Protocol.LL, Protocol.SIMPLE}
+    nvl = protocol_costs("all_reduce", 2 ** 24, 16, system_topology("dgx-a100", nodes=2), "ring")
+    assert Protocol.LL128 in nvl

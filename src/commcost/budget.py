@@ -41,7 +41,7 @@ from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYT
     bucket_advice, bucket_row, crossover_bytes, last_bucket_bytes
 from commcost.comm.collectives import CollectiveCost
 from commcost.comm.model import CommModel, FlatLinkModel
-from commcost.comm.topology import Link
+from commcost.comm.link import Link
 from commcost.errors import InputError
 from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.step.overlap import OverlapBounds
@@ -49,7 +49,7 @@ from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timelin
                                     bucket_grid, exposed_at, gradient_stream, simulate_timeline)
 from commcost.units import GB, MiB
 from commcost.validation import require_count, require_finite_positive
-from commcost.workload import gradient_bytes
+from commcost.dtypes import gradient_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

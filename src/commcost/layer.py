@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from commcost.comm.collectives import CollectiveCost
-from commcost.errors import InputError
 from commcost.units import TERA
-from commcost.validation import require_count, require_finite_positive
+from commcost.validation import require_count, require_finite_positive, require_fraction
 from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 
 if TYPE_CHECKING:
@@ -75,9 +74,7 @@ class LayerInputs:
         require_count("grad_accum", self.grad_accum)
         require_count("bytes_per_grad", self.bytes_per_grad)
         require_finite_positive("achieved_flops_per_s", self.achieved_flops_per_s)
-        require_finite_positive("backward_fraction", self.backward_fraction)
-        if self.backward_fraction > 1:
-            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+        require_fraction("backward_fraction", self.backward_fraction)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

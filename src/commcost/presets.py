@@ -83,12 +83,19 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         protocols = ProtocolModel(ll_max_bus_bandwidth_bytes_per_s=(
             float(sysp["ll_max_bus_bandwidth_one_node_bytes_per_s"]),
             float(sysp["ll_max_bus_bandwidth_two_nodes_bytes_per_s"]),
-            float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"])
+            float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"],
+            gpu_generation=sysp.get("nccl_gpu_generation"), ll128_enabled=bool(sysp.get("nccl_ll128", True)),
+            net_overhead_s=2.0e-6 if sysp.get("host_cpu_vendor") == "amd" else 1.0e-6,
+            **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
+                "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
+               if "nvls_channels_one_node" in sysp else {}))
     return Topology(
         gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=_link(inter),
         oversubscription=float(sysp["oversubscription"] if oversubscription is None else oversubscription),
         in_network=in_network, inter_in_network=bool(sysp["inter_in_network"]),
         base_latency_s=float(sysp["base_latency_s"]), name=name, protocols=protocols,
+        full_bandwidth_nodes=sysp.get("full_bandwidth_nodes"),
+        slowdown_per_node_doubling=float(sysp.get("slowdown_per_node_doubling", 0.0)),
     )
 
 
@@ -126,7 +133,8 @@ def preset_entries() -> list[PresetEntry]:
             f"{sp['gpus_per_node']} x {sp['gpu']} per node, {sp['intra_fabric']} inside, "
             f"one {sp['inter_fabric']} NIC per GPU across nodes"
             f"{', NVLS' if sp['in_network'] else ''}"
-            f"{', NCCL protocols LL/LL128/Simple' if sp['nccl_protocols'] else ''}")))
+            f"{(', NCCL protocols LL/LL128/Simple' if sp.get('nccl_ll128', True) else ', NCCL protocols LL/Simple (LL128 off: no NVLink)') if sp['nccl_protocols'] else ''}"
+            f"{', congests past ' + str(sp['full_bandwidth_nodes']) + ' node(s)' if sp.get('full_bandwidth_nodes') else ''}")))
     return out
 
 
@@ -135,8 +143,10 @@ def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | No
     """``(topology, P)`` for a group on system ``name``, as the ``--system`` flags mean it.
 
     Without ``nodes``: ``P = gpus`` (default one full node) packed on ``ceil(P/G)`` nodes.
-    With ``nodes``: ``P`` defaults to ``nodes * G``, and a different ``gpus`` is an error
-    showing the arithmetic.
+    With ``nodes``: ``P`` defaults to ``nodes * G``; a smaller ``gpus`` is accepted when it packs
+    onto exactly those nodes (``ceil(P/G) = nodes``: part of a node, as nccl-tests on 4 of a
+    DGX's 8 GPUs, or a last node partly used), and is priced on the ``P`` GPUs it uses; any
+    other ``gpus`` is an error showing the arithmetic.
     """
     G = int(lookup(systems(), name, "system")["gpus_per_node"]) if gpus_per_node is None else gpus_per_node
     require_count("gpus_per_node", G)
@@ -148,8 +158,10 @@ def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | No
     else:
         require_count("nodes", nodes)
         P = nodes * G if gpus is None else gpus
-        if P != nodes * G:
-            raise InputError(f"--gpus {P} does not match --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")
+        if P != nodes * G and -(-P // G) != nodes:
+            raise InputError(f"--gpus {P} does not match --nodes {nodes} x --gpus-per-node {G} = {nodes * G} "
+                             f"(a group of {P} packs onto ceil({P}/{G}) = {-(-P // G)} node(s); "
+                             f"to spread it, give --gpus-per-node {P // nodes if P % nodes == 0 else 'P/nodes'})")
     topo = system_topology(name, nodes=nodes, gpus_per_node=gpus_per_node,
                            oversubscription=oversubscription)
     return topo, P

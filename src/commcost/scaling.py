@@ -34,7 +34,7 @@ than the perfect-overlap step. Such rows are flagged
 (:attr:`ScalingRow.partial_exceeds_perfect`) and the physical value
 ``t_c + max((1 - f) T, T - t_c) + t_o`` is kept beside it.
 
-Source: shared/seeds/scaling_analysis.py.txt; its numbers are the preset file
+Source: the scaling-analysis seed ('Data Parallelism > Code: Scaling Analysis'); its numbers are the preset file
 ``hardware/scaling_seed.json``.
 """
 
@@ -49,8 +49,8 @@ from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, Mode
                                             seed_fabrics, seed_models, seed_two_tier)
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds
-from commcost.validation import require_count, require_finite_positive
-from commcost.workload import gradient_bytes
+from commcost.validation import require_count, require_finite_positive, require_fraction
+from commcost.dtypes import gradient_bytes
 
 __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",
@@ -67,12 +67,6 @@ def _require_gpu_counts(gpu_counts: tuple[int, ...]) -> None:
     for n in gpu_counts:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InputError(f"every GPU count must be an integer >= 1, got {n!r} in {gpu_counts!r}")
-
-
-def _require_fraction(name: str, value: float) -> None:
-    require_finite_positive(name, value, allow_zero=True)
-    if value > 1:
-        raise InputError(f"{name} must be in [0, 1], got {value:g}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,15 +110,13 @@ class ScalingInputs:
         if limit is not None and max(self.gpu_counts, default=1) > limit:
             raise InputError(f"{self.comm.describe()} holds at most {limit} GPUs; N = {max(self.gpu_counts)} "
                              f"does not fit")
-        require_finite_positive("backward_fraction", self.backward_fraction)
-        if self.backward_fraction > 1:
-            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+        require_fraction("backward_fraction", self.backward_fraction)
         require_finite_positive("params", self.params)
         require_count("bytes_per_grad", self.bytes_per_grad)
         require_finite_positive("compute_s", self.compute_s)
         require_finite_positive("overhead_s", self.overhead_s, allow_zero=True)
         _require_gpu_counts(self.gpu_counts)
-        _require_fraction("overlap_fraction", self.overlap_fraction)
+        require_fraction("overlap_fraction", self.overlap_fraction, allow_zero=True)
         if self.flat_ring_max_gpus is not None and (
                 isinstance(self.flat_ring_max_gpus, bool) or not isinstance(self.flat_ring_max_gpus, int)
                 or self.flat_ring_max_gpus < 1):
@@ -286,7 +278,7 @@ def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s
     _require_gpu_counts((gpus,))
     require_finite_positive("compute_s", compute_s)
     require_finite_positive("overhead_s", overhead_s, allow_zero=True)
-    _require_fraction("overlap_fraction", overlap_fraction)
+    require_fraction("overlap_fraction", overlap_fraction, allow_zero=True)
     c = data_parallel_comm(message_bytes, gpus, comm, algorithm)
     T, t_c, t_o, f = c.total_s, compute_s, overhead_s, overlap_fraction
     bounds = OverlapBounds(compute_s=t_c, comm_s=T, window_s=backward_fraction * t_c, after_s=t_o)

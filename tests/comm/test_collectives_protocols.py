@@ -89,18 +89,20 @@ def test_dgx_h100_one_node_8_mib_ring_ll128_beats_nvls_with_its_fill():
 
 def test_nvls_across_nodes_fills_the_network_stage_too():
     # dgx-h100, 2 nodes, P = 16: latency 0 + 2 * 11.5 + 2 * (2-1) * 4 * 14/4 = 51 us;
-    # bandwidth max(S/272e9, 2(1/2) S / (8 * 47e9)) + L/272e9 + L/376e9, L = 16 MiB (S >= L)
+    # bandwidth max(S/272e9, 2(1/2) S / (8 * 47e9)) + 0.20 x the faster tier (issue 14's TIER_OVERLAP_LOSS)
+    #           + L/272e9 + L/376e9, L = 16 MiB (S >= L)
     S, L, topo = 2**30, 16 * 2**20, system_topology("dgx-h100", nodes=2)
     c = collective_cost(AR, S, 16, topo, "in_network")
     assert c.latency_s == pytest.approx(51 * US)
-    assert c.bandwidth_s == pytest.approx(max(S / 272e9, S / 376e9) + L / 272e9 + L / 376e9)
+    assert c.bandwidth_s == pytest.approx(S / 272e9 + 0.20 * S / 376e9 + L / 272e9 + L / 376e9)
 
 
 def test_ring_simple_across_nodes_pays_ncclls_plateau_factor():
-    # dgx-a100, 2 nodes, P = 16, ring Simple: t_0 8.4 + 28 intra steps * 1.9 * 3.4/1.9 + 2 net steps * 4 * 14/4
-    #   = 8.4 + 95.2 + 28 = 131.6 us, times 1.4 = 184.24 us
+    # dgx-a100, 2 nodes, P = 16, ring Simple: t_0 8.4 + 28 intra steps * max(1.9 * 3.4/1.9, 3 x 2 us of
+    # NCCL's net overhead on its AMD EPYC host, issue 14) + 2 net steps * 4 * 14/4
+    #   = 8.4 + 168 + 28 = 204.4 us, times 1.4 = 286.16 us
     c = protocol_costs(AR, 2**30, 16, system_topology("dgx-a100", nodes=2), "ring")[Protocol.SIMPLE]
-    assert c.latency_s == pytest.approx(184.24 * US)
+    assert c.latency_s == pytest.approx(286.16 * US)
 
 
 def test_auto_under_the_protocol_model_runs_only_what_nccl_has():

@@ -113,10 +113,6 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
     """The CommModel of the flags (module docstring). ``set_gpus``: the command has one ``--gpus``
     (filled from the system or profile when absent); ``gpus_list``: the GPU counts a scaling command
     will ask for (scope-checked against a profile)."""
-    from commcost.comm.model import FabricModel, FlatLinkModel
-    from commcost.comm.topology import Link
-    from commcost.units import GB, US
-
     backend = getattr(args, "backend", "nccl")
     profile_path = getattr(args, "profile", None)
     custom = _given(args, _CUSTOM) if hasattr(args, "inter_bw") else []
@@ -134,6 +130,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
         if flat or custom:
             A.fail(f"--system {system} takes its links from the preset; drop "
                    + ", ".join(_flag(n) for n in flat + custom))
+        from commcost.comm.model import FabricModel
         from commcost.presets import system_group
 
         topo, P = system_group(system, nodes=getattr(args, "nodes", None),
@@ -155,6 +152,8 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
         if flat:
             A.fail("--bw/--latency describe a flat one-tier link; for two tiers use --intra-bw/--inter-bw "
                    "(or --system) instead")
+        from commcost.comm.model import FabricModel
+
         topo, P = _custom_topology(args)
         return Resolved(comm=FabricModel(topology=topo, backend=backend), gpus=P, note=None, info=None,
                         topology=topo)
@@ -165,6 +164,10 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
             A.fail(f"--{name} is required (or --system NAME with --nodes, or --profile FILE)")
     if set_gpus and getattr(args, "gpus", None) is None:
         A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
+    from commcost.comm.model import FlatLinkModel
+    from commcost.comm.link import Link
+    from commcost.units import GB, US
+
     link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
     return Resolved(comm=FlatLinkModel(link=link, backend=backend), gpus=getattr(args, "gpus", None) if set_gpus
                     else None, note=None, info=None)

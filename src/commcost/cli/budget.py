@@ -65,11 +65,13 @@ def run(args: argparse.Namespace) -> int:
     """Validate the combination of flags, resolve the one CommModel, compute, render."""
     from commcost.budget import BudgetInputs, communication_budget
     from commcost.comm.model import FlatLinkModel
-    from commcost.comm.topology import Link
+    from commcost.comm.link import Link
     from commcost.units import BILLION, GB, MS, TERA, US
-    from commcost.workload import bytes_per_element, gradient_bytes, model_params, model_preset
+    from commcost.dtypes import bytes_per_element, gradient_bytes
 
     if args.model is not None:
+        from commcost.workload import model_params, model_preset
+
         if args.params is not None:
             A.fail("--model sets the parameter count; drop --params")
         args.params = model_params(model_preset(args.model)) / BILLION

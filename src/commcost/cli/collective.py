@@ -76,8 +76,13 @@ def run(args: argparse.Namespace) -> int:
         if chosen.algorithm not in alternatives:  # a what-if asked for by name
             alternatives = {chosen.algorithm: chosen, **alternatives}
         unavailable = unavailable_algorithms(op, P, fabric) if fabric is not None else {}
+        band = None
+        if topo is not None and topo.protocols is not None:  # a system preset: the measured spread of its class
+            from commcost.comm.band import collective_band
+
+            band = collective_band(chosen, topo)
         results.append(SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
-                                  unavailable=unavailable, protocol=chosen.protocol))
+                                  unavailable=unavailable, protocol=chosen.protocol, band_s=band))
     if args.json:
         if args.size is not None:
             out = size_to_dict(results[0]) | {"fabric": fabric_to_dict(fabric, nodes_used)}

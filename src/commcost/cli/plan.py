@@ -70,6 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
     c.add_argument("--bucket-mb", type=A.positive_float, help="data-parallel bucket cap, MiB (default DDP's 25)")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
+    p.add_argument("--trace-out", metavar="FILE", help="write the step's accounting as a Chrome trace (.json: Perfetto, "
+                   "chrome://tracing; `commcost trace` reads it back)")
 
 
 def _spec(args: argparse.Namespace):
@@ -168,6 +170,13 @@ def run(args: argparse.Namespace) -> int:
         inp = replace(inp, efficiency=float(doc["efficiency"]))
         notes.append(calibration_note(doc, inp))
         extra["calibration"] = {"path": args.calibration, "efficiency": doc["efficiency"], "note": notes[-1]}
+    if args.trace_out:
+        A.check_output_path("--trace-out", args.trace_out, (".json",))
     result = plan(inp, model)
+    if args.trace_out:
+        from commcost.report.chrome_trace import plan_chrome_trace, write_trace
+
+        write_trace(args.trace_out, plan_chrome_trace(result))
+        notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
     print(render_plan_json(result, extra) if args.json else render_plan_text(result, notes))
     return 0

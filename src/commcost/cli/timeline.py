@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         label = "no model shape: gradients arrive at a uniform rate S/W during backward"
     resolved = resolve_comm_model(args)
     fabric_note = resolved.note
+    if resolved.topology is not None:  # name what runs: the algorithm depends on the bucket's size
+        ran = []
+        for size in (2**20, 25 * 2**20, 256 * 2**20):
+            c = resolved.comm.cost("all_reduce", size, args.gpus, args.algorithm)
+            ran.append(f"{size // 2**20} MiB: {c.algorithm.value}" + (f" ({c.protocol})" if c.protocol else ""))
+        fabric_note = "; ".join(filter(None, [fabric_note, "bucket all-reduces run " + ", ".join(ran)]))
     cost = None
     inp = TimelineInputs(
         gpus=args.gpus, comm=resolved.comm, algorithm=args.algorithm,

@@ -4,7 +4,7 @@ Symbols (as in :mod:`commcost.comm.collectives`, plus the tiers of
 :class:`commcost.comm.topology.Topology`): ``S`` message bytes, ``P`` ranks, ``n``
 nodes the group spans, ``g`` ranks on the fullest node, ``g_min`` on the
 emptiest, ``a_i, B_i`` intra-node per-step latency and per-GPU bandwidth,
-``a_e, B_e`` the same for each GPU's NIC, ``o`` oversubscription,
+``a_e, B_e`` the same for each GPU's NIC, ``o`` oversubscription (``o(n)`` with a congestion rule),
 ``W = g_min B_e / o`` the network bandwidth of one node (its NICs in parallel),
 ``a_v, B_v`` the in-switch reduction (NVLS), ``t_0`` the launch latency.
 
@@ -26,10 +26,18 @@ tree (AR)          ``t_0 + 2[(g-1) a_i + ceil(log2 n) a_e]``        ``max(2S/B_i
                                                                     ``E(n>2) = 2S`` (double binary tree)
 halving_doubling   ``t_0 + k[log2 g a_i + log2 n a_e]``             ``k[(g-1)/g S/B_i + (n-1)/(n g) S o/B_e]``
 hierarchical (AR)  ``t_0 + 2(g-1) a_i + 2(n-1) a_e``                ``2(g-1)/g S/B_i + 2(n-1)/n (S/g) o/B_e``
-in_network (AR)    ``t_0 + 2 a_v + 2(n-1) a_e`` (SHARP: ``2 a_e``)  ``max(S/B_v, 2(n-1)/n S/W)`` (SHARP: ``S/W``)
+in_network (AR)    ``t_0 + 2 a_v + 2 ceil(log2 n) a_e``            ``max(S/B_v, E(n)/W)`` (SHARP: ``S/W``)
+                   (SHARP: ``2 a_e``)
 direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1)/P S/B_i, (P-g_min)/P S o/B_e)``
 direct (send/recv) ``t_0 + a``                                      ``S/B`` on the link joining the two ranks
 =================  ===============================================  =============================================
+
+Across nodes, in-network is NCCL's NVLS tree: NVLS inside each node and a tree between
+nodes, so it moves the tree's ``E(n)`` per node (``S`` for two nodes, ``2S`` for more:
+tuning.cc doubles NVLS_TREE's network bandwidth only "for nNodes <= 2") and pays
+``2 log2 n`` network steps (tuning.cc: ``intraLat + 2 log2i(nNodes) interLat``).
+``W`` uses the effective oversubscription ``o(n)`` of
+:func:`commcost.comm.topology.network_oversubscription` (the preset's congestion rule).
 
 Sources: ring, halving-doubling (Rabenseifner) and direct exchange from Thakur,
 Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
@@ -81,11 +89,11 @@ from commcost.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
                                 RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
-from commcost.comm.topology import Link, Topology, as_topology, place
+from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
 from commcost.validation import require_count, require_finite_positive
 
 __all__ = [
-    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "collective_cost", "algorithm_costs", "protocol_costs",
+    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm",
 ]
 
@@ -105,6 +113,23 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
 """Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
 
 NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT})
+
+TIER_OVERLAP_LOSS = 0.20
+"""``phi``: the share of the faster tier's time that a tree or NVLS tree across nodes fails to hide
+behind the slower one, under the protocol model: ``bw = max(t_intra, t_net) + phi min(t_intra, t_net)``
+(commcost's own term, not NCCL's: NCCL's tuner takes the min of the tiers' bandwidths). The 2-node
+tables measure these algorithms 4-16% slower than the max of their tiers at >= 1 GiB. ``phi`` was
+chosen on the TUNING tables only (benchmarks/derive_constants.py): the value of the grid 0, 0.05,
+..., 0.5 with the lowest median |error| among those with at most 65% of predictions too fast
+(0: 7.5% median, 77% too fast; 0.10: 5.5%, 71%; 0.15: 6.3%, 65.4%; 0.20: 6.6%, 63.7%), derived
+jointly with the congestion rule's ``k`` (each re-derived with the other until neither moved)."""
+
+MAX_CROSS_NODE_CHANNELS = 32
+"""Most channels (each on one NIC) NCCL spreads a node's cross-node traffic over, under the protocol
+model: the ring graph searches at most ``MAXCHANNELS / 2`` = 64 / 2 channels (src/init.cc,
+src/include/device.h), the tree at most the ring's, NVLS at most ``NCCL_MAX_NVLS_ARITY`` = 32 heads
+(src/graph/search.cc). Only a node of more than 32 GPUs (an NVL72 rack) is affected: its network
+bandwidth is ``32 B_e``, not ``72 B_e``."""
 """The algorithms NCCL itself runs: ``auto`` picks among these under the protocol model."""
 
 
@@ -162,12 +187,13 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
                           latency_s=latency_s, bandwidth_s=bandwidth_s)
 
 
-def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
+def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
+                 overlap_loss: float = 0.0) -> tuple[float, float]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     a_i, B_i = topo.intra.latency_s, topo.intra.bandwidth_bytes_per_s
-    a_e, o = topo.inter.latency_s, topo.oversubscription
+    a_e, o = topo.inter.latency_s, network_oversubscription(topo, n)
     B_e_eff = topo.inter.bandwidth_bytes_per_s / o
     W = g_min * topo.inter.bandwidth_bytes_per_s / o
     t0 = topo.base_latency_s
@@ -189,7 +215,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         E = 0.0 if n == 1 else (S if n == 2 else 2.0 * S)
         chain = 2.0 * S / B_i if g > 1 else 0.0
         net = E / W if n > 1 else 0.0
-        return t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e), max(chain, net)
+        return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e),
+                max(chain, net) + overlap_loss * min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
     if alg is Algorithm.HALVING_DOUBLING:
         lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e)
         bw = k * ((g - 1) / g * S / B_i + (n - 1) / (n * g) * S / B_e_eff)
@@ -203,10 +230,10 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         assert v is not None
         lat = 2 * v.latency_s
         bw = S / v.bandwidth_bytes_per_s
-        if n > 1:
-            lat += 2 * a_e if topo.inter_in_network else 2 * (n - 1) * a_e
-            net_bytes = S if topo.inter_in_network else 2 * (n - 1) / n * S
-            bw = max(bw, net_bytes / W)
+        if n > 1:  # NVLS tree across nodes (NCCL NVLS_TREE): E(n) as the tree's; SHARP: S, one hop
+            lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
+            net_bytes = S if (topo.inter_in_network or n == 2) else 2.0 * S
+            bw = max(bw, net_bytes / W) + overlap_loss * min(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
         link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e)
@@ -220,11 +247,12 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
 
-def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float) -> Topology:
-    """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``."""
+def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
+    """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``,
+    the NICs' by ``nic_share`` too (the share of a node's NICs NCCL's channels reach)."""
     intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
                  latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
-    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency,
+    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency * nic_share,
                  latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
     return replace(topo, intra=intra, inter=inter, protocols=None,
                    base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
@@ -237,25 +265,40 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     assert pm is not None
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
+    nics = min(g_min, MAX_CROSS_NODE_CHANNELS)  # one NIC per channel, at most 32 channels across nodes
+    nic_share = nics / g_min
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
-        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0), base_latency_s=0.0)
-        lat, bw = _table_terms(op, alg, S, P, view)
+        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
+        lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
-        W = g_min * topo.inter.bandwidth_bytes_per_s / topo.oversubscription
-        L = pm.nvls_channels * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
-        E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else 2 * (n - 1) / n)
+        W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
+        L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
+        E_v = 0.0 if n == 1 else (1.0 if (topo.inter_in_network or n == 2) else 2.0)
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
     tree = alg is Algorithm.TREE
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
+        if p is Protocol.LL128 and not pm.ll128_enabled:
+            continue
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
-        lat, bw = _table_terms(op, alg, S, P, _protocol_view(topo, t, eff))
-        if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw (tree: algbw = busbw / 2)
-            cap = pm.ll_max_bus_bandwidth(n)
-            bw = max(bw, (2.0 * S if tree else bus_bandwidth_factor(op, P) * S) / cap)
+        view = _protocol_view(topo, t, eff, nic_share)
+        if (alg is Algorithm.RING and n > 1 and op not in (Collective.BROADCAST, Collective.REDUCE)):
+            # tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": every intra step
+            # of a ring across nodes costs at least the host's net overhead (x3 for Simple)
+            floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
+            if floor > view.intra.latency_s:
+                view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
+        lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
+        bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
+        if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
+            bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
+        if p is Protocol.LL128 and alg in (Algorithm.RING, Algorithm.TREE):  # NCCL's per-channel LL128 cap
+            cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, nics)
+            if cap is not None:
+                bw = max(bw, bus_bytes / cap)
         if tree and op is Collective.ALL_REDUCE:
             bw /= tree_correction(p, S)
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from commcost.errors import InputError
-from commcost.comm.topology import Link
+from commcost.comm.link import Link
 from commcost.validation import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)

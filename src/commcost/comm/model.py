@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, ring_all_gather, ring_all_reduce, \
     ring_reduce_scatter
-from commcost.comm.topology import Link
+from commcost.comm.link import Link
 from commcost.errors import InputError
 
 

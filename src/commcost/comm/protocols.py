@@ -45,7 +45,7 @@ from commcost.validation import require_count, require_finite_positive
 __all__ = [
     "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",
     "REFERENCE_INTRA_STEP_S", "REFERENCE_INTER_STEP_S", "REFERENCE_BASE_S",
-    "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "tree_correction",
+    "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "tree_correction", "PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S",
 ]
 
 
@@ -156,6 +156,21 @@ def tree_correction(protocol: Protocol, message_bytes: float) -> float:
     return table[i] + (x - i) * (hi - table[i])
 
 
+# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (2.27+): the most bus bandwidth ONE channel
+# reaches, GB/s, for a group on one node, two nodes, more (N1/N2/N4). ncclTopoTuneModel caps
+#   ring LL128:  busBw = min(busBw * 0.92, nChannels * perChMaxRingLL128Bw)
+#   tree (all):  busBw = min(busBw * 0.92, nChannels * perChMaxTreeBw)
+#   tree LL128:  busBw = min(busBw * 120/128 (7/9 in one node), nChannels * perChMaxTreeLL128Bw)
+PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S: dict[str, dict[str, tuple[float, float, float]]] = {
+    "volta": {"ring_ll128": (20.0, 20.0, 20.0), "tree": (26.5, 18.5, 10.0), "tree_ll128": (20.0, 20.0, 20.0)},
+    "ampere": {"ring_ll128": (20.0, 20.0, 20.0), "tree": (24.0, 23.6, 17.8), "tree_ll128": (20.0, 20.0, 20.0)},
+    "hopper": {"ring_ll128": (36.7, 36.7, 36.7), "tree": (38.7, 41.4, 36.0), "tree_ll128": (36.7, 36.7, 29.0)},
+    "blackwell": {"ring_ll128": (40.0, 40.0, 40.0), "tree": (70.0, 42.8, 24.0), "tree_ll128": (55.6, 31.67, 20.0)},
+}
+"""NCCL's per-channel bus-bandwidth caps by GPU generation (``perChMaxRingLL128Bws``, ``perChMaxTreeBws``,
+``perChMaxTreeLL128Bws``), GB/s per channel."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolModel:
     """The hardware-dependent part of NCCL's protocol model for one system."""
@@ -164,9 +179,22 @@ class ProtocolModel:
     """NCCL ``llMaxBws``: the most bus bandwidth LL reaches, for a group on one node, two
     nodes, more than two (bytes/s). One node: by GPU generation; across nodes: by CPU vendor."""
     nvls_channels: int = 16
-    """NVLS channels (NCCL ``NCCL_NVLS_NCHANNELS``, default 16, src/transport/nvls.cc)."""
+    """NVLS channels in one node (NCCL ``NCCL_NVLS_NCHANNELS``; src/transport/nvls.cc defaults:
+    16 on Hopper (``NVLS_NCHANNELS_SM90``), 24 on Blackwell (``NVLS_NCHANNELS_SM100_NVL``))."""
+    nvls_channels_multi_node: int | None = None
+    """NVLS channels when the group spans nodes (nvls.cc: 32 on Blackwell, ``NVLS_NCHANNELS_SM100``);
+    None: as ``nvls_channels``."""
     nvls_chunk_bytes: int = 128 * 1024
     """NVLS chunk per channel (NCCL ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB, src/transport/nvls.cc)."""
+    ll128_enabled: bool = True
+    """NCCL enables LL128 by default only where the intra-node path is NVLink (tuning.cc:
+    ``pEnable &= (graphs[a]->typeIntra <= PATH_NVB)``): False on PCIe-only nodes."""
+    net_overhead_s: float = 1.0e-6
+    """NCCL ``getNetOverhead`` (tuning.cc): 1 us on Intel (and other) hosts, 2 us on AMD hosts; every
+    intra-node step of a ring across nodes costs at least this (Simple: 3x)."""
+    gpu_generation: str | None = None
+    """NCCL's GPU generation row (``volta``, ``ampere``, ``hopper``, ``blackwell``) for the per-channel
+    caps of :data:`PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S`; None: no per-channel cap (RCCL, unknown)."""
     source: str = "NVIDIA/nccl src/graph/tuning.cc"
     """Where the numbers come from."""
 
@@ -176,8 +204,36 @@ class ProtocolModel:
                              f"got {self.ll_max_bus_bandwidth_bytes_per_s!r}")
         for v in self.ll_max_bus_bandwidth_bytes_per_s:
             require_finite_positive("ll_max_bus_bandwidth_bytes_per_s", v)
+        if self.gpu_generation is not None and self.gpu_generation not in PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S:
+            valid = ", ".join(PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S)
+            raise InputError(f"unknown gpu_generation {self.gpu_generation!r} (valid: {valid})")
+        require_finite_positive("net_overhead_s", self.net_overhead_s, allow_zero=True)
+        if self.nvls_channels_multi_node is not None:
+            v = self.nvls_channels_multi_node
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"nvls_channels_multi_node must be an integer >= 1, got {v!r}")
         for name in ("nvls_channels", "nvls_chunk_bytes"):
             require_count(name, getattr(self, name))
+
+    def per_channel_cap_bytes_per_s(self, kind: str, nodes: int, channels: int) -> float | None:
+        """``channels x perChMax<kind>`` for a group on ``nodes`` nodes (bus bandwidth, bytes/s).
+
+        None in one node (commcost's NVLink figures are already NCCL's per-link ones) and
+        without a generation. Across nodes NCCL's graph search finds one channel per NIC
+        (NCCL INFO "Pattern 5, ..., nChannels 7" on an H100 node with 7 NICs in use,
+        NVIDIA/nccl#1519; "nChannels 4" on 4 NICs, NVIDIA/nccl#601), and ncclTopoTuneModel
+        multiplies the caps by that searched count: ``channels`` is the NICs per node.
+        """
+        if self.gpu_generation is None or nodes < 2:
+            return None
+        row = PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S[self.gpu_generation][kind]
+        return channels * row[min(nodes, 3) - 1] * 1e9
+
+    def nvls_channel_count(self, nodes: int) -> int:
+        """NVLS channels for a group spanning ``nodes`` nodes."""
+        if nodes > 1 and self.nvls_channels_multi_node is not None:
+            return self.nvls_channels_multi_node
+        return self.nvls_channels
 
     def ll_max_bus_bandwidth(self, nodes: int) -> float:
         """``llMaxBw`` for a group spanning ``nodes`` nodes."""

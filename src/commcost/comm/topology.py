@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from commcost.comm.link import Link
 from commcost.errors import InputError
 from commcost.validation import require_count, require_finite_positive
 
@@ -29,22 +30,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from commcost.comm.protocols import ProtocolModel
 
-__all__ = ["Link", "Topology", "Placement", "place", "as_topology"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Link:
-    """One tier of the fabric, as seen by one rank."""
-
-    bandwidth_bytes_per_s: float
-    """Achievable per-rank bandwidth B, bytes per second (one direction)."""
-    latency_s: float
-    """Per-step latency alpha: the fixed cost of one ring step, seconds."""
-
-    def __post_init__(self) -> None:
-        require_finite_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
-        require_finite_positive("latency_s", self.latency_s, allow_zero=True)
-
+__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "network_oversubscription"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +57,12 @@ class Topology:
     """Fixed cost of launching one collective (NCCL's ``baseLat``), added once, seconds."""
     name: str = "custom"
     """Where the numbers come from (a system preset's name, or ``custom``)."""
+    full_bandwidth_nodes: int | None = None
+    """Largest group (in nodes) that gets the full cross-node bandwidth; beyond it the fabric
+    congests (:func:`network_oversubscription`). None: no degradation with node count."""
+    slowdown_per_node_doubling: float = 0.0
+    """Congestion ``k``: each doubling of the nodes past ``full_bandwidth_nodes`` divides the
+    cross-node bandwidth by a further ``1 + k`` step (see :func:`network_oversubscription`)."""
     protocols: ProtocolModel | None = None
     """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.comm.protocols`): each algorithm
     runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
@@ -87,6 +79,9 @@ class Topology:
         if self.oversubscription < 1:
             raise InputError(f"oversubscription must be >= 1 (1 = non-blocking), got {self.oversubscription:g}")
         require_finite_positive("base_latency_s", self.base_latency_s, allow_zero=True)
+        if self.full_bandwidth_nodes is not None:
+            require_count("full_bandwidth_nodes", self.full_bandwidth_nodes)
+        require_finite_positive("slowdown_per_node_doubling", self.slowdown_per_node_doubling, allow_zero=True)
         if self.protocols is not None:
             # imported here: the drill's flat path never builds a protocol model
             from commcost.comm.protocols import ProtocolModel
@@ -147,3 +142,20 @@ def as_topology(fabric: Link | Topology, gpus: int) -> Topology:
         require_count("gpus", gpus)
         return Topology(gpus_per_node=1, nodes=gpus, intra=fabric, inter=fabric, name="flat")
     raise InputError(f"fabric must be a Link or a Topology, got {type(fabric).__name__}")
+
+
+def network_oversubscription(topology: Topology, nodes: int) -> float:
+    """Effective oversubscription ``o(n)`` of the cross-node fabric for a group spanning ``nodes`` nodes.
+
+    ``o(n) = o (1 + k max(0, log2(n / n_0)))`` with ``o`` the preset's oversubscription, ``n_0``
+    its ``full_bandwidth_nodes`` and ``k`` its ``slowdown_per_node_doubling``: up to ``n_0`` nodes
+    the fabric delivers its (oversubscribed) bandwidth; each doubling past it costs ``k`` more
+    (congestion in the spine tier of a fat tree, where flows from more leaves collide). Without
+    ``n_0`` it is ``o`` at every size. The rule and its constants for a preset are derived from a
+    measured sweep over node count (docs/fabrics.md, "Scale").
+    """
+    o = topology.oversubscription
+    n0 = topology.full_bandwidth_nodes
+    if n0 is None or nodes <= n0:
+        return o
+    return o * (1.0 + topology.slowdown_per_node_doubling * math.log2(nodes / n0))

@@ -189,8 +189,8 @@ def _buckets_text(b: Budget) -> str:
     ov = b.overlap
     if ov is not None:
         c = ov.choice
-        span = (_mib(c.good_min_cap_bytes) if c.good_min_cap_bytes == c.good_max_cap_bytes
-                else f"{_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)}")
+        span = (", ".join(_mib(b) for b in c.good_caps_bytes) if len(c.good_caps_bytes) <= 4 else
+                f"{len(c.good_caps_bytes)} caps from {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)}")
         out.append(f"    simulated: caps exposing within max(5%, 50 us) of the least ({t(c.min_exposed_s)}): {span}; "
                    f"recommended {_mib_cap(ov.best)} ({c.rule})")
     if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
@@ -354,5 +354,6 @@ def _simulated_dict(b: Budget) -> dict[str, object]:
         "best_bucket_bytes": ov.best.bucket_cap_bytes, "best_wire_s": ov.best.wire_s,
         "best_exposed_s": ov.best.exposed_s, "best_step_s": ov.best.step_s,
         "good_min_bucket_bytes": ov.choice.good_min_cap_bytes, "good_max_bucket_bytes": ov.choice.good_max_cap_bytes,
+        "good_bucket_bytes": list(ov.choice.good_caps_bytes),
         "tolerance_s": ov.choice.tolerance_s, "rule": ov.choice.rule,
     }

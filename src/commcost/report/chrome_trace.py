@@ -1,4 +1,5 @@
-"""A simulated DDP step (:class:`commcost.step.timeline.Timeline`) as a Chrome trace.
+"""A simulated DDP step (:class:`commcost.step.timeline.Timeline`), or a plan's accounting
+(:func:`plan_chrome_trace`), as a Chrome trace.
 
 The file opens in Perfetto (ui.perfetto.dev) and chrome://tracing, and is shaped like
 a PyTorch profiler (Kineto) trace so that ``commcost trace`` reads it back:
@@ -29,7 +30,8 @@ from typing import Any
 from commcost.errors import InputError
 from commcost.step.timeline import Timeline, TimelineInputs
 
-__all__ = ["COMPUTE_STREAM", "COMM_STREAM", "timeline_chrome_trace", "write_timeline_trace"]
+__all__ = ["COMPUTE_STREAM", "COMM_STREAM", "timeline_chrome_trace", "write_timeline_trace", "plan_chrome_trace",
+           "write_trace"]
 
 COMPUTE_STREAM = 7
 """``tid``/``stream`` of the compute stream (PyTorch's default stream shows as 7 in Kineto traces)."""
@@ -96,11 +98,86 @@ def timeline_chrome_trace(tl: Timeline, inputs: TimelineInputs) -> dict[str, Any
 
 def write_timeline_trace(path: str | Path, tl: Timeline, inputs: TimelineInputs) -> None:
     """Write :func:`timeline_chrome_trace` to ``path`` (``.json``), atomically."""
+    write_trace(path, timeline_chrome_trace(tl, inputs))
+
+
+_KERNEL_OP = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather",
+              "broadcast": "Broadcast", "reduce": "Reduce", "all_to_all": "AllToAll", "send_recv": "SendRecv"}
+
+
+def plan_chrome_trace(p) -> dict[str, Any]:
+    """One GPU's step of a :class:`commcost.plan.Plan` as a Chrome trace: its *accounting*, laid out.
+
+    ``plan`` prices a step as ``compute + bubble + exposed + optimizer`` and states which part of each
+    dimension's communication hides; it does not order kernels. This draws exactly that: the compute
+    stream runs ``[0, C)``; each dimension has a communication stream (``tid`` :data:`COMM_STREAM` +
+    its index) whose hidden part ``time - exposed`` is drawn inside ``[0, C)`` (behind compute, the
+dimensions one after another while they fit) and
+    whose exposed part is drawn after ``C + bubble``, one dimension after another, with no compute
+    under it; the optimizer follows. Read back by ``commcost trace``: compute ``C + optimizer``,
+    exposed communication ``sum exposed`` = ``plan``'s ``exposed_comm_s``, idle = the bubble, step
+    = ``plan``'s ``step_s`` (tests/report/test_chrome_trace.py). The order inside each span is
+    commcost's drawing, not a measured or simulated schedule; the bucket timeline of
+    ``timeline --trace-out`` is a simulation.
+    """
+    C, bubble = p.compute_s, p.pipeline_bubble_s
+    dims: list[str] = []
+    for line in p.comm:
+        if line.comm.dimension not in dims:
+            dims.append(line.comm.dimension)
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": _GPU_PID, "args": {"name": "GPU 0 (commcost plan: accounting)"}},
+        {"ph": "M", "name": "thread_name", "pid": _GPU_PID, "tid": COMPUTE_STREAM, "args": {"name": "compute"}},
+        *({"ph": "M", "name": "thread_name", "pid": _GPU_PID, "tid": COMM_STREAM + i,
+           "args": {"name": f"{d} communication"}} for i, d in enumerate(dims)),
+        {"ph": "M", "name": "process_name", "pid": _CPU_PID, "args": {"name": "CPU (commcost plan)"}},
+        _x("ProfilerStep#1", "user_annotation", _CPU_PID, _CPU_TID, 0.0, p.step_s, {}),
+    ]
+    correlation = 0
+
+    def kernel(name: str, stream: int, start_s: float, end_s: float, extra: dict) -> None:
+        nonlocal correlation
+        if end_s <= start_s:
+            return
+        correlation += 1
+        events.append(_x("cudaLaunchKernel", "cuda_runtime", _CPU_PID, _CPU_TID, start_s, start_s,
+                         {"correlation": correlation}))
+        events.append(_x(name, "kernel", _GPU_PID, stream, start_s, end_s,
+                         {"device": 0, "stream": stream, "correlation": correlation, **extra}))
+
+    kernel("compute (all micro-batches)", COMPUTE_STREAM, 0.0, C, {})
+    if bubble > 0:
+        events.append(_x("pipeline bubble (idle)", "user_annotation", _CPU_PID, _CPU_TID, C, C + bubble, {}))
+    hidden_at = 0.0  # hidden parts one after another inside [0, C), so their union is their sum
+    t = C + bubble
+    for line in p.comm:
+        d, op = line.comm.dimension, line.comm.op.value
+        stream = COMM_STREAM + dims.index(d)
+        name = f"ncclDevKernel_{_KERNEL_OP.get(op, 'AllReduce')}_Sum_bf16_RING ({d})"
+        args = {"dimension": d, "op": op, "size_bytes": line.comm.size_bytes, "group_size": line.comm.group_size,
+                "count_per_step": line.comm.count_per_step, "time_s": line.time_s, "exposed_s": line.exposed_s}
+        hidden = max(0.0, line.time_s - line.exposed_s)
+        start = hidden_at
+        end = min(C, start + hidden)
+        kernel(name + " hidden", stream, start, end, args)
+        hidden_at = end
+        kernel(name + " exposed", stream, t, t + line.exposed_s, args)
+        t += line.exposed_s
+    kernel("optimizer", COMPUTE_STREAM, t, t + p.optimizer_s, {})
+    return {"schemaVersion": 1, "displayTimeUnit": "ms", "traceName": "commcost plan (accounting, one GPU)",
+            "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": p.inputs.layout.world},
+            "commcost": {"step_s": p.step_s, "compute_s": C, "pipeline_bubble_s": bubble,
+                         "exposed_comm_s": p.exposed_comm_s, "optimizer_s": p.optimizer_s},
+            "traceEvents": events}
+
+
+def write_trace(path: str | Path, trace: dict[str, Any], flag: str = "--trace-out") -> None:
+    """Write a Chrome-trace object to ``path`` (``.json``), atomically."""
     from commcost.calibrate.profile import write_atomic
 
     p = Path(path)
     if p.suffix.lower() != ".json":
-        raise InputError(f"--trace-out {str(p)!r}: a Chrome trace file name must end in .json")
+        raise InputError(f"{flag} {str(p)!r}: a Chrome trace file name must end in .json")
     if p.is_dir() or not p.parent.is_dir():
-        raise InputError(f"--trace-out {str(p)!r}: not a file in an existing directory")
-    write_atomic(p, json.dumps(timeline_chrome_trace(tl, inputs), allow_nan=False) + "\n")
+        raise InputError(f"{flag} {str(p)!r}: not a file in an existing directory")
+    write_atomic(p, json.dumps(trace, allow_nan=False) + "\n")

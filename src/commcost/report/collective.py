@@ -35,6 +35,9 @@ class SizeResult:
     protocol: str | None = None
     """NCCL protocol (ll, ll128, simple) the chosen algorithm runs with, where the fabric has
     a protocol model (system presets); None elsewhere."""
+    band_s: tuple[float, float] | None = None
+    """``(low, high)``: where measured clusters of this class fall around the prediction
+    (:func:`commcost.comm.band.collective_band`; system presets only), seconds."""
 
 
 def _gbps(x: float) -> str:
@@ -90,6 +93,9 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
     lines += ["", f"  -> {c.algorithm.value}{proto}, {how}: T = {t(c.total_s)} ({c.dominant}-bound); "
                   f"algbw = S/T = {_gbps(c.algbw_bytes_per_s)} GB/s, busbw = algbw x nccl-tests factor = "
                   f"{_gbps(c.busbw_bytes_per_s)} GB/s"]
+    if r.band_s is not None:
+        lines.append(f"     {t(c.total_s)} ({t(r.band_s[0])} - {t(r.band_s[1])} on measured clusters of this class: "
+                     "the 5th-95th percentile of measured/predicted on published tables, docs/fabrics.md)")
     if c.reason:
         lines.append(f"     why: {c.reason}")
     return "\n".join(lines)
@@ -101,17 +107,23 @@ def render_table_text(results: list[SizeResult], fabric: Link | Topology | None,
     c0 = results[0].chosen
     lines = [f"commcost collective: predicted {c0.op.value} on {c0.gpus} GPUs over {_where(fabric, nodes_used)} "
              f"(algorithm {results[0].requested})", _fabric_line(fabric, c0.gpus, note), "",
-             f"  {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  {'algorithm':<22}"
-             f" runner-up (time us: latency + bandwidth)"]
+             f"  {'size (B)':>14} {'time (us)':>12}{_band_head(results)} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}"
+             f"  {'algorithm':<22} runner-up (time us: latency + bandwidth)"]
     for r in results:
         c = r.chosen
         proto = f" ({r.protocol.upper()})" if r.protocol else ""
         others = sorted((a for a in r.alternatives.values() if a.algorithm != c.algorithm), key=lambda a: a.total_s)
         runner = (f" {others[0].algorithm.value} {others[0].total_s / US:.2f}: {others[0].latency_s / US:.2f} + "
                   f"{others[0].bandwidth_s / US:.2f}" if others else " -")
-        lines.append(f"  {c.message_bytes:>14,.0f} {c.total_s / US:>12.2f} {_gbps(c.algbw_bytes_per_s):>13} "
+        band = (f" {r.band_s[0] / US:>10.2f}-{r.band_s[1] / US:<10.2f}" if r.band_s is not None
+                else "" if results[0].band_s is None else f" {'':>21}")
+        lines.append(f"  {c.message_bytes:>14,.0f} {c.total_s / US:>12.2f}{band} {_gbps(c.algbw_bytes_per_s):>13} "
                      f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value + proto:<22}{runner}")
     return "\n".join(lines)
+
+
+def _band_head(results: list[SizeResult]) -> str:
+    return "" if results[0].band_s is None else f" {'measured class (us)':>21}"
 
 
 def _cost_dict(c: CollectiveCost) -> dict[str, Any]:
@@ -125,6 +137,7 @@ def size_to_dict(r: SizeResult) -> dict[str, Any]:
     return {"op": c.op.value, "size_bytes": c.message_bytes, "gpus": c.gpus,
             "algorithm": c.algorithm.value, "protocol": r.protocol, "requested_algorithm": r.requested,
             "reason": c.reason,
+            "band_s": None if r.band_s is None else list(r.band_s),
             **_cost_dict(c),
             "algorithms": {a.value: _cost_dict(x) for a, x in r.alternatives.items()},
             "unavailable": {a.value: why for a, why in r.unavailable.items()}}

@@ -141,8 +141,8 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
                  "right of it: the last bucket fills only when backward ends and its all-reduce is the tail")
     lines.append("")
     c = sw.choice
-    lines.append(f"  good range: caps exposing within max(5%, 50 us) = {t(c.tolerance_s)} of the least "
-                 f"({t(c.min_exposed_s)}): {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)}")
+    lines.append(f"  good caps: exposing within max(5%, 50 us) = {t(c.tolerance_s)} of the least "
+                 f"({t(c.min_exposed_s)}): {_good_caps(c)}")
     lines.append(f"  best = the {c.rule}: fewer buckets pay fewer latency terms")
     lines.append(f"  best cap {_mib(best.bucket_cap_bytes)}: step {t(best.step_s)}, exposed {t(best.exposed_s)} "
                  f"({pct(best.exposed_s / best.wire_s) if best.wire_s > 0 else '0.0%'} of its T_w = {t(best.wire_s)})")
@@ -154,6 +154,15 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("")
     lines += _summary(best)
     return "\n".join(lines)
+
+
+def _good_caps(c) -> str:
+    """``"64 MiB to 256 MiB (5 of 33 caps tried)"`` when contiguous, the list when the curve zig-zags."""
+    n = len(c.good_caps_bytes)
+    if n <= 4:
+        return ", ".join(_mib(b) for b in c.good_caps_bytes) + f" ({n} of {c.caps_tried} caps tried)"
+    return (f"{n} of {c.caps_tried} caps tried, from {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)} "
+            "(not every cap between them)")
 
 
 def timeline_to_dict(tl: Timeline) -> dict[str, Any]:
@@ -184,6 +193,7 @@ def sweep_to_dict(sw: BucketSweep, default: Timeline) -> dict[str, Any]:
                    "exposed_s": sw.best.exposed_s, "rule": sw.choice.rule,
                    "good_min_bucket_bytes": sw.choice.good_min_cap_bytes,
                    "good_max_bucket_bytes": sw.choice.good_max_cap_bytes,
+                   "good_bucket_bytes": list(sw.choice.good_caps_bytes),
                    "min_exposed_s": sw.choice.min_exposed_s, "tolerance_s": sw.choice.tolerance_s}
     out["curve"] = [{"bucket_bytes": p.bucket_bytes, "buckets": p.buckets, "wire_s": p.wire_s,
                      "exposed_s": p.exposed_s, "step_s": p.step_s} for p in sw.curve]

@@ -61,8 +61,8 @@ from collections.abc import Callable
 from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.errors import InputError
 from commcost.units import KiB
-from commcost.validation import require_count, require_finite_positive
-from commcost.workload import ModelShape, gradient_bytes, model_params, transformer_gradient_layers
+from commcost.validation import require_count, require_finite_positive, require_fraction
+from commcost.dtypes import gradient_bytes
 
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
@@ -77,6 +77,7 @@ AllReduceCost = Callable[[float], float]
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
+    from commcost.workload import ModelShape
 
 MAX_SIMULATED_BUCKETS = 1 << 20
 """The most buckets a bucket-by-bucket timeline is asked to simulate (more would take minutes and
@@ -127,16 +128,18 @@ class TimelineInputs:
             require_count(name, getattr(self, name))
         require_finite_positive("step_s", self.step_s)
         require_finite_positive("optimizer_s", self.optimizer_s, allow_zero=True)
-        require_finite_positive("backward_fraction", self.backward_fraction)
-        if self.backward_fraction > 1:
-            raise InputError(f"backward_fraction must be in (0, 1], got {self.backward_fraction:g}")
+        require_fraction("backward_fraction", self.backward_fraction)
         if self.shape is None:
             require_finite_positive("params", self.params)
 
     @property
     def message_bytes(self) -> float:
         """S = N * bytes_per_grad, with N from the shape when there is one."""
-        n = model_params(self.shape) if self.shape is not None else self.params
+        if self.shape is None:
+            return gradient_bytes(self.params, self.bytes_per_grad)
+        from commcost.workload import model_params  # only with a model shape (start-up: no shape classes)
+
+        n = model_params(self.shape)
         return gradient_bytes(n, self.bytes_per_grad)
 
 
@@ -161,6 +164,8 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     """The ready order and ready times of the gradients (see the module docstring)."""
     if inp.shape is None:
         return GradientStream(tensor_bytes=(), ready_fraction=(), total_bytes=inp.message_bytes)
+    from commcost.workload import transformer_gradient_layers
+
     layers = transformer_gradient_layers(inp.shape)
     total_flops = sum(layer.backward_flops_per_token for layer in layers)
     sizes: list[int] = []
@@ -430,6 +435,11 @@ class BucketChoice:
     """Smallest cap whose E is within the tolerance of the smallest."""
     good_max_cap_bytes: int
     """Largest cap whose E is within the tolerance of the smallest."""
+    good_caps_bytes: tuple[int, ...] = ()
+    """Every cap tried whose E is within the tolerance, smallest first: with a model shape the curve
+    zig-zags, so caps between the smallest and the largest of these need not be within it."""
+    caps_tried: int = 0
+    """How many caps were tried."""
     default_exposed_s: float | None
     """E at PyTorch's default caps (None when not given), seconds."""
     rule: str = ("largest cap whose exposed time is within max(5%, 50 us) of the smallest and no more "
@@ -460,6 +470,7 @@ def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: f
     caps = [c.bucket_cap_bytes for _, c in good] or [best.bucket_cap_bytes]
     return BucketChoice(best=best, best_exposed_s=e_best, min_exposed_s=e_min, tolerance_s=tol,
                         good_min_cap_bytes=min(caps), good_max_cap_bytes=max(caps),
+                        good_caps_bytes=tuple(sorted(c.bucket_cap_bytes for _, c in good)), caps_tried=len(points),
                         default_exposed_s=default_exposed_s)
 
 

@@ -1,0 +1,109 @@
+"""The real all-reduce tables under tests/data/nccl_tests/ as (size, measured time) rows, with their preset.
+
+Three kinds of file (tests/data/nccl_tests/preset_matches.json says which preset each matches):
+
+* ``matched``: nccl-tests / rccl-tests output, read with :func:`commcost.calibrate.nccl_tests.read_nccl_tests`
+  (out-of-place time);
+* ``busbw_tables``: a vendor page's markdown table of message size and all-reduce bus bandwidth
+  (in-place). Sizes are printed loosely (``65K``, ``132K``, ``1G`` for 2**16, 2**17, 2**30): each is
+  the power of two nearest the printed decimal value. Time is ``t = f S / busbw`` with nccl-tests'
+  all-reduce bus factor ``f = 2(n-1)/n`` (doc/PERFORMANCE.md);
+* ``scaling_tables``: one message size, busbw per node count (8 ranks per node), out-of-place columns.
+
+tests/data/nccl_tests/split.json assigns every table's system to the tuning set or the held-out set.
+Used by benchmarks/accuracy_nccl_tests.py and tests/comm/test_accuracy_split.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "nccl_tests"
+_UNIT = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    """One measured all-reduce."""
+
+    size_bytes: int
+    """Message size S, bytes (nccl-tests' size column)."""
+    time_s: float
+    """Measured time, seconds."""
+    nodes: int
+    """Nodes the group spans."""
+    gpus: int
+    """Ranks P."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Table:
+    """One real table and the preset its system matches."""
+
+    name: str
+    """File name under tests/data/nccl_tests/."""
+    system: str
+    """The system (cluster or machine type) in split.json."""
+    split: str
+    """``tuning`` or ``heldout``."""
+    preset: str
+    """commcost system preset."""
+    rows: tuple[Row, ...]
+    """Every row of the table."""
+
+
+def _bus_factor(P: int) -> float:
+    return 2 * (P - 1) / P
+
+
+def _busbw_rows(path: Path, nodes: int, P: int) -> list[Row]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.fullmatch(r"\|\s*(\d+)([KMG]?)\s*\|\s*([\d.]+)\s*\|", line.strip())
+        if m:
+            S = 2 ** round(math.log2(float(m.group(1)) * _UNIT[m.group(2)]))
+            busbw = float(m.group(3)) * 1e9
+            out.append(Row(size_bytes=S, time_s=_bus_factor(P) * S / busbw, nodes=nodes, gpus=P))
+    return out
+
+
+def _scaling_rows(path: Path, size_bytes: int) -> list[Row]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].isdigit():
+            n = int(cells[0])
+            P = 8 * n
+            for busbw in (float(cells[1]), float(cells[3])):  # baseline and adaptive routing, out-of-place
+                out.append(Row(size_bytes=size_bytes, time_s=_bus_factor(P) * size_bytes / (busbw * 1e9),
+                               nodes=n, gpus=P))
+    return out
+
+
+def load_tables() -> list[Table]:
+    """Every matched table, in split.json order (tuning first)."""
+    from commcost.calibrate.nccl_tests import read_nccl_tests
+
+    matches = json.loads((DATA / "preset_matches.json").read_text(encoding="utf-8"))
+    split = json.loads((DATA / "split.json").read_text(encoding="utf-8"))
+    out = []
+    for side in ("tuning", "heldout"):
+        for system, entry in split[side].items():
+            for name in entry["tables"]:
+                path = DATA / name
+                if name in matches["matched"]:
+                    preset, nodes, P = matches["matched"][name]
+                    rows = [Row(size_bytes=r.size_bytes, time_s=r.out_of_place.time_s, nodes=nodes, gpus=P)
+                            for r in read_nccl_tests(path)[0].rows]
+                elif name in matches["busbw_tables"]:
+                    preset, nodes, P = matches["busbw_tables"][name]
+                    rows = _busbw_rows(path, nodes, P)
+                else:
+                    preset, size = matches["scaling_tables"][name]
+                    rows = _scaling_rows(path, size)
+                out.append(Table(name=name, system=system, split=side, preset=preset, rows=tuple(rows)))
+    return out
