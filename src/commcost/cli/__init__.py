@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "commcost.cli.validate",
     "plan": "commcost.cli.plan",
     "trace": "commcost.cli.trace",
+    "search": "commcost.cli.search",
 }
 """Subcommand name -> module implementing it."""
 

@@ -1,0 +1,144 @@
+"""``commcost search``: every valid TP/PP/VP/CP/EP/DP/ZeRO/micro-batch/SP/recompute/bucket layout, ranked."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from commcost.cli import _args as A
+
+__all__ = ["HELP", "add_arguments", "run", "parse_gpus_range"]
+
+HELP = "the best parallel configurations of a model on a cluster: every valid layout priced, filtered by memory, ranked"
+
+EXAMPLES = (
+    "--model llama3-70b --system dgx-h100 --gpus 512 --seq 8192 --global-batch 1024",
+    "--model gpt3-175b --system dgx-a100 --gpus 1024 --global-batch 1536 --fix tp=8 --top 5 --json",
+    "--model llama3-70b --system dgx-h100 --gpus-range 256:2048 --global-batch 1024 --objective cost "
+    "--price-per-gpu-hour 2.5 --plot pareto.png",
+)
+"""Command lines shown at the end of ``--help``."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Model, batch, GPUs, hardware, objective and output flags."""
+    m = p.add_argument_group("model (a registry name, or the shape)")
+    m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, gpt3-175b, mixtral-8x7b")
+    for flag, what in (("--layers", "layers L"), ("--hidden", "hidden size h"), ("--heads", "attention heads"),
+                       ("--kv-heads", "key/value heads (GQA; default heads)"), ("--head-dim", "head width (default h/heads)"),
+                       ("--ffn-hidden", "MLP width (default 4h)"), ("--vocab", "vocabulary (default 50257)"),
+                       ("--experts", "routed experts (MoE)"), ("--top-k", "experts per token"),
+                       ("--expert-ffn-hidden", "expert MLP width (default --ffn-hidden)"),
+                       ("--moe-layers", "MoE layers, the last ones (default all)")):
+        m.add_argument(flag, type=A.positive_int, help=what)
+    m.add_argument("--gated-mlp", action="store_true", help="SwiGLU MLP (three matrices)")
+    m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
+    s = p.add_argument_group("space")
+    s.add_argument("--gpus", type=A.positive_int, help="GPUs W")
+    s.add_argument("--gpus-range", metavar="LO:HI[:STEP]",
+                   help="search several GPU counts: LO, 2 LO, 4 LO ... up to HI, or LO, LO+STEP ... with STEP")
+    s.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
+                   help="fix a dimension (tp, pp, vp, cp, ep, dp, zero, micro_batch, sp, recompute, bucket_mb); "
+                        "repeat or comma-separate")
+    s.add_argument("--even-pipeline-only", action="store_true", help="only layouts whose pp x vp divides the layers")
+    hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
+    hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
+    hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
+    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
+    hw.add_argument("--bw", type=A.positive_float, help="flat link: per-rank bandwidth, GB/s")
+    hw.add_argument("--latency", type=A.nonneg_float, help="flat link: per-step latency, us")
+    hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")
+    hw.add_argument("--extrapolate", action="store_true", help="apply --profile outside its measured scope")
+    c = p.add_argument_group("compute")
+    c.add_argument("--precision", default="bf16", help="GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
+    c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")
+    c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
+    c.add_argument("--tp-comm-overlap", action="store_true",
+                   help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
+    o = p.add_argument_group("objective and output")
+    o.add_argument("--objective", choices=("step", "tokens-per-gpu", "cost"), default="step",
+                   help="rank by step time, tokens/s/GPU, or dollars per million tokens (default step)")
+    o.add_argument("--price-per-gpu-hour", type=A.positive_float, help="dollars per GPU-hour (--objective cost)")
+    o.add_argument("--top", type=A.positive_int, default=10, help="configurations shown (default 10)")
+    o.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
+    o.add_argument("--csv", metavar="FILE", help="write the top configurations to FILE, plan --json's keys flattened")
+    o.add_argument("--plot", metavar="FILE", help="draw the Pareto front (step against memory, and GPU count) to FILE")
+    o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def parse_gpus_range(text: str) -> tuple[int, ...]:
+    """``"256:2048"`` -> ``(256, 512, 1024, 2048)``; ``"64:256:64"`` -> ``(64, 128, 192, 256)``."""
+    parts = text.split(":")
+    try:
+        nums = [int(x) for x in parts]
+    except ValueError:
+        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text!r}")
+    if len(nums) not in (2, 3) or min(nums) < 1 or nums[0] > nums[1]:
+        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with 1 <= LO <= HI, got {text!r}")
+    lo, hi = nums[0], nums[1]
+    if len(nums) == 3:
+        return tuple(range(lo, hi + 1, nums[2]))
+    out = []
+    w = lo
+    while w <= hi:
+        out.append(w)
+        w *= 2
+    return tuple(out)
+
+
+class _Progress:
+    """A bar on stderr, drawn once the search has run a second (and only on a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
+        if not self.enabled or elapsed_s < 1.0 or total <= 0:
+            return
+        frac = min(1.0, done / total)
+        bar = "#" * int(30 * frac)
+        rate = done / elapsed_s if elapsed_s > 0 else 0.0
+        sys.stderr.write(f"\rsearch [{bar:<30}] {frac:5.1%}  {done:,}/{total:,}  {rate:,.0f}/s  (Ctrl-C: best so far)")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Parse, search, render."""
+    from commcost.cli.plan import _spec, build_comm_model
+    from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
+    from commcost.search import SearchInputs, SearchSpace, parse_fix, search
+
+    spec, seq = _spec(args)
+    if (args.gpus is None) == (args.gpus_range is None):
+        A.fail("give --gpus N or --gpus-range LO:HI")
+    gpus = (args.gpus,) if args.gpus is not None else parse_gpus_range(args.gpus_range)
+    if args.objective == "cost" and args.price_per_gpu_hour is None:
+        A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
+    model, G, gpu = build_comm_model(args, max(gpus))
+    fixed = parse_fix(args.fix)
+    space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G, fixed=fixed,
+                        even_pipeline_only=args.even_pipeline_only)
+    inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
+                       flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
+                       objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0, top=args.top,
+                       keep_points=args.plot is not None)
+    bar = _Progress(not args.no_progress and not args.json)
+    try:
+        result = search(inp, model, progress=bar)
+    finally:
+        bar.close()
+    print(render_search_json(result) if args.json else render_search_text(result))
+    if args.csv:
+        write_search_csv(result, args.csv)
+    if args.plot:
+        plot_pareto(result, args.plot)
+        if not args.json:
+            print(f"plot: {args.plot}")
+    return 130 if result.interrupted else 0

@@ -1,0 +1,256 @@
+"""Text, JSON, CSV and the Pareto plot for ``commcost search`` (the only code that formats a search)."""
+
+from __future__ import annotations
+
+import json
+
+from commcost.units import format_bytes, format_seconds
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.plan import Plan
+    from commcost.search import SearchResult
+
+__all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv",
+           "plot_pareto", "pareto_front", "layout_words"]
+
+
+def layout_words(p: Plan) -> str:
+    """``tp 8 pp 4 vp 5 cp 1 dp 16 ep 1, ZeRO-1, SP, recompute selective, micro-batch 1, bucket 25 MiB``."""
+    L, inp = p.inputs.layout, p.inputs
+    bucket = "" if L.zero == 3 or L.grad_dp == 1 else \
+        (", buckets DDP default" if inp.bucket_cap_bytes is None else f", buckets {inp.bucket_cap_bytes / 2**20:g} MiB")
+    return (f"tp {L.tp} pp {L.pp} vp {L.vp} cp {L.cp} dp {L.dp}" + (f" ep {L.ep}" if inp.spec.is_moe else "")
+            + f", ZeRO-{L.zero}" + (", SP" if L.sequence_parallel else "") + f", recompute {L.recompute}"
+            + f", micro-batch {L.micro_batch}" + bucket + ("" if L.world == 0 else f" ({L.world} GPUs)"))
+
+
+def plan_flags(p: Plan) -> str:
+    """The ``commcost plan`` flags that price this configuration."""
+    L, inp = p.inputs.layout, p.inputs
+    flags = [f"--gpus {L.world}", f"--tp {L.tp}", f"--pp {L.pp}", f"--vp {L.vp}", f"--cp {L.cp}"]
+    if inp.spec.is_moe:
+        flags.append(f"--ep {L.ep}")
+    flags += [f"--zero {L.zero}", f"--micro-batch {L.micro_batch}", f"--recompute {L.recompute}"]
+    if L.sequence_parallel:
+        flags.append("--sequence-parallel")
+    if L.uneven_pipeline:
+        flags.append("--uneven-pipeline")
+    if inp.bucket_cap_bytes is not None:
+        flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
+    return " ".join(flags)
+
+
+def _terms(p: Plan) -> dict[str, float]:
+    """The step's additive terms: compute, bubble, exposed communication per dimension, optimizer."""
+    out = {"compute": p.compute_s, "pipeline bubble": p.pipeline_bubble_s}
+    for dim, s in sorted(p.exposed_by_dimension().items()):
+        out[f"exposed {dim.upper()} communication"] = s
+    out["optimizer"] = p.optimizer_s
+    return out
+
+
+def why_best(best: Plan, runner: Plan) -> str:
+    """In words, which term of the step makes the best faster than the runner-up (the step is the sum
+    of its terms, so the term differences add up to the step difference)."""
+    gap = runner.step_s - best.step_s
+    a, b = _terms(best), _terms(runner)
+    diffs = {k: b.get(k, 0.0) - a.get(k, 0.0) for k in {*a, *b}}
+    if gap <= 1e-12 * max(best.step_s, 1e-30):
+        return ("the best and the runner-up tie on the step (" + format_seconds(best.step_s) + "): they differ in "
+                + _layout_diff(best, runner) + ", which the model prices the same")
+    name, d = max(diffs.items(), key=lambda kv: kv[1])
+    offset = sorted(((k, v) for k, v in diffs.items() if v < -0.05 * gap), key=lambda kv: kv[1])
+    share = gap / runner.step_s
+    pct = f"{share:.1%}" if share >= 1e-3 else f"{share * 100:.2g}%"
+    text = (f"the best is {format_seconds(gap)} ({pct}) faster than the runner-up "
+            f"({_layout_diff(best, runner)}): mostly its {name} ({format_seconds(a.get(name, 0.0))} against "
+            f"{format_seconds(b.get(name, 0.0))})")
+    if offset:
+        text += "; it pays more " + ", ".join(f"{k} (+{format_seconds(-v)})" for k, v in offset[:2])
+    return text
+
+
+def _layout_diff(best: Plan, runner: Plan) -> str:
+    La, Lb = best.inputs.layout, runner.inputs.layout
+    parts = []
+    for key in ("world", "tp", "pp", "vp", "cp", "ep", "dp", "zero", "micro_batch", "sequence_parallel", "recompute"):
+        x, y = getattr(La, key), getattr(Lb, key)
+        if x != y:
+            parts.append(f"{key} {x} vs {y}")
+    if best.inputs.bucket_cap_bytes != runner.inputs.bucket_cap_bytes:
+        def cap(v):
+            return "default" if v is None else f"{v / 2**20:g} MiB"
+        parts.append(f"bucket {cap(best.inputs.bucket_cap_bytes)} vs {cap(runner.inputs.bucket_cap_bytes)}")
+    return ", ".join(parts) or "no layout field"
+
+
+def search_to_dict(r: SearchResult) -> dict:
+    """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys."""
+    from commcost.report.plan import plan_to_dict
+    from commcost.search.space import RECOMPUTE
+
+    inp = r.inputs
+    results = []
+    tokens = inp.space.global_batch * inp.space.seq
+    for rank, p in enumerate(r.plans, 1):
+        d = plan_to_dict(p)
+        d["rank"] = rank
+        d["plan_flags"] = plan_flags(p)
+        if inp.price_per_gpu_hour > 0:
+            d["usd_per_million_tokens"] = 1e6 * inp.price_per_gpu_hour * p.inputs.layout.world * p.step_s / (
+                3600.0 * tokens)
+        results.append(d)
+    out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
+           "global_batch": inp.space.global_batch, "objective": inp.objective, "evaluated": r.evaluated,
+           "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
+                                                  "activations_exceed_memory": r.over_by_activations},
+           "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
+           "fixed": {k: (RECOMPUTE[v] if k == "recompute" else v) for k, v in inp.space.fixed}, "results": results}
+    if len(r.plans) >= 2:
+        out["why_best"] = why_best(r.plans[0], r.plans[1])
+    return out
+
+
+def search_to_dict_fixed(space) -> list[tuple[str, object]]:
+    """``--fix`` pairs with recomputation by name."""
+    from commcost.search.space import RECOMPUTE
+
+    return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
+
+
+def render_search_json(r: SearchResult) -> str:
+    """Strict JSON (no NaN or infinity)."""
+    return json.dumps(search_to_dict(r), indent=2, allow_nan=False)
+
+
+def render_search_text(r: SearchResult) -> str:
+    """The human report: counts, the top configurations with breakdown and memory, why the best wins."""
+    inp = r.inputs
+    sp = inp.space
+    gpus = f"{sp.gpus[0]}" if len(sp.gpus) == 1 else f"{sp.gpus[0]}-{sp.gpus[-1]} ({len(sp.gpus)} counts)"
+    lines = [f"{sp.spec.name}: {sp.spec.params / 1e9:.1f}B parameters on {gpus} x {inp.gpu}, seq {sp.seq}, "
+             f"global batch {sp.global_batch}, {inp.precision}; objective {inp.objective}"
+             + (f"; fixed {', '.join(f'{k}={v}' for k, v in search_to_dict_fixed(sp))}" if sp.fixed else ""),
+             f"{r.evaluated:,} configurations evaluated in {r.elapsed_s:.2f} s "
+             f"({r.distinct_collectives:,} distinct collectives priced); {r.feasible:,} fit in memory, "
+             f"{r.over_by_states + r.over_by_activations:,} do not ({r.over_by_states:,} because the model states "
+             f"alone exceed the GPU, {r.over_by_activations:,} because activations and buffers push them over)"]
+    if r.interrupted:
+        lines.append(f"interrupted (Ctrl-C): the best of the {r.priced:,} configurations priced so far")
+    if not r.plans:
+        if r.interrupted:
+            lines.append("interrupted before any configuration that fits was priced")
+        elif r.over_by_states == r.evaluated:
+            lines.append("no configuration fits: the model states alone exceed the GPU in every layout; "
+                         "more GPUs (ZeRO-3 over more ranks, more tp x pp) are needed")
+        else:
+            lines.append("no configuration fits: more GPUs or a shorter sequence (every micro-batch size and "
+                         "recomputation was tried)")
+        return "\n".join(lines)
+    lines.append(f"fabric: {r.plans[0].comm_model}")
+    tokens = sp.global_batch * sp.seq
+    lines += ["", f"{'#':>3} {'step':>10} {'tok/s/GPU':>10} {'MFU':>6} {'compute':>10} {'bubble':>10} "
+                  f"{'exp. comm':>10} {'optim.':>9} {'memory':>9}" + ("  $/Mtok" if inp.price_per_gpu_hour else "")
+              + "  layout"]
+    for i, p in enumerate(r.plans, 1):
+        cost = (f"  {1e6 * inp.price_per_gpu_hour * p.inputs.layout.world * p.step_s / (3600 * tokens):6.3f}"
+                if inp.price_per_gpu_hour else "")
+        lines.append(f"{i:>3} {format_seconds(p.step_s):>10} {p.tokens_per_s_per_gpu:>10,.0f} {p.mfu:>6.1%} "
+                     f"{format_seconds(p.compute_s):>10} {format_seconds(p.pipeline_bubble_s):>10} "
+                     f"{format_seconds(p.exposed_comm_s):>10} {format_seconds(p.optimizer_s):>9} "
+                     f"{format_bytes(p.memory.total_bytes):>9}{cost}  {layout_words(p)}")
+    best = r.plans[0]
+    m = best.memory
+    lines += ["", "best: commcost plan " + plan_flags(best),
+              "  exposed communication by dimension: " + (", ".join(
+                  f"{d} {format_seconds(s)}" for d, s in sorted(best.exposed_by_dimension().items())) or "none"),
+              f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
+              f"optimizer {format_bytes(m.optimizer_bytes)}, activations {format_bytes(m.activations_bytes)}, buffers "
+              f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
+    if len(r.plans) >= 2:
+        lines.append("  why: " + why_best(best, r.plans[1]))
+    for w in best.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def write_search_csv(r: SearchResult, path: str) -> None:
+    """One row per result, ``plan --json``'s scalar keys flattened (``layout.tp``, ``breakdown.compute_s`` ...)."""
+    import csv
+
+    rows = []
+    for d in search_to_dict(r)["results"]:
+        flat: dict = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                flat.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+            elif not isinstance(v, list):
+                flat[k] = v
+        rows.append(flat)
+    with open(path, "w", newline="") as fh:
+        if not rows:
+            fh.write("")
+            return
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def pareto_front(x, y):
+    """Indices of the points no other point beats on both ``x`` and ``y`` (smaller is better), by ``x``."""
+    import numpy as np
+
+    order = np.lexsort((y, x))
+    best = np.minimum.accumulate(y[order])
+    keep = np.ones(len(order), dtype=bool)
+    keep[1:] = y[order][1:] < best[:-1]
+    return order[keep]
+
+
+def plot_pareto(r: SearchResult, path: str) -> None:
+    """Step time against memory per GPU (and against GPU count when several were searched): every
+    configuration that fits as a faint cloud, the Pareto front as a line, the best as a star."""
+    from commcost.report._optional import pyplot
+
+    import numpy as np
+
+    plt = pyplot()
+    pts = r.points or {}
+    step, mem, W = (np.asarray(pts.get(k, [])) for k in ("step_s", "memory_bytes", "gpus"))
+    panels = 2 if len(r.inputs.space.gpus) > 1 else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.5), squeeze=False)
+    ax = axes[0][0]
+    if len(step):
+        take = np.linspace(0, len(step) - 1, min(len(step), 20000)).astype(int)
+        ax.scatter(mem[take] / 1e9, step[take], s=2, alpha=0.15, color="0.5", label="fits (sample)")
+        front = pareto_front(mem, step)
+        ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front")
+    if r.plans:
+        ax.plot([r.plans[0].memory.total_bytes / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
+        ax.axvline(r.plans[0].memory.capacity_bytes / 1e9, ls="--", color="0.3", lw=0.8, label="GPU memory")
+    ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
+    ax.set_yscale("log")
+    ax.set_ylabel("step time (s, log scale)")
+    ax.set_title(f"{r.inputs.space.spec.name}: step against memory")
+    ax.legend(fontsize=8)
+    if panels == 2:
+        ax2 = axes[0][1]
+        if len(step):
+            counts = np.unique(W)
+            best = [step[W == w].min() for w in counts]
+            ax2.plot(counts, best, "-o", color="C0", label="best step per GPU count")
+            tokens = r.inputs.space.global_batch * r.inputs.space.seq
+            ax2b = ax2.twinx()
+            ax2b.plot(counts, [tokens / (b * w) for b, w in zip(best, counts)], "--s", color="C1",
+                      label="tokens/s/GPU")
+            ax2b.set_ylabel("tokens/s/GPU at that step")
+            ax2b.legend(fontsize=8, loc="lower left")
+        ax2.set_xscale("log", base=2)
+        ax2.set_xlabel("GPUs")
+        ax2.set_ylabel("step time (s)")
+        ax2.set_title("best step against GPU count")
+        ax2.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

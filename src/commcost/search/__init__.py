@@ -1,0 +1,251 @@
+"""``commcost search``: the best parallel configuration of a model on a cluster, over every valid layout.
+
+A composition (DESIGN.md): :mod:`commcost.search.space` enumerates the layouts,
+:mod:`commcost.search.grid` prices all of them at once with ``plan``'s formulas over numpy arrays
+(each distinct collective through the one CommModel once), drops those whose memory exceeds the GPU,
+ranks the rest by the objective and re-prices the top ones with :func:`commcost.plan.plan` itself,
+so every number printed for a configuration is the number ``commcost plan`` prints for it.
+
+Objectives (smaller is better after the sign): ``step`` the step time; ``tokens-per-gpu``
+``B s / (step W)`` (largest first); ``cost`` dollars per million tokens ``= 1e6 price W step /
+(3600 B s)`` with ``price`` per GPU-hour (it ranks as ``tokens-per-gpu``: both are ``W step``).
+
+numpy is needed (``pip install 'commcost[sweep]'``); nothing here imports it before :func:`search` runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from commcost.errors import InputError
+from commcost.search.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from commcost.comm.model import CommModel
+    from commcost.plan import Plan, PlanInputs
+
+__all__ = ["OBJECTIVES", "SearchSpace", "SearchInputs", "SearchResult", "search", "evaluate_all", "parse_fix", "plan_inputs_of",
+           "objective_value"]
+
+OBJECTIVES = ("step", "tokens-per-gpu", "cost")
+"""``--objective`` values."""
+CHUNK_ROWS = 1 << 18
+"""Configurations priced per numpy pass (progress and Ctrl-C act between passes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchInputs:
+    """A search: the space, the hardware and what to rank by."""
+
+    space: SearchSpace
+    """What is enumerated."""
+    gpu: str
+    """GPU preset that computes."""
+    precision: str = "bf16"
+    """GEMM precision."""
+    efficiency: float | None = None
+    """Compute efficiency eta; None: compute.json's default."""
+    flash_attention: bool = True
+    """Attention runs a flash kernel."""
+    tp_comm_overlap: bool = False
+    """TP collectives overlap their GEMMs (as ``plan --tp-comm-overlap``)."""
+    objective: str = "step"
+    """One of :data:`OBJECTIVES`."""
+    price_per_gpu_hour: float = 0.0
+    """Dollars per GPU-hour (objective ``cost``)."""
+    top: int = 10
+    """Configurations returned, best first."""
+    keep_points: bool = False
+    """Keep every feasible configuration's ``(step, memory, W)`` (for the Pareto plot)."""
+
+    def __post_init__(self) -> None:
+        from commcost.compute import precision_class
+        from commcost.validation import require_count, require_finite_positive
+
+        precision_class(self.precision)
+        require_count("top", self.top)
+        if self.objective not in OBJECTIVES:
+            raise InputError(f"unknown objective {self.objective!r} (valid: {', '.join(OBJECTIVES)})")
+        require_finite_positive("price_per_gpu_hour", self.price_per_gpu_hour, allow_zero=True)
+        if self.objective == "cost" and not self.price_per_gpu_hour > 0:
+            raise InputError("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
+        if self.efficiency is not None:
+            require_finite_positive("efficiency", self.efficiency)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    """What a search found."""
+
+    inputs: SearchInputs
+    """What was searched."""
+    evaluated: int
+    """Configurations enumerated and checked (memory of every one; the step of those that fit)."""
+    feasible: int
+    """Of those, configurations that fit in memory."""
+    priced: int
+    """Configurations whose step was computed (all that fit, unless interrupted)."""
+    over_by_states: int
+    """Infeasible because the model states (weights, gradients, optimizer) alone exceed the GPU."""
+    over_by_activations: int
+    """Infeasible because activations and buffers push the states over the GPU's memory."""
+    elapsed_s: float
+    """Wall time of the search, seconds (enumeration, pricing, re-pricing the top ones)."""
+    plans: tuple[Plan, ...]
+    """The best configurations, best first, each priced by :func:`commcost.plan.plan`."""
+    grid_step_s: tuple[float, ...]
+    """The grid's step of each of :attr:`plans` (equal to the plan's to rounding)."""
+    distinct_collectives: int
+    """Distinct ``(op, size, group, ranks per node)`` the CommModel priced."""
+    interrupted: bool = False
+    """Ctrl-C stopped it: the results are the best of what was evaluated."""
+    points: dict | None = field(default=None)
+    """With ``keep_points``: arrays ``step_s, memory_bytes, gpus`` of every feasible configuration."""
+
+
+def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_per_gpu_hour: float = 0.0):
+    """The ranked quantity, smaller first: step ``s``; ``-B s/(step W)``; dollars per million tokens
+    ``1e6 price W step / (3600 B s)`` (module docstring). Array-safe."""
+    if objective == "step":
+        return step_s
+    if objective == "tokens-per-gpu":
+        return -tokens_per_step / (step_s * gpus)
+    return 1e6 * price_per_gpu_hour * gpus * step_s / (3600.0 * tokens_per_step)
+
+
+def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
+    """The :class:`~commcost.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
+    from commcost.parallel.layout import Layout
+    from commcost.plan import PlanInputs
+
+    sp = inp.space
+    layout = Layout(dp=int(row["d"]), tp=int(row["t"]), pp=int(row["p"]), vp=int(row["v"]), cp=int(row["c"]),
+                    ep=int(row["e"]), zero=int(row["zero"]), sequence_parallel=bool(row["sp"]),
+                    recompute=RECOMPUTE[int(row["rc"])], micro_batch=int(row["b"]), global_batch=sp.global_batch,
+                    uneven_pipeline=bool(row["uneven"]))
+    return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
+                      precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
+                      bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap)
+
+
+def search(inp: SearchInputs, model: CommModel, *,
+           progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
+    """Enumerate, price, filter, rank (module docstring). ``progress(done, total, elapsed_s)`` is called
+    after each numpy pass; Ctrl-C (KeyboardInterrupt) between or inside passes returns the best so far."""
+    from commcost.report._optional import require
+
+    np = require("numpy", "sweep")
+    from commcost.plan import plan
+    from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
+    from commcost.search.memory import memory_grid, memory_tables
+    from commcost.search.grid import needed as uses
+
+    start = time.perf_counter()
+    space = inp.space
+    tokens = space.global_batch * space.seq
+    pricer = Pricer(model)
+    caps = bucket_caps_bytes(space)
+    evaluated = feasible = priced = over_states = over_act = 0
+    best_keys = np.zeros(0)
+    best_rows: dict[str, np.ndarray] = {}
+    best_step = np.zeros(0)
+    points: dict[str, list] = {"step_s": [], "memory_bytes": [], "gpus": []}
+    interrupted = False
+    try:
+        grids = [enumerate_space(space, w) for w in space.gpus]
+        total = sum(len(g["bi"]) for _, g in grids)
+        for base, g in grids:
+            n = len(g["bi"])
+            if not n:
+                continue
+            X = structure(base, space.spec, space.gpus_per_node)
+            tables = memory_tables(base, X, inp)
+            # pass 1: memory of every configuration (no prices needed); only what fits is priced
+            fits = np.zeros(n, dtype=bool)
+            mem_all = np.zeros(n) if inp.keep_points else None
+            for lo in range(0, n, CHUNK_ROWS):
+                chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
+                mem = memory_grid(chunk, tables, inp)
+                ok = mem["memory_bytes"] <= mem["capacity_bytes"]
+                fits[lo:lo + CHUNK_ROWS] = ok
+                if mem_all is not None:
+                    mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
+                states_over = mem["states_bytes"] > mem["capacity_bytes"]
+                evaluated += len(ok)
+                feasible += int(ok.sum())
+                over_states += int(states_over.sum())
+                over_act += int((~ok & ~states_over).sum())
+            # pass 2: price the structural rows that have a feasible configuration, then step times
+            live = {k: col[fits] for k, col in g.items()}
+            if mem_all is not None:
+                live_mem = mem_all[fits]
+            needed = np.nonzero(np.bincount(live["bi"], minlength=len(base["t"])))[0]
+            sub = {k: col[needed] for k, col in base.items()}
+            live["bi"] = np.searchsorted(needed, live["bi"])
+            Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, inp, pricer, caps,
+                            need=uses(live, len(needed), len(caps)))
+            nl = len(live["bi"])
+            done_before = evaluated - nl
+            for lo in range(0, nl, CHUNK_ROWS):
+                chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in live.items()}
+                r = evaluate_grid(chunk, sub, Xs, inp)
+                k = len(chunk["bi"])
+                priced += k
+                step = r["step_s"]
+                W = sub["W"][chunk["bi"]]
+                key = objective_value(inp.objective, step, W, tokens, inp.price_per_gpu_hour)
+                if mem_all is not None:
+                    points["step_s"].append(step)
+                    points["memory_bytes"].append(live_mem[lo:lo + CHUNK_ROWS])
+                    points["gpus"].append(W)
+                keys = np.concatenate([best_keys, key])
+                if len(keys) > inp.top:           # the top ones, ties in enumeration order
+                    kth = np.partition(keys, inp.top - 1)[inp.top - 1]
+                    cand = np.nonzero(keys <= kth)[0]
+                else:
+                    cand = np.arange(len(keys))
+                full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")}
+                full.update({c: chunk[c] for c in ("sp", "rc", "zero", "cap")})
+                rows = {c: np.concatenate([best_rows[c], col]) if best_rows else col for c, col in full.items()}
+                steps = np.concatenate([best_step, step])
+                keep = cand[np.argsort(keys[cand], kind="stable")][:inp.top]
+                best_keys, best_step = keys[keep], steps[keep]
+                best_rows = {c: col[keep] for c, col in rows.items()}
+                if progress is not None:
+                    progress(done_before + lo + k, total, time.perf_counter() - start)
+    except KeyboardInterrupt:
+        interrupted = True
+    plans = [plan(plan_inputs_of(inp, {c: col[i] for c, col in best_rows.items()}), model)
+             for i in range(len(best_keys))]
+    order = sorted(range(len(plans)), key=lambda i: (objective_value(inp.objective, plans[i].step_s,
+                                                                     plans[i].inputs.layout.world, tokens,
+                                                                     inp.price_per_gpu_hour), i))
+    pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
+    return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
+                        over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
+                        plans=tuple(plans[i] for i in order), grid_step_s=tuple(float(best_step[i]) for i in order),
+                        distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts)
+
+
+def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict, dict]:
+    """Every configuration of GPU count ``world``, fitting or not: ``(rows, values)`` with ``rows`` the
+    columns :func:`plan_inputs_of` reads and ``values`` the grid's step, breakdown and memory (tests and
+    benchmarks compare them with :func:`commcost.plan.plan`)."""
+    from commcost.report._optional import require
+
+    require("numpy", "sweep")
+    from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
+    from commcost.search.memory import memory_grid, memory_tables
+
+    space = inp.space
+    base, g = enumerate_space(space, world)
+    X = structure(base, space.spec, space.gpus_per_node)
+    values = memory_grid(g, memory_tables(base, X, inp), inp)
+    values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
+    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")}
+    rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
+    return rows, values

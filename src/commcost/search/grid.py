@@ -1,0 +1,361 @@
+"""``plan``'s composition over a whole grid of configurations at once (numpy columns).
+
+Every formula is :mod:`commcost.plan`'s (its module docstring, items 1-6), written over arrays: the
+array-safe kernels are called as they are (:func:`commcost.memory.model_state_bytes`,
+:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`,
+:func:`commcost.compute.elementwise_bytes_per_token`, :func:`commcost.step.schedule.bubble_s`,
+:func:`commcost.parallel.pipeline.exposed_p2p_count`), the rest (message sizes of
+:mod:`commcost.parallel`, placement of :mod:`commcost.parallel.layout`, the DDP timeline's closed form
+:func:`commcost.step.timeline._uniform_end`) is restated column-wise with the same symbols.
+``tests/search/test_search_equals_plan.py`` checks that every configuration of several spaces
+(dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
+1e-9 relative.
+
+**Pricing.** Every collective goes through the one CommModel, once per distinct
+``(op, size, group, ranks per node)`` (:class:`Pricer`): a grid of a million configurations
+holds a few thousand distinct collectives, and the prices are broadcast back by index.
+"""
+
+from __future__ import annotations
+
+from commcost.comm.collectives import Collective
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.comm.model import CommModel
+    from commcost.search import SearchInputs
+
+__all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid"]
+
+
+
+class Pricer:
+    """``T(op, S, P, rpn)`` from the CommModel, memoised; zero for a group of one or an empty message
+    (as :func:`commcost.plan.plan`)."""
+
+    def __init__(self, model: CommModel) -> None:
+        self.model = model
+        self.memo: dict[tuple, float] = {}
+
+    def one(self, op: Collective, size: float, group: int, rpn: int) -> float:
+        """One collective, seconds."""
+        if group == 1 or size == 0:
+            return 0.0
+        key = (op, size, group, rpn)
+        T = self.memo.get(key)
+        if T is None:
+            T = self.memo[key] = self.model.cost(op, size, group, ranks_per_node=rpn).total_s
+        return T
+
+    def column(self, op: Collective, size, group, rpn):
+        """Element-wise prices of arrays ``size, group, rpn`` (each distinct triple priced once)."""
+        import numpy as np
+
+        size, group, rpn = np.broadcast_arrays(np.asarray(size, float), np.asarray(group), np.asarray(rpn))
+        if size.size == 0:
+            return np.zeros(0)
+        uniq, inv = unique_rows(np.stack([size, group.astype(float), rpn.astype(float)], axis=1))
+        prices = np.array([self.one(op, float(S), int(P), int(r)) for S, P, r in uniq])
+        return prices[inv]
+
+
+def unique_rows(mat):
+    """``(distinct rows, inverse)`` of a 2-D float array, by one lexicographic sort (``np.unique(axis=0)``
+    without its structured-dtype sort)."""
+    import numpy as np
+
+    order = np.lexsort(mat.T[::-1])
+    srt = mat[order]
+    new = np.ones(len(srt), dtype=bool)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    inv = np.empty(len(srt), dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
+def _ranks_per_node(size, stride, G):
+    """:func:`commcost.parallel.layout.group_ranks_per_node` over arrays: ``min(n, G/k)`` for ``k < G``, else 1."""
+    import numpy as np
+
+    return np.where(stride >= G, 1, np.maximum(1, np.minimum(size, G // np.maximum(stride, 1))))
+
+
+def _pair_rpn(size, stride, G):
+    """:func:`commcost.parallel.layout.pair_ranks_per_node`: 2 when the whole group sits in one node."""
+    import numpy as np
+
+    return np.where((size > 1) & (_ranks_per_node(size, stride, G) >= size), 2, 1)
+
+
+def structure(base: dict, spec, G: int) -> dict:
+    """Per structural row: stage layers, placement, parameters per GPU and shard groups (all that does
+    not depend on SP, recomputation, ZeRO or the bucket cap)."""
+    import numpy as np
+
+    t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
+    Lr = spec.layers
+    pv = p * base["v"]
+    per_stage = np.where(Lr % pv == 0, Lr / p.astype(float), (-(-Lr // pv) * base["v"]).astype(float))  # stage_layers
+    # placement (layout.layout_group under the default order tp-cp-ep-dp-pp): strides t (cp, dp), t c d (pp)
+    expert_tp = np.where((d * c) % e == 0, t, 1)
+    ep_stride = np.where(expert_tp == t, t, 1)
+    tp_rpn = _ranks_per_node(t, 1, G)
+    ep_rpn = _ranks_per_node(e, ep_stride, G)
+    crossing = ((t > 1) & (tp_rpn < t)).astype(float) + ((c > 1) & (_ranks_per_node(c, t, G) < c)) \
+        + ((e > 1) & (ep_rpn < e))
+    # memory.params_per_gpu
+    per_layer_dense = (spec.dense_layer_count * spec.dense_layer_params
+                       + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / Lr
+    ends = np.where(p == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
+                    max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
+    dense = (per_stage * per_layer_dense + ends) / t
+    expert = spec.expert_params_total * per_stage / Lr / (e * expert_tp)
+    D = d * c                                                   # d c: dense shard group
+    E_dp = t * d * c // (e * expert_tp)                          # expert-data-parallel group
+    return dict(per_stage=per_stage, expert_tp=expert_tp, tp_rpn=tp_rpn, ep_rpn=ep_rpn, crossing=crossing,
+                cp_pair=_pair_rpn(c, t, G), pp_pair=_pair_rpn(p, t * c * d, G), dense=dense, expert=expert,
+                D=D, D_rpn=_ranks_per_node(D, t, G), E_dp=E_dp, E_rpn=_ranks_per_node(E_dp, ep_stride * e, G))
+
+
+def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tuple[int, ...],
+               need: dict | None = None) -> dict:
+    """Every collective's price per structural row (each distinct one through the CommModel once), and
+    the bucket timeline's constants per (ZeRO-0 or 1/2, cap) variant: ``bucket_base, bucket_coef``
+    (candidates ``E_j = A_j - (1 - F_j/S) W``), ``bucket_wire`` (``T_w``) and ``bucket_gather`` (ZeRO-1/2's
+    ``k T_ag`` per group); ``X`` is :func:`structure` of ``base``, returned with the prices added.
+    ``need`` (:func:`needed`) limits the pricing to what the configurations that fit use: ``sp0``, ``sp1``,
+    ``z3`` per structural row and ``variant`` per row and timeline variant (others stay 0)."""
+    import numpy as np
+
+    from commcost.memory import WEIGHT_BYTES
+
+    spec, s = inp.space.spec, inp.space.seq
+    q = q_g = 2.0                                   # PlanInputs' activation_bytes and grad_bytes
+    X = dict(X)
+    t, p, c, e, b = (base[k].astype(float) for k in ("t", "p", "c", "e", "b"))
+    ti, ci, ei, pi = base["t"], base["c"], base["e"], base["p"]
+    nb = len(t)
+    zeros = np.zeros(nb)
+    every = np.ones(nb, dtype=bool)
+    need = need or {"sp0": every, "sp1": every, "z3": every, "variant": np.ones((nb, 2 * len(caps)), dtype=bool)}
+
+    def col(op, size, group, rpn, on):
+        T = zeros.copy()
+        if on.any():
+            T[on] = pricer.column(op, np.broadcast_to(size, (nb,))[on], np.broadcast_to(group, (nb,))[on],
+                                  np.broadcast_to(rpn, (nb,))[on])
+        return T
+
+    S_tp = b * (s / c) * spec.hidden * q                          # parallel/tensor.py
+    for op, name, used in ((Collective.ALL_REDUCE, "T_tp_ar", need["sp0"]), (Collective.ALL_GATHER, "T_tp_ag", need["sp1"]),
+                           (Collective.REDUCE_SCATTER, "T_tp_rs", need["sp1"])):
+        X[name] = col(op, S_tp, ti, X["tp_rpn"], (ti > 1) & used)
+    w_kv = np.maximum(1.0, spec.n_kv / t) * spec.d                # parallel/context.py
+    X["T_cp"] = col(Collective.SEND_RECV, 2.0 * b * (s / c) * w_kv * q, 2, X["cp_pair"], ci > 1)
+    ep_on = (ei > 1) & (spec.moe_layer_count > 0)                 # parallel/expert.py, without and with SP
+    X["T_ep0"] = col(Collective.ALL_TO_ALL, b * (s / c) * spec.top_k * spec.hidden * q, ei, X["ep_rpn"],
+                     ep_on & need["sp0"])
+    X["T_ep1"] = col(Collective.ALL_TO_ALL, b * (s / c) / t * spec.top_k * spec.hidden * q, ei, X["ep_rpn"],
+                     ep_on & need["sp1"])
+    X["T_pp"] = col(Collective.SEND_RECV, b * (s / c) * spec.hidden * q / t, 2, X["pp_pair"], pi > 1)  # pipeline.py
+    groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
+    units = X["per_stage"] + 1                                    # parallel/zero.py, ZeRO-3
+    X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
+    for params, P, rpn in groups:
+        on = (P > 1) & (params > 0) & need["z3"]
+        X["T3_ag"] += col(Collective.ALL_GATHER, params / units * WEIGHT_BYTES, P, rpn, on)
+        X["T3_rs"] += col(Collective.REDUCE_SCATTER, params / units * q_g, P, rpn, on)
+    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
+    return X
+
+
+def needed(cols: dict, nb: int, ncaps: int) -> dict:
+    """What the configurations ``cols`` use of each structural row (``need`` of :func:`price_base`)."""
+    import numpy as np
+
+    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
+    out = {}
+    for name, sel in (("sp0", sp == 0), ("sp1", sp == 1), ("z3", zero == 3)):
+        out[name] = np.zeros(nb, dtype=bool)
+        out[name][bi[sel]] = True
+    variant = np.zeros((nb, 2 * ncaps), dtype=bool)
+    low = zero < 3
+    variant[bi[low], (zero[low] > 0) * ncaps + cols["capi"][low]] = True
+    out["variant"] = variant
+    return out
+
+
+def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict:
+    """plan._data_parallel_lines per structural row and variant ``2 x len(caps)`` (ZeRO-0 all-reduce or
+    ZeRO-1/2 reduce-scatter, then the cap): the timeline's uniform closed form
+    (:func:`commcost.step.timeline._uniform_end`): ``E = min(T_w, max(0, max_j (A_j - (1 - F_j/S) W)))``."""
+    import numpy as np
+
+    from commcost.memory import WEIGHT_BYTES
+    from commcost.step.ddp_buckets import ddp_bucket_caps
+    from commcost.step.timeline import _uniform_layout, caps_for
+
+    q_g = 2.0
+    ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
+    sizes = np.stack([g[0] * q_g for g in groups], axis=1)
+    P = np.stack([g[1] for g in groups], axis=1)
+    rpn = np.stack([g[2] for g in groups], axis=1)
+    active = (P > 1) & (sizes > 0)
+    k = np.where(rpn < P, 1.0 + crossing[:, None], 1.0)
+    keys = np.concatenate([np.where(active, sizes, 0.0), np.where(active, P, 0), np.where(active, rpn, 0),
+                           np.where(active, k, 0.0)], axis=1)
+    uniq, inv = unique_rows(keys)
+    nu = len(uniq)
+    used = np.zeros((nu, nv), dtype=bool)
+    np.logical_or.at(used, inv, need_variant)
+    base = np.full((nv, nu, 4), -np.inf)
+    coef = np.zeros((nv, nu, 4))
+    wire = np.zeros((nv, nu))
+    gather = np.zeros((nv, nu, ng))
+    for u, row in enumerate(uniq):
+        S_g, P_g, r_g, k_g = row[:ng], row[ng:2 * ng].astype(int), row[2 * ng:3 * ng].astype(int), row[3 * ng:]
+        on = [i for i in range(ng) if P_g[i] > 1]
+        if not on:
+            continue
+        total = float(sum(S_g[i] for i in on))
+        shares = [(i, S_g[i] / total) for i in on]
+        for sharded in (0, 1):
+            op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
+
+            def cost(c_bytes: float, op=op) -> float:
+                return sum(k_g[i] * pricer.one(op, c_bytes * fr, int(P_g[i]), int(r_g[i])) for i, fr in shares)
+
+            for ci, cap_bytes in enumerate(caps):
+                vi = sharded * len(caps) + ci
+                if not used[u, vi]:
+                    continue
+                cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
+                S = total / q_g * q_g
+                first, mm, last = _uniform_layout(S, float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes))
+                T1 = cost(first)
+                if last == 0:
+                    base[vi, u, :], wire[vi, u] = T1, T1
+                else:
+                    c = float(cp.bucket_cap_bytes)
+                    Tc = cost(c) if mm else 0.0
+                    Tl = cost(last)
+                    cands = [(T1 + mm * Tc + Tl, 1.0 - first / S), (Tl, 0.0)]
+                    cands += [(mm * Tc + Tl, 1.0 - (first + c) / S), (Tc + Tl, 1.0 - (first + mm * c) / S)] \
+                        if mm else cands
+                    base[vi, u], coef[vi, u] = [x for x, _ in cands], [y for _, y in cands]
+                    wire[vi, u] = T1 + mm * Tc + Tl
+                if sharded:
+                    for i in on:
+                        gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
+                                                               int(P_g[i]), int(r_g[i]))
+    del nb
+    return dict(bucket_base=base[:, inv], bucket_coef=coef[:, inv], bucket_wire=wire[:, inv],
+                bucket_gather=gather[:, inv])
+
+
+def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
+    """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.search.space.enumerate_space`)
+    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`).
+
+    Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
+    ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
+    """
+    import numpy as np
+
+    from commcost.compute import HBM_EFFICIENCY, default_efficiency, elementwise_bytes_per_token, peak_flops_per_s
+    from commcost.parallel.pipeline import exposed_p2p_count
+    from commcost.plan import OPTIMIZER_HBM_BYTES_PER_PARAM, _gpu_row
+    from commcost.step.schedule import bubble_s
+    from commcost.transformer import CAUSAL_EXECUTED_FRACTION
+
+    spec, s = inp.space.spec, inp.space.seq
+    bi = cols["bi"]
+    t, p, v, c, b, m = (base[k][bi].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
+    sp, rc, zero = cols["sp"], cols["rc"], cols["zero"]
+    n = len(t)
+    per_stage = X["per_stage"][bi]
+    # 1. compute (plan._flops, compute.elementwise_s)
+    peak = peak_flops_per_s(inp.gpu, inp.precision)
+    eta = inp.efficiency if inp.efficiency is not None else \
+        default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)[0]
+    rate = peak * eta
+    dense_f, moe_f = spec.layer_matmul_flops
+    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
+    attn = spec.attention_score_flops(s) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
+    f_layer = layer_mm + attn
+    extra = np.array([0.0, attn, f_layer])[rc]
+    tokens = b * s / c
+    F_mb = tokens * (per_stage * (3.0 * f_layer + extra) + 3.0 * spec.logits_flops) / t
+    F_fwd = tokens * (per_stage * f_layer + spec.logits_flops) / t
+    fwd_share = F_fwd / F_mb
+    common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
+                  heads=spec.heads, seq=s, dropout=spec.dropout, flash=inp.flash_attention,
+                  rotary=spec.max_positions == 0)
+    ew = np.empty(n)
+    for flag in (0, 1):
+        sel = sp == flag
+        dense_ew = elementwise_bytes_per_token(ffn_width=spec.ffn, tp=t[sel], sp=bool(flag), **common)
+        moe_ew = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
+                                             top_k=spec.top_k, tp=t[sel], sp=bool(flag), **common) \
+            if spec.is_moe else 0.0
+        ew[sel] = (spec.dense_layer_count * dense_ew + spec.moe_layer_count * moe_ew) / spec.layers
+    hbm = _gpu_row(inp.gpu)[1]
+    t_c = F_mb / rate + tokens * per_stage * ew * np.where(rc == 2, 4.0, 3.0) / (hbm * HBM_EFFICIENCY)
+    t_fwd = fwd_share * t_c
+    t_layer_f = tokens * f_layer / t / rate
+    t_attn = tokens * attn / t / rate
+    t_layer_b = 2.0 * t_layer_f
+    # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
+    passes = np.where(rc == 2, 3.0, 2.0)
+    count_tp = m * per_stage * 2 * passes
+    ex_tp = np.zeros(n)
+    critical_mb = np.zeros(n)
+    for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
+        T = np.where(used, X[name][bi], 0.0)
+        if inp.tp_comm_overlap:
+            fwd_n = count_tp * (passes - 1) / passes
+            x = fwd_n * np.maximum(0.0, T - t_layer_f / 4) + (count_tp - fwd_n) * np.maximum(0.0, T - t_layer_b / 4)
+        else:
+            x = count_tp * T
+        ex_tp += x
+        critical_mb += x / m
+    T_cp = X["T_cp"][bi]
+    ex_cp = np.where(T_cp > 0, m * per_stage * np.where(rc == 2, 4.0, 3.0) * np.maximum(0.0, (c - 1) * T_cp - t_attn),
+                     0.0)
+    critical_mb += ex_cp / m
+    moe_per_stage = spec.moe_layer_count / spec.layers * per_stage
+    ex_ep = m * moe_per_stage * 2 * passes * np.where(sp == 1, X["T_ep1"][bi], X["T_ep0"][bi])
+    critical_mb += ex_ep / m
+    ex_pp = exposed_p2p_count(p, m, v) * X["T_pp"][bi]
+    # ZeRO-3: per-layer gathers and scatters behind the neighbouring layer (plan, "ZeRO-3")
+    z3 = zero == 3
+    units = per_stage + 1
+    T_ag, T_rs = np.where(z3, X["T3_ag"][bi], 0.0), np.where(z3, X["T3_rs"][bi], 0.0)
+    fwd = np.maximum(0.0, T_ag - t_layer_f)
+    bwd = np.maximum(0.0, T_ag + T_rs - t_layer_b)
+    critical_mb += units * (fwd + bwd) + T_ag / m
+    ex_dp = m * units * (fwd + bwd) + T_ag
+    t_mb = t_c + critical_mb
+    bubble = bubble_s(p, v, t_mb)
+    # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
+    low = np.nonzero(~z3)[0]
+    if len(low):
+        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
+        bl = bi[low]
+        W = (1.0 - fwd_share[low]) * t_c[low] / t_mb[low] * t_mb[low]
+        cand = X["bucket_base"][vi, bl] - X["bucket_coef"][vi, bl] * W[:, None]
+        E = np.minimum(X["bucket_wire"][vi, bl], np.maximum(0.0, cand.max(axis=1)))
+        gather = X["bucket_gather"][vi, bl]
+        E = E + np.where(gather > 0, np.maximum(0.0, gather - t_fwd[low, None]), 0.0).sum(axis=1)
+        ex_dp[low] = E
+    exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
+    compute = m * t_c
+    zk = zero >= 1
+    shard = X["dense"][bi] / np.where(zk, X["D"][bi], 1)
+    if spec.is_moe:
+        shard = shard + X["expert"][bi] / np.where(zk, X["E_dp"][bi], 1)
+    optimizer = OPTIMIZER_HBM_BYTES_PER_PARAM * shard / hbm
+    step = compute + bubble + exposed_total + optimizer
+    return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
+                optimizer_s=optimizer, micro_batch_s=t_mb, exposed_tp_s=ex_tp, exposed_cp_s=ex_cp,
+                exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp)

@@ -1,0 +1,84 @@
+"""The memory of every configuration: :func:`commcost.memory.memory_per_gpu` over numpy columns, built per
+structural row from the array-safe kernels (:func:`commcost.memory.model_state_bytes`,
+:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`) and gathered
+per configuration (``tests/search/test_search_equals_plan.py`` pins it to ``plan``'s)."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.search import SearchInputs
+
+__all__ = ["memory_tables", "memory_grid"]
+
+_RECOMPUTE = ("none", "selective", "full")
+
+
+def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
+    """:func:`commcost.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
+    that depend on one categorical choice each: model states by ZeRO stage (``states[z]``), activations by
+    (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3) (``buf[2 sp + z3]``); ``X`` is
+    :func:`structure` of ``base``."""
+    import numpy as np
+
+    from commcost.memory import GRAD_BYTES, WEIGHT_BYTES, in_flight_layers, layer_activation_bytes, model_state_bytes
+
+    spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
+    t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
+    per_stage, dense, expert = X["per_stage"], X["dense"], X["expert"]
+    D, E_dp = X["D"].astype(float), X["E_dp"].astype(float)
+    states = []
+    for z in range(4):
+        w_d, g_d, o_d = model_state_bytes(dense, z, D)
+        w_e, g_e, o_e = model_state_bytes(expert, z, E_dp)
+        states.append(w_d + g_d + o_d + w_e + g_e + o_e)
+    s_local = s / c
+    h = spec.hidden
+    first_layers = in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m)
+    logits = 4.0 * s_local * b * spec.vocab / t
+    act, buf = [], []
+    for flag in (0, 1):
+        r = t if flag else 1.0
+        embed_mask = (s_local * b * h / r) * (1.0 if spec.dropout else 0.0)
+        for name in _RECOMPUTE:
+            per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, name, layer_activation_bytes)
+            working = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", layer_activation_bytes) \
+                if name == "full" else 0.0
+            only = first_layers * per_layer + working + embed_mask + logits
+            first = first_layers * per_layer + working + embed_mask * np.minimum(m, p)
+            last = per_stage * per_layer + working + logits
+            act.append(np.where(p == 1, only, np.where(first >= last, first, last)))
+        for z3 in (0, 1):
+            buffers = np.where(p > 1, 4.0 * b * s_local * h * 2.0 / t, 0.0)
+            if z3:
+                buffers = buffers + (dense + expert) / (per_stage + 1) * (2 * WEIGHT_BYTES + GRAD_BYTES)
+            if flag:
+                buffers = buffers + 2.0 * s_local * b * h
+            buf.append(buffers)
+    return dict(states=np.array(states), act=np.array(act), buf=np.array(buf))
+
+
+def memory_grid(cols: dict, tables: dict, inp: SearchInputs) -> dict:
+    """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
+    :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
+    from commcost.plan import _gpu_row
+
+    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
+    states = tables["states"][zero, bi]
+    act = tables["act"][3 * sp + cols["rc"], bi]
+    buffers = tables["buf"][2 * sp + (zero == 3), bi]
+    return dict(memory_bytes=states + act + buffers, states_bytes=states, activations_bytes=act,
+                capacity_bytes=_gpu_row(inp.gpu)[0])
+
+
+def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, layer_activation_bytes):
+    """:func:`commcost.memory.stage_layer_bytes` with array ``s_local, b, t``."""
+    kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
+              qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
+              dropout=spec.dropout, flash=flash)
+    dense = layer_activation_bytes(**kw, mlp_width=spec.ffn, recompute=recompute)
+    if not spec.is_moe:
+        return dense
+    moe = layer_activation_bytes(**kw, mlp_width=spec.expert_ffn, recompute=recompute, top_k=spec.top_k,
+                                 experts=spec.experts, shared_width=spec.shared_experts * spec.expert_ffn)
+    return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers

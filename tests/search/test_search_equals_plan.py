@@ -1,0 +1,62 @@
+"""The grid composition equals ``plan`` on every configuration of several small spaces (one truth:
+``search`` ranks with the numbers ``plan`` prints)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from commcost.comm.model import FabricModel, FlatLinkModel
+from commcost.comm.topology import Link
+from commcost.plan import plan
+from commcost.presets import system_group
+from commcost.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
+from commcost.transformer import TransformerSpec, model_spec
+
+TINY = TransformerSpec(name="tiny", layers=6, hidden=512, heads=8, kv_heads=4, ffn_hidden=1536, gated_mlp=True,
+                       vocab=4096)
+TINY_MOE = TransformerSpec(name="tiny-moe", layers=4, hidden=256, heads=8, kv_heads=2, ffn_hidden=768,
+                           gated_mlp=True, vocab=2048, experts=8, top_k=2, expert_ffn_hidden=256, moe_layers=3)
+GPT = TransformerSpec(name="gpt-ish", layers=4, hidden=256, heads=4, vocab=1000, biases=True, dropout=True,
+                      max_positions=512)
+
+
+def _fabric(world: int) -> FabricModel:
+    topo, _ = system_group("dgx-h100", nodes=max(1, -(-world // 8)))
+    return FabricModel(topology=topo)
+
+
+CASES = [
+    # (spec, seq, global batch, world, comm model, flash, tp overlap, every k-th row checked)
+    (TINY, 1024, 16, 16, _fabric(16), True, False, 3),
+    (TINY_MOE, 512, 8, 16, _fabric(16), True, False, 11),
+    (GPT, 512, 8, 8, FlatLinkModel(link=Link(bandwidth_bytes_per_s=50e9, latency_s=5e-6)), False, False, 1),
+    (TINY, 1024, 16, 16, _fabric(16), True, True, 7),
+    (model_spec("llama3-8b"), 8192, 64, 64, _fabric(64), True, False, 97),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_every_configuration_equals_plan(case):
+    spec, seq, B, W, model, flash, overlap, every = CASES[case]
+    inp = SearchInputs(space=SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=8),
+                       gpu="h100-sxm", flash_attention=flash, tp_comm_overlap=overlap)
+    rows, values = evaluate_all(inp, model, W)
+    n = len(rows["t"])
+    assert n > 50
+    kinds = set()
+    for i in range(0, n, every):
+        row = {k: v[i] for k, v in rows.items()}
+        p = plan(plan_inputs_of(inp, row), model)
+        kinds.add((int(row["zero"]), int(row["sp"]), int(row["rc"]), int(row["c"]) > 1, int(row["p"]) > 1,
+                   int(row["cap"]) > 0))
+        for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("pipeline_bubble_s", p.pipeline_bubble_s),
+                          ("exposed_comm_s", p.exposed_comm_s), ("optimizer_s", p.optimizer_s),
+                          ("memory_bytes", p.memory.total_bytes)):
+            got = float(values[key][i])
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, row, got, want)
+        for dim in ("tp", "cp", "ep", "pp", "dp"):
+            want = p.exposed_by_dimension().get(dim, 0.0)
+            assert math.isclose(float(values[f"exposed_{dim}_s"][i]), want, rel_tol=1e-9, abs_tol=1e-15), (dim, row)
+    assert len(kinds) >= 8           # the check covered many kinds of configuration, not one
