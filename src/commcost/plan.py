@@ -46,7 +46,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "OPTIMIZER_HBM_BYTES_PER_PARAM"]
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
 """Adam's HBM traffic per parameter of its shard (item 5 of the module docstring)."""
@@ -322,7 +322,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
 
 
 @lru_cache(maxsize=64)
-def _gpu_row(gpu: str) -> tuple[float, float]:
+def gpu_row(gpu: str) -> tuple[float, float]:
     """``(memory_bytes, memory_bandwidth_bytes_per_s)`` of GPU preset ``gpu`` (parsed once)."""
     from commcost.hardware import lookup
     from commcost.presets import gpus
@@ -332,7 +332,7 @@ def _gpu_row(gpu: str) -> tuple[float, float]:
 
 
 def _capacity(gpu: str) -> float:
-    return _gpu_row(gpu)[0]
+    return gpu_row(gpu)[0]
 
 
 def _optimizer_s(inp: PlanInputs) -> float:
@@ -340,7 +340,7 @@ def _optimizer_s(inp: PlanInputs) -> float:
     L = inp.layout
     dense, expert = params_per_gpu(inp.spec, L)
     shard = dense / L.shard_dp ** (L.zero >= 1) + expert / L.expert_dp ** (L.zero >= 1)
-    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / _gpu_row(inp.gpu)[1]
+    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / gpu_row(inp.gpu)[1]
 
 
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from commcost.comm.model import FlatLinkModel
 from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.step.sweep import curve_point, sweep_buckets
-from commcost.step.timeline import TimelineInputs, _uniform_layout, best_caps, bucket_grid, exposed_at, simulate_timeline
+from commcost.step.timeline import TimelineInputs, uniform_layout, best_caps, bucket_grid, exposed_at, simulate_timeline
 from commcost.comm.topology import Link
 
 # Hand cases as in tests/test_timeline.py: P = 2, a = 1 ms, T(c) = 2 ms + c/B;
@@ -22,13 +22,13 @@ def _inp(bw_bytes_per_s, **kw):
 
 def test_layout_by_hand():
     # 100e6 = 1e6 + 9 * 10e6 + 9e6: first, nine full buckets, the remainder
-    assert _uniform_layout(100e6, 1e6, 10e6) == (1e6, 9, 9e6)
+    assert uniform_layout(100e6, 1e6, 10e6) == (1e6, 9, 9e6)
     # 100e6 = 10e6 + 8 * 10e6 + 10e6: the remainder is a full bucket
-    assert _uniform_layout(100e6, 10e6, 10e6) == (10e6, 8, 10e6)
+    assert uniform_layout(100e6, 10e6, 10e6) == (10e6, 8, 10e6)
     # one bucket holds everything
-    assert _uniform_layout(100e6, 200e6, 10e6) == (100e6, 0, 0.0)
+    assert uniform_layout(100e6, 200e6, 10e6) == (100e6, 0, 0.0)
     # first + one remainder, no full bucket between
-    assert _uniform_layout(100e6, 95e6, 10e6) == (95e6, 0, 5e6)
+    assert uniform_layout(100e6, 95e6, 10e6) == (95e6, 0, 5e6)
 
 
 def test_keeps_up_by_hand():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from commcost.units import format_bytes, format_seconds
 
@@ -121,7 +120,9 @@ def search_to_dict_fixed(space) -> list[tuple[str, object]]:
 
 def render_search_json(r: SearchResult) -> str:
     """Strict JSON (no NaN or infinity)."""
-    return json.dumps(search_to_dict(r), indent=2, allow_nan=False)
+    from commcost.report._json import dumps_json
+
+    return dumps_json(search_to_dict(r)).rstrip("\n")
 
 
 def render_search_text(r: SearchResult) -> str:
@@ -211,7 +212,7 @@ def pareto_front(x, y):
 def plot_pareto(r: SearchResult, path: str) -> None:
     """Step time against memory per GPU (and against GPU count when several were searched): every
     configuration that fits as a faint cloud, the Pareto front as a line, the best as a star."""
-    from commcost.report._optional import pyplot
+    from commcost.optional import pyplot
 
     import numpy as np
 

@@ -193,7 +193,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
 
     from commcost.memory import WEIGHT_BYTES
     from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.step.timeline import _uniform_layout, caps_for
+    from commcost.step.timeline import uniform_layout, caps_for
 
     q_g = 2.0
     ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
@@ -231,7 +231,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
                     continue
                 cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
                 S = total / q_g * q_g
-                first, mm, last = _uniform_layout(S, float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes))
+                first, mm, last = uniform_layout(S, float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes))
                 T1 = cost(first)
                 if last == 0:
                     base[vi, u, :], wire[vi, u] = T1, T1
@@ -264,7 +264,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
 
     from commcost.compute import HBM_EFFICIENCY, default_efficiency, elementwise_bytes_per_token, peak_flops_per_s
     from commcost.parallel.pipeline import exposed_p2p_count
-    from commcost.plan import OPTIMIZER_HBM_BYTES_PER_PARAM, _gpu_row
+    from commcost.plan import OPTIMIZER_HBM_BYTES_PER_PARAM, gpu_row
     from commcost.step.schedule import bubble_s
     from commcost.transformer import CAUSAL_EXECUTED_FRACTION
 
@@ -299,7 +299,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                              top_k=spec.top_k, tp=t[sel], sp=bool(flag), **common) \
             if spec.is_moe else 0.0
         ew[sel] = (spec.dense_layer_count * dense_ew + spec.moe_layer_count * moe_ew) / spec.layers
-    hbm = _gpu_row(inp.gpu)[1]
+    hbm = gpu_row(inp.gpu)[1]
     t_c = F_mb / rate + tokens * per_stage * ew * np.where(rc == 2, 4.0, 3.0) / (hbm * HBM_EFFICIENCY)
     t_fwd = fwd_share * t_c
     t_layer_f = tokens * f_layer / t / rate

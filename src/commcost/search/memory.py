@@ -61,14 +61,14 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
-    from commcost.plan import _gpu_row
+    from commcost.plan import gpu_row
 
     bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
     states = tables["states"][zero, bi]
     act = tables["act"][3 * sp + cols["rc"], bi]
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
     return dict(memory_bytes=states + act + buffers, states_bytes=states, activations_bytes=act,
-                capacity_bytes=_gpu_row(inp.gpu)[0])
+                capacity_bytes=gpu_row(inp.gpu)[0])
 
 
 def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, layer_activation_bytes):

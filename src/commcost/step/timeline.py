@@ -66,7 +66,7 @@ from commcost.dtypes import gradient_bytes
 
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
-    "Timeline", "BucketChoice", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at",
+    "Timeline", "BucketChoice", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at", "uniform_layout",
     "evaluate_caps",
     "best_caps", "pick_best",
 ]  # the bucket sweep (CurvePoint, BucketSweep, sweep_buckets) is commcost.step.sweep
@@ -185,7 +185,7 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     return GradientStream(tensor_bytes=tuple(sizes), ready_fraction=ready, total_bytes=float(sum(sizes)))
 
 
-def _uniform_layout(S: float, c1: float, c: float) -> tuple[float, int, float]:
+def uniform_layout(S: float, c1: float, c: float) -> tuple[float, int, float]:
     """The buckets of a continuous stream: ``(first, m, last)``.
 
     ``first = min(c_1, S)``, then ``m`` full buckets of ``c``, then ``last`` (the
@@ -211,7 +211,7 @@ def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], 
     if stream.uniform:
         S = stream.total_bytes
         c1, c = float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes)
-        first, m, last = _uniform_layout(S, c1, c)
+        first, m, last = uniform_layout(S, c1, c)
         if last == 0:
             return [first], [1.0]
         sizes = [first] + [c] * m + [last]
@@ -232,7 +232,7 @@ def _uniform_end(S: float, caps: DdpBucketCaps, *, t_e: float, W: float,
 
     One stream serving jobs in order gives ``end_n = max_j (ready_j + sum_{i>=j} T_i)``
     (the last bucket that started idle, :attr:`Timeline.busy_from`). The buckets
-    are ``c_1, c x m, last`` (:func:`_uniform_layout`), ready at
+    are ``c_1, c x m, last`` (:func:`uniform_layout`), ready at
     ``t_e - (1 - F_j/S) W`` with ``F_j`` the bytes up to bucket ``j``; over the ``m``
     equal buckets ``ready_j + sum_{i>=j} T_i`` moves by ``W c/S - T(c)`` per step, the
     same sign all along, so its maximum over them is at the first or the last of
@@ -240,7 +240,7 @@ def _uniform_end(S: float, caps: DdpBucketCaps, *, t_e: float, W: float,
     ``E = ready_0 + T_w - t_e``), the first and the last full bucket, and the last
     bucket (communication keeps up: ``E = T(last)``). ``T_w = T(c_1) + m T(c) + T(last)``.
     """
-    first, m, last = _uniform_layout(S, float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes))
+    first, m, last = uniform_layout(S, float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes))
     T1 = cost(first)
     if last == 0:                     # one bucket, ready when backward ends
         return 1, t_e + T1, T1
