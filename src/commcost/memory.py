@@ -188,7 +188,12 @@ def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool) 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str) -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion)."""
-    kw = _layer_kwargs(spec, layout, seq, flash)
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash), recompute)
+
+
+def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
+    """``(L_dense A_dense + L_moe A_moe) / L``: the activation bytes of the model's layers, mixed in their
+    proportion, for the layer arguments ``kw`` (floats, or numpy arrays for ``commcost search``)."""
     dense = layer_activation_bytes(**kw, mlp_width=spec.ffn, recompute=recompute)
     if not spec.is_moe:
         return dense

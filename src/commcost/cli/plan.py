@@ -6,7 +6,7 @@ import argparse
 
 from commcost.cli import _args as A
 
-__all__ = ["HELP", "add_arguments", "run", "build_comm_model"]
+__all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "run", "build_comm_model"]
 
 HELP = "one parallel training configuration: step time, breakdown, TFLOP/s, MFU, memory per GPU, advice"
 
@@ -19,10 +19,11 @@ EXAMPLES = (
 """Command lines shown at the end of ``--help``."""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Model, layout, hardware, compute and output flags."""
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``--model`` or the explicit shape (``--layers --hidden --heads`` ...), and ``--seq``: shared by
+    ``plan`` and ``search``."""
     m = p.add_argument_group("model (a registry name, or the shape)")
-    m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, mixtral-8x7b, deepseek-v3")
+    m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, gpt3-175b, mixtral-8x7b, deepseek-v3")
     for flag, what in (("--layers", "layers L"), ("--hidden", "hidden size h"), ("--heads", "attention heads"),
                        ("--kv-heads", "key/value heads (GQA; default heads)"), ("--head-dim", "head width (default h/heads)"),
                        ("--ffn-hidden", "MLP width (default 4h)"), ("--vocab", "vocabulary (default 50257)"),
@@ -32,6 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         m.add_argument(flag, type=A.positive_int, help=what)
     m.add_argument("--gated-mlp", action="store_true", help="SwiGLU MLP (three matrices)")
     m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Model, layout, hardware, compute and output flags."""
+    add_model_arguments(p)
     lay = p.add_argument_group("layout")
     lay.add_argument("--gpus", type=A.positive_int, help="GPUs W (default dp x tp x pp x cp, or the system's nodes)")
     for flag, what in (("--tp", "tensor parallel"), ("--pp", "pipeline parallel"), ("--vp", "virtual stages per pipeline rank"),

@@ -22,17 +22,9 @@ EXAMPLES = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Model, batch, GPUs, hardware, objective and output flags."""
-    m = p.add_argument_group("model (a registry name, or the shape)")
-    m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, gpt3-175b, mixtral-8x7b")
-    for flag, what in (("--layers", "layers L"), ("--hidden", "hidden size h"), ("--heads", "attention heads"),
-                       ("--kv-heads", "key/value heads (GQA; default heads)"), ("--head-dim", "head width (default h/heads)"),
-                       ("--ffn-hidden", "MLP width (default 4h)"), ("--vocab", "vocabulary (default 50257)"),
-                       ("--experts", "routed experts (MoE)"), ("--top-k", "experts per token"),
-                       ("--expert-ffn-hidden", "expert MLP width (default --ffn-hidden)"),
-                       ("--moe-layers", "MoE layers, the last ones (default all)")):
-        m.add_argument(flag, type=A.positive_int, help=what)
-    m.add_argument("--gated-mlp", action="store_true", help="SwiGLU MLP (three matrices)")
-    m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
+    from commcost.cli.plan import add_model_arguments
+
+    add_model_arguments(p)
     s = p.add_argument_group("space")
     s.add_argument("--gpus", type=A.positive_int, help="GPUs W")
     s.add_argument("--gpus-range", metavar="LO:HI[:STEP]",

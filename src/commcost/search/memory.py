@@ -76,9 +76,6 @@ def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, layer_activati
     kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
               dropout=spec.dropout, flash=flash)
-    dense = layer_activation_bytes(**kw, mlp_width=spec.ffn, recompute=recompute)
-    if not spec.is_moe:
-        return dense
-    moe = layer_activation_bytes(**kw, mlp_width=spec.expert_ffn, recompute=recompute, top_k=spec.top_k,
-                                 experts=spec.experts, shared_width=spec.shared_experts * spec.expert_ffn)
-    return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
+    from commcost.memory import layer_mix_bytes
+
+    return layer_mix_bytes(spec, kw, recompute)
