@@ -6,7 +6,8 @@ import argparse
 
 from commcost.cli import _args as A
 
-__all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "run", "build_comm_model"]
+__all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "add_hardware_arguments", "run",
+           "build_comm_model"]
 
 HELP = "one parallel training configuration: step time, breakdown, TFLOP/s, MFU, memory per GPU, advice"
 
@@ -35,6 +36,20 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
 
 
+def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
+    """``--system``/``--gpus-per-node``/``--gpu``, a flat ``--bw``/``--latency`` link, or ``--profile``:
+    shared by ``plan`` and ``search`` (the resolver, :func:`commcost.cli._fabric.resolve_comm_model`,
+    builds the CommModel from them)."""
+    hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
+    hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
+    hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
+    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
+    hw.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth, GB/s (or 50GB/s, 400Gbps)")
+    hw.add_argument("--latency", type=A.nonneg_latency_us, help="flat link: per-step latency, us (or 20us)")
+    hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")
+    hw.add_argument("--extrapolate", action="store_true", help="apply --profile outside its measured scope")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Model, layout, hardware, compute and output flags."""
     add_model_arguments(p)
@@ -55,14 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--uneven-pipeline", action="store_true",
                      help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
     lay.add_argument("--order", default="tp-cp-ep-dp-pp", help="rank order, innermost first (Megatron's default)")
-    hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
-    hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
-    hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
-    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
-    hw.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth, GB/s (or 50GB/s, 400Gbps)")
-    hw.add_argument("--latency", type=A.nonneg_latency_us, help="flat link: per-step latency, us (or 20us)")
-    hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")
-    hw.add_argument("--extrapolate", action="store_true", help="apply --profile outside its measured scope")
+    add_hardware_arguments(p)
     c = p.add_argument_group("compute")
     c.add_argument("--precision", default="bf16", help="bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
     c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")

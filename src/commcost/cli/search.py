@@ -34,14 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fix a dimension (tp, pp, vp, cp, ep, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
     s.add_argument("--even-pipeline-only", action="store_true", help="only layouts whose pp x vp divides the layers")
-    hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
-    hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
-    hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
-    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
-    hw.add_argument("--bw", type=A.positive_float, help="flat link: per-rank bandwidth, GB/s")
-    hw.add_argument("--latency", type=A.nonneg_float, help="flat link: per-step latency, us")
-    hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")
-    hw.add_argument("--extrapolate", action="store_true", help="apply --profile outside its measured scope")
+    from commcost.cli.plan import add_hardware_arguments
+
+    add_hardware_arguments(p)
     c = p.add_argument_group("compute")
     c.add_argument("--precision", default="bf16", help="GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
     c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")

@@ -39,6 +39,7 @@ built with ``extrapolate=True``; then it applies :data:`EXTRAPOLATION_RULE` (eac
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, ring_all_gather, ring_all_reduce, \
@@ -96,20 +97,20 @@ def _parse_backend(backend: str) -> str:
     return backend
 
 
-class CommModel:
+class CommModel(ABC):
     """What every kind answers. Subclasses are frozen dataclasses."""
 
     kind: str = "abstract"
 
+    @abstractmethod
     def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
-             ranks_per_node: int | None = None) -> CollectiveCost:  # pragma: no cover - interface
+             ranks_per_node: int | None = None) -> CollectiveCost:
         """One collective of ``op`` on ``size_bytes`` over ``gpus`` ranks.
 
         ``ranks_per_node``: how many of the group's ranks share a node (a strided group, such as
         the data-parallel group under tensor parallelism, has fewer than the node's GPUs);
         None packs the group onto full nodes. Only a fabric distinguishes placements.
         """
-        raise NotImplementedError
 
     def candidates(self, op: Collective | str, size_bytes: float, gpus: int, *,
                    ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
@@ -117,9 +118,9 @@ class CommModel:
         c = self.cost(op, size_bytes, gpus, ranks_per_node=ranks_per_node)
         return {c.algorithm: c}
 
-    def describe(self) -> str:  # pragma: no cover - interface
+    @abstractmethod
+    def describe(self) -> str:
         """One line naming the model and its parameters, for report headers."""
-        raise NotImplementedError
 
     def max_gpus(self) -> int | None:
         """The most ranks a group may have (None: unbounded)."""
@@ -139,9 +140,9 @@ class CommModel:
         """A warning when ``cost`` would extrapolate outside what the model was built from."""
         return None
 
-    def to_dict(self) -> dict:  # pragma: no cover - interface
+    @abstractmethod
+    def to_dict(self) -> dict:
         """JSON description (SI units)."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
