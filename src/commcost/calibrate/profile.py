@@ -248,6 +248,15 @@ def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
 
 def load_profile(path: str | Path) -> Profile:
     """Read and validate a profile file; ``.link`` is the calibrated :class:`Link`."""
+    profile = load_any_profile(path)
+    if not isinstance(profile, Profile):
+        raise InputError(f"{path}: a tier profile (commcost fit --tiers), not an alpha-beta profile")
+    return profile
+
+
+def load_any_profile(path: str | Path):
+    """An alpha-beta :class:`Profile`, or the :class:`commcost.calibrate.tiers.TierFit` of a tier
+    profile (``kind`` ``commcost-tier-profile``, written by ``commcost fit --tiers``)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -263,6 +272,10 @@ def load_profile(path: str | Path) -> Profile:
         raise InputError(f"{p}: not a commcost profile: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{p}: not a commcost profile: JSON nested too deeply to read") from None
+    if isinstance(obj, dict) and obj.get("kind") == "commcost-tier-profile":
+        from commcost.calibrate.tiers import tier_fit_from_dict
+
+        return tier_fit_from_dict(obj, where=str(p))
     profile = profile_from_dict(obj, where=str(p))
     return Profile(fit=profile.fit, r2=profile.r2, median_abs_rel_error=profile.median_abs_rel_error,
                    max_abs_rel_error=profile.max_abs_rel_error, points=profile.points,

@@ -192,3 +192,44 @@ def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
     return TierFit(system=system, intra_bandwidth_scale=s["i"], inter_bandwidth_scale=s["e"],
                    inter_latency_scale=s["m"], fitted_nodes=tuple(sorted({x.nodes for x in samples})),
                    not_fitted=not_fitted, median_abs_error=statistics.median(errors))
+
+
+TIER_PROFILE_KIND = "commcost-tier-profile"
+"""``kind`` of a tier profile file (``commcost fit --tiers SYSTEM``), told apart from an alpha-beta profile."""
+
+
+def tier_fit_to_dict(fit: TierFit, provenance: dict) -> dict:
+    """The tier profile's JSON object (version 1)."""
+    return {"version": 1, "kind": TIER_PROFILE_KIND, "system": fit.system,
+            "intra_bandwidth_scale": fit.intra_bandwidth_scale, "inter_bandwidth_scale": fit.inter_bandwidth_scale,
+            "inter_latency_scale": fit.inter_latency_scale, "fitted_nodes": list(fit.fitted_nodes),
+            "not_fitted": list(fit.not_fitted), "median_abs_error": fit.median_abs_error, "provenance": provenance}
+
+
+def tier_fit_from_dict(obj: dict, where: str) -> TierFit:
+    """Validate and build a :class:`TierFit` from a tier profile's JSON object."""
+    def number(key: str) -> float:
+        v = obj.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise InputError(f"{where}: field {key!r} must be a finite number > 0, got {v!r}")
+        return float(v)
+
+    if obj.get("version") != 1:
+        raise InputError(f"{where}: tier profile version {obj.get('version')!r} is not supported (this commcost reads 1)")
+    system = obj.get("system")
+    if not isinstance(system, str):
+        raise InputError(f"{where}: field 'system' must be a system preset name, got {system!r}")
+    nodes = obj.get("fitted_nodes")
+    if not isinstance(nodes, list) or not nodes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
+                                                        for n in nodes):
+        raise InputError(f"{where}: field 'fitted_nodes' must be a list of node counts, got {nodes!r}")
+    not_fitted = obj.get("not_fitted", [])
+    if not isinstance(not_fitted, list) or not all(isinstance(x, str) for x in not_fitted):
+        raise InputError(f"{where}: field 'not_fitted' must be a list of names, got {not_fitted!r}")
+    err = obj.get("median_abs_error", 0.0)
+    if isinstance(err, bool) or not isinstance(err, (int, float)) or not math.isfinite(err) or err < 0:
+        raise InputError(f"{where}: field 'median_abs_error' must be a finite number >= 0, got {err!r}")
+    return TierFit(system=system, intra_bandwidth_scale=number("intra_bandwidth_scale"),
+                   inter_bandwidth_scale=number("inter_bandwidth_scale"),
+                   inter_latency_scale=number("inter_latency_scale"), fitted_nodes=tuple(sorted(set(nodes))),
+                   not_fitted=tuple(not_fitted), median_abs_error=float(err))

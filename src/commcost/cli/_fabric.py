@@ -175,9 +175,11 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
 
 def _resolve_profile(args: argparse.Namespace, *, op: str, set_gpus: bool,
                      gpus_list: tuple[int, ...] | None) -> Resolved:
-    from commcost.calibrate.profile import load_profile, profile_model
+    from commcost.calibrate.profile import load_any_profile, profile_model
 
-    profile = load_profile(args.profile)
+    profile = load_any_profile(args.profile)
+    if not hasattr(profile, "fit"):  # a tier profile: the system's topology with the fitted tiers
+        return _resolve_tier_profile(args, profile, set_gpus=set_gpus, gpus_list=gpus_list)
     comm = profile_model(profile, extrapolate=bool(getattr(args, "extrapolate", False)))
     fit = profile.fit
     if set_gpus and getattr(args, "gpus", None) is None:
@@ -202,6 +204,41 @@ def _resolve_profile(args: argparse.Namespace, *, op: str, set_gpus: bool,
     info = comm.to_dict() | {"r2": profile.r2, "source": profile.provenance.get("source"),
                              "extrapolated": bool(extrapolated)}
     return Resolved(comm=comm, gpus=args.gpus if set_gpus else None, note=note, info=info)
+
+
+def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
+                          gpus_list: tuple[int, ...] | None) -> Resolved:
+    """A tier profile (``commcost fit --tiers``): :meth:`TierFit.topology` on the nodes asked for (default
+    the largest fitted), as a FabricModel; a warning names the parameters used beyond the fitted scales."""
+    import math
+
+    from commcost.comm.model import FabricModel
+    from commcost.hardware import lookup
+    from commcost.presets import systems
+
+    G = getattr(args, "gpus_per_node", None) or int(lookup(systems(), fit.system, "system")["gpus_per_node"])
+    gpus = getattr(args, "gpus", None) if set_gpus else None
+    nodes = getattr(args, "nodes", None) or (math.ceil(gpus / G) if gpus else None)
+    if nodes is None:
+        nodes = math.ceil(max(gpus_list) / G) if gpus_list else max(fit.fitted_nodes)
+    topo = fit.topology(nodes)
+    if set_gpus:
+        args.gpus = gpus or nodes * G
+    used = fit.extrapolated(nodes)
+    where = f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)"
+    note = (f"tier profile {args.profile}: {fit.system} with intra x {fit.intra_bandwidth_scale:.3f}, NIC x "
+            f"{fit.inter_bandwidth_scale:.3f}, network latency x {fit.inter_latency_scale:.3f}, fitted on {where}; "
+            f"used on {nodes} node(s)")
+    if used:
+        warning = f"tier profile {args.profile} was fitted on {where}; on {nodes} nodes it extrapolates {', '.join(used)}"
+        warn(warning)
+        note += f"; EXTRAPOLATES {', '.join(used)}"
+    info = {"kind": "tier-profile", "path": args.profile, "system": fit.system,
+            "intra_bandwidth_scale": fit.intra_bandwidth_scale, "inter_bandwidth_scale": fit.inter_bandwidth_scale,
+            "inter_latency_scale": fit.inter_latency_scale, "fitted_nodes": list(fit.fitted_nodes),
+            "nodes": nodes, "extrapolates": list(used)}
+    return Resolved(comm=FabricModel(topology=topo, backend=getattr(args, "backend", "nccl")),
+                    gpus=args.gpus if set_gpus else None, note=note, info=info, topology=topo)
 
 
 def _custom_topology(args: argparse.Namespace):

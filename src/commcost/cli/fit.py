@@ -13,6 +13,7 @@ HELP = "fit alpha and beta to a measurement (commcost measure CSV/JSON, or nccl-
 EXAMPLES = (
     'all_reduce_perf.log -o cluster.profile.json',
     'cluster.csv --op all_gather --max-regimes 2 --json',
+    'one_node.log two_nodes.log --tiers dgx-h100 -o cluster.tiers.json   (cross-scale: per-tier fit)',
 )
 """Command lines shown at the end of ``--help``."""
 
@@ -30,6 +31,10 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``commcost fit``."""
     add_selection_arguments(p)
+    p.add_argument("more", nargs="*", help="with --tiers: more logs of the same system at other scales")
+    p.add_argument("--tiers", metavar="SYSTEM", help="cross-scale calibration: fit SYSTEM's intra-node bandwidth, "
+                   "NIC bandwidth and network latency to logs from one or more scales, so the profile predicts any "
+                   "node count through the topology (commcost.calibrate.tiers)")
     p.add_argument("-o", "--output", help="write the profile (JSON) here")
     p.add_argument("--max-regimes", type=A.positive_int, default=3,
                    help="most size regimes the model may use (default 3; 1 = one straight line)")
@@ -45,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:
         A.check_output_path("-o", args.output)
+    if args.tiers is not None:
+        return _run_tiers(args)
+    if args.more:
+        A.fail(f"several files ({1 + len(args.more)}) are fitted together only with --tiers SYSTEM (cross-scale)")
     series = load_series(args.data, op=args.op, gpus=args.gpus, placement=args.placement)
     for warning in series.warnings:
         A.warn(warning)
@@ -67,3 +76,48 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_fit_text(fit, quality, series, single, single_fit, args.output), end="")
     return 0
+
+
+def _run_tiers(args: argparse.Namespace) -> int:
+    """``--tiers SYSTEM``: every file's all-reduce rows as samples on ``ceil(P / G)`` nodes; fit; write."""
+    import math
+
+    from commcost.calibrate.data import load_series
+    from commcost.calibrate.profile import write_atomic
+    from commcost.calibrate.tiers import TierSample, fit_tiers, tier_fit_to_dict
+    from commcost.comm.collectives import Collective
+    from commcost.hardware import lookup
+    from commcost.presets import systems
+    from commcost.report._json import dump_json, dumps_json
+
+    G = int(lookup(systems(), args.tiers, "system")["gpus_per_node"])
+    samples, sources = [], []
+    for path in [args.data, *args.more]:
+        series = load_series(path, op=args.op or Collective.ALL_REDUCE, gpus=args.gpus, placement=args.placement)
+        if series.op is not Collective.ALL_REDUCE:
+            A.fail(f"{path}: --tiers fits all-reduce tables, this one is {series.op.value}")
+        for warning in series.warnings:
+            A.warn(warning)
+        nodes = math.ceil(series.gpus / G)
+        samples += [TierSample(nodes=nodes, gpus=series.gpus, message_bytes=s.size_bytes, time_s=s.time_s)
+                    for s in series.samples if s.size_bytes >= 2**20]
+        sources.append({"source": str(path), "gpus": series.gpus, "nodes": nodes})
+    if not samples:
+        A.fail("no all-reduce rows of 1 MiB or more to fit the tiers to")
+    fit = fit_tiers(args.tiers, samples)
+    out = tier_fit_to_dict(fit, {"sources": sources, "rows_fitted": len(samples), "min_size_bytes": 2**20})
+    if args.output:
+        write_atomic(args.output, dumps_json(out, what="tier profile"))
+    if args.json:
+        dump_json(out)
+        return 0
+    print(f"commcost fit --tiers {args.tiers}: {len(samples)} all-reduce rows >= 1 MiB on "
+          f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)\n"
+          f"  intra-node (and NVLS) bandwidth x {fit.intra_bandwidth_scale:.3f}, NIC bandwidth x "
+          f"{fit.inter_bandwidth_scale:.3f}, network step latency x {fit.inter_latency_scale:.3f} of the preset's\n"
+          + (f"  not fitted (no row depends on them): {', '.join(fit.not_fitted)}\n" if fit.not_fitted else "")
+          + f"  median |error| on the rows fitted: {100 * fit.median_abs_error:.1f}%"
+          + (f"\n  profile written to {args.output}: --profile predicts any node count through {args.tiers}'s "
+             "topology and names what it extrapolates" if args.output else ""))
+    return 0
+
