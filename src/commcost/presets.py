@@ -36,6 +36,11 @@ def fabrics() -> dict[str, dict[str, Any]]:
     return _table("fabrics.json")
 
 
+def system_gpu(name: str) -> str:
+    """The GPU preset of system ``name`` (exact key; unknown names list the valid ones)."""
+    return lookup(systems(), name, "system")["gpu"]
+
+
 def systems() -> dict[str, dict[str, Any]]:
     """System presets by name (``systems.json``)."""
     return _table("systems.json")

@@ -122,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
             out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
             texts.append(budget_fabric_note(budget, topo))
         texts.append(render_budget_text(budget))
-        gpu = args.gpu or (_system_gpu(args.system) if args.system is not None else None)
+        from commcost.presets import system_gpu
+
+        gpu = args.gpu or (system_gpu(args.system) if args.system is not None else None)
         if gpu is not None:
             note, out["memory"] = _ddp_memory(args.params * BILLION, gpu)
             texts.insert(0, note)
@@ -153,12 +155,6 @@ def run(args: argparse.Namespace) -> int:
         print("\n\n".join(texts))
     return 0
 
-
-def _system_gpu(system: str) -> str:
-    from commcost.hardware import lookup
-    from commcost.presets import systems
-
-    return lookup(systems(), system, "system")["gpu"]
 
 
 def _ddp_memory(params: float, gpu: str) -> tuple[str, dict]:

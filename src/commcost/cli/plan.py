@@ -110,8 +110,7 @@ def build_comm_model(args: argparse.Namespace, gpus: int):
     """``(CommModel, gpus_per_node, gpu preset)``: the CommModel from the one resolver
     (:func:`commcost.cli._fabric.resolve_comm_model`), the node size, and the GPU that computes."""
     from commcost.cli._fabric import resolve_comm_model
-    from commcost.hardware import lookup
-    from commcost.presets import systems
+    from commcost.presets import system_gpu
 
     if args.system is None and args.gpu is None:
         A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")
@@ -119,7 +118,7 @@ def build_comm_model(args: argparse.Namespace, gpus: int):
     # a profile is scope-checked per group when it prices one (the groups are smaller than the job)
     resolved = resolve_comm_model(args, set_gpus=args.profile is None)
     G = resolved.topology.gpus_per_node if resolved.topology is not None else (args.gpus_per_node or 8)
-    gpu = args.gpu or lookup(systems(), args.system, "system")["gpu"]
+    gpu = args.gpu or system_gpu(args.system)
     return resolved.comm, G, gpu
 
 

@@ -55,26 +55,17 @@ __all__ = ["BACKENDS", "BACKEND_ALGORITHMS", "CommModel", "FlatLinkModel"]
 BACKENDS = ("nccl", "gloo")
 """Communication backends ``auto`` knows the algorithms of."""
 
-_ALL_REDUCE_NCCL = (Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK)
+_SHARED: dict[Collective, tuple[Algorithm, ...]] = {
+    Collective.REDUCE_SCATTER: (Algorithm.RING,),
+    Collective.ALL_GATHER: (Algorithm.RING,),
+    Collective.BROADCAST: (Algorithm.RING,),
+    Collective.REDUCE: (Algorithm.RING,),
+    Collective.ALL_TO_ALL: (Algorithm.DIRECT,),
+    Collective.SEND_RECV: (Algorithm.DIRECT,),
+}
 BACKEND_ALGORITHMS: dict[str, dict[Collective, tuple[Algorithm, ...]]] = {
-    "nccl": {
-        Collective.ALL_REDUCE: _ALL_REDUCE_NCCL,
-        Collective.REDUCE_SCATTER: (Algorithm.RING,),
-        Collective.ALL_GATHER: (Algorithm.RING,),
-        Collective.BROADCAST: (Algorithm.RING,),
-        Collective.REDUCE: (Algorithm.RING,),
-        Collective.ALL_TO_ALL: (Algorithm.DIRECT,),
-        Collective.SEND_RECV: (Algorithm.DIRECT,),
-    },
-    "gloo": {
-        Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
-        Collective.REDUCE_SCATTER: (Algorithm.RING,),
-        Collective.ALL_GATHER: (Algorithm.RING,),
-        Collective.BROADCAST: (Algorithm.RING,),
-        Collective.REDUCE: (Algorithm.RING,),
-        Collective.ALL_TO_ALL: (Algorithm.DIRECT,),
-        Collective.SEND_RECV: (Algorithm.DIRECT,),
-    },
+    "nccl": {Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK), **_SHARED},
+    "gloo": {Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.HALVING_DOUBLING), **_SHARED},
 }
 """The algorithms each backend runs per collective, in tie-break order (first wins a tie)."""
 

@@ -21,7 +21,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     :func:`structure` of ``base``."""
     import numpy as np
 
-    from commcost.memory import GRAD_BYTES, WEIGHT_BYTES, in_flight_layers, layer_activation_bytes, model_state_bytes
+    from commcost.memory import GRAD_BYTES, WEIGHT_BYTES, in_flight_layers, model_state_bytes
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
@@ -41,8 +41,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         r = t if flag else 1.0
         embed_mask = (s_local * b * h / r) * (1.0 if spec.dropout else 0.0)
         for name in _RECOMPUTE:
-            per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, name, layer_activation_bytes)
-            working = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", layer_activation_bytes) \
+            per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, name)
+            working = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none") \
                 if name == "full" else 0.0
             only = first_layers * per_layer + working + embed_mask + logits
             first = first_layers * per_layer + working + embed_mask * np.minimum(m, p)
@@ -71,7 +71,7 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs) -> dict:
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 
-def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, layer_activation_bytes):
+def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute):
     """:func:`commcost.memory.stage_layer_bytes` with array ``s_local, b, t``."""
     kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
