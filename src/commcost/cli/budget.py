@@ -122,9 +122,11 @@ def run(args: argparse.Namespace) -> int:
             out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
             texts.append(budget_fabric_note(budget, topo))
         texts.append(render_budget_text(budget))
-        from commcost.presets import system_gpu
+        gpu = args.gpu
+        if gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
+            from commcost.presets import system_gpu
 
-        gpu = args.gpu or (system_gpu(args.system) if args.system is not None else None)
+            gpu = system_gpu(args.system)
         if gpu is not None:
             note, out["memory"] = _ddp_memory(args.params * BILLION, gpu)
             texts.insert(0, note)
