@@ -144,10 +144,15 @@ def test_drill_at_256_gpus_no_longer_says_hides():
     assert d["step"]["simulated"]["best_exposed_s"] > 0.05 * 0.4   # beyond the 20 ms tail budget
 
 
-def test_multi_rack_nvl72_says_lower_bound():
+def test_nvl72_across_pods_names_the_fitted_spine_and_inside_one_pod_says_nothing():
+    # 20 racks = 3 pods of 8: the spine's share is fitted on one table, said on stderr and in the header
+    r = run_tool("--system", "gb200-nvl72", "--nodes", "20", *STEP)
+    assert r.returncode == 0
+    assert "across 3 pods of 8 nodes" in r.stderr and "CAUTION:" in r.stdout
+    # 2 racks are inside one pod, where the two-tier terms match the 2-rack table: no caution
     r = run_tool("--system", "gb200-nvl72", "--nodes", "2", *STEP)
     assert r.returncode == 0
-    assert "lower bound" in r.stderr and "LOWER BOUND" in r.stdout
+    assert "pods" not in r.stderr and "CAUTION" not in r.stdout
 
 
 def test_system_budget_prints_no_bandwidth_above_a_physical_link():

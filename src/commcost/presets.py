@@ -101,6 +101,9 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         base_latency_s=float(sysp["base_latency_s"]), name=name, protocols=protocols,
         full_bandwidth_nodes=sysp.get("full_bandwidth_nodes"),
         slowdown_per_node_doubling=float(sysp.get("slowdown_per_node_doubling", 0.0)),
+        pod_nodes=sysp.get("pod_nodes"),
+        spine_oversubscription=float(sysp.get("spine_oversubscription", 1.0)),
+        spine_latency_s=float(sysp.get("spine_latency_s", 0.0)),
     )
 
 
@@ -139,7 +142,8 @@ def preset_entries() -> list[PresetEntry]:
             f"one {sp['inter_fabric']} NIC per GPU across nodes"
             f"{', NVLS' if sp['in_network'] else ''}"
             f"{(', NCCL protocols LL/LL128/Simple' if sp.get('nccl_ll128', True) else ', NCCL protocols LL/Simple (LL128 off: no NVLink)') if sp['nccl_protocols'] else ''}"
-            f"{', congests past ' + str(sp['full_bandwidth_nodes']) + ' node(s)' if sp.get('full_bandwidth_nodes') else ''}")))
+            f"{', congests past ' + str(sp['full_bandwidth_nodes']) + ' node(s)' if sp.get('full_bandwidth_nodes') else ''}"
+            f"{', pods of ' + str(sp['pod_nodes']) + ' nodes under a spine (x' + format(sp.get('spine_oversubscription', 1.0), 'g') + ' across pods)' if sp.get('pod_nodes') else ''}")))
     return out
 
 

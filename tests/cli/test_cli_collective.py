@@ -121,3 +121,29 @@ def test_protocol_is_named_on_presets_and_null_on_flat_links():
     assert d["protocol"] == fastest.value and d["protocol"] in ("ll", "ll128", "simple")
     flat = ok_json("collective", "--op", "all_reduce", "--size", "16MiB", "--gpus", "8", "--bw", "25", "--latency", "20")
     assert flat["protocol"] is None
+
+
+# --- a custom third tier (pods under a spine) -------------------------------------------------
+
+THREE_TIER = ("--gpus-per-node", "8", "--nodes", "4", "--intra-bw", "300", "--intra-latency", "1",
+              "--inter-bw", "25", "--inter-latency", "5", "--pod-nodes", "2", "--spine-oversubscription", "2",
+              "--spine-latency", "1")
+
+
+def test_custom_three_tier_ring_by_hand():
+    # 32 GPUs over 2 pods of 2 nodes: latency 2 [28 x 1 + 3 x 5] + 2 x 1 = 88 us; bandwidth
+    # 2 x 31/32 x 2^30 B / (8 x 25e9 / 2) = 20.80 ms (the spine halves each NIC's share)
+    r = run_commcost("collective", "--op", "all-reduce", *THREE_TIER, "--size", "1GiB", "--algorithm", "ring", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["latency_s"] == pytest.approx(88e-6)
+    assert d["bandwidth_s"] == pytest.approx(2 * 31 / 32 * 2 ** 30 / 100e9)
+    assert d["fabric"]["pod_nodes"] == 2 and d["fabric"]["spine_oversubscription"] == 2
+
+
+def test_spine_flags_without_pods_or_beside_a_system_are_refused():
+    r = run_commcost("collective", "--op", "all-reduce", *THREE_TIER[:-6], "--spine-latency", "1", "--size", "1GiB")
+    assert r.returncode == 2 and "give --pod-nodes too" in r.stderr and "Traceback" not in r.stderr
+    r = run_commcost("collective", "--op", "all-reduce", "--system", "dgx-h100", "--nodes", "2", "--pod-nodes", "2",
+                     "--size", "1GiB")
+    assert r.returncode == 2 and "drop --pod-nodes" in r.stderr

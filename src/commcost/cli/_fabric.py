@@ -80,6 +80,13 @@ def add_custom_topology_arguments(f) -> None:
                    help="custom: fixed launch latency per collective, us (default 0)")
     f.add_argument("--oversubscription", type=A.positive_float,
                    help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
+    f.add_argument("--pod-nodes", type=A.positive_int,
+                   help="custom third tier: nodes per pod (under one leaf layer); groups spanning pods cross "
+                        "the spine")
+    f.add_argument("--spine-oversubscription", type=A.positive_float,
+                   help="custom third tier: the spine's share o_s >= 1 (each NIC gets B/(o o_s) across pods)")
+    f.add_argument("--spine-latency", type=A.nonneg_latency_us,
+                   help="custom third tier: extra latency of a network step that crosses the spine, us")
 
 
 class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology"), defaults=(None,))):
@@ -105,7 +112,8 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-_CUSTOM = ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw")
+_CUSTOM = ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw", "pod_nodes", "spine_oversubscription",
+           "spine_latency")
 
 
 def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_gpus: bool = True,
@@ -144,7 +152,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
             w = comm.scope_warning(op, P)
             if w:
                 warn(w)
-        return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"LOWER BOUND: {w}",
+        return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",
                         info=None, topology=topo)
     if getattr(args, "nodes", None) is not None and not custom:
         A.fail("--nodes needs --system (a preset to take nodes of) or a custom topology; without it give --gpus")
@@ -271,7 +279,13 @@ def _custom_topology(args: argparse.Namespace):
     nvls = None
     if args.nvls_bw is not None:
         nvls = Link(bandwidth_bytes_per_s=args.nvls_bw * GB, latency_s=args.nvls_latency * US)
+    pod_nodes = getattr(args, "pod_nodes", None)
+    spine_o, spine_lat = getattr(args, "spine_oversubscription", None), getattr(args, "spine_latency", None)
+    if pod_nodes is None and (spine_o is not None or spine_lat is not None):
+        raise InputError("--spine-oversubscription and --spine-latency describe a third tier: give --pod-nodes too")
     topo = Topology(gpus_per_node=G, nodes=nodes, intra=intra, inter=inter, in_network=nvls,
                     oversubscription=1.0 if args.oversubscription is None else args.oversubscription,
-                    base_latency_s=args.launch_latency * US)
+                    base_latency_s=args.launch_latency * US, pod_nodes=pod_nodes,
+                    spine_oversubscription=1.0 if spine_o is None else spine_o,
+                    spine_latency_s=0.0 if spine_lat is None else spine_lat * US)
     return topo, P

@@ -37,7 +37,16 @@ nodes, so it moves the tree's ``E(n)`` per node (``S`` for two nodes, ``2S`` for
 tuning.cc doubles NVLS_TREE's network bandwidth only "for nNodes <= 2") and pays
 ``2 log2 n`` network steps (tuning.cc: ``intraLat + 2 log2i(nNodes) interLat``).
 ``W`` uses the effective oversubscription ``o(n)`` of
-:func:`commcost.comm.topology.network_oversubscription` (the preset's congestion rule).
+:func:`commcost.comm.topology.network_oversubscription` (the preset's congestion rule, and on a
+three-tier topology the spine's share when the group spans several pods).
+
+**Third tier** (pods of nodes under one leaf layer, a spine between them): a group spanning ``m``
+pods pays ``a_s`` more for each network step that crosses the spine, on top of ``a_e``:
+ring ``k(m-1)`` steps (its ring visits the pods in order, so ``m-1`` of its ``n-1`` node-to-node
+hops per pass cross), tree and in-network ``2 ceil(log2 m)`` (the top levels of the tree),
+halving-doubling ``k ceil(log2 m)``, hierarchical ``2(m-1)``, direct all-to-all ``P - g p`` (the
+peers outside the rank's own pod of ``p`` nodes), send/recv one when the two ranks' nodes are in
+different pods. Its bandwidth is in ``W`` (above). With ``m = 1`` every term is the two-tier one.
 
 Sources: ring, halving-doubling (Rabenseifner) and direct exchange from Thakur,
 Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
@@ -198,6 +207,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     W = g_min * topo.inter.bandwidth_bytes_per_s / o
     t0 = topo.base_latency_s
     k = 2 if op is Collective.ALL_REDUCE else 1
+    m, a_s = pl.pods, topo.spine_latency_s  # third tier: pods spanned, extra latency per spine crossing
+    up = math.ceil(math.log2(m))  # tree levels that cross the spine
 
     if alg is Algorithm.RING:
         steps_intra, steps_inter = k * (P - n), k * (n - 1)
@@ -210,19 +221,19 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         else:
             f_i = (g - 1) / g
             bw = max(V * f_i / B_i, V / W)
-        return t0 + (steps_intra * a_i + steps_inter * a_e), bw
+        return t0 + (steps_intra * a_i + steps_inter * a_e + k * (m - 1) * a_s), bw
     if alg is Algorithm.TREE:
         E = 0.0 if n == 1 else (S if n == 2 else 2.0 * S)
         chain = 2.0 * S / B_i if g > 1 else 0.0
         net = E / W if n > 1 else 0.0
-        return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e),
+        return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e + up * a_s),
                 max(chain, net) + overlap_loss * min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
     if alg is Algorithm.HALVING_DOUBLING:
-        lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e)
+        lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e + up * a_s)
         bw = k * ((g - 1) / g * S / B_i + (n - 1) / (n * g) * S / B_e_eff)
         return t0 + lat, bw
     if alg is Algorithm.HIERARCHICAL:
-        lat = 2 * (g - 1) * a_i + 2 * (n - 1) * a_e
+        lat = 2 * (g - 1) * a_i + 2 * (n - 1) * a_e + 2 * (m - 1) * a_s
         bw = 2 * (g - 1) / g * S / B_i + 2 * (n - 1) / n * (S / g) / B_e_eff
         return t0 + lat, bw
     if alg is Algorithm.IN_NETWORK:
@@ -232,14 +243,16 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         bw = S / v.bandwidth_bytes_per_s
         if n > 1:  # NVLS tree across nodes (NCCL NVLS_TREE): E(n) as the tree's; SHARP: S, one hop
             lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
+            lat += (2 * a_s if m > 1 else 0.0) if topo.inter_in_network else 2 * up * a_s
             net_bytes = S if (topo.inter_in_network or n == 2) else 2.0 * S
             bw = max(bw, net_bytes / W) + overlap_loss * min(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
-        link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e)
+        link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e + (a_s if m > 1 else 0.0))
         return t0 + link.latency_s, S / link.bandwidth_bytes_per_s
     if alg is Algorithm.DIRECT:  # all-to-all by pairwise exchange
-        lat = (g - 1) * a_i + (P - g) * a_e
+        pod_ranks = P if topo.pod_nodes is None else min(P, g * topo.pod_nodes)
+        lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
         bw = (g - 1) / P * S / B_i
         if n > 1:
             bw = max(bw, (P - g_min) / P * S / B_e_eff)

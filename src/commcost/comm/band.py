@@ -11,8 +11,9 @@ around the preset's prediction. The classes and ratios are data
     per class, r_lo = 5th percentile of r and r_hi = 95th percentile of r.
 
 Class = where the group lives: ``one_node``, ``multi_node`` (the group spans more than one node
-of its topology) or ``multi_rack`` (it spans several NVLink domains of more than 8 GPUs, NVL72
-racks, where the two-tier model is a lower bound and the band lies above the prediction). Size
+of its topology, inside one pod) or ``multi_pod`` (it spans several pods of a three-tier topology,
+multi-rack NVL72 beyond a scalable unit of 8 racks, where the spine's share is fitted on one table
+and its rows are few: the band there is the spread of that one table's rows). Size
 regimes are not separate classes: split by 1-64 MiB and > 64 MiB, the classes held 32-63 rows
 and their percentiles moved by up to 0.07 between two model revisions (one_node/>64MiB p95 from
 1.159 to 1.091), too unstable to publish; merged, they hold 74-102 rows. One ratio pair per class
@@ -41,14 +42,14 @@ def band_ratios() -> dict[str, tuple[float, float]]:
 
 
 def band_class(cost: CollectiveCost, topology: Topology | Link) -> str:
-    """The class of ``cost``'s group on ``topology``: ``one_node``, ``multi_node`` or ``multi_rack``."""
+    """The class of ``cost``'s group on ``topology``: ``one_node``, ``multi_node`` or ``multi_pod``."""
     if not isinstance(cost, CollectiveCost):
         raise InputError(f"cost must be a CollectiveCost, got {type(cost).__name__}")
     topo = as_topology(topology, cost.gpus)
-    nodes = place(cost.gpus, topo).nodes
-    if nodes == 1:
+    pl = place(cost.gpus, topo)
+    if pl.nodes == 1:
         return "one_node"
-    return "multi_rack" if topo.gpus_per_node > 8 else "multi_node"
+    return "multi_pod" if pl.pods > 1 else "multi_node"
 
 
 def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tuple[float, float]:
@@ -57,7 +58,7 @@ def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tu
     ``topology`` is the :class:`Topology` (or flat :class:`Link`) the cost was computed on, or a
     system preset's name (the group is then packed on full nodes of it). ``low = r_lo T`` and
     ``high = r_hi T`` with the class's ratios (module docstring); ``low <= T <= high`` whenever the
-    ratios bracket 1 (every class but ``multi_rack``), and both ends are monotone wherever T is.
+    ratios bracket 1, and both ends are monotone wherever T is.
     """
     if isinstance(topology, str):
         from commcost.presets import system_group

@@ -33,7 +33,7 @@ def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FabricModel(CommModel):
-    """A two-tier :class:`Topology` (system preset or topology flags) with per-size algorithm choice."""
+    """A two- or three-tier :class:`Topology` (system preset or topology flags) with per-size algorithm choice."""
 
     topology: Topology
     """Tiers, placement, in-network reduction, protocol model."""
@@ -103,9 +103,14 @@ class FabricModel(CommModel):
                 f"per GPU ({self.backend})")
 
     def scope_warning(self, op, gpus) -> str | None:
-        if "nvl72" in self.topology.name and math.ceil(gpus / self.topology.gpus_per_node) > 1:
-            return (f"{self.topology.name} beyond one rack: the two-tier model is optimistic there "
-                    f"(60-73% fast against a 20-rack table); treat the figures as a lower bound")
+        from commcost.comm.topology import pods_spanned
+
+        t = self.topology
+        m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))
+        if m > 1 and t.spine_oversubscription != 1:
+            return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
+                    f"(1/{t.spine_oversubscription:g}) is fitted on one multi-pod table, and at 512 MiB - 2 GiB "
+                    f"that table ran 15-50% slower than the model (docs/fabrics.md, three tiers)")
         return None
 
     def to_dict(self) -> dict:
@@ -114,4 +119,5 @@ class FabricModel(CommModel):
                 "gpus_per_node": t.gpus_per_node,
                 "intra_bandwidth_bytes_per_s": t.intra.bandwidth_bytes_per_s, "intra_latency_s": t.intra.latency_s,
                 "inter_bandwidth_bytes_per_s": t.inter.bandwidth_bytes_per_s, "inter_latency_s": t.inter.latency_s,
-                "protocols": t.protocols is not None}
+                "pod_nodes": t.pod_nodes, "spine_oversubscription": t.spine_oversubscription,
+                "spine_latency_s": t.spine_latency_s, "protocols": t.protocols is not None}

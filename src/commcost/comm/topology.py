@@ -1,4 +1,4 @@
-"""Links and two-tier topologies: what the ranks of a group are connected by.
+"""Links and two- or three-tier topologies: what the ranks of a group are connected by.
 
 The drill's flat model is one :class:`Link` shared by every rank of the group.
 Real clusters have two tiers (:class:`Topology`): an intra-node link (NVLink,
@@ -11,6 +11,13 @@ A group of ``P`` ranks is placed on nodes by :func:`place`: packed, the way
 ``torchrun --nproc-per-node G`` fills nodes -- ``n = ceil(P/G)`` nodes, the last
 one possibly partly filled. A group inside one node uses the intra-node link
 only.
+
+A third tier (``pod_nodes`` set) groups the nodes into *pods*: the scalable unit of a
+rail-optimised fat tree, whose nodes reach each other through one leaf switch, while traffic
+between pods crosses the spine (two more switch hops, ``spine_latency_s``, and the spine's
+share of bandwidth, ``1 / spine_oversubscription``). Multi-rack NVL72 is the case that needs
+it: racks (the "nodes") of 72 GPUs, pods of 8 racks (NVIDIA's GB200 SuperPOD scalable unit),
+the spine above. A group inside one pod is priced exactly as on the two-tier topology (tested).
 
 A flat :class:`Link` is the one-tier special case: :func:`as_topology` turns it
 into ``P`` nodes of one GPU each joined by that link, so every two-tier formula
@@ -30,7 +37,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from commcost.comm.protocols import ProtocolModel
 
-__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "network_oversubscription"]
+__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "network_oversubscription", "pods_spanned"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +70,14 @@ class Topology:
     slowdown_per_node_doubling: float = 0.0
     """Congestion ``k``: each doubling of the nodes past ``full_bandwidth_nodes`` divides the
     cross-node bandwidth by a further ``1 + k`` step (see :func:`network_oversubscription`)."""
+    pod_nodes: int | None = None
+    """Third tier: nodes per pod (the scalable unit whose nodes share their leaf switches); a group
+    spanning several pods crosses the spine. None: two tiers (every node one leaf hop away)."""
+    spine_oversubscription: float = 1.0
+    """``o_s >= 1``: the spine's bandwidth share; traffic of a group spanning several pods gets
+    ``B_e / (o(n) o_s)`` per NIC (:func:`network_oversubscription`). 1 with two tiers."""
+    spine_latency_s: float = 0.0
+    """Extra latency of one network step that crosses the spine (leaf -> spine -> leaf), seconds."""
     protocols: ProtocolModel | None = None
     """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.comm.protocols`): each algorithm
     runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
@@ -82,6 +97,15 @@ class Topology:
         if self.full_bandwidth_nodes is not None:
             require_count("full_bandwidth_nodes", self.full_bandwidth_nodes)
         require_finite_positive("slowdown_per_node_doubling", self.slowdown_per_node_doubling, allow_zero=True)
+        if self.pod_nodes is not None:
+            require_count("pod_nodes", self.pod_nodes)
+        require_finite_positive("spine_oversubscription", self.spine_oversubscription)
+        if self.spine_oversubscription < 1:
+            raise InputError(f"spine_oversubscription must be >= 1 (1 = non-blocking spine), "
+                             f"got {self.spine_oversubscription:g}")
+        require_finite_positive("spine_latency_s", self.spine_latency_s, allow_zero=True)
+        if self.pod_nodes is None and (self.spine_oversubscription != 1 or self.spine_latency_s != 0):
+            raise InputError("spine_oversubscription and spine_latency_s describe a third tier: give pod_nodes too")
         if self.protocols is not None:
             # imported here: the drill's flat path never builds a protocol model
             from commcost.comm.protocols import ProtocolModel
@@ -107,6 +131,8 @@ class Placement:
     """Ranks g on the fullest node, ``min(P, G)``: sets the intra-node step count."""
     min_gpus_per_node: int
     """Ranks on the emptiest node, ``P - (n-1) G``: its NICs carry a node's share of traffic."""
+    pods: int = 1
+    """Pods m the group spans, ``ceil(n / pod_nodes)`` (1 on a two-tier topology)."""
 
     @property
     def even(self) -> bool:
@@ -127,7 +153,15 @@ def place(gpus: int, topology: Topology) -> Placement:
             f"a group of {gpus} GPUs needs ceil({gpus}/{G}) = {n} nodes, "
             f"but the topology has {topology.nodes} (nodes * gpus_per_node = {topology.total_gpus})")
     g = min(gpus, G)
-    return Placement(gpus=gpus, nodes=n, gpus_per_node=g, min_gpus_per_node=gpus - (n - 1) * G)
+    return Placement(gpus=gpus, nodes=n, gpus_per_node=g, min_gpus_per_node=gpus - (n - 1) * G,
+                     pods=pods_spanned(topology, n))
+
+
+def pods_spanned(topology: Topology, nodes: int) -> int:
+    """Pods ``m = ceil(n / pod_nodes)`` a group of ``nodes`` packed nodes spans (1 without a third tier)."""
+    if topology.pod_nodes is None:
+        return 1
+    return math.ceil(nodes / topology.pod_nodes)
 
 
 def as_topology(fabric: Link | Topology, gpus: int) -> Topology:
@@ -153,8 +187,13 @@ def network_oversubscription(topology: Topology, nodes: int) -> float:
     (congestion in the spine tier of a fat tree, where flows from more leaves collide). Without
     ``n_0`` it is ``o`` at every size. The rule and its constants for a preset are derived from a
     measured sweep over node count (docs/fabrics.md, "Scale").
+
+    On a three-tier topology a group spanning more than one pod also pays the spine's share:
+    ``o(n) = o o_s (1 + k max(0, log2(n / n_0)))``; inside one pod ``o_s`` does not apply.
     """
     o = topology.oversubscription
+    if pods_spanned(topology, nodes) > 1:
+        o *= topology.spine_oversubscription
     n0 = topology.full_bandwidth_nodes
     if n0 is None or nodes <= n0:
         return o

@@ -63,6 +63,9 @@ def _fabric_line(fabric: Link | Topology | None, gpus: int, note: str | None = N
               f"{f.in_network.latency_s / US:g} us/step")
     if f.base_latency_s:
         s += f"; launch {f.base_latency_s / US:g} us"
+    if f.pod_nodes is not None:
+        s += (f"\n  third tier: pods of {f.pod_nodes} nodes; across pods the spine gives each NIC "
+              f"1/{f.spine_oversubscription:g} of its bandwidth and adds {f.spine_latency_s / US:g} us per step")
     return s
 
 
@@ -158,7 +161,9 @@ def fabric_to_dict(fabric: Link | Topology | None, nodes_used: int) -> dict[str,
             "nodes_used": nodes_used, "intra": _link_dict(f.intra), "inter": _link_dict(f.inter),
             "oversubscription": f.oversubscription,
             "in_network": None if f.in_network is None else _link_dict(f.in_network),
-            "inter_in_network": f.inter_in_network, "base_latency_s": f.base_latency_s}
+            "inter_in_network": f.inter_in_network, "base_latency_s": f.base_latency_s,
+            "pod_nodes": f.pod_nodes, "spine_oversubscription": f.spine_oversubscription,
+            "spine_latency_s": f.spine_latency_s}
 
 
 def render_presets_text(entries: list[PresetEntry]) -> str:
