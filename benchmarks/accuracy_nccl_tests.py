@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 from commcost import collective_cost  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
 from commcost.comm.band import collective_band  # noqa: E402
-from commcost.presets import system_group, systems  # noqa: E402
+from commcost.presets import systems  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
 MIN_BYTES = 2 ** 20
@@ -71,7 +71,7 @@ def score(with_inductor: bool = True) -> list[dict]:
         for row in table.rows:
             if row.size_bytes < MIN_BYTES:
                 continue
-            topo, P = system_group(table.preset, nodes=row.nodes, gpus=row.gpus)
+            topo, P = table.group(row)
             c = collective_cost("all_reduce", row.size_bytes, P, topo)
             low, high = collective_band(c, topo)
             proto = next(iter(protocol_costs("all_reduce", row.size_bytes, P, topo, c.algorithm)))

@@ -9,7 +9,9 @@
    (busbw_h100_azure_ndv5_scaling_8GiB.md, mean of the static and adaptive routing columns) is fitted
    by ``y = 1 + k log2(n / n_0)`` for ``n > n_0 = 8`` (least squares through the origin:
    ``k = sum(x (y - 1)) / sum(x^2)``, ``x = log2(n / 8)``).
-2. The uncertainty band (src/commcost/hardware/bands.json): for each class of group (one node,
+2. The spine share of ``gb200-nvl72`` (systems.json ``spine_oversubscription``): on the grid 2.0, 2.1, ...,
+   3.0, the value with the lowest median |error| of the ring on the one multi-pod table (20 racks).
+3. The uncertainty band (src/commcost/hardware/bands.json): for each class of group (one node,
    several nodes, several NVL72-class racks), the 5th and 95th percentiles of ``t_meas / t_pred``
    over the tuning rows >= 1 MiB (commcost.comm.band).
 
@@ -57,7 +59,7 @@ def _scan_overlap_loss(tables) -> None:
             for t in tables:
                 for row in t.rows:
                     if row.size_bytes >= 2 ** 20:
-                        topo, P = system_group(t.preset, nodes=row.nodes, gpus=row.gpus)
+                        topo, P = t.group(row)
                         errs.append(collective_cost("all_reduce", row.size_bytes, P, topo).total_s / row.time_s - 1)
             med, fast = statistics.median(abs(e) for e in errs), sum(e < 0 for e in errs) / len(errs)
             results.append((phi, med, fast))
@@ -69,8 +71,32 @@ def _scan_overlap_loss(tables) -> None:
     print(f"TIER_OVERLAP_LOSS = {best[0]:.2f} (lowest median with <= 65% too fast)\n" if best else "no phi meets 65%\n")
 
 
+def _scan_spine_share(tables) -> None:
+    """``spine_oversubscription`` of gb200-nvl72: the grid value that best fits the ring on the one multi-pod
+    table (the run set NCCL_NVLS_ENABLE=0, and its ~5 ms floor at every size is the ring's 2(P-1) steps:
+    the ring is what ran, so the spine is fitted through the ring, not through commcost's auto choice)."""
+    multi_pod = [t for t in tables if t.preset == "gb200-nvl72" and any(r.nodes > 8 for r in t.rows)]
+    results = []
+    for k in range(20, 31):
+        o_s = k / 10
+        errs = []
+        for t in multi_pod:
+            for row in t.rows:
+                topo, P = t.group(row)
+                topo = dataclasses.replace(topo, spine_oversubscription=o_s)
+                errs.append(collective_cost("all_reduce", row.size_bytes, P, topo, "ring").total_s / row.time_s - 1)
+        results.append((o_s, statistics.median(abs(e) for e in errs), errs))
+        print(f"  o_s {o_s:.1f}: ring median |error| {results[-1][1] * 100:5.2f}%  "
+              + " ".join(f"{e * 100:+.0f}%" for e in errs))
+    best = min(results, key=lambda r: r[1])
+    print(f"spine_oversubscription = {best[0]:.1f} (gb200-nvl72; lowest ring median over "
+          f"{', '.join(t.name for t in multi_pod)})\n")
+
+
 def main() -> int:
     tables = [t for t in load_tables() if t.split == "tuning"]
+    print("spine share of multi-pod NVL72, ring rows:")
+    _scan_spine_share(tables)
     if "--skip-overlap" not in sys.argv:
         print("tier overlap loss, tuning rows >= 1 MiB:")
         _scan_overlap_loss(tables)
@@ -94,7 +120,7 @@ def main() -> int:
         for row in t.rows:
             if row.size_bytes < 2 ** 20:
                 continue
-            topo, P = system_group(t.preset, nodes=row.nodes, gpus=row.gpus)
+            topo, P = t.group(row)
             c = collective_cost("all_reduce", row.size_bytes, P, topo)
             ratios.setdefault(band_class(c, topo), []).append(row.time_s / c.total_s)
     print("band: t_meas / t_pred over the tuning rows >= 1 MiB")

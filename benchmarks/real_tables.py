@@ -54,6 +54,14 @@ class Table:
     """commcost system preset."""
     rows: tuple[Row, ...]
     """Every row of the table."""
+    nvls: bool = True
+    """False: the run set NCCL_NVLS_ENABLE=0 (preset_matches.json ``run_options``, with its source)."""
+
+    def group(self, row: Row):
+        """``(topology, P)`` of ``row`` on the table's preset, as the run was configured."""
+        from commcost.presets import system_group
+
+        return system_group(self.preset, nodes=row.nodes, gpus=row.gpus, nvls=self.nvls)
 
 
 def _bus_factor(P: int) -> float:
@@ -105,5 +113,7 @@ def load_tables() -> list[Table]:
                 else:
                     preset, size = matches["scaling_tables"][name]
                     rows = _scaling_rows(path, size)
-                out.append(Table(name=name, system=system, split=side, preset=preset, rows=tuple(rows)))
+                options = matches.get("run_options", {}).get(name, {})
+                out.append(Table(name=name, system=system, split=side, preset=preset, rows=tuple(rows),
+                                 nvls=bool(options.get("nvls", True))))
     return out

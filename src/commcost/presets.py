@@ -57,11 +57,13 @@ def _link(fabric: dict[str, Any]) -> Link:
 
 
 def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = None,
-                    oversubscription: float | None = None) -> Topology:
-    """The two-tier :class:`Topology` of ``nodes`` nodes of system preset ``name``.
+                    oversubscription: float | None = None, nvls: bool = True) -> Topology:
+    """The two- or three-tier :class:`Topology` of ``nodes`` nodes of system preset ``name``.
 
     ``gpus_per_node`` may be lowered (a job using 4 of 8 GPUs per node) but not raised
     past the preset's NVLink domain; ``oversubscription`` overrides the preset's.
+    ``nvls=False`` is a run with ``NCCL_NVLS_ENABLE=0``: no in-switch reduction, so the
+    in-network algorithm (NVLS, NVLS tree) is not available.
     A preset with ``nccl_protocols`` gets NCCL's protocol model (:mod:`commcost.comm.protocols`)
     with its ``llMaxBw`` caps.
     """
@@ -78,7 +80,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
     intra = lookup(fab, sysp["intra_fabric"], "fabric")
     inter = lookup(fab, sysp["inter_fabric"], "fabric")
     in_network = None
-    if sysp["in_network"]:
+    if sysp["in_network"] and nvls:
         if "in_network_bandwidth_bytes_per_s" not in intra:
             raise InputError(f"system {name!r} says in_network but fabric {sysp['intra_fabric']!r} has no NVLS figures")
         in_network = Link(bandwidth_bytes_per_s=float(intra["in_network_bandwidth_bytes_per_s"]),
@@ -148,7 +150,8 @@ def preset_entries() -> list[PresetEntry]:
 
 
 def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | None = None,
-                 gpus: int | None = None, oversubscription: float | None = None) -> tuple[Topology, int]:
+                 gpus: int | None = None, oversubscription: float | None = None,
+                 nvls: bool = True) -> tuple[Topology, int]:
     """``(topology, P)`` for a group on system ``name``, as the ``--system`` flags mean it.
 
     Without ``nodes``: ``P = gpus`` (default one full node) packed on ``ceil(P/G)`` nodes.
@@ -172,5 +175,5 @@ def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | No
                              f"(a group of {P} packs onto ceil({P}/{G}) = {-(-P // G)} node(s); "
                              f"to spread it, give --gpus-per-node {P // nodes if P % nodes == 0 else 'P/nodes'})")
     topo = system_topology(name, nodes=nodes, gpus_per_node=gpus_per_node,
-                           oversubscription=oversubscription)
+                           oversubscription=oversubscription, nvls=nvls)
     return topo, P

@@ -147,3 +147,17 @@ def test_spine_flags_without_pods_or_beside_a_system_are_refused():
     r = run_commcost("collective", "--op", "all-reduce", "--system", "dgx-h100", "--nodes", "2", "--pod-nodes", "2",
                      "--size", "1GiB")
     assert r.returncode == 2 and "drop --pod-nodes" in r.stderr
+
+
+def test_no_nvls_on_a_system_takes_the_in_network_algorithm_away():
+    # dgx-h100, one node, 1 GiB: NVLS is the fastest with it on; with --no-nvls the JSON lists no in_network
+    on = json.loads(run_commcost("collective", "--op", "all-reduce", "--system", "dgx-h100", "--size", "1GiB",
+                                 "--json").stdout)
+    r = run_commcost("collective", "--op", "all-reduce", "--system", "dgx-h100", "--size", "1GiB", "--no-nvls", "--json")
+    assert r.returncode == 0, r.stderr
+    off = json.loads(r.stdout)
+    assert on["algorithm"] == "in_network" and off["algorithm"] != "in_network"
+    assert off["fabric"]["in_network"] is None
+    r = run_commcost("collective", "--op", "all-reduce", "--bw", "50", "--latency", "5", "--gpus", "8",
+                     "--size", "1GiB", "--no-nvls")
+    assert r.returncode == 2 and "--no-nvls applies to a --system preset" in r.stderr

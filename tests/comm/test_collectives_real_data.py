@@ -36,10 +36,9 @@ LARGE_LEFT_TO_BENCHMARK = {
     # faster than even its NVLink chain bound (8 GiB: algbw 127 GB/s against 2S / (240 x 0.92) = 110 GB/s),
     # and its 512 MiB row is slower than half its 1 GiB row
     "allreduce_a100_oci_roce_2x8.txt",
-    # 20 NVL72 racks, 1440 ranks: -61% .. -40% at >= 1 GiB (-73% .. -60% before issue 14's 32-NIC channel
-    # limit and the congestion rule): the two-tier model is still faster than NCCL at this scale (busbw
-    # 406 GB/s measured at 16 GiB); the band module gives this class its own (multi_rack) band, which
-    # does not contain the prediction
+    # 20 NVL72 racks (3 pods), 1440 ranks, run with NVLS off: 1-2 GiB come out -36% .. -20% (commcost's auto
+    # picks its tree where NCCL ran its ring; the ring by name is within 13%, tests/comm/test_three_tier.py),
+    # 4-16 GiB within 7%; and the run's NVLS-off option is not in MATCHES (preset_matches.json run_options)
     "allreduce_gb200_nvl72_coreweave_20racks.txt",
 }
 

@@ -143,11 +143,11 @@ def test_nvl72_racks_reach_at_most_32_nics_and_cross_the_spine_past_one_pod():
     # 20 GB200 NVL72 racks, 1440 GPUs, 16 GiB in_network (NVLS tree): NCCL spreads a rack's cross-rack
     # traffic over at most 32 channels = 32 NICs (ring graph MAXCHANNELS/2, NVLS arity 32), so
     # W = 32 x 47e9 / o(20). Three tiers: 20 racks span ceil(20/8) = 3 pods, so the spine's share
-    # applies, o(20) = o_s (1 + k log2(20 / 8)) = 2.7 x (1 + 0.21 x 1.321928) = 3.449; the tree moves
+    # applies, o(20) = o_s (1 + k log2(20 / 8)) = 2.5 x (1 + 0.21 x 1.321928) = 3.194; the tree moves
     # 2S per rack, and NVLS adds 0.20 of its own time (TIER_OVERLAP_LOSS).
     # Fill: one loop of L = 32 channels x 128 KiB x 72 GPUs through NVLS (461e9) and the network (2L / W).
     S, L = 16 * 2 ** 30, 32 * 131072 * 72
-    W = 32 * 47e9 / (2.7 * (1 + 0.21 * math.log2(20 / 8)))
+    W = 32 * 47e9 / (2.5 * (1 + 0.21 * math.log2(20 / 8)))
     c = collective_cost("all_reduce", S, 1440, system_topology("gb200-nvl72", nodes=20), "in_network")
     assert c.bandwidth_s == pytest.approx(2 * S / W + 0.20 * S / 461e9 + L / 461e9 + 2 * L / W)
 

@@ -18,6 +18,7 @@ from collections import namedtuple
 from commcost.cli import _args as A
 
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
+           "add_nvls_argument",
            "add_custom_topology_arguments", "Resolved", "resolve_comm_model", "warn"]
 
 
@@ -50,6 +51,13 @@ def add_system_arguments(g: argparse._ArgumentGroup, *, gpus_per_node_help: str 
     g.add_argument("--algorithm", type=A.algorithm_name, default="auto",
                    help="auto (default: the fastest the backend runs), ring, tree, in_network, "
                         "halving_doubling, hierarchical, direct")
+    add_nvls_argument(g)
+
+
+def add_nvls_argument(g) -> None:
+    """Add ``--no-nvls``: the system preset as run with ``NCCL_NVLS_ENABLE=0``."""
+    g.add_argument("--no-nvls", action="store_true",
+                   help="with --system: as run with NCCL_NVLS_ENABLE=0 (no in-switch reduction; ring and tree only)")
 
 
 def add_backend_argument(g) -> None:
@@ -126,6 +134,8 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
     custom = _given(args, _CUSTOM) if hasattr(args, "inter_bw") else []
     flat = _given(args, ("bw", "latency"))
     system = getattr(args, "system", None)
+    if getattr(args, "no_nvls", False) and system is None:
+        A.fail("--no-nvls applies to a --system preset (a custom topology has NVLS only with --nvls-bw)")
     if getattr(args, "extrapolate", False) and profile_path is None:
         A.fail("--extrapolate applies to --profile; there is no profile here")
     if profile_path is not None:
@@ -144,7 +154,8 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
         topo, P = system_group(system, nodes=getattr(args, "nodes", None),
                                gpus_per_node=getattr(args, "gpus_per_node", None),
                                gpus=getattr(args, "gpus", None) if set_gpus else None,
-                               oversubscription=getattr(args, "oversubscription", None))
+                               oversubscription=getattr(args, "oversubscription", None),
+                               nvls=not getattr(args, "no_nvls", False))
         comm = FabricModel(topology=topo, backend=backend)
         w = None
         if set_gpus:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_profile_argument, \
-    resolve_comm_model
+from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_nvls_argument, \
+    add_profile_argument, resolve_comm_model
 
 __all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments"]
 
@@ -27,6 +27,7 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--system", help="system preset (see `commcost presets`), e.g. dgx-h100")
     f.add_argument("--nodes", type=A.positive_int, help="nodes the group spans (default: as --gpus needs)")
     f.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's)")
+    add_nvls_argument(f)
     add_custom_topology_arguments(f)
     f.add_argument("--bw", type=A.rate_gb_per_s, help="flat: per-rank bandwidth, GB/s (the drill's one-tier model)")
     f.add_argument("--latency", type=A.nonneg_latency_us, help="flat: per-step latency, us")

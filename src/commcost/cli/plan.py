@@ -40,9 +40,12 @@ def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
     """``--system``/``--gpus-per-node``/``--gpu``, a flat ``--bw``/``--latency`` link, or ``--profile``:
     shared by ``plan`` and ``search`` (the resolver, :func:`commcost.cli._fabric.resolve_comm_model`,
     builds the CommModel from them)."""
+    from commcost.cli._fabric import add_nvls_argument
+
     hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
     hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
     hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
+    add_nvls_argument(hw)
     hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
     hw.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth, GB/s (or 50GB/s, 400Gbps)")
     hw.add_argument("--latency", type=A.nonneg_latency_us, help="flat link: per-step latency, us (or 20us)")

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_backend_argument, add_profile_argument, resolve_comm_model
+from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_profile_argument, resolve_comm_model
 
 __all__ = ["add_arguments", "run"]
 
@@ -51,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="two-tier view: the seed's NVLink inside nodes of this many GPUs, its "
                         "InfiniBand across them (or, with --system, fewer GPUs per node than the preset)")
     f.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100")
+    add_nvls_argument(f)
     f.add_argument("--algorithm", type=A.algorithm_name,
                    help="all-reduce algorithm: auto (default: the backend's fastest; the ring on a flat fabric, "
                         "the seed's), ring, tree, halving_doubling, hierarchical, in_network")

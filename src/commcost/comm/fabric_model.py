@@ -109,8 +109,9 @@ class FabricModel(CommModel):
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))
         if m > 1 and t.spine_oversubscription != 1:
             return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
-                    f"(1/{t.spine_oversubscription:g}) is fitted on one multi-pod table, and at 512 MiB - 2 GiB "
-                    f"that table ran 15-50% slower than the model (docs/fabrics.md, three tiers)")
+                    f"(1/{t.spine_oversubscription:g}) is fitted on one multi-pod table (NVLS off), where NCCL ran "
+                    f"its ring at every size, 7-54% slower below 8 GiB than the tree auto picks; "
+                    f"--algorithm ring fits that table within 13% (docs/fabrics.md, three tiers)")
         return None
 
     def to_dict(self) -> dict:
