@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from commcost.units import format_seconds as t
 
-__all__ = ["band_range", "band_side", "ratios_text"]
+__all__ = ["band_range", "band_side"]
 
 
 def band_range(low_s: float, high_s: float) -> str:
@@ -27,8 +27,3 @@ def band_side(point_s: float, low_s: float, high_s: float, *, brief: bool = Fals
     if high_s < point_s:
         return f" (below the prediction {t(point_s)})" if brief else f"; all below the prediction {t(point_s)}"
     return ""
-
-
-def ratios_text(ratios: dict[str, tuple[float, float]]) -> str:
-    """``multi_node r = 0.900-2.183`` for each class used, comma-separated."""
-    return ", ".join(f"{cls} r = {lo:.3f}-{hi:.3f}" for cls, (lo, hi) in ratios.items())
