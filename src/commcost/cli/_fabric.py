@@ -97,11 +97,15 @@ def add_custom_topology_arguments(f) -> None:
                    help="custom third tier: extra latency of a network step that crosses the spine, us")
 
 
-class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology"), defaults=(None,))):
+class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology", "band_topology"),
+                          defaults=(None, None))):
     """What :func:`resolve_comm_model` built: ``comm`` the CommModel; ``gpus`` the group's ranks P (None
     where the command takes a list); ``note`` a header line naming a profile or a documented lower bound
     (None for the drill's flat link); ``info`` the JSON of a profile (key ``profile``); ``topology`` the
-    fabric's Topology for reports that describe it. A named tuple, not a frozen dataclass: it never leaves
+    fabric's Topology for reports that describe it; ``band_topology`` the same Topology when a system
+    preset is the only source of the link numbers (``--system`` without ``--profile``), the case the
+    measured band of :mod:`commcost.comm.band` describes, and None otherwise (a flat link, a custom
+    topology, a calibrated or tier profile: no band). A named tuple, not a frozen dataclass: it never leaves
     the CLI, and the drill's start-up pays for every dataclass it creates (benchmarks/cli_startup.py)."""
 
     __slots__ = ()
@@ -164,7 +168,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
             if w:
                 warn(w)
         return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",
-                        info=None, topology=topo)
+                        info=None, topology=topo, band_topology=topo)
     if getattr(args, "nodes", None) is not None and not custom:
         A.fail("--nodes needs --system (a preset to take nodes of) or a custom topology; without it give --gpus")
     if custom:

@@ -115,13 +115,18 @@ def run(args: argparse.Namespace) -> int:
             max_latency_share=args.max_latency_share, tail_budget_fraction=args.tail_budget,
             algorithm=args.algorithm,
         ))
-        out.update(budget_to_dict(budget))
+        band = None
+        if resolved.band_topology is not None:  # a system preset alone: the measured band of its class
+            from commcost.uncertainty import budget_band
+
+            band = budget_band(budget, resolved.band_topology)
+        out.update(budget_to_dict(budget, band))
         if topo is not None:
             from commcost.report.collective import budget_fabric_note, fabric_to_dict
 
             out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
             texts.append(budget_fabric_note(budget, topo))
-        texts.append(render_budget_text(budget))
+        texts.append(render_budget_text(budget, band))
         gpu = args.gpu
         if gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
             from commcost.presets import system_gpu

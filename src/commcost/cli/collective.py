@@ -76,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
             alternatives = {chosen.algorithm: chosen, **alternatives}
         unavailable = unavailable_algorithms(op, P, fabric) if fabric is not None else {}
         band = None
-        if topo is not None and topo.protocols is not None:  # a system preset: the measured spread of its class
+        if resolved.band_topology is not None:  # a system preset alone: the measured spread of its class
             from commcost.comm.band import collective_band
 
-            band = collective_band(chosen, topo)
+            band = collective_band(chosen, resolved.band_topology)
         results.append(SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
                                   unavailable=unavailable, protocol=chosen.protocol, band_s=band))
     if args.json:

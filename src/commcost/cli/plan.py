@@ -7,7 +7,7 @@ import argparse
 from commcost.cli import _args as A
 
 __all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "add_hardware_arguments", "run",
-           "build_comm_model"]
+           "resolve_hardware"]
 
 HELP = "one parallel training configuration: step time, breakdown, TFLOP/s, MFU, memory per GPU, advice"
 
@@ -109,9 +109,10 @@ def _spec(args: argparse.Namespace):
     return TransformerSpec(gated_mlp=args.gated_mlp, **kw), args.seq
 
 
-def build_comm_model(args: argparse.Namespace, gpus: int):
-    """``(CommModel, gpus_per_node, gpu preset)``: the CommModel from the one resolver
-    (:func:`commcost.cli._fabric.resolve_comm_model`), the node size, and the GPU that computes."""
+def resolve_hardware(args: argparse.Namespace, gpus: int):
+    """``(Resolved, gpus_per_node, gpu preset)``: the one resolver's answer
+    (:func:`commcost.cli._fabric.resolve_comm_model`: the CommModel, and the preset topology of the
+    measured band where a system preset alone gives the links), the node size, and the GPU that computes."""
     from commcost.cli._fabric import resolve_comm_model
     from commcost.presets import system_gpu
 
@@ -122,7 +123,7 @@ def build_comm_model(args: argparse.Namespace, gpus: int):
     resolved = resolve_comm_model(args, set_gpus=args.profile is None)
     G = resolved.topology.gpus_per_node if resolved.topology is not None else (args.gpus_per_node or 8)
     gpu = args.gpu or system_gpu(args.system)
-    return resolved.comm, G, gpu
+    return resolved, G, gpu
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
                     uneven_pipeline=args.uneven_pipeline)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
-    model, G, gpu = build_comm_model(args, gpus)
+    resolved, G, gpu = resolve_hardware(args, gpus)
+    model = resolved.comm
     sources = [f for f in ("efficiency", "mfu", "measured_step_s", "measured_tflops", "calibration") if getattr(args, f)]
     if len(sources) > 1:
         A.fail(f"give one of --efficiency, --mfu, --measured-step-s, --measured-tflops, --calibration (got "
@@ -189,10 +191,15 @@ def run(args: argparse.Namespace) -> int:
     if args.trace_out:
         A.check_output_path("--trace-out", args.trace_out, (".json",))
     result = plan(inp, model)
+    band = None
+    if resolved.band_topology is not None:  # a system preset alone: the measured band of each class
+        from commcost.uncertainty import plan_band
+
+        band = plan_band(inp, result, model, resolved.band_topology)
     if args.trace_out:
         from commcost.report.chrome_trace import plan_chrome_trace, write_trace
 
         write_trace(args.trace_out, plan_chrome_trace(result))
         notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
-    print(render_plan_json(result, extra) if args.json else render_plan_text(result, notes))
+    print(render_plan_json(result, extra, band) if args.json else render_plan_text(result, notes, band))
     return 0

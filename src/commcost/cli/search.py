@@ -98,7 +98,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, search, render."""
-    from commcost.cli.plan import _spec, build_comm_model
+    from commcost.cli.plan import _spec, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
     from commcost.search import SearchInputs, SearchSpace, parse_fix, search
 
@@ -108,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     gpus = (args.gpus,) if args.gpus is not None else parse_gpus_range(args.gpus_range)
     if args.objective == "cost" and args.price_per_gpu_hour is None:
         A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
-    model, G, gpu = build_comm_model(args, max(gpus))
+    resolved, G, gpu = resolve_hardware(args, max(gpus))
+    model = resolved.comm
     fixed = parse_fix(args.fix)
     space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G, fixed=fixed,
                         even_pipeline_only=args.even_pipeline_only)
@@ -121,7 +122,12 @@ def run(args: argparse.Namespace) -> int:
         result = search(inp, model, progress=bar)
     finally:
         bar.close()
-    print(render_search_json(result) if args.json else render_search_text(result))
+    bands = None
+    if args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
+        from commcost.uncertainty import plan_band
+
+        bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
+    print(render_search_json(result, bands) if args.json else render_search_text(result))
     if args.csv:
         write_search_csv(result, args.csv)
     if args.plot:

@@ -131,12 +131,22 @@ def run(args: argparse.Namespace) -> int:
         A.fail(f"--first-bucket {args.first_bucket:g} MiB is under one byte")
     stream = gradient_stream(inp)
     default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream, allreduce_s=cost)
+
+    def band_of(tl):
+        """The measured band of the timeline shown: a system preset alone (commcost.uncertainty)."""
+        if resolved.band_topology is None:
+            return None
+        from commcost.uncertainty import timeline_band
+
+        return timeline_band(inp, tl, resolved.band_topology)
+
     if args.bucket == "auto":
         sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes, allreduce_s=cost)
         note = ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)" if first_bytes is None
                 else f"first bucket fixed at {args.first_bucket:g} MiB")
-        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note)
-        out, text, best = sweep_to_dict(sweep, default), render_sweep_text(ctx, sweep, default), sweep.best
+        band = band_of(sweep.best)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note, band=band)
+        out, text, best = sweep_to_dict(sweep, default, band), render_sweep_text(ctx, sweep, default), sweep.best
     else:
         caps = ddp_bucket_caps(None if args.bucket is None else args.bucket, first_bucket_bytes=first_bytes)
         if args.bucket is None:
@@ -149,8 +159,9 @@ def run(args: argparse.Namespace) -> int:
                  "in gradient-ready order)")
         sweep = None
         best = simulate_timeline(inp, caps, stream=stream, allreduce_s=cost)
-        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note)
-        out, text = timeline_to_dict(best), render_timeline_text(ctx, best)
+        band = band_of(best)
+        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note, band=band)
+        out, text = timeline_to_dict(best, band), render_timeline_text(ctx, best)
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)

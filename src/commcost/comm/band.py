@@ -23,33 +23,69 @@ did not take part in the derivation.
 
 The band describes NCCL/RCCL all-reduce on system presets. For other collectives and for
 custom topologies it is the same ratios, applied as an indication only (no table checks them).
+
+**Composed quantities** (``budget``, ``timeline``, ``plan``; :func:`band_models`,
+:func:`composed_band`): one rule, here and nowhere else. A measured cluster of a class is taken
+to be ``r`` times the prediction on *every* collective of that class (both terms of each,
+:func:`scale_cost`), with ``r = r_lo`` at the low edge and ``r_hi`` at the high edge, each group
+classed by where it lives (:func:`band_class`, strided groups by their ranks per node). A
+composed quantity's band is that quantity recomputed by the same code with the CommModel of each
+edge (:class:`BandEdgeModel`), every decision held: the algorithm the point chose, the bucket
+caps, the layout, and the compute (not uncertain in this band). So a sum of wire times scales
+by ``r`` exactly, while an exposed time (``max(0, T - window)``, the bucket timeline, a pipeline
+bubble whose micro-batch holds critical communication) is *recomputed*, not scaled: it may be 0
+at both edges, or grow faster than ``r`` once the wire time outgrows its window. Every
+collective at the same edge at once (fully correlated) gives the widest band of a sum. Only
+for system presets: a calibrated profile or a hand-given link has no measured class.
 """
 
 from __future__ import annotations
 
-from commcost.comm.collectives import CollectiveCost
-from commcost.comm.topology import Link, Topology, as_topology, place
+import math
+from dataclasses import dataclass, replace
+
+from commcost.comm.collectives import Algorithm, CollectiveCost
+from commcost.comm.model import CommModel
+from commcost.comm.topology import Link, Topology, as_topology, place, pods_spanned
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file
 
-__all__ = ["collective_band", "band_class", "band_ratios"]
+__all__ = ["collective_band", "band_class", "band_ratios", "scale_cost", "BandEdgeModel", "band_models",
+           "composed_band"]
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Literal, TypeVar
+
+    Q = TypeVar("Q")
 
 
 def band_ratios() -> dict[str, tuple[float, float]]:
     """``{class: (r_lo, r_hi)}`` from ``bands.json``."""
     table = load_preset_file("bands.json")
-    return {k: (float(v["low_ratio"]), float(v["high_ratio"])) for k, v in table.items() if not k.startswith("_")}
+    out = {k: (float(v["low_ratio"]), float(v["high_ratio"])) for k, v in table.items() if not k.startswith("_")}
+    for k, (lo, hi) in out.items():
+        if not 0 < lo <= hi < math.inf:
+            raise InputError(f"bands.json: class {k} needs 0 < low_ratio <= high_ratio, got {lo:g} and {hi:g}")
+    return out
 
 
-def band_class(cost: CollectiveCost, topology: Topology | Link) -> str:
-    """The class of ``cost``'s group on ``topology``: ``one_node``, ``multi_node`` or ``multi_pod``."""
+def band_class(cost: CollectiveCost, topology: Topology | Link, *, ranks_per_node: int | None = None) -> str:
+    """The class of ``cost``'s group on ``topology``: ``one_node``, ``multi_node`` or ``multi_pod``.
+
+    ``ranks_per_node``: the group's ranks on each node, as given to ``CommModel.cost`` (a strided
+    group, such as data parallel under tensor parallelism, spans ``ceil(P / ranks_per_node)``
+    nodes); None packs it onto full nodes. ``multi_pod`` is a group whose nodes span more than one
+    pod of a three-tier topology (NVL72 beyond 8 racks), whatever share of each node it uses.
+    """
     if not isinstance(cost, CollectiveCost):
         raise InputError(f"cost must be a CollectiveCost, got {type(cost).__name__}")
     topo = as_topology(topology, cost.gpus)
-    pl = place(cost.gpus, topo)
-    if pl.nodes == 1:
+    nodes = place(cost.gpus, topo).nodes if ranks_per_node is None else math.ceil(cost.gpus / ranks_per_node)
+    if nodes == 1:
         return "one_node"
-    return "multi_pod" if pl.pods > 1 else "multi_node"
+    return "multi_pod" if pods_spanned(topo, nodes) > 1 else "multi_node"
 
 
 def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tuple[float, float]:
@@ -65,4 +101,75 @@ def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tu
 
         topology = system_group(topology, gpus=cost.gpus)[0]
     r_lo, r_hi = band_ratios()[band_class(cost, topology)]
-    return r_lo * cost.total_s, r_hi * cost.total_s
+    return scale_cost(cost, r_lo).total_s, scale_cost(cost, r_hi).total_s
+
+
+def scale_cost(cost: CollectiveCost, ratio: float) -> CollectiveCost:
+    """``cost`` on a cluster ``ratio`` times the prediction: both terms times ``ratio`` (so
+    ``total_s`` is ``ratio T``), the algorithm and protocol kept."""
+    return replace(cost, latency_s=ratio * cost.latency_s, bandwidth_s=ratio * cost.bandwidth_s)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BandEdgeModel(CommModel):
+    """One edge of the measured band as a CommModel: ``inner``'s cost of every collective (its own
+    choice of algorithm), both terms times its group's class ratio (module docstring, "Composed
+    quantities"). Hand it to the code that computed the point to get that quantity's edge."""
+
+    inner: CommModel
+    """The point's CommModel (a system preset's fabric)."""
+    topology: Topology
+    """The preset topology whose nodes class each group (:func:`band_class`)."""
+    edge: Literal["low", "high"]
+    """``low``: every collective times ``r_lo`` of its class; ``high``: times ``r_hi``."""
+    kind = "band_edge"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.inner, CommModel):
+            raise InputError(f"inner must be a CommModel, got {type(self.inner).__name__}")
+        if not isinstance(self.topology, Topology):
+            raise InputError(f"topology must be a Topology, got {type(self.topology).__name__}")
+        if self.edge not in ("low", "high"):
+            raise InputError(f"edge must be 'low' or 'high', got {self.edge!r}")
+
+    def _scaled(self, c: CollectiveCost, ranks_per_node: int | None) -> CollectiveCost:
+        r_lo, r_hi = band_ratios()[band_class(c, self.topology, ranks_per_node=ranks_per_node)]
+        return scale_cost(c, r_lo if self.edge == "low" else r_hi)
+
+    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+        return self._scaled(self.inner.cost(op, size_bytes, gpus, algorithm, ranks_per_node=ranks_per_node),
+                            ranks_per_node)
+
+    def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
+        return {a: self._scaled(c, ranks_per_node)
+                for a, c in self.inner.candidates(op, size_bytes, gpus, ranks_per_node=ranks_per_node).items()}
+
+    def max_gpus(self) -> int | None:
+        return self.inner.max_gpus()
+
+    def scaled(self) -> CommModel:
+        inner = self.inner.scaled()
+        return replace(self, inner=inner, topology=getattr(inner, "topology", self.topology))
+
+    def scope_warning(self, op, gpus) -> str | None:
+        return self.inner.scope_warning(op, gpus)
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()}, at the {self.edge} edge of the measured band of its class"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "edge": self.edge, "inner": self.inner.to_dict()}
+
+
+def band_models(comm: CommModel, topology: Topology) -> tuple[BandEdgeModel, BandEdgeModel]:
+    """``(low, high)``: the two edges of the band of ``comm`` on the system preset ``topology``."""
+    return (BandEdgeModel(inner=comm, topology=topology, edge="low"),
+            BandEdgeModel(inner=comm, topology=topology, edge="high"))
+
+
+def composed_band(price: Callable[[CommModel], Q], comm: CommModel, topology: Topology) -> tuple[Q, Q]:
+    """``(price(low edge), price(high edge))``: a composed quantity's band by the one rule of the module
+    docstring. ``price`` is the code that computed the point from ``comm``, with every decision it
+    made (buckets, layout, compute) held; it may return one number or several."""
+    low, high = band_models(comm, topology)
+    return price(low), price(high)

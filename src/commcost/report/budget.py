@@ -10,6 +10,10 @@ from commcost.buckets import BucketRow
 from commcost.budget import Budget
 from commcost.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from commcost.uncertainty import BudgetBand
+
 __all__ = ["render_budget_text", "budget_to_dict"]
 
 
@@ -23,8 +27,9 @@ def _ran(c) -> str:
     return c.algorithm.value + (f" ({c.protocol} protocol)" if c.protocol else "")
 
 
-def render_budget_text(b: Budget) -> str:
-    """The drill report, parts (a) to (g)."""
+def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
+    """The drill report, parts (a) to (g); with ``band`` (a system preset alone) the measured band of
+    T and of the exposed time beside them (:mod:`commcost.uncertainty`)."""
     i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
     P, link = i.gpus, i.comm.flat_link
     lines: list[str] = []
@@ -53,6 +58,13 @@ def render_budget_text(b: Budget) -> str:
         add(f"    latency term                   = {t(T.latency_s):>12}")
         add(f"    bandwidth term                 = {t(T.bandwidth_s):>12}")
         add(f"    total           T              = {t(T.total_s):>12}")
+    if band is not None:
+        from commcost.report._band import band_range, band_side
+
+        lo, hi = band.allreduce_s
+        add(f"    measured band   T = {band_range(lo, hi)} on measured clusters of this class ({band.band_class}: "
+            f"r = {band.ratios[0]:.3f}-{band.ratios[1]:.3f} x T, the 5th-95th percentile of measured/predicted "
+            f"on published tables, docs/fabrics.md{band_side(T.total_s, lo, hi)})")
     if T.dominant != "none":
         other = "latency" if T.dominant == "bandwidth" else "bandwidth"
         factor = f"{T.dominance_factor:,.1f}" if T.dominance_factor < 1e6 else f"{T.dominance_factor:.3g}"
@@ -72,10 +84,19 @@ def render_budget_text(b: Budget) -> str:
         f"{t(st.tail_s)}) is a tail that starts when backward ends and cannot hide")
     add(f"    best case: exposed >= max(tail, T - window) = {t(st.first_order_exposed_s)} "
         f"-> efficiency {pct(st.efficiency_best_case)}  (first order: a full last bucket)")
+    if band is not None:
+        add(f"      on measured clusters of this class: {_band_cell(st.first_order_exposed_s, band.first_order_exposed_s)}; "
+            "recomputed with every all-reduce at the band's edges (max() does not scale by r)")
     add(f"    lower bound for DDP's default buckets (their last one is {st.default_last_bucket_bytes / MiB:,.2f} MiB): "
         f"exposed >= {t(st.exposed_lower_bound_s)}")
     for line in _simulated_lines(b):
         add(line)
+    if band is not None and band.default_exposed_s is not None and band.best_exposed_s is not None \
+            and b.overlap is not None:
+        add(f"      on measured clusters of this class (every bucket's all-reduce at the band's edges, the same "
+            f"buckets, re-simulated): exposed {_band_cell(b.overlap.default.exposed_s, band.default_exposed_s)} "
+            f"with the default, {_band_cell(b.overlap.best.exposed_s, band.best_exposed_s)} with "
+            f"{_mib_cap(b.overlap.best)} buckets")
     add("")
     add(f"(d) threshold label  {st.label}  (T/(k*step) = {pct(st.comm_fraction)} "
         f"{'>' if st.label == 'COMMUNICATION-BOUND' else '<='} {pct(st.threshold)})")
@@ -123,6 +144,13 @@ def render_budget_text(b: Budget) -> str:
     add("")
     add(_scaling_text(b))
     return "\n".join(lines)
+
+
+def _band_cell(point_s: float, edges: tuple[float, float]) -> str:
+    """``184.47 us - 581.24 us``, and which side of the point where the range does not contain it."""
+    from commcost.report._band import band_range, band_side
+
+    return band_range(*edges) + band_side(point_s, *edges, brief=True)
 
 
 def _mib_cap(tl) -> str:
@@ -225,9 +253,17 @@ def _scaling_text(b: Budget) -> str:
     return "\n".join(out)
 
 
-def budget_to_dict(b: Budget) -> dict[str, object]:
-    """The documented JSON schema (README), SI units."""
+def _pair(x: tuple[float, float] | None) -> list[float] | None:
+    return None if x is None else list(x)
+
+
+def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, object]:
+    """The documented JSON schema (docs/budget.md), SI units; the ``*band*`` keys are null without ``band``."""
     i, T, st, fx, bt = b.inputs, b.allreduce, b.step, b.fixes, b.buckets
+    simulated = _simulated_dict(b)
+    if simulated:
+        simulated["default_exposed_band_s"] = _pair(None if band is None else band.default_exposed_s)
+        simulated["best_exposed_band_s"] = _pair(None if band is None else band.best_exposed_s)
     return {
         "inputs": {
             "gpus": i.gpus,
@@ -239,7 +275,10 @@ def budget_to_dict(b: Budget) -> dict[str, object]:
         },
         "message": {"bytes": b.message_bytes, "mb": b.message_bytes / MB, "mib": b.message_bytes / MiB},
         "allreduce": _cost(T) | {"dominant": T.dominant, "dominance_factor": T.dominance_factor,
-                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": T.reason},
+                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": T.reason,
+                                 "band_s": _pair(None if band is None else band.allreduce_s),
+                                 "band_class": None if band is None else band.band_class,
+                                 "band_ratios": _pair(None if band is None else band.ratios)},
         "step": {
             "compute_s": st.compute_s, "comm_fraction": st.comm_fraction,
             "efficiency_exposed": st.efficiency_exposed,
@@ -254,7 +293,8 @@ def budget_to_dict(b: Budget) -> dict[str, object]:
                        "simulated_s": st.bounds.simulated_s},
             "label": st.label, "overlap_verdict": st.overlap_verdict,
             "first_order_verdict": st.first_order_verdict,
-            "simulated": _simulated_dict(b),
+            "first_order_exposed_band_s": _pair(None if band is None else band.first_order_exposed_s),
+            "simulated": simulated,
         },
         "fixes": {
             "baseline_comm_to_compute": fx.baseline_comm_to_compute,

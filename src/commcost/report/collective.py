@@ -97,8 +97,11 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
                   f"algbw = S/T = {_gbps(c.algbw_bytes_per_s)} GB/s, busbw = algbw x nccl-tests factor = "
                   f"{_gbps(c.busbw_bytes_per_s)} GB/s"]
     if r.band_s is not None:
-        lines.append(f"     {t(c.total_s)} ({t(r.band_s[0])} - {t(r.band_s[1])} on measured clusters of this class: "
-                     "the 5th-95th percentile of measured/predicted on published tables, docs/fabrics.md)")
+        from commcost.report._band import band_range, band_side
+
+        lines.append(f"     {t(c.total_s)} ({band_range(*r.band_s)} on measured clusters of this class: "
+                     "the 5th-95th percentile of measured/predicted on published tables, docs/fabrics.md"
+                     f"{band_side(c.total_s, *r.band_s)})")
     if c.reason:
         lines.append(f"     why: {c.reason}")
     return "\n".join(lines)

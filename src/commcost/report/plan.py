@@ -8,6 +8,7 @@ from commcost.units import format_bytes, format_seconds
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.plan import Plan
+    from commcost.uncertainty import PlanBand
 
 __all__ = ["plan_to_dict", "render_plan_json", "render_plan_text", "advice"]
 
@@ -64,8 +65,21 @@ def advice(p: Plan) -> list[str]:
     return out[:2]
 
 
-def plan_to_dict(p: Plan) -> dict:
-    """The stable JSON keys (docs/plan.md)."""
+def _pair(x: tuple[float, float] | None) -> list[float] | None:
+    return None if x is None else list(x)
+
+
+def _comm_rows(p: Plan, band: PlanBand | None) -> list[dict]:
+    rows = [line.to_dict() for line in p.comm]
+    for j, row in enumerate(rows):
+        row["band_class"] = None if band is None else band.classes[j]
+        row["time_band_s"] = None if band is None or band.classes[j] is None else list(band.line_time_s[j])
+        row["exposed_band_s"] = None if band is None or band.classes[j] is None else list(band.line_exposed_s[j])
+    return rows
+
+
+def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
+    """The stable JSON keys (docs/plan.md); the ``*band*`` keys are null without ``band`` (a system preset alone)."""
     inp = p.inputs
     return {
         "model": inp.spec.name, "params": inp.spec.params, "active_params": inp.spec.active_params,
@@ -78,16 +92,20 @@ def plan_to_dict(p: Plan) -> dict:
                       "micro_batch_s": p.micro_batch_s},
         "bounds": {"all_hidden_s": p.compute_s + p.pipeline_bubble_s + p.optimizer_s, "modelled_s": p.step_s,
                    "no_overlap_s": p.no_overlap_s, "wire_s": p.wire_s},
-        "comm": [line.to_dict() for line in p.comm],
+        "band_ratios": None if band is None else {c: list(r) for c, r in band.ratios.items()},
+        "wire_band_s": _pair(None if band is None else band.wire_s),
+        "exposed_comm_band_s": _pair(None if band is None else band.exposed_comm_s),
+        "step_band_s": _pair(None if band is None else band.step_s),
+        "comm": _comm_rows(p, band),
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
     }
 
 
-def render_plan_json(p: Plan, extra: dict | None = None) -> str:
+def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None) -> str:
     """Strict JSON (no NaN or infinity)."""
-    d = plan_to_dict(p)
+    d = plan_to_dict(p, band)
     if extra:
         d.update(extra)
     from commcost.report._json import dumps_json
@@ -95,8 +113,28 @@ def render_plan_json(p: Plan, extra: dict | None = None) -> str:
     return dumps_json(d).rstrip("\n")  # refuses a non-finite number, naming its JSON path
 
 
-def render_plan_text(p: Plan, extra_lines: list[str] | None = None) -> str:
-    """The human report."""
+def _band_lines(p: Plan, band: PlanBand) -> list[str]:
+    """The step's measured band: which class each dimension's groups are, and the re-priced totals."""
+    from commcost.report._band import band_range, band_side
+
+    dims: dict[str, list[str]] = {}
+    for line, cls in zip(p.comm, band.classes):
+        if cls is not None and line.comm.dimension not in dims.setdefault(cls, []):
+            dims[cls].append(line.comm.dimension)
+    classes = "; ".join(f"{cls} ({', '.join(d.upper() for d in dims[cls])}) r = {lo:.3f}-{hi:.3f}"
+                        for cls, (lo, hi) in band.ratios.items())
+
+    def cell(point_s: float, edges: tuple[float, float]) -> str:
+        return band_range(*edges) + band_side(point_s, *edges, brief=True)
+
+    return [f"  measured band: on measured clusters of these classes, every collective x its group's r ({classes}; "
+            "docs/plan.md): compute unchanged, exposure and bubble re-priced",
+            f"    step {cell(p.step_s, band.step_s)}, exposed comm {cell(p.exposed_comm_s, band.exposed_comm_s)}, "
+            f"on the wire {cell(p.wire_s, band.wire_s)}"]
+
+
+def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None) -> str:
+    """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds."""
     inp, L, mem = p.inputs, p.inputs.layout, p.memory
     spec = inp.spec
     lines = [
@@ -115,6 +153,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None) -> str:
         f"  optimizer            {format_seconds(p.optimizer_s):>12}  {p.optimizer_s / p.step_s:6.1%}",
         f"  bounds: {format_seconds(p.compute_s + p.pipeline_bubble_s + p.optimizer_s)} if every collective hid, "
         f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
+        *(_band_lines(p, band) if band is not None else []),
         "",
         "communication per step (one GPU):",
         f"  {'dim':<4}{'op':<16}{'size':>12}{'group':>7}{'/node':>6}{'count':>9}{'one':>11}{'wire':>11}{'exposed':>11}",

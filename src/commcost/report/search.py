@@ -84,8 +84,9 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
     return ", ".join(parts) or "no layout field"
 
 
-def search_to_dict(r: SearchResult) -> dict:
-    """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys."""
+def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
+    """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
+    :class:`commcost.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
     from commcost.report.plan import plan_to_dict
     from commcost.search.space import RECOMPUTE
 
@@ -93,7 +94,7 @@ def search_to_dict(r: SearchResult) -> dict:
     results = []
     tokens = inp.space.global_batch * inp.space.seq
     for rank, p in enumerate(r.plans, 1):
-        d = plan_to_dict(p)
+        d = plan_to_dict(p, None if bands is None else bands[rank - 1])
         d["rank"] = rank
         d["plan_flags"] = plan_flags(p)
         if inp.price_per_gpu_hour > 0:
@@ -118,11 +119,11 @@ def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
-def render_search_json(r: SearchResult) -> str:
+def render_search_json(r: SearchResult, bands: tuple | None = None) -> str:
     """Strict JSON (no NaN or infinity)."""
     from commcost.report._json import dumps_json
 
-    return dumps_json(search_to_dict(r)).rstrip("\n")
+    return dumps_json(search_to_dict(r, bands)).rstrip("\n")
 
 
 def render_search_text(r: SearchResult) -> str:

@@ -13,6 +13,10 @@ from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline, TimelineInputs
 from commcost.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from commcost.uncertainty import TimelineBand
+
 __all__ = ["TimelineContext", "render_timeline_text", "render_sweep_text", "timeline_to_dict", "sweep_to_dict"]
 
 _ROWS_HEAD = 5
@@ -31,6 +35,8 @@ class TimelineContext:
     """How the bucket caps were chosen (DDP default, explicit, search)."""
     fabric_note: str | None = None
     """A profile or a system: what prices the bucket all-reduces (a header line)."""
+    band: TimelineBand | None = None
+    """The measured band of the shown timeline (a system preset alone, :mod:`commcost.uncertainty`)."""
 
 
 def _mib(n_bytes: float) -> str:
@@ -78,7 +84,21 @@ def _bucket_rows(tl: Timeline) -> list[str]:
     return out
 
 
-def _summary(tl: Timeline) -> list[str]:
+def _band_line(tl: Timeline, band: TimelineBand) -> str:
+    """``T_w``, ``E`` and the step at the band's edges, the same buckets re-simulated."""
+    from commcost.report._band import band_range, band_side
+
+    def cell(point_s: float, edges: tuple[float, float]) -> str:
+        return band_range(*edges) + band_side(point_s, *edges, brief=True)
+
+    side = band_side(tl.wire_s, *band.wire_s)
+    return (f"  measured band  on measured clusters of this class ({band.band_class}: every all-reduce x r = "
+            f"{band.ratios[0]:.3f}-{band.ratios[1]:.3f}, the same buckets re-simulated, compute unchanged; "
+            f"docs/fabrics.md{side}): T_w = {band_range(*band.wire_s)}, E = {cell(tl.exposed_s, band.exposed_s)}, "
+            f"step = {cell(tl.step_s, band.step_s)}")
+
+
+def _summary(tl: Timeline, band: TimelineBand | None = None) -> list[str]:
     n = len(tl.buckets)
     out = [
         f"  on the wire  T_w = sum of {n:,} all-reduces       = {t(tl.wire_s):>11}",
@@ -91,6 +111,8 @@ def _summary(tl: Timeline) -> list[str]:
         f"{t(tl.perfect_overlap_s)}  <=  simulated {t(tl.step_s)}  <=  no overlap k t_c + T_w + t_opt = "
         f"{t(tl.no_overlap_s)}",
     ]
+    if band is not None:
+        out.append(_band_line(tl, band))
     if tl.wire_s == 0:
         out.append("  -> P = 1: nothing to communicate; the step is compute plus optimizer.")
         return out
@@ -122,7 +144,7 @@ def render_timeline_text(ctx: TimelineContext, tl: Timeline) -> str:
     lines.append("")
     lines += _bucket_rows(tl)
     lines.append("")
-    lines += _summary(tl)
+    lines += _summary(tl, ctx.band)
     return "\n".join(lines)
 
 
@@ -152,7 +174,7 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("")
     lines += _bucket_rows(best)
     lines.append("")
-    lines += _summary(best)
+    lines += _summary(best, ctx.band)
     return "\n".join(lines)
 
 
@@ -165,8 +187,12 @@ def _good_caps(c) -> str:
             "(not every cap between them)")
 
 
-def timeline_to_dict(tl: Timeline) -> dict[str, Any]:
-    """The documented JSON keys (README, "Timeline"), SI units."""
+def _pair(x: tuple[float, float] | None) -> list[float] | None:
+    return None if x is None else list(x)
+
+
+def timeline_to_dict(tl: Timeline, band: TimelineBand | None = None) -> dict[str, Any]:
+    """The documented JSON keys (docs/timeline.md), SI units; the ``*band*`` keys are null without ``band``."""
     return {
         "bucket_bytes": tl.bucket_cap_bytes,
         "first_bucket_bytes": tl.first_bucket_cap_bytes,
@@ -181,14 +207,19 @@ def timeline_to_dict(tl: Timeline) -> dict[str, Any]:
         "step_s": tl.step_s,
         "efficiency": tl.efficiency,
         "bounds": {"no_overlap_s": tl.no_overlap_s, "perfect_overlap_s": tl.perfect_overlap_s},
+        "band_class": None if band is None else band.band_class,
+        "band_ratios": _pair(None if band is None else band.ratios),
+        "wire_band_s": _pair(None if band is None else band.wire_s),
+        "exposed_band_s": _pair(None if band is None else band.exposed_s),
+        "step_band_s": _pair(None if band is None else band.step_s),
         "buckets": [{"size_bytes": b.size_bytes, "ready_s": b.ready_s, "start_s": b.start_s, "end_s": b.end_s}
                     for b in tl.buckets],
     }
 
 
-def sweep_to_dict(sw: BucketSweep, default: Timeline) -> dict[str, Any]:
-    """The best timeline's keys, plus ``best``, ``curve`` and ``pytorch_default``."""
-    out = timeline_to_dict(sw.best)
+def sweep_to_dict(sw: BucketSweep, default: Timeline, band: TimelineBand | None = None) -> dict[str, Any]:
+    """The best timeline's keys (``band``: the best cap's), plus ``best``, ``curve`` and ``pytorch_default``."""
+    out = timeline_to_dict(sw.best, band)
     out["best"] = {"bucket_bytes": sw.best.bucket_cap_bytes, "step_s": sw.best.step_s,
                    "exposed_s": sw.best.exposed_s, "rule": sw.choice.rule,
                    "good_min_bucket_bytes": sw.choice.good_min_cap_bytes,
