@@ -103,6 +103,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         base_latency_s=float(sysp["base_latency_s"]), name=name, protocols=protocols,
         full_bandwidth_nodes=sysp.get("full_bandwidth_nodes"),
         slowdown_per_node_doubling=float(sysp.get("slowdown_per_node_doubling", 0.0)),
+        nic_on_intra_link=bool(sysp.get("nic_on_intra_link", False)),
         pod_nodes=sysp.get("pod_nodes"),
         spine_oversubscription=float(sysp.get("spine_oversubscription", 1.0)),
         spine_latency_s=float(sysp.get("spine_latency_s", 0.0)),

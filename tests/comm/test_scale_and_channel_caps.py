@@ -124,6 +124,7 @@ def test_blackwell_nvls_loop_uses_nccl_channel_counts():
                                "pcie-l40s"]),
        nodes=st.integers(1, 64), S=st.floats(1, 2 ** 34), factor=st.floats(1.01, 100))
 @example(system="pcie-l40s", nodes=1, S=34_077_126.0, factor=2.0)
+@example(system="pcie-l40s", nodes=1, S=34_082_174.0, factor=2.0)
 def test_every_preset_is_monotone_in_bytes_and_nodes(system, nodes, S, factor):
     # caps, congestion and NVLS channel counts only ever slow a larger message or a larger group
     from commcost.presets import system_group
@@ -131,12 +132,29 @@ def test_every_preset_is_monotone_in_bytes_and_nodes(system, nodes, S, factor):
     topo, P = system_group(system, nodes=nodes)
     t = collective_cost("all_reduce", S, P, topo).total_s
     assert 0 < t <= collective_cost("all_reduce", S * factor, P, topo).total_s * (1 + 1e-12)
-    if nodes < 64:
-        # more nodes are never faster, to within 1e-5: on PCIe-only nodes (pcie-l40s) the two-tier ring's
-        # intra-node share (g-1)/g of 2(P-1)/P S makes 2 nodes of 8 (2 x 15/16 x 7/8 = 1.641 S/B_i) a hair
-        # cheaper than 1 node (2 x 7/8 = 1.75 S/B_i) when the NICs keep up: 1.0e-6 at S = 34,077,126 B
+    if 2 <= nodes < 64:
+        # past one node, more nodes are never faster. (One node -> two may be: the ring's intra-node share
+        # (g-1)/g lets 2 nodes of 8 (2 x 15/16 x 7/8 = 1.641 S/B_i) beat one (2 x 7/8 = 1.75 S/B_i) where the
+        # NICs keep up with the GPU links, as the MI325X tables measure: test below. On PCIe-only nodes the
+        # NIC's bytes cross the same PCIe link, so there the share is 1: nic_on_intra_link.)
         topo2, P2 = system_group(system, nodes=2 * nodes)
-        assert collective_cost("all_reduce", S, P2, topo2).total_s >= t * (1 - 1e-5)
+        assert collective_cost("all_reduce", S, P2, topo2).total_s >= t * (1 - 1e-12)
+    if system.startswith("pcie-") and nodes == 1:
+        topo2, P2 = system_group(system, nodes=2)
+        assert collective_cost("all_reduce", S, P2, topo2).total_s >= t * (1 - 1e-12)
+
+
+def test_two_mi325x_nodes_beat_one_by_the_rings_intra_share_as_measured():
+    # AMD AAC11 MI325X (held out), 4 GiB all-reduce: 23,719 us on 1 node, 23,192 us on 2 (2.2% faster).
+    # The model: one node V/B_i with V = 2 x 7/8 S; two nodes the intra share (g-1)/g of V = 2 x 15/16 S,
+    # 2 x 15/16 x 7/8 = 1.641 vs 1.75: at most 6.25% faster, and only while the NICs keep up
+    from commcost.presets import system_group
+
+    one, P1 = system_group("mi325x-roce", nodes=1)
+    two, P2 = system_group("mi325x-roce", nodes=2)
+    t1 = collective_cost("all_reduce", 4 * 2 ** 30, P1, one).total_s
+    t2 = collective_cost("all_reduce", 4 * 2 ** 30, P2, two).total_s
+    assert t2 < t1 and t2 >= t1 * (1 - 0.0625)
 
 
 def test_nvl72_racks_reach_at_most_32_nics_and_cross_the_spine_past_one_pod():

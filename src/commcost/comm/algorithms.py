@@ -20,7 +20,7 @@ algorithm          latency term                                     bandwidth te
 =================  ===============================================  =============================================
 ring (k=2 AR,      ``t_0 + k[(P-n) a_i + (n-1) a_e]``               ``V max(f_i/B_i, 1/W)``, ``V = k(P-1)/P S``
 k=1 RS, AG;                                                         (broadcast/reduce: ``V = S``), ``f_i = (g-1)/g``
-broadcast, reduce                                                   (1 in one node)
+broadcast, reduce                                                   (1 in one node and on PCIe-only nodes)
  ``(P-1)`` steps)
 tree (AR)          ``t_0 + 2[(g-1) a_i + ceil(log2 n) a_e]``        ``max(2S/B_i, E(n)/W)``, ``E(2) = S``,
                                                                     ``E(n>2) = 2S`` (double binary tree)
@@ -219,7 +219,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         if n == 1:
             bw = V / B_i
         else:
-            f_i = (g - 1) / g
+            f_i = 1.0 if topo.nic_on_intra_link else (g - 1) / g  # PCIe-only: the NIC's bytes cross it too
             bw = max(V * f_i / B_i, V / W)
         return t0 + (steps_intra * a_i + steps_inter * a_e + k * (m - 1) * a_s), bw
     if alg is Algorithm.TREE:

@@ -70,6 +70,10 @@ class Topology:
     slowdown_per_node_doubling: float = 0.0
     """Congestion ``k``: each doubling of the nodes past ``full_bandwidth_nodes`` divides the
     cross-node bandwidth by a further ``1 + k`` step (see :func:`network_oversubscription`)."""
+    nic_on_intra_link: bool = False
+    """True on PCIe-only nodes: a GPU's NIC traffic (GPUDirect RDMA) crosses the same PCIe link as its
+    GPU-to-GPU traffic, so the intra-node tier carries the whole ring volume, not the ``(g-1)/g`` share
+    of an NVLink node whose NICs hang off PCIe beside it."""
     pod_nodes: int | None = None
     """Third tier: nodes per pod (the scalable unit whose nodes share their leaf switches); a group
     spanning several pods crosses the spine. None: two tiers (every node one leaf hop away)."""
