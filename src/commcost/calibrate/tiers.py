@@ -9,6 +9,7 @@ measured all-reduce times::
     B_i -> s_i B_i   (intra-node bandwidth, and the NVLS bandwidth with it)
     B_e -> s_e B_e   (per-NIC bandwidth)
     a_e -> m_e a_e   (network step latency)
+    o_s -> max(1, m_s o_s)   (the spine's oversubscription, on a three-tier preset only)
 
 by least squares on ``ln(t_pred / t_meas)`` with a prior that keeps each multiplier near the
 preset's value unless the data move it (maximum a posteriori with ``ln t`` errors of
@@ -24,7 +25,7 @@ matters where a tier is not the bottleneck of any sample: on 2 nodes the NVLS tr
 chain often bounds the time, so the NIC's bandwidth is barely seen and, unpenalised, wanders to
 wherever it helps a 2-node row by 0.1%, then dominates at 4 nodes. One-node samples pin ``s_i``;
 multi-node samples pin ``s_e`` and ``m_e``; without multi-node samples those stay 1 and are
-reported as not fitted. :meth:`TierFit.topology` then predicts any node count through the
+reported as not fitted; samples spanning several pods of a three-tier preset pin ``m_s``. :meth:`TierFit.topology` then predicts any node count through the
 preset's topology (congestion rule included); :meth:`TierFit.extrapolated` names the
 parameters a prediction at ``nodes`` uses outside the node counts they were fitted at.
 """
@@ -37,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from commcost.comm.algorithms import collective_cost
-from commcost.comm.topology import Link, Topology
+from commcost.comm.topology import Link, Topology, pods_spanned
 from commcost.errors import InputError
 from commcost.validation import require_count, require_finite_positive
 
@@ -71,13 +72,17 @@ class TierSample:
         require_finite_positive("time_s", self.time_s)
 
 
-def scaled_topology(topo: Topology, s_i: float, s_e: float, m_e: float) -> Topology:
-    """``topo`` with its intra (and NVLS) bandwidth times ``s_i``, NIC bandwidth times ``s_e``, NIC step times ``m_e``."""
+def scaled_topology(topo: Topology, s_i: float, s_e: float, m_e: float, m_s: float = 1.0) -> Topology:
+    """``topo`` with its intra (and NVLS) bandwidth times ``s_i``, NIC bandwidth times ``s_e``, NIC step times
+    ``m_e`` and, on a three-tier topology, the spine's oversubscription times ``m_s`` (at least 1: non-blocking)."""
     intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * s_i, latency_s=topo.intra.latency_s)
     inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * s_e, latency_s=topo.inter.latency_s * m_e)
     nvls = None if topo.in_network is None else Link(
         bandwidth_bytes_per_s=topo.in_network.bandwidth_bytes_per_s * s_i, latency_s=topo.in_network.latency_s)
-    return replace(topo, intra=intra, inter=inter, in_network=nvls)
+    out = replace(topo, intra=intra, inter=inter, in_network=nvls)
+    if topo.pod_nodes is not None and m_s != 1.0:
+        out = replace(out, spine_oversubscription=max(1.0, topo.spine_oversubscription * m_s))
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,13 +104,17 @@ class TierFit:
     :data:`MIN_SENSITIVITY` or more."""
     median_abs_error: float
     """Median |t_pred / t_meas - 1| over the samples, after the fit."""
+    spine_oversubscription_scale: float = 1.0
+    """``m_s``: measured / preset spine oversubscription (three-tier presets; 1 elsewhere or when no
+    sample spans pods)."""
 
     def topology(self, nodes: int) -> Topology:
         """The preset's topology on ``nodes`` nodes with the fitted multipliers."""
         from commcost.presets import system_topology
 
         return scaled_topology(system_topology(self.system, nodes=nodes), self.intra_bandwidth_scale,
-                               self.inter_bandwidth_scale, self.inter_latency_scale)
+                               self.inter_bandwidth_scale, self.inter_latency_scale,
+                               self.spine_oversubscription_scale)
 
     def extrapolated(self, nodes: int) -> tuple[str, ...]:
         """The fitted parameters a prediction on ``nodes`` nodes uses beyond the scales they were fitted at."""
@@ -114,32 +123,39 @@ class TierFit:
             out += [p for p in ("inter_bandwidth_scale", "inter_latency_scale") if p not in self.not_fitted]
         if nodes > 1 and max(self.fitted_nodes) == 1:
             out += ["intra_bandwidth_scale (one-node fit used across nodes)"]
+        topo = self.topology(nodes)
+        pods, fitted_pods = pods_spanned(topo, nodes), pods_spanned(topo, max(self.fitted_nodes))
+        if pods > 1 and fitted_pods == 1:
+            out += [f"spine_oversubscription (the preset's {topo.spine_oversubscription:g}: no log spans pods of "
+                    f"{topo.pod_nodes} nodes, this group spans {pods})"]
+        elif pods > fitted_pods and "spine_oversubscription_scale" not in self.not_fitted:
+            out += ["spine_oversubscription_scale"]
         return tuple(out)
 
 
-def _loss(system: str, samples: Sequence[TierSample], s_i: float, s_e: float, m_e: float) -> float:
+_KEYS = ("i", "e", "m", "s")
+_NAMES = {"i": "intra_bandwidth_scale", "e": "inter_bandwidth_scale", "m": "inter_latency_scale",
+          "s": "spine_oversubscription_scale"}
+
+
+def _predict(system: str, x: TierSample, s: dict[str, float]) -> float:
     from commcost.presets import system_group
 
-    total = 0.0
-    for x in samples:
-        topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
-        t = collective_cost("all_reduce", x.message_bytes, P, scaled_topology(topo, s_i, s_e, m_e)).total_s
-        total += math.log(t / x.time_s) ** 2
-    return total + PRIOR_WEIGHT * sum(math.log(v) ** 2 for v in (s_i, s_e, m_e))
+    topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
+    return collective_cost("all_reduce", x.message_bytes, P,
+                           scaled_topology(topo, s["i"], s["e"], s["m"], s.get("s", 1.0))).total_s
+
+
+def _loss(system: str, samples: Sequence[TierSample], s: dict[str, float]) -> float:
+    total = sum(math.log(_predict(system, x, s) / x.time_s) ** 2 for x in samples)
+    return total + PRIOR_WEIGHT * sum(math.log(v) ** 2 for v in s.values())
 
 
 def _sensitivity(system: str, samples: Sequence[TierSample], k: str) -> float:
     """``max over samples of |d ln t / d ln s_k|`` at the preset (central difference, s_k = 1.1^(+-1))."""
-    from commcost.presets import system_group
-
     best = 0.0
     for x in samples:
-        topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
-        t = []
-        for v in (1 / 1.1, 1.1):
-            args = {"i": 1.0, "e": 1.0, "m": 1.0, k: v}
-            t.append(collective_cost("all_reduce", x.message_bytes, P,
-                                     scaled_topology(topo, args["i"], args["e"], args["m"])).total_s)
+        t = [_predict(system, x, {"i": 1.0, "e": 1.0, "m": 1.0, "s": 1.0, k: v}) for v in (1 / 1.1, 1.1)]
         best = max(best, abs(math.log(t[1] / t[0])) / (2 * math.log(1.1)))
     return best
 
@@ -169,28 +185,26 @@ def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
         if not isinstance(x, TierSample):
             raise InputError(f"samples must be TierSample objects, got {type(x).__name__}")
         system_group(system, nodes=x.nodes, gpus=x.gpus)  # the placement exists (or the error says why)
-    s = {"i": 1.0, "e": 1.0, "m": 1.0}
-    names = {"i": "intra_bandwidth_scale", "e": "inter_bandwidth_scale", "m": "inter_latency_scale"}
-    free = [k for k in ("i", "e", "m") if _sensitivity(system, samples, k) >= MIN_SENSITIVITY]
+    from commcost.presets import system_topology
+
+    keys = _KEYS if system_topology(system).pod_nodes is not None else _KEYS[:3]  # m_s: three-tier presets only
+    s = {k: 1.0 for k in keys}
+    free = [k for k in keys if _sensitivity(system, samples, k) >= MIN_SENSITIVITY]
     for _ in range(4):
         moved = False
         for k in free:
             def f(v, k=k):
-                trial = dict(s, **{k: v})
-                return _loss(system, samples, trial["i"], trial["e"], trial["m"])
+                return _loss(system, samples, dict(s, **{k: v}))
             v = _line_search(f, s[k])
             moved |= abs(math.log(v / s[k])) > 1e-3
             s[k] = v
         if not moved:
             break
-    errors = []
-    for x in samples:
-        topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
-        t = collective_cost("all_reduce", x.message_bytes, P, scaled_topology(topo, s["i"], s["e"], s["m"])).total_s
-        errors.append(abs(t / x.time_s - 1))
-    not_fitted = tuple(names[k] for k in ("i", "e", "m") if k not in free)
+    errors = [abs(_predict(system, x, s) / x.time_s - 1) for x in samples]
+    not_fitted = tuple(_NAMES[k] for k in keys if k not in free)
     return TierFit(system=system, intra_bandwidth_scale=s["i"], inter_bandwidth_scale=s["e"],
-                   inter_latency_scale=s["m"], fitted_nodes=tuple(sorted({x.nodes for x in samples})),
+                   inter_latency_scale=s["m"], spine_oversubscription_scale=s.get("s", 1.0),
+                   fitted_nodes=tuple(sorted({x.nodes for x in samples})),
                    not_fitted=not_fitted, median_abs_error=statistics.median(errors))
 
 
@@ -202,7 +216,8 @@ def tier_fit_to_dict(fit: TierFit, provenance: dict) -> dict:
     """The tier profile's JSON object (version 1)."""
     return {"version": 1, "kind": TIER_PROFILE_KIND, "system": fit.system,
             "intra_bandwidth_scale": fit.intra_bandwidth_scale, "inter_bandwidth_scale": fit.inter_bandwidth_scale,
-            "inter_latency_scale": fit.inter_latency_scale, "fitted_nodes": list(fit.fitted_nodes),
+            "inter_latency_scale": fit.inter_latency_scale,
+            "spine_oversubscription_scale": fit.spine_oversubscription_scale, "fitted_nodes": list(fit.fitted_nodes),
             "not_fitted": list(fit.not_fitted), "median_abs_error": fit.median_abs_error, "provenance": provenance}
 
 
@@ -231,5 +246,7 @@ def tier_fit_from_dict(obj: dict, where: str) -> TierFit:
         raise InputError(f"{where}: field 'median_abs_error' must be a finite number >= 0, got {err!r}")
     return TierFit(system=system, intra_bandwidth_scale=number("intra_bandwidth_scale"),
                    inter_bandwidth_scale=number("inter_bandwidth_scale"),
-                   inter_latency_scale=number("inter_latency_scale"), fitted_nodes=tuple(sorted(set(nodes))),
+                   inter_latency_scale=number("inter_latency_scale"),
+                   spine_oversubscription_scale=number("spine_oversubscription_scale")
+                   if "spine_oversubscription_scale" in obj else 1.0, fitted_nodes=tuple(sorted(set(nodes))),
                    not_fitted=tuple(not_fitted), median_abs_error=float(err))

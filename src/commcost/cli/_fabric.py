@@ -250,15 +250,18 @@ def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
     used = fit.extrapolated(nodes)
     where = f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)"
     note = (f"tier profile {args.profile}: {fit.system} with intra x {fit.intra_bandwidth_scale:.3f}, NIC x "
-            f"{fit.inter_bandwidth_scale:.3f}, network latency x {fit.inter_latency_scale:.3f}, fitted on {where}; "
-            f"used on {nodes} node(s)")
+            f"{fit.inter_bandwidth_scale:.3f}, network latency x {fit.inter_latency_scale:.3f}"
+            + (f", spine oversubscription x {fit.spine_oversubscription_scale:.3f}"
+               if fit.spine_oversubscription_scale != 1.0 else "")
+            + f", fitted on {where}; used on {nodes} node(s)")
     if used:
         warning = f"tier profile {args.profile} was fitted on {where}; on {nodes} nodes it extrapolates {', '.join(used)}"
         warn(warning)
         note += f"; EXTRAPOLATES {', '.join(used)}"
     info = {"kind": "tier-profile", "path": args.profile, "system": fit.system,
             "intra_bandwidth_scale": fit.intra_bandwidth_scale, "inter_bandwidth_scale": fit.inter_bandwidth_scale,
-            "inter_latency_scale": fit.inter_latency_scale, "fitted_nodes": list(fit.fitted_nodes),
+            "inter_latency_scale": fit.inter_latency_scale,
+            "spine_oversubscription_scale": fit.spine_oversubscription_scale, "fitted_nodes": list(fit.fitted_nodes),
             "nodes": nodes, "extrapolates": list(used)}
     return Resolved(comm=FabricModel(topology=topo, backend=getattr(args, "backend", "nccl")),
                     gpus=args.gpus if set_gpus else None, note=note, info=info, topology=topo)

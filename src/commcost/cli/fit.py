@@ -114,7 +114,11 @@ def _run_tiers(args: argparse.Namespace) -> int:
     print(f"commcost fit --tiers {args.tiers}: {len(samples)} all-reduce rows >= 1 MiB on "
           f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)\n"
           f"  intra-node (and NVLS) bandwidth x {fit.intra_bandwidth_scale:.3f}, NIC bandwidth x "
-          f"{fit.inter_bandwidth_scale:.3f}, network step latency x {fit.inter_latency_scale:.3f} of the preset's\n"
+          f"{fit.inter_bandwidth_scale:.3f}, network step latency x {fit.inter_latency_scale:.3f}"
+          + (f", spine oversubscription x {fit.spine_oversubscription_scale:.3f}"
+             if "spine_oversubscription_scale" not in fit.not_fitted and fit.spine_oversubscription_scale != 1.0
+             else "")
+          + " of the preset's\n"
           + (f"  not fitted (no row depends on them): {', '.join(fit.not_fitted)}\n" if fit.not_fitted else "")
           + f"  median |error| on the rows fitted: {100 * fit.median_abs_error:.1f}%"
           + (f"\n  profile written to {args.output}: --profile predicts any node count through {args.tiers}'s "
