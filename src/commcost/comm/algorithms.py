@@ -23,7 +23,8 @@ k=1 RS, AG;                                                         (broadcast/r
 broadcast, reduce                                                   (1 in one node and on PCIe-only nodes)
  ``(P-1)`` steps)
 tree (AR)          ``t_0 + 2[(g-1) a_i + ceil(log2 n) a_e]``        ``max(2S/B_i, E(n)/W)``, ``E(2) = S``,
-                                                                    ``E(n>2) = 2S`` (double binary tree)
+                                                                    ``E(3) = 1.5S``, ``E(n>3) = 2S`` (NCCL's
+                                                                    double binary tree, tree_network_bytes)
 halving_doubling   ``t_0 + k[log2 g a_i + log2 n a_e]``             ``k[(g-1)/g S/B_i + (n-1)/(n g) S o/B_e]``
 hierarchical (AR)  ``t_0 + 2(g-1) a_i + 2(n-1) a_e``                ``2(g-1)/g S/B_i + 2(n-1)/n (S/g) o/B_e``
 in_network (AR)    ``t_0 + 2 a_v + 2 ceil(log2 n) a_e``            ``max(S/B_v, E(n)/W)`` (SHARP: ``S/W``)
@@ -33,7 +34,7 @@ direct (send/recv) ``t_0 + a``                                      ``S/B`` on t
 =================  ===============================================  =============================================
 
 Across nodes, in-network is NCCL's NVLS tree: NVLS inside each node and a tree between
-nodes, so it moves the tree's ``E(n)`` per node (``S`` for two nodes, ``2S`` for more:
+nodes, so it moves the tree's ``E(n)`` per node (``S`` for two nodes, ``1.5S`` for three, ``2S`` for more:
 tuning.cc doubles NVLS_TREE's network bandwidth only "for nNodes <= 2") and pays
 ``2 log2 n`` network steps (tuning.cc: ``intraLat + 2 log2i(nNodes) interLat``).
 ``W`` uses the effective oversubscription ``o(n)`` of
@@ -102,7 +103,7 @@ from commcost.comm.topology import Link, Topology, as_topology, network_oversubs
 from commcost.validation import require_count, require_finite_positive
 
 __all__ = [
-    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
+    "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm",
 ]
 
@@ -161,6 +162,45 @@ def parse_algorithm(text: str | Algorithm) -> Algorithm | str:
     except ValueError:
         valid = ", ".join([AUTO] + [a.value for a in Algorithm])
         raise InputError(f"unknown algorithm {text!r} (valid: {valid})") from None
+
+
+_TREE_BYTES: dict[int, float] = {}
+
+
+def _btree_degree(n: int, r: int) -> int:
+    """Tree edges at rank ``r`` of NCCL's binary tree over ``n`` ranks (src/graph/trees.cc ``ncclGetBtree``:
+    rank 0 is the root with one child; elsewhere the lowest set bit finds the parent and up to two children)."""
+    bit = 1
+    while bit < n and not bit & r:
+        bit <<= 1
+    if r == 0:
+        return 1 if n > 1 else 0
+    low = bit >> 1
+    if low == 0:
+        return 1  # a leaf: its parent only
+    d1, lb = r + low, low
+    while d1 >= n:  # the second child: the next smaller offset that stays in range
+        d1 = -1 if lb == 0 else r + lb
+        lb >>= 1
+    return 1 + 1 + (d1 != -1)  # parent, first child (always in range), second child if any
+
+
+def tree_network_bytes(n: int) -> float:
+    """``E(n) / S``: bytes each node's NICs send (and receive) per byte of a tree all-reduce across ``n`` nodes.
+
+    NCCL's double binary tree (src/graph/trees.cc ``ncclGetDtree``): two binary trees over the nodes, the
+    second the first shifted by one rank (odd ``n``) or mirrored (even ``n``), each carrying half the message.
+    Every tree edge carries ``S/2`` each way (reduce up, broadcast down), so a node of ``d`` edges in the two
+    trees together moves ``d S / 2``, and the pipelined tree runs at the pace of the busiest node:
+    ``E(n) = max_node d / 2``: 1 for two nodes, 1.5 for three, 2 from four on (the large-``n`` limit
+    of NVIDIA/nccl#457: each node sends ``2S``).
+    """
+    if n <= 1:
+        return 0.0
+    if n not in _TREE_BYTES:
+        second = [((r - 1) % n) if n % 2 == 1 else (n - 1 - r) for r in range(n)]
+        _TREE_BYTES[n] = max(_btree_degree(n, r) + _btree_degree(n, second[r]) for r in range(n)) / 2
+    return _TREE_BYTES[n]
 
 
 def _pow2(x: int) -> bool:
@@ -223,7 +263,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             bw = max(V * f_i / B_i, V / W)
         return t0 + (steps_intra * a_i + steps_inter * a_e + k * (m - 1) * a_s), bw
     if alg is Algorithm.TREE:
-        E = 0.0 if n == 1 else (S if n == 2 else 2.0 * S)
+        E = tree_network_bytes(n) * S
         chain = 2.0 * S / B_i if g > 1 else 0.0
         net = E / W if n > 1 else 0.0
         return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e + up * a_s),
@@ -244,7 +284,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         if n > 1:  # NVLS tree across nodes (NCCL NVLS_TREE): E(n) as the tree's; SHARP: S, one hop
             lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
             lat += (2 * a_s if m > 1 else 0.0) if topo.inter_in_network else 2 * up * a_s
-            net_bytes = S if (topo.inter_in_network or n == 2) else 2.0 * S
+            net_bytes = S if topo.inter_in_network else tree_network_bytes(n) * S
             bw = max(bw, net_bytes / W) + overlap_loss * min(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
@@ -287,7 +327,7 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         B_v = topo.in_network.bandwidth_bytes_per_s
         W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
         L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
-        E_v = 0.0 if n == 1 else (1.0 if (topo.inter_in_network or n == 2) else 2.0)
+        E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else tree_network_bytes(n))
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
     tree = alg is Algorithm.TREE
