@@ -49,9 +49,63 @@ def test_old_traces_input_dims_c10d_parent_and_world_size(tmp_path):
     assert (c.op, c.size_bytes, c.group_size, c.group_size_source) == (Collective.ALL_TO_ALL, 16_384, 16, "world_size")
 
 
+def _c10d(b, ts, dur, numel, tid=1):
+    b.events.append({"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 1, "tid": tid, "ts": ts,
+                     "dur": dur, "args": {"Input type": ["TensorList", "", "", "", "Scalar", "Scalar"],
+                                          "Input Dims": [[[numel]], [], [], [], [], []]}})
+
+
+def _gloo(b, ts, dur, numel, tid):
+    b.events.append({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": tid,
+                     "ts": ts, "dur": dur, "args": {"Input Dims": [[numel]], "Input type": ["float"]}})
+
+
+def test_gloo_calls_in_issue_order_when_the_worker_threads_start_them_out_of_order(tmp_path):
+    # The pattern of a DDP step over gloo (tests/trace/test_trace_ddp_gloo.py, one run in ~15 on 2
+    # loaded cores): the caller (thread 1) queues bucket 0 (99,978 floats) at 5394 us and bucket 1
+    # (16,640) at 5606 us; gloo's two worker threads pop them in that order, but the one holding
+    # bucket 1 (thread 26) begins first, at 5677 us, and the other (thread 27) at 5698 us.
+    # Then a second step in the usual order, each bucket on the other thread.
+    b = TraceBuilder(backend="gloo")
+    _c10d(b, 5394, 41, 99_978)
+    _c10d(b, 5606, 25, 16_640)
+    _gloo(b, 5677, 4617, 16_640, tid=26)
+    _gloo(b, 5698, 8459, 99_978, tid=27)
+    _c10d(b, 17604, 3718, 99_978)
+    _gloo(b, 20690, 1741, 99_978, tid=26)
+    _c10d(b, 21634, 40, 16_640)
+    _gloo(b, 22217, 378, 16_640, tid=27)
+    calls, dropped = collective_calls(load_rank(b.write(tmp_path / "t.json")))
+    assert dropped == 0
+    # issue order: bucket 0, bucket 1, bucket 0, bucket 1 (sizes * 4 B), each at its c10d op's start
+    assert [c.size_bytes for c in calls] == [399_912, 66_560, 399_912, 66_560]
+    assert [round(c.issue_s / US) for c in calls] == [0, 5606 - 5394, 17604 - 5394, 21634 - 5394]
+    # start and time stay the annotation's own: bucket 1 of step 1 did begin first
+    assert [round(c.start_s / US) for c in calls] == [5698 - 5394, 5677 - 5394, 20690 - 5394, 22217 - 5394]
+    assert [c.time_s for c in calls] == [pytest.approx(t * US) for t in (8459, 4617, 1741, 378)]
+
+
+def test_gloo_issue_pairing_same_size_fifo_and_fallback(tmp_path):
+    # Two works of one size queued 10 us apart both begin after the second was queued: the k-th
+    # annotation of that size pairs with the k-th queued op (FIFO), not the latest one before it.
+    # An annotation whose c10d op is not in the trace (queued before the profiler started) and a
+    # c10d op nested in another on the caller's thread (not a second issue) keep the pairing exact.
+    b = TraceBuilder(backend="gloo")
+    _gloo(b, 0, 5, 256, tid=26)                        # no c10d op before it: keeps its own start
+    _c10d(b, 100, 8, 256)
+    _c10d(b, 102, 4, 256)                              # nested in the one above: not an issue of its own
+    _c10d(b, 110, 5, 256)
+    _gloo(b, 120, 50, 256, tid=27)
+    _gloo(b, 121, 50, 256, tid=26)
+    _c10d(b, 140, 5, 256, tid=26)                      # on a gloo worker thread: never an issuer
+    calls, _ = collective_calls(load_rank(b.write(tmp_path / "t.json")))
+    assert [round(c.issue_s / US) for c in calls] == [0, 100, 110]
+    assert [round(c.start_s / US) for c in calls] == [0, 120, 121]
+
+
 def _call(rank, start, t):
     return CollectiveCall(rank=rank, op=Collective.ALL_REDUCE, size_bytes=1000, dtype="Float", group_size=2,
-                          group_size_source="Group size", start_s=start, time_s=t)
+                          group_size_source="Group size", start_s=start, issue_s=start, time_s=t)
 
 
 def test_calls_matched_across_ranks_take_the_fastest():
@@ -65,7 +119,7 @@ def test_calls_matched_across_ranks_take_the_fastest():
 def test_measurement_round_trip_through_fit_reader(tmp_path):
     calls = [_call(0, i, 1e-4 * (1 + i % 2)) for i in range(4)]
     calls += [CollectiveCall(rank=0, op=Collective.ALL_REDUCE, size_bytes=8000, dtype="Float", group_size=2,
-                             group_size_source="Group size", start_s=9, time_s=3e-4)]
+                             group_size_source="Group size", start_s=9, issue_s=9, time_s=3e-4)]
     m = rows_to_measurement(collective_rows(calls), {"source": "hand"})
     assert [(r.size_bytes, r.count, r.iters) for r in m.rows] == [(1000, 250, 4), (8000, 2000, 1)]
     p = tmp_path / "m.csv"

@@ -6,6 +6,19 @@ inside the op (their ``correlation`` is the kernel's), and the call's measured t
 is ``t = max(kernel end) - min(kernel start)`` over those kernels. In a CPU (gloo)
 trace each ``gloo:<op>`` annotation is one call, ``t`` its duration.
 
+**Issue order.** Calls are listed in the order the calling thread issued them: on a GPU the
+``record_param_comms`` op's start. A ``gloo:<op>`` annotation starts on the gloo worker thread
+that runs the work, when it begins running it (``ProcessGroupGloo::AsyncWork::execute`` in
+PyTorch's ``ProcessGroupGloo.cpp``), not when it was issued: works are queued and popped in issue
+order, but by a pool of threads (two by default), so two works issued back to back can begin in
+either order (in the suite's DDP trace, a step's two buckets issued 0.21 ms apart once began in
+reverse, 21 us apart, on a loaded 2-core host). Nothing in the annotation names the call that
+queued it, so each annotation is paired with a ``c10d::<op>`` on a calling thread: the earliest
+not yet paired, of the same collective, started no later than the annotation, whose ``Input
+Dims`` hold a tensor of the annotation's first input's element count (outermost ``c10d`` ops only,
+on threads that record no annotation). The call's issue time is that op's start; an annotation
+with no such op keeps its own start.
+
 **Size** (as nccl-tests counts it, :mod:`commcost.comm.collectives`: the full buffer of
 an all-reduce, the full output of an all-gather, the full input of a reduce-scatter):
 ``S = max(n_in, n_out) * b`` with ``n_in``/``n_out`` the ``In msg nelems``/``Out msg
@@ -20,8 +33,8 @@ the kernel's name. The **group size** ``P`` is ``Group size``, else the trace's 
 
 **Rows.** Calls with the same (op, S, P, dtype) form one :class:`CollectiveRow`. A kernel's
 duration includes the time its rank waits for the last rank to arrive, so a call is matched
-across the ranks in the trace (the ``k``-th call of that op and size on each rank) and timed
-by its fastest rank, ``min_r t_{k,r}`` -- the last rank to arrive waits least, so that is the
+across the ranks in the trace (the ``k``-th call of that op and size on each rank, in issue
+order) and timed by its fastest rank, ``min_r t_{k,r}`` -- the last rank to arrive waits least, so that is the
 closest to the transfer itself (exact when every rank of the group is traced and the last
 arrival does not wait at all); the row's time is the median of those over ``k``, as
 nccl-tests reports one time per size. With one rank's trace the arrival wait stays in.
@@ -59,6 +72,8 @@ class CollectiveCall:
     """``Group size`` (the call's argument) or ``world_size`` (the trace's, when the call has none)."""
     start_s: float
     """When its first kernel (CPU: the annotation) started, seconds on the rank's clock."""
+    issue_s: float
+    """When the calling thread issued it (module docstring, **Issue order**), seconds on the rank's clock."""
     time_s: float
     """``t``, seconds."""
 
@@ -124,15 +139,68 @@ def _enclosing_c10d(rt: RankTrace, starts: list[float], call) -> str | None:
     """The ``c10d::*`` op on the call's thread that encloses it (the latest-started one), or None."""
     i = bisect.bisect_right(starts, call.start_s) - 1
     for j in range(i, max(-1, i - _PARENT_LOOKBACK), -1):
-        s, e, tid, name = rt.c10d_ops[j]
+        s, e, tid, name, _ = rt.c10d_ops[j]
         if tid == call.tid and e >= call.end_s:
             return name
     return None
 
 
+def _tensor_elements(dims, out: set[int]) -> set[int]:
+    """Add the element count of every tensor in an ``Input Dims`` value (nested lists of ints) to ``out``."""
+    if isinstance(dims, list):
+        if dims and all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            out.add(math.prod(dims))
+        else:
+            for d in dims:
+                _tensor_elements(d, out)
+    return out
+
+
+def _issue_times(rt: RankTrace) -> dict[int, float]:
+    """Index in ``rt.comm_calls`` of each CPU-trace annotation -> the start of the ``c10d::<op>``
+    that issued it (module docstring, **Issue order**); annotations with none are absent."""
+    worker_tids = {c.tid for c in rt.comm_calls if C.is_cpu_comm(c.name)}
+    queues: dict[tuple[Collective, int], list[int]] = {}   # (op, elements) -> issuing ops, in start order
+    issuers: list[float] = []                             # start of each issuing op
+    taken: list[bool] = []
+    outer_end: dict[object, float] = {}                   # thread -> end of its open outermost c10d op
+    for s, e, tid, name, dims in rt.c10d_ops:
+        if tid in worker_tids or s < outer_end.get(tid, -math.inf):
+            continue
+        outer_end[tid] = e
+        op = C.collective_from_trace_name(name[len("c10d::"):])
+        if op is None:
+            continue
+        for n in _tensor_elements(dims, set()):
+            queues.setdefault((op, n), []).append(len(issuers))
+        issuers.append(s)
+        taken.append(False)
+    heads = dict.fromkeys(queues, 0)
+    out: dict[int, float] = {}
+    for i, call in enumerate(rt.comm_calls):
+        if not C.is_cpu_comm(call.name):
+            continue
+        op = C.collective_from_trace_name(call.name.split(":", 1)[1])
+        dims = call.args.get("Input Dims")
+        first = _tensor_elements(dims[0], set()) if isinstance(dims, list) and dims else set()
+        if op is None or len(first) != 1:
+            continue
+        key = (op, first.pop())
+        q, h = queues.get(key, ()), heads.get(key, 0)
+        while h < len(q) and taken[q[h]]:
+            h += 1
+        if h < len(q) and issuers[q[h]] <= call.start_s:
+            taken[q[h]] = True
+            out[i] = issuers[q[h]]
+            h += 1
+        if key in heads:
+            heads[key] = h
+    return out
+
+
 def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
-    """Every call of ``rt`` with a known op, size and time, in start order; and how many
-    recorded calls were left out (no size in their arguments, or no kernel found)."""
+    """Every call of ``rt`` with a known op, size and time, in issue order (module docstring);
+    and how many recorded calls were left out (no size in their arguments, or no kernel found)."""
     out: list[CollectiveCall] = []
     dropped = 0
     comm = {g.correlation: g for g in rt.gpu_events if g.kind == C.COMMUNICATION and g.correlation >= 0}
@@ -144,7 +212,8 @@ def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
     for v in by_tid.values():
         v.sort()
     c10d_starts = [o[0] for o in rt.c10d_ops]
-    for call in rt.comm_calls:
+    issued = {} if rt.on_gpu else _issue_times(rt)
+    for i, call in enumerate(rt.comm_calls):
         cpu = C.is_cpu_comm(call.name)
         if rt.on_gpu and cpu:
             continue
@@ -178,7 +247,9 @@ def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
             dropped += 1
             continue
         out.append(CollectiveCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype, group_size=group,
-                                  group_size_source=source, start_s=start, time_s=t))
+                                  group_size_source=source, start_s=start, issue_s=issued.get(i, call.start_s),
+                                  time_s=t))
+    out.sort(key=lambda c: c.issue_s)
     return out, dropped
 
 
@@ -191,7 +262,7 @@ def collective_rows(calls: list[CollectiveCall]) -> list[CollectiveRow]:
     everything: dict[tuple, list[float]] = {}
     for rank_calls in per_rank.values():
         seen: dict[tuple, int] = {}
-        for c in sorted(rank_calls, key=lambda c: c.start_s):
+        for c in sorted(rank_calls, key=lambda c: c.issue_s):
             key = (c.op, c.size_bytes, c.group_size, c.dtype)
             k = seen.get(key, 0)
             seen[key] = k + 1

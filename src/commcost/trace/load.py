@@ -57,8 +57,9 @@ class RankTrace:
     """ProfilerStep windows, sorted by start."""
     comm_calls: tuple[CpuCall, ...]
     """record_param_comms ops and gloo/nccl CPU annotations, sorted by start."""
-    c10d_ops: tuple[tuple[float, float, int, str], ...]
-    """(start s, end s, thread, name) of ``c10d::*`` ops (they name the collective a call belongs to)."""
+    c10d_ops: tuple[tuple[float, float, int, str, Any], ...]
+    """(start s, end s, thread, name, ``Input Dims`` or None) of ``c10d::*`` ops (they name the collective
+    a call belongs to, and in CPU traces issue the gloo work)."""
     cpu_ops: tuple[tuple[float, float, int], ...]
     """(start s, end s, thread) of CPU compute ops; filled only for traces without GPU events."""
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +122,7 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     kinds: dict[tuple[str, str], tuple[str, str, object]] = {}   # (name, cat) -> (interned name, kind, op)
     steps: list[Step] = []
     calls: list[CpuCall] = []
-    c10d: list[tuple[float, float, int, str]] = []
+    c10d: list[tuple[float, float, int, str, Any]] = []
     comm_tids: set[int] = set()
     for e in iter_trace(p, header):
         if e.get("ph") != "X":
@@ -159,7 +160,7 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
                 comm_tids.add(e.get("tid"))
         elif name.startswith("c10d::"):
             s, t = interval(e)
-            c10d.append((s, t, e.get("tid"), name))
+            c10d.append((s, t, e.get("tid"), name, (e.get("args") or {}).get("Input Dims")))
         elif cat == "cpu_op" and not C.is_cpu_comm_entry(name):
             s, t = interval(e)
             c_start.append(s)

@@ -57,7 +57,7 @@ class TraceSummary:
     stragglers: Stragglers
     """Step-time spread across ranks."""
     calls: tuple[CollectiveCall, ...]
-    """Every recorded collective call (all ranks, each in start order)."""
+    """Every recorded collective call (all ranks, each in issue order: :mod:`commcost.trace.collectives`)."""
     rows: tuple[CollectiveRow, ...]
     """The calls pooled by (op, size, group size, dtype)."""
     calls_dropped: int
