@@ -92,6 +92,8 @@ def structure(base: dict, spec, G: int) -> dict:
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
     import numpy as np
 
+    from commcost.memory import stage_params
+
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
     Lr = spec.layers
     pv = p * base["v"]
@@ -103,13 +105,7 @@ def structure(base: dict, spec, G: int) -> dict:
     ep_rpn = _ranks_per_node(e, ep_stride, G)
     crossing = ((t > 1) & (tp_rpn < t)).astype(float) + ((c > 1) & (_ranks_per_node(c, t, G) < c)) \
         + ((e > 1) & (ep_rpn < e))
-    # memory.params_per_gpu
-    per_layer_dense = (spec.dense_layer_count * spec.dense_layer_params
-                       + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / Lr
-    ends = np.where(p == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
-                    max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
-    dense = (per_stage * per_layer_dense + ends) / t
-    expert = spec.expert_params_total * per_stage / Lr / (e * expert_tp)
+    dense, expert = stage_params(np, spec, layers_held=per_stage, pp=p, tp=t, ep=e, expert_tp=expert_tp)
     D = d * c                                                   # d c: dense shard group
     E_dp = t * d * c // (e * expert_tp)                          # expert-data-parallel group
     return dict(per_stage=per_stage, expert_tp=expert_tp, tp_rpn=tp_rpn, ep_rpn=ep_rpn, crossing=crossing,
@@ -255,17 +251,18 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
 
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.search.space.enumerate_space`)
-    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`).
+    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.compose`'s
+    kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
     Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
     ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
     """
     import numpy as np
 
-    from commcost.compute import HBM_EFFICIENCY, default_efficiency, elementwise_bytes_per_token, peak_flops_per_s
-    from commcost.parallel.pipeline import exposed_p2p_count
-    from commcost.plan import OPTIMIZER_HBM_BYTES_PER_PARAM, gpu_row
-    from commcost.step.schedule import bubble_s
+    from commcost import compose as K
+    from commcost.compute import default_efficiency, elementwise_layer_bytes_per_token, elementwise_time_s, \
+        peak_flops_per_s
+    from commcost.plan import gpu_row
     from commcost.transformer import CAUSAL_EXECUTED_FRACTION
 
     spec, s = inp.space.spec, inp.space.seq
@@ -274,88 +271,69 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     sp, rc, zero = cols["sp"], cols["rc"], cols["zero"]
     n = len(t)
     per_stage = X["per_stage"][bi]
+    full = rc == 2
     # 1. compute (plan._flops, compute.elementwise_s)
     peak = peak_flops_per_s(inp.gpu, inp.precision)
     eta = inp.efficiency if inp.efficiency is not None else \
         default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)[0]
-    rate = peak * eta
     dense_f, moe_f = spec.layer_matmul_flops
     layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
     attn = spec.attention_score_flops(s) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
     f_layer = layer_mm + attn
-    extra = np.array([0.0, attn, f_layer])[rc]
     tokens = b * s / c
-    F_mb = tokens * (per_stage * (3.0 * f_layer + extra) + 3.0 * spec.logits_flops) / t
-    F_fwd = tokens * (per_stage * f_layer + spec.logits_flops) / t
-    fwd_share = F_fwd / F_mb
-    common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
-                  heads=spec.heads, seq=s, dropout=spec.dropout, flash=inp.flash_attention,
-                  rotary=spec.max_positions == 0)
+    F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
+                                          f_recompute=np.array([0.0, attn, f_layer])[rc], f_logits=spec.logits_flops,
+                                          tp=t)
     ew = np.empty(n)
     for flag in (0, 1):
         sel = sp == flag
-        dense_ew = elementwise_bytes_per_token(ffn_width=spec.ffn, tp=t[sel], sp=bool(flag), **common)
-        moe_ew = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
-                                             top_k=spec.top_k, tp=t[sel], sp=bool(flag), **common) \
-            if spec.is_moe else 0.0
-        ew[sel] = (spec.dense_layer_count * dense_ew + spec.moe_layer_count * moe_ew) / spec.layers
+        ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag), flash=inp.flash_attention)
     hbm = gpu_row(inp.gpu)[1]
-    t_c = F_mb / rate + tokens * per_stage * ew * np.where(rc == 2, 4.0, 3.0) / (hbm * HBM_EFFICIENCY)
-    t_fwd = fwd_share * t_c
-    t_layer_f = tokens * f_layer / t / rate
-    t_attn = tokens * attn / t / rate
-    t_layer_b = 2.0 * t_layer_f
+    t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
+                              passes=np.where(full, 4.0, 3.0), hbm_bytes_per_s=hbm)
+    t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=tokens * f_layer / t,
+                                                        attention_flops=tokens * attn / t, rate_flops_per_s=peak * eta,
+                                                        elementwise_s=t_ew)
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
-    passes = np.where(rc == 2, 3.0, 2.0)
+    passes = np.where(full, 3.0, 2.0)
     count_tp = m * per_stage * 2 * passes
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        T = np.where(used, X[name][bi], 0.0)
-        if inp.tp_comm_overlap:
-            fwd_n = count_tp * (passes - 1) / passes
-            x = fwd_n * np.maximum(0.0, T - t_layer_f / 4) + (count_tp - fwd_n) * np.maximum(0.0, T - t_layer_b / 4)
-        else:
-            x = count_tp * T
+        x = K.tp_exposed_s(np, count=count_tp, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
+                           passes=passes, overlap=inp.tp_comm_overlap)
         ex_tp += x
         critical_mb += x / m
-    T_cp = X["T_cp"][bi]
-    ex_cp = np.where(T_cp > 0, m * per_stage * np.where(rc == 2, 4.0, 3.0) * np.maximum(0.0, (c - 1) * T_cp - t_attn),
-                     0.0)
+    ex_cp = K.cp_exposed_s(np, rings=m * per_stage * np.where(full, 4.0, 3.0), cp=c, one_s=X["T_cp"][bi],
+                           attention_s=t_attn)
     critical_mb += ex_cp / m
     moe_per_stage = spec.moe_layer_count / spec.layers * per_stage
-    ex_ep = m * moe_per_stage * 2 * passes * np.where(sp == 1, X["T_ep1"][bi], X["T_ep0"][bi])
+    ex_ep = K.full_exposed_s(count=m * moe_per_stage * 2 * passes,
+                             one_s=np.where(sp == 1, X["T_ep1"][bi], X["T_ep0"][bi]))
     critical_mb += ex_ep / m
-    ex_pp = exposed_p2p_count(p, m, v) * X["T_pp"][bi]
-    # ZeRO-3: per-layer gathers and scatters behind the neighbouring layer (plan, "ZeRO-3")
+    ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3
-    units = per_stage + 1
-    T_ag, T_rs = np.where(z3, X["T3_ag"][bi], 0.0), np.where(z3, X["T3_rs"][bi], 0.0)
-    fwd = np.maximum(0.0, T_ag - t_layer_f)
-    bwd = np.maximum(0.0, T_ag + T_rs - t_layer_b)
-    critical_mb += units * (fwd + bwd) + T_ag / m
-    ex_dp = m * units * (fwd + bwd) + T_ag
-    t_mb = t_c + critical_mb
-    bubble = bubble_s(p, v, t_mb)
+    T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
+    fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
+                                       layer_fwd_s=t_layer_f)
+    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=per_stage + 1, micro_batches=m, gather_s=T_ag)
+    critical_mb += z3_mb
+    compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
         vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
         bl = bi[low]
-        W = (1.0 - fwd_share[low]) * t_c[low] / t_mb[low] * t_mb[low]
+        W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb[low]) \
+            * t_mb[low]
         cand = X["bucket_base"][vi, bl] - X["bucket_coef"][vi, bl] * W[:, None]
         E = np.minimum(X["bucket_wire"][vi, bl], np.maximum(0.0, cand.max(axis=1)))
-        gather = X["bucket_gather"][vi, bl]
-        E = E + np.where(gather > 0, np.maximum(0.0, gather - t_fwd[low, None]), 0.0).sum(axis=1)
-        ex_dp[low] = E
+        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
+        ex_dp[low] = E + gather.sum(axis=1)
     exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
-    compute = m * t_c
-    zk = zero >= 1
-    shard = X["dense"][bi] / np.where(zk, X["D"][bi], 1)
-    if spec.is_moe:
-        shard = shard + X["expert"][bi] / np.where(zk, X["E_dp"][bi], 1)
-    optimizer = OPTIMIZER_HBM_BYTES_PER_PARAM * shard / hbm
-    step = compute + bubble + exposed_total + optimizer
+    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
+                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=hbm)
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
     return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
                 optimizer_s=optimizer, micro_batch_s=t_mb, exposed_tp_s=ex_tp, exposed_cp_s=ex_cp,
                 exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp)
