@@ -182,14 +182,18 @@ def needed(cols: dict, nb: int, ncaps: int) -> dict:
 
 
 def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict:
-    """plan._data_parallel_lines per structural row and variant ``2 x len(caps)`` (ZeRO-0 all-reduce or
-    ZeRO-1/2 reduce-scatter, then the cap): the timeline's uniform closed form
-    (:func:`commcost.step.timeline._uniform_end`): ``E = min(T_w, max(0, max_j (A_j - (1 - F_j/S) W)))``."""
+    """The prices behind plan._data_parallel_lines per structural row and variant ``2 x len(caps)``
+    (ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter, then the cap): what the timeline's closed form
+    (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
+    (``bucket_times`` ``T(c_1), T(c), T(last)``, ``bucket_full`` ``m``, ``bucket_not_ready`` ``f_j``,
+    ``bucket_wire`` ``T_w``; all 0 where no group reduces), and ZeRO-1/2's gathers ``k T_ag``
+    (``bucket_gather``); ``k`` is :func:`commcost.compose.nic_share`."""
     import numpy as np
 
+    from commcost.compose import nic_share
     from commcost.memory import WEIGHT_BYTES
     from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.step.timeline import uniform_layout, caps_for
+    from commcost.step.timeline import caps_for, uniform_buckets
 
     q_g = 2.0
     ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
@@ -197,15 +201,16 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     P = np.stack([g[1] for g in groups], axis=1)
     rpn = np.stack([g[2] for g in groups], axis=1)
     active = (P > 1) & (sizes > 0)
-    k = np.where(rpn < P, 1.0 + crossing[:, None], 1.0)
+    k = nic_share(np, crossing=crossing[:, None], ranks_per_node=rpn, group=P)
     keys = np.concatenate([np.where(active, sizes, 0.0), np.where(active, P, 0), np.where(active, rpn, 0),
                            np.where(active, k, 0.0)], axis=1)
     uniq, inv = unique_rows(keys)
     nu = len(uniq)
     used = np.zeros((nu, nv), dtype=bool)
     np.logical_or.at(used, inv, need_variant)
-    base = np.full((nv, nu, 4), -np.inf)
-    coef = np.zeros((nv, nu, 4))
+    times = np.zeros((nv, nu, 3))
+    full = np.zeros((nv, nu))
+    not_ready = np.zeros((nv, nu, 3))
     wire = np.zeros((nv, nu))
     gather = np.zeros((nv, nu, ng))
     for u, row in enumerate(uniq):
@@ -227,26 +232,14 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
                     continue
                 cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
                 S = total / q_g * q_g
-                first, mm, last = uniform_layout(S, float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes))
-                T1 = cost(first)
-                if last == 0:
-                    base[vi, u, :], wire[vi, u] = T1, T1
-                else:
-                    c = float(cp.bucket_cap_bytes)
-                    Tc = cost(c) if mm else 0.0
-                    Tl = cost(last)
-                    cands = [(T1 + mm * Tc + Tl, 1.0 - first / S), (Tl, 0.0)]
-                    cands += [(mm * Tc + Tl, 1.0 - (first + c) / S), (Tc + Tl, 1.0 - (first + mm * c) / S)] \
-                        if mm else cands
-                    base[vi, u], coef[vi, u] = [x for x, _ in cands], [y for _, y in cands]
-                    wire[vi, u] = T1 + mm * Tc + Tl
+                _, times[vi, u], full[vi, u], not_ready[vi, u], wire[vi, u] = uniform_buckets(S, cp, cost)
                 if sharded:
                     for i in on:
                         gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
                                                                int(P_g[i]), int(r_g[i]))
     del nb
-    return dict(bucket_base=base[:, inv], bucket_coef=coef[:, inv], bucket_wire=wire[:, inv],
-                bucket_gather=gather[:, inv])
+    return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
+                bucket_wire=wire[:, inv], bucket_gather=gather[:, inv])
 
 
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
@@ -263,6 +256,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     from commcost.compute import default_efficiency, elementwise_layer_bytes_per_token, elementwise_time_s, \
         peak_flops_per_s
     from commcost.plan import gpu_row
+    from commcost.step.timeline import exposed_after_s, uniform_end_s
     from commcost.transformer import CAUSAL_EXECUTED_FRACTION
 
     spec, s = inp.space.spec, inp.space.seq
@@ -324,10 +318,14 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     if len(low):
         vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
         bl = bi[low]
-        W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb[low]) \
-            * t_mb[low]
-        cand = X["bucket_base"][vi, bl] - X["bucket_coef"][vi, bl] * W[:, None]
-        E = np.minimum(X["bucket_wire"][vi, bl], np.maximum(0.0, cand.max(axis=1)))
+        t_mb_low = t_mb[low]
+        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
+        W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb_low) * t_mb_low
+        t_e = np.where(p[low] == 1, m[low], 1.0) * t_mb_low
+        wire = X["bucket_wire"][vi, bl]
+        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
+                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
+        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
         gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
         ex_dp[low] = E + gather.sum(axis=1)
     exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
