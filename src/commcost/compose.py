@@ -8,6 +8,10 @@ the terms of :mod:`commcost.plan`'s module docstring (items 1-6), with its symbo
 micro-batches, ``p`` stages, ``v`` virtual stages, ``c`` CP, ``t_c`` compute of one micro-batch on
 the slowest stage, ``t_f = t_layer`` one layer's forward, ``t_b = 2 t_f`` its backward.
 
+The other shared kernels live beside the formulas they state: memory per GPU in :mod:`commcost.memory`
+(:func:`~commcost.memory.stage_activation_bytes`, :func:`~commcost.memory.buffer_bytes` ...), the DDP
+timeline's closed form in :mod:`commcost.step.timeline` (:func:`~commcost.step.timeline.uniform_end_s`).
+
 No kernel branches on a value (STYLE.md item 12): choices that vary over a search enter through
 ``xp.where``; only inputs fixed for the whole search (``--tp-comm-overlap``) are Python ``if``.
 """
@@ -17,10 +21,15 @@ from __future__ import annotations
 from commcost.parallel.pipeline import exposed_p2p_count
 from commcost.step.schedule import bubble_s
 
-__all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "micro_batch_flops",
-           "micro_batch_times", "full_exposed_s", "tp_exposed_s", "cp_exposed_s", "pp_exposed_s",
-           "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction", "nic_share",
-           "gather_exposed_s", "optimizer_s", "step_s", "tokens_per_s_per_gpu"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.transformer import TransformerSpec
+
+__all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
+           "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "cp_exposed_s", "pp_exposed_s",
+           "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction",
+           "dp_accumulated_micro_batches", "nic_share", "gather_exposed_s", "optimizer_s", "step_s",
+           "tokens_per_s_per_gpu"]
 
 OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
 """Adam's HBM traffic per parameter of its shard (``plan`` item 5): fp32 master and two moments read
@@ -32,6 +41,21 @@ TP_OVERLAP_SHARE = 0.25
 
 
 # 1. compute per micro-batch on the slowest stage
+
+def layer_flops(spec: TransformerSpec, *, seq: float, flash_attention: bool) -> tuple[float, float, dict]:
+    """``(f_layer, f_attention, {recompute: r})`` per token: one layer's executed forward FLOPs (matrices
+    averaged over dense and MoE layers, plus the score products, at
+    :data:`~commcost.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention), the
+    score products alone, and the recomputation ``r`` of each mode (none: 0, selective: the score
+    products, full: ``f_layer``)."""
+    from commcost.transformer import CAUSAL_EXECUTED_FRACTION
+
+    dense_f, moe_f = spec.layer_matmul_flops
+    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
+    attn = spec.attention_score_flops(seq) * (CAUSAL_EXECUTED_FRACTION if flash_attention else 1.0)
+    f_layer = layer_mm + attn
+    return f_layer, attn, {"none": 0.0, "selective": attn, "full": f_layer}
+
 
 def micro_batch_flops(*, tokens, layers, f_layer, f_recompute, f_logits, tp):
     """``(F_mb, F_fwd / F_mb)``: executed FLOPs of one micro-batch on the slowest stage,
@@ -114,6 +138,13 @@ def dp_backward_fraction(*, fwd_share, compute_mb_s, micro_batch_s):
     """``f_b = (1 - F_fwd/F_mb) t_c / t_mb``: the backward window ``W = f_b t_mb`` the DDP timeline
     hides the gradient reduction in (the last micro-batch's backward)."""
     return (1.0 - fwd_share) * compute_mb_s / micro_batch_s
+
+
+def dp_accumulated_micro_batches(xp, *, pp, micro_batches):
+    """``k``: micro-batches the DDP timeline accumulates before the reduction it overlaps, ``m``
+    without a pipeline (gradient accumulation under ``no_sync``), 1 with one (the reduction waits
+    only for the last micro-batch's backward on the stage); its backward ends at ``t_e = k t_mb``."""
+    return xp.where(pp == 1, micro_batches, 1)
 
 
 def nic_share(xp, *, crossing, ranks_per_node, group):

@@ -28,6 +28,10 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
+
+The composition (items 1-6) is :mod:`commcost.compose`'s kernels, called here on floats
+(``xp = SCALAR``) and by ``commcost search`` on numpy columns; this module prices the collectives,
+names the lines and builds the :class:`Plan`.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from commcost.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
 from commcost.compute import elementwise_s
-from commcost.transformer import CAUSAL_EXECUTED_FRACTION, TransformerSpec
+from commcost.transformer import TransformerSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -210,14 +214,11 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
 
 def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
     """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
-    from commcost.compose import micro_batch_flops
+    from commcost.compose import layer_flops, micro_batch_flops
 
     spec, L = inp.spec, inp.layout
-    dense_f, moe_f = spec.layer_matmul_flops
-    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
-    attn = spec.attention_score_flops(inp.seq) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
-    f_layer = layer_mm + attn
-    extra = {"none": 0.0, "selective": attn, "full": f_layer}[L.recompute]
+    f_layer, attn, recompute = layer_flops(spec, seq=inp.seq, flash_attention=inp.flash_attention)
+    extra = recompute[L.recompute]
     tokens = L.micro_batch * inp.seq / L.cp
     F_mb, fwd_share = micro_batch_flops(tokens=tokens, layers=stage_layers(spec.layers, L), f_layer=f_layer,
                                         f_recompute=extra, f_logits=spec.logits_flops, tp=L.tp)
@@ -377,13 +378,12 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
                        for (o, f), k in zip(shares, share_nic))
 
         caps = ddp_bucket_caps(None) if inp.bucket_cap_bytes is None else caps_for(inp.bucket_cap_bytes)
-        pure_dp = L.pp == 1
         tl_inp = TimelineInputs(gpus=max(o.group_size for o, _ in shares), comm=model,
                                 step_s=t_mb, params=total / inp.grad_bytes,
                                 bytes_per_grad=int(inp.grad_bytes) if float(inp.grad_bytes).is_integer() else 2,
                                 backward_fraction=K.dp_backward_fraction(fwd_share=fwd_share, compute_mb_s=t_c,
                                                                          micro_batch_s=t_mb) if t_mb > 0 else 2 / 3,
-                                grad_accum=L.micro_batches if pure_dp else 1)
+                                grad_accum=K.dp_accumulated_micro_batches(SCALAR, pp=L.pp, micro_batches=L.micro_batches))
         # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
         _, wire, exposed, _ = evaluate_caps(tl_inp, caps, allreduce_s=cost)
         for (o, f), (_, T, a) in zip(shares, grads):

@@ -1,12 +1,11 @@
 """``plan``'s composition over a whole grid of configurations at once (numpy columns).
 
-Every formula is :mod:`commcost.plan`'s (its module docstring, items 1-6), written over arrays: the
-array-safe kernels are called as they are (:func:`commcost.memory.model_state_bytes`,
-:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`,
-:func:`commcost.compute.elementwise_bytes_per_token`, :func:`commcost.step.schedule.bubble_s`,
-:func:`commcost.parallel.pipeline.exposed_p2p_count`), the rest (message sizes of
-:mod:`commcost.parallel`, placement of :mod:`commcost.parallel.layout`, the DDP timeline's closed form
-:func:`commcost.step.timeline._uniform_end`) is restated column-wise with the same symbols.
+The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
+(:mod:`commcost.compose`, :func:`commcost.compute.elementwise_time_s`, the DDP timeline's closed form
+:func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
+:mod:`commcost.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
+builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
+placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
 ``tests/search/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
@@ -93,11 +92,11 @@ def structure(base: dict, spec, G: int) -> dict:
     import numpy as np
 
     from commcost.memory import stage_params
+    from commcost.parallel.layout import heaviest_stage_layers
 
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
     Lr = spec.layers
-    pv = p * base["v"]
-    per_stage = np.where(Lr % pv == 0, Lr / p.astype(float), (-(-Lr // pv) * base["v"]).astype(float))  # stage_layers
+    per_stage = heaviest_stage_layers(np, Lr, p, base["v"])
     # placement (layout.layout_group under the default order tp-cp-ep-dp-pp): strides t (cp, dp), t c d (pp)
     expert_tp = np.where((d * c) % e == 0, t, 1)
     ep_stride = np.where(expert_tp == t, t, 1)
@@ -256,8 +255,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     from commcost.compute import default_efficiency, elementwise_layer_bytes_per_token, elementwise_time_s, \
         peak_flops_per_s
     from commcost.plan import gpu_row
+    from commcost.search.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
-    from commcost.transformer import CAUSAL_EXECUTED_FRACTION
 
     spec, s = inp.space.spec, inp.space.seq
     bi = cols["bi"]
@@ -270,13 +269,10 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     peak = peak_flops_per_s(inp.gpu, inp.precision)
     eta = inp.efficiency if inp.efficiency is not None else \
         default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)[0]
-    dense_f, moe_f = spec.layer_matmul_flops
-    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
-    attn = spec.attention_score_flops(s) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
-    f_layer = layer_mm + attn
+    f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
     tokens = b * s / c
     F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
-                                          f_recompute=np.array([0.0, attn, f_layer])[rc], f_logits=spec.logits_flops,
+                                          f_recompute=np.array([recompute[k] for k in RECOMPUTE])[rc], f_logits=spec.logits_flops,
                                           tp=t)
     ew = np.empty(n)
     for flag in (0, 1):
@@ -321,7 +317,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         t_mb_low = t_mb[low]
         # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
         W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb_low) * t_mb_low
-        t_e = np.where(p[low] == 1, m[low], 1.0) * t_mb_low
+        t_e = K.dp_accumulated_micro_batches(np, pp=p[low], micro_batches=m[low]) * t_mb_low
         wire = X["bucket_wire"][vi, bl]
         end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
                             full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)

@@ -12,8 +12,6 @@ if TYPE_CHECKING:
 
 __all__ = ["memory_tables", "memory_grid"]
 
-_RECOMPUTE = ("none", "selective", "full")
-
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     """:func:`commcost.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
@@ -22,6 +20,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     :func:`structure` of ``base``."""
     import numpy as np
 
+    from commcost.search.space import RECOMPUTE
     from commcost.memory import (GRAD_BYTES, WEIGHT_BYTES, buffer_bytes, in_flight_layers, model_state_bytes,
                                  stage_activation_bytes)
 
@@ -39,7 +38,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     layer_params = (dense + expert) / (per_stage + 1)
     act, buf = [], []
     for flag in (0, 1):
-        for name in _RECOMPUTE:
+        for name in RECOMPUTE:
             per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, name)
             working = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none") \
                 if name == "full" else 0.0
