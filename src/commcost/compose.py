@@ -37,7 +37,8 @@ and written (24), bf16 gradient read (2) and weight written (2)."""
 BACKWARD_PER_FORWARD = 2.0
 """``t_b = 2 t_f``: a layer's backward runs twice its forward's FLOPs."""
 TP_OVERLAP_SHARE = 0.25
-"""With ``--tp-comm-overlap`` each of a pass's four TP collectives hides behind a quarter of it."""
+"""With ``--tp-comm-overlap`` each TP collective of a layer's pass hides behind a quarter of that
+pass's compute (``PlanInputs.tp_comm_overlap``)."""
 
 
 # 1. compute per micro-batch on the slowest stage
