@@ -14,7 +14,7 @@ from functools import lru_cache
 from commcost.errors import InputError
 
 __all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "default_efficiency",
-           "elementwise_bytes_per_token", "elementwise_s"]
+           "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s"]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 """``--precision`` values: the GEMM input format of the transformer layers."""
@@ -22,6 +22,7 @@ PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.plan import PlanInputs
+    from commcost.transformer import TransformerSpec
 
 _CLASS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 
@@ -98,19 +99,32 @@ def _hbm_bandwidth(gpu: str) -> float:
     return float(lookup(gpus(), gpu, "GPU")["memory_bandwidth_bytes_per_s"])
 
 
-def elementwise_s(inp: PlanInputs) -> float:
-    """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
-    spec, L = inp.spec, inp.layout
+def elementwise_layer_bytes_per_token(spec: TransformerSpec, *, seq: float, tp, sp: bool, flash: bool):
+    """``(L_dense Q_dense + L_moe Q_moe) / L``: :func:`elementwise_bytes_per_token` of the model's
+    layers mixed in their proportion (an MoE layer's activation over ``(k + E_s) f_e``); ``tp`` a float
+    or a numpy array (``commcost search``)."""
     common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
-                  heads=spec.heads, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel, dropout=spec.dropout,
-                  flash=inp.flash_attention, rotary=spec.max_positions == 0)
+                  heads=spec.heads, seq=seq, tp=tp, sp=sp, dropout=spec.dropout, flash=flash,
+                  rotary=spec.max_positions == 0)
     dense = elementwise_bytes_per_token(ffn_width=spec.ffn, **common)
     moe = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
                                       top_k=spec.top_k, **common) if spec.is_moe else 0.0
-    per_layer = (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
-    passes = 4.0 if L.recompute == "full" else 3.0
-    tokens = L.micro_batch * inp.seq / L.cp
+    return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
+
+
+def elementwise_time_s(*, tokens, layers, bytes_per_token_layer, passes, hbm_bytes_per_s: float):
+    """``Q_mb / (B_hbm eta_hbm)``, ``Q_mb = (b s / c) (L/p) Q_layer x passes`` (forward once, backward
+    twice, full recomputation once more: 3 or 4). Array-safe."""
+    return tokens * layers * bytes_per_token_layer * passes / (hbm_bytes_per_s * HBM_EFFICIENCY)
+
+
+def elementwise_s(inp: PlanInputs) -> float:
+    """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
     from commcost.parallel.layout import stage_layers
 
-    bw = _hbm_bandwidth(inp.gpu)
-    return tokens * stage_layers(spec.layers, L) * per_layer * passes / (bw * HBM_EFFICIENCY)
+    spec, L = inp.spec, inp.layout
+    per_layer = elementwise_layer_bytes_per_token(spec, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel,
+                                                  flash=inp.flash_attention)
+    return elementwise_time_s(tokens=L.micro_batch * inp.seq / L.cp, layers=stage_layers(spec.layers, L),
+                              bytes_per_token_layer=per_layer, passes=4.0 if L.recompute == "full" else 3.0,
+                              hbm_bytes_per_s=_hbm_bandwidth(inp.gpu))

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
     from commcost.transformer import TransformerSpec
 
-__all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu",
-           "model_state_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",
+__all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
+           "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",
            "ddp_memory_per_gpu"]
 
 WEIGHT_BYTES = 2.0
@@ -59,19 +59,25 @@ OPTIMIZER_BYTES = 12.0
 
 
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
-    """``(N_d, N_e)`` on the GPU of the heaviest stage: the stage's ``L/p`` layers' dense weights
-    (attention, dense MLPs, shared experts, router, norms) over t, plus the embedding or output head
-    (both when p = 1), and its routed experts over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`)."""
+    """``(N_d, N_e)`` on the GPU of the heaviest stage (:func:`stage_params` of the layout)."""
     from commcost.parallel.layout import stage_layers
+    from commcost.xp import SCALAR
 
-    L, p = spec.layers, layout.pp
-    held = stage_layers(L, layout)
+    return stage_params(SCALAR, spec, layers_held=stage_layers(spec.layers, layout), pp=layout.pp, tp=layout.tp,
+                        ep=layout.ep, expert_tp=layout.expert_tp)
+
+
+def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_tp):
+    """``(N_d, N_e)``: the stage's ``L/p`` layers' dense weights (attention, dense MLPs, shared experts,
+    router, norms) over t, plus the embedding or output head (both when p = 1), and its routed experts
+    over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`). Array-safe in the layout."""
+    L = spec.layers
     per_layer_dense = (spec.dense_layer_count * spec.dense_layer_params
                        + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / L
-    ends = spec.embedding_params + spec.head_params + spec.final_norm_params if p == 1 else \
-        max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params)
-    dense = (held * per_layer_dense + ends) / layout.tp
-    expert = spec.expert_params_total * held / L / (layout.ep * layout.expert_tp)
+    ends = xp.where(pp == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
+                    max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
+    dense = (layers_held * per_layer_dense + ends) / tp
+    expert = spec.expert_params_total * layers_held / L / (ep * expert_tp)
     return dense, expert
 
 
@@ -202,6 +208,32 @@ def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
     return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
 
 
+def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, layer_bytes, working_bytes,
+                           seq_local, micro_batch, hidden, tp, sequence_parallel: bool, vocab: float, dropout: bool):
+    """``(activations, first stage is fullest)`` of the fullest stage (module docstring): without a
+    pipeline ``n_1 A + A_w + M_e + 4 s'b V/t``; else the larger of the first stage,
+    ``n_1 A + A_w + M_e min(m, p)``, and the last, ``(L/p) A + A_w + 4 s'b V/t`` (``n_1``
+    :func:`in_flight_layers`, ``A`` per layer, ``A_w`` one layer's working set under full
+    recomputation, ``M_e = s'bh/r`` the embedding's dropout mask). Array-safe."""
+    r = tp if sequence_parallel else 1.0
+    embed_mask = (seq_local * micro_batch * hidden / r) * (1.0 if dropout else 0.0)
+    logits = 4.0 * seq_local * micro_batch * vocab / tp
+    only = first_layers * layer_bytes + working_bytes + embed_mask + logits
+    first = first_layers * layer_bytes + working_bytes + embed_mask * xp.minimum(micro_batches, pp)
+    last = held_layers * layer_bytes + working_bytes + logits   # one micro-batch (all v chunks)
+    return xp.where(pp == 1, only, xp.maximum(first, last)), first >= last
+
+
+def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_params, sequence_parallel,
+                 weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES):
+    """Communication buffers (module docstring): pipeline send/receive ``4 S_pp = 4 x 2 b s' h / t``
+    with ``p > 1``; ZeRO-3's prefetch ``N_layer (2 q_w + q_g)``; sequence parallelism's gathered input
+    ``2 s'bh``. Array-safe."""
+    return (xp.where(pp > 1, 4.0 * micro_batch * seq_local * hidden * 2.0 / tp, 0.0)
+            + xp.where(zero3, layer_params * (2 * weight_bytes + grad_bytes), 0.0)
+            + xp.where(sequence_parallel, 2.0 * seq_local * micro_batch * hidden, 0.0))
+
+
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES) -> MemoryBreakdown:
@@ -214,32 +246,26 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     w_e, g_e, o_e = model_state_bytes(expert, layout.zero, layout.expert_dp, weight_bytes=weight_bytes,
                                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     s_local = seq / layout.cp
-    b, h, t = layout.micro_batch, spec.hidden, layout.tp
-    r = t if layout.sequence_parallel else 1
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute)
     working = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none") if layout.recompute == "full" else 0.0
     from commcost.parallel.layout import stage_layers
+    from commcost.xp import SCALAR
 
     held = stage_layers(spec.layers, layout)
     first_layers = in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)
-    embed_mask = (s_local * b * h / r) * (1.0 if spec.dropout else 0.0)
-    logits = 4.0 * s_local * b * spec.vocab / t
+    act, first_fullest = stage_activation_bytes(
+        SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=held,
+        layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
+        hidden=spec.hidden, tp=layout.tp, sequence_parallel=layout.sequence_parallel, vocab=spec.vocab,
+        dropout=spec.dropout)
     if layout.pp == 1:
         stage, layers_held = "only", first_layers
-        act = layers_held * per_layer + working + embed_mask + logits
     else:
-        first = first_layers * per_layer + working + embed_mask * min(layout.micro_batches, layout.pp)
-        last = held * per_layer + working + logits   # one micro-batch (all v chunks)
-        stage, layers_held, act = ("first", first_layers, first) if first >= last else \
-            ("last", held, last)
-    buffers = 0.0
-    if layout.pp > 1:
-        buffers += 4.0 * b * s_local * h * 2.0 / t
-    if layout.zero == 3:
-        layer_params = (dense + expert) / (held + 1)
-        buffers += layer_params * (2 * weight_bytes + grad_bytes)
-    if layout.sequence_parallel:
-        buffers += 2.0 * s_local * b * h
+        stage, layers_held = ("first", first_layers) if first_fullest else ("last", held)
+    buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
+                           tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / (held + 1),
+                           sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
+                           grad_bytes=grad_bytes)
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,

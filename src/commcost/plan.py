@@ -28,6 +28,10 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
+
+The composition (items 1-6) is :mod:`commcost.compose`'s kernels, called here on floats
+(``xp = SCALAR``) and by ``commcost search`` on numpy columns; this module prices the collectives,
+names the lines and builds the :class:`Plan`.
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from commcost.comm.collectives import Collective
+from commcost.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
 from commcost.compute import elementwise_s
-from commcost.transformer import CAUSAL_EXECUTED_FRACTION, TransformerSpec
+from commcost.transformer import TransformerSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
-OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
-"""Adam's HBM traffic per parameter of its shard (item 5 of the module docstring)."""
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanInputs:
     """Everything one plan needs besides the CommModel (SI units)."""
@@ -211,24 +214,22 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
 
 def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
     """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
+    from commcost.compose import layer_flops, micro_batch_flops
+
     spec, L = inp.spec, inp.layout
-    dense_f, moe_f = spec.layer_matmul_flops
-    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
-    attn = spec.attention_score_flops(inp.seq) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
-    f_layer = layer_mm + attn
-    extra = {"none": 0.0, "selective": attn, "full": f_layer}[L.recompute]
+    f_layer, attn, recompute = layer_flops(spec, seq=inp.seq, flash_attention=inp.flash_attention)
+    extra = recompute[L.recompute]
     tokens = L.micro_batch * inp.seq / L.cp
-    per_stage = stage_layers(spec.layers, L)
-    F_mb = tokens * (per_stage * (3.0 * f_layer + extra) + 3.0 * spec.logits_flops) / L.tp
-    F_fwd = tokens * (per_stage * f_layer + spec.logits_flops) / L.tp
-    return F_mb, F_fwd / F_mb, tokens * f_layer / L.tp, tokens * attn / L.tp
+    F_mb, fwd_share = micro_batch_flops(tokens=tokens, layers=stage_layers(spec.layers, L), f_layer=f_layer,
+                                        f_recompute=extra, f_logits=spec.logits_flops, tp=L.tp)
+    return F_mb, fwd_share, tokens * f_layer / L.tp, tokens * attn / L.tp
 
 
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
-    """Price ``inp`` with ``model`` (module docstring)."""
+    """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
+    from commcost import compose as K
     from commcost.compute import default_efficiency, peak_flops_per_s
-    from commcost.step.schedule import bubble_s
-    from commcost.parallel.pipeline import exposed_p2p_count
+    from commcost.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
     peak = peak_flops_per_s(inp.gpu, inp.precision)
@@ -236,12 +237,10 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         eta, eta_src = default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)
     else:
         eta, eta_src = inp.efficiency, "given (--efficiency / --mfu or a calibration)"
-    rate = peak * eta
     F_mb, fwd_share, f_layer, f_attn = _flops(inp)
-    t_c = F_mb / rate + elementwise_s(inp)
-    t_fwd = fwd_share * t_c
-    t_layer_f, t_attn = f_layer / rate, f_attn / rate
-    t_layer_b = 2.0 * t_layer_f
+    t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=f_layer,
+                                                        attention_flops=f_attn, rate_flops_per_s=peak * eta,
+                                                        elementwise_s=elementwise_s(inp))
     m, p, v = L.micro_batches, L.pp, L.vp
     per_stage = stage_layers(spec.layers, L)
     ops = collective_ops(inp)
@@ -258,67 +257,76 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         priced.append((op, c.total_s, c.algorithm.value))
     G = inp.gpus_per_node
     crossing = sum(1 for dim in ("tp", "cp", "ep") if getattr(L, dim) > 1 and layout_group(L, dim, G)[1] < getattr(L, dim))
+    passes = 3 if L.recompute == "full" else 2
     lines: list[CommLine] = []
     critical_mb = 0.0
     dp_ops = []
     for op, T, alg in priced:
-        if op.dimension == "tp" and inp.tp_comm_overlap:
-            # per layer and micro-batch: 2 (or 2 + 2 with SP) per pass; forward passes hide behind t_f/4,
-            # backward behind t_b/4 (module docstring of PlanInputs.tp_comm_overlap)
-            passes = 3 if L.recompute == "full" else 2
-            fwd_n = op.count_per_step * (passes - 1) / passes
-            exposed = fwd_n * max(0.0, T - t_layer_f / 4) + (op.count_per_step - fwd_n) * max(0.0, T - t_layer_b / 4)
+        n = op.count_per_step
+        if op.dimension == "tp":
+            exposed = K.tp_exposed_s(SCALAR, count=n, one_s=T, layer_fwd_s=t_layer_f, passes=passes,
+                                     overlap=inp.tp_comm_overlap)
             critical_mb += exposed / m
-        elif op.dimension in ("tp", "ep"):
-            exposed = op.count_per_step * T
+        elif op.dimension == "ep":
+            exposed = K.full_exposed_s(count=n, one_s=T)
             critical_mb += exposed / m
         elif op.dimension == "cp":
-            passes = op.count_per_step / (m * per_stage * (L.cp - 1))
-            exposed = m * per_stage * passes * max(0.0, (L.cp - 1) * T - t_attn)
+            exposed = K.cp_exposed_s(SCALAR, rings=n / (L.cp - 1), cp=L.cp, one_s=T, attention_s=t_attn)
             critical_mb += exposed / m
         elif op.dimension == "pp":
-            exposed = exposed_p2p_count(p, m, v) * T
+            exposed = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=T)
         else:
             dp_ops.append((op, T, alg))
             continue
-        lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=op.count_per_step * T, exposed_s=exposed))
-    # ZeRO-3: per-layer gathers hide behind the neighbouring layer's compute
+        lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=n * T, exposed_s=exposed))
     if L.zero == 3:
-        units = per_stage + 1
-        ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
-        rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
-        T_ag, T_rs = sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
-        fwd = max(0.0, T_ag - t_layer_f)
-        bwd = max(0.0, T_ag + T_rs - t_layer_b)
-        critical_mb += units * (fwd + bwd) + T_ag / m
-        for o, T, a in ag:
-            share = T / T_ag if T_ag else 0.0
-            lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
-                                  exposed_s=share * (m * units * (fwd + bwd * T_ag / (T_ag + T_rs)) + T_ag)))
-        for o, T, a in rs:
-            share = T / T_rs if T_rs else 0.0
-            lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
-                                  exposed_s=share * m * units * bwd * T_rs / (T_ag + T_rs)))
+        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=per_stage + 1, t_layer_f=t_layer_f)
+        critical_mb += zero3_mb
+        lines += zero3_lines
         dp_ops = []
-    t_mb = t_c + critical_mb
-    bubble = bubble_s(p, v, t_mb)
+    compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c,
+                                             critical_mb_s=critical_mb)
     if dp_ops:
         lines += _data_parallel_lines(inp, model, dp_ops, t_mb=t_mb, t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share,
                                       crossing=crossing)
     exposed_total = sum(line.exposed_s for line in lines)
-    compute = m * t_c
     optimizer = _optimizer_s(inp)
-    step = compute + bubble + exposed_total + optimizer
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
     W = L.world
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
     mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention)
     return Plan(inputs=inp, step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
-                optimizer_s=optimizer, micro_batch_s=t_mb, tokens_per_s_per_gpu=tokens / (step * W),
+                optimizer_s=optimizer, micro_batch_s=t_mb,
+                tokens_per_s_per_gpu=K.tokens_per_s_per_gpu(tokens_per_step=tokens, step_s=step, gpus=W),
                 model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
                 comm=tuple(lines), memory=mem, comm_model=model.describe(), warnings=tuple(warnings))
+
+
+def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float) -> tuple[float, list[CommLine]]:
+    """ZeRO-3's per-layer gathers and scatters behind the neighbouring layer's compute
+    (:func:`commcost.compose.zero3_exposed_s`): ``(critical seconds per micro-batch, lines)``, the
+    backward's exposed part split between gather and scatter by their times."""
+    from commcost import compose as K
+    from commcost.xp import SCALAR
+
+    ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
+    rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
+    T_ag, T_rs = sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
+    fwd, bwd = K.zero3_layer_exposed_s(SCALAR, gather_s=T_ag, scatter_s=T_rs, layer_fwd_s=t_layer_f)
+    critical_mb, _ = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=units, micro_batches=m, gather_s=T_ag)
+    lines = []
+    for o, T, a in ag:
+        share = T / T_ag if T_ag else 0.0
+        lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
+                              exposed_s=share * (m * units * (fwd + bwd * T_ag / (T_ag + T_rs)) + T_ag)))
+    for o, T, a in rs:
+        share = T / T_rs if T_rs else 0.0
+        lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
+                              exposed_s=share * m * units * bwd * T_rs / (T_ag + T_rs)))
+    return critical_mb, lines
 
 
 @lru_cache(maxsize=64)
@@ -336,18 +344,23 @@ def _capacity(gpu: str) -> float:
 
 
 def _optimizer_s(inp: PlanInputs) -> float:
-    """``28 N_shard / B_hbm`` (module docstring, item 5)."""
+    """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.compose.optimizer_s`)."""
+    from commcost.compose import optimizer_s
+    from commcost.xp import SCALAR
+
     L = inp.layout
     dense, expert = params_per_gpu(inp.spec, L)
-    shard = dense / L.shard_dp ** (L.zero >= 1) + expert / L.expert_dp ** (L.zero >= 1)
-    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / gpu_row(inp.gpu)[1]
+    return optimizer_s(SCALAR, dense_params=dense, expert_params=expert, dense_ranks=L.shard_dp,
+                       expert_ranks=L.expert_dp, zero=L.zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1])
 
 
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
+    from commcost import compose as K
     from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.step.timeline import TimelineInputs, caps_for, evaluate_caps
+    from commcost.xp import SCALAR
 
     L = inp.layout
     reduce_op = Collective.ALL_REDUCE if L.zero == 0 else Collective.REDUCE_SCATTER
@@ -357,24 +370,26 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
     out: list[CommLine] = []
     if grads and total > 0:
         shares = [(o, o.size_bytes / total) for o, _, _ in grads]
-        share_nic = [1.0 + crossing if o.ranks_per_node < o.group_size else 1.0 for o, _ in shares]
+        share_nic = [K.nic_share(SCALAR, crossing=crossing, ranks_per_node=o.ranks_per_node, group=o.group_size)
+                     for o, _ in shares]
 
         def cost(c_bytes: float) -> float:
             return sum(k * model.cost(o.op, c_bytes * f, o.group_size, ranks_per_node=o.ranks_per_node).total_s
                        for (o, f), k in zip(shares, share_nic))
 
         caps = ddp_bucket_caps(None) if inp.bucket_cap_bytes is None else caps_for(inp.bucket_cap_bytes)
-        pure_dp = L.pp == 1
         tl_inp = TimelineInputs(gpus=max(o.group_size for o, _ in shares), comm=model,
                                 step_s=t_mb, params=total / inp.grad_bytes,
                                 bytes_per_grad=int(inp.grad_bytes) if float(inp.grad_bytes).is_integer() else 2,
-                                backward_fraction=(1.0 - fwd_share) * t_c / t_mb if t_mb > 0 else 2 / 3,
-                                grad_accum=L.micro_batches if pure_dp else 1)
+                                backward_fraction=K.dp_backward_fraction(fwd_share=fwd_share, compute_mb_s=t_c,
+                                                                         micro_batch_s=t_mb) if t_mb > 0 else 2 / 3,
+                                grad_accum=K.dp_accumulated_micro_batches(SCALAR, pp=L.pp, micro_batches=L.micro_batches))
         # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
         _, wire, exposed, _ = evaluate_caps(tl_inp, caps, allreduce_s=cost)
         for (o, f), (_, T, a) in zip(shares, grads):
             out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
     for o, T, a in gathers:
-        k = (1.0 + crossing) if o.ranks_per_node < o.group_size else 1.0
-        out.append(CommLine(comm=o, one_s=k * T, algorithm=a, time_s=k * T, exposed_s=max(0.0, k * T - t_fwd)))
+        k = K.nic_share(SCALAR, crossing=crossing, ranks_per_node=o.ranks_per_node, group=o.group_size)
+        out.append(CommLine(comm=o, one_s=k * T, algorithm=a, time_s=k * T,
+                            exposed_s=K.gather_exposed_s(SCALAR, gather_s=k * T, fwd_s=t_fwd)))
     return out

@@ -30,7 +30,7 @@ from commcost.errors import InputError
 from commcost.validation import require_count
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group",
-           "pair_ranks_per_node", "stage_layers", "check_layout"]
+           "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
@@ -206,11 +206,17 @@ def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
 
 
 def stage_layers(layers: int, layout: Layout) -> float:
-    """Layers on the heaviest pipeline stage: ``L/p``, or ``ceil(L/(p v)) v`` with an uneven pipeline."""
-    pv = layout.pp * layout.vp
-    if layers % pv == 0:
-        return layers / layout.pp
-    return float(-(-layers // pv) * layout.vp)
+    """Layers on the heaviest pipeline stage (:func:`heaviest_stage_layers` of the layout)."""
+    from commcost.xp import SCALAR
+
+    return heaviest_stage_layers(SCALAR, layers, layout.pp, layout.vp)
+
+
+def heaviest_stage_layers(xp, layers: int, pp, vp):
+    """``L/p``, or ``ceil(L/(p v)) v`` with an uneven pipeline (``p v`` not dividing ``L``): the layers
+    on the heaviest pipeline stage. Array-safe in ``pp, vp``."""
+    pv = pp * vp
+    return xp.where(layers % pv == 0, layers / pp, -(-layers // pv) * vp * 1.0)
 
 
 def check_layout(layout: Layout, *, gpus: int, layers: int, heads: int, kv_heads: int, seq: int,

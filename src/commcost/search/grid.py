@@ -1,12 +1,11 @@
 """``plan``'s composition over a whole grid of configurations at once (numpy columns).
 
-Every formula is :mod:`commcost.plan`'s (its module docstring, items 1-6), written over arrays: the
-array-safe kernels are called as they are (:func:`commcost.memory.model_state_bytes`,
-:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`,
-:func:`commcost.compute.elementwise_bytes_per_token`, :func:`commcost.step.schedule.bubble_s`,
-:func:`commcost.parallel.pipeline.exposed_p2p_count`), the rest (message sizes of
-:mod:`commcost.parallel`, placement of :mod:`commcost.parallel.layout`, the DDP timeline's closed form
-:func:`commcost.step.timeline._uniform_end`) is restated column-wise with the same symbols.
+The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
+(:mod:`commcost.compose`, :func:`commcost.compute.elementwise_time_s`, the DDP timeline's closed form
+:func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
+:mod:`commcost.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
+builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
+placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
 ``tests/search/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
@@ -92,10 +91,12 @@ def structure(base: dict, spec, G: int) -> dict:
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
     import numpy as np
 
+    from commcost.memory import stage_params
+    from commcost.parallel.layout import heaviest_stage_layers
+
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
     Lr = spec.layers
-    pv = p * base["v"]
-    per_stage = np.where(Lr % pv == 0, Lr / p.astype(float), (-(-Lr // pv) * base["v"]).astype(float))  # stage_layers
+    per_stage = heaviest_stage_layers(np, Lr, p, base["v"])
     # placement (layout.layout_group under the default order tp-cp-ep-dp-pp): strides t (cp, dp), t c d (pp)
     expert_tp = np.where((d * c) % e == 0, t, 1)
     ep_stride = np.where(expert_tp == t, t, 1)
@@ -103,13 +104,7 @@ def structure(base: dict, spec, G: int) -> dict:
     ep_rpn = _ranks_per_node(e, ep_stride, G)
     crossing = ((t > 1) & (tp_rpn < t)).astype(float) + ((c > 1) & (_ranks_per_node(c, t, G) < c)) \
         + ((e > 1) & (ep_rpn < e))
-    # memory.params_per_gpu
-    per_layer_dense = (spec.dense_layer_count * spec.dense_layer_params
-                       + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / Lr
-    ends = np.where(p == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
-                    max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
-    dense = (per_stage * per_layer_dense + ends) / t
-    expert = spec.expert_params_total * per_stage / Lr / (e * expert_tp)
+    dense, expert = stage_params(np, spec, layers_held=per_stage, pp=p, tp=t, ep=e, expert_tp=expert_tp)
     D = d * c                                                   # d c: dense shard group
     E_dp = t * d * c // (e * expert_tp)                          # expert-data-parallel group
     return dict(per_stage=per_stage, expert_tp=expert_tp, tp_rpn=tp_rpn, ep_rpn=ep_rpn, crossing=crossing,
@@ -186,14 +181,18 @@ def needed(cols: dict, nb: int, ncaps: int) -> dict:
 
 
 def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict:
-    """plan._data_parallel_lines per structural row and variant ``2 x len(caps)`` (ZeRO-0 all-reduce or
-    ZeRO-1/2 reduce-scatter, then the cap): the timeline's uniform closed form
-    (:func:`commcost.step.timeline._uniform_end`): ``E = min(T_w, max(0, max_j (A_j - (1 - F_j/S) W)))``."""
+    """The prices behind plan._data_parallel_lines per structural row and variant ``2 x len(caps)``
+    (ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter, then the cap): what the timeline's closed form
+    (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
+    (``bucket_times`` ``T(c_1), T(c), T(last)``, ``bucket_full`` ``m``, ``bucket_not_ready`` ``f_j``,
+    ``bucket_wire`` ``T_w``; all 0 where no group reduces), and ZeRO-1/2's gathers ``k T_ag``
+    (``bucket_gather``); ``k`` is :func:`commcost.compose.nic_share`."""
     import numpy as np
 
+    from commcost.compose import nic_share
     from commcost.memory import WEIGHT_BYTES
     from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.step.timeline import uniform_layout, caps_for
+    from commcost.step.timeline import caps_for, uniform_buckets
 
     q_g = 2.0
     ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
@@ -201,15 +200,16 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     P = np.stack([g[1] for g in groups], axis=1)
     rpn = np.stack([g[2] for g in groups], axis=1)
     active = (P > 1) & (sizes > 0)
-    k = np.where(rpn < P, 1.0 + crossing[:, None], 1.0)
+    k = nic_share(np, crossing=crossing[:, None], ranks_per_node=rpn, group=P)
     keys = np.concatenate([np.where(active, sizes, 0.0), np.where(active, P, 0), np.where(active, rpn, 0),
                            np.where(active, k, 0.0)], axis=1)
     uniq, inv = unique_rows(keys)
     nu = len(uniq)
     used = np.zeros((nu, nv), dtype=bool)
     np.logical_or.at(used, inv, need_variant)
-    base = np.full((nv, nu, 4), -np.inf)
-    coef = np.zeros((nv, nu, 4))
+    times = np.zeros((nv, nu, 3))
+    full = np.zeros((nv, nu))
+    not_ready = np.zeros((nv, nu, 3))
     wire = np.zeros((nv, nu))
     gather = np.zeros((nv, nu, ng))
     for u, row in enumerate(uniq):
@@ -231,42 +231,32 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
                     continue
                 cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
                 S = total / q_g * q_g
-                first, mm, last = uniform_layout(S, float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes))
-                T1 = cost(first)
-                if last == 0:
-                    base[vi, u, :], wire[vi, u] = T1, T1
-                else:
-                    c = float(cp.bucket_cap_bytes)
-                    Tc = cost(c) if mm else 0.0
-                    Tl = cost(last)
-                    cands = [(T1 + mm * Tc + Tl, 1.0 - first / S), (Tl, 0.0)]
-                    cands += [(mm * Tc + Tl, 1.0 - (first + c) / S), (Tc + Tl, 1.0 - (first + mm * c) / S)] \
-                        if mm else cands
-                    base[vi, u], coef[vi, u] = [x for x, _ in cands], [y for _, y in cands]
-                    wire[vi, u] = T1 + mm * Tc + Tl
+                _, times[vi, u], full[vi, u], not_ready[vi, u], wire[vi, u] = uniform_buckets(S, cp, cost)
                 if sharded:
                     for i in on:
                         gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
                                                                int(P_g[i]), int(r_g[i]))
     del nb
-    return dict(bucket_base=base[:, inv], bucket_coef=coef[:, inv], bucket_wire=wire[:, inv],
-                bucket_gather=gather[:, inv])
+    return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
+                bucket_wire=wire[:, inv], bucket_gather=gather[:, inv])
 
 
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.search.space.enumerate_space`)
-    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`).
+    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.compose`'s
+    kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
     Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
     ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
     """
     import numpy as np
 
-    from commcost.compute import HBM_EFFICIENCY, default_efficiency, elementwise_bytes_per_token, peak_flops_per_s
-    from commcost.parallel.pipeline import exposed_p2p_count
-    from commcost.plan import OPTIMIZER_HBM_BYTES_PER_PARAM, gpu_row
-    from commcost.step.schedule import bubble_s
-    from commcost.transformer import CAUSAL_EXECUTED_FRACTION
+    from commcost import compose as K
+    from commcost.compute import default_efficiency, elementwise_layer_bytes_per_token, elementwise_time_s, \
+        peak_flops_per_s
+    from commcost.plan import gpu_row
+    from commcost.search.space import RECOMPUTE
+    from commcost.step.timeline import exposed_after_s, uniform_end_s
 
     spec, s = inp.space.spec, inp.space.seq
     bi = cols["bi"]
@@ -274,88 +264,70 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     sp, rc, zero = cols["sp"], cols["rc"], cols["zero"]
     n = len(t)
     per_stage = X["per_stage"][bi]
+    full = rc == 2
     # 1. compute (plan._flops, compute.elementwise_s)
     peak = peak_flops_per_s(inp.gpu, inp.precision)
     eta = inp.efficiency if inp.efficiency is not None else \
         default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)[0]
-    rate = peak * eta
-    dense_f, moe_f = spec.layer_matmul_flops
-    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
-    attn = spec.attention_score_flops(s) * (CAUSAL_EXECUTED_FRACTION if inp.flash_attention else 1.0)
-    f_layer = layer_mm + attn
-    extra = np.array([0.0, attn, f_layer])[rc]
+    f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
     tokens = b * s / c
-    F_mb = tokens * (per_stage * (3.0 * f_layer + extra) + 3.0 * spec.logits_flops) / t
-    F_fwd = tokens * (per_stage * f_layer + spec.logits_flops) / t
-    fwd_share = F_fwd / F_mb
-    common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
-                  heads=spec.heads, seq=s, dropout=spec.dropout, flash=inp.flash_attention,
-                  rotary=spec.max_positions == 0)
+    F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
+                                          f_recompute=np.array([recompute[k] for k in RECOMPUTE])[rc], f_logits=spec.logits_flops,
+                                          tp=t)
     ew = np.empty(n)
     for flag in (0, 1):
         sel = sp == flag
-        dense_ew = elementwise_bytes_per_token(ffn_width=spec.ffn, tp=t[sel], sp=bool(flag), **common)
-        moe_ew = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
-                                             top_k=spec.top_k, tp=t[sel], sp=bool(flag), **common) \
-            if spec.is_moe else 0.0
-        ew[sel] = (spec.dense_layer_count * dense_ew + spec.moe_layer_count * moe_ew) / spec.layers
+        ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag), flash=inp.flash_attention)
     hbm = gpu_row(inp.gpu)[1]
-    t_c = F_mb / rate + tokens * per_stage * ew * np.where(rc == 2, 4.0, 3.0) / (hbm * HBM_EFFICIENCY)
-    t_fwd = fwd_share * t_c
-    t_layer_f = tokens * f_layer / t / rate
-    t_attn = tokens * attn / t / rate
-    t_layer_b = 2.0 * t_layer_f
+    t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
+                              passes=np.where(full, 4.0, 3.0), hbm_bytes_per_s=hbm)
+    t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=tokens * f_layer / t,
+                                                        attention_flops=tokens * attn / t, rate_flops_per_s=peak * eta,
+                                                        elementwise_s=t_ew)
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
-    passes = np.where(rc == 2, 3.0, 2.0)
+    passes = np.where(full, 3.0, 2.0)
     count_tp = m * per_stage * 2 * passes
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        T = np.where(used, X[name][bi], 0.0)
-        if inp.tp_comm_overlap:
-            fwd_n = count_tp * (passes - 1) / passes
-            x = fwd_n * np.maximum(0.0, T - t_layer_f / 4) + (count_tp - fwd_n) * np.maximum(0.0, T - t_layer_b / 4)
-        else:
-            x = count_tp * T
+        x = K.tp_exposed_s(np, count=count_tp, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
+                           passes=passes, overlap=inp.tp_comm_overlap)
         ex_tp += x
         critical_mb += x / m
-    T_cp = X["T_cp"][bi]
-    ex_cp = np.where(T_cp > 0, m * per_stage * np.where(rc == 2, 4.0, 3.0) * np.maximum(0.0, (c - 1) * T_cp - t_attn),
-                     0.0)
+    ex_cp = K.cp_exposed_s(np, rings=m * per_stage * np.where(full, 4.0, 3.0), cp=c, one_s=X["T_cp"][bi],
+                           attention_s=t_attn)
     critical_mb += ex_cp / m
     moe_per_stage = spec.moe_layer_count / spec.layers * per_stage
-    ex_ep = m * moe_per_stage * 2 * passes * np.where(sp == 1, X["T_ep1"][bi], X["T_ep0"][bi])
+    ex_ep = K.full_exposed_s(count=m * moe_per_stage * 2 * passes,
+                             one_s=np.where(sp == 1, X["T_ep1"][bi], X["T_ep0"][bi]))
     critical_mb += ex_ep / m
-    ex_pp = exposed_p2p_count(p, m, v) * X["T_pp"][bi]
-    # ZeRO-3: per-layer gathers and scatters behind the neighbouring layer (plan, "ZeRO-3")
+    ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3
-    units = per_stage + 1
-    T_ag, T_rs = np.where(z3, X["T3_ag"][bi], 0.0), np.where(z3, X["T3_rs"][bi], 0.0)
-    fwd = np.maximum(0.0, T_ag - t_layer_f)
-    bwd = np.maximum(0.0, T_ag + T_rs - t_layer_b)
-    critical_mb += units * (fwd + bwd) + T_ag / m
-    ex_dp = m * units * (fwd + bwd) + T_ag
-    t_mb = t_c + critical_mb
-    bubble = bubble_s(p, v, t_mb)
+    T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
+    fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
+                                       layer_fwd_s=t_layer_f)
+    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=per_stage + 1, micro_batches=m, gather_s=T_ag)
+    critical_mb += z3_mb
+    compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
         vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
         bl = bi[low]
-        W = (1.0 - fwd_share[low]) * t_c[low] / t_mb[low] * t_mb[low]
-        cand = X["bucket_base"][vi, bl] - X["bucket_coef"][vi, bl] * W[:, None]
-        E = np.minimum(X["bucket_wire"][vi, bl], np.maximum(0.0, cand.max(axis=1)))
-        gather = X["bucket_gather"][vi, bl]
-        E = E + np.where(gather > 0, np.maximum(0.0, gather - t_fwd[low, None]), 0.0).sum(axis=1)
-        ex_dp[low] = E
+        t_mb_low = t_mb[low]
+        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
+        W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb_low) * t_mb_low
+        t_e = K.dp_accumulated_micro_batches(np, pp=p[low], micro_batches=m[low]) * t_mb_low
+        wire = X["bucket_wire"][vi, bl]
+        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
+                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
+        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
+        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
+        ex_dp[low] = E + gather.sum(axis=1)
     exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
-    compute = m * t_c
-    zk = zero >= 1
-    shard = X["dense"][bi] / np.where(zk, X["D"][bi], 1)
-    if spec.is_moe:
-        shard = shard + X["expert"][bi] / np.where(zk, X["E_dp"][bi], 1)
-    optimizer = OPTIMIZER_HBM_BYTES_PER_PARAM * shard / hbm
-    step = compute + bubble + exposed_total + optimizer
+    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
+                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=hbm)
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
     return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
                 optimizer_s=optimizer, micro_batch_s=t_mb, exposed_tp_s=ex_tp, exposed_cp_s=ex_cp,
                 exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp)

@@ -1,6 +1,7 @@
 """The memory of every configuration: :func:`commcost.memory.memory_per_gpu` over numpy columns, built per
-structural row from the array-safe kernels (:func:`commcost.memory.model_state_bytes`,
-:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`) and gathered
+structural row from the same array-safe kernels it calls (:func:`commcost.memory.model_state_bytes`,
+:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`,
+:func:`~commcost.memory.stage_activation_bytes`, :func:`~commcost.memory.buffer_bytes`) and gathered
 per configuration (``tests/search/test_search_equals_plan.py`` pins it to ``plan``'s)."""
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ if TYPE_CHECKING:
 
 __all__ = ["memory_tables", "memory_grid"]
 
-_RECOMPUTE = ("none", "selective", "full")
-
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     """:func:`commcost.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
@@ -21,7 +20,9 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     :func:`structure` of ``base``."""
     import numpy as np
 
-    from commcost.memory import GRAD_BYTES, WEIGHT_BYTES, in_flight_layers, model_state_bytes
+    from commcost.search.space import RECOMPUTE
+    from commcost.memory import (GRAD_BYTES, WEIGHT_BYTES, buffer_bytes, in_flight_layers, model_state_bytes,
+                                 stage_activation_bytes)
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
@@ -33,28 +34,23 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         w_e, g_e, o_e = model_state_bytes(expert, z, E_dp)
         states.append(w_d + g_d + o_d + w_e + g_e + o_e)
     s_local = s / c
-    h = spec.hidden
     first_layers = in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m)
-    logits = 4.0 * s_local * b * spec.vocab / t
+    layer_params = (dense + expert) / (per_stage + 1)
     act, buf = [], []
     for flag in (0, 1):
-        r = t if flag else 1.0
-        embed_mask = (s_local * b * h / r) * (1.0 if spec.dropout else 0.0)
-        for name in _RECOMPUTE:
+        for name in RECOMPUTE:
             per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, name)
             working = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none") \
                 if name == "full" else 0.0
-            only = first_layers * per_layer + working + embed_mask + logits
-            first = first_layers * per_layer + working + embed_mask * np.minimum(m, p)
-            last = per_stage * per_layer + working + logits
-            act.append(np.where(p == 1, only, np.where(first >= last, first, last)))
+            act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
+                                              held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
+                                              seq_local=s_local, micro_batch=b, hidden=spec.hidden, tp=t,
+                                              sequence_parallel=bool(flag), vocab=spec.vocab,
+                                              dropout=spec.dropout)[0])
         for z3 in (0, 1):
-            buffers = np.where(p > 1, 4.0 * b * s_local * h * 2.0 / t, 0.0)
-            if z3:
-                buffers = buffers + (dense + expert) / (per_stage + 1) * (2 * WEIGHT_BYTES + GRAD_BYTES)
-            if flag:
-                buffers = buffers + 2.0 * s_local * b * h
-            buf.append(buffers)
+            buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
+                                    zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
+                                    weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES))
     return dict(states=np.array(states), act=np.array(act), buf=np.array(buf))
 
 

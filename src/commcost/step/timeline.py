@@ -36,7 +36,7 @@ The model (README, "Timeline"):
   ``end_n = max_j (ready_j + sum_{i>=j} T_i)``; across the ``m`` equal buckets that
   sum moves by ``W c/S - T(c)`` per bucket, one sign all along, so only
   ``j = 0``, the first and last full bucket and the last bucket can be the
-  maximum: ``E`` in O(1) per cap (:func:`_uniform_end`), used by the bucket sweep
+  maximum: ``E`` in O(1) per cap (:func:`uniform_end_s`), used by the bucket sweep
   and the budget, checked against the simulation (tests/test_timeline_closed_form.py).
 
 The all-reduce cost is one function of the message size, ``allreduce_s``; by
@@ -63,11 +63,12 @@ from commcost.errors import InputError
 from commcost.units import KiB
 from commcost.validation import require_count, require_finite_positive, require_fraction
 from commcost.dtypes import gradient_bytes
+from commcost.xp import SCALAR
 
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
     "Timeline", "BucketChoice", "gradient_stream", "simulate_timeline", "bucket_grid", "caps_for", "exposed_at", "uniform_layout",
-    "evaluate_caps",
+    "evaluate_caps", "uniform_buckets", "uniform_end_s", "exposed_after_s",
     "best_caps", "pick_best",
 ]  # the bucket sweep (CurvePoint, BucketSweep, sweep_buckets) is commcost.step.sweep
 
@@ -226,32 +227,42 @@ def _buckets(stream: GradientStream, caps: DdpBucketCaps) -> tuple[list[float], 
     return sizes, readies
 
 
-def _uniform_end(S: float, caps: DdpBucketCaps, *, t_e: float, W: float,
-                 cost: AllReduceCost) -> tuple[int, float, float]:
-    """Closed form of :func:`_schedule` for a uniform stream: ``(n, end_n, T_w)`` in O(1).
+def uniform_buckets(S: float, caps: DdpBucketCaps, cost: AllReduceCost
+                    ) -> tuple[int, tuple[float, float, float], int, tuple[float, float, float], float]:
+    """``(n, (T(c_1), T(c), T(last)), m, (f_0, f_1, f_m), T_w)``: what the closed form
+    (:func:`uniform_end_s`) needs of a uniform stream of ``S`` bytes.
 
-    One stream serving jobs in order gives ``end_n = max_j (ready_j + sum_{i>=j} T_i)``
-    (the last bucket that started idle, :attr:`Timeline.busy_from`). The buckets
-    are ``c_1, c x m, last`` (:func:`uniform_layout`), ready at
-    ``t_e - (1 - F_j/S) W`` with ``F_j`` the bytes up to bucket ``j``; over the ``m``
-    equal buckets ``ready_j + sum_{i>=j} T_i`` moves by ``W c/S - T(c)`` per step, the
-    same sign all along, so its maximum over them is at the first or the last of
-    them. Four candidates remain: ``j = 0`` (saturated from the first bucket:
-    ``E = ready_0 + T_w - t_e``), the first and the last full bucket, and the last
-    bucket (communication keeps up: ``E = T(last)``). ``T_w = T(c_1) + m T(c) + T(last)``.
+    The buckets are ``c_1, c x m, last`` (:func:`uniform_layout`), ``n = m + 2`` of them (1 when
+    ``S <= c_1``: then ``T(c) = T(last) = 0``), ``T_w = T(c_1) + m T(c) + T(last)``; ``f_j = 1 - F_j/S``
+    is the share of the window still to run when bucket ``j`` is ready (``F_j`` the bytes up to it):
+    the first bucket, the first full one and the last full one (0 for the last two when ``m = 0``).
     """
     first, m, last = uniform_layout(S, float(caps.first_bucket_cap_bytes), float(caps.bucket_cap_bytes))
     T1 = cost(first)
     if last == 0:                     # one bucket, ready when backward ends
-        return 1, t_e + T1, T1
+        return 1, (T1, 0.0, 0.0), 0, (0.0, 0.0, 0.0), T1
     c = float(caps.bucket_cap_bytes)
     Tc = cost(c) if m else 0.0
     Tl = cost(last)
-    end = max(t_e - (1.0 - first / S) * W + T1 + m * Tc + Tl, t_e + Tl)
-    if m:
-        end = max(end, t_e - (1.0 - (first + c) / S) * W + m * Tc + Tl,
-                  t_e - (1.0 - (first + m * c) / S) * W + Tc + Tl)
-    return m + 2, end, T1 + m * Tc + Tl
+    shares = (1.0 - (first + c) / S, 1.0 - (first + m * c) / S) if m else (0.0, 0.0)
+    return m + 2, (T1, Tc, Tl), m, (1.0 - first / S, *shares), T1 + m * Tc + Tl
+
+
+def uniform_end_s(xp, *, backward_end_s, window_s, times_s, full_buckets, not_ready):
+    """Closed form of :func:`_schedule` for a uniform stream: ``end_n`` in O(1), array-safe
+    (``xp``: :data:`commcost.xp.SCALAR` or numpy; ``times_s`` and ``not_ready`` of :func:`uniform_buckets`).
+
+    One stream serving jobs in order gives ``end_n = max_j (ready_j + sum_{i>=j} T_i)``
+    (the last bucket that started idle, :attr:`Timeline.busy_from`), bucket ``j`` ready at
+    ``t_e - f_j W``; over the ``m`` equal buckets ``ready_j + sum_{i>=j} T_i`` moves by
+    ``W c/S - T(c)`` per step, the same sign all along, so its maximum over them is at the first or
+    the last of them. Four candidates remain: ``j = 0`` (saturated from the first bucket:
+    ``t_e - f_0 W + T_w``), the first and the last full bucket, and the last bucket
+    (communication keeps up: ``t_e + T(last)``).
+    """
+    t_e, W, (T1, Tc, Tl), m, (f0, f1, f2) = backward_end_s, window_s, times_s, full_buckets, not_ready
+    end = xp.maximum(t_e - f0 * W + T1 + m * Tc + Tl, t_e + Tl)
+    return xp.maximum(end, xp.maximum(t_e - f1 * W + m * Tc + Tl, t_e - f2 * W + Tc + Tl))
 
 
 class BucketTiming(namedtuple("BucketTiming", ("size_bytes", "ready_s", "start_s", "end_s"))):
@@ -348,8 +359,13 @@ def _schedule(sizes: list[float], readies: list[float], *, t_e: float, W: float,
 
 
 def _exposed(end_s: float, t_e: float, wire_s: float) -> float:
-    """``E = max(0, end_n - t_e)``, clipped to ``T_w`` (which it can only pass by rounding)."""
-    return min(wire_s, max(0.0, end_s - t_e))
+    """``E`` of floats (:func:`exposed_after_s`)."""
+    return exposed_after_s(SCALAR, end_s=end_s, backward_end_s=t_e, wire_s=wire_s)
+
+
+def exposed_after_s(xp, *, end_s, backward_end_s, wire_s):
+    """``E = max(0, end_n - t_e)``, clipped to ``T_w`` (which it can only pass by rounding). Array-safe."""
+    return xp.minimum(wire_s, xp.maximum(0.0, end_s - backward_end_s))
 
 
 def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
@@ -407,7 +423,7 @@ def caps_for(cap_bytes: int, first_bucket_bytes: int | None = None) -> DdpBucket
 def exposed_at(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllReduceCost | None = None,
                stream: GradientStream | None = None) -> float:
     """``E`` at ``caps``: the number ``simulate_timeline(inp, caps).exposed_s`` gives, without the
-    per-bucket list (O(1) for a uniform stream, :func:`_uniform_end`)."""
+    per-bucket list (O(1) for a uniform stream, :func:`uniform_end_s`)."""
     cost = allreduce_s or comm_allreduce_cost(inp)
     return _evaluate_caps(inp, stream or gradient_stream(inp), caps, cost, {})[2]
 
@@ -500,12 +516,14 @@ def evaluate_caps(inp: TimelineInputs, caps: DdpBucketCaps, *, allreduce_s: AllR
 def _evaluate_caps(inp: TimelineInputs, stream: GradientStream, caps: DdpBucketCaps, cost: AllReduceCost,
                   memo: dict[float, float]) -> tuple[int, float, float, float]:
     """``(buckets, T_w, E, step)`` at ``caps``, as :func:`simulate_timeline` computes them, without
-    the per-bucket list: in O(1) for a uniform stream (:func:`_uniform_end`), by :func:`_schedule`
+    the per-bucket list: in O(1) for a uniform stream (:func:`uniform_end_s`), by :func:`_schedule`
     otherwise. ``memo`` caches ``T(size)`` across calls."""
     W = inp.backward_fraction * inp.step_s
     t_e = inp.grad_accum * inp.step_s
     if stream.uniform:
-        n, end, wire = _uniform_end(stream.total_bytes, caps, t_e=t_e, W=W, cost=cost)
+        n, times, m, not_ready, wire = uniform_buckets(stream.total_bytes, caps, cost)
+        end = uniform_end_s(SCALAR, backward_end_s=t_e, window_s=W, times_s=times, full_buckets=m,
+                            not_ready=not_ready)
     else:
         sizes, readies = _buckets(stream, caps)
         end, wire = _schedule(sizes, readies, t_e=t_e, W=W, cost=cost, memo=memo, timings=None)

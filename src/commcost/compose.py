@@ -1,0 +1,178 @@
+"""The step-time composition of a parallel configuration, written once: ``plan`` runs it on floats
+(``xp = SCALAR``, :mod:`commcost.xp`), ``search`` on numpy columns (``xp = numpy``).
+
+Inputs are what the layers below already priced: FLOPs (:mod:`commcost.transformer`), the
+element-wise HBM time (:func:`commcost.compute.elementwise_time_s`), one collective's time ``T`` of
+each kind (the CommModel), the DDP bucket timeline's exposed time. The kernels compose them into
+the terms of :mod:`commcost.plan`'s module docstring (items 1-6), with its symbols: ``m``
+micro-batches, ``p`` stages, ``v`` virtual stages, ``c`` CP, ``t_c`` compute of one micro-batch on
+the slowest stage, ``t_f = t_layer`` one layer's forward, ``t_b = 2 t_f`` its backward.
+
+The other shared kernels live beside the formulas they state: memory per GPU in :mod:`commcost.memory`
+(:func:`~commcost.memory.stage_activation_bytes`, :func:`~commcost.memory.buffer_bytes` ...), the DDP
+timeline's closed form in :mod:`commcost.step.timeline` (:func:`~commcost.step.timeline.uniform_end_s`).
+
+No kernel branches on a value (STYLE.md item 12): choices that vary over a search enter through
+``xp.where``; only inputs fixed for the whole search (``--tp-comm-overlap``) are Python ``if``.
+"""
+
+from __future__ import annotations
+
+from commcost.parallel.pipeline import exposed_p2p_count
+from commcost.step.schedule import bubble_s
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.transformer import TransformerSpec
+
+__all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
+           "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "cp_exposed_s", "pp_exposed_s",
+           "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction",
+           "dp_accumulated_micro_batches", "nic_share", "gather_exposed_s", "optimizer_s", "step_s",
+           "tokens_per_s_per_gpu"]
+
+OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
+"""Adam's HBM traffic per parameter of its shard (``plan`` item 5): fp32 master and two moments read
+and written (24), bf16 gradient read (2) and weight written (2)."""
+BACKWARD_PER_FORWARD = 2.0
+"""``t_b = 2 t_f``: a layer's backward runs twice its forward's FLOPs."""
+TP_OVERLAP_SHARE = 0.25
+"""With ``--tp-comm-overlap`` each TP collective of a layer's pass hides behind a quarter of that
+pass's compute (``PlanInputs.tp_comm_overlap``)."""
+
+
+# 1. compute per micro-batch on the slowest stage
+
+def layer_flops(spec: TransformerSpec, *, seq: float, flash_attention: bool) -> tuple[float, float, dict]:
+    """``(f_layer, f_attention, {recompute: r})`` per token: one layer's executed forward FLOPs (matrices
+    averaged over dense and MoE layers, plus the score products, at
+    :data:`~commcost.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention), the
+    score products alone, and the recomputation ``r`` of each mode (none: 0, selective: the score
+    products, full: ``f_layer``)."""
+    from commcost.transformer import CAUSAL_EXECUTED_FRACTION
+
+    dense_f, moe_f = spec.layer_matmul_flops
+    layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers
+    attn = spec.attention_score_flops(seq) * (CAUSAL_EXECUTED_FRACTION if flash_attention else 1.0)
+    f_layer = layer_mm + attn
+    return f_layer, attn, {"none": 0.0, "selective": attn, "full": f_layer}
+
+
+def micro_batch_flops(*, tokens, layers, f_layer, f_recompute, f_logits, tp):
+    """``(F_mb, F_fwd / F_mb)``: executed FLOPs of one micro-batch on the slowest stage,
+    ``F_mb = (b s / c) [ (L/p) (3 f_layer + r) + 3 f_logits ] / t``, and the forward's share,
+    ``F_fwd = (b s / c) [ (L/p) f_layer + f_logits ] / t``; ``tokens = b s / c``, ``layers = L/p``,
+    ``f_recompute = r`` (0, the score products, or ``f_layer``)."""
+    F_mb = tokens * (layers * (3.0 * f_layer + f_recompute) + 3.0 * f_logits) / tp
+    F_fwd = tokens * (layers * f_layer + f_logits) / tp
+    return F_mb, F_fwd / F_mb
+
+
+def micro_batch_times(*, F_mb, fwd_share, layer_flops, attention_flops, rate_flops_per_s, elementwise_s):
+    """``(t_c, t_fwd, t_f, t_attention)``: ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)``
+    (``elementwise_s`` the second term), ``t_fwd = (F_fwd / F_mb) t_c``, one layer's forward
+    ``t_f = F_layer / (P_peak eta)`` and its attention score products ``F_attention / (P_peak eta)``
+    (``layer_flops``, ``attention_flops``: per micro-batch on one GPU)."""
+    t_c = F_mb / rate_flops_per_s + elementwise_s
+    return t_c, fwd_share * t_c, layer_flops / rate_flops_per_s, attention_flops / rate_flops_per_s
+
+
+# 2-3. critical communication (each returns seconds per step) and the pipeline
+
+def full_exposed_s(*, count, one_s):
+    """``count T``: a collective on the critical path, nothing hidden (TP without overlap, EP)."""
+    return count * one_s
+
+
+def tp_exposed_s(xp, *, count, one_s, layer_fwd_s, passes, overlap: bool):
+    """TP per step: ``count T`` in full, or with ``overlap`` each collective of a forward pass hidden
+    behind a quarter of it and each of a backward pass behind a quarter of ``t_b``:
+    ``n_f max(0, T - t_f/4) + (count - n_f) max(0, T - t_b/4)``, ``n_f = count (passes - 1)/passes``
+    (``passes``: 2, or 3 with full recomputation)."""
+    if not overlap:
+        return full_exposed_s(count=count, one_s=one_s)
+    layer_bwd_s = BACKWARD_PER_FORWARD * layer_fwd_s
+    fwd_n = count * (passes - 1) / passes
+    return (fwd_n * xp.maximum(0.0, one_s - layer_fwd_s * TP_OVERLAP_SHARE)
+            + (count - fwd_n) * xp.maximum(0.0, one_s - layer_bwd_s * TP_OVERLAP_SHARE))
+
+
+def cp_exposed_s(xp, *, rings, cp, one_s, attention_s):
+    """CP's ring per step: ``rings max(0, (c-1) T - t_attention)``, one ring of ``c - 1`` send/recv
+    steps per layer and pass hidden behind that layer's attention (``rings = m (L/p) passes``)."""
+    return rings * xp.maximum(0.0, (cp - 1) * one_s - attention_s)
+
+
+def pp_exposed_s(*, pp, micro_batches, vp, one_s):
+    """Point-to-point transfers on the critical path times ``T``:
+    :func:`commcost.parallel.pipeline.exposed_p2p_count` ``x T``."""
+    return exposed_p2p_count(pp, micro_batches, vp) * one_s
+
+
+def zero3_layer_exposed_s(xp, *, gather_s, scatter_s, layer_fwd_s):
+    """ZeRO-3 per layer and micro-batch: ``(max(0, T_ag - t_f), max(0, T_ag + T_rs - t_b))``, the
+    forward's gather behind the previous layer's forward, the backward's gather and scatter behind
+    its backward."""
+    fwd = xp.maximum(0.0, gather_s - layer_fwd_s)
+    bwd = xp.maximum(0.0, gather_s + scatter_s - BACKWARD_PER_FORWARD * layer_fwd_s)
+    return fwd, bwd
+
+
+def zero3_exposed_s(*, fwd_s, bwd_s, units, micro_batches, gather_s):
+    """``(per micro-batch, per step)`` of ZeRO-3: ``u (fwd + bwd) + T_ag / m`` on each micro-batch's
+    critical path, ``m u (fwd + bwd) + T_ag`` per step (``u = L/p + 1`` gathered units, the first
+    gather of the step not hidden)."""
+    per_step = micro_batches * units * (fwd_s + bwd_s) + gather_s
+    return units * (fwd_s + bwd_s) + gather_s / micro_batches, per_step
+
+
+def pipeline_terms(*, micro_batches, pp, vp, compute_mb_s, critical_mb_s):
+    """``(compute, t_mb, bubble)``: ``m t_c``, ``t_mb = t_c + critical communication per
+    micro-batch``, and the bubble ``(p-1) t_mb / v`` (:func:`commcost.step.schedule.bubble_s`)."""
+    t_mb = compute_mb_s + critical_mb_s
+    return micro_batches * compute_mb_s, t_mb, bubble_s(pp, vp, t_mb)
+
+
+# 4. data parallel
+
+def dp_backward_fraction(*, fwd_share, compute_mb_s, micro_batch_s):
+    """``f_b = (1 - F_fwd/F_mb) t_c / t_mb``: the backward window ``W = f_b t_mb`` the DDP timeline
+    hides the gradient reduction in (the last micro-batch's backward)."""
+    return (1.0 - fwd_share) * compute_mb_s / micro_batch_s
+
+
+def dp_accumulated_micro_batches(xp, *, pp, micro_batches):
+    """``k``: micro-batches the DDP timeline accumulates before the reduction it overlaps, ``m``
+    without a pipeline (gradient accumulation under ``no_sync``), 1 with one (the reduction waits
+    only for the last micro-batch's backward on the stage); its backward ends at ``t_e = k t_mb``."""
+    return xp.where(pp == 1, micro_batches, 1)
+
+
+def nic_share(xp, *, crossing, ranks_per_node, group):
+    """``k``: a DP group that crosses nodes while ``crossing`` critical groups (TP, CP, EP) do gets
+    ``1/(1 + crossing)`` of the NIC, so its collectives take ``k = 1 + crossing`` times as long."""
+    return xp.where(ranks_per_node < group, 1.0 + crossing, 1.0)
+
+
+def gather_exposed_s(xp, *, gather_s, fwd_s):
+    """ZeRO-1/2's weight all-gather behind the next step's first forward: ``max(0, k T_ag - t_fwd)``."""
+    return xp.maximum(0.0, gather_s - fwd_s)
+
+
+# 5-6. optimizer, step, throughput
+
+def optimizer_s(xp, *, dense_params, expert_params, dense_ranks, expert_ranks, zero, hbm_bytes_per_s):
+    """``t_opt = 28 N_shard / B_hbm``, ``N_shard = N_d / D^[z>=1] + N_e / D_e^[z>=1]``."""
+    sharded = zero >= 1
+    shard = dense_params / xp.where(sharded, dense_ranks, 1) + expert_params / xp.where(sharded, expert_ranks, 1)
+    return OPTIMIZER_HBM_BYTES_PER_PARAM * shard / hbm_bytes_per_s
+
+
+def step_s(*, compute_s, bubble_s, exposed_s, optimizer_s):
+    """Step ``= compute + bubble + exposed communication + optimizer``."""
+    return compute_s + bubble_s + exposed_s + optimizer_s
+
+
+def tokens_per_s_per_gpu(*, tokens_per_step, step_s, gpus):
+    """``B s / (step W)``."""
+    return tokens_per_step / (step_s * gpus)

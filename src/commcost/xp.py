@@ -1,0 +1,35 @@
+"""The array namespace the shared kernels are written against: numpy, or :data:`SCALAR` for plain floats.
+
+A kernel takes ``xp`` as its first argument and uses only the operations below, so ``commcost plan``
+runs it on floats with nothing installed and ``commcost search`` runs the same lines on numpy columns
+(STYLE.md item 12: one formula, two speeds). numpy satisfies this namespace as it is.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCALAR", "ScalarNamespace"]
+
+
+class ScalarNamespace:
+    """The few numpy functions the kernels use, on Python floats (stdlib only)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def maximum(a: float, b: float) -> float:
+        """``np.maximum`` of two floats."""
+        return a if a >= b else b
+
+    @staticmethod
+    def minimum(a: float, b: float) -> float:
+        """``np.minimum`` of two floats."""
+        return a if a <= b else b
+
+    @staticmethod
+    def where(condition: bool, a: float, b: float) -> float:
+        """``np.where``: ``a`` if ``condition`` else ``b``."""
+        return a if condition else b
+
+
+SCALAR = ScalarNamespace()
+"""The scalar namespace ``plan`` passes as ``xp``."""
