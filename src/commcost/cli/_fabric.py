@@ -89,12 +89,12 @@ def add_custom_topology_arguments(f) -> None:
     f.add_argument("--oversubscription", type=A.positive_float,
                    help="inter-node oversubscription o >= 1 (each NIC gets B/o across nodes)")
     f.add_argument("--pod-nodes", type=A.positive_int,
-                   help="custom third tier: nodes per pod (under one leaf layer); groups spanning pods cross "
-                        "the spine")
+                   help="third tier: nodes per pod (under one leaf layer); groups spanning pods cross the spine "
+                        "(custom topology, or with --system: overrides the preset's)")
     f.add_argument("--spine-oversubscription", type=A.positive_float,
-                   help="custom third tier: the spine's share o_s >= 1 (each NIC gets B/(o o_s) across pods)")
+                   help="third tier: the spine's oversubscription o_s >= 1 (each NIC gets B/(o o_s) across pods)")
     f.add_argument("--spine-latency", type=A.nonneg_latency_us,
-                   help="custom third tier: extra latency of a network step that crosses the spine, us")
+                   help="third tier: extra latency of a network step that crosses the spine, us")
 
 
 class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology", "band_topology"),
@@ -124,8 +124,9 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-_CUSTOM = ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw", "pod_nodes", "spine_oversubscription",
-           "spine_latency")
+_CUSTOM = ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw")
+_THIRD_TIER = ("pod_nodes", "spine_oversubscription", "spine_latency")
+"""Third-tier flags: part of a custom topology, or overrides of a system preset's pods and spine."""
 
 
 def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_gpus: bool = True,
@@ -136,6 +137,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
     backend = getattr(args, "backend", "nccl")
     profile_path = getattr(args, "profile", None)
     custom = _given(args, _CUSTOM) if hasattr(args, "inter_bw") else []
+    tier3 = _given(args, _THIRD_TIER) if hasattr(args, "pod_nodes") else []
     flat = _given(args, ("bw", "latency"))
     system = getattr(args, "system", None)
     if getattr(args, "no_nvls", False) and system is None:
@@ -145,7 +147,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
     if profile_path is not None:
         if flat:
             A.fail("--profile replaces --bw and --latency; give either the profile or both numbers")
-        if system is not None or custom:
+        if system is not None or custom or tier3:
             A.fail("--profile and --system (or a custom topology) both describe the fabric; give one")
         return _resolve_profile(args, op=op, set_gpus=set_gpus, gpus_list=gpus_list)
     if system is not None:
@@ -160,15 +162,21 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
                                gpus=getattr(args, "gpus", None) if set_gpus else None,
                                oversubscription=getattr(args, "oversubscription", None),
                                nvls=not getattr(args, "no_nvls", False))
+        if tier3:
+            topo = _third_tier_override(args, topo)
         comm = FabricModel(topology=topo, backend=backend)
         w = None
         if set_gpus:
             args.gpus = P
-            w = comm.scope_warning(op, P)
+            if getattr(args, "spine_oversubscription", None) is None:  # a spine the user gives is not the fitted one
+                w = comm.scope_warning(op, P)
             if w:
                 warn(w)
         return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",
                         info=None, topology=topo, band_topology=topo)
+    if tier3 and not custom:
+        A.fail(f"{', '.join(_flag(n) for n in tier3)} describe a third tier: they need --system (to override its "
+               "pods and spine) or a custom topology (--intra-bw ...)")
     if getattr(args, "nodes", None) is not None and not custom:
         A.fail("--nodes needs --system (a preset to take nodes of) or a custom topology; without it give --gpus")
     if custom:
@@ -265,6 +273,23 @@ def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
             "nodes": nodes, "extrapolates": list(used)}
     return Resolved(comm=FabricModel(topology=topo, backend=getattr(args, "backend", "nccl")),
                     gpus=args.gpus if set_gpus else None, note=note, info=info, topology=topo)
+
+
+def _third_tier_override(args: argparse.Namespace, topo):
+    """``topo`` (a system preset's) with ``--pod-nodes``/``--spine-oversubscription``/``--spine-latency`` in place
+    of its own pods and spine (a two-tier preset gets a third tier; the spine flags need pods to apply to)."""
+    from dataclasses import replace
+
+    from commcost.units import US
+
+    pod_nodes = args.pod_nodes if args.pod_nodes is not None else topo.pod_nodes
+    if pod_nodes is None:
+        A.fail(f"--system {topo.name} has two tiers: give --pod-nodes for --spine-oversubscription or --spine-latency "
+               "to apply to")
+    return replace(topo, pod_nodes=pod_nodes,
+                   spine_oversubscription=topo.spine_oversubscription if args.spine_oversubscription is None
+                   else args.spine_oversubscription,
+                   spine_latency_s=topo.spine_latency_s if args.spine_latency is None else args.spine_latency * US)
 
 
 def _custom_topology(args: argparse.Namespace):
