@@ -125,3 +125,15 @@ def test_nvl72_twenty_racks_ring_with_nvls_off_matches_its_table():
     topo, P = system_group("gb200-nvl72", nodes=20, nvls=False)
     assert abs(collective_cost("all_reduce", 16 * GiB, P, topo, "ring").total_s / 84625e-6 - 1) < 0.02
     assert abs(collective_cost("all_reduce", GiB // 2, P, topo, "ring").total_s / 7108.4e-6 - 1) < 0.15
+
+
+def test_the_fitted_spine_caution_comes_from_the_preset_and_only_while_its_spine_is_used():
+    from commcost.comm.model import FabricModel
+
+    twenty, P = system_group("gb200-nvl72", nodes=20)
+    w = FabricModel(topology=twenty).scope_warning("all_reduce", P)
+    assert w.startswith("gb200-nvl72 across 3 pods of 8 nodes: the spine's bandwidth share (1/2.5) is fitted")
+    assert FabricModel(topology=twenty).scope_warning("all_reduce", 8 * 72) is None            # one pod
+    mine = dataclasses.replace(twenty, spine_oversubscription=2.0)                            # someone's own spine
+    assert FabricModel(topology=mine).scope_warning("all_reduce", P) is None
+    assert FabricModel(topology=_custom()).scope_warning("all_reduce", 32) is None            # not a preset

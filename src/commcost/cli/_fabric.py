@@ -168,8 +168,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
         w = None
         if set_gpus:
             args.gpus = P
-            if getattr(args, "spine_oversubscription", None) is None:  # a spine the user gives is not the fitted one
-                w = comm.scope_warning(op, P)
+            w = comm.scope_warning(op, P)
             if w:
                 warn(w)
         return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",

@@ -103,16 +103,20 @@ class FabricModel(CommModel):
                 f"per GPU ({self.backend})")
 
     def scope_warning(self, op, gpus) -> str | None:
+        """The preset's own caution (systems.json ``multi_pod_caution``) for a group across its pods, while the
+        spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine someone else gave)."""
         from commcost.comm.topology import pods_spanned
+        from commcost.presets import systems
 
         t = self.topology
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))
-        if m > 1 and t.spine_oversubscription != 1:
-            return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
-                    f"(1/{t.spine_oversubscription:g}) is fitted on one multi-pod table (NVLS off), where NCCL ran "
-                    f"its ring at every size, 7-54% slower below 8 GiB than the tree auto picks; "
-                    f"--algorithm ring fits that table within 13% (docs/fabrics.md, three tiers)")
-        return None
+        preset = systems().get(t.name)
+        if m < 2 or not isinstance(preset, dict) or "multi_pod_caution" not in preset:
+            return None
+        if t.spine_oversubscription != float(preset.get("spine_oversubscription", 1.0)):
+            return None
+        return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
+                f"(1/{t.spine_oversubscription:g}) is {preset['multi_pod_caution']}")
 
     def to_dict(self) -> dict:
         t = self.topology
