@@ -162,8 +162,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
                                gpus=getattr(args, "gpus", None) if set_gpus else None,
                                oversubscription=getattr(args, "oversubscription", None),
                                nvls=not getattr(args, "no_nvls", False))
-        if tier3:
-            topo = _third_tier_override(args, topo)
+        topo = _third_tier_override(args, topo)
         comm = FabricModel(topology=topo, backend=backend)
         w = None
         if set_gpus:
@@ -275,20 +274,25 @@ def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
 
 
 def _third_tier_override(args: argparse.Namespace, topo):
-    """``topo`` (a system preset's) with ``--pod-nodes``/``--spine-oversubscription``/``--spine-latency`` in place
-    of its own pods and spine (a two-tier preset gets a third tier; the spine flags need pods to apply to)."""
+    """``topo`` with ``--pod-nodes``/``--spine-oversubscription``/``--spine-latency`` in place of its own pods and
+    spine: a system preset's (a two-tier preset gets a third tier) or a custom topology's (two tiers until these
+    flags); the spine flags need pods to apply to. Flags not given keep ``topo``'s values."""
     from dataclasses import replace
 
     from commcost.units import US
 
-    pod_nodes = args.pod_nodes if args.pod_nodes is not None else topo.pod_nodes
+    pod_nodes = getattr(args, "pod_nodes", None)
+    pod_nodes = topo.pod_nodes if pod_nodes is None else pod_nodes
+    spine_o, spine_lat = getattr(args, "spine_oversubscription", None), getattr(args, "spine_latency", None)
+    if spine_o is None and spine_lat is None and pod_nodes == topo.pod_nodes:
+        return topo
     if pod_nodes is None:
-        A.fail(f"--system {topo.name} has two tiers: give --pod-nodes for --spine-oversubscription or --spine-latency "
+        where = f"--system {topo.name}" if getattr(args, "system", None) else "this custom topology"
+        A.fail(f"{where} has two tiers: give --pod-nodes too for --spine-oversubscription or --spine-latency "
                "to apply to")
     return replace(topo, pod_nodes=pod_nodes,
-                   spine_oversubscription=topo.spine_oversubscription if args.spine_oversubscription is None
-                   else args.spine_oversubscription,
-                   spine_latency_s=topo.spine_latency_s if args.spine_latency is None else args.spine_latency * US)
+                   spine_oversubscription=topo.spine_oversubscription if spine_o is None else spine_o,
+                   spine_latency_s=topo.spine_latency_s if spine_lat is None else spine_lat * US)
 
 
 def _custom_topology(args: argparse.Namespace):
@@ -321,13 +325,7 @@ def _custom_topology(args: argparse.Namespace):
     nvls = None
     if args.nvls_bw is not None:
         nvls = Link(bandwidth_bytes_per_s=args.nvls_bw * GB, latency_s=args.nvls_latency * US)
-    pod_nodes = getattr(args, "pod_nodes", None)
-    spine_o, spine_lat = getattr(args, "spine_oversubscription", None), getattr(args, "spine_latency", None)
-    if pod_nodes is None and (spine_o is not None or spine_lat is not None):
-        raise InputError("--spine-oversubscription and --spine-latency describe a third tier: give --pod-nodes too")
     topo = Topology(gpus_per_node=G, nodes=nodes, intra=intra, inter=inter, in_network=nvls,
                     oversubscription=1.0 if args.oversubscription is None else args.oversubscription,
-                    base_latency_s=args.launch_latency * US, pod_nodes=pod_nodes,
-                    spine_oversubscription=1.0 if spine_o is None else spine_o,
-                    spine_latency_s=0.0 if spine_lat is None else spine_lat * US)
-    return topo, P
+                    base_latency_s=args.launch_latency * US)
+    return _third_tier_override(args, topo), P
