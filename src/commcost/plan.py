@@ -51,7 +51,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "OPTIMIZER_HBM_BYTES_PER_PARAM"]
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "operator_times",
+           "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanInputs:
@@ -83,9 +84,18 @@ class PlanInputs:
     """TP collectives overlap the GEMMs beside them (Transformer Engine userbuffers, NeMo's
     ``tp_comm_overlap``): each of a layer's four collectives per pass hides behind a quarter of that
     pass's compute, exposed ``max(0, T - t_pass / 4)``."""
+    stack: str = "auto"
+    """The training stack (:mod:`commcost.stacks`): its kernels, recomputation and ZeRO-3 gathers;
+    ``auto`` infers it from the layout."""
+    compiled: bool = False
+    """torch.compile fuses the element-wise chains (``--compile``)."""
+    fp8_attention: bool = False
+    """fp8 recipes also run the attention core in fp8 (Transformer Engine's ``fp8_dpa``); by default it
+    stays in bf16, as Transformer Engine and torchao leave it."""
 
     def __post_init__(self) -> None:
         from commcost.compute import precision_class
+        from commcost.stacks import resolve_stack
         from commcost.validation import require_count, require_finite_positive
 
         require_count("seq", self.seq)
@@ -95,6 +105,7 @@ class PlanInputs:
             require_finite_positive("efficiency", self.efficiency)
             if self.efficiency > 1:
                 raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
+        resolve_stack(self.stack, self.layout)
         check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
                      kv_heads=self.spec.n_kv, seq=self.seq, experts=self.spec.experts)
 
@@ -162,6 +173,13 @@ class Plan:
     """Bytes per GPU."""
     comm_model: str
     """The CommModel's one-line description."""
+    stack: str = "megatron"
+    """The stack priced (:mod:`commcost.stacks`), ``auto`` resolved."""
+    stack_source: str = ""
+    """Why that stack."""
+    compute_by_operator: dict = field(default_factory=dict)
+    """Seconds per step of each operator group (``m x`` one micro-batch's, :class:`commcost.operators.OperatorTimes`);
+    empty when a given efficiency replaces the operator model."""
     warnings: tuple[str, ...] = field(default=())
     """Scope warnings of the CommModel."""
 
@@ -228,19 +246,28 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
     from commcost import compose as K
-    from commcost.compute import default_efficiency, peak_flops_per_s
+    from commcost.compute import peak_flops_per_s
+    from commcost.stacks import resolve_stack
     from commcost.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
     peak = peak_flops_per_s(inp.gpu, inp.precision)
-    if inp.efficiency is None:
-        eta, eta_src = default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)
-    else:
-        eta, eta_src = inp.efficiency, "given (--efficiency / --mfu or a calibration)"
+    stack_name, stack_src = resolve_stack(inp.stack, L)
     F_mb, fwd_share, f_layer, f_attn = _flops(inp)
-    t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=f_layer,
-                                                        attention_flops=f_attn, rate_flops_per_s=peak * eta,
-                                                        elementwise_s=elementwise_s(inp))
+    by_operator: dict = {}
+    if inp.efficiency is None:
+        ops_t = operator_times(inp)
+        t_c, t_fwd, t_layer_f, t_attn = (ops_t.compute_s, ops_t.forward_s, ops_t.layer_forward_s,
+                                         ops_t.attention_forward_s)
+        fwd_share = t_fwd / t_c
+        eta = F_mb / (peak * t_c)
+        eta_src = f"operator model (hardware/kernels.json), stack {stack_name}: executed FLOPs / (peak x compute)"
+        by_operator = {k: L.micro_batches * v for k, v in ops_t.by_operator().items()}
+    else:
+        eta, eta_src = inp.efficiency, "given (--efficiency / --mfu or a calibration): one rate for every FLOP"
+        t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=f_layer,
+                                                            attention_flops=f_attn, rate_flops_per_s=peak * eta,
+                                                            elementwise_s=elementwise_s(inp))
     m, p, v = L.micro_batches, L.pp, L.vp
     per_stage = stage_layers(spec.layers, L)
     ops = collective_ops(inp)
@@ -302,7 +329,25 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                 tokens_per_s_per_gpu=K.tokens_per_s_per_gpu(tokens_per_step=tokens, step_s=step, gpus=W),
                 model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
-                comm=tuple(lines), memory=mem, comm_model=model.describe(), warnings=tuple(warnings))
+                comm=tuple(lines), memory=mem, comm_model=model.describe(), stack=stack_name, stack_source=stack_src,
+                compute_by_operator=by_operator, warnings=tuple(warnings))
+
+
+def operator_times(inp: PlanInputs):
+    """:func:`commcost.operators.micro_batch_operators` of one micro-batch on the slowest stage."""
+    from commcost.operators import kernel_rates, micro_batch_operators
+    from commcost.stacks import resolve_stack, stack
+    from commcost.xp import SCALAR
+
+    spec, L = inp.spec, inp.layout
+    st = stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled)
+    rates = kernel_rates(inp.gpu, inp.precision, st.attention_kernel, fp8_attention=inp.fp8_attention,
+                         flash=inp.flash_attention)
+    return micro_batch_operators(SCALAR, spec, st, rates, tokens=L.micro_batch * inp.seq / L.cp, seq=inp.seq,
+                                 layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,
+                                 expert_tp=L.expert_tp, full=L.recompute == "full",
+                                 selective=L.recompute == "selective", micro_batches=L.micro_batches,
+                                 flash=inp.flash_attention)
 
 
 def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float) -> tuple[float, list[CommLine]]:

@@ -7,6 +7,8 @@ runs it on floats with nothing installed and ``commcost search`` runs the same l
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["SCALAR", "ScalarNamespace"]
 
 
@@ -24,6 +26,11 @@ class ScalarNamespace:
     def minimum(a: float, b: float) -> float:
         """``np.minimum`` of two floats."""
         return a if a <= b else b
+
+    @staticmethod
+    def ceil(a: float) -> float:
+        """``np.ceil`` of a float (a float, as numpy's)."""
+        return float(math.ceil(a))
 
     @staticmethod
     def where(condition: bool, a: float, b: float) -> float:

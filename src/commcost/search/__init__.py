@@ -53,6 +53,12 @@ class SearchInputs:
     """Attention runs a flash kernel."""
     tp_comm_overlap: bool = False
     """TP collectives overlap their GEMMs (as ``plan --tp-comm-overlap``)."""
+    stack: str = "auto"
+    """The training stack (as ``plan --stack``); ``auto`` infers it per layout."""
+    compiled: bool = False
+    """torch.compile fuses element-wise chains (as ``plan --compile``)."""
+    fp8_attention: bool = False
+    """Attention in fp8 too (as ``plan --fp8-attention``)."""
     objective: str = "step"
     """One of :data:`OBJECTIVES`."""
     price_per_gpu_hour: float = 0.0
@@ -75,6 +81,11 @@ class SearchInputs:
             raise InputError("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
         if self.efficiency is not None:
             require_finite_positive("efficiency", self.efficiency)
+            if self.efficiency > 1:
+                raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
+        from commcost.stacks import STACKS
+        if self.stack not in STACKS:
+            raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(STACKS)})")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,7 +140,8 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
                     uneven_pipeline=bool(row["uneven"]))
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
-                      bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap)
+                      bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
+                      stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention)
 
 
 def search(inp: SearchInputs, model: CommModel, *,

@@ -241,6 +241,40 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
                 bucket_wire=wire[:, inv], bucket_gather=gather[:, inv])
 
 
+def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
+    """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.operators.micro_batch_operators`
+    on columns, as :func:`commcost.plan.operator_times` on one row; under ``--stack auto`` each row
+    takes the stack its layout implies (:func:`commcost.stacks.resolve_stack`)."""
+    import numpy as np
+
+    from commcost.operators import kernel_rates, micro_batch_operators
+    from commcost.stacks import stack
+
+    spec, s = inp.space.spec, inp.space.seq
+    bi = cols["bi"]
+    t, p, c, e, d, m = (base[k][bi].astype(float) for k in ("t", "p", "c", "e", "d", "m"))
+    expert_tp = np.where((d * c) % e == 0, t, 1.0)
+    rc = cols["rc"]
+    if inp.stack == "auto":
+        fsdp = (cols["zero"] == 3) & (t == 1) & (p == 1)
+        names = (("fsdp", fsdp), ("megatron", ~fsdp))
+    else:
+        names = ((inp.stack, np.ones(len(bi), dtype=bool)),)
+    out = [np.zeros(len(bi)) for _ in range(4)]
+    for name, mask in names:
+        if not mask.any():
+            continue
+        st = stack(name, compiled=inp.compiled)
+        rates = kernel_rates(inp.gpu, inp.precision, st.attention_kernel, fp8_attention=inp.fp8_attention,
+                             flash=inp.flash_attention)
+        o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
+                                  sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,
+                                  micro_batches=m, flash=inp.flash_attention)
+        for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
+            out[i] = np.where(mask, col, out[i])
+    return tuple(out)
+
+
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.search.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.compose`'s
@@ -252,8 +286,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     import numpy as np
 
     from commcost import compose as K
-    from commcost.compute import default_efficiency, elementwise_layer_bytes_per_token, elementwise_time_s, \
-        peak_flops_per_s
+    from commcost.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.plan import gpu_row
     from commcost.search.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
@@ -265,25 +298,29 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     n = len(t)
     per_stage = X["per_stage"][bi]
     full = rc == 2
-    # 1. compute (plan._flops, compute.elementwise_s)
-    peak = peak_flops_per_s(inp.gpu, inp.precision)
-    eta = inp.efficiency if inp.efficiency is not None else \
-        default_efficiency(inp.gpu, inp.precision, moe=spec.is_moe)[0]
-    f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
+    # 1. compute (plan.operator_times, or with a given efficiency plan._flops and compute.elementwise_s)
     tokens = b * s / c
-    F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
-                                          f_recompute=np.array([recompute[k] for k in RECOMPUTE])[rc], f_logits=spec.logits_flops,
-                                          tp=t)
-    ew = np.empty(n)
-    for flag in (0, 1):
-        sel = sp == flag
-        ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag), flash=inp.flash_attention)
+    if inp.efficiency is None:
+        t_c, t_fwd, t_layer_f, t_attn = _operator_columns(inp, base, cols, tokens=tokens, per_stage=per_stage)
+        fwd_share = t_fwd / t_c
+    else:
+        peak = peak_flops_per_s(inp.gpu, inp.precision)
+        f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
+        F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
+                                              f_recompute=np.array([recompute[k] for k in RECOMPUTE])[rc],
+                                              f_logits=spec.logits_flops, tp=t)
+        ew = np.empty(n)
+        for flag in (0, 1):
+            sel = sp == flag
+            ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag),
+                                                        flash=inp.flash_attention)
+        t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
+                                  passes=np.where(full, 4.0, 3.0), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
+        t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share,
+                                                            layer_flops=tokens * f_layer / t,
+                                                            attention_flops=tokens * attn / t,
+                                                            rate_flops_per_s=peak * inp.efficiency, elementwise_s=t_ew)
     hbm = gpu_row(inp.gpu)[1]
-    t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
-                              passes=np.where(full, 4.0, 3.0), hbm_bytes_per_s=hbm)
-    t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=tokens * f_layer / t,
-                                                        attention_flops=tokens * attn / t, rate_flops_per_s=peak * eta,
-                                                        elementwise_s=t_ew)
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = np.where(full, 3.0, 2.0)
     count_tp = m * per_stage * 2 * passes

@@ -1,0 +1,269 @@
+"""Compute by operator: each layer as named operators, each priced by its own roofline.
+
+A micro-batch on one GPU runs, per layer, the projections (QKV, O), the MLP (or the routed experts'
+grouped GEMMs, the shared experts and the router), the attention core, and the element-wise
+operators (norms, residual adds, activation, rotary, dropout); the last stage adds the output head
+and the loss; fp8 recipes add the casts. Each is priced on its own (symbols: ``n = b s / c`` tokens
+of the micro-batch on this GPU, ``t`` TP, ``P_x`` the dense peak at precision x, ``B_hbm`` HBM
+bandwidth, ``eta_hbm`` :data:`commcost.compute.HBM_EFFICIENCY`):
+
+* **GEMM** ``(M, N, K)`` (NVIDIA's *Matrix Multiplication Background* guide: tile and wave
+  quantization): ``tiles = c ceil(M/T_m) ceil(N/T_n)`` for ``c`` equal GEMMs in a group,
+  ``waves = ceil(tiles / SMs)``, ``t_math = waves 2 T_m T_n (K + K_0) / (P_x eta_gemm / SMs)``,
+  ``t_mem = c (MK + KN + MN) q / (B_hbm eta_hbm)``, ``t = max(t_math, t_mem)``. The backward runs the
+  data gradient ``(M, K, N)`` and the weight gradient ``(K, N, M)``. ``eta_gemm``, SMs, the tile and
+  ``K_0`` are in ``hardware/kernels.json``, each with its source (large-GEMM benchmarks, not step times).
+* **Attention core** (FlashAttention's own FLOP convention): forward ``F_a = 4 n s_k n_q/t (d_qk + d)/2``
+  with ``s_k = s/2`` keys per query under the causal mask (``s`` without flash attention, which
+  computes the whole square), backward ``2.5 F_a``; at ``eta_a(s, d) = eta_max s/(s + s_0)
+  min(1, (d/(d + 32))/(128/160))`` of the bf16 peak (the fp8 peak with ``--fp8-attention``), with
+  ``eta_max`` of the kernel the stack calls (FlashAttention-2, or FA3/cuDNN class).
+* **Element-wise** operators: HBM bytes ``Q / (B_hbm eta_hbm)``, with the accesses per element the
+  stack makes (:mod:`commcost.stacks`): fused kernels read and write once, eager composites once
+  per primitive. Backward is twice the forward's traffic.
+* **fp8 casts** (fp8, mxfp8, nvfp4 recipes): each GEMM's input and output gradient are quantized
+  (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step.
+
+Recomputation adds a forward: full, of every operator; selective, the attention core (Megatron) or
+every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing).
+
+Every function is array-safe (STYLE.md item 12): ``commcost plan`` calls them on floats
+(:data:`commcost.xp.SCALAR`), ``commcost search`` on numpy columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from commcost.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.stacks import Stack
+    from commcost.transformer import TransformerSpec
+
+__all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
+           "OperatorTimes", "micro_batch_operators", "ATTENTION_BACKWARD_PER_FORWARD"]
+
+ATTENTION_BACKWARD_PER_FORWARD = 2.5
+"""FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
+FP8_CAST_BYTES = 3.0
+"""Read a 2-byte element, write a 1-byte one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelRates:
+    """The GPU-side constants of the operator model for one GPU, precision and stack (SI units)."""
+
+    gemm_flops_per_s: float
+    """``P_x eta_gemm``: a large GEMM's sustained rate at the recipe's GEMM precision."""
+    gemm_operand_bytes: float
+    """Bytes per GEMM operand element (2 bf16, 1 fp8, 0.5 fp4)."""
+    attention_peak_flops_per_s: float
+    """The peak attention runs against (bf16, or fp8 with ``--fp8-attention``)."""
+    attention_forward_efficiency: float
+    """``eta_max`` of the stack's attention kernel, forward."""
+    attention_backward_efficiency: float
+    """``eta_max`` backward."""
+    sms: float
+    """Streaming multiprocessors (compute units) a GEMM's tiles spread over."""
+    tile_m: float
+    """GEMM tile rows T_m."""
+    tile_n: float
+    """GEMM tile columns T_n."""
+    k_overhead: float
+    """``K_0``: a tile's prologue and epilogue as extra K."""
+    hbm_bytes_per_s: float
+    """``B_hbm eta_hbm``: sustained HBM bandwidth of element-wise kernels."""
+    fp8: bool
+    """The recipe quantizes GEMM inputs (fp8, mxfp8, nvfp4): casts are priced."""
+    seq_half_tokens: float
+    """``s_0`` of the attention efficiency curve."""
+    head_dim_half: float
+    """The head-dimension constant (32) of the attention efficiency."""
+    source: str
+    """Where the GPU's constants come from."""
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    from commcost.hardware import load_preset_file
+    return load_preset_file("kernels.json")
+
+
+_OPERAND_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
+
+
+@lru_cache(maxsize=256)
+def kernel_rates(gpu: str, precision: str, attention_kernel: str, *, fp8_attention: bool = False,
+                 flash: bool = True) -> KernelRates:
+    """The :class:`KernelRates` of GPU preset ``gpu`` at ``precision`` for a stack calling ``attention_kernel``."""
+    from commcost.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
+    from commcost.hardware import lookup
+    from commcost.plan import gpu_row
+
+    t = _table()
+    row = lookup(t["gpus"], gpu, "GPU (kernels.json)")
+    cls = precision_class(precision)
+    if cls not in row["gemm_efficiency"]:
+        raise InputError(f"{gpu} has no {precision} GEMM efficiency in kernels.json")
+    kernel = attention_kernel if flash else "math"
+    fwd, bwd = row["attention"][kernel]
+    if fwd <= 0:   # no flash kernel on this GPU: the math kernel
+        fwd, bwd = row["attention"]["math"]
+    attn_peak = peak_flops_per_s(gpu, precision if fp8_attention else "bf16")
+    return KernelRates(gemm_flops_per_s=peak_flops_per_s(gpu, precision) * row["gemm_efficiency"][cls],
+                       gemm_operand_bytes=_OPERAND_BYTES[cls], attention_peak_flops_per_s=attn_peak,
+                       attention_forward_efficiency=fwd, attention_backward_efficiency=bwd, sms=float(row["sms"]),
+                       tile_m=float(t["gemm"]["tile_m"]), tile_n=float(t["gemm"]["tile_n"]),
+                       k_overhead=float(t["gemm"]["k_overhead"]),
+                       hbm_bytes_per_s=gpu_row(gpu)[1] * HBM_EFFICIENCY, fp8=cls != "bf16",
+                       seq_half_tokens=float(t["attention"]["seq_half_tokens"]),
+                       head_dim_half=float(t["attention"]["head_dim_half"]), source=row["source"])
+
+
+def gemm_s(xp, r: KernelRates, *, m, n, k, count=1.0):
+    """``max(t_math, t_mem)`` of ``count`` equal GEMMs ``(M, N, K)`` (module docstring)."""
+    tiles = count * xp.ceil(m / r.tile_m) * xp.ceil(n / r.tile_n)
+    waves = xp.ceil(tiles / r.sms)
+    t_math = waves * 2.0 * r.tile_m * r.tile_n * (k + r.k_overhead) * r.sms / r.gemm_flops_per_s
+    t_mem = count * (m * k + k * n + m * n) * r.gemm_operand_bytes / r.hbm_bytes_per_s
+    return xp.maximum(t_math, t_mem)
+
+
+def gemm_train_s(xp, r: KernelRates, *, m, n, k, count=1.0):
+    """``(forward, backward)`` of a trained GEMM: ``(M, N, K)``, then ``(M, K, N) + (K, N, M)``."""
+    return (gemm_s(xp, r, m=m, n=n, k=k, count=count),
+            gemm_s(xp, r, m=m, n=k, k=n, count=count) + gemm_s(xp, r, m=k, n=n, k=m, count=count))
+
+
+def attention_efficiency(xp, r: KernelRates, *, seq, head_dim: float):
+    """``(eta_fwd, eta_bwd)`` at sequence ``s`` and head width ``d`` (module docstring)."""
+    d_factor = min(1.0, (head_dim / (head_dim + r.head_dim_half)) / (128.0 / (128.0 + r.head_dim_half)))
+    s_factor = seq / (seq + r.seq_half_tokens)
+    return r.attention_forward_efficiency * s_factor * d_factor, r.attention_backward_efficiency * s_factor * d_factor
+
+
+def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool):
+    """``(forward, backward)`` of the attention core: ``F_a = 4 n s_k n_q/t (d_qk + d)/2`` at
+    ``eta_a`` (module docstring); ``s_k = s/2`` with flash attention's causal skip, else ``s``."""
+    keys = seq * (0.5 if flash else 1.0)
+    flops = 2.0 * tokens * keys * heads_local * (d_qk + d_v)
+    eta_f, eta_b = attention_efficiency(xp, r, seq=seq, head_dim=d_v)
+    return (flops / (r.attention_peak_flops_per_s * eta_f),
+            ATTENTION_BACKWARD_PER_FORWARD * flops / (r.attention_peak_flops_per_s * eta_b))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorTimes:
+    """One micro-batch on the slowest stage, by operator, seconds (floats, or numpy columns in search)."""
+
+    gemm_s: object
+    """Projections, MLP / experts and router, forward and backward, every layer of the stage."""
+    attention_s: object
+    """The attention core, forward and backward."""
+    elementwise_s: object
+    """Norms, residual adds, activation, rotary, dropout, MoE permutation (and scores without flash)."""
+    head_s: object
+    """The output head's GEMMs and the loss (last stage)."""
+    casts_s: object
+    """fp8 quantization of GEMM inputs, gradients and weights."""
+    recompute_s: object
+    """The forward work recomputed in the backward."""
+    compute_s: object
+    """``t_c``: the sum of the above."""
+    forward_s: object
+    """The forward's share of ``t_c`` (the recomputation counted with the backward)."""
+    layer_forward_s: object
+    """``t_f``: one layer's forward (hides TP and ZeRO-3 collectives)."""
+    attention_forward_s: object
+    """One layer's attention-core forward (hides CP's ring)."""
+
+    def by_operator(self) -> dict:
+        """The named parts (``plan``'s ``compute_by_operator``)."""
+        return {"gemm_s": self.gemm_s, "attention_s": self.attention_s, "elementwise_s": self.elementwise_s,
+                "head_s": self.head_s, "casts_s": self.casts_s, "recompute_s": self.recompute_s}
+
+
+def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert_tp, moe: bool):
+    """``(forward, backward, (M K, M N, K N) element sums for fp8 casts)`` of one layer's GEMMs."""
+    h = spec.hidden
+    qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
+    shapes = [(n, qkv_n / tp, h, 1.0), (n, h, spec.q_width / tp, 1.0)]
+    mult = 2.0 if spec.gated_mlp else 1.0
+    if moe:
+        E, k, f = spec.experts, spec.top_k, spec.expert_ffn
+        local = E / ep
+        rows = n * k * ep / E          # tokens per local expert, balanced routing
+        shapes += [(n, E, h, 1.0), (rows, mult * f / expert_tp, h, local), (rows, h, f / expert_tp, local)]
+        if spec.shared_experts:
+            fs = spec.shared_experts * f
+            shapes += [(n, mult * fs / tp, h, 1.0), (n, h, fs / tp, 1.0)]
+    else:
+        f = spec.ffn
+        shapes += [(n, mult * f / tp, h, 1.0), (n, h, f / tp, 1.0)]
+    fwd = bwd = 0.0
+    mk = mn = kn = 0.0
+    for m_, n_, k_, c in shapes:
+        a, b = gemm_train_s(xp, r, m=m_, n=n_, k=k_, count=c)
+        fwd, bwd = fwd + a, bwd + b
+        mk, mn, kn = mk + c * m_ * k_, mn + c * m_ * n_, kn + c * k_ * n_
+    return fwd, bwd, (mk, mn, kn)
+
+
+def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, flash: bool, moe: bool):
+    """Forward HBM bytes of one layer's element-wise operators (2-byte elements): norms
+    ``2 a_norm h``, residual adds ``6 h``, dropout ``5 h`` (with dropout) over ``r`` (t with sequence
+    parallelism, else 1); the activation ``a_act f'`` and rotary ``a_rot (w_q + w_kv)`` over t; MoE
+    permutation ``4 k h`` over r; without flash attention the softmax ``(2 + 2.5 dropout) n_q s`` over t."""
+    r = xp.where(sp, tp, 1.0)
+    h = spec.hidden
+    width = (spec.top_k + spec.shared_experts) * spec.expert_ffn if moe else spec.ffn
+    act = st.activation_accesses_gated if spec.gated_mlp else st.activation_accesses
+    rotary = st.rotary_accesses * (spec.q_width + spec.kv_width) * (spec.max_positions == 0)
+    rep = (2.0 * st.norm_accesses + 6.0 + 5.0 * spec.dropout) * h + (4.0 * spec.top_k * h if moe else 0.0)
+    scores = (2.0 + 2.5 * spec.dropout) * spec.heads * seq * (not flash)
+    return 2.0 * n * (rep / r + (act * width + rotary + scores) / tp)
+
+
+def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, *, tokens, seq, layers, tp, sp: bool,
+                          ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True) -> OperatorTimes:
+    """One micro-batch of ``tokens = b s / c`` on the slowest stage (``layers = L/p`` of them, and the
+    head): every operator of the module docstring. ``full`` and ``selective`` say the recomputation
+    (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step."""
+    fractions = []
+    if spec.dense_layer_count:
+        fractions.append((spec.dense_layer_count / spec.layers, False))
+    if spec.moe_layer_count:
+        fractions.append((spec.moe_layer_count / spec.layers, True))
+    g_f = g_b = e_f = cast = 0.0
+    for frac, moe in fractions:
+        a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe)
+        g_f, g_b = g_f + frac * a, g_b + frac * b
+        e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe) \
+            / r.hbm_bytes_per_s
+        weights = kn / (1.0 if st.fp8_weight_cast_per_micro_batch else micro_batches)
+        cast = cast + frac * FP8_CAST_BYTES * (mk + 2.0 * mn + weights) / r.hbm_bytes_per_s
+    cast = cast * r.fp8
+    a_f, a_b = attention_s(xp, r, tokens=tokens, seq=seq, heads_local=spec.heads / tp, d_qk=spec.d_qk, d_v=spec.d,
+                           flash=flash)
+    # the head: logits GEMM (M = n, N = V/t, K = h) and the loss over V/t
+    h_f, h_b = gemm_train_s(xp, r, m=tokens, n=spec.vocab / tp, k=spec.hidden)
+    loss = 2.0 * tokens * st.loss_accesses_per_vocab * spec.vocab / tp / r.hbm_bytes_per_s
+    head = h_f + h_b + 3.0 * loss
+    layer_f = g_f + a_f + e_f
+    gemm = layers * (g_f + g_b)
+    attention = layers * (a_f + a_b)
+    elementwise = layers * 3.0 * e_f
+    casts = layers * cast
+    if st.selective == "attention":
+        sel = a_f
+    else:
+        sel = 0.5 * g_f + e_f
+    rec = layers * xp.where(full, layer_f, xp.where(selective, sel, 0.0))
+    compute = gemm + attention + elementwise + head + casts + rec
+    forward = layers * layer_f + h_f + loss + casts / 3.0
+    return OperatorTimes(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, head_s=head, casts_s=casts,
+                         recompute_s=rec, compute_s=compute, forward_s=forward, layer_forward_s=layer_f,
+                         attention_forward_s=a_f)

@@ -1,0 +1,87 @@
+"""Training stacks as data: what Megatron, NeMo, DeepSpeed, torchtitan and FSDP stacks run.
+
+Each stack in ``hardware/stacks.json`` (with its source) says which attention kernel it calls, how
+many HBM accesses its element-wise operators make (fused kernels or eager PyTorch composites), what
+its selective recomputation recomputes, how ZeRO-3 gathers parameters, and the bytes it keeps per
+gradient element. ``auto`` (the default) picks the stack a layout implies: ZeRO-3 without tensor or
+pipeline parallelism is how FSDP stacks run (``fsdp``); everything else is priced as Megatron-Core
+(``megatron``). Every plan names the stack it used and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from commcost.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.parallel.layout import Layout
+
+__all__ = ["STACKS", "Stack", "stack", "resolve_stack"]
+
+STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
+"""``--stack`` values."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stack:
+    """One stack's behaviour (``hardware/stacks.json``)."""
+
+    name: str
+    """Registry key."""
+    attention_kernel: str
+    """``fa3`` (cuDNN / FlashAttention-3 class where the GPU has it) or ``fa2``."""
+    norm_accesses: float
+    """HBM element accesses per element of a norm's input (2: one fused read and write)."""
+    activation_accesses_gated: float
+    """Accesses per element of f of a gated activation (SwiGLU), reads of gate and up included."""
+    activation_accesses: float
+    """Accesses per element of f of a plain activation (GeLU)."""
+    rotary_accesses: float
+    """Accesses per element of Q and K of the rotary embedding."""
+    loss_accesses_per_vocab: float
+    """Accesses per token and vocabulary entry of the logits' cross-entropy, forward."""
+    selective: str
+    """What selective recomputation recomputes: ``attention`` (the attention core) or
+    ``alternate_matmul`` (every other matmul's forward and every element-wise forward)."""
+    zero3_gathers_per_layer: int
+    """All-gathers ZeRO-3 issues per layer and pass (FSDP: 1 per wrapped block)."""
+    grad_bytes: float
+    """Bytes per gradient element held (fp32 main gradients: 4)."""
+    fp8_weight_cast_per_micro_batch: bool
+    """fp8 recipes cast the weights every micro-batch (torchao) rather than once a step (Transformer Engine)."""
+    compiled: bool = False
+    """torch.compile fuses the element-wise chains (accesses as fused kernels)."""
+    source: str = ""
+    """Where the numbers come from."""
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    from commcost.hardware import load_preset_file
+    return load_preset_file("stacks.json")
+
+
+@lru_cache(maxsize=32)
+def stack(name: str, *, compiled: bool = False) -> Stack:
+    """The :class:`Stack` ``name`` (not ``auto``), with ``compiled`` taking torch.compile's fused accesses."""
+    rows = _table()["stacks"]
+    if name not in rows:
+        raise InputError(f"unknown stack {name!r} (valid: {', '.join(STACKS)})")
+    row = {k: v for k, v in rows[name].items()}
+    if compiled:
+        row.update({k: v for k, v in _table()["compiled"].items() if k != "source"})
+    return Stack(name=name, compiled=compiled, **row)
+
+
+def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
+    """``(stack, why)``: ``name`` itself, or for ``auto`` the stack the layout implies."""
+    if name not in STACKS:
+        raise InputError(f"unknown stack {name!r} (valid: {', '.join(STACKS)})")
+    if name != "auto":
+        return name, "given (--stack)"
+    if layout.zero == 3 and layout.tp == 1 and layout.pp == 1:
+        return "fsdp", "auto: ZeRO-3 without TP or PP is how FSDP stacks run (--stack to pin it)"
+    return "megatron", "auto: a Megatron-Core layout (--stack to pin it)"
