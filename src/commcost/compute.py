@@ -14,7 +14,8 @@ from functools import lru_cache
 from commcost.errors import InputError
 
 __all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "default_efficiency",
-           "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s"]
+           "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s",
+           "mfu_frontier"]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 """``--precision`` values: the GEMM input format of the transformer layers."""
@@ -128,3 +129,11 @@ def elementwise_s(inp: PlanInputs) -> float:
     return elementwise_time_s(tokens=L.micro_batch * inp.seq / L.cp, layers=stage_layers(spec.layers, L),
                               bytes_per_token_layer=per_layer, passes=4.0 if L.recompute == "full" else 3.0,
                               hbm_bytes_per_s=_hbm_bandwidth(inp.gpu))
+
+
+def mfu_frontier(gpu: str, precision: str) -> tuple[float, str] | None:
+    """``(best published MFU, its source)`` for GPU preset ``gpu`` at ``precision``'s class, or None
+    when compute.json holds no record (``frontier_mfu``)."""
+    row = _table().get("frontier_mfu", {}).get(gpu, {})
+    cls = precision_class(precision)
+    return (float(row[cls]), row["source"]) if cls in row else None

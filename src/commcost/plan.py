@@ -246,7 +246,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
     from commcost import compose as K
-    from commcost.compute import peak_flops_per_s
+    from commcost.compute import mfu_frontier, peak_flops_per_s
     from commcost.stacks import resolve_stack
     from commcost.xp import SCALAR
 
@@ -324,6 +324,10 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
     mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention)
+    frontier = mfu_frontier(inp.gpu, inp.precision)
+    if frontier is not None and tflops * 1e12 / peak > frontier[0]:
+        warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "
+                        f"{inp.precision} ({frontier[1]}): treat this step as optimistic")
     return Plan(inputs=inp, step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
                 optimizer_s=optimizer, micro_batch_s=t_mb,
                 tokens_per_s_per_gpu=K.tokens_per_s_per_gpu(tokens_per_step=tokens, step_s=step, gpus=W),

@@ -83,6 +83,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--save-calibration", metavar="FILE", help="write the fitted efficiency to FILE")
     c.add_argument("--calibration", metavar="FILE", help="use the efficiency of a saved calibration")
     c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
+    c.add_argument("--stack", default="auto", choices=("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp"),
+                   help="training stack: its kernels, recomputation and ZeRO-3 gathers (default auto: from the layout)")
+    c.add_argument("--compile", action="store_true", help="torch.compile fuses the element-wise operators")
+    c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")
     c.add_argument("--tp-comm-overlap", action="store_true",
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
     c.add_argument("--bucket-mb", type=A.positive_float, help="data-parallel bucket cap, MiB (default DDP's 25)")
@@ -162,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
     bucket = None if args.bucket_mb is None else int(args.bucket_mb * MiB)
     inp = PlanInputs(spec=spec, layout=layout, seq=seq, gpu=gpu, gpus_per_node=G, precision=args.precision,
                      efficiency=args.efficiency, flash_attention=not args.no_flash_attention, bucket_cap_bytes=bucket,
-                     tp_comm_overlap=args.tp_comm_overlap)
+                     tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
+                     fp8_attention=args.fp8_attention)
     notes: list[str] = []
     extra: dict = {}
     measured = args.measured_step_s

@@ -41,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--precision", default="bf16", help="GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
     c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")
     c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
+    c.add_argument("--stack", default="auto", choices=("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp"),
+                   help="training stack: its kernels, recomputation and ZeRO-3 gathers (default auto: from the layout)")
+    c.add_argument("--compile", action="store_true", help="torch.compile fuses the element-wise operators")
+    c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")
     c.add_argument("--tp-comm-overlap", action="store_true",
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
     o = p.add_argument_group("objective and output")
@@ -115,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                         even_pipeline_only=args.even_pipeline_only)
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
+                       stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0, top=args.top,
                        keep_points=args.plot is not None)
     bar = _Progress(not args.no_progress and not args.json)

@@ -100,6 +100,7 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
+        "stack": p.stack, "stack_source": p.stack_source, "compute_by_operator": dict(p.compute_by_operator),
     }
 
 
@@ -133,6 +134,22 @@ def _band_lines(p: Plan, band: PlanBand) -> list[str]:
             f"on the wire {cell(p.wire_s, band.wire_s)}"]
 
 
+_OPERATOR_NAMES = {"gemm_s": "GEMMs (projections, MLP)", "attention_s": "attention core",
+                   "elementwise_s": "element-wise (HBM-bound)", "head_s": "output head and loss",
+                   "casts_s": "fp8 casts", "recompute_s": "recomputation"}
+
+
+def _operator_lines(p: Plan) -> list[str]:
+    """Compute by operator (seconds per step on the slowest stage), when the operator model priced it."""
+    if not p.compute_by_operator:
+        return []
+    out = ["  compute by operator (docs/plan.md, operator model):"]
+    for key, s in p.compute_by_operator.items():
+        if s > 0:
+            out.append(f"    {_OPERATOR_NAMES[key]:<26}{format_seconds(s):>12}  {s / p.compute_s:6.1%}")
+    return out
+
+
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None) -> str:
     """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds."""
     inp, L, mem = p.inputs, p.inputs.layout, p.memory
@@ -143,6 +160,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"layout: {L.world} x {inp.gpu} = dp {L.dp} x tp {L.tp} x pp {L.pp} (vp {L.vp}) x cp {L.cp}, ep {L.ep}, ZeRO-{L.zero}"
         f"{', sequence parallel' if L.sequence_parallel else ''}, recompute {L.recompute}, {inp.precision}, order {L.order}",
         f"fabric: {p.comm_model}",
+        f"stack: {p.stack} ({p.stack_source})",
         f"compute efficiency {p.efficiency:.3f} of {p.peak_flops_per_s / 1e12:,.0f} TFLOP/s ({p.efficiency_source})",
         "",
         f"step {format_seconds(p.step_s)}   {p.tokens_per_s_per_gpu:,.0f} tokens/s/GPU   "
@@ -154,6 +172,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  bounds: {format_seconds(p.compute_s + p.pipeline_bubble_s + p.optimizer_s)} if every collective hid, "
         f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
         *(_band_lines(p, band) if band is not None else []),
+        *_operator_lines(p),
         "",
         "communication per step (one GPU):",
         f"  {'dim':<4}{'op':<16}{'size':>12}{'group':>7}{'/node':>6}{'count':>9}{'one':>11}{'wire':>11}{'exposed':>11}",
