@@ -30,7 +30,7 @@ from pathlib import Path
 
 from commcost.calibrate.efficiency import fit_efficiency, model_family
 from commcost.comm.model import FabricModel
-from commcost.compute import precision_class
+from commcost.compute import peak_flops_per_s, precision_class
 from commcost.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
@@ -55,6 +55,9 @@ def published_step_s(row: dict) -> float:
         return B * s / (x * W)
     if row["metric"] == "step_s":
         return x
+    if row["metric"] == "mfu_6n":          # PaLM-style MFU: (6 N + 12 l h s) per token over the dense bf16 peak
+        gpu = systems()[row["system"]]["gpu"]
+        return B * s * (6 * spec.params + 12 * l * h * s) / (x * peak_flops_per_s(gpu, "bf16") * W)
     raise ValueError(row["metric"])
 
 
