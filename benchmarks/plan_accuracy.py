@@ -7,8 +7,12 @@ rows and on the held-out third, dense and MoE apart. Then "calibrated from one r
 predicted with the efficiency fitted (:func:`commcost.calibrate.efficiency.fit_efficiency`) on
 another run of the same model family and GPU (a tuning row where one exists).
 
-NeMo and Megatron-Bridge rows are planned with ``tp_comm_overlap`` (their performance recipes turn
-Transformer Engine's TP communication overlap on); the Megatron-LM papers' rows without.
+NeMo and Megatron-Bridge rows (``stack`` nemo) are planned with ``tp_comm_overlap`` (their performance
+recipes turn Transformer Engine's TP communication overlap on), and so are rows whose id says
+``asynctp`` (torchtitan's async TP); the Megatron-LM papers' rows and the others without.
+
+Rows with ``split`` = ``new`` (runs from sources not yet used for any default) are reported on lines
+of their own and never serve as the donor of a tuning or held-out row.
 
 ``--fit`` prints the efficiencies the tuning rows imply (median of the per-row fits, by GPU and
 precision class; the MoE factor as the median ratio of MoE fits to the dense default): what
@@ -26,7 +30,7 @@ from pathlib import Path
 
 from commcost.calibrate.efficiency import fit_efficiency, model_family
 from commcost.comm.model import FabricModel
-from commcost.compute import precision_class
+from commcost.compute import peak_flops_per_s, precision_class
 from commcost.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
@@ -49,6 +53,11 @@ def published_step_s(row: dict) -> float:
         return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)) / (x * A100_PEAK * W)
     if row["metric"] == "tokens_per_s_per_gpu":
         return B * s / (x * W)
+    if row["metric"] == "step_s":
+        return x
+    if row["metric"] == "mfu_6n":          # PaLM-style MFU: (6 N + 12 l h s) per token over the dense bf16 peak
+        gpu = systems()[row["system"]]["gpu"]
+        return B * s * (6 * spec.params + 12 * l * h * s) / (x * peak_flops_per_s(gpu, "bf16") * W)
     raise ValueError(row["metric"])
 
 
@@ -65,7 +74,7 @@ def inputs(row: dict) -> tuple[PlanInputs, FabricModel]:
     topo, _ = system_group(row["system"], nodes=-(-W // G))
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
-                     tp_comm_overlap=row["id"].startswith(("nemo-", "mb-")) and tp > 1)
+                     tp_comm_overlap=(row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1)
     return inp, FabricModel(topology=topo)
 
 
@@ -112,6 +121,7 @@ def main(argv: list[str]) -> int:
     for r in results:
         fam, gpu = model_family(r["row"]["model"]), r["inp"].gpu
         donors = [d for d in results if d is not r and model_family(d["row"]["model"]) == fam and d["inp"].gpu == gpu
+                  and (d["row"]["split"] != "new" or r["row"]["split"] == "new")
                   and math.isfinite(d["eta"]) and precision_class(d["inp"].precision) == precision_class(r["inp"].precision)]
         donors.sort(key=lambda d: d["row"]["split"] != "tune")
         if donors:
@@ -120,7 +130,7 @@ def main(argv: list[str]) -> int:
             r["donor"] = donors[0]["row"]["id"]
     print()
     print(f"{'set':<22}{'n':>4}{'median |err|':>14}{'p90 |err|':>11}{'calibrated n':>14}{'median':>9}{'p90':>8}")
-    for split in ("tune", "holdout"):
+    for split in ("tune", "holdout", "new"):
         for kind in ("dense", "moe"):
             sel = [r for r in results if r["row"]["split"] == split and r["inp"].spec.is_moe == (kind == "moe")]
             if not sel:
