@@ -22,6 +22,7 @@ compute.json holds. Usage: python benchmarks/plan_accuracy.py [--fit] [--rows]
 from __future__ import annotations
 
 import csv
+import os
 import math
 import statistics
 import sys
@@ -35,8 +36,10 @@ from commcost.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
 from commcost.presets import system_group, systems
+from commcost.stacks import STACKS
 from commcost.transformer import model_spec
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.csv"
 A100_PEAK = 312e12
 
@@ -74,7 +77,8 @@ def inputs(row: dict) -> tuple[PlanInputs, FabricModel]:
     topo, _ = system_group(row["system"], nodes=-(-W // G))
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
-                     tp_comm_overlap=(row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1)
+                     tp_comm_overlap=(row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1,
+                     stack=row["stack"] if row["stack"] in STACKS else "auto", compiled=row["compile"] == "1")
     return inp, FabricModel(topology=topo)
 
 
@@ -96,6 +100,7 @@ def main(argv: list[str]) -> int:
             eta = float("nan")
         results.append(dict(row=row, inp=inp, model=model, measured=measured, plan=pr, eta=eta,
                             err=abs(pr.step_s - measured) / measured))
+    leave_one_source_out(results, fit_only="--fit" in argv)
     if "--fit" in argv:
         groups: dict[tuple[str, str], list[float]] = {}
         for r in results:
@@ -140,6 +145,50 @@ def main(argv: list[str]) -> int:
             cal_txt = f"{len(cal):>14}{statistics.median(cal):>9.1%}{p90(cal):>8.1%}" if cal else f"{0:>14}"
             print(f"{split + ' ' + kind:<22}{len(sel):>4}{statistics.median(errs):>14.1%}{p90(errs):>11.1%}{cal_txt}")
     return 0
+
+
+def leave_one_source_out(results: list[dict], *, fit_only: bool) -> None:
+    """The headline: every dense source predicted with the sustained fractions fitted without it
+    (benchmarks/_sustained.py), signed, with the share too fast; then the fractions fitted on all rows."""
+    import _sustained as S
+
+    fits = []
+    for r in results:
+        if r["inp"].spec.is_moe:
+            continue
+        from commcost.stacks import resolve_stack
+        u = S.row_fraction(r["inp"], r["model"], r["measured"])
+        r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
+        if u is not None:
+            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], u=u, source=S.source_of(r["row"]), r=r))
+    u_gpu, u_stack, fb = S.fit(fits)
+    print("sustained fractions fitted on every dense row (kernels.json sustained, stacks.json sustained):")
+    print("  u_gpu   " + ", ".join(f"{g} {u:.3f}" for g, u in sorted(u_gpu.items())) + f"; others {fb:.3f}")
+    print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str)))
+    if fit_only:
+        S.restore()
+        return
+    signed = []
+    by_source: dict[str, list[float]] = {}
+    for r in results:
+        if r["inp"].spec.is_moe:
+            continue
+        src = S.source_of(r["row"])
+        g, st, f = S.fit([x for x in fits if x["source"] != src])
+        e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
+        signed.append(e)
+        by_source.setdefault(src, []).append(e)
+    S.restore()
+    absd = [abs(e) for e in signed]
+    print()
+    print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(signed)} runs, {len(by_source)} sources; each source predicted with "
+          "fractions fitted without it):")
+    print(f"  median |err| {statistics.median(absd):.1%}, p90 {p90(absd):.1%}, median signed "
+          f"{statistics.median(signed):+.1%}, too fast {sum(e < 0 for e in signed) / len(signed):.0%}")
+    for src, es in sorted(by_source.items()):
+        print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
+              f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
+    print()
 
 
 def _moe_factor() -> float:

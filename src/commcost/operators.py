@@ -18,6 +18,11 @@ bandwidth, ``eta_hbm`` :data:`commcost.compute.HBM_EFFICIENCY`):
   computes the whole square), backward ``2.5 F_a``; at ``eta_a(s, d) = eta_max s/(s + s_0)
   min(1, (d/(d + 32))/(128/160))`` of the bf16 peak (the fp8 peak with ``--fp8-attention``), with
   ``eta_max`` of the kernel the stack calls (FlashAttention-2, or FA3/cuDNN class).
+* **Sustained fraction** ``u`` (``kernels.json`` ``sustained``): the kernel rates above are measured
+  one kernel at a time; a training loop on every GPU of a node at once runs them at ``u`` of that
+  (clocks held down by the power limit, launch gaps, synchronisation). Every rate is multiplied by
+  ``u``. It is the one constant fitted on published step times (``benchmarks/plan_accuracy.py --fit``,
+  checked leave-one-source-out), per GPU.
 * **Element-wise** operators: HBM bytes ``Q / (B_hbm eta_hbm)``, with the accesses per element the
   stack makes (:mod:`commcost.stacks`): fused kernels read and write once, eager composites once
   per primitive. Backward is twice the forward's traffic.
@@ -96,9 +101,10 @@ _OPERAND_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
 @lru_cache(maxsize=256)
-def kernel_rates(gpu: str, precision: str, attention_kernel: str, *, fp8_attention: bool = False,
+def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = False,
                  flash: bool = True) -> KernelRates:
-    """The :class:`KernelRates` of GPU preset ``gpu`` at ``precision`` for a stack calling ``attention_kernel``."""
+    """The :class:`KernelRates` of GPU preset ``gpu`` at ``precision`` under stack ``st`` (its attention
+    kernel; ``u = u_gpu u_stack``)."""
     from commcost.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
     from commcost.hardware import lookup
     from commcost.plan import gpu_row
@@ -108,17 +114,18 @@ def kernel_rates(gpu: str, precision: str, attention_kernel: str, *, fp8_attenti
     cls = precision_class(precision)
     if cls not in row["gemm_efficiency"]:
         raise InputError(f"{gpu} has no {precision} GEMM efficiency in kernels.json")
-    kernel = attention_kernel if flash else "math"
+    kernel = st.attention_kernel if flash else "math"
     fwd, bwd = row["attention"][kernel]
     if fwd <= 0:   # no flash kernel on this GPU: the math kernel
         fwd, bwd = row["attention"]["math"]
-    attn_peak = peak_flops_per_s(gpu, precision if fp8_attention else "bf16")
-    return KernelRates(gemm_flops_per_s=peak_flops_per_s(gpu, precision) * row["gemm_efficiency"][cls],
+    u = float(row.get("sustained", 1.0)) * st.sustained
+    attn_peak = u * peak_flops_per_s(gpu, precision if fp8_attention else "bf16")
+    return KernelRates(gemm_flops_per_s=u * peak_flops_per_s(gpu, precision) * row["gemm_efficiency"][cls],
                        gemm_operand_bytes=_OPERAND_BYTES[cls], attention_peak_flops_per_s=attn_peak,
                        attention_forward_efficiency=fwd, attention_backward_efficiency=bwd, sms=float(row["sms"]),
                        tile_m=float(t["gemm"]["tile_m"]), tile_n=float(t["gemm"]["tile_n"]),
                        k_overhead=float(t["gemm"]["k_overhead"]),
-                       hbm_bytes_per_s=gpu_row(gpu)[1] * HBM_EFFICIENCY, fp8=cls != "bf16",
+                       hbm_bytes_per_s=u * gpu_row(gpu)[1] * HBM_EFFICIENCY, fp8=cls != "bf16",
                        seq_half_tokens=float(t["attention"]["seq_half_tokens"]),
                        head_dim_half=float(t["attention"]["head_dim_half"]), source=row["source"])
 

@@ -345,7 +345,7 @@ def operator_times(inp: PlanInputs):
 
     spec, L = inp.spec, inp.layout
     st = stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled)
-    rates = kernel_rates(inp.gpu, inp.precision, st.attention_kernel, fp8_attention=inp.fp8_attention,
+    rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
                          flash=inp.flash_attention)
     return micro_batch_operators(SCALAR, spec, st, rates, tokens=L.micro_batch * inp.seq / L.cp, seq=inp.seq,
                                  layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,

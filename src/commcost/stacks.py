@@ -52,6 +52,9 @@ class Stack:
     """Bytes per gradient element held (fp32 main gradients: 4)."""
     fp8_weight_cast_per_micro_batch: bool
     """fp8 recipes cast the weights every micro-batch (torchao) rather than once a step (Transformer Engine)."""
+    sustained: float = 1.0
+    """``u_stack``: the share of the kernels' benchmark rates this stack's training loop sustains
+    (fitted: :mod:`commcost.operators`)."""
     compiled: bool = False
     """torch.compile fuses the element-wise chains (accesses as fused kernels)."""
     source: str = ""

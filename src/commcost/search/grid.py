@@ -265,7 +265,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
         if not mask.any():
             continue
         st = stack(name, compiled=inp.compiled)
-        rates = kernel_rates(inp.gpu, inp.precision, st.attention_kernel, fp8_attention=inp.fp8_attention,
+        rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
                              flash=inp.flash_attention)
         o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
                                   sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,

@@ -1,0 +1,82 @@
+"""The sustained fractions of the operator model (commcost.operators, ``u = u_gpu u_stack``), fitted on
+published runs, and leave-one-source-out: each source predicted with the fractions fitted without it.
+
+Fit: for each dense run, ``u_row``, the total fraction that makes ``plan`` give the published step
+(bisection; the step falls as ``u`` rises). ``u_gpu`` = median of ``u_row`` over the GPU's Megatron-Core
+runs (stacks megatron and nemo; a GPU without any takes the median over all of them);
+``u_stack`` = median of ``u_row / u_gpu`` over the stack's runs (1 for megatron and nemo).
+A source is the document a row comes from (the id's first part: nara, kort, nemo, mb, tt24, lf, ...).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from commcost import operators, stacks
+from commcost.plan import plan
+
+MEGATRON_CORE = ("megatron", "nemo")
+
+
+def source_of(row: dict) -> str:
+    return row["id"].split("-")[0]
+
+
+def _set(gpu: str, stack: str, u_gpu: float, u_stack: float) -> None:
+    """Put the fractions into the loaded tables (this benchmark's process only) and drop the caches."""
+    operators._table()["gpus"][gpu]["sustained"] = u_gpu
+    stacks._table()["stacks"][stack]["sustained"] = u_stack
+    operators.kernel_rates.cache_clear()
+    stacks.stack.cache_clear()
+
+
+def row_fraction(inp, model, measured_s: float) -> float | None:
+    """``u_row`` (None when no u in 0.2-1.5 reproduces the step: communication or bubble exceed it)."""
+    from commcost.stacks import resolve_stack
+
+    name = resolve_stack(inp.stack, inp.layout)[0]
+
+    def step(u: float) -> float:
+        _set(inp.gpu, name, u, 1.0)
+        return plan(inp, model).step_s
+
+    lo, hi = 0.2, 1.5
+    if step(hi) > measured_s or step(lo) < measured_s:
+        return None
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if step(mid) > measured_s else (lo, mid)
+    return (lo + hi) / 2
+
+
+def fit(fits: list[dict]) -> tuple[dict, dict, float]:
+    """``(u_gpu, u_stack, fallback u_gpu)`` from rows ``{gpu, stack, u}``; a stack without rows takes
+    the median of the other non-Megatron-Core stacks' (entry ``None``), a GPU without the median over GPUs."""
+    core = [f for f in fits if f["stack"] in MEGATRON_CORE]
+    u_gpu = {}
+    for g in {f["gpu"] for f in core}:
+        u_gpu[g] = statistics.median(f["u"] for f in core if f["gpu"] == g)
+    fallback = statistics.median(u_gpu.values()) if u_gpu else 1.0
+    u_stack = {}
+    for s in {f["stack"] for f in fits} - set(MEGATRON_CORE):
+        u_stack[s] = statistics.median(f["u"] / u_gpu.get(f["gpu"], fallback) for f in fits if f["stack"] == s)
+    u_stack[None] = statistics.median(u_stack.values()) if u_stack else 1.0
+    return u_gpu, u_stack, fallback
+
+
+def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:
+    """The plan's step with fitted fractions."""
+    from commcost.stacks import resolve_stack
+
+    name = resolve_stack(inp.stack, inp.layout)[0]
+    core = 1.0 if name in MEGATRON_CORE else u_stack[None]
+    _set(inp.gpu, name, u_gpu.get(inp.gpu, fallback), u_stack.get(name, core))
+    return plan(inp, model).step_s
+
+
+def restore() -> None:
+    """Drop the in-process overrides (reload the packaged tables)."""
+    operators._table.cache_clear()
+    stacks._table.cache_clear()
+    operators.kernel_rates.cache_clear()
+    stacks.stack.cache_clear()
