@@ -44,6 +44,7 @@ from commcost.errors import InputError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
+    from commcost.stacks import Stack
     from commcost.transformer import TransformerSpec
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
@@ -56,6 +57,19 @@ GRAD_BYTES = 2.0
 """q_g: bf16/fp16 gradients."""
 OPTIMIZER_BYTES = 12.0
 """K: fp32 master weights + Adam's two fp32 moments."""
+RECOMPUTE_WORKING_FACTOR = 2.0
+"""Under full recomputation the layer being recomputed holds its activations and, while its backward
+runs, their gradients: ``A_w = 2 A_none`` (the working set the allocator sees)."""
+SELECTIVE_ALTERNATE_SHARE = 0.5
+"""PyTorch's op-level selective checkpointing (torchtitan ``selective``/``op``) saves every other matmul's
+output and recomputes the rest: about half of a layer's activations."""
+ALLOCATOR_SLACK = (0.0, 0.15)
+"""The caching allocator's reserved memory over the peak allocated: fragmentation and cached blocks,
+0-15% (PyTorch's memory stats on training runs; expandable segments sit at the low end)."""
+CONTEXT_BYTES = (0.5 * 2**30, 1.0 * 2**30)
+"""CUDA context and kernels' modules per GPU, outside torch's allocator (0.5-1 GiB)."""
+NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
+"""NCCL's own buffers per GPU, outside torch's allocator (channels x buffer size x peers; 0.25-2 GiB)."""
 
 
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
@@ -161,14 +175,34 @@ class MemoryBreakdown:
     """Layers' worth of one micro-batch's activations that stage holds."""
 
     @property
+    def reserved_bytes(self) -> tuple[float, float]:
+        """Peak reserved by torch's caching allocator (``torch.cuda.max_memory_reserved``):
+        ``total x (1 + slack)`` for slack in :data:`ALLOCATOR_SLACK`."""
+        return tuple(self.total_bytes * (1.0 + x) for x in ALLOCATOR_SLACK)
+
+    @property
+    def device_bytes(self) -> tuple[float, float]:
+        """What the card holds: reserved plus the CUDA context and NCCL's buffers (:data:`CONTEXT_BYTES`,
+        :data:`NCCL_BYTES`), low and high."""
+        lo, hi = self.reserved_bytes
+        return lo + CONTEXT_BYTES[0] + NCCL_BYTES[0], hi + CONTEXT_BYTES[1] + NCCL_BYTES[1]
+
+    @property
+    def verdict(self) -> str:
+        """``fits`` (even the high estimate fits), ``tight`` (between the estimates) or ``does not fit``
+        (even the low estimate exceeds the card)."""
+        lo, hi = self.device_bytes
+        return "does not fit" if lo > self.capacity_bytes else ("tight" if hi > self.capacity_bytes else "fits")
+
+    @property
     def fits(self) -> bool:
-        """``total <= capacity``."""
-        return self.total_bytes <= self.capacity_bytes
+        """The low estimate of the card's use fits: ``device_bytes[0] <= capacity``."""
+        return self.device_bytes[0] <= self.capacity_bytes
 
     @property
     def margin_bytes(self) -> float:
-        """``capacity - total`` (negative when it does not fit)."""
-        return self.capacity_bytes - self.total_bytes
+        """``capacity - device_bytes[0]`` (negative when it does not fit)."""
+        return self.capacity_bytes - self.device_bytes[0]
 
     def to_dict(self) -> dict:
         """The ``memory.*`` JSON keys."""
@@ -176,6 +210,8 @@ class MemoryBreakdown:
                 "optimizer_bytes": self.optimizer_bytes, "activations_bytes": self.activations_bytes,
                 "buffers_bytes": self.buffers_bytes, "total_bytes": self.total_bytes,
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits, "margin_bytes": self.margin_bytes,
+                "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
+                "device_bytes": list(self.device_bytes), "verdict": self.verdict,
                 "stage": self.stage, "in_flight_layers": self.in_flight_layers}
 
 
@@ -209,15 +245,17 @@ def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
 
 
 def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, layer_bytes, working_bytes,
-                           seq_local, micro_batch, hidden, tp, sequence_parallel: bool, vocab: float, dropout: bool):
+                           seq_local, micro_batch, hidden, tp, sequence_parallel: bool, vocab: float, dropout: bool,
+                           loss_bytes_per_vocab: float = 4.0):
     """``(activations, first stage is fullest)`` of the fullest stage (module docstring): without a
     pipeline ``n_1 A + A_w + M_e + 4 s'b V/t``; else the larger of the first stage,
-    ``n_1 A + A_w + M_e min(m, p)``, and the last, ``(L/p) A + A_w + 4 s'b V/t`` (``n_1``
+    ``n_1 A + A_w + M_e min(m, p)``, and the last, ``(L/p) A + A_w + q_V s'b V/t`` (``n_1``
     :func:`in_flight_layers`, ``A`` per layer, ``A_w`` one layer's working set under full
-    recomputation, ``M_e = s'bh/r`` the embedding's dropout mask). Array-safe."""
+    recomputation, ``M_e = s'bh/r`` the embedding's dropout mask, ``q_V`` the loss's bytes per token and
+    vocabulary entry: 4 for fp32 logits, the stack's :attr:`~commcost.stacks.Stack.loss_bytes_per_vocab`). Array-safe."""
     r = tp if sequence_parallel else 1.0
     embed_mask = (seq_local * micro_batch * hidden / r) * (1.0 if dropout else 0.0)
-    logits = 4.0 * seq_local * micro_batch * vocab / tp
+    logits = loss_bytes_per_vocab * seq_local * micro_batch * vocab / tp
     only = first_layers * layer_bytes + working_bytes + embed_mask + logits
     first = first_layers * layer_bytes + working_bytes + embed_mask * xp.minimum(micro_batches, pp)
     last = held_layers * layer_bytes + working_bytes + logits   # one micro-batch (all v chunks)
@@ -236,8 +274,9 @@ def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_par
 
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
-                   optimizer_bytes: float = OPTIMIZER_BYTES) -> MemoryBreakdown:
-    """The memory stack of the fullest stage (module docstring)."""
+                   optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None) -> MemoryBreakdown:
+    """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
+    recomputation keeps and the loss's working set (None: Megatron's)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -247,7 +286,10 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     s_local = seq / layout.cp
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute)
-    working = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none") if layout.recompute == "full" else 0.0
+    if stack is not None and stack.selective == "alternate_matmul" and layout.recompute == "selective":
+        per_layer = SELECTIVE_ALTERNATE_SHARE * stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none")
+    working = (RECOMPUTE_WORKING_FACTOR * stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none")
+               if layout.recompute == "full" else 0.0)
     from commcost.parallel.layout import stage_layers
     from commcost.xp import SCALAR
 
@@ -257,7 +299,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=held,
         layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
         hidden=spec.hidden, tp=layout.tp, sequence_parallel=layout.sequence_parallel, vocab=spec.vocab,
-        dropout=spec.dropout)
+        dropout=spec.dropout, loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
     if layout.pp == 1:
         stage, layers_held = "only", first_layers
     else:

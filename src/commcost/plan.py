@@ -323,7 +323,9 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
-    mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention)
+    from commcost.stacks import stack as stack_of
+    mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention,
+                         stack=stack_of(stack_name, compiled=inp.compiled))
     frontier = mfu_frontier(inp.gpu, inp.precision)
     if frontier is not None and tflops * 1e12 / peak > frontier[0]:
         warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "

@@ -50,6 +50,8 @@ class Stack:
     """All-gathers ZeRO-3 issues per layer and pass (FSDP: 1 per wrapped block)."""
     grad_bytes: float
     """Bytes per gradient element held (fp32 main gradients: 4)."""
+    loss_bytes_per_vocab: float
+    """Bytes per token and vocabulary entry the loss holds at its peak (logits and the cross-entropy's buffers)."""
     fp8_weight_cast_per_micro_batch: bool
     """fp8 recipes cast the weights every micro-batch (torchao) rather than once a step (Transformer Engine)."""
     sustained: float = 1.0

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from commcost.comm.model import FabricModel
 from commcost.memory import memory_per_gpu
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, _flops, plan
+from commcost.plan import PlanInputs, operator_times, plan
 from commcost.presets import system_group
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs, exposed_at, simulate_timeline
@@ -57,7 +57,8 @@ def test_pure_dp_reproduces_comm_model_and_timeline(nodes, gb, zero):
 
     def cost(c):
         return model.cost("all_reduce", c, P, ranks_per_node=min(P, 8)).total_s
-    F_mb, fwd_share, _, _ = _flops(inp)
+    ops = operator_times(inp)          # the operator model: the forward's share of the micro-batch's time
+    fwd_share = ops.forward_s / ops.compute_s
     t_c = r.micro_batch_s
     tl_inp = TimelineInputs(gpus=P, comm=model, step_s=t_c,
                             params=SPEC.params, backward_fraction=1.0 - fwd_share, grad_accum=gb)

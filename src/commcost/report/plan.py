@@ -33,8 +33,9 @@ def advice(p: Plan) -> list[str]:
             if (key == "zero" and L.zero >= value) or (key == "recompute" and L.recompute == value) \
                     or (key == "zero" and L.grad_dp == 1):
                 continue
+            from commcost.stacks import stack as stack_of
             m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
-                                flash=p.inputs.flash_attention)
+                                flash=p.inputs.flash_attention, stack=stack_of(p.stack, compiled=p.inputs.compiled))
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: {label} would bring it to "
                        f"{format_bytes(m2.total_bytes)} of {format_bytes(mem.capacity_bytes)}"
                        + ("" if m2.fits else " (still too much: raise tp or pp as well)"))
@@ -190,9 +191,13 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
         f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
         f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
-        f"  total {format_bytes(mem.total_bytes)} of {format_bytes(mem.capacity_bytes)}: "
-        + (f"fits, {format_bytes(mem.margin_bytes)} spare" if mem.fits else
-           f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"),
+        f"  peak allocated {format_bytes(mem.total_bytes)}; reserved "
+        f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
+        f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
+        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}: "
+        + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
+           "tight": "TIGHT (fits only at the low estimate)",
+           "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
         "",
         f"MFU convention: {MFU_CONVENTION}",
     ]

@@ -181,12 +181,12 @@ def search(inp: SearchInputs, model: CommModel, *,
             mem_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
-                mem = memory_grid(chunk, tables, inp)
-                ok = mem["memory_bytes"] <= mem["capacity_bytes"]
+                mem = memory_grid(chunk, tables, inp, base)
+                ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
                 fits[lo:lo + CHUNK_ROWS] = ok
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
-                states_over = mem["states_bytes"] > mem["capacity_bytes"]
+                states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_bytes"] > mem["capacity_bytes"]
                 evaluated += len(ok)
                 feasible += int(ok.sum())
                 over_states += int(states_over.sum())
@@ -256,7 +256,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     space = inp.space
     base, g = enumerate_space(space, world)
     X = structure(base, space.spec, space.gpus_per_node)
-    values = memory_grid(g, memory_tables(base, X, inp), inp)
+    values = memory_grid(g, memory_tables(base, X, inp), inp, base)
     values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
     rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")}
     rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})

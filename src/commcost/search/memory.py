@@ -21,8 +21,9 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     import numpy as np
 
     from commcost.search.space import RECOMPUTE
-    from commcost.memory import (GRAD_BYTES, WEIGHT_BYTES, buffer_bytes, in_flight_layers, model_state_bytes,
-                                 stage_activation_bytes)
+    from commcost.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
+                                 buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
+    from commcost.stacks import stack
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
@@ -36,34 +37,67 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     s_local = s / c
     first_layers = in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m)
     layer_params = (dense + expert) / (per_stage + 1)
-    act, buf = [], []
+    acts: dict[str, list] = {}
+    buf = []
+    for name in _stacks(inp):
+        st = stack(name, compiled=inp.compiled)
+        act = acts.setdefault(name, [])
+        for flag in (0, 1):
+            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none")
+            for rname in RECOMPUTE:
+                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, rname)
+                if rname == "selective" and st.selective == "alternate_matmul":
+                    per_layer = SELECTIVE_ALTERNATE_SHARE * none
+                working = RECOMPUTE_WORKING_FACTOR * none if rname == "full" else 0.0
+                act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
+                                                  held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
+                                                  seq_local=s_local, micro_batch=b, hidden=spec.hidden, tp=t,
+                                                  sequence_parallel=bool(flag), vocab=spec.vocab,
+                                                  dropout=spec.dropout,
+                                                  loss_bytes_per_vocab=st.loss_bytes_per_vocab)[0])
     for flag in (0, 1):
-        for name in RECOMPUTE:
-            per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, name)
-            working = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none") \
-                if name == "full" else 0.0
-            act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
-                                              held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
-                                              seq_local=s_local, micro_batch=b, hidden=spec.hidden, tp=t,
-                                              sequence_parallel=bool(flag), vocab=spec.vocab,
-                                              dropout=spec.dropout)[0])
         for z3 in (0, 1):
             buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
                                     zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES))
-    return dict(states=np.array(states), act=np.array(act), buf=np.array(buf))
+    return dict(states=np.array(states), act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf))
 
 
-def memory_grid(cols: dict, tables: dict, inp: SearchInputs) -> dict:
+def _stacks(inp: SearchInputs) -> tuple[str, ...]:
+    """The stacks a search prices: the one given, or under ``auto`` both a layout can imply."""
+    return ("fsdp", "megatron") if inp.stack == "auto" else (inp.stack,)
+
+
+def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
+    """``{stack: boolean column}``: which rows each stack prices (:func:`commcost.stacks.resolve_stack`'s rule)."""
+    import numpy as np
+
+    if inp.stack != "auto":
+        return {inp.stack: np.ones(len(cols["bi"]), dtype=bool)}
+    bi = cols["bi"]
+    fsdp = (cols["zero"] == 3) & (base["t"][bi] == 1) & (base["p"][bi] == 1)
+    return {"fsdp": fsdp, "megatron": ~fsdp}
+
+
+
+def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
     from commcost.plan import gpu_row
 
     bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
     states = tables["states"][zero, bi]
-    act = tables["act"][3 * sp + cols["rc"], bi]
+    import numpy as np
+
+    act = np.zeros(len(bi))
+    for name, mask in stack_masks(cols, base, inp).items():
+        act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
-    return dict(memory_bytes=states + act + buffers, states_bytes=states, activations_bytes=act,
+    from commcost.memory import CONTEXT_BYTES, NCCL_BYTES
+
+    total = states + act + buffers
+    return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + NCCL_BYTES[0],
+                states_bytes=states, activations_bytes=act,
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 
