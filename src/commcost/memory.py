@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",
-           "ddp_memory_per_gpu"]
+           "ddp_memory_per_gpu", "gemm_input_bytes"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -113,11 +113,15 @@ def _min(a, b):
 def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: float, heads: float, kv_heads: float,
                            qk_head_dim: float, head_dim: float, mlp_width: float, gated: bool, tp: float,
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
-                           top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0) -> float:
+                           top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
+                           gemm_input_bytes: float = 2.0) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
-    experts have total width ``shared_width``.
+    experts have total width ``shared_width``. ``gemm_input_bytes`` (``q_in``) is what each GEMM's
+    saved input takes per element: 2 in bf16, 1 where an fp8 recipe saves the quantized copy
+    (Transformer Engine keeps the fp8 input for the weight gradient): the QKV and MLP inputs
+    ``2 q_in s'bh``, O's input ``q_in s'b n_q d``, the down projection's input ``q_in s'b f``.
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
@@ -126,10 +130,11 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
         return 2.0 * sbh / r
     mask = 1.0 if dropout else 0.0
     kv_local = kv_heads + (tp - kv_heads) * (kv_heads < tp)   # K/V heads replicated when t > n_kv: max(n_kv, t)
-    replicated = (8.0 + 2.0 * mask) * sbh
+    q_in = gemm_input_bytes
+    replicated = (4.0 + 2.0 * q_in + 2.0 * mask) * sbh
     attention = (2.0 * s * b * (heads + kv_local) * qk_head_dim + 2.0 * s * b * kv_local * head_dim
-                 + 2.0 * s * b * heads * head_dim)
-    mlp_per_width = 8.0 if gated else 4.0
+                 + q_in * s * b * heads * head_dim)
+    mlp_per_width = (6.0 if gated else 2.0) + q_in
     if top_k:
         mlp = (mlp_per_width * s * b * top_k * mlp_width + mlp_per_width * s * b * shared_width)
         replicated += 2.0 * top_k * sbh + 4.0 * s * b * experts
@@ -222,15 +227,17 @@ def gpu_capacity_bytes(gpu: str) -> float:
     return float(lookup(gpus(), gpu, "GPU")["memory_bytes"])
 
 
-def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool) -> dict:
+def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float) -> dict:
     return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
-                sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash)
+                sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
+                gemm_input_bytes=gemm_input_bytes)
 
 
-def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str) -> float:
+def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
+                      gemm_input_bytes: float = 2.0) -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion)."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash), recompute)
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes), recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -274,9 +281,11 @@ def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_par
 
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
-                   optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None) -> MemoryBreakdown:
+                   optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
+                   fp8: bool = False) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
-    recomputation keeps and the loss's working set (None: Megatron's)."""
+    recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
+    saved quantized (None: the bf16 formula with fp32 logits)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -285,11 +294,12 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     w_e, g_e, o_e = model_state_bytes(expert, layout.zero, layout.expert_dp, weight_bytes=weight_bytes,
                                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     s_local = seq / layout.cp
-    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute)
+    q_in = gemm_input_bytes(stack, fp8)
+    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute, gemm_input_bytes=q_in)
+    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in)
     if stack is not None and stack.selective == "alternate_matmul" and layout.recompute == "selective":
-        per_layer = SELECTIVE_ALTERNATE_SHARE * stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none")
-    working = (RECOMPUTE_WORKING_FACTOR * stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none")
-               if layout.recompute == "full" else 0.0)
+        per_layer = SELECTIVE_ALTERNATE_SHARE * none
+    working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
     from commcost.parallel.layout import stage_layers
     from commcost.xp import SCALAR
 
@@ -313,6 +323,12 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
                            capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held)
+
+
+def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:
+    """``q_in``: 1 where an fp8 recipe's stack saves GEMM inputs quantized
+    (:attr:`~commcost.stacks.Stack.fp8_saves_inputs`), else 2."""
+    return 1.0 if fp8 and stack is not None and stack.fp8_saves_inputs else 2.0
 
 
 def ddp_memory_per_gpu(params: float) -> float:

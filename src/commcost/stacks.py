@@ -54,6 +54,8 @@ class Stack:
     """Bytes per token and vocabulary entry the loss holds at its peak (logits and the cross-entropy's buffers)."""
     fp8_weight_cast_per_micro_batch: bool
     """fp8 recipes cast the weights every micro-batch (torchao) rather than once a step (Transformer Engine)."""
+    fp8_saves_inputs: bool = False
+    """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
     sustained: float = 1.0
     """``u_stack``: the share of the kernels' benchmark rates this stack's training loop sustains
     (fitted: :mod:`commcost.operators`)."""

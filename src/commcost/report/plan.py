@@ -35,7 +35,8 @@ def advice(p: Plan) -> list[str]:
                 continue
             from commcost.stacks import stack as stack_of
             m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
-                                flash=p.inputs.flash_attention, stack=stack_of(p.stack, compiled=p.inputs.compiled))
+                                flash=p.inputs.flash_attention, stack=stack_of(p.stack, compiled=p.inputs.compiled),
+                                fp8=p.inputs.precision not in ("bf16", "fp16"))
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: {label} would bring it to "
                        f"{format_bytes(m2.total_bytes)} of {format_bytes(mem.capacity_bytes)}"
                        + ("" if m2.fits else " (still too much: raise tp or pp as well)"))

@@ -23,6 +23,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     from commcost.search.space import RECOMPUTE
     from commcost.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
                                  buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
+    from commcost.compute import precision_class
+    from commcost.memory import gemm_input_bytes
     from commcost.stacks import stack
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
@@ -41,11 +43,12 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     buf = []
     for name in _stacks(inp):
         st = stack(name, compiled=inp.compiled)
+        q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
         act = acts.setdefault(name, [])
         for flag in (0, 1):
-            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none")
+            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in)
             for rname in RECOMPUTE:
-                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, rname)
+                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, rname, q_in)
                 if rname == "selective" and st.selective == "alternate_matmul":
                     per_layer = SELECTIVE_ALTERNATE_SHARE * none
                 working = RECOMPUTE_WORKING_FACTOR * none if rname == "full" else 0.0
@@ -101,11 +104,11 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 
-def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute):
+def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in):
     """:func:`commcost.memory.stage_layer_bytes` with array ``s_local, b, t``."""
     kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
-              dropout=spec.dropout, flash=flash)
+              dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in)
     from commcost.memory import layer_mix_bytes
 
     return layer_mix_bytes(spec, kw, recompute)
