@@ -1,0 +1,106 @@
+"""The operator model (commcost.operators): hand-computed GEMM waves, attention FLOPs with the causal
+mask, the recomputation working set, and the invariants of the kernels."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commcost.operators import KernelRates, attention_s, gemm_s, gemm_train_s
+from commcost.xp import SCALAR
+
+
+def rates(**kw) -> KernelRates:
+    """Round numbers, so every expected value below can be worked by hand."""
+    base = dict(gemm_flops_per_s=1e15, gemm_operand_bytes=2.0, attention_peak_flops_per_s=1e15,
+                attention_forward_efficiency=0.5, attention_backward_efficiency=0.4, sms=100.0, tile_m=128.0,
+                tile_n=256.0, k_overhead=256.0, hbm_bytes_per_s=2e12, fp8=False, seq_half_tokens=0.0,
+                head_dim_half=32.0, source="test")
+    base.update(kw)
+    return KernelRates(**base)
+
+
+def test_gemm_one_wave_is_compute_bound_by_hand():
+    # M = N = K = 1000: tiles ceil(1000/128) x ceil(1000/256) = 8 x 4 = 32 <= 100 SMs: one wave;
+    # t_math = 1 x 2 x 128 x 256 x (1000 + 256) x 100 / 1e15 = 65,536 x 1,256 x 100 / 1e15 = 8.2313216e-6 s;
+    # t_mem = (1e6 + 1e6 + 1e6) x 2 B / 2e12 = 3e-6 s; the larger wins
+    assert gemm_s(SCALAR, rates(), m=1000, n=1000, k=1000) == pytest.approx(8.2313216e-6, rel=1e-12)
+
+
+def test_gemm_wave_quantization_on_132_sms_by_hand():
+    # M 8192, N 4096 on 132 SMs: 64 x 16 = 1,024 tiles, ceil(1024/132) = 8 waves (7 x 132 = 924 < 1,024);
+    # t_math = 8 x 2 x 128 x 256 x (4096 + 256) x 132 / 1e15 = 8 x 65,536 x 4,352 x 132 / 1e15
+    #        = 3.01196...e-4 s
+    r = rates(sms=132.0)
+    expected = 8 * 65536 * 4352 * 132 / 1e15
+    assert gemm_s(SCALAR, r, m=8192, n=4096, k=4096) == pytest.approx(expected, rel=1e-12)
+    # one tile more than 8 full waves needs a ninth: N = 4096 + 1 -> 64 x 17 = 1,088 tiles -> 9 waves
+    assert gemm_s(SCALAR, r, m=8192, n=4097, k=4096) == pytest.approx(9 * 65536 * 4352 * 132 / 1e15, rel=1e-12)
+
+
+def test_gemm_memory_bound_when_thin():
+    # M = 1 (a single token): t_mem = (1 x 8192 + 8192 x 8192 + 1 x 8192) x 2 / 2e12 = 6.7125248e-5 s,
+    # t_math = 1 wave x 65,536 x (8192 + 256) x 100 / 1e15 = 5.5364...e-5 s: memory wins
+    t = gemm_s(SCALAR, rates(), m=1, n=8192, k=8192)
+    assert t == pytest.approx((8192 + 8192 * 8192 + 8192) * 2 / 2e12, rel=1e-12)
+
+
+def test_gemm_backward_is_dgrad_plus_wgrad():
+    r = rates()
+    fwd, bwd = gemm_train_s(SCALAR, r, m=4096, n=1024, k=2048)
+    assert fwd == gemm_s(SCALAR, r, m=4096, n=1024, k=2048)
+    assert bwd == gemm_s(SCALAR, r, m=4096, n=2048, k=1024) + gemm_s(SCALAR, r, m=2048, n=1024, k=4096)
+
+
+def test_attention_causal_flops_by_hand():
+    # n = s = 4096 tokens, 32 heads of d = 128 (d_qk = d): forward F = 2 n (s/2) n_q (d_qk + d)
+    # = 2 x 4096 x 2048 x 32 x 256 = 1.37438953472e11 FLOPs; at 0.5 of 1e15 (s_0 = 0: no sequence loss;
+    # d = 128: no head-dim loss) 2.74877906944e-4 s; backward 2.5 F at 0.4 of 1e15 = 8.5899345920e-4 s
+    fwd, bwd = attention_s(SCALAR, rates(), tokens=4096, seq=4096, heads_local=32, d_qk=128, d_v=128, flash=True)
+    assert fwd == pytest.approx(1.37438953472e11 / 0.5e15, rel=1e-12)
+    assert bwd == pytest.approx(2.5 * 1.37438953472e11 / 0.4e15, rel=1e-12)
+    # without flash attention the whole square is computed: twice the FLOPs
+    fwd_full, _ = attention_s(SCALAR, rates(), tokens=4096, seq=4096, heads_local=32, d_qk=128, d_v=128, flash=False)
+    assert fwd_full == pytest.approx(2 * fwd, rel=1e-12)
+
+
+def test_attention_efficiency_curve_by_hand():
+    # s_0 = 400: at s = 400 half of eta_max; head dim 64 -> (64/96) / (128/160) = 0.8333...
+    r = rates(seq_half_tokens=400.0)
+    f400, _ = attention_s(SCALAR, r, tokens=400, seq=400, heads_local=1, d_qk=64, d_v=64, flash=True)
+    flops = 2 * 400 * 200 * 1 * 128
+    assert f400 == pytest.approx(flops / (1e15 * 0.5 * 0.5 * (64 / 96) / (128 / 160)), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 20000), n=st.integers(1, 20000), k=st.integers(1, 20000), dm=st.integers(1, 5000))
+def test_gemm_time_monotone_in_each_dimension(m, n, k, dm):
+    r = rates(sms=132.0)
+    t = gemm_s(SCALAR, r, m=m, n=n, k=k)
+    assert gemm_s(SCALAR, r, m=m + dm, n=n, k=k) >= t
+    assert gemm_s(SCALAR, r, m=m, n=n + dm, k=k) >= t
+    assert gemm_s(SCALAR, r, m=m, n=n, k=k + dm) >= t
+    # and never faster than the sustained rate on its FLOPs
+    assert t >= 2.0 * m * n * k / r.gemm_flops_per_s * (1 - 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(s=st.integers(64, 1 << 18), ds=st.integers(1, 1 << 16))
+def test_attention_time_grows_with_sequence(s, ds):
+    r = rates(seq_half_tokens=400.0)
+    a = sum(attention_s(SCALAR, r, tokens=s, seq=s, heads_local=8, d_qk=128, d_v=128, flash=True))
+    b = sum(attention_s(SCALAR, r, tokens=s + ds, seq=s + ds, heads_local=8, d_qk=128, d_v=128, flash=True))
+    assert b > a
+
+
+def test_kernels_agree_on_floats_and_columns():
+    np = pytest.importorskip("numpy")
+    r = rates(sms=132.0, seq_half_tokens=400.0)
+    ms = np.array([1.0, 777.0, 8192.0])
+    col = gemm_s(np, r, m=ms, n=4096.0, k=4096.0)
+    for i, m in enumerate(ms):
+        assert col[i] == gemm_s(SCALAR, r, m=float(m), n=4096.0, k=4096.0)
+    assert math.isfinite(float(col.sum()))
