@@ -226,7 +226,8 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
                        gpus_per_node=G)
     else:
         ops += zero_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=expert, layers_per_stage=per_stage,
-                        grad_bytes=inp.grad_bytes, weight_bytes=2.0, gpus_per_node=G)
+                        grad_bytes=inp.grad_bytes, weight_bytes=2.0, gpus_per_node=G,
+                        gathers_per_layer=zero3_gathers_per_layer(inp))
     return tuple(ops)
 
 
@@ -307,7 +308,8 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
             continue
         lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=n * T, exposed_s=exposed))
     if L.zero == 3:
-        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=per_stage + 1, t_layer_f=t_layer_f)
+        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=per_stage + 1, t_layer_f=t_layer_f,
+                                             gathers=zero3_gathers_per_layer(inp))
         critical_mb += zero3_mb
         lines += zero3_lines
         dp_ops = []
@@ -356,21 +358,29 @@ def operator_times(inp: PlanInputs):
                                  flash=inp.flash_attention)
 
 
-def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float) -> tuple[float, list[CommLine]]:
+def zero3_gathers_per_layer(inp: PlanInputs) -> int:
+    """``g``: ZeRO-3 all-gathers per layer and pass of the plan's stack (:mod:`commcost.parallel.zero`)."""
+    from commcost.stacks import resolve_stack, stack
+
+    return stack(resolve_stack(inp.stack, inp.layout)[0]).zero3_gathers_per_layer
+
+
+def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int = 1) -> tuple[float, list[CommLine]]:
     """ZeRO-3's per-layer gathers and scatters behind the neighbouring layer's compute
     (:func:`commcost.compose.zero3_exposed_s`): ``(critical seconds per micro-batch, lines)``, the
-    backward's exposed part split between gather and scatter by their times."""
+    backward's exposed part split between gather and scatter by their times; a layer's gather is
+    ``g`` all-gathers (``gathers``) one after another."""
     from commcost import compose as K
     from commcost.xp import SCALAR
 
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
     rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
-    T_ag, T_rs = sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
+    T_ag, T_rs = gathers * sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
     fwd, bwd = K.zero3_layer_exposed_s(SCALAR, gather_s=T_ag, scatter_s=T_rs, layer_fwd_s=t_layer_f)
     critical_mb, _ = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=units, micro_batches=m, gather_s=T_ag)
     lines = []
     for o, T, a in ag:
-        share = T / T_ag if T_ag else 0.0
+        share = gathers * T / T_ag if T_ag else 0.0
         lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
                               exposed_s=share * (m * units * (fwd + bwd * T_ag / (T_ag + T_rs)) + T_ag)))
     for o, T, a in rs:

@@ -206,5 +206,8 @@ def run(args: argparse.Namespace) -> int:
 
         write_trace(args.trace_out, plan_chrome_trace(result))
         notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
-    print(render_plan_json(result, extra, band) if args.json else render_plan_text(result, notes, band))
+    from commcost.sensitivity import sensitivity
+
+    sens = sensitivity(inp, model)
+    print(render_plan_json(result, extra, band, sens) if args.json else render_plan_text(result, notes, band, sens))
     return 0

@@ -12,7 +12,10 @@ experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
   forward and again before its backward, and a reduce-scatter of its gradients after the
   backward (``3 x`` the weights' bytes per micro-batch: Rajbhandari et al. section 7.2.2, 1.5x
   the all-reduce). Prefetched one layer ahead, each hides behind the neighbouring layer's compute:
-  exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.plan`).
+  exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.plan`). A stack that gathers
+  parameter by parameter (DeepSpeed ZeRO-3: :attr:`commcost.stacks.Stack.zero3_gathers_per_layer`
+  ``= g``) issues ``g`` all-gathers of ``1/g`` of the layer each: the same bytes, ``g`` times the
+  latency terms (at thousands of ranks a ring all-gather's ``(P-1) alpha`` is milliseconds).
 * Hybrid sharding (FSDP ``HYBRID_SHARD``): the gathers and scatters run over the shard group, and each
   layer's gradient shard is then all-reduced across the ``d c / shard`` replicas (``G q_g / shard``),
   once per micro-batch, in the same backward window.
@@ -27,7 +30,8 @@ __all__ = ["zero_ops"]
 
 
 def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_gpu: float, layers_per_stage: float,
-             grad_bytes: float, weight_bytes: float, gpus_per_node: int) -> tuple[CommOp, ...]:
+             grad_bytes: float, weight_bytes: float, gpus_per_node: int,
+             gathers_per_layer: int = 1) -> tuple[CommOp, ...]:
     """The ZeRO-1/2/3 collectives one GPU issues per step (module docstring)."""
     L = layout
     out = []
@@ -48,9 +52,11 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
             units = layers_per_stage + 1                 # the layers and the stage's embedding/head
             per = params / units
             m = L.micro_batches
-            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=per * weight_bytes,
-                              group_size=D, ranks_per_node=rpn, count_per_step=2.0 * m * units, critical=False,
-                              what=f"{kind} weights of one layer before its forward and its backward (prefetched)"))
+            g = gathers_per_layer
+            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=per * weight_bytes / g,
+                              group_size=D, ranks_per_node=rpn, count_per_step=2.0 * m * units * g, critical=False,
+                              what=f"{kind} weights of one layer before its forward and its backward (prefetched"
+                                   + (f"; {g} gathers per layer, one per parameter tensor)" if g > 1 else ")")))
             out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=per * grad_bytes,
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0 * m * units, critical=False,
                               what=f"{kind} gradients of one layer after its backward"))

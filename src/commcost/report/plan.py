@@ -106,9 +106,11 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
     }
 
 
-def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None) -> str:
-    """Strict JSON (no NaN or infinity)."""
+def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
+                     sensitivity: tuple = ()) -> str:
+    """Strict JSON (no NaN or infinity); ``sensitivity`` (:func:`commcost.sensitivity.sensitivity`) under its key."""
     d = plan_to_dict(p, band)
+    d["sensitivity"] = [row.to_dict() for row in sensitivity]
     if extra:
         d.update(extra)
     from commcost.report._json import dumps_json
@@ -152,7 +154,21 @@ def _operator_lines(p: Plan) -> list[str]:
     return out
 
 
-def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None) -> str:
+def _sensitivity_lines(rows: tuple) -> list[str]:
+    """One line per unstated input: the step at each value the layout admits."""
+    if not rows:
+        return []
+    out = ["", "sensitivity (inputs sources often leave out; the step at each value):"]
+    for r in rows:
+        cells = " / ".join(f"{v}{'*' if v == r.current else ''} {format_seconds(st)}{'' if ok else ' (OOM)'}"
+                           for v, st, ok in zip(r.values, r.step_s, r.fits))
+        out.append(f"  {r.input} (spread {r.spread:.0%}): {cells}")
+    out.append("  (* the plan's value; OOM: does not fit)")
+    return out
+
+
+def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
+                     sensitivity: tuple = ()) -> str:
     """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds."""
     inp, L, mem = p.inputs, p.inputs.layout, p.memory
     spec = inp.spec
@@ -208,6 +224,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     if tips:
         lines.append("")
         lines += [f"advice: {t}" for t in tips]
+    lines += _sensitivity_lines(sensitivity)
     if extra_lines:
         lines += ["", *extra_lines]
     return "\n".join(lines)

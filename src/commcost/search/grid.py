@@ -155,13 +155,22 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     X["T_pp"] = col(Collective.SEND_RECV, b * (s / c) * spec.hidden * q / t, 2, X["pp_pair"], pi > 1)  # pipeline.py
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = X["per_stage"] + 1                                    # parallel/zero.py, ZeRO-3
+    g = _zero3_gathers(inp)                                       # a layer's gathers, one after another
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
         on = (P > 1) & (params > 0) & need["z3"]
-        X["T3_ag"] += col(Collective.ALL_GATHER, params / units * WEIGHT_BYTES, P, rpn, on)
+        X["T3_ag"] += g * col(Collective.ALL_GATHER, params / units / g * WEIGHT_BYTES, P, rpn, on)
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, params / units * q_g, P, rpn, on)
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
     return X
+
+
+def _zero3_gathers(inp: SearchInputs) -> int:
+    """``g`` of :func:`commcost.plan.zero3_gathers_per_layer`: 1 under ``auto`` (ZeRO-3 layouts resolve to
+    fsdp or megatron, both one gather per layer), else the given stack's."""
+    from commcost.stacks import stack
+
+    return 1 if inp.stack == "auto" else stack(inp.stack).zero3_gathers_per_layer
 
 
 def needed(cols: dict, nb: int, ncaps: int) -> dict:

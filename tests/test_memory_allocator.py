@@ -1,0 +1,65 @@
+"""Memory as the allocator sees it (commcost.memory): the full-recomputation working set, the
+selective-checkpointing share, the loss's working set, and the reserved / on-the-card range."""
+
+from __future__ import annotations
+
+import pytest
+
+from commcost.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, memory_per_gpu)
+from commcost.parallel.layout import Layout
+from commcost.stacks import stack
+from commcost.transformer import TransformerSpec
+
+SPEC = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=100)
+S = 32
+
+
+def test_full_recompute_working_set_by_hand():
+    # one layer without recomputation, s' = 32, b = 1, h = 64, 4 heads of d = 16, f = 256, flash, no dropout:
+    #   norms' inputs 4 sbh + QKV and MLP inputs 2 x 2 sbh = 8 sbh = 8 x 2,048 = 16,384
+    #   Q and K 2 s (4 + 4) 16 = 8,192; V 2 s 4 16 = 4,096; O's input 2 s 4 16 = 4,096   -> 16,384
+    #   MLP (2 + 2) s f = 4 x 32 x 256 = 32,768; flash's log-sum-exp 4 x 4 x 32 = 512
+    #   A_none = 16,384 + 16,384 + 32,768 + 512 = 66,048 bytes
+    # full recomputation keeps each layer's input 2 sbh = 4,096 (x 2 layers = 8,192), and the layer being
+    # recomputed holds its activations and their gradients: 2 A_none = 132,096;
+    # fp32 logits 4 s V = 4 x 32 x 100 = 12,800 (no stack given)
+    mem = memory_per_gpu(SPEC, Layout(dp=1, recompute="full"), seq=S, capacity_bytes=80e9)
+    assert mem.activations_bytes == pytest.approx(8192 + 132096 + 12800, rel=1e-12)
+
+
+def test_selective_means_what_the_stack_recomputes():
+    none = memory_per_gpu(SPEC, Layout(dp=1), seq=S, capacity_bytes=80e9)
+    # Megatron's selective recomputes the attention core: with flash attention nothing s^2 is saved anyway
+    meg = memory_per_gpu(SPEC, Layout(dp=1, recompute="selective"), seq=S, capacity_bytes=80e9,
+                         stack=stack("megatron"))
+    tt = memory_per_gpu(SPEC, Layout(dp=1, recompute="selective"), seq=S, capacity_bytes=80e9,
+                        stack=stack("torchtitan"))
+    # the loss: 6 (Megatron) and 10 (autocast cross-entropy) bytes x s V = 32 x 100 -> 19,200 and 32,000
+    assert meg.activations_bytes == pytest.approx(2 * 66048 + 19200, rel=1e-12)
+    # PyTorch's op-level selective checkpointing keeps half a layer: 2 x 66,048 / 2 = 66,048
+    assert tt.activations_bytes == pytest.approx(66048 + 32000, rel=1e-12)
+    assert none.activations_bytes == pytest.approx(2 * 66048 + 12800, rel=1e-12)
+
+
+def test_reserved_and_card_ranges_and_the_verdict_by_hand():
+    GiB = 2**30
+    m = MemoryBreakdown(weights_bytes=10 * GiB, gradients_bytes=10 * GiB, optimizer_bytes=20 * GiB,
+                        activations_bytes=30 * GiB, buffers_bytes=0.0, total_bytes=70 * GiB,
+                        capacity_bytes=80 * GiB, stage="only", in_flight_layers=1.0)
+    # reserved: 70 GiB x (1 + 0) to 70 x 1.15 = 80.5 GiB
+    assert m.reserved_bytes == pytest.approx((70 * GiB, 80.5 * GiB))
+    # on the card: + context 0.5-1 GiB + NCCL 0.25-2 GiB -> 70.75 to 83.5 GiB
+    assert m.device_bytes == pytest.approx((70.75 * GiB, 83.5 * GiB))
+    assert (CONTEXT_BYTES, NCCL_BYTES) == ((0.5 * GiB, 1.0 * GiB), (0.25 * GiB, 2.0 * GiB))
+    # 80 GiB card: the low estimate fits, the high one does not -> tight, and it "fits" (not called OOM)
+    assert m.verdict == "tight" and m.fits
+    big = MemoryBreakdown(weights_bytes=0.0, gradients_bytes=0.0, optimizer_bytes=0.0, activations_bytes=0.0,
+                          buffers_bytes=0.0, total_bytes=79.5 * GiB, capacity_bytes=80 * GiB, stage="only",
+                          in_flight_layers=1.0)
+    # 79.5 + 0.75 = 80.25 GiB > 80: does not fit even at the low estimate
+    assert big.verdict == "does not fit" and not big.fits
+    small = MemoryBreakdown(weights_bytes=0.0, gradients_bytes=0.0, optimizer_bytes=0.0, activations_bytes=0.0,
+                            buffers_bytes=0.0, total_bytes=60 * GiB, capacity_bytes=80 * GiB, stage="only",
+                            in_flight_layers=1.0)
+    # 60 x 1.15 + 3 = 72 GiB <= 80: fits at the high estimate too
+    assert small.verdict == "fits"

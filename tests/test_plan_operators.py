@@ -1,0 +1,99 @@
+"""plan with the operator model: the stack it names, the compute split, the MFU frontier, the
+sensitivity of unstated inputs, and the same numbers from plan and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from commcost.comm.model import FabricModel
+from commcost.parallel.layout import Layout
+from commcost.plan import PlanInputs, operator_times, plan
+from commcost.presets import system_group
+from commcost.sensitivity import SensitivityRow, sensitivity
+from commcost.stacks import resolve_stack
+from commcost.transformer import model_spec
+from conftest import run_commcost
+
+SPEC = model_spec("llama3-8b")
+
+
+def _inp(**layout) -> tuple[PlanInputs, FabricModel]:
+    topo, _ = system_group("dgx-h100", nodes=1)
+    kw = dict(dp=8, global_batch=32)
+    kw.update(layout)
+    return PlanInputs(spec=SPEC, layout=Layout(**kw), seq=8192, gpu="h100-sxm", gpus_per_node=8), \
+        FabricModel(topology=topo)
+
+
+def test_auto_stack_follows_the_layout():
+    assert resolve_stack("auto", Layout(dp=8, zero=3, global_batch=8))[0] == "fsdp"
+    assert resolve_stack("auto", Layout(dp=4, tp=2, zero=3, global_batch=8))[0] == "megatron"
+    assert resolve_stack("auto", Layout(dp=8, zero=1, global_batch=8))[0] == "megatron"
+    assert resolve_stack("torchtitan", Layout(dp=8, global_batch=8)) == ("torchtitan", "given (--stack)")
+
+
+def test_compute_by_operator_sums_to_compute():
+    inp, model = _inp(zero=3)
+    p = plan(inp, model)
+    ops = operator_times(inp)
+    # compute = m x t_c, and t_c is the operators' sum (4 micro-batches: 32 / (1 x 8))
+    assert p.compute_s == pytest.approx(4 * ops.compute_s, rel=1e-12)
+    assert sum(p.compute_by_operator.values()) == pytest.approx(p.compute_s, rel=1e-12)
+    assert p.stack == "fsdp"
+
+
+def test_eager_stacks_are_slower_than_fused_and_compile_helps():
+    inp, model = _inp(zero=3)
+    steps = {s: plan(replace(inp, stack=s), model).step_s for s in ("megatron", "torchtitan")}
+    compiled = plan(replace(inp, stack="torchtitan", compiled=True), model).step_s
+    assert steps["torchtitan"] > compiled > steps["megatron"] * 0.9
+    assert steps["torchtitan"] > steps["megatron"]
+
+
+def test_fp8_attention_only_when_asked():
+    inp, model = _inp(zero=1)
+    bf16_attn = operator_times(replace(inp, precision="fp8")).attention_s
+    fp8_attn = operator_times(replace(inp, precision="fp8", fp8_attention=True)).attention_s
+    # the fp8 peak is twice the bf16 peak on H100 (1,979 vs 989.4 TFLOP/s): attention takes half the time
+    assert fp8_attn == pytest.approx(bf16_attn * 989.4 / 1979, rel=1e-9)
+    assert operator_times(replace(inp, precision="bf16")).attention_s == pytest.approx(bf16_attn, rel=1e-12)
+
+
+def test_a_plan_above_the_best_published_mfu_says_so():
+    inp, model = _inp(zero=1)
+    p = plan(replace(inp, efficiency=0.95), model)
+    assert p.mfu > 0.47
+    assert any("above the best published 47.0%" in w and "Megatron-LM README" in w for w in p.warnings)
+    assert not any("best published" in w for w in plan(replace(inp, efficiency=0.3), model).warnings)
+
+
+def test_sensitivity_spread_by_hand():
+    row = SensitivityRow(input="--micro-batch", values=("1", "2"), step_s=(2.0, 3.0), fits=(True, True), current="1")
+    # (3 - 2) / 2 = 0.5
+    assert row.spread == 0.5
+
+
+def test_sensitivity_steps_are_plans_steps():
+    inp, model = _inp(zero=1)
+    rows = {r.input: r for r in sensitivity(inp, model)}
+    mb = rows["--micro-batch"]
+    for v, s in zip(mb.values, mb.step_s):
+        assert s == plan(replace(inp, layout=replace(inp.layout, micro_batch=int(v))), model).step_s
+    assert "--vp" not in rows            # no pipeline: no virtual stages
+    assert rows["--stack"].current == "megatron"
+
+
+def test_cli_prints_the_same_step_and_keys():
+    inp, model = _inp(zero=3)
+    p = plan(inp, model)
+    r = run_commcost("plan", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "32",
+                     "--zero", "3", "--seq", "8192", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["step_s"] == p.step_s
+    assert d["stack"] == "fsdp" and set(d["compute_by_operator"]) >= {"gemm_s", "attention_s", "elementwise_s"}
+    assert d["memory"]["verdict"] in ("fits", "tight", "does not fit")
+    assert {r["input"] for r in d["sensitivity"]} >= {"--micro-batch", "--recompute", "--stack"}
