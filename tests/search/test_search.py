@@ -159,6 +159,8 @@ def test_plan_of_the_top_configuration_prints_what_search_printed(capsys):
                  *flags, "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     for key in p:
+        if key == "sensitivity":      # plan's re-plans of one layout; search ranks the whole space instead
+            continue
         assert top[key] == p[key], key
     # the text: the best row's step, memory and layout as plan prints them
     assert main([*CLI, "--top", "3"]) == 0
