@@ -142,8 +142,9 @@ def test_timeline_auto_band_is_the_best_caps():
 
 # --- plan ------------------------------------------------------------------------------------------
 
-PLAN = ("plan", "--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "16", "--tp", "8", "--global-batch", "256",
-        "--zero", "1")
+# one micro-batch of 512 tokens: a forward short enough that ZeRO-1's weight all-gather is not wholly hidden
+PLAN = ("plan", "--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "16", "--tp", "8", "--global-batch", "2",
+        "--seq", "512", "--zero", "1")
 
 
 def test_plan_on_a_preset_bands_each_collective_by_its_groups_class():
