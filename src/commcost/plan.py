@@ -164,6 +164,15 @@ class Plan:
     """The CommModel's one-line description."""
     warnings: tuple[str, ...] = field(default=())
     """Scope warnings of the CommModel."""
+    dp_timeline: tuple | None = None
+    """``(TimelineInputs, all-reduce cost)`` of the data-parallel gradient timeline; None without one."""
+
+    @property
+    def bucket_advice(self):
+        """The DP gradients' bucket advice on :attr:`dp_timeline` (:mod:`commcost.step.bucket_advice`)."""
+        from commcost.step.bucket_advice import recommend_buckets
+        return None if self.dp_timeline is None else recommend_buckets(self.dp_timeline[0],
+                                                                       allreduce_s=self.dp_timeline[1])
 
     @property
     def wire_s(self) -> float:
@@ -260,7 +269,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     passes = 3 if L.recompute == "full" else 2
     lines: list[CommLine] = []
     critical_mb = 0.0
-    dp_ops = []
+    dp_ops, advice = [], []
     for op, T, alg in priced:
         n = op.count_per_step
         if op.dimension == "tp":
@@ -288,7 +297,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                                              critical_mb_s=critical_mb)
     if dp_ops:
         lines += _data_parallel_lines(inp, model, dp_ops, t_mb=t_mb, t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share,
-                                      crossing=crossing)
+                                      crossing=crossing, advice=advice)
     exposed_total = sum(line.exposed_s for line in lines)
     optimizer = _optimizer_s(inp)
     step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
@@ -302,7 +311,8 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                 tokens_per_s_per_gpu=K.tokens_per_s_per_gpu(tokens_per_step=tokens, step_s=step, gpus=W),
                 model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
-                comm=tuple(lines), memory=mem, comm_model=model.describe(), warnings=tuple(warnings))
+                comm=tuple(lines), memory=mem, comm_model=model.describe(), warnings=tuple(warnings),
+                dp_timeline=advice[0] if advice else None)
 
 
 def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float) -> tuple[float, list[CommLine]]:
@@ -355,7 +365,7 @@ def _optimizer_s(inp: PlanInputs) -> float:
 
 
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
-                         fwd_share: float, crossing: int) -> list[CommLine]:
+                         fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
     from commcost import compose as K
     from commcost.step.ddp_buckets import ddp_bucket_caps
@@ -386,6 +396,8 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
                                 grad_accum=K.dp_accumulated_micro_batches(SCALAR, pp=L.pp, micro_batches=L.micro_batches))
         # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
         _, wire, exposed, _ = evaluate_caps(tl_inp, caps, allreduce_s=cost)
+        if advice is not None:  # kept for the one bucket advice (Plan.bucket_advice)
+            advice.append((tl_inp, cost))
         for (o, f), (_, T, a) in zip(shares, grads):
             out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
     for o, T, a in gathers:

@@ -68,12 +68,14 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.dtypes import bytes_per_element, gradient_bytes
 
+    shape = None
     if args.model is not None:
         from commcost.workload import model_params, model_preset
 
         if args.params is not None:
             A.fail("--model sets the parameter count; drop --params")
-        args.params = model_params(model_preset(args.model)) / BILLION
+        shape = model_preset(args.model)  # its tensors: the per-tensor gradient stream (bucket advice)
+        args.params = model_params(shape) / BILLION
     want_budget = args.params is not None or args.step_ms is not None
     if not want_budget and not args.layer_ratio:
         A.fail("nothing to report: give --params (or --model) and --step-ms, or --layer-ratio with --hidden and --seq")
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             fix_grad_accum=args.fix_grad_accum, intra_node_comm=FlatLinkModel(link=intra),
             gpus_per_node=args.gpus_per_node, bucket_caps_bytes=tuple(args.buckets),
             max_latency_share=args.max_latency_share, tail_budget_fraction=args.tail_budget,
-            algorithm=args.algorithm,
+            algorithm=args.algorithm, shape=shape,
         ))
         band = None
         if resolved.band_topology is not None:  # a system preset alone: the measured band of its class

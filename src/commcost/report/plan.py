@@ -100,7 +100,14 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
+        "bucket_advice": _bucket_advice_dict(p),
     }
+
+
+def _bucket_advice_dict(p: Plan) -> dict | None:
+    from commcost.report.bucket_advice import bucket_advice_to_dict
+
+    return bucket_advice_to_dict(p.bucket_advice)
 
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None) -> str:
@@ -165,6 +172,9 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
                      f"{format_seconds(line.time_s):>11}{format_seconds(line.exposed_s):>11}")
     if not p.comm:
         lines.append("  (none: one GPU)")
+    if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
+        from commcost.report.bucket_advice import render_bucket_advice
+        lines.append("  DP bucket advice (gradients at a uniform rate): " + render_bucket_advice(p.bucket_advice))
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",

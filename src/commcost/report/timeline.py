@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commcost.report.bucket_advice import render_bucket_advice
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline, TimelineInputs
 from commcost.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
@@ -162,10 +163,8 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("  left of the best: every bucket pays 2(P-1)a, T_w grows and the stream falls behind; "
                  "right of it: the last bucket fills only when backward ends and its all-reduce is the tail")
     lines.append("")
-    c = sw.choice
-    lines.append(f"  good caps: exposing within max(5%, 50 us) = {t(c.tolerance_s)} of the least "
-                 f"({t(c.min_exposed_s)}): {_good_caps(c)}")
-    lines.append(f"  best = the {c.rule}: fewer buckets pay fewer latency terms")
+    lines.append("  bucket advice: " + render_bucket_advice(sw.advice))
+    lines.append("  (fewer buckets pay fewer latency terms; the same advice as `commcost budget` and `plan`)")
     lines.append(f"  best cap {_mib(best.bucket_cap_bytes)}: step {t(best.step_s)}, exposed {t(best.exposed_s)} "
                  f"({pct(best.exposed_s / best.wire_s) if best.wire_s > 0 else '0.0%'} of its T_w = {t(best.wire_s)})")
     lines.append(f"  PyTorch default (25 MiB, first bucket 1 MiB): step {t(default.step_s)}, exposed "
@@ -176,15 +175,6 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("")
     lines += _summary(best, ctx.band)
     return "\n".join(lines)
-
-
-def _good_caps(c) -> str:
-    """``"64 MiB to 256 MiB (5 of 33 caps tried)"`` when contiguous, the list when the curve zig-zags."""
-    n = len(c.good_caps_bytes)
-    if n <= 4:
-        return ", ".join(_mib(b) for b in c.good_caps_bytes) + f" ({n} of {c.caps_tried} caps tried)"
-    return (f"{n} of {c.caps_tried} caps tried, from {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)} "
-            "(not every cap between them)")
 
 
 def _pair(x: tuple[float, float] | None) -> list[float] | None:
