@@ -46,7 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("objective and output")
     o.add_argument("--objective", choices=("step", "tokens-per-gpu", "cost"), default="step",
                    help="rank by step time, tokens/s/GPU, or dollars per million tokens (default step)")
-    o.add_argument("--price-per-gpu-hour", type=A.positive_float, help="dollars per GPU-hour (--objective cost)")
+    o.add_argument("--price-per-gpu-hour", type=A.positive_float,
+                   help="dollars per GPU-hour (--objective cost; with --train-tokens, the run's cost)")
+    o.add_argument("--train-tokens", type=A.token_count,
+                   help="tokens to train on (2e12, 2T, 300B): each result's days and GPU-hours")
     o.add_argument("--top", type=A.positive_int, default=10, help="configurations shown (default 10)")
     o.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     o.add_argument("--csv", metavar="FILE", help="write the top configurations to FILE, plan --json's keys flattened")
@@ -116,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
                        objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0, top=args.top,
-                       keep_points=args.plot is not None)
+                       keep_points=args.plot is not None, train_tokens=args.train_tokens)
     bar = _Progress(not args.no_progress and not args.json)
     try:
         result = search(inp, model, progress=bar)

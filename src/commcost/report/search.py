@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from commcost.training_cost import usd_per_million_tokens
 from commcost.units import format_bytes, format_seconds
 
 TYPE_CHECKING = False
@@ -84,6 +85,16 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
     return ", ".join(parts) or "no layout field"
 
 
+def _training(inp, p: Plan):
+    """The training run's cost at ``p``'s throughput (:mod:`commcost.training_cost`); None without tokens."""
+    if inp.train_tokens is None:
+        return None
+    from commcost.training_cost import training_cost
+
+    return training_cost(tokens=inp.train_tokens, tokens_per_s_per_gpu=p.tokens_per_s_per_gpu,
+                         gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)
+
+
 def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
@@ -92,14 +103,16 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
 
     inp = r.inputs
     results = []
-    tokens = inp.space.global_batch * inp.space.seq
     for rank, p in enumerate(r.plans, 1):
         d = plan_to_dict(p, None if bands is None else bands[rank - 1])
         d["rank"] = rank
         d["plan_flags"] = plan_flags(p)
         if inp.price_per_gpu_hour > 0:
-            d["usd_per_million_tokens"] = 1e6 * inp.price_per_gpu_hour * p.inputs.layout.world * p.step_s / (
-                3600.0 * tokens)
+            d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
+        run_cost = _training(inp, p)
+        if run_cost is not None:
+            from commcost.report.training import training_to_dict
+            d["training"] = training_to_dict(run_cost)
         results.append(d)
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
            "global_batch": inp.space.global_batch, "objective": inp.objective, "evaluated": r.evaluated,
@@ -151,12 +164,11 @@ def render_search_text(r: SearchResult) -> str:
                          "recomputation was tried)")
         return "\n".join(lines)
     lines.append(f"fabric: {r.plans[0].comm_model}")
-    tokens = sp.global_batch * sp.seq
     lines += ["", f"{'#':>3} {'step':>10} {'tok/s/GPU':>10} {'MFU':>6} {'compute':>10} {'bubble':>10} "
                   f"{'exp. comm':>10} {'optim.':>9} {'memory':>9}" + ("  $/Mtok" if inp.price_per_gpu_hour else "")
               + "  layout"]
     for i, p in enumerate(r.plans, 1):
-        cost = (f"  {1e6 * inp.price_per_gpu_hour * p.inputs.layout.world * p.step_s / (3600 * tokens):6.3f}"
+        cost = (f"  {usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):6.3f}"
                 if inp.price_per_gpu_hour else "")
         lines.append(f"{i:>3} {format_seconds(p.step_s):>10} {p.tokens_per_s_per_gpu:>10,.0f} {p.mfu:>6.1%} "
                      f"{format_seconds(p.compute_s):>10} {format_seconds(p.pipeline_bubble_s):>10} "
@@ -172,6 +184,10 @@ def render_search_text(r: SearchResult) -> str:
               f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
     if len(r.plans) >= 2:
         lines.append("  why: " + why_best(best, r.plans[1]))
+    run_cost = _training(inp, best)
+    if run_cost is not None:
+        from commcost.report.training import render_training
+        lines.append("  " + render_training(run_cost))
     for w in best.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)

@@ -61,6 +61,8 @@ class SearchInputs:
     """Configurations returned, best first."""
     keep_points: bool = False
     """Keep every feasible configuration's ``(step, memory, W)`` (for the Pareto plot)."""
+    train_tokens: float | None = None
+    """Tokens of a training run to cost for each result (:mod:`commcost.training_cost`); None: not costed."""
 
     def __post_init__(self) -> None:
         from commcost.compute import precision_class
@@ -114,7 +116,9 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
         return step_s
     if objective == "tokens-per-gpu":
         return -tokens_per_step / (step_s * gpus)
-    return 1e6 * price_per_gpu_hour * gpus * step_s / (3600.0 * tokens_per_step)
+    from commcost.training_cost import usd_per_million_tokens
+
+    return usd_per_million_tokens(price_per_gpu_hour, tokens_per_step / (step_s * gpus))
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
