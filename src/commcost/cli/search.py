@@ -57,6 +57,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts", "top_k",
+                "expert_ffn_hidden", "moe_layers")
+"""``plan``'s shape flags (:func:`commcost.cli.plan.add_model_arguments`)."""
+
+
+def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
+    """Every ``commcost plan`` flag of this search that is not the layout: the model (``--model`` or its
+    shape), ``--seq``, ``--global-batch``, the hardware and the compute flags, shell-quoted; each result's
+    ``plan_command`` is ``commcost plan`` + these + its layout flags."""
+    import shlex
+
+    out: list[str] = []
+
+    def add(flag: str, value) -> None:
+        if value is None or value is False:
+            return
+        out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
+
+    if args.model is not None:
+        add("--model", args.model)
+    else:
+        for f in _SHAPE_FLAGS:
+            add("--" + f.replace("_", "-"), getattr(args, f))
+        add("--gated-mlp", args.gated_mlp)
+    add("--seq", seq)
+    add("--global-batch", args.global_batch)
+    for f in ("system", "gpus_per_node", "no_nvls", "gpu", "bw", "latency", "profile", "extrapolate",
+              "efficiency", "no_flash_attention", "tp_comm_overlap"):
+        add("--" + f.replace("_", "-"), getattr(args, f, None))
+    if args.precision != "bf16":
+        add("--precision", args.precision)
+    return tuple(out)
+
+
 def parse_gpus_range(text: str) -> tuple[int, ...]:
     """``"256:2048"`` -> ``(256, 512, 1024, 2048)``; ``"64:256:64"`` -> ``(64, 128, 192, 256)``."""
     parts = text.split(":")
@@ -130,9 +164,11 @@ def run(args: argparse.Namespace) -> int:
         from commcost.uncertainty import plan_band
 
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
-    print(render_search_json(result, bands) if args.json else render_search_text(result))
+    prefix = plan_prefix(args, seq)
+    print(render_search_json(result, bands, plan_prefix=prefix) if args.json
+          else render_search_text(result, plan_prefix=prefix))
     if args.csv:
-        write_search_csv(result, args.csv)
+        write_search_csv(result, args.csv, plan_prefix=prefix)
     if args.plot:
         plot_pareto(result, args.plot)
         if not args.json:

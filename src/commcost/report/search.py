@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from commcost.plan import Plan
     from commcost.search import SearchResult
 
-__all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv",
+__all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
            "plot_pareto", "pareto_front", "layout_words"]
 
 
@@ -39,6 +39,12 @@ def plan_flags(p: Plan) -> str:
     if inp.bucket_cap_bytes is not None:
         flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
     return " ".join(flags)
+
+
+def plan_command(p: Plan, plan_prefix: tuple[str, ...] = ()) -> str:
+    """The whole ``commcost plan`` command that reproduces ``p``: the search's model, sequence, batch,
+    hardware and compute flags (``plan_prefix``, from the command line) and ``p``'s layout flags."""
+    return " ".join(("commcost plan", *plan_prefix, plan_flags(p)))
 
 
 def _terms(p: Plan) -> dict[str, float]:
@@ -95,7 +101,7 @@ def _training(inp, p: Plan):
                          gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)
 
 
-def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
+def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
     from commcost.report.plan import plan_to_dict
@@ -107,6 +113,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
         d = plan_to_dict(p, None if bands is None else bands[rank - 1])
         d["rank"] = rank
         d["plan_flags"] = plan_flags(p)
+        d["plan_command"] = plan_command(p, plan_prefix)
         if inp.price_per_gpu_hour > 0:
             d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
         run_cost = _training(inp, p)
@@ -132,14 +139,14 @@ def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
-def render_search_json(r: SearchResult, bands: tuple | None = None) -> str:
+def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> str:
     """Strict JSON (no NaN or infinity)."""
     from commcost.report._json import dumps_json
 
-    return dumps_json(search_to_dict(r, bands)).rstrip("\n")
+    return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix)).rstrip("\n")
 
 
-def render_search_text(r: SearchResult) -> str:
+def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = ()) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins."""
     inp = r.inputs
     sp = inp.space
@@ -176,7 +183,7 @@ def render_search_text(r: SearchResult) -> str:
                      f"{format_bytes(p.memory.total_bytes):>9}{cost}  {layout_words(p)}")
     best = r.plans[0]
     m = best.memory
-    lines += ["", "best: commcost plan " + plan_flags(best),
+    lines += ["", "best: " + plan_command(best, plan_prefix),
               "  exposed communication by dimension: " + (", ".join(
                   f"{d} {format_seconds(s)}" for d, s in sorted(best.exposed_by_dimension().items())) or "none"),
               f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
@@ -193,12 +200,12 @@ def render_search_text(r: SearchResult) -> str:
     return "\n".join(lines)
 
 
-def write_search_csv(r: SearchResult, path: str) -> None:
+def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...] = ()) -> None:
     """One row per result, ``plan --json``'s scalar keys flattened (``layout.tp``, ``breakdown.compute_s`` ...)."""
     import csv
 
     rows = []
-    for d in search_to_dict(r)["results"]:
+    for d in search_to_dict(r, plan_prefix=plan_prefix)["results"]:
         flat: dict = {}
         for k, v in d.items():
             if isinstance(v, dict):
