@@ -46,6 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("objective and output")
     o.add_argument("--objective", choices=("step", "tokens-per-gpu", "cost"), default="step",
                    help="rank by step time, tokens/s/GPU, or dollars per million tokens (default step)")
+    o.add_argument("--rank", choices=("step", "robust", "cost"),
+                   help="rank by the step, by the step at its measured band's upper edge (robust: every collective "
+                        "at its class's slowest measured cluster; needs a --system preset), or by dollars per "
+                        "million tokens (as --objective cost)")
     o.add_argument("--price-per-gpu-hour", type=A.positive_float,
                    help="dollars per GPU-hour (--objective cost; with --train-tokens, the run's cost)")
     o.add_argument("--train-tokens", type=A.token_count,
@@ -137,30 +141,42 @@ def run(args: argparse.Namespace) -> int:
     """Parse, search, render."""
     from commcost.cli.plan import _spec, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
-    from commcost.search import SearchInputs, SearchSpace, parse_fix, search
+    from commcost.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
 
     spec, seq = _spec(args)
     if (args.gpus is None) == (args.gpus_range is None):
         A.fail("give --gpus N or --gpus-range LO:HI")
     gpus = (args.gpus,) if args.gpus is not None else parse_gpus_range(args.gpus_range)
+    if args.rank is not None:  # --rank step|cost is --objective step|cost; robust ranks steps again
+        objective = "cost" if args.rank == "cost" else "step"
+        if args.objective not in ("step", objective):
+            A.fail(f"--rank {args.rank} ranks by {objective}: drop --objective {args.objective}")
+        args.objective = objective
     if args.objective == "cost" and args.price_per_gpu_hour is None:
         A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
     resolved, G, gpu = resolve_hardware(args, max(gpus))
     model = resolved.comm
+    robust = args.rank == "robust"
+    if robust and resolved.band_topology is None:
+        A.fail("--rank robust ranks by the measured band of a --system preset; it has none with --bw/--latency, "
+               "--profile or a custom topology")
     fixed = parse_fix(args.fix)
     space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G, fixed=fixed,
                         even_pipeline_only=args.even_pipeline_only)
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
-                       objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0, top=args.top,
+                       objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
+                       top=robust_candidates(args.top) if robust else args.top,
                        keep_points=args.plot is not None, train_tokens=args.train_tokens)
     bar = _Progress(not args.no_progress and not args.json)
     try:
         result = search(inp, model, progress=bar)
     finally:
         bar.close()
-    bands = None
-    if args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
+    if robust:
+        result = rank_robust(result, model, resolved.band_topology, args.top)
+    bands = result.bands
+    if bands is None and args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
         from commcost.uncertainty import plan_band
 
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
