@@ -25,7 +25,10 @@ profile each is the model's own ``cost`` (algorithm, protocol, regime named in t
     compares ``T`` with ``f_b t_c``.
 (e) fixes: accumulation over ``k'`` micro-batches (ratio ``T / (k' t_c)``);
     ZeRO-2 (ring reduce-scatter of gradients + ring all-gather of parameters,
-    each ``(P-1)a + (P-1)/P * S/B``: the same bytes as the all-reduce);
+    each ``(P-1)a + (P-1)/P * S/B``: the same bytes as the all-reduce); with ``k > 1`` sharded
+    gradients are reduce-scattered after every micro-batch, ``k T_rs + T_ag`` (DeepSpeed ZeRO-2), while
+    stacks that keep full gradients until the last micro-batch pay ``T_rs + T_ag``
+    (:mod:`commcost.parallel.zero`);
     the group inside one node (the all-reduce on the intra-node link).
 (f) buckets: :mod:`commcost.buckets`.
 (g) scaling: the terms at other ``P`` on the same fabric; the global batch grows
@@ -216,10 +219,16 @@ class Zero2Fix:
     reduce_scatter: CollectiveCost
     all_gather: CollectiveCost
     comm_s: float
+    """``k T_rs + T_ag``: sharded gradients are reduce-scattered after each of the ``k`` micro-batches."""
     compute_s: float
     comm_to_compute: float
+    reduce_scatters_per_step: int = 1
+    """``k``: one reduce-scatter per micro-batch (sharded gradients cannot accumulate locally)."""
+    full_gradient_comm_s: float = 0.0
+    """``T_rs + T_ag``: stacks that keep full gradients until the last micro-batch (Megatron's distributed
+    optimizer, FSDP ``SHARD_GRAD_OP`` under ``no_sync``), at the memory of unsharded gradients."""
     bytes_sent_per_rank: float
-    """``2 (P-1)/P * S``: what each rank sends; equal to the all-reduce's."""
+    """``(k+1) (P-1)/P * S``: what each rank sends; equal to the all-reduce's when ``k = 1``."""
     allreduce_bytes_sent_per_rank: float
     """``2 (P-1)/P * S`` for the plain all-reduce, for comparison."""
 
@@ -351,10 +360,12 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
     )
     rs = _collective(inp, "reduce_scatter", S, P)
     ag = _collective(inp, "all_gather", S, P)
+    k = inp.grad_accum
     zero2 = Zero2Fix(
-        reduce_scatter=rs, all_gather=ag, comm_s=rs.total_s + ag.total_s, compute_s=compute_s,
-        comm_to_compute=(rs.total_s + ag.total_s) / compute_s,
-        bytes_sent_per_rank=2 * (P - 1) / P * S,
+        reduce_scatter=rs, all_gather=ag, comm_s=k * rs.total_s + ag.total_s, compute_s=compute_s,
+        comm_to_compute=(k * rs.total_s + ag.total_s) / compute_s, reduce_scatters_per_step=k,
+        full_gradient_comm_s=rs.total_s + ag.total_s,
+        bytes_sent_per_rank=(k + 1) * (P - 1) / P * S,
         allreduce_bytes_sent_per_rank=2 * (P - 1) / P * S,
     )
     intra_comm = inp.intra_node_comm or FlatLinkModel(link=Link(

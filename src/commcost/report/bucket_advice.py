@@ -32,10 +32,15 @@ def bucket_advice_to_dict(a: BucketRecommendation | None) -> dict[str, object] |
 def render_bucket_advice(a: BucketRecommendation) -> str:
     """One line, no indent: the good caps, the recommended one and the rule (and the stream when per tensor)."""
     good = a.good_bytes
-    span = (", ".join(_mib(b) for b in good) if len(good) <= 4 else
-            f"{len(good)} caps from {_mib(good[0])} to {_mib(good[-1])}")
-    line = (f"simulated: caps exposing within max(5%, 50 us) of the least ({t(a.min_exposed_s)}): {span}; "
-            f"recommended {_mib(a.recommended_bytes)} ({a.rule})")
+    if not good:  # PyTorch's default beats every cap of the grid
+        line = (f"simulated: none of the {a.caps_tried} caps tried exposes less than PyTorch's default "
+                f"({t(a.default_exposed_s)}); recommended {_mib(a.recommended_bytes)} with a "
+                f"{_mib(a.first_bucket_bytes)} first bucket, the default ({a.rule})")
+    else:
+        span = (", ".join(_mib(b) for b in good) if len(good) <= 4 else
+                f"{len(good)} caps from {_mib(good[0])} to {_mib(good[-1])}")
+        line = (f"simulated: caps exposing within max(5%, 50 us) of the least ({t(a.min_exposed_s)}): {span}; "
+                f"recommended {_mib(a.recommended_bytes)} ({a.rule})")
     if a.stream == STREAM_PER_TENSOR:
         line += f"; {PER_TENSOR_NOTE}"
     return line

@@ -124,11 +124,21 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
            if g.micro_batches == i.grad_accum else ""))
     z = fx.zero2
     each = "(P-1)a + (P-1)/P * S/B" if link is not None else f"{_ran(z.reduce_scatter)} on the fabric"
-    add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
-        f"(each {each}) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
+    if z.reduce_scatters_per_step == 1:
+        add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
+            f"(each {each}) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
+    else:
+        k = z.reduce_scatters_per_step
+        add(f"    2. ZeRO-2: {k} x reduce-scatter {t(z.reduce_scatter.total_s)} (sharded gradients: one per "
+            f"micro-batch) + all-gather {t(z.all_gather.total_s)} (each {each}) = {t(z.comm_s)} -> "
+            f"{pct(z.comm_to_compute)}")
+        add(f"       stacks that keep full gradients until the last micro-batch (Megatron's distributed optimizer, "
+            f"FSDP SHARD_GRAD_OP under no_sync) pay one: {t(z.full_gradient_comm_s)} -> "
+            f"{pct(z.full_gradient_comm_s / z.compute_s)}, at the memory of unsharded gradients")
     add(f"       bytes sent per rank {z.bytes_sent_per_rank / GB:,.3f} GB vs all-reduce "
         f"{z.allreduce_bytes_sent_per_rank / GB:,.3f} GB: ZeRO-2 shards gradients and optimizer "
-        f"state (memory), it does not cut communication")
+        + ("state (memory), it does not cut communication" if z.reduce_scatters_per_step == 1 else
+           f"state (memory); with {z.reduce_scatters_per_step} micro-batches its sharded gradients add communication"))
     n = fx.intra_node
     intra_bw = f"{n.link.bandwidth_bytes_per_s / GB:g} GB/s" if n.link is not None else "intra-node model"
     add(f"    3. DP group inside one node ({intra_bw}): "
@@ -303,6 +313,8 @@ def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, objec
             "zero2": {"reduce_scatter": _cost(fx.zero2.reduce_scatter),
                       "all_gather": _cost(fx.zero2.all_gather),
                       "comm_s": fx.zero2.comm_s, "comm_to_compute": fx.zero2.comm_to_compute,
+                      "reduce_scatters_per_step": fx.zero2.reduce_scatters_per_step,
+                      "full_gradient_comm_s": fx.zero2.full_gradient_comm_s,
                       "bytes_sent_per_rank": fx.zero2.bytes_sent_per_rank,
                       "allreduce_bytes_sent_per_rank": fx.zero2.allreduce_bytes_sent_per_rank},
             "intra_node": {"bandwidth_bytes_per_s": fx.intra_node.link.bandwidth_bytes_per_s,

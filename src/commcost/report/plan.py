@@ -19,29 +19,19 @@ MFU_CONVENTION = ("model FLOPs = 3 x forward: 2 per multiply-accumulate of every
 
 def advice(p: Plan) -> list[str]:
     """The one or two changes that would help most, each with the number that motivates it."""
-    from dataclasses import replace
 
-    from commcost.memory import memory_per_gpu
 
     out: list[str] = []
     L, mem = p.inputs.layout, p.memory
     if not mem.fits:
-        for label, change in (("ZeRO-1 (shard optimizer states)", {"zero": 1}), ("ZeRO-3 / FSDP", {"zero": 3}),
-                              ("--recompute selective", {"recompute": "selective"}),
-                              ("--recompute full", {"recompute": "full"})):
-            key, value = next(iter(change.items()))
-            if (key == "zero" and L.zero >= value) or (key == "recompute" and L.recompute == value) \
-                    or (key == "zero" and L.grad_dp == 1):
-                continue
-            m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
-                                flash=p.inputs.flash_attention)
-            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: {label} would bring it to "
-                       f"{format_bytes(m2.total_bytes)} of {format_bytes(mem.capacity_bytes)}"
-                       + ("" if m2.fits else " (still too much: raise tp or pp as well)"))
-            break
+        fitting = _memory_options(p)
+        if fitting:
+            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)} ({format_bytes(mem.total_bytes)} of "
+                       f"{format_bytes(mem.capacity_bytes)}); these fit without touching tp or pp: "
+                       + "; ".join(f"{label} {format_bytes(need)}" for label, need in fitting))
         else:
-            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: raise tp or pp (weights and "
-                       f"activations split by both)")
+            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: no ZeRO stage or recomputation "
+                       "(alone or together) fits: raise tp or pp (weights and activations split by both)")
     terms = {"pipeline bubble": p.pipeline_bubble_s, **{f"exposed {d.upper()} communication": s
                                                        for d, s in p.exposed_by_dimension().items()}}
     name, worst = max(terms.items(), key=lambda kv: kv[1])
@@ -63,6 +53,32 @@ def advice(p: Plan) -> list[str]:
             hint = "fewer ranks in this dimension across nodes"
         out.append(f"{name} is {share:.0%} of the step" + (f": {hint}" if hint else ""))
     return out[:2]
+
+
+def _memory_options(p: Plan) -> list[tuple[str, float]]:
+    """Every ZeRO stage above the plan's and every recomputation, alone and together, that brings the
+    plan's memory within the GPU (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
+    from dataclasses import replace
+
+    from commcost.memory import memory_per_gpu
+
+    L, mem = p.inputs.layout, p.memory
+    zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]
+    recomputes = [r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
+    changes: list[tuple[str, dict]] = [(f"ZeRO-{z}" + (" / FSDP" if z == 3 else ""), {"zero": z}) for z in zeros]
+    changes += [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
+    changes += [(f"ZeRO-{z} + --recompute {r}", {"zero": z, "recompute": r}) for z in zeros for r in recomputes]
+    out: list[tuple[str, float]] = []
+    for label, change in changes:
+        if "zero" in change and "recompute" in change and any(lbl in (f"ZeRO-{change['zero']}",
+                                                                      f"ZeRO-{change['zero']} / FSDP")
+                                                               for lbl, _ in out):
+            continue  # the stage fits alone: recomputing as well only costs time
+        m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
+                            flash=p.inputs.flash_attention)
+        if m2.fits:
+            out.append((label, m2.total_bytes))
+    return out
 
 
 def _pair(x: tuple[float, float] | None) -> list[float] | None:
