@@ -18,9 +18,8 @@ MFU_CONVENTION = ("model FLOPs = 3 x forward: 2 per multiply-accumulate of every
 
 
 def advice(p: Plan) -> list[str]:
-    """The one or two changes that would help most, each with the number that motivates it."""
-
-
+    """The one or two changes that would help most, each with the number that motivates it; when memory
+    does not fit, every ZeRO stage and recomputation that would fit comes first (:func:`_memory_options`)."""
     out: list[str] = []
     L, mem = p.inputs.layout, p.memory
     if not mem.fits:
