@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
     out: dict = {}
     texts: list[str] = []
+    drill_texts: list[str] = []  # the drill's report: printed as it always was
     if want_budget:
         from commcost.report.budget import budget_to_dict, render_budget_text
 
@@ -129,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
             texts.append(budget_fabric_note(budget, topo))
         texts.append(render_budget_text(budget, band))
+        drill_texts.append(texts[-1])
         gpu = args.gpu
         if gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
             from commcost.presets import system_gpu
@@ -152,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
                                        achieved_flops_per_s=args.tflops * TERA,
                                        backward_fraction=args.backward_fraction,
                                        grad_accum=args.grad_accum))
+        drill_texts.append(texts[-1])
     if resolved.note is not None:
         texts.insert(0, resolved.note)
     if resolved.info is not None:
@@ -160,8 +163,10 @@ def run(args: argparse.Namespace) -> int:
         from commcost.report._json import dump_json
 
         dump_json(out)
-    else:
-        print("\n\n".join(texts))
+    else:  # the drill's parts (a)-(g) and the layer ratio keep their format; the notes around them wrap
+        from commcost.report._width import wrap_lines
+
+        print("\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts))
     return 0
 
 

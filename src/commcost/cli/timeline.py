@@ -182,5 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
         dump_json(out)
     else:
-        print(text + (f"\n\n  plot written to {args.plot}" if args.plot else ""))
+        from commcost.report._width import wrap_lines
+
+        print(wrap_lines(text + (f"\n\n  plot written to {args.plot}" if args.plot else "")))
     return 0

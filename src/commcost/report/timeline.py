@@ -71,7 +71,8 @@ def _header(ctx: TimelineContext, tl: Timeline) -> list[str]:
 
 
 def _bucket_rows(tl: Timeline) -> list[str]:
-    out = [f"  {'bucket':>7} {'size':>14} {'ready':>10} {'start':>10} {'end':>10} {'all-reduce':>11}   (ms from step start)"]
+    out = ["  (ready, start and end: ms from the step's start)",
+           f"  {'bucket':>7} {'size':>14} {'ready':>10} {'start':>10} {'end':>10} {'all-reduce':>11}"]
     n = len(tl.buckets)
     shown = list(range(n)) if n <= _ROWS_HEAD + _ROWS_TAIL + 2 else \
         list(range(_ROWS_HEAD)) + [-1] + list(range(n - _ROWS_TAIL, n))
@@ -93,10 +94,11 @@ def _band_line(tl: Timeline, band: TimelineBand) -> str:
         return band_range(*edges) + band_side(point_s, *edges, brief=True)
 
     side = band_side(tl.wire_s, *band.wire_s)
-    return (f"  measured band  on measured clusters of this class ({band.band_class}: every all-reduce x r = "
+    return (f"  measured band  T_w = {band_range(*band.wire_s)}, E = {cell(tl.exposed_s, band.exposed_s)}, "
+            f"step = {cell(tl.step_s, band.step_s)}\n"
+            f"    on measured clusters of this class ({band.band_class}: every all-reduce x r = "
             f"{band.ratios[0]:.3f}-{band.ratios[1]:.3f}, the same buckets re-simulated, compute unchanged; "
-            f"docs/fabrics.md{side}): T_w = {band_range(*band.wire_s)}, E = {cell(tl.exposed_s, band.exposed_s)}, "
-            f"step = {cell(tl.step_s, band.step_s)}")
+            f"docs/fabrics.md{side})")
 
 
 def _summary(tl: Timeline, band: TimelineBand | None = None) -> list[str]:
@@ -106,11 +108,11 @@ def _summary(tl: Timeline, band: TimelineBand | None = None) -> list[str]:
         f"  exposed      E = end of last all-reduce - t_e    = {t(tl.exposed_s):>11}"
         f"  ({pct(tl.exposed_s / tl.wire_s) if tl.wire_s > 0 else '0.0%'} of T_w)",
         f"  overlap      (T_w - E) / T_w                     = {pct(tl.overlap_fraction):>11}",
-        f"  step         k t_c + E + t_opt                   = {t(tl.step_s):>11}"
-        f"  efficiency (k t_c + t_opt)/step = {pct(tl.efficiency)}",
-        "  bounds       perfect overlap k t_c + max(0, T_w - W) + t_opt = "
-        f"{t(tl.perfect_overlap_s)}  <=  simulated {t(tl.step_s)}  <=  no overlap k t_c + T_w + t_opt = "
-        f"{t(tl.no_overlap_s)}",
+        f"  step         k t_c + E + t_opt                   = {t(tl.step_s):>11}",
+        f"  efficiency   (k t_c + t_opt) / step              = {pct(tl.efficiency):>11}",
+        f"  bounds       perfect overlap k t_c + max(0, T_w - W) + t_opt = {t(tl.perfect_overlap_s)}",
+        f"           <=  simulated {t(tl.step_s)}",
+        f"           <=  no overlap k t_c + T_w + t_opt = {t(tl.no_overlap_s)}",
     ]
     if band is not None:
         out.append(_band_line(tl, band))
