@@ -157,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         drill_texts.append(texts[-1])
     if resolved.note is not None:
         texts.insert(0, resolved.note)
+        drill_texts.append(resolved.note)  # the profile's header, as the drill command prints it
     if resolved.info is not None:
         out["profile"] = resolved.info
     if args.json:

@@ -34,21 +34,27 @@ def terminal_width() -> int:
 def wrap(line: str, width: int | None = None, *, hang: str = "  ") -> list[str]:
     """``line`` cut at spaces into lines of at most ``width`` (default :func:`terminal_width`); the
     continuation lines keep the line's indent plus ``hang``. A number stays with its unit; a word
-    longer than the width is left whole."""
-    import textwrap
-
+    too long for any line (a path) stays on the line it starts, rather than leave a stub behind."""
     width = width or terminal_width()
     if len(line) <= width:
         return [line]
     indent = line[:len(line) - len(line.lstrip(" "))]
-    glued = line
+    glued = line.strip(" ")
     for phrase in _GLUE:
         glued = glued.replace(phrase, phrase.replace(" ", "\xa0"))
-    out = textwrap.wrap(glued, width=width, initial_indent="", subsequent_indent=indent + hang,
-                        break_long_words=False, break_on_hyphens=False, drop_whitespace=True)
-    if out:
-        out[0] = indent + out[0].lstrip(" ")
-    return [s.replace("\xa0", " ") for s in out] or [line]
+    out = [indent]
+    fresh = True  # nothing but the indent on the current line
+    for word in glued.split(" "):
+        if not word:
+            continue
+        room = width - len(out[-1]) - (0 if fresh else 1)
+        too_long = len(indent + hang) + len(word) > width
+        if fresh or len(word) <= room or too_long:
+            out[-1] += ("" if fresh else " ") + word
+        else:
+            out.append(indent + hang + word)
+        fresh = False
+    return [x.replace("\xa0", " ") for x in out]
 
 
 def wrap_lines(text: str, width: int | None = None, *, keep=None) -> str:
