@@ -164,7 +164,7 @@ class Plan:
     """The CommModel's one-line description."""
     warnings: tuple[str, ...] = field(default=())
     """Scope warnings of the CommModel."""
-    dp_timeline: tuple | None = None
+    dp_timeline: tuple | None = field(default=None, compare=False, repr=False)
     """``(TimelineInputs, all-reduce cost)`` of the data-parallel gradient timeline; None without one."""
 
     @property
