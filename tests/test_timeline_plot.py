@@ -42,7 +42,10 @@ def drill():
 
 @pytest.fixture(scope="module")
 def shaped():
-    sweep = sweep_buckets(SHAPED)
+    # the plot's own grid of 4 caps per octave (finer than the advice's), so the best is a cap of its own
+    from commcost.step.timeline import bucket_grid, gradient_stream
+
+    sweep = sweep_buckets(SHAPED, bucket_grid(gradient_stream(SHAPED).total_bytes))
     default = simulate_timeline(SHAPED, ddp_bucket_caps(None))
     fig = timeline_figure(sweep.best, sweep, default)
     fig.canvas.draw()
@@ -347,7 +350,11 @@ def test_when_the_default_is_recommended_the_legend_says_so():
     choice = pick_best([(p.exposed_s, ddp_bucket_caps(p.bucket_bytes / MiB)) for p in worse],
                        default_exposed_s=default.exposed_s, default_caps=ddp_bucket_caps(None))
     assert (choice.best.bucket_cap_bytes, choice.best.first_bucket_cap_bytes) == (25 * MiB, MiB)
-    fig = timeline_figure(default, BucketSweep(curve=worse, best=default, choice=choice), default)
+    from commcost.step.bucket_advice import recommendation_from_choice
+    from commcost.step.timeline import gradient_stream
+
+    advice = recommendation_from_choice(choice, gradient_stream(DRILL))
+    fig = timeline_figure(default, BucketSweep(curve=worse, best=default, choice=choice, advice=advice), default)
     ax = _ax(fig, "sweep")
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(t.startswith("recommended: PyTorch's default (cap 25 MiB, first 1 MiB)") for t in labels)

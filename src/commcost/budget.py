@@ -25,7 +25,10 @@ profile each is the model's own ``cost`` (algorithm, protocol, regime named in t
     compares ``T`` with ``f_b t_c``.
 (e) fixes: accumulation over ``k'`` micro-batches (ratio ``T / (k' t_c)``);
     ZeRO-2 (ring reduce-scatter of gradients + ring all-gather of parameters,
-    each ``(P-1)a + (P-1)/P * S/B``: the same bytes as the all-reduce);
+    each ``(P-1)a + (P-1)/P * S/B``: the same bytes as the all-reduce); with ``k > 1`` sharded
+    gradients are reduce-scattered after every micro-batch, ``k T_rs + T_ag`` (DeepSpeed ZeRO-2), while
+    stacks that keep full gradients until the last micro-batch pay ``T_rs + T_ag``
+    (:mod:`commcost.parallel.zero`);
     the group inside one node (the all-reduce on the intra-node link).
 (f) buckets: :mod:`commcost.buckets`.
 (g) scaling: the terms at other ``P`` on the same fabric; the global batch grows
@@ -43,10 +46,11 @@ from commcost.comm.collectives import CollectiveCost
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.comm.link import Link
 from commcost.errors import InputError
+from commcost.step.bucket_advice import BucketRecommendation, recommend_buckets
 from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.step.overlap import OverlapBounds
-from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timeline, TimelineInputs, best_caps,
-                                    bucket_grid, exposed_at, gradient_stream, simulate_timeline)
+from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timeline, TimelineInputs,
+                                    exposed_at, gradient_stream, simulate_timeline)
 from commcost.units import GB, MiB
 from commcost.validation import require_count, require_finite_positive
 from commcost.dtypes import gradient_bytes
@@ -54,6 +58,8 @@ from commcost.dtypes import gradient_bytes
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from typing import Literal
+
+    from commcost.workload import ModelShape
 
 __all__ = [
     "DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S", "BudgetInputs", "StepAnalysis",
@@ -106,6 +112,10 @@ class BudgetInputs:
     """GPU counts for part (g); empty means :func:`scaling_gpu_counts`."""
     algorithm: str = "auto"
     """Algorithm asked of ``comm`` (``auto``: the backend's fastest per size, as NCCL's tuner picks)."""
+    shape: ModelShape | None = None
+    """The model's shape when known (``--model``): the simulated overlap and the bucket advice then use
+    its per-tensor gradient stream (:mod:`commcost.step.bucket_advice`); ``params`` must be its count.
+    None: gradients at a uniform rate."""
 
     def __post_init__(self) -> None:
         require_count("gpus", self.gpus)
@@ -209,10 +219,16 @@ class Zero2Fix:
     reduce_scatter: CollectiveCost
     all_gather: CollectiveCost
     comm_s: float
+    """``k T_rs + T_ag``: sharded gradients are reduce-scattered after each of the ``k`` micro-batches."""
     compute_s: float
     comm_to_compute: float
+    reduce_scatters_per_step: int = 1
+    """``k``: one reduce-scatter per micro-batch (sharded gradients cannot accumulate locally)."""
+    full_gradient_comm_s: float = 0.0
+    """``T_rs + T_ag``: stacks that keep full gradients until the last micro-batch (Megatron's distributed
+    optimizer, FSDP ``SHARD_GRAD_OP`` under ``no_sync``), at the memory of unsharded gradients."""
     bytes_sent_per_rank: float
-    """``2 (P-1)/P * S``: what each rank sends; equal to the all-reduce's."""
+    """``(k+1) (P-1)/P * S``: what each rank sends; equal to the all-reduce's when ``k = 1``."""
     allreduce_bytes_sent_per_rank: float
     """``2 (P-1)/P * S`` for the plain all-reduce, for comparison."""
 
@@ -285,6 +301,11 @@ class Budget:
     overlap: SimulatedOverlap | None = None
     """The DDP bucket timeline of this step (:func:`simulated_overlap`)."""
 
+    @property
+    def bucket_advice(self) -> BucketRecommendation | None:
+        """The one bucket advice (:mod:`commcost.step.bucket_advice`); None when not simulated."""
+        return None if self.overlap is None else self.overlap.advice
+
 
 def _collective(inp: BudgetInputs, op: str, S: float, P: int) -> CollectiveCost:
     """``op`` on ``S`` bytes over ``P`` ranks from the inputs' CommModel (part (g): the same fabric with
@@ -339,10 +360,12 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
     )
     rs = _collective(inp, "reduce_scatter", S, P)
     ag = _collective(inp, "all_gather", S, P)
+    k = inp.grad_accum
     zero2 = Zero2Fix(
-        reduce_scatter=rs, all_gather=ag, comm_s=rs.total_s + ag.total_s, compute_s=compute_s,
-        comm_to_compute=(rs.total_s + ag.total_s) / compute_s,
-        bytes_sent_per_rank=2 * (P - 1) / P * S,
+        reduce_scatter=rs, all_gather=ag, comm_s=k * rs.total_s + ag.total_s, compute_s=compute_s,
+        comm_to_compute=(k * rs.total_s + ag.total_s) / compute_s, reduce_scatters_per_step=k,
+        full_gradient_comm_s=rs.total_s + ag.total_s,
+        bytes_sent_per_rank=(k + 1) * (P - 1) / P * S,
         allreduce_bytes_sent_per_rank=2 * (P - 1) / P * S,
     )
     intra_comm = inp.intra_node_comm or FlatLinkModel(link=Link(
@@ -409,22 +432,19 @@ class SimulatedOverlap:
     """The recommended cap on :func:`commcost.step.timeline.bucket_grid` (:func:`commcost.step.timeline.pick_best`)."""
     choice: BucketChoice
     """The good range of caps, the tolerance and the rule behind ``best``."""
+    advice: BucketRecommendation
+    """``choice`` as the one bucket advice that ``timeline`` and ``plan`` give too."""
     exposed_by_cap_s: tuple[float | None, ...]
     """``E`` for each of ``bucket_caps_bytes`` as an explicit ``bucket_cap_mb`` (first bucket = cap)."""
-
-
-def _budget_grid(message_bytes: float) -> tuple[int, ...]:
-    """A coarser grid than ``commcost timeline --bucket auto`` (2 points per octave, at most
-    1024 buckets): the budget only names the best bucket, and the drill command must start fast."""
-    return bucket_grid(message_bytes, points_per_octave=2, max_buckets=1 << 10)
 
 
 def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap | None:
     """Simulate the default, the best and each requested cap (:mod:`commcost.step.timeline`); None
     when DDP's default 25 MiB buckets would number more than :data:`MAX_SIMULATED_BUCKETS`.
 
-    The requested caps and the search for the best one use the closed form for a uniform
-    gradient rate (:func:`commcost.step.timeline.exposed_at`, :func:`commcost.step.timeline.best_caps`);
+    The best cap is the one bucket advice (:func:`commcost.step.bucket_advice.recommend_buckets`), per
+    tensor when the inputs carry the model's shape. The requested caps and the search for the best
+    one use the closed form for a uniform gradient rate (:func:`commcost.step.timeline.exposed_at`, :func:`commcost.step.timeline.best_caps`);
     the default and the best are simulated bucket by bucket for their :class:`Timeline`.
     """
     tl_inp = budget_timeline_inputs(inp)
@@ -439,18 +459,18 @@ def simulated_overlap(inp: BudgetInputs) -> SimulatedOverlap | None:
             continue
         caps = DdpBucketCaps(bucket_cap_bytes=cap_bytes, first_bucket_cap_bytes=cap_bytes)
         exposed.append(exposed_at(tl_inp, caps, stream=stream))
-    choice = best_caps(tl_inp, _budget_grid(stream.total_bytes), stream=stream)
+    advice = recommend_buckets(tl_inp, stream=stream)
     return SimulatedOverlap(
         default=simulate_timeline(tl_inp, ddp_bucket_caps(None), stream=stream),
-        best=simulate_timeline(tl_inp, choice.best, stream=stream),
-        exposed_by_cap_s=tuple(exposed), choice=choice,
+        best=simulate_timeline(tl_inp, advice.choice.best, stream=stream),
+        exposed_by_cap_s=tuple(exposed), choice=advice.choice, advice=advice,
     )
 
 
 def budget_timeline_inputs(inp: BudgetInputs) -> TimelineInputs:
     """The :class:`TimelineInputs` of this budget: the same CommModel, gradient and step, so
     ``commcost timeline`` with the same flags simulates exactly this step."""
-    return TimelineInputs(gpus=inp.gpus, comm=inp.comm, step_s=inp.step_s, params=inp.params,
+    return TimelineInputs(gpus=inp.gpus, comm=inp.comm, step_s=inp.step_s, params=inp.params, shape=inp.shape,
                           bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
                           grad_accum=inp.grad_accum, algorithm=inp.algorithm)
 

@@ -51,7 +51,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "operator_times",
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "operator_times", "plan_memory",
            "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,6 +182,15 @@ class Plan:
     empty when a given efficiency replaces the operator model."""
     warnings: tuple[str, ...] = field(default=())
     """Scope warnings of the CommModel."""
+    dp_timeline: tuple | None = field(default=None, compare=False, repr=False)
+    """``(TimelineInputs, all-reduce cost)`` of the data-parallel gradient timeline; None without one."""
+
+    @property
+    def bucket_advice(self):
+        """The DP gradients' bucket advice on :attr:`dp_timeline` (:mod:`commcost.step.bucket_advice`)."""
+        from commcost.step.bucket_advice import recommend_buckets
+        return None if self.dp_timeline is None else recommend_buckets(self.dp_timeline[0],
+                                                                       allreduce_s=self.dp_timeline[1])
 
     @property
     def wire_s(self) -> float:
@@ -247,7 +256,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
     from commcost import compose as K
-    from commcost.compute import mfu_frontier, peak_flops_per_s, precision_class
+    from commcost.compute import mfu_frontier, peak_flops_per_s
     from commcost.stacks import resolve_stack
     from commcost.xp import SCALAR
 
@@ -288,7 +297,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     passes = 3 if L.recompute == "full" else 2
     lines: list[CommLine] = []
     critical_mb = 0.0
-    dp_ops = []
+    dp_ops, advice = [], []
     for op, T, alg in priced:
         n = op.count_per_step
         if op.dimension == "tp":
@@ -317,7 +326,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                                              critical_mb_s=critical_mb)
     if dp_ops:
         lines += _data_parallel_lines(inp, model, dp_ops, t_mb=t_mb, t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share,
-                                      crossing=crossing)
+                                      crossing=crossing, advice=advice)
     exposed_total = sum(line.exposed_s for line in lines)
     optimizer = _optimizer_s(inp)
     step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
@@ -325,9 +334,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
-    from commcost.stacks import stack as stack_of
-    mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention,
-                         stack=stack_of(stack_name, compiled=inp.compiled), fp8=precision_class(inp.precision) != "bf16")
+    mem = plan_memory(inp)
     frontier = mfu_frontier(inp.gpu, inp.precision)
     if frontier is not None and tflops * 1e12 / peak > frontier[0]:
         warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "
@@ -338,7 +345,19 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                 model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
                 comm=tuple(lines), memory=mem, comm_model=model.describe(), stack=stack_name, stack_source=stack_src,
-                compute_by_operator=by_operator, warnings=tuple(warnings))
+                compute_by_operator=by_operator, warnings=tuple(warnings),
+                dp_timeline=advice[0] if advice else None)
+
+
+def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
+    """:func:`commcost.memory.memory_per_gpu` of ``inp`` under its stack (``auto`` resolved for its layout)
+    and precision: what :func:`plan` reports, and what the advice re-asks for changed layouts."""
+    from commcost.compute import precision_class
+    from commcost.stacks import resolve_stack, stack
+
+    st = stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
+    return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
+                          flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16")
 
 
 def operator_times(inp: PlanInputs):
@@ -416,7 +435,7 @@ def _optimizer_s(inp: PlanInputs) -> float:
 
 
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
-                         fwd_share: float, crossing: int) -> list[CommLine]:
+                         fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
     from commcost import compose as K
     from commcost.step.ddp_buckets import ddp_bucket_caps
@@ -447,6 +466,8 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
                                 grad_accum=K.dp_accumulated_micro_batches(SCALAR, pp=L.pp, micro_batches=L.micro_batches))
         # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
         _, wire, exposed, _ = evaluate_caps(tl_inp, caps, allreduce_s=cost)
+        if advice is not None:  # kept for the one bucket advice (Plan.bucket_advice)
+            advice.append((tl_inp, cost))
         for (o, f), (_, T, a) in zip(shares, grads):
             out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
     for o, T, a in gathers:

@@ -173,7 +173,8 @@ def test_plan_of_the_top_configuration_prints_what_search_printed(capsys):
     row = [ln for ln in text.splitlines() if ln.strip().startswith("1 ")][0]
     assert format_seconds(p["step_s"]) in row and format_bytes(p["memory"]["total_bytes"]) in row
     assert f"step {format_seconds(p['step_s'])}" in ptext
-    assert "best: commcost plan " + top["plan_flags"] in text and "why:" in text
+    assert "best: " + top["plan_command"] in text.replace(" \\\n    ", " ") and "why:" in text
+    assert top["plan_command"].endswith(top["plan_flags"])
 
 
 def test_fix_on_the_command_line(capsys, tmp_path):

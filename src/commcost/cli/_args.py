@@ -516,3 +516,14 @@ def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> Non
         fail(f"{flag}: a {message_bytes:.4g}-byte gradient in {cap_bytes / 2**20:g} MiB buckets is "
              f"{count:.3g} buckets; the timeline simulates at most {MAX_SIMULATED_BUCKETS:,} "
              f"(gradient <= {MAX_SIMULATED_BUCKETS * cap_bytes:.4g} bytes at this cap)")
+
+
+def token_count(text: str) -> float:
+    """A token count > 0: ``2e12``, ``2T``, ``300B`` (:func:`commcost.training_cost.parse_token_count`)."""
+    from commcost.errors import InputError
+    from commcost.training_cost import parse_token_count
+
+    try:
+        return parse_token_count(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

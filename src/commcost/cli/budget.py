@@ -68,12 +68,14 @@ def run(args: argparse.Namespace) -> int:
     from commcost.units import BILLION, GB, MS, TERA, US
     from commcost.dtypes import bytes_per_element, gradient_bytes
 
+    shape = None
     if args.model is not None:
         from commcost.workload import model_params, model_preset
 
         if args.params is not None:
             A.fail("--model sets the parameter count; drop --params")
-        args.params = model_params(model_preset(args.model)) / BILLION
+        shape = model_preset(args.model)  # its tensors: the per-tensor gradient stream (bucket advice)
+        args.params = model_params(shape) / BILLION
     want_budget = args.params is not None or args.step_ms is not None
     if not want_budget and not args.layer_ratio:
         A.fail("nothing to report: give --params (or --model) and --step-ms, or --layer-ratio with --hidden and --seq")
@@ -103,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
     out: dict = {}
     texts: list[str] = []
+    drill_texts: list[str] = []  # the drill's report: printed as it always was
     if want_budget:
         from commcost.report.budget import budget_to_dict, render_budget_text
 
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             fix_grad_accum=args.fix_grad_accum, intra_node_comm=FlatLinkModel(link=intra),
             gpus_per_node=args.gpus_per_node, bucket_caps_bytes=tuple(args.buckets),
             max_latency_share=args.max_latency_share, tail_budget_fraction=args.tail_budget,
-            algorithm=args.algorithm,
+            algorithm=args.algorithm, shape=shape,
         ))
         band = None
         if resolved.band_topology is not None:  # a system preset alone: the measured band of its class
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
             texts.append(budget_fabric_note(budget, topo))
         texts.append(render_budget_text(budget, band))
+        drill_texts.append(texts[-1])
         gpu = args.gpu
         if gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
             from commcost.presets import system_gpu
@@ -150,16 +154,20 @@ def run(args: argparse.Namespace) -> int:
                                        achieved_flops_per_s=args.tflops * TERA,
                                        backward_fraction=args.backward_fraction,
                                        grad_accum=args.grad_accum))
+        drill_texts.append(texts[-1])
     if resolved.note is not None:
         texts.insert(0, resolved.note)
+        drill_texts.append(resolved.note)  # the profile's header, as the drill command prints it
     if resolved.info is not None:
         out["profile"] = resolved.info
     if args.json:
         from commcost.report._json import dump_json
 
         dump_json(out)
-    else:
-        print("\n\n".join(texts))
+    else:  # the drill's parts (a)-(g) and the layer ratio keep their format; the notes around them wrap
+        from commcost.report._width import wrap_lines
+
+        print("\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts))
     return 0
 
 

@@ -90,6 +90,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--tp-comm-overlap", action="store_true",
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
     c.add_argument("--bucket-mb", type=A.positive_float, help="data-parallel bucket cap, MiB (default DDP's 25)")
+    t = p.add_argument_group("training cost")
+    t.add_argument("--train-tokens", type=A.token_count, help="tokens to train on (2e12, 2T, 300B): days and GPU-hours")
+    t.add_argument("--price-per-gpu-hour", type=A.positive_float, help="dollars per GPU-hour: the run's cost")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     p.add_argument("--trace-out", metavar="FILE", help="write the step's accounting as a Chrome trace (.json: Perfetto, "
                    "chrome://tracing; `commcost trace` reads it back)")
@@ -206,6 +209,15 @@ def run(args: argparse.Namespace) -> int:
 
         write_trace(args.trace_out, plan_chrome_trace(result))
         notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
+    if args.train_tokens is not None:  # days, GPU-hours and dollars (commcost.training_cost)
+        from commcost.report.training import render_training, training_to_dict
+        from commcost.training_cost import training_cost
+        run_cost = training_cost(tokens=args.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
+                                 gpus=layout.world, price_per_gpu_hour=args.price_per_gpu_hour)
+        extra["training"] = training_to_dict(run_cost)
+        notes.append(render_training(run_cost))
+    elif args.price_per_gpu_hour is not None:
+        A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
     from commcost.sensitivity import sensitivity
 
     sens = sensitivity(inp, model)

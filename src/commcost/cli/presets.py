@@ -1,15 +1,16 @@
-"""``commcost presets``: the GPUs, fabrics and systems commcost knows, with sources."""
+"""``commcost presets``: the GPUs, fabrics, systems and models commcost knows, with sources."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["HELP", "add_arguments", "run"]
+__all__ = ["HELP", "add_arguments", "run", "model_entries"]
 
-HELP = "list the known GPUs, fabrics and systems, with their numbers and sources"
+HELP = "list the known GPUs, fabrics, systems and models, with their numbers and sources"
 
 EXAMPLES = (
     '',
+    '--kind model',
     '--json',
 )
 """Command lines shown at the end of ``--help``."""
@@ -17,8 +18,39 @@ EXAMPLES = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the presets flags to ``p``."""
-    p.add_argument("--kind", choices=("gpu", "fabric", "system"), help="list only this kind")
+    p.add_argument("--kind", choices=("gpu", "fabric", "system", "model"), help="list only this kind")
     p.add_argument("--json", action="store_true", help="print the preset tables as one JSON object (SI units)")
+
+
+def _aliases() -> dict[str, list[str]]:
+    """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.workload.MODEL_ALIASES`)."""
+    from commcost.workload import MODEL_ALIASES
+
+    out: dict[str, list[str]] = {}
+    for alias, name in MODEL_ALIASES.items():
+        out.setdefault(name, []).append(alias)
+    return out
+
+
+def model_entries() -> list:
+    """Every model of ``hardware/models.json`` as a :class:`commcost.presets.PresetEntry` (kind ``model``):
+    parameters, shape, training sequence, aliases, and whether ``budget``/``timeline`` can lay it out."""
+    from commcost.hardware import load_preset_file
+    from commcost.presets import PresetEntry
+    from commcost.transformer import model_spec, model_spec_names
+
+    table, aliases = load_preset_file("models.json"), _aliases()
+    out = []
+    for name in model_spec_names():
+        spec, row = model_spec(name), table[name]
+        size = (f"{spec.params / 1e9:,.4g}B params ({spec.active_params / 1e9:,.3g}B active, {row['experts']} experts)"
+                if spec.is_moe else f"{spec.params / 1e9:,.4g}B params")
+        also = aliases.get(name)
+        where = "plan, search, budget, timeline" if row.get("timeline", True) else "plan, search"
+        out.append(PresetEntry(kind="model", name=name, source=row["source"], summary=(
+            f"{size}, {row['layers']} layers, hidden {row['hidden']}, {row['heads']} heads, seq {row['seq_tokens']}"
+            f"; --model in {where}" + (f"; budget/timeline/scaling also take {', '.join(also)}" if also else ""))))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,12 +59,17 @@ def run(args: argparse.Namespace) -> int:
     from commcost.report.collective import render_presets_text
 
     if args.json:
-        tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems()}
+        from commcost.hardware import load_preset_file
+
+        aliases = _aliases()
+        models = {k: {**v, "aliases": aliases.get(k, [])} for k, v in load_preset_file("models.json").items()
+                  if not k.startswith("_")}
+        tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems(), "model": models}
         out = {k: v for k, v in tables.items() if args.kind in (None, k)}
         from commcost.report._json import dump_json
 
         dump_json(out)
         return 0
-    entries = [e for e in preset_entries() if args.kind in (None, e.kind)]
+    entries = [e for e in [*preset_entries(), *model_entries()] if args.kind in (None, e.kind)]
     print(render_presets_text(entries))
     return 0

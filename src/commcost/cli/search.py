@@ -50,12 +50,53 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("objective and output")
     o.add_argument("--objective", choices=("step", "tokens-per-gpu", "cost"), default="step",
                    help="rank by step time, tokens/s/GPU, or dollars per million tokens (default step)")
-    o.add_argument("--price-per-gpu-hour", type=A.positive_float, help="dollars per GPU-hour (--objective cost)")
+    o.add_argument("--rank", choices=("step", "robust", "cost"),
+                   help="rank by the step, by the step at its measured band's upper edge (robust: every collective "
+                        "at its class's slowest measured cluster; needs a --system preset), or by dollars per "
+                        "million tokens (as --objective cost)")
+    o.add_argument("--price-per-gpu-hour", type=A.positive_float,
+                   help="dollars per GPU-hour (--objective cost; with --train-tokens, the run's cost)")
+    o.add_argument("--train-tokens", type=A.token_count,
+                   help="tokens to train on (2e12, 2T, 300B): each result's days and GPU-hours")
     o.add_argument("--top", type=A.positive_int, default=10, help="configurations shown (default 10)")
     o.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     o.add_argument("--csv", metavar="FILE", help="write the top configurations to FILE, plan --json's keys flattened")
     o.add_argument("--plot", metavar="FILE", help="draw the Pareto front (step against memory, and GPU count) to FILE")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts", "top_k",
+                "expert_ffn_hidden", "moe_layers")
+"""``plan``'s shape flags (:func:`commcost.cli.plan.add_model_arguments`)."""
+
+
+def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
+    """Every ``commcost plan`` flag of this search that is not the layout: the model (``--model`` or its
+    shape), ``--seq``, ``--global-batch``, the hardware and the compute flags, shell-quoted; each result's
+    ``plan_command`` is ``commcost plan`` + these + its layout flags."""
+    import shlex
+
+    out: list[str] = []
+
+    def add(flag: str, value) -> None:
+        if value is None or value is False:
+            return
+        out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
+
+    if args.model is not None:
+        add("--model", args.model)
+    else:
+        for f in _SHAPE_FLAGS:
+            add("--" + f.replace("_", "-"), getattr(args, f))
+        add("--gated-mlp", args.gated_mlp)
+    add("--seq", seq)
+    add("--global-batch", args.global_batch)
+    for f in ("system", "gpus_per_node", "no_nvls", "gpu", "bw", "latency", "profile", "extrapolate",
+              "efficiency", "no_flash_attention", "tp_comm_overlap"):
+        add("--" + f.replace("_", "-"), getattr(args, f, None))
+    if args.precision != "bf16":
+        add("--precision", args.precision)
+    return tuple(out)
 
 
 def parse_gpus_range(text: str) -> tuple[int, ...]:
@@ -104,37 +145,51 @@ def run(args: argparse.Namespace) -> int:
     """Parse, search, render."""
     from commcost.cli.plan import _spec, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
-    from commcost.search import SearchInputs, SearchSpace, parse_fix, search
+    from commcost.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
 
     spec, seq = _spec(args)
     if (args.gpus is None) == (args.gpus_range is None):
         A.fail("give --gpus N or --gpus-range LO:HI")
     gpus = (args.gpus,) if args.gpus is not None else parse_gpus_range(args.gpus_range)
+    if args.rank is not None:  # --rank step|cost is --objective step|cost; robust ranks steps again
+        objective = "cost" if args.rank == "cost" else "step"
+        if args.objective not in ("step", objective):
+            A.fail(f"--rank {args.rank} ranks by {objective}: drop --objective {args.objective}")
+        args.objective = objective
     if args.objective == "cost" and args.price_per_gpu_hour is None:
         A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
     resolved, G, gpu = resolve_hardware(args, max(gpus))
     model = resolved.comm
+    robust = args.rank == "robust"
+    if robust and resolved.band_topology is None:
+        A.fail("--rank robust ranks by the measured band of a --system preset; it has none with --bw/--latency, "
+               "--profile or a custom topology")
     fixed = parse_fix(args.fix)
     space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G, fixed=fixed,
                         even_pipeline_only=args.even_pipeline_only)
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
                        stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
-                       objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0, top=args.top,
-                       keep_points=args.plot is not None)
+                       objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
+                       top=robust_candidates(args.top) if robust else args.top,
+                       keep_points=args.plot is not None, train_tokens=args.train_tokens)
     bar = _Progress(not args.no_progress and not args.json)
     try:
         result = search(inp, model, progress=bar)
     finally:
         bar.close()
-    bands = None
-    if args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
+    if robust:
+        result = rank_robust(result, model, resolved.band_topology, args.top)
+    bands = result.bands
+    if bands is None and args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
         from commcost.uncertainty import plan_band
 
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
-    print(render_search_json(result, bands) if args.json else render_search_text(result))
+    prefix = plan_prefix(args, seq)
+    print(render_search_json(result, bands, plan_prefix=prefix) if args.json
+          else render_search_text(result, plan_prefix=prefix))
     if args.csv:
-        write_search_csv(result, args.csv)
+        write_search_csv(result, args.csv, plan_prefix=prefix)
     if args.plot:
         plot_pareto(result, args.plot)
         if not args.json:

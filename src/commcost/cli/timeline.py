@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from commcost.report.timeline import (
         TimelineContext, render_sweep_text, render_timeline_text, sweep_to_dict, timeline_to_dict,
     )
+    from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
+    from commcost.step.bucket_advice import recommend_buckets
     from commcost.step.sweep import sweep_buckets
     from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
     from commcost.units import BILLION, MS, MiB
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bucket == "auto":
         sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes, allreduce_s=cost)
+        advice = sweep.advice  # the one bucket advice: the sweep's grid is its grid
         note = ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)" if first_bytes is None
                 else f"first bucket fixed at {args.first_bucket:g} MiB")
         band = band_of(sweep.best)
@@ -158,10 +161,14 @@ def run(args: argparse.Namespace) -> int:
         note += ("\n  (steady state: DDP runs its first iteration as one bucket, then rebuilds the buckets "
                  "in gradient-ready order)")
         sweep = None
+        advice = recommend_buckets(inp, stream=stream, allreduce_s=cost, first_bucket_bytes=first_bytes)
         best = simulate_timeline(inp, caps, stream=stream, allreduce_s=cost)
         band = band_of(best)
         ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note, band=band)
         out, text = timeline_to_dict(best, band), render_timeline_text(ctx, best)
+    out["bucket_advice"] = bucket_advice_to_dict(advice)
+    if sweep is None:  # --bucket auto prints it beside its curve
+        text += "\n  bucket advice: " + render_bucket_advice(advice)
     if args.plot:
         from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
@@ -175,5 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
         dump_json(out)
     else:
-        print(text + (f"\n\n  plot written to {args.plot}" if args.plot else ""))
+        from commcost.report._width import wrap_lines
+
+        print(wrap_lines(text + (f"\n\n  plot written to {args.plot}" if args.plot else "")))
     return 0

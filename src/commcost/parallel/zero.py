@@ -8,6 +8,15 @@ experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
   updated weights (``G q_w`` out), overlapped with the next step's first forward (Megatron's
   ``overlap_param_gather``). The bytes on the wire equal one all-reduce (a ring all-reduce *is* a
   reduce-scatter then an all-gather); what ZeRO-2 saves is memory, not traffic.
+* Gradient accumulation over ``m`` micro-batches splits the stacks. Sharded gradients cannot be
+  accumulated locally, so a ZeRO-2 that keeps only its gradient shard reduce-scatters after *every*
+  micro-batch's backward: ``m`` reduce-scatters per step (DeepSpeed ZeRO stage 2, whose
+  ``partition_gradients`` reduces each micro-step's buckets; PyTorch FSDP ``SHARD_GRAD_OP`` outside
+  ``no_sync``). Stacks that keep full gradients until the last micro-batch pay one, at the memory of
+  unsharded gradients: Megatron-LM's distributed optimizer (a full-size ``main_grad`` buffer, reduced
+  at the last micro-batch; it is ZeRO-1 in memory), DeepSpeed ZeRO stage 1, and FSDP ``SHARD_GRAD_OP``
+  under ``no_sync``. ``commcost budget`` prices both (fix (e)2); :func:`zero_ops` lists the
+  one-per-step schedule of the full-gradient stacks (``commcost plan``'s ZeRO-1/2).
 * ZeRO-3 / FSDP: per layer and micro-batch an all-gather of the layer's weights before its
   forward and again before its backward, and a reduce-scatter of its gradients after the
   backward (``3 x`` the weights' bytes per micro-batch: Rajbhandari et al. section 7.2.2, 1.5x

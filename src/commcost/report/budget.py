@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from commcost.buckets import BucketRow
 from commcost.budget import Budget
+from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
 from commcost.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -123,11 +124,21 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
            if g.micro_batches == i.grad_accum else ""))
     z = fx.zero2
     each = "(P-1)a + (P-1)/P * S/B" if link is not None else f"{_ran(z.reduce_scatter)} on the fabric"
-    add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
-        f"(each {each}) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
+    if z.reduce_scatters_per_step == 1:
+        add(f"    2. ZeRO-2: reduce-scatter {t(z.reduce_scatter.total_s)} + all-gather {t(z.all_gather.total_s)} "
+            f"(each {each}) = {t(z.comm_s)} -> {pct(z.comm_to_compute)}")
+    else:
+        k = z.reduce_scatters_per_step
+        add(f"    2. ZeRO-2: {k} x reduce-scatter {t(z.reduce_scatter.total_s)} (sharded gradients: one per "
+            f"micro-batch) + all-gather {t(z.all_gather.total_s)} (each {each}) = {t(z.comm_s)} -> "
+            f"{pct(z.comm_to_compute)}")
+        add(f"       stacks that keep full gradients until the last micro-batch (Megatron's distributed optimizer, "
+            f"FSDP SHARD_GRAD_OP under no_sync) pay one: {t(z.full_gradient_comm_s)} -> "
+            f"{pct(z.full_gradient_comm_s / z.compute_s)}, at the memory of unsharded gradients")
     add(f"       bytes sent per rank {z.bytes_sent_per_rank / GB:,.3f} GB vs all-reduce "
         f"{z.allreduce_bytes_sent_per_rank / GB:,.3f} GB: ZeRO-2 shards gradients and optimizer "
-        f"state (memory), it does not cut communication")
+        + ("state (memory), it does not cut communication" if z.reduce_scatters_per_step == 1 else
+           f"state (memory); with {z.reduce_scatters_per_step} micro-batches its sharded gradients add communication"))
     n = fx.intra_node
     intra_bw = f"{n.link.bandwidth_bytes_per_s / GB:g} GB/s" if n.link is not None else "intra-node model"
     add(f"    3. DP group inside one node ({intra_bw}): "
@@ -195,7 +206,7 @@ def _buckets_text(b: Budget) -> str:
                    f"{pct(r.total_s / b.step.compute_s):>7}" + _exposed_cell(b, r))
     if b.overlap is not None:
         out.append("    exposed: simulated all-reduce time left after backward ends, each cap as an explicit "
-                   "bucket_cap_mb (torch 2.13: first bucket = cap), gradients at a uniform rate")
+                   f"bucket_cap_mb (torch 2.13: first bucket = cap), {_stream_words(b)}")
     if i.gpus == 1:
         out.append("    P = 1: no all-reduce, bucket size does not matter.")
         return "\n".join(out)
@@ -216,11 +227,7 @@ def _buckets_text(b: Budget) -> str:
                f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
     ov = b.overlap
     if ov is not None:
-        c = ov.choice
-        span = (", ".join(_mib(b) for b in c.good_caps_bytes) if len(c.good_caps_bytes) <= 4 else
-                f"{len(c.good_caps_bytes)} caps from {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)}")
-        out.append(f"    simulated: caps exposing within max(5%, 50 us) of the least ({t(c.min_exposed_s)}): {span}; "
-                   f"recommended {_mib_cap(ov.best)} ({c.rule})")
+        out.append("    " + render_bucket_advice(ov.advice))
     if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
         out.append(f"    but simulated, the default leaves only {t(ov.default.exposed_s)} exposed (within the "
                    f"{t(adv.tail_budget_s)} tail budget; the best cap {t(ov.best.exposed_s)}): the wire time "
@@ -296,6 +303,7 @@ def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, objec
             "first_order_exposed_band_s": _pair(None if band is None else band.first_order_exposed_s),
             "simulated": simulated,
         },
+        "bucket_advice": bucket_advice_to_dict(b.bucket_advice),
         "fixes": {
             "baseline_comm_to_compute": fx.baseline_comm_to_compute,
             "grad_accum": {"micro_batches": fx.grad_accum.micro_batches,
@@ -305,6 +313,8 @@ def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, objec
             "zero2": {"reduce_scatter": _cost(fx.zero2.reduce_scatter),
                       "all_gather": _cost(fx.zero2.all_gather),
                       "comm_s": fx.zero2.comm_s, "comm_to_compute": fx.zero2.comm_to_compute,
+                      "reduce_scatters_per_step": fx.zero2.reduce_scatters_per_step,
+                      "full_gradient_comm_s": fx.zero2.full_gradient_comm_s,
                       "bytes_sent_per_rank": fx.zero2.bytes_sent_per_rank,
                       "allreduce_bytes_sent_per_rank": fx.zero2.allreduce_bytes_sent_per_rank},
             "intra_node": {"bandwidth_bytes_per_s": fx.intra_node.link.bandwidth_bytes_per_s,
@@ -356,13 +366,20 @@ def _share_of_T(b: Budget, exposed_s: float) -> str:
     return f"{pct(exposed_s / T)} of T" if T > 0 else "no communication"
 
 
+def _stream_words(b: Budget) -> str:
+    """How the gradients arrive in the simulation: a uniform rate, or the model's tensors."""
+    if b.inputs.shape is None:
+        return "gradients at a uniform rate"
+    return "gradients per tensor, layer by layer in reverse (the model's shape; DDP never splits a tensor)"
+
+
 def _simulated_lines(b: Budget) -> list[str]:
     ov = b.overlap
     if ov is None or b.allreduce.total_s == 0:
         return []
     d, best = ov.default, ov.best
     return [
-        "    simulated (DDP bucket timeline, gradients at a uniform rate, one comm stream; `commcost timeline`):",
+        f"    simulated (DDP bucket timeline, {_stream_words(b)}, one comm stream; `commcost timeline`):",
         f"      PyTorch's 25 MiB default (first bucket 1 MiB): {len(d.buckets):,} buckets, {t(d.wire_s)} on the "
         f"wire, exposed {t(d.exposed_s)} = {_share_of_T(b, d.exposed_s)} -> efficiency {pct(d.efficiency)}",
         f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB (the largest cap exposing within max(5%, 50 us) "

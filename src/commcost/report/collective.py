@@ -83,12 +83,12 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
         f"{format_bytes(c.message_bytes, binary=True)}) on {c.gpus} GPUs over {_where(fabric, nodes_used)}",
         _fabric_line(fabric, c.gpus, note),
         "",
-        f"  {'algorithm':<17} {'latency':>11} {'bandwidth':>11} {'total':>11} {'algbw GB/s':>11} {'busbw GB/s':>11}",
+        f"  {'algorithm':<12} {'latency':>11} {'bandwidth':>11} {'total':>11} {'algbw GB/s':>10} {'busbw GB/s':>10}",
     ]
     for alg, a in r.alternatives.items():
-        mark = "  <- used" if alg == c.algorithm else ""
-        lines.append(f"  {alg.value:<17} {t(a.latency_s):>11} {t(a.bandwidth_s):>11} {t(a.total_s):>11} "
-                     f"{_gbps(a.algbw_bytes_per_s):>11} {_gbps(a.busbw_bytes_per_s):>11}{mark}")
+        mark = " <- used" if alg == c.algorithm else ""
+        lines.append(f"  {alg.value:<12} {t(a.latency_s):>11} {t(a.bandwidth_s):>11} {t(a.total_s):>11} "
+                     f"{_gbps(a.algbw_bytes_per_s):>10} {_gbps(a.busbw_bytes_per_s):>10}{mark}")
     for alg, why in r.unavailable.items():
         lines.append(f"  {alg.value:<17} not available: {why}")
     how = "the fastest here (auto)" if r.requested == "auto" else "as requested"
@@ -104,32 +104,46 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
                      f"{band_side(c.total_s, *r.band_s)})")
     if c.reason:
         lines.append(f"     why: {c.reason}")
-    return "\n".join(lines)
+    return _fit(lines)
+
+
+def _fit(lines: list[str]) -> str:
+    """The lines wrapped to the terminal (:mod:`commcost.report._width`); table rows are already narrow."""
+    from commcost.report._width import wrap_lines
+
+    return wrap_lines("\n".join(lines))
 
 
 def render_table_text(results: list[SizeResult], fabric: Link | Topology | None, nodes_used: int,
                       note: str | None = None) -> str:
     """A predicted nccl-tests-style table, one row per size, with the runner-up algorithm beside the winner."""
+    from commcost.report._width import terminal_width, wrap_lines
+
     c0 = results[0].chosen
-    lines = [f"commcost collective: predicted {c0.op.value} on {c0.gpus} GPUs over {_where(fabric, nodes_used)} "
-             f"(algorithm {results[0].requested})", _fabric_line(fabric, c0.gpus, note), "",
-             f"  {'size (B)':>14} {'time (us)':>12}{_band_head(results)} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}"
-             f"  {'algorithm':<22} runner-up (time us: latency + bandwidth)"]
+    banded = results[0].band_s is not None
+    rows: list[tuple[str, str]] = []
     for r in results:
         c = r.chosen
         proto = f" ({r.protocol.upper()})" if r.protocol else ""
         others = sorted((a for a in r.alternatives.values() if a.algorithm != c.algorithm), key=lambda a: a.total_s)
-        runner = (f" {others[0].algorithm.value} {others[0].total_s / US:.2f}: {others[0].latency_s / US:.2f} + "
-                  f"{others[0].bandwidth_s / US:.2f}" if others else " -")
-        band = (f" {r.band_s[0] / US:>10.2f}-{r.band_s[1] / US:<10.2f}" if r.band_s is not None
-                else "" if results[0].band_s is None else f" {'':>21}")
-        lines.append(f"  {c.message_bytes:>14,.0f} {c.total_s / US:>12.2f}{band} {_gbps(c.algbw_bytes_per_s):>13} "
-                     f"{_gbps(c.busbw_bytes_per_s):>13}  {c.algorithm.value + proto:<22}{runner}")
-    return "\n".join(lines)
-
-
-def _band_head(results: list[SizeResult]) -> str:
-    return "" if results[0].band_s is None else f" {'measured class (us)':>21}"
+        runner = (f"{others[0].algorithm.value} {others[0].total_s / US:.2f}: {others[0].latency_s / US:.2f} + "
+                  f"{others[0].bandwidth_s / US:.2f}" if others else "-")
+        band = (f" {f'{r.band_s[0] / US:.2f}-{r.band_s[1] / US:.2f}':>17}" if r.band_s is not None
+                else f" {'':>17}" if banded else "")
+        rows.append((f"  {c.message_bytes:>13,.0f} {c.total_s / US:>9.2f}{band} {_gbps(c.algbw_bytes_per_s):>7} "
+                     f"{_gbps(c.busbw_bytes_per_s):>7}  {c.algorithm.value + proto:<19}", runner))
+    band_head = f" {'band (us)':>17}" if banded else ""
+    head = f"  {'size (B)':>13} {'time us':>9}{band_head} {'algbw':>7} {'busbw':>7}  {'algorithm':<19}"
+    width = terminal_width()
+    one_line = max(len(a) + 1 + len(b) for a, b in rows) <= width
+    lines = [f"commcost collective: predicted {c0.op.value} on {c0.gpus} GPUs over {_where(fabric, nodes_used)} "
+             f"(algorithm {results[0].requested})", _fabric_line(fabric, c0.gpus, note), "",
+             "  algbw and busbw in GB/s" + ("; the band: measured clusters of this class" if banded else "")
+             + ("; " if one_line else "; under each row ") + "the runner-up (time us: latency + bandwidth)",
+             head + " runner-up" if one_line else head.rstrip()]
+    for row, runner in rows:
+        lines += [f"{row} {runner}"] if one_line else [row.rstrip(), f"  {'':>13} runner-up {runner}"]
+    return wrap_lines("\n".join(lines), width, keep=lambda line: line in lines[4:])
 
 
 def _cost_dict(c: CollectiveCost) -> dict[str, Any]:

@@ -18,32 +18,19 @@ MFU_CONVENTION = ("model FLOPs = 3 x forward: 2 per multiply-accumulate of every
 
 
 def advice(p: Plan) -> list[str]:
-    """The one or two changes that would help most, each with the number that motivates it."""
-    from dataclasses import replace
-
-    from commcost.memory import memory_per_gpu
-
+    """The one or two changes that would help most, each with the number that motivates it; when memory
+    does not fit, every ZeRO stage and recomputation that would fit comes first (:func:`_memory_options`)."""
     out: list[str] = []
     L, mem = p.inputs.layout, p.memory
     if not mem.fits:
-        for label, change in (("ZeRO-1 (shard optimizer states)", {"zero": 1}), ("ZeRO-3 / FSDP", {"zero": 3}),
-                              ("--recompute selective", {"recompute": "selective"}),
-                              ("--recompute full", {"recompute": "full"})):
-            key, value = next(iter(change.items()))
-            if (key == "zero" and L.zero >= value) or (key == "recompute" and L.recompute == value) \
-                    or (key == "zero" and L.grad_dp == 1):
-                continue
-            from commcost.stacks import stack as stack_of
-            m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
-                                flash=p.inputs.flash_attention, stack=stack_of(p.stack, compiled=p.inputs.compiled),
-                                fp8=p.inputs.precision not in ("bf16", "fp16"))
-            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: {label} would bring it to "
-                       f"{format_bytes(m2.total_bytes)} of {format_bytes(mem.capacity_bytes)}"
-                       + ("" if m2.fits else " (still too much: raise tp or pp as well)"))
-            break
+        fitting = _memory_options(p)
+        if fitting:
+            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)} ({format_bytes(mem.total_bytes)} of "
+                       f"{format_bytes(mem.capacity_bytes)}); these fit without touching tp or pp: "
+                       + "; ".join(f"{label} {format_bytes(need)}" for label, need in fitting))
         else:
-            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: raise tp or pp (weights and "
-                       f"activations split by both)")
+            out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: no ZeRO stage or recomputation "
+                       "(alone or together) fits: raise tp or pp (weights and activations split by both)")
     terms = {"pipeline bubble": p.pipeline_bubble_s, **{f"exposed {d.upper()} communication": s
                                                        for d, s in p.exposed_by_dimension().items()}}
     name, worst = max(terms.items(), key=lambda kv: kv[1])
@@ -65,6 +52,31 @@ def advice(p: Plan) -> list[str]:
             hint = "fewer ranks in this dimension across nodes"
         out.append(f"{name} is {share:.0%} of the step" + (f": {hint}" if hint else ""))
     return out[:2]
+
+
+def _memory_options(p: Plan) -> list[tuple[str, float]]:
+    """Every ZeRO stage above the plan's and every recomputation, alone and together, that brings the
+    plan's memory within the GPU (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
+    from dataclasses import replace
+
+    from commcost.plan import plan_memory
+
+    L = p.inputs.layout
+    zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]
+    recomputes = [r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
+    changes: list[tuple[str, dict]] = [(f"ZeRO-{z}" + (" / FSDP" if z == 3 else ""), {"zero": z}) for z in zeros]
+    changes += [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
+    changes += [(f"ZeRO-{z} + --recompute {r}", {"zero": z, "recompute": r}) for z in zeros for r in recomputes]
+    out: list[tuple[str, float]] = []
+    for label, change in changes:
+        if "zero" in change and "recompute" in change and any(lbl in (f"ZeRO-{change['zero']}",
+                                                                      f"ZeRO-{change['zero']} / FSDP")
+                                                               for lbl, _ in out):
+            continue  # the stage fits alone: recomputing as well only costs time
+        m2 = plan_memory(replace(p.inputs, layout=replace(L, **change)))
+        if m2.fits:
+            out.append((label, m2.total_bytes))
+    return out
 
 
 def _pair(x: tuple[float, float] | None) -> list[float] | None:
@@ -103,7 +115,14 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "layout": inp.layout.to_dict(),
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
         "stack": p.stack, "stack_source": p.stack_source, "compute_by_operator": dict(p.compute_by_operator),
+        "bucket_advice": _bucket_advice_dict(p),
     }
+
+
+def _bucket_advice_dict(p: Plan) -> dict | None:
+    from commcost.report.bucket_advice import bucket_advice_to_dict
+
+    return bucket_advice_to_dict(p.bucket_advice)
 
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
@@ -202,6 +221,9 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
                      f"{format_seconds(line.time_s):>11}{format_seconds(line.exposed_s):>11}")
     if not p.comm:
         lines.append("  (none: one GPU)")
+    if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
+        from commcost.report.bucket_advice import render_bucket_advice
+        lines.append("  DP bucket advice (gradients at a uniform rate): " + render_bucket_advice(p.bucket_advice))
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from commcost.training_cost import usd_per_million_tokens
 from commcost.units import format_bytes, format_seconds
 
 TYPE_CHECKING = False
@@ -10,7 +11,7 @@ if TYPE_CHECKING:
     from commcost.plan import Plan
     from commcost.search import SearchResult
 
-__all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv",
+__all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
            "plot_pareto", "pareto_front", "layout_words"]
 
 
@@ -38,6 +39,12 @@ def plan_flags(p: Plan) -> str:
     if inp.bucket_cap_bytes is not None:
         flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
     return " ".join(flags)
+
+
+def plan_command(p: Plan, plan_prefix: tuple[str, ...] = ()) -> str:
+    """The whole ``commcost plan`` command that reproduces ``p``: the search's model, sequence, batch,
+    hardware and compute flags (``plan_prefix``, from the command line) and ``p``'s layout flags."""
+    return " ".join(("commcost plan", *plan_prefix, plan_flags(p)))
 
 
 def _terms(p: Plan) -> dict[str, float]:
@@ -84,7 +91,17 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
     return ", ".join(parts) or "no layout field"
 
 
-def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
+def _training(inp, p: Plan):
+    """The training run's cost at ``p``'s throughput (:mod:`commcost.training_cost`); None without tokens."""
+    if inp.train_tokens is None:
+        return None
+    from commcost.training_cost import training_cost
+
+    return training_cost(tokens=inp.train_tokens, tokens_per_s_per_gpu=p.tokens_per_s_per_gpu,
+                         gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)
+
+
+def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
     from commcost.report.plan import plan_to_dict
@@ -92,17 +109,23 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None) -> dict:
 
     inp = r.inputs
     results = []
-    tokens = inp.space.global_batch * inp.space.seq
     for rank, p in enumerate(r.plans, 1):
         d = plan_to_dict(p, None if bands is None else bands[rank - 1])
         d["rank"] = rank
         d["plan_flags"] = plan_flags(p)
+        d["plan_command"] = plan_command(p, plan_prefix)
+        if r.robust_step_s is not None:
+            d["robust_step_s"] = r.robust_step_s[rank - 1]
         if inp.price_per_gpu_hour > 0:
-            d["usd_per_million_tokens"] = 1e6 * inp.price_per_gpu_hour * p.inputs.layout.world * p.step_s / (
-                3600.0 * tokens)
+            d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
+        run_cost = _training(inp, p)
+        if run_cost is not None:
+            from commcost.report.training import training_to_dict
+            d["training"] = training_to_dict(run_cost)
         results.append(d)
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
-           "global_batch": inp.space.global_batch, "objective": inp.objective, "evaluated": r.evaluated,
+           "global_batch": inp.space.global_batch, "objective": inp.objective,
+           "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "evaluated": r.evaluated,
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
            "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
@@ -119,15 +142,18 @@ def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
-def render_search_json(r: SearchResult, bands: tuple | None = None) -> str:
+def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> str:
     """Strict JSON (no NaN or infinity)."""
     from commcost.report._json import dumps_json
 
-    return dumps_json(search_to_dict(r, bands)).rstrip("\n")
+    return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix)).rstrip("\n")
 
 
-def render_search_text(r: SearchResult) -> str:
+def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = ()) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins."""
+    from commcost.report._width import terminal_width, wrap_command, wrap_lines
+
+    width = terminal_width()
     inp = r.inputs
     sp = inp.space
     gpus = f"{sp.gpus[0]}" if len(sp.gpus) == 1 else f"{sp.gpus[0]}-{sp.gpus[-1]} ({len(sp.gpus)} counts)"
@@ -149,40 +175,56 @@ def render_search_text(r: SearchResult) -> str:
         else:
             lines.append("no configuration fits: more GPUs or a shorter sequence (every micro-batch size and "
                          "recomputation was tried)")
-        return "\n".join(lines)
+        return wrap_lines("\n".join(lines), width)
     lines.append(f"fabric: {r.plans[0].comm_model}")
-    tokens = sp.global_batch * sp.seq
-    lines += ["", f"{'#':>3} {'step':>10} {'tok/s/GPU':>10} {'MFU':>6} {'compute':>10} {'bubble':>10} "
-                  f"{'exp. comm':>10} {'optim.':>9} {'memory':>9}" + ("  $/Mtok" if inp.price_per_gpu_hour else "")
-              + "  layout"]
+    if r.robust_step_s is not None:
+        lines.append("ranked robust: by the step at the measured band's upper edge (every collective at its class's "
+                     "slowest measured cluster), among the best steps")
+    cols = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
+           f"{'optim.':>8} {'memory':>9}"
+    table = ["", cols, "      layout" + ("; $/Mtok" if inp.price_per_gpu_hour else "")
+             + ("; step at the band's upper edge" if r.robust_step_s is not None else "")]
     for i, p in enumerate(r.plans, 1):
-        cost = (f"  {1e6 * inp.price_per_gpu_hour * p.inputs.layout.world * p.step_s / (3600 * tokens):6.3f}"
-                if inp.price_per_gpu_hour else "")
-        lines.append(f"{i:>3} {format_seconds(p.step_s):>10} {p.tokens_per_s_per_gpu:>10,.0f} {p.mfu:>6.1%} "
-                     f"{format_seconds(p.compute_s):>10} {format_seconds(p.pipeline_bubble_s):>10} "
-                     f"{format_seconds(p.exposed_comm_s):>10} {format_seconds(p.optimizer_s):>9} "
-                     f"{format_bytes(p.memory.total_bytes):>9}{cost}  {layout_words(p)}")
+        table.append(f"{i:>3} {format_seconds(p.step_s):>9} {p.tokens_per_s_per_gpu:>9,.0f} {p.mfu:>6.1%} "
+                     f"{format_seconds(p.compute_s):>9} {format_seconds(p.pipeline_bubble_s):>9} "
+                     f"{format_seconds(p.exposed_comm_s):>9} {format_seconds(p.optimizer_s):>8} "
+                     f"{format_bytes(p.memory.total_bytes):>9}")
+        extra = [layout_words(p)]
+        if inp.price_per_gpu_hour:
+            extra.append(f"${usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):.3f}/Mtok")
+        if r.robust_step_s is not None:
+            extra.append(f"upper edge {format_seconds(r.robust_step_s[i - 1])}")
+        table.append("      " + "; ".join(extra))
     best = r.plans[0]
     m = best.memory
-    lines += ["", "best: commcost plan " + plan_flags(best),
+    lines += table
+    lines += ["", *wrap_command("best:", plan_command(best, plan_prefix), width),
               "  exposed communication by dimension: " + (", ".join(
                   f"{d} {format_seconds(s)}" for d, s in sorted(best.exposed_by_dimension().items())) or "none"),
               f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
               f"optimizer {format_bytes(m.optimizer_bytes)}, activations {format_bytes(m.activations_bytes)}, buffers "
               f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
-    if len(r.plans) >= 2:
+    if len(r.plans) >= 2 and r.robust_step_s is not None and r.plans[1].step_s < best.step_s:
+        lines.append(f"  why: the runner-up's step is {format_seconds(best.step_s - r.plans[1].step_s)} shorter, but at "
+                     f"the band's upper edge it takes {format_seconds(r.robust_step_s[1])} against the best's "
+                     f"{format_seconds(r.robust_step_s[0])}")
+    elif len(r.plans) >= 2:
         lines.append("  why: " + why_best(best, r.plans[1]))
+    run_cost = _training(inp, best)
+    if run_cost is not None:
+        from commcost.report.training import render_training
+        lines.append("  " + render_training(run_cost))
     for w in best.warnings:
         lines.append(f"warning: {w}")
-    return "\n".join(lines)
+    return wrap_lines("\n".join(lines), width, keep=lambda line: line.endswith(" \\") or line == cols)
 
 
-def write_search_csv(r: SearchResult, path: str) -> None:
+def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...] = ()) -> None:
     """One row per result, ``plan --json``'s scalar keys flattened (``layout.tp``, ``breakdown.compute_s`` ...)."""
     import csv
 
     rows = []
-    for d in search_to_dict(r)["results"]:
+    for d in search_to_dict(r, plan_prefix=plan_prefix)["results"]:
         flat: dict = {}
         for k, v in d.items():
             if isinstance(v, dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commcost.report.bucket_advice import render_bucket_advice
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline, TimelineInputs
 from commcost.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
@@ -70,7 +71,8 @@ def _header(ctx: TimelineContext, tl: Timeline) -> list[str]:
 
 
 def _bucket_rows(tl: Timeline) -> list[str]:
-    out = [f"  {'bucket':>7} {'size':>14} {'ready':>10} {'start':>10} {'end':>10} {'all-reduce':>11}   (ms from step start)"]
+    out = ["  (ready, start and end: ms from the step's start)",
+           f"  {'bucket':>7} {'size':>14} {'ready':>10} {'start':>10} {'end':>10} {'all-reduce':>11}"]
     n = len(tl.buckets)
     shown = list(range(n)) if n <= _ROWS_HEAD + _ROWS_TAIL + 2 else \
         list(range(_ROWS_HEAD)) + [-1] + list(range(n - _ROWS_TAIL, n))
@@ -92,10 +94,11 @@ def _band_line(tl: Timeline, band: TimelineBand) -> str:
         return band_range(*edges) + band_side(point_s, *edges, brief=True)
 
     side = band_side(tl.wire_s, *band.wire_s)
-    return (f"  measured band  on measured clusters of this class ({band.band_class}: every all-reduce x r = "
+    return (f"  measured band  T_w = {band_range(*band.wire_s)}, E = {cell(tl.exposed_s, band.exposed_s)}, "
+            f"step = {cell(tl.step_s, band.step_s)}\n"
+            f"    on measured clusters of this class ({band.band_class}: every all-reduce x r = "
             f"{band.ratios[0]:.3f}-{band.ratios[1]:.3f}, the same buckets re-simulated, compute unchanged; "
-            f"docs/fabrics.md{side}): T_w = {band_range(*band.wire_s)}, E = {cell(tl.exposed_s, band.exposed_s)}, "
-            f"step = {cell(tl.step_s, band.step_s)}")
+            f"docs/fabrics.md{side})")
 
 
 def _summary(tl: Timeline, band: TimelineBand | None = None) -> list[str]:
@@ -105,11 +108,11 @@ def _summary(tl: Timeline, band: TimelineBand | None = None) -> list[str]:
         f"  exposed      E = end of last all-reduce - t_e    = {t(tl.exposed_s):>11}"
         f"  ({pct(tl.exposed_s / tl.wire_s) if tl.wire_s > 0 else '0.0%'} of T_w)",
         f"  overlap      (T_w - E) / T_w                     = {pct(tl.overlap_fraction):>11}",
-        f"  step         k t_c + E + t_opt                   = {t(tl.step_s):>11}"
-        f"  efficiency (k t_c + t_opt)/step = {pct(tl.efficiency)}",
-        "  bounds       perfect overlap k t_c + max(0, T_w - W) + t_opt = "
-        f"{t(tl.perfect_overlap_s)}  <=  simulated {t(tl.step_s)}  <=  no overlap k t_c + T_w + t_opt = "
-        f"{t(tl.no_overlap_s)}",
+        f"  step         k t_c + E + t_opt                   = {t(tl.step_s):>11}",
+        f"  efficiency   (k t_c + t_opt) / step              = {pct(tl.efficiency):>11}",
+        f"  bounds       perfect overlap k t_c + max(0, T_w - W) + t_opt = {t(tl.perfect_overlap_s)}",
+        f"           <=  simulated {t(tl.step_s)}",
+        f"           <=  no overlap k t_c + T_w + t_opt = {t(tl.no_overlap_s)}",
     ]
     if band is not None:
         out.append(_band_line(tl, band))
@@ -162,10 +165,8 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("  left of the best: every bucket pays 2(P-1)a, T_w grows and the stream falls behind; "
                  "right of it: the last bucket fills only when backward ends and its all-reduce is the tail")
     lines.append("")
-    c = sw.choice
-    lines.append(f"  good caps: exposing within max(5%, 50 us) = {t(c.tolerance_s)} of the least "
-                 f"({t(c.min_exposed_s)}): {_good_caps(c)}")
-    lines.append(f"  best = the {c.rule}: fewer buckets pay fewer latency terms")
+    lines.append("  bucket advice: " + render_bucket_advice(sw.advice))
+    lines.append("  (fewer buckets pay fewer latency terms; the same advice as `commcost budget` and `plan`)")
     lines.append(f"  best cap {_mib(best.bucket_cap_bytes)}: step {t(best.step_s)}, exposed {t(best.exposed_s)} "
                  f"({pct(best.exposed_s / best.wire_s) if best.wire_s > 0 else '0.0%'} of its T_w = {t(best.wire_s)})")
     lines.append(f"  PyTorch default (25 MiB, first bucket 1 MiB): step {t(default.step_s)}, exposed "
@@ -176,15 +177,6 @@ def render_sweep_text(ctx: TimelineContext, sw: BucketSweep, default: Timeline) 
     lines.append("")
     lines += _summary(best, ctx.band)
     return "\n".join(lines)
-
-
-def _good_caps(c) -> str:
-    """``"64 MiB to 256 MiB (5 of 33 caps tried)"`` when contiguous, the list when the curve zig-zags."""
-    n = len(c.good_caps_bytes)
-    if n <= 4:
-        return ", ".join(_mib(b) for b in c.good_caps_bytes) + f" ({n} of {c.caps_tried} caps tried)"
-    return (f"{n} of {c.caps_tried} caps tried, from {_mib(c.good_min_cap_bytes)} to {_mib(c.good_max_cap_bytes)} "
-            "(not every cap between them)")
 
 
 def _pair(x: tuple[float, float] | None) -> list[float] | None:

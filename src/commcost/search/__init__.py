@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from commcost.plan import Plan, PlanInputs
 
 __all__ = ["OBJECTIVES", "SearchSpace", "SearchInputs", "SearchResult", "search", "evaluate_all", "parse_fix", "plan_inputs_of",
-           "objective_value"]
+           "objective_value", "rank_robust", "robust_candidates", "RANKS"]
+
+RANKS = ("step", "robust", "cost")
+"""``--rank`` values: the step, the step at the measured band's upper edge (:func:`rank_robust`), dollars."""
 
 OBJECTIVES = ("step", "tokens-per-gpu", "cost")
 """``--objective`` values."""
@@ -67,6 +70,8 @@ class SearchInputs:
     """Configurations returned, best first."""
     keep_points: bool = False
     """Keep every feasible configuration's ``(step, memory, W)`` (for the Pareto plot)."""
+    train_tokens: float | None = None
+    """Tokens of a training run to cost for each result (:mod:`commcost.training_cost`); None: not costed."""
 
     def __post_init__(self) -> None:
         from commcost.compute import precision_class
@@ -116,6 +121,11 @@ class SearchResult:
     """Ctrl-C stopped it: the results are the best of what was evaluated."""
     points: dict | None = field(default=None)
     """With ``keep_points``: arrays ``step_s, memory_bytes, gpus`` of every feasible configuration."""
+    robust_step_s: tuple[float, ...] | None = None
+    """With :func:`rank_robust`: each plan's step at its measured band's upper edge (every collective at
+    its class's slowest measured cluster), the key the plans are ranked by; None otherwise."""
+    bands: tuple | None = None
+    """With :func:`rank_robust`: each plan's :class:`commcost.uncertainty.PlanBand` (None: no communication)."""
 
 
 def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_per_gpu_hour: float = 0.0):
@@ -125,7 +135,9 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
         return step_s
     if objective == "tokens-per-gpu":
         return -tokens_per_step / (step_s * gpus)
-    return 1e6 * price_per_gpu_hour * gpus * step_s / (3600.0 * tokens_per_step)
+    from commcost.training_cost import usd_per_million_tokens
+
+    return usd_per_million_tokens(price_per_gpu_hour, tokens_per_step / (step_s * gpus))
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
@@ -241,6 +253,33 @@ def search(inp: SearchInputs, model: CommModel, *,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(float(best_step[i]) for i in order),
                         distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts)
+
+
+ROBUST_CANDIDATES_PER_RESULT = 5
+"""``rank_robust`` re-ranks this many times ``--top`` of the best steps (at least :data:`ROBUST_MIN_CANDIDATES`)."""
+ROBUST_MIN_CANDIDATES = 50
+
+
+def robust_candidates(top: int) -> int:
+    """How many of the best steps :func:`rank_robust` re-ranks for ``top`` results."""
+    return max(ROBUST_CANDIDATES_PER_RESULT * top, ROBUST_MIN_CANDIDATES)
+
+
+def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> SearchResult:
+    """Re-rank ``result``'s plans (the best steps, :func:`robust_candidates` of them) by the upper edge of
+    their measured band (:func:`commcost.uncertainty.plan_band`: every collective at its class's slowest
+    measured cluster, exposure and bubble re-priced), keep ``top``. A layout whose step hides a lot of
+    traffic only just is fragile: its upper edge is far above its step, and it falls in this ranking."""
+    from dataclasses import replace
+
+    from commcost.uncertainty import plan_band
+
+    bands = [plan_band(p.inputs, p, model, topology) for p in result.plans]
+    upper = [p.step_s if b is None else b.step_s[1] for p, b in zip(result.plans, bands)]
+    order = sorted(range(len(upper)), key=lambda i: (upper[i], i))[:top]
+    return replace(result, plans=tuple(result.plans[i] for i in order),
+                   grid_step_s=tuple(result.grid_step_s[i] for i in order),
+                   robust_step_s=tuple(upper[i] for i in order), bands=tuple(bands[i] for i in order))
 
 
 def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict, dict]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commcost.step.bucket_advice import BucketRecommendation, advice_grid, recommendation_from_choice
 from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
-from commcost.step.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, bucket_grid, caps_for, \
+from commcost.step.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, caps_for, \
     BucketChoice, _evaluate_caps, comm_allreduce_cost, gradient_stream, pick_best, simulate_timeline
 
 __all__ = ["CurvePoint", "BucketSweep", "sweep_buckets", "curve_point"]
@@ -43,12 +44,15 @@ class BucketSweep:
     """The timeline at the recommended cap (:func:`~commcost.step.timeline.pick_best`)."""
     choice: BucketChoice
     """The good range, the tolerance and the rule behind ``best``."""
+    advice: BucketRecommendation
+    """``choice`` as the one bucket advice (:mod:`commcost.step.bucket_advice`)."""
 
 
 def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None, *,
                   first_bucket_bytes: int | None = None,
                   allreduce_s: AllReduceCost | None = None) -> BucketSweep:
-    """Evaluate every cap (default :func:`~commcost.step.timeline.bucket_grid`) and keep the fastest step.
+    """Evaluate every cap (default :func:`~commcost.step.bucket_advice.advice_grid`, the grid of the one
+    bucket advice that ``budget`` and ``plan`` also give) and keep the fastest step.
 
     Each cap is :func:`~commcost.step.timeline.caps_for`: what ``bucket_cap_mb`` set explicitly
     gives in torch 2.13, the first bucket as large as the rest unless ``first_bucket_bytes``
@@ -56,7 +60,7 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
     time is within max(5%, 50 us) of the smallest, never exposing more than PyTorch's default.
     """
     stream = gradient_stream(inp)
-    grid = caps_bytes or bucket_grid(stream.total_bytes)
+    grid = caps_bytes or advice_grid(stream.total_bytes)
     cost = allreduce_s or comm_allreduce_cost(inp)
     memo: dict[float, float] = {}
     curve: list[CurvePoint] = []
@@ -67,7 +71,7 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
         points.append((curve[-1].exposed_s, caps))
     default = _evaluate_caps(inp, stream, ddp_bucket_caps(None), cost, memo)[2]
     choice = pick_best(points, default_exposed_s=default)
-    return BucketSweep(curve=tuple(curve), choice=choice,
+    return BucketSweep(curve=tuple(curve), choice=choice, advice=recommendation_from_choice(choice, stream),
                        best=simulate_timeline(inp, choice.best, allreduce_s=cost, stream=stream))
 
 

@@ -1,0 +1,52 @@
+"""plan's advice lists every ZeRO stage and recomputation that fits before it suggests tp/pp."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from commcost.comm.model import FlatLinkModel
+from commcost.comm.link import Link
+from commcost.memory import memory_per_gpu
+from commcost.parallel.layout import Layout
+from commcost.plan import PlanInputs, plan
+from commcost.report.plan import _memory_options, advice
+from commcost.transformer import model_spec
+
+COMM = FlatLinkModel(link=Link(bandwidth_bytes_per_s=50e9, latency_s=10e-6))
+
+
+def _plan(**layout):
+    L = Layout(**{"dp": 8, "tp": 8, "pp": 1, "global_batch": 256, **layout})
+    return plan(PlanInputs(spec=model_spec("llama3-70b"), layout=L, seq=8192, gpu="h100-sxm", gpus_per_node=8), COMM)
+
+
+def test_every_fitting_zero_stage_and_recomputation_is_listed_and_no_other():
+    p = _plan()
+    assert not p.memory.fits
+    options = dict(_memory_options(p))
+    L = p.inputs.layout
+    for z in (0, 1, 2, 3):
+        for r in ("none", "selective", "full"):
+            if (z, r) == (L.zero, L.recompute):
+                continue
+            m = memory_per_gpu(p.inputs.spec, replace(L, zero=z, recompute=r), seq=8192,
+                               capacity_bytes=p.memory.capacity_bytes, flash=True)
+            label = (f"ZeRO-{z}" + (" / FSDP" if z == 3 else "")) if r == "none" else \
+                f"--recompute {r}" if z == 0 else f"ZeRO-{z} + --recompute {r}"
+            alone_fits = z > 0 and r != "none" and memory_per_gpu(
+                p.inputs.spec, replace(L, zero=z), seq=8192, capacity_bytes=p.memory.capacity_bytes, flash=True).fits
+            if m.fits and not alone_fits:
+                assert options[label] == m.total_bytes, label
+            else:
+                assert label not in options, label
+    assert options  # llama3-70b at tp 8 fits with recomputation and a ZeRO stage
+    text = advice(p)[0]
+    assert "raise tp or pp" not in text and all(label in text for label in options)
+
+
+def test_tp_pp_only_when_nothing_else_fits():
+    # one data-parallel rank: no ZeRO stage shards anything; 16 B per parameter of 70.6B / 8 = 141 GB of model
+    # states per GPU alone exceed 80 GB, whatever is recomputed
+    p = _plan(dp=1, tp=8, global_batch=256)
+    assert not p.memory.fits and _memory_options(p) == []
+    assert "raise tp or pp" in advice(p)[0]

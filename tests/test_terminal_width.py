@@ -1,0 +1,71 @@
+"""Output for an 80-column terminal: at most 5% of the lines wider than the terminal (``COLUMNS``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+from commcost.report._width import wrap, wrap_command
+
+
+def _lines(*args: str, columns: str = "80") -> list[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), COLUMNS=columns)
+    r = subprocess.run([sys.executable, "-m", "commcost", *args], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def _wide_share(lines: list[str], width: int = 80) -> float:
+    return sum(len(line) > width for line in lines) / len(lines)
+
+
+@pytest.mark.parametrize("args", [
+    ("collective", "--op", "all_reduce", "--sizes", "1MiB:1GiB", "--system", "dgx-h100", "--nodes", "2"),
+    ("collective", "--op", "all_reduce", "--sizes", "1MiB:1GiB", "--bw", "25", "--latency", "20", "--gpus", "32"),
+    ("collective", "--op", "all_reduce", "--size", "64MiB", "--system", "dgx-h100", "--nodes", "2"),
+    ("timeline", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200", "--bucket", "auto"),
+    ("timeline", "--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400"),
+], ids=["collective-table", "collective-flat", "collective-one", "timeline-auto", "timeline"])
+def test_fits_80_columns(args):
+    lines = _lines(*args)
+    assert len(lines) > 10 and _wide_share(lines) <= 0.05, [ln for ln in lines if len(ln) > 80]
+
+
+def test_budget_notes_fit_and_the_drill_parts_keep_their_format():
+    lines = _lines("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200")
+    start = lines.index(next(ln for ln in lines if ln.startswith("commcost budget: all-reduce")))
+    notes = lines[:start]
+    assert len(notes) > 5 and _wide_share(notes) == 0
+    # parts (a)-(g) are the drill's format, the same at any width
+    wide = _lines("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200",
+                  columns="300")
+    assert lines[start:] == wide[wide.index(lines[start]):]
+
+
+def test_a_wide_terminal_keeps_the_collective_table_on_one_line_per_size():
+    lines = _lines("collective", "--op", "all_reduce", "--sizes", "1MiB:4MiB", "--system", "dgx-h100", "--nodes", "2",
+                   columns="200")
+    assert not any(line.strip().startswith("runner-up") for line in lines)  # one line per size
+    assert sum("in_network" in line for line in lines) == 3  # each row names its algorithm or its runner-up
+
+
+def test_wrap_keeps_a_number_with_its_unit_and_the_indent():
+    line = "  " + "word " * 12 + "the last bucket's all-reduce (4.52 ms) is exposed, 25 MiB buckets"
+    out = wrap(line, 40)
+    assert all(len(x) <= 40 for x in out) and all(x.startswith("  ") for x in out)
+    assert "4.52 ms" in " ".join(out).replace("\n", " ") and not any(x.endswith("4.52") for x in out)
+    assert wrap("short", 40) == ["short"]
+
+
+def test_wrap_command_pastes_as_one_command():
+    cmd = "commcost plan --model llama3-70b --seq 8192 --global-batch 1024 --system dgx-h100 --gpus 512 --tp 8 --pp 4"
+    out = wrap_command("best:", cmd, 40)
+    assert all(len(x) <= 40 for x in out[1:]) and all(x.endswith(" \\") for x in out[:-1])
+    joined = " ".join(x.rstrip("\\").strip() for x in out)
+    assert joined == "best: " + cmd
