@@ -97,3 +97,22 @@ def test_cli_prints_the_same_step_and_keys():
     assert d["stack"] == "fsdp" and set(d["compute_by_operator"]) >= {"gemm_s", "attention_s", "elementwise_s"}
     assert d["memory"]["verdict"] in ("fits", "tight", "does not fit")
     assert {r["input"] for r in d["sensitivity"]} >= {"--micro-batch", "--recompute", "--stack"}
+
+
+def test_zero2_scatters_every_micro_batch_where_the_stack_shards_gradients():
+    from commcost.compose import zero2_micro_batch_exposed_s
+    from commcost.xp import SCALAR
+
+    # (m - 1) max(0, T_rs - W): 3 earlier micro-batches, 50 ms scatters behind 20 ms windows -> 3 x 30 ms = 90 ms
+    assert zero2_micro_batch_exposed_s(SCALAR, extra=3, scatter_s=0.05, window_s=0.02) == pytest.approx(0.09)
+    assert zero2_micro_batch_exposed_s(SCALAR, extra=3, scatter_s=0.01, window_s=0.02) == 0.0
+    inp, model = _inp(zero=2)                      # 32 / (1 x 8) = 4 micro-batches
+    ds = plan(replace(inp, stack="deepspeed"), model)
+    extra = [c for c in ds.comm if c.comm.count_per_step == 3.0 and c.comm.op.value == "reduce_scatter"]
+    assert len(extra) == 1
+    total = sum(c.comm.size_bytes for c in ds.comm if c.comm.op.value == "reduce_scatter" and c is not extra[0])
+    T_rs = model.cost("reduce_scatter", total, 8, ranks_per_node=8).total_s
+    assert extra[0].one_s == pytest.approx(T_rs, rel=1e-12) and extra[0].time_s == pytest.approx(3 * T_rs, rel=1e-12)
+    # Megatron's distributed optimizer keeps full gradients until the last micro-batch: no such line
+    meg = plan(replace(inp, stack="megatron"), model)
+    assert not [c for c in meg.comm if c.comm.count_per_step == 3.0]

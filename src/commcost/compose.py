@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
            "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "cp_exposed_s", "pp_exposed_s",
            "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction",
-           "dp_accumulated_micro_batches", "nic_share", "gather_exposed_s", "optimizer_s", "step_s",
+           "dp_accumulated_micro_batches", "nic_share", "zero2_micro_batch_exposed_s", "gather_exposed_s", "optimizer_s", "step_s",
            "tokens_per_s_per_gpu"]
 
 OPTIMIZER_HBM_BYTES_PER_PARAM = 28.0
@@ -152,6 +152,13 @@ def nic_share(xp, *, crossing, ranks_per_node, group):
     """``k``: a DP group that crosses nodes while ``crossing`` critical groups (TP, CP, EP) do gets
     ``1/(1 + crossing)`` of the NIC, so its collectives take ``k = 1 + crossing`` times as long."""
     return xp.where(ranks_per_node < group, 1.0 + crossing, 1.0)
+
+
+def zero2_micro_batch_exposed_s(xp, *, extra, scatter_s, window_s):
+    """ZeRO-2 with gradient accumulation on a stack that shards gradients every micro-batch (DeepSpeed
+    stage 2, FSDP ``SHARD_GRAD_OP``): the ``m - 1`` earlier micro-batches each reduce-scatter the whole
+    gradient ``T_rs`` behind their own backward window ``W``: ``(m - 1) max(0, T_rs - W)``."""
+    return extra * xp.maximum(0.0, scatter_s - window_s)
 
 
 def gather_exposed_s(xp, *, gather_s, fwd_s):

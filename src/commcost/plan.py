@@ -36,7 +36,7 @@ names the lines and builds the :class:`Plan`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from commcost.comm.collectives import Collective
@@ -434,6 +434,14 @@ def _optimizer_s(inp: PlanInputs) -> float:
                        expert_ranks=L.expert_dp, zero=L.zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1])
 
 
+def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
+    """Whether the plan's stack reduce-scatters ZeRO-2 gradients every micro-batch
+    (:attr:`commcost.stacks.Stack.zero2_scatter_per_micro_batch`)."""
+    from commcost.stacks import resolve_stack, stack
+
+    return stack(resolve_stack(inp.stack, inp.layout)[0]).zero2_scatter_per_micro_batch
+
+
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
@@ -470,6 +478,17 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
             advice.append((tl_inp, cost))
         for (o, f), (_, T, a) in zip(shares, grads):
             out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
+        extra = L.micro_batches - 1
+        if L.zero == 2 and extra > 0 and _scatters_per_micro_batch(inp):
+            # sharded gradients cannot accumulate locally: every earlier micro-batch reduce-scatters too
+            W = tl_inp.backward_fraction * t_mb
+            T_rs = cost(total)
+            for (o, f), (_, _, a) in zip(shares, grads):
+                each = replace(o, count_per_step=float(extra), what="ZeRO-2: each earlier micro-batch's gradients "
+                               "to their shards (sharded gradients do not accumulate locally)")
+                out.append(CommLine(comm=each, one_s=T_rs * f, algorithm=a, time_s=extra * T_rs * f,
+                                    exposed_s=K.zero2_micro_batch_exposed_s(SCALAR, extra=extra, scatter_s=T_rs,
+                                                                            window_s=W) * f))
     for o, T, a in gathers:
         k = K.nic_share(SCALAR, crossing=crossing, ranks_per_node=o.ranks_per_node, group=o.group_size)
         out.append(CommLine(comm=o, one_s=k * T, algorithm=a, time_s=k * T,

@@ -54,6 +54,9 @@ class Stack:
     """Bytes per token and vocabulary entry the loss holds at its peak (logits and the cross-entropy's buffers)."""
     fp8_weight_cast_per_micro_batch: bool
     """fp8 recipes cast the weights every micro-batch (torchao) rather than once a step (Transformer Engine)."""
+    zero2_scatter_per_micro_batch: bool = False
+    """ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (DeepSpeed stage 2, FSDP
+    ``SHARD_GRAD_OP``), where Megatron's distributed optimizer keeps full gradients until the last."""
     fp8_saves_inputs: bool = False
     """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
     sustained: float = 1.0

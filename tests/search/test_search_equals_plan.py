@@ -34,14 +34,20 @@ CASES = [
     (GPT, 512, 8, 8, FlatLinkModel(link=Link(bandwidth_bytes_per_s=50e9, latency_s=5e-6)), False, False, 1),
     (TINY, 1024, 16, 16, _fabric(16), True, True, 7),
     (model_spec("llama3-8b"), 8192, 64, 64, _fabric(64), True, False, 97),
+    # named stacks: DeepSpeed's per-parameter ZeRO-3 gathers and per-micro-batch ZeRO-2 scatters, PyTorch's
+    # op-level selective checkpointing and eager kernels, compiled; Transformer Engine's fp8 inputs in memory
+    (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="deepspeed")),
+    (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="torchtitan", compiled=True)),
+    (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="fsdp", precision="fp8")),
+    (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="nemo", precision="fp8")),
 ]
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_every_configuration_equals_plan(case):
-    spec, seq, B, W, model, flash, overlap, every = CASES[case]
+    spec, seq, B, W, model, flash, overlap, every, *extra = CASES[case]
     inp = SearchInputs(space=SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=8),
-                       gpu="h100-sxm", flash_attention=flash, tp_comm_overlap=overlap)
+                       gpu="h100-sxm", flash_attention=flash, tp_comm_overlap=overlap, **(extra[0] if extra else {}))
     rows, values = evaluate_all(inp, model, W)
     n = len(rows["t"])
     assert n > 50

@@ -165,6 +165,14 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     return X
 
 
+def _zero2_per_micro_batch(inp: SearchInputs) -> bool:
+    """plan's ``_scatters_per_micro_batch``: False under ``auto`` (a ZeRO-2 layout resolves to megatron,
+    which keeps full gradients), else the given stack's."""
+    from commcost.stacks import stack
+
+    return inp.stack != "auto" and stack(inp.stack).zero2_scatter_per_micro_batch
+
+
 def _zero3_gathers(inp: SearchInputs) -> int:
     """``g`` of :func:`commcost.plan.zero3_gathers_per_layer`: 1 under ``auto`` (ZeRO-3 layouts resolve to
     fsdp or megatron, both one gather per layer), else the given stack's."""
@@ -220,6 +228,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     full = np.zeros((nv, nu))
     not_ready = np.zeros((nv, nu, 3))
     wire = np.zeros((nv, nu))
+    whole = np.zeros((nv, nu))
     gather = np.zeros((nv, nu, ng))
     for u, row in enumerate(uniq):
         S_g, P_g, r_g, k_g = row[:ng], row[ng:2 * ng].astype(int), row[2 * ng:3 * ng].astype(int), row[3 * ng:]
@@ -241,13 +250,14 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
                 cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
                 S = total / q_g * q_g
                 _, times[vi, u], full[vi, u], not_ready[vi, u], wire[vi, u] = uniform_buckets(S, cp, cost)
+                whole[vi, u] = cost(S)       # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
                 if sharded:
                     for i in on:
                         gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
                                                                int(P_g[i]), int(r_g[i]))
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
-                bucket_wire=wire[:, inv], bucket_gather=gather[:, inv])
+                bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
 
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
@@ -370,6 +380,11 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
         gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
         ex_dp[low] = E + gather.sum(axis=1)
+        if _zero2_per_micro_batch(inp):          # plan._data_parallel_lines: the m - 1 earlier reduce-scatters
+            z2 = zero[low] == 2
+            ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m[low] - 1,
+                                                                     scatter_s=X["bucket_whole"][vi, bl], window_s=W),
+                                   0.0)
     exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
     optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
                               dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=hbm)
