@@ -39,7 +39,7 @@ from commcost.trace.intervals import intersect, measure, union
 from commcost.trace.load import RankTrace
 
 __all__ = ["Breakdown", "StepSummary", "RankSummary", "StepSpread", "Stragglers", "breakdown", "analyze_rank",
-           "stragglers", "activities"]
+           "stragglers", "activities", "counted_activities", "steps_counted"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,8 +151,10 @@ def _attribute(acts, steps) -> dict[int, list]:
     return per
 
 
-def analyze_rank(rt: RankTrace) -> RankSummary:
-    """Measure one rank: totals by HTA's rule and each ProfilerStep."""
+def counted_activities(rt: RankTrace) -> tuple[list, list, str]:
+    """``(acts, counted, window)``: every device event of ``rt`` (:func:`activities`), the ones the
+    rank's totals count by HTA's rule (module docstring, **Which events count**) as
+    ``(start_s, end_s, kind, op)``, and that rule in words."""
     acts = activities(rt)
     numbers = {s.number for s in rt.steps}
     if len(numbers) >= 2:
@@ -166,11 +168,24 @@ def analyze_rank(rt: RankTrace) -> RankSummary:
     else:
         counted = [a[:4] for a in acts]
         window = ("every event (one ProfilerStep)" if numbers else "every event (no ProfilerStep annotations)")
+    return acts, counted, window
+
+
+def steps_counted(rt_steps) -> int:
+    """How many ProfilerSteps the totals cover: all but the last when there are two or more step
+    numbers (HTA's window), else 1 (the whole trace as one step)."""
+    return max(1, len({s.number for s in rt_steps}) - 1)
+
+
+def analyze_rank(rt: RankTrace, *, counted: tuple[list, list, str] | None = None) -> RankSummary:
+    """Measure one rank: totals by HTA's rule and each ProfilerStep (``counted``: what
+    :func:`counted_activities` returned for ``rt``, when the caller has it already)."""
+    acts, counted_acts, window = counted if counted is not None else counted_activities(rt)
     per = _attribute(acts, rt.steps)
     steps = tuple(StepSummary(step=s.number, duration_s=s.end_s - s.start_s,
                               breakdown=breakdown(a[:4] for a in per[i])) for i, s in enumerate(rt.steps))
     return RankSummary(rank=rt.rank, path=rt.path, device="gpu" if rt.on_gpu else "cpu",
-                       total=breakdown(counted), window=window, steps=steps)
+                       total=breakdown(counted_acts), window=window, steps=steps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
