@@ -88,7 +88,8 @@ def trace_advice(s) -> tuple[Advice, ...]:
         out.append(Advice(kind="exposed_communication", gain_s=moving,
                           what=f"overlap or shrink {top} (bucketing, prefetch, fewer bytes, a faster fabric)",
                           why=(f"{_ms(moving)} per step of communication moves data with no compute beside it; "
-                               f"{top} exposes {_ms(ops.get(top, 0.0))} of it")))
+                               f"{top} is the most exposed collective ({_ms(ops.get(top, 0.0))} per step, "
+                               "waits included)")))
 
     if s.cross is not None:
         waiting = statistics.fmean(cross[r.rank].exposed_waiting_s / n[r.rank] for r in s.ranks)

@@ -197,7 +197,7 @@ def _on_dask(files, round_us, scheduler, progress) -> list:
     except ImportError:
         raise InputError(DASK_HINT) from None
     try:
-        client = Client(scheduler, timeout="10s", set_as_default=False)
+        client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise InputError(f"--scheduler {scheduler}: cannot connect ({type(exc).__name__}: "
                          f"{' '.join(str(exc).split())[:200]})") from None
