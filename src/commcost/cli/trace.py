@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             text += "\n" + "\n".join(fit_lines(tail))
         print(text)
     if summary.failed:
-        return _report_failures(summary)
+        _warn_failures(summary)
     return 0
 
 
@@ -138,11 +138,11 @@ def _progress(done: int, total: int, path: str) -> None:
     print(f"commcost trace: {done}/{total} rank files read ({os.path.basename(path)})", file=sys.stderr, flush=True)
 
 
-def _report_failures(summary) -> int:
-    """The failed rank files in one line on stderr; exit 2 when a file is at fault, else 1."""
+def _warn_failures(summary) -> None:
+    """The rank files that could not be read, in one warning line on stderr: the report of the
+    others is printed and the run ends 0 (a job's report is not lost to one truncated file; the
+    text and the JSON ``failed_ranks`` say which were left out)."""
     f = summary.failed
     n = len(f) + len(summary.ranks)
-    names = "; ".join(x.message for x in f)
-    print(f"commcost: error: {len(f)} of {n} rank files not read ({names}); the report covers the other "
-          f"{len(summary.ranks)}", file=sys.stderr)
-    return 2 if all(x.bad_input for x in f) else 1
+    A.warn(f"{len(f)} of {n} rank files not read ({'; '.join(x.message for x in f)}); the report covers the "
+           f"other {len(summary.ranks)}")

@@ -147,7 +147,7 @@ def analyze_trace(path, *, round_us: bool = False, workers: int = 1, scheduler: 
     """Read and measure the trace(s) at ``path`` (streamed; see :mod:`commcost.trace.reader`), one
     task per rank file (:func:`commcost.trace.parallel.run_ranks`: ``workers`` local processes, or
     the Dask ``scheduler`` at that address). Ranks that fail are in ``failed``; when every rank
-    fails, the first one's reason is raised (:class:`InputError` for a bad file)."""
+    fails, the first one's reason is raised (:class:`InputError` for a bad file, else OSError)."""
     from commcost.trace.advice import trace_advice
 
     files = trace_files(path)
@@ -157,7 +157,7 @@ def analyze_trace(path, *, round_us: bool = False, workers: int = 1, scheduler: 
     if not results:
         if failed[0].bad_input:
             raise InputError(failed[0].message)
-        raise RuntimeError(failed[0].message)
+        raise OSError(failed[0].message)  # a failure while running (exit 1), not the input's fault
     seen: dict[int, str] = {}
     for res in results:
         rank, f = res.summary.rank, res.summary.path
