@@ -56,7 +56,7 @@ from commcost.comm.collectives import Collective, bus_bandwidth_factor
 from commcost.trace import classify as C
 from commcost.trace.load import RankTrace
 
-__all__ = ["CollectiveCall", "TimedCall", "CollectiveRow", "timed_calls", "collective_calls", "collective_rows", "rows_to_measurement"]
+__all__ = ["CollectiveCall", "TimedCall", "CollectiveRow", "timed_calls", "sized_calls", "collective_calls", "collective_rows", "rows_to_measurement"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -301,7 +301,12 @@ def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
 def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
     """Every call of ``rt`` with a known op, size and time, in issue order (module docstring);
     and how many recorded calls were left out (no size in their arguments, or no kernel found)."""
-    timed, untimed = timed_calls(rt)
+    return sized_calls(*timed_calls(rt))
+
+
+def sized_calls(timed: list[TimedCall], untimed: int) -> tuple[list[CollectiveCall], int]:
+    """The calls of ``timed`` with a size and a group size, and how many recorded calls that leaves
+    out (``untimed`` plus the unsized): what :func:`collective_calls` returns, from :func:`timed_calls`'s result."""
     out = [CollectiveCall(rank=c.rank, op=c.op, size_bytes=c.size_bytes, dtype=c.dtype, group_size=c.group_size,
                           group_size_source=c.group_size_source, start_s=c.start_s, issue_s=c.issue_s,
                           time_s=c.end_s - c.start_s)

@@ -26,13 +26,14 @@ from __future__ import annotations
 import os
 import resource
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from commcost.errors import InputError
 from commcost.trace import classify as C
 from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities, steps_counted
-from commcost.trace.collectives import CollectiveCall, TimedCall, collective_calls, timed_calls
+from commcost.trace.collectives import CollectiveCall, TimedCall, sized_calls, timed_calls
 from commcost.trace.intervals import measure, subtract, union
 from commcost.trace.load import load_rank
 
@@ -127,8 +128,8 @@ def analyze_file(path: str, index: int, round_us: bool = False) -> RankResult | 
         rt = load_rank(path, default_rank=index, round_us=round_us)
         counted = counted_activities(rt)
         summary = analyze_rank(rt, counted=counted)
-        calls, dropped = collective_calls(rt)
-        timed, _ = timed_calls(rt)
+        timed, untimed = timed_calls(rt)
+        calls, dropped = sized_calls(timed, untimed)
         exposed, by_op_s, short, long = _extras(counted[1])
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
         return RankResult(index=index, summary=summary, calls=tuple(calls), timed=tuple(timed), dropped=dropped,
@@ -203,7 +204,8 @@ def _on_dask(files, round_us, scheduler, progress) -> list:
                          f"{' '.join(str(exc).split())[:200]})") from None
     out = []
     try:
-        futures = [client.submit(analyze_file, f, i, round_us, pure=False, key=f"commcost-trace-{i}-{os.getpid()}")
+        run_id = uuid.uuid4().hex  # keys unique to this run: a cluster keeps finished keys' results
+        futures = [client.submit(analyze_file, f, i, round_us, pure=False, key=f"commcost-trace-{run_id}-{i}")
                    for i, f in enumerate(files)]
         where = {fut.key: f for fut, f in zip(futures, files)}
         for done, fut in enumerate(as_completed(futures), 1):
