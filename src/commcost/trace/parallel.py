@@ -174,7 +174,10 @@ def _on_processes(files, round_us, workers, progress) -> list:
     # forkserver (spawn where it is missing): no child inherits this process's threads or memory,
     # so each worker's peak is its own rank's trace
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload([__name__])  # imported once in the server, not once per worker
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     out = []
     try:
         futures = {pool.submit(analyze_file, f, i, round_us): f for i, f in enumerate(files)}
