@@ -58,6 +58,20 @@ def test_advice_on_a_shared_sample_trace():
     assert out["advice"][0]["kind"] == "idle"
 
 
+def test_one_annotated_step_of_several_is_per_step():
+    s = analyze_trace(TRACES / "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    (r,) = s.ranks
+    (step,) = r.steps
+    # one ProfilerStep: the totals cover the whole span W, i.e. W / d steps of the step's duration d
+    n = r.total.span_s / step.duration_s
+    assert n > 5
+    gains = {a.kind: a.gain_s for a in s.advice}
+    assert gains["exposed_communication"] == pytest.approx(r.total.exposed_communication_s / n)
+    assert gains["idle"] == pytest.approx(r.total.idle_s / n)
+    # per step, no gain can exceed the step itself
+    assert all(g <= step.duration_s for g in gains.values())
+
+
 def test_collectives_without_a_size_are_listed(tmp_path):
     d = tmp_path / "job"
     d.mkdir()

@@ -1,8 +1,8 @@
 """What to change, from a trace: each item with the time per step it could win at most.
 
 Three kinds, each from figures the summary already holds (nothing measured twice). With ``n_r``
-the ProfilerSteps rank ``r``'s totals cover (:func:`commcost.trace.analysis.steps_counted`; 1
-without steps) and ``mean_r`` the mean over the traced ranks:
+the steps rank ``r``'s totals cover (:func:`commcost.trace.analysis.steps_in_window`; 1 without
+ProfilerSteps: then "per step" is per traced window) and ``mean_r`` the mean over the traced ranks:
 
 * **idle** -- the device runs nothing: ``gain_s = mean_r I_r / n_r``. What it points at, from
   the gaps between busy intervals (:data:`commcost.trace.parallel.SHORT_GAP_S`): mostly short gaps
@@ -29,6 +29,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from commcost.trace.analysis import steps_in_window
 from commcost.units import MS
 
 __all__ = ["Advice", "trace_advice"]
@@ -56,8 +57,7 @@ def trace_advice(s) -> tuple[Advice, ...]:
     """The advice for a :class:`commcost.trace.summary.TraceSummary` (module docstring)."""
     if not s.ranks or not s.details:
         return ()
-    detail = {d.rank: d for d in s.details}
-    n = {r.rank: detail[r.rank].steps_counted for r in s.ranks}
+    n = {r.rank: steps_in_window(r) for r in s.ranks}
     out: list[Advice] = []
 
     idle = statistics.fmean(r.total.idle_s / n[r.rank] for r in s.ranks)

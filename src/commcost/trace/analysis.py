@@ -39,7 +39,7 @@ from commcost.trace.intervals import intersect, measure, union
 from commcost.trace.load import RankTrace
 
 __all__ = ["Breakdown", "StepSummary", "RankSummary", "StepSpread", "Stragglers", "breakdown", "analyze_rank",
-           "stragglers", "activities", "counted_activities", "steps_counted"]
+           "stragglers", "activities", "counted_activities", "steps_in_window"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,10 +171,17 @@ def counted_activities(rt: RankTrace) -> tuple[list, list, str]:
     return acts, counted, window
 
 
-def steps_counted(rt_steps) -> int:
-    """How many ProfilerSteps the totals cover: all but the last when there are two or more step
-    numbers (HTA's window), else 1 (the whole trace as one step)."""
-    return max(1, len({s.number for s in rt_steps}) - 1)
+def steps_in_window(r: RankSummary) -> float:
+    """``n``: how many steps the rank's totals cover. With two or more ProfilerStep numbers the
+    totals count what was launched before the last step starts: ``n = N_steps - 1``. With one, they
+    count every event, over the span ``W``: ``n = max(1, W / d)`` with ``d`` that step's duration
+    (a trace that annotates one step of several). With none, 1 (the traced window)."""
+    numbers = {s.step for s in r.steps}
+    if len(numbers) >= 2:
+        return float(len(r.steps) - 1)
+    if r.steps and r.steps[0].duration_s > 0:
+        return max(1.0, r.total.span_s / statistics.fmean(s.duration_s for s in r.steps))
+    return 1.0
 
 
 def analyze_rank(rt: RankTrace, *, counted: tuple[list, list, str] | None = None) -> RankSummary:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from commcost.errors import InputError
 from commcost.trace import classify as C
-from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities, steps_counted
+from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities
 from commcost.trace.collectives import CollectiveCall, TimedCall, sized_calls, timed_calls
 from commcost.trace.intervals import measure, subtract, union
 from commcost.trace.load import load_rank
@@ -76,8 +76,6 @@ class RankResult:
     """Idle time in gaps shorter than :data:`SHORT_GAP_S` between the counted events' busy intervals, seconds."""
     host_gaps_s: float
     """Idle time in the longer gaps, seconds (``launch_gaps_s + host_gaps_s`` is the rank's idle)."""
-    steps_counted: int
-    """ProfilerSteps the totals cover (:func:`commcost.trace.analysis.steps_counted`)."""
     worker_pid: int
     """The process that ran the task (not part of any report)."""
     worker_peak_rss_bytes: int
@@ -135,7 +133,7 @@ def analyze_file(path: str, index: int, round_us: bool = False) -> RankResult | 
         return RankResult(index=index, summary=summary, calls=tuple(calls), timed=tuple(timed), dropped=dropped,
                           backend=rt.backend, world_size=rt.world_size, origin_us=round(rt.origin_s * 1e6),
                           exposed=tuple(exposed), exposed_by_op_s=by_op_s, launch_gaps_s=short, host_gaps_s=long,
-                          steps_counted=steps_counted(rt.steps), worker_pid=os.getpid(), worker_peak_rss_bytes=rss)
+                          worker_pid=os.getpid(), worker_peak_rss_bytes=rss)
     except InputError as exc:
         return RankFailure(index=index, path=path, message=" ".join(str(exc).split()), bad_input=True)
     except (MemoryError, RecursionError, OSError) as exc:

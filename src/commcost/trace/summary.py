@@ -93,8 +93,6 @@ class RankDetail:
     """Idle in short gaps (:data:`commcost.trace.parallel.SHORT_GAP_S`), seconds."""
     host_gaps_s: float
     """Idle in longer gaps, seconds."""
-    steps_counted: int
-    """ProfilerSteps the totals cover."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,8 +174,8 @@ def analyze_trace(path, *, round_us: bool = False, workers: int = 1, scheduler: 
         world_size=worlds.pop() if len(worlds) == 1 else None, rounded_us=round_us,
         unsized=tuple(_unsized_rows(results)), cross=cross_rank(results),
         details=tuple(RankDetail(rank=res.summary.rank, exposed_by_op_s=res.exposed_by_op_s,
-                                 launch_gaps_s=res.launch_gaps_s, host_gaps_s=res.host_gaps_s,
-                                 steps_counted=res.steps_counted) for res in results),
+                                 launch_gaps_s=res.launch_gaps_s, host_gaps_s=res.host_gaps_s)
+                      for res in results),
         failed=failed)
     return replace(summary, advice=trace_advice(summary))
 
