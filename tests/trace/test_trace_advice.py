@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commcost.trace.summary import analyze_trace
 from conftest import DATA, ROOT
@@ -115,3 +117,23 @@ def test_two_ranks_fit_80_columns_and_verbose_has_the_formulas(tmp_path):
     assert any(x.startswith("advice") for x in lines) and any(x.startswith("across ranks") for x in lines)
     verbose = "\n".join(_width_lines(str(d), "--verbose"))
     assert "T_comp = |U(compute)|" in verbose and "algbw" in verbose
+
+
+_ACTS = st.lists(st.tuples(st.floats(0, 1e-2), st.floats(0, 2e-3), st.sampled_from(["compute", "communication"])),
+                 min_size=1, max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(acts=_ACTS)
+def test_gaps_add_up_to_idle_and_exposed_by_op_to_exposed(acts):
+    from commcost.comm.collectives import Collective
+    from commcost.trace.analysis import breakdown
+    from commcost.trace.parallel import _extras
+
+    events = [(s, s + d, kind, Collective.ALL_REDUCE if kind == "communication" else None) for s, d, kind in acts]
+    b = breakdown(events)
+    exposed, by_op, short, long = _extras(events)
+    # the gaps between busy intervals are the idle time; one op: its exposed time is all of it
+    assert short + long == pytest.approx(b.idle_s, abs=1e-12)
+    assert sum(e - s for s, e in exposed) == pytest.approx(b.exposed_communication_s, abs=1e-12)
+    assert sum(by_op.values()) == pytest.approx(b.exposed_communication_s, abs=1e-12)
