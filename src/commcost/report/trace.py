@@ -238,8 +238,10 @@ def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:
                  "exp.move: exposed communication waiting for a later rank / moving data")
     if any(not o.aligned for o in c.clock_offsets):
         lines.append("  ? shares no collective with an aligned rank: its clock is taken as the reference's")
-    if c.instances:
-        worst = max(c.instances, key=lambda i: i.skew_s)
+    worst = max(c.instances, key=lambda i: i.skew_s, default=None)
+    if worst is not None and worst.straggler_rank is None:
+        lines.append("  no instance has a skew of 1 us or more: the ranks arrive together")
+    elif worst is not None:
         lines.append(f"  widest skew: {worst.op.value} #{worst.index} on {worst.comm}: {_ms(worst.skew_s)} ms "
                      f"(last to arrive: rank {worst.straggler_rank}), transfer {_ms(worst.transfer_s)} ms")
     if c.unmatched_calls:

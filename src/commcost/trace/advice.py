@@ -20,7 +20,8 @@ ProfilerSteps: then "per step" is per traced window) and ``mean_r`` the mean ove
   collective instances (ties: the larger sum of those instances' skews), and the step-time spread
   says how much slower the slowest rank's steps are.
 
-Items are sorted by ``gain_s``, largest first; an item with no gain is left out. The gains are
+Items are sorted by ``gain_s``, largest first; an item whose gain is under :data:`MIN_GAIN_S` is
+left out. The gains are
 upper bounds and overlap one another (removing the wait may expose compute), so they do not add.
 """
 
@@ -32,7 +33,10 @@ from dataclasses import dataclass
 from commcost.trace.analysis import steps_in_window
 from commcost.units import MS
 
-__all__ = ["Advice", "trace_advice"]
+__all__ = ["Advice", "trace_advice", "MIN_GAIN_S"]
+
+MIN_GAIN_S = 1e-6
+"""Gains under this (1 us per step, the timestamps' resolution) are not advice."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +66,7 @@ def trace_advice(s) -> tuple[Advice, ...]:
 
     idle = statistics.fmean(r.total.idle_s / n[r.rank] for r in s.ranks)
     span = statistics.fmean(r.total.span_s / n[r.rank] for r in s.ranks)
-    if idle > 0:
+    if idle >= MIN_GAIN_S:
         short = sum(d.launch_gaps_s for d in s.details)
         long = sum(d.host_gaps_s for d in s.details)
         share = 100 * idle / span if span > 0 else 0.0
@@ -79,7 +83,7 @@ def trace_advice(s) -> tuple[Advice, ...]:
     cross = {w.rank: w for w in s.cross.per_rank} if s.cross is not None else {}
     moving = statistics.fmean((cross[r.rank].exposed_moving_s if r.rank in cross
                                else r.total.exposed_communication_s) / n[r.rank] for r in s.ranks)
-    if moving > 0:
+    if moving >= MIN_GAIN_S:
         ops: dict[str, float] = {}
         for d in s.details:
             for op, t in d.exposed_by_op_s.items():
@@ -93,7 +97,7 @@ def trace_advice(s) -> tuple[Advice, ...]:
 
     if s.cross is not None:
         waiting = statistics.fmean(cross[r.rank].exposed_waiting_s / n[r.rank] for r in s.ranks)
-        if waiting > 0:
+        if waiting >= MIN_GAIN_S and any(w.straggler_count for w in s.cross.per_rank):
             caused: dict[int, float] = {}
             for inst in s.cross.instances:
                 if inst.straggler_rank is not None:
