@@ -15,9 +15,7 @@ HELP = "read PyTorch profiler (Kineto) traces: overlap, exposed communication, s
 
 EXAMPLES = (
     "rank0.json",
-    "traces/ --workers 8",
-    "traces/ --scheduler tcp://scheduler:8786 --json",
-    "traces/ --profile profile.json --json",
+    "traces/ --workers 8 --profile profile.json --json",
     "traces/ --system dgx-h100 --nodes 2 --save-measurement trace.csv",
 )
 """Command lines for --help (a file or a directory with one trace per rank)."""
