@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from commcost.errors import InputError
 from commcost.trace import classify as C
 from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities
-from commcost.trace.collectives import CollectiveCall, TimedCall, sized_calls, timed_calls
+from commcost.trace.collectives import TimedCall, timed_calls
 from commcost.trace.intervals import measure, subtract, union
 from commcost.trace.load import load_rank
 
@@ -56,12 +56,10 @@ class RankResult:
     """The file's position in the directory listing (the default rank)."""
     summary: RankSummary
     """Totals and per-step breakdown (:func:`commcost.trace.analysis.analyze_rank`)."""
-    calls: tuple[CollectiveCall, ...]
-    """Collective calls with a size (rows are pooled from these)."""
     timed: tuple[TimedCall, ...]
-    """Every timed collective call, sized or not (cross-rank matching uses these)."""
-    dropped: int
-    """Recorded calls without a size or a kernel."""
+    """Every timed collective call, sized or not (rows and cross-rank matching use these)."""
+    untimed: int
+    """Recorded calls without a kernel (or an op) to time them by."""
     backend: str | None
     """distributedInfo.backend."""
     world_size: int | None
@@ -127,10 +125,9 @@ def analyze_file(path: str, index: int, round_us: bool = False) -> RankResult | 
         counted = counted_activities(rt)
         summary = analyze_rank(rt, counted=counted)
         timed, untimed = timed_calls(rt)
-        calls, dropped = sized_calls(timed, untimed)
         exposed, by_op_s, short, long = _extras(counted[1])
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-        return RankResult(index=index, summary=summary, calls=tuple(calls), timed=tuple(timed), dropped=dropped,
+        return RankResult(index=index, summary=summary, timed=tuple(timed), untimed=untimed,
                           backend=rt.backend, world_size=rt.world_size, origin_us=round(rt.origin_s * 1e6),
                           exposed=tuple(exposed), exposed_by_op_s=by_op_s, launch_gaps_s=short, host_gaps_s=long,
                           worker_pid=os.getpid(), worker_peak_rss_bytes=rss)

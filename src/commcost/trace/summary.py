@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from commcost.errors import InputError
 from commcost.comm.collectives import Collective
 from commcost.trace.analysis import RankSummary, Stragglers, stragglers
-from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective_rows
+from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective_rows, sized_calls
 from commcost.trace.cross_rank import CrossRank, cross_rank
 from commcost.trace.parallel import RankFailure, run_ranks
 from commcost.trace.reader import trace_files
@@ -162,14 +162,19 @@ def analyze_trace(path, *, round_us: bool = False, workers: int = 1, scheduler: 
         if rank in seen:
             raise InputError(f"{f}: rank {rank} again (also in {seen[rank]}); a directory holds one file per rank")
         seen[rank] = f
-    calls: list[CollectiveCall] = [c for res in results for c in res.calls]
+    calls: list[CollectiveCall] = []
+    dropped = 0
+    for res in results:
+        sized, left_out = sized_calls(list(res.timed), res.untimed)
+        calls += sized
+        dropped += left_out
     backends = {res.backend for res in results if res.backend}
     worlds = {res.world_size for res in results if res.world_size}
     results.sort(key=lambda res: res.summary.rank)
     ranks = [res.summary for res in results]
     summary = TraceSummary(
         path=str(path), ranks=tuple(ranks), stragglers=stragglers(ranks), calls=tuple(calls),
-        rows=tuple(collective_rows(calls)), calls_dropped=sum(res.dropped for res in results),
+        rows=tuple(collective_rows(calls)), calls_dropped=dropped,
         backend=backends.pop() if len(backends) == 1 else None,
         world_size=worlds.pop() if len(worlds) == 1 else None, rounded_us=round_us,
         unsized=tuple(_unsized_rows(results)), cross=cross_rank(results),
