@@ -141,3 +141,19 @@ def test_missing_dask_is_one_line_with_the_extra(tmp_path):
 def test_workers_and_scheduler_together_refused(tmp_path):
     r = run_commcost("trace", str(_eight_ranks(tmp_path)), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "give one" in r.stderr
+
+
+def test_text_shows_the_ranks_that_wait_most(tmp_path, monkeypatch):
+    from commcost.report import trace as report
+    from commcost.trace.summary import analyze_trace
+
+    s = analyze_trace(_eight_ranks(tmp_path))
+    monkeypatch.setattr(report, "CROSS_RANKS_SHOWN", 3)
+    lines = report.render_trace_text(s, width=80).splitlines()
+    head = next(i for i, x in enumerate(lines) if x.split()[:2] == ["rank", "clock"])
+    table = lines[head + 1:head + 4]
+    assert lines[head + 4].startswith("  (the 3 of 8 ranks")
+    # the waits are hidden under compute (no exposed waiting); rank r waits (7 - r) * 30 us in each of
+    # the 3 steps, so ranks 0, 1, 2 wait most: 630, 540, 450 us
+    assert [int(x.split()[0]) for x in table] == [0, 1, 2]
+    assert [x.split()[2] for x in table] == ["0.630", "0.540", "0.450"]

@@ -19,6 +19,8 @@ __all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width"
 
 STEPS_SHOWN = 8
 """Per-step rows shown per rank in the text (JSON has all)."""
+CROSS_RANKS_SHOWN = 16
+"""Ranks shown in the text's across-ranks table (those with the most exposed waiting; JSON has all)."""
 
 
 def _breakdown_dict(b: Breakdown) -> dict[str, Any]:
@@ -229,11 +231,17 @@ def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:
     cross = {w.rank: w for w in c.per_rank}
     offsets = {o.rank: o for o in c.clock_offsets}
     rows = []
-    for r in s.ranks:
+    shown = s.ranks
+    if len(shown) > CROSS_RANKS_SHOWN:
+        shown = sorted(sorted(s.ranks, key=lambda r: (-cross[r.rank].exposed_waiting_s, -cross[r.rank].wait_s))[:CROSS_RANKS_SHOWN],
+                       key=lambda r: r.rank)
+    for r in shown:
         w, o = cross[r.rank], offsets[r.rank]
         rows.append([str(r.rank), f"{o.clock_offset_s / MS:+,.3f}" + ("" if o.aligned else "?"), _ms(w.wait_s),
                      _ms(w.transfer_s), str(w.straggler_count), _ms(w.exposed_waiting_s), _ms(w.exposed_moving_s)])
     lines += _table(["rank", "clock", "wait", "transfer", "last", "exp.wait", "exp.move"], rows)
+    if len(shown) < len(s.ranks):
+        lines.append(f"  (the {len(shown)} of {len(s.ranks)} ranks with the most exposed waiting; --json lists all)")
     lines.append("  clock: offset from the reference rank's clock; last: instances it arrived last at; exp.wait / "
                  "exp.move: exposed communication waiting for a later rank / moving data")
     if any(not o.aligned for o in c.clock_offsets):

@@ -30,7 +30,8 @@ each rank's arrival (first kernel start) and ``e_r`` its end:
 
 * ``skew_s = max_r a_r - min_r a_r`` (last arrival - first);
 * ``transfer_s = max(0, max_r e_r - max_r a_r)`` (end - last arrival: the time the data moved);
-* ``wait_s`` of rank ``r`` ``= max_q a_q - a_r`` (time inside its kernel before the last rank came);
+* ``wait_s`` of rank ``r`` ``= max_q a_q - a_r`` (time inside its kernel before the last rank came;
+  0 under :data:`ROUNDING_S`);
 * ``straggler_rank``: the last to arrive, None when ``skew_s`` is under :data:`SKEW_MIN_S`
   (every rank arrived together, to the timestamps' resolution).
 
@@ -53,10 +54,14 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective
 from commcost.trace.intervals import intersect, measure, union
 
-__all__ = ["SKEW_MIN_S", "BLOCKING", "ClockOffset", "Instance", "RankWait", "CrossRank", "cross_rank"]
+__all__ = ["SKEW_MIN_S", "ROUNDING_S", "BLOCKING", "ClockOffset", "Instance", "RankWait", "CrossRank", "cross_rank"]
 
 SKEW_MIN_S = 1e-6
 """Skews under this (1 us, Kineto's timestamp resolution) name no straggler."""
+
+ROUNDING_S = 1e-9
+"""Waits under this (1 ns, far below any profiler's resolution) are the float rounding of the
+alignment, and are 0."""
 
 BLOCKING = frozenset((Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER,
                       Collective.ALL_TO_ALL))
@@ -201,7 +206,7 @@ def cross_rank(results) -> CrossRank | None:
         skew = last - min(arrive.values())
         t_x = max(0.0, end - last)
         straggler = max(sorted(arrive), key=lambda r: arrive[r]) if skew >= SKEW_MIN_S else None
-        per = tuple((r, last - arrive[r]) for r in sorted(calls))
+        per = tuple((r, w if w >= ROUNDING_S else 0.0) for r in sorted(calls) for w in (last - arrive[r],))
         for r, w in per:
             wait[r] += w
             transfer[r] += t_x
