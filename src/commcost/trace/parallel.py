@@ -181,8 +181,10 @@ def _on_processes(files, round_us, workers, progress) -> list:
             if progress:
                 progress(done, len(files), futures[fut])
     except BaseException:
+        # Ctrl-C or an error here: stop the workers now rather than let them finish their ranks
+        procs = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        for p in list(getattr(pool, "_processes", {}).values()):
+        for p in procs:
             p.terminate()
         raise
     finally:
