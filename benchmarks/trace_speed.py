@@ -18,8 +18,11 @@ another rank, its clock shifted by ``rank`` ms), read by ``analyze_trace`` seria
 ``--workers`` local processes (:mod:`commcost.trace.parallel`), each in a fresh child process:
 wall time, throughput (MB of JSON per wall second), the peak resident memory of each process that
 read ranks (``ru_maxrss`` when its last task ended), and whether the two JSON reports are identical.
-CPU time of the worker processes is not visible to the parent (they are forkserver children), so
-wall time is the figure here; on a machine shared with other work it understates the speed-up.
+CPU time is the serial process's, and for the workers the sum of their own (each worker's CPU time
+when its last task ended, imports included; the parent's combining is not in it: the workers are
+the forkserver's children, so ``RUSAGE_CHILDREN`` does not see them). On a machine shared with
+other work, wall time understates the speed-up and equal CPU seconds per 100 MB show the work
+did not grow.
 
     python benchmarks/trace_speed.py [--mb 200] [--ranks 8 --rank-mb 25 --workers 2] [--skip-hta]
 """
@@ -79,10 +82,13 @@ S.run_ranks = spy
 s = S.analyze_trace(sys.argv[1], workers=int(sys.argv[2]))
 dt = time.perf_counter() - t
 text = json.dumps(trace_to_dict(s), sort_keys=True)
-peak = {}
+peak, cpu = {}, {}
 for r in seen:
     peak[r.worker_pid] = max(peak.get(r.worker_pid, 0), r.worker_peak_rss_bytes)
-print(json.dumps({"s": dt, "sha": hashlib.sha256(text.encode()).hexdigest(), "ranks": len(s.ranks),
+    cpu[r.worker_pid] = max(cpu.get(r.worker_pid, 0.0), r.worker_cpu_s)
+u = resource.getrusage(resource.RUSAGE_SELF)
+cpu_s = sum(cpu.values()) if len(cpu) > 1 or sys.argv[2] != "1" else u.ru_utime + u.ru_stime
+print(json.dumps({"s": dt, "cpu_s": cpu_s, "sha": hashlib.sha256(text.encode()).hexdigest(), "ranks": len(s.ranks),
                   "instances": len(s.cross.instances) if s.cross else 0,
                   "peak_rss_bytes": sorted(peak.values())}))
 """
@@ -149,10 +155,12 @@ def job(ranks: int, rank_mb: float, workers: int) -> None:
     print()
     print(f"job: {ranks} rank files, {mb:.1f} MB of JSON in all ({mb / ranks:.1f} MB each), "
           f"{serial['instances']} collective instances matched")
-    print(f"{'read':<22} {'wall s':>8} {'MB/s':>8} {'peak RSS per process (MB)':>28}")
+    print(f"{'read':<22} {'wall s':>8} {'MB/s':>8} {'CPU s':>7} {'CPU s per 100 MB':>17} "
+          f"{'peak RSS per process (MB)':>26}")
     for name, r in (("serial (1 process)", serial), (f"{workers} worker processes", parallel)):
         peaks = ", ".join(f"{p / 2**20:.0f}" for p in r["peak_rss_bytes"])
-        print(f"{name:<22} {r['s']:8.2f} {mb / r['s']:8.1f} {peaks:>28}")
+        print(f"{name:<22} {r['s']:8.2f} {mb / r['s']:8.1f} {r['cpu_s']:7.2f} {100 * r['cpu_s'] / mb:17.2f} "
+              f"{peaks:>26}")
     print(f"speed-up (serial wall / parallel wall): {serial['s'] / parallel['s']:.2f}x; "
           f"JSON identical: {'yes' if serial['sha'] == parallel['sha'] else 'NO'}")
 

@@ -78,6 +78,8 @@ class RankResult:
     """The process that ran the task (not part of any report)."""
     worker_peak_rss_bytes: int
     """That process's peak resident memory when the task ended, bytes (``ru_maxrss``; not part of any report)."""
+    worker_cpu_s: float
+    """That process's CPU time (user + system) when the task ended, seconds (not part of any report)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,11 +128,13 @@ def analyze_file(path: str, index: int, round_us: bool = False) -> RankResult | 
         summary = analyze_rank(rt, counted=counted)
         timed, untimed = timed_calls(rt)
         exposed, by_op_s, short, long = _extras(counted[1])
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        rss = use.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
         return RankResult(index=index, summary=summary, timed=tuple(timed), untimed=untimed,
                           backend=rt.backend, world_size=rt.world_size, origin_us=round(rt.origin_s * 1e6),
                           exposed=tuple(exposed), exposed_by_op_s=by_op_s, launch_gaps_s=short, host_gaps_s=long,
-                          worker_pid=os.getpid(), worker_peak_rss_bytes=rss)
+                          worker_pid=os.getpid(), worker_peak_rss_bytes=rss,
+                          worker_cpu_s=use.ru_utime + use.ru_stime)
     except InputError as exc:
         return RankFailure(index=index, path=path, message=" ".join(str(exc).split()), bad_input=True)
     except (MemoryError, RecursionError, OSError) as exc:
