@@ -224,7 +224,7 @@ def cross_rank(results) -> CrossRank | None:
     for res in results:
         r = res.summary.rank
         exposed = list(res.exposed)
-        e_wait = measure(intersect(exposed, union(waiting[r])))
+        e_wait = float(measure(intersect(exposed, union(waiting[r]))))
         e_total = res.summary.total.exposed_communication_s
         per_rank.append(RankWait(rank=r, wait_s=wait[r], transfer_s=transfer[r], straggler_count=strag[r],
                                  exposed_waiting_s=e_wait, exposed_moving_s=max(0.0, e_total - e_wait)))
