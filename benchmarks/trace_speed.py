@@ -13,7 +13,18 @@ Prints the file size, each tool's wall and CPU time and CPU seconds per 100 MB, 
 peak resident memory growth (ru_maxrss of a fresh child process), and the two tools' overlap %
 and compute time on the file, so the speed-up is on an identical answer.
 
-    python benchmarks/trace_speed.py [--mb 200]
+Then a whole job: ``--ranks N`` files of ``--rank-mb`` MB each (the same real trace, each file
+another rank, its clock shifted by ``rank`` ms), read by ``analyze_trace`` serially and on
+``--workers`` local processes (:mod:`commcost.trace.parallel`), each in a fresh child process:
+wall time, throughput (MB of JSON per wall second), the peak resident memory of each process that
+read ranks (``ru_maxrss`` when its last task ended), and whether the two JSON reports are identical.
+CPU time is the serial process's, and for the workers the sum of their own (each worker's CPU time
+when its last task ended, imports included; the parent's combining is not in it: the workers are
+the forkserver's children, so ``RUSAGE_CHILDREN`` does not see them). On a machine shared with
+other work, wall time understates the speed-up and equal CPU seconds per 100 MB show the work
+did not grow.
+
+    python benchmarks/trace_speed.py [--mb 200] [--ranks 8 --rank-mb 25 --workers 2] [--skip-hta]
 """
 
 from __future__ import annotations
@@ -56,9 +67,38 @@ print(json.dumps({"s": dt, "cpu_s": u.ru_utime + u.ru_stime, "rss_kb": resource.
 """
 
 
-def build(path: Path, target_mb: float) -> float:
-    """Write the repeated trace; return its size in MB (1e6)."""
+_JOB = """
+import hashlib, json, resource, sys, time
+t = time.perf_counter()
+import commcost.trace.summary as S
+from commcost.report.trace import trace_to_dict
+seen = []
+run = S.run_ranks
+def spy(*a, **k):
+    out = run(*a, **k)
+    seen.extend(out)
+    return out
+S.run_ranks = spy
+s = S.analyze_trace(sys.argv[1], workers=int(sys.argv[2]))
+dt = time.perf_counter() - t
+text = json.dumps(trace_to_dict(s), sort_keys=True)
+peak, cpu = {}, {}
+for r in seen:
+    peak[r.worker_pid] = max(peak.get(r.worker_pid, 0), r.worker_peak_rss_bytes)
+    cpu[r.worker_pid] = max(cpu.get(r.worker_pid, 0.0), r.worker_cpu_s)
+u = resource.getrusage(resource.RUSAGE_SELF)
+cpu_s = sum(cpu.values()) if len(cpu) > 1 or sys.argv[2] != "1" else u.ru_utime + u.ru_stime
+print(json.dumps({"s": dt, "cpu_s": cpu_s, "sha": hashlib.sha256(text.encode()).hexdigest(), "ranks": len(s.ranks),
+                  "instances": len(s.cross.instances) if s.cross else 0,
+                  "peak_rss_bytes": sorted(peak.values())}))
+"""
+
+
+def build(path: Path, target_mb: float, *, rank: int = 0, shift_us: float = 0.0) -> float:
+    """Write the repeated trace (as rank ``rank``, every timestamp ``+ shift_us``); return its size in MB (1e6)."""
     obj = json.loads(gzip.decompress(SOURCE.read_bytes()))
+    if isinstance(obj.get("distributedInfo"), dict):
+        obj["distributedInfo"]["rank"] = rank
     events = obj.pop("traceEvents")
     xs = [e for e in events if "ts" in e]
     span = max(e["ts"] + e.get("dur", 0) for e in xs) - min(e["ts"] for e in xs) + 1000.0
@@ -71,7 +111,7 @@ def build(path: Path, target_mb: float) -> float:
         for k in range(copies):
             for e in events:
                 if "ts" in e:
-                    e = dict(e, ts=e["ts"] + k * span)
+                    e = dict(e, ts=e["ts"] + k * span + shift_us)
                     a = e.get("args")
                     if isinstance(a, dict) and "correlation" in a:
                         e["args"] = dict(a, correlation=a["correlation"] + k * corr_max)
@@ -83,8 +123,8 @@ def build(path: Path, target_mb: float) -> float:
     return path.stat().st_size / 1e6
 
 
-def timed(code: str, arg: str) -> dict:
-    r = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True, cwd=ROOT)
+def timed(code: str, *args: str) -> dict:
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         raise SystemExit(r.stderr[-2000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -93,12 +133,45 @@ def timed(code: str, arg: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=200.0, help="target trace size, MB (1e6 bytes)")
+    ap.add_argument("--ranks", type=int, default=8, help="rank files in the job directory (0: skip the job)")
+    ap.add_argument("--rank-mb", type=float, default=25.0, help="size of each rank's file, MB (1e6 bytes)")
+    ap.add_argument("--workers", type=int, default=2, help="local processes for the parallel read")
+    ap.add_argument("--skip-hta", action="store_true", help="only the job part (no single-file comparison)")
     args = ap.parse_args()
+    if not args.skip_hta:
+        single(args.mb)
+    if args.ranks > 0:
+        job(args.ranks, args.rank_mb, args.workers)
+
+
+def job(ranks: int, rank_mb: float, workers: int) -> None:
+    """Serial vs ``workers`` processes on a directory of ``ranks`` rank files (module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "job"
+        d.mkdir()
+        mb = sum(build(d / f"rank{r}.json", rank_mb, rank=r, shift_us=1000.0 * r) for r in range(ranks))
+        serial = timed(_JOB, str(d), "1")
+        parallel = timed(_JOB, str(d), str(workers))
+    print()
+    print(f"job: {ranks} rank files, {mb:.1f} MB of JSON in all ({mb / ranks:.1f} MB each), "
+          f"{serial['instances']} collective instances matched")
+    print(f"{'read':<22} {'wall s':>8} {'MB/s':>8} {'CPU s':>7} {'CPU s per 100 MB':>17} "
+          f"{'peak RSS per process (MB)':>26}")
+    for name, r in (("serial (1 process)", serial), (f"{workers} worker processes", parallel)):
+        peaks = ", ".join(f"{p / 2**20:.0f}" for p in r["peak_rss_bytes"])
+        print(f"{name:<22} {r['s']:8.2f} {mb / r['s']:8.1f} {r['cpu_s']:7.2f} {100 * r['cpu_s'] / mb:17.2f} "
+              f"{peaks:>26}")
+    print(f"speed-up (serial wall / parallel wall): {serial['s'] / parallel['s']:.2f}x; "
+          f"JSON identical: {'yes' if serial['sha'] == parallel['sha'] else 'NO'}")
+
+
+def single(target_mb: float) -> None:
+    """The single-file comparison with HTA (module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "job"
         d.mkdir()
         f = d / "rank0.json"
-        mb = build(f, args.mb)
+        mb = build(f, target_mb)
         ours = timed(_COMMCOST, str(f))
         hta = timed(_HTA, str(d))
     print(f"trace: {mb:.1f} MB of JSON ({SOURCE.name} repeated)")

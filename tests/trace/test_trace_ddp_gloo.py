@@ -82,3 +82,24 @@ def test_gloo_trace_measures(gloo_trace):
         assert [st["step"] for st in rank["steps"]] == list(range(2, W.STEPS))
     assert out["stragglers"]["slowest_rank"] in (0, 1)
     assert all(c["predicted_s"] > 0 for c in out["collectives"])
+
+
+@pytest.mark.torch
+def test_two_real_ranks_on_one_host_align_and_match(gloo_trace):
+    s = analyze_trace(gloo_trace)
+    c = s.cross
+    profiled = W.STEPS - 2
+    # both ranks ran on this host, so their clocks agree: the true offset is 0. The estimate (median
+    # over the all-reduces of the difference of their ends) is off by how far apart gloo's two ranks
+    # leave a 2-rank all-reduce: one message and a thread wake-up, well under a millisecond
+    assert abs(c.clock_offsets[1].clock_offset_s) < 1e-3
+    # every bucket's all-reduce matched on both ranks: 2 buckets per profiled step, none left over
+    assert len(c.instances) == 2 * profiled and c.unmatched_calls == 0
+    assert all(len(i.ranks) == 2 and i.op.value == "all_reduce" for i in c.instances)
+    for i in c.instances:
+        waits = dict(i.ranks)
+        assert min(waits.values()) == 0.0 and max(waits.values()) == pytest.approx(i.skew_s)
+    by_rank = {w.rank: w for w in c.per_rank}
+    for r in s.ranks:
+        w = by_rank[r.rank]
+        assert w.exposed_waiting_s + w.exposed_moving_s == pytest.approx(r.total.exposed_communication_s)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
@@ -13,7 +15,7 @@ HELP = "read PyTorch profiler (Kineto) traces: overlap, exposed communication, s
 
 EXAMPLES = (
     "rank0.json",
-    "traces/ --profile profile.json --json",
+    "traces/ --workers 8 --profile profile.json --json",
     "traces/ --system dgx-h100 --nodes 2 --save-measurement trace.csv",
 )
 """Command lines for --help (a file or a directory with one trace per rank)."""
@@ -25,6 +27,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
     p.add_argument("--hta-rounding", action="store_true",
                    help="round every event inward to whole microseconds, as HTA 0.5.0 does by default")
+    p.add_argument("--verbose", action="store_true", help="the formulas and the dtype/algbw columns in the text")
+    p.add_argument("--workers", type=A.positive_int, default=1,
+                   help="read the rank files on N local processes (default 1: in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="read the rank files on a Dask distributed cluster (tcp://host:8786; needs dask[distributed] "
+                        "and the files at the same paths on its workers)")
+    p.add_argument("--progress", action="store_true",
+                   help="a line on stderr as each rank file is read (default: only when stderr is a terminal)")
     p.add_argument("--steps", type=A.nonneg_int, default=None,
                    help="per-step rows shown per rank in the text (default 8; JSON lists all)")
     p.add_argument("--save-measurement", metavar="FILE",
@@ -69,11 +79,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.save_measurement is not None:
         A.check_output_path("--save-measurement", args.save_measurement, (".csv", ".json"))
-    summary = analyze_trace(args.path, round_us=args.hta_rounding)
+    if args.scheduler is not None and args.workers != 1:
+        A.fail("--workers and --scheduler: give one (the cluster's workers read the files)")
+    show = args.progress or sys.stderr.isatty()
+    summary = analyze_trace(args.path, round_us=args.hta_rounding, workers=args.workers, scheduler=args.scheduler,
+                            progress=_progress if show else None)
     max_group = max((r.group_size for r in summary.rows), default=1)
     resolved = comm_model_from_args(args, backend=summary.backend, max_group=max_group)
     model = resolved.comm if resolved is not None else None
-    preds = predict_rows(summary.rows, model, algorithm=args.algorithm) if model is not None else None
+    transfer = summary.cross.row_transfer_s() if summary.cross is not None else None
+    preds = (predict_rows(summary.rows, model, algorithm=args.algorithm, transfer_s=transfer)
+             if model is not None else None)
     saved = None
     if args.save_measurement is not None:
         from commcost.calibrate.data import write_measurement
@@ -98,10 +114,33 @@ def run(args: argparse.Namespace) -> int:
 
         dump_json(out)
     else:
-        text = render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if args.steps is None else args.steps)
+        text = render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if args.steps is None else args.steps,
+                                 verbose=args.verbose)
+        tail = []
         if resolved is not None and resolved.note:
-            text += f"\n  {resolved.note}"
+            tail.append(f"  {resolved.note}")
         if saved:
-            text += f"\n\nmeasurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"
+            tail += ["", f"measurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"]
+        if tail:
+            from commcost.report.trace import fit_lines
+
+            text += "\n" + "\n".join(fit_lines(tail))
         print(text)
+    if summary.failed:
+        _warn_failures(summary)
     return 0
+
+
+def _progress(done: int, total: int, path: str) -> None:
+    """One line on stderr per rank file read."""
+    print(f"commcost trace: {done}/{total} rank files read ({os.path.basename(path)})", file=sys.stderr, flush=True)
+
+
+def _warn_failures(summary) -> None:
+    """The rank files that could not be read, in one warning line on stderr: the report of the
+    others is printed and the run ends 0 (a job's report is not lost to one truncated file; the
+    text and the JSON ``failed_ranks`` say which were left out)."""
+    f = summary.failed
+    n = len(f) + len(summary.ranks)
+    A.warn(f"{len(f)} of {n} rank files not read ({'; '.join(x.message for x in f)}); the report covers the "
+           f"other {len(summary.ranks)}")

@@ -7,16 +7,20 @@ JSON keys are SI (seconds, bytes, bytes per second); ``overlap_pct`` is a percen
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from typing import Any
 
 from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
 from commcost.units import MS, format_bytes, format_rate, format_seconds
 
-__all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN"]
+__all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width", "fit_lines"]
 
 STEPS_SHOWN = 8
 """Per-step rows shown per rank in the text (JSON has all)."""
+CROSS_RANKS_SHOWN = 16
+"""Ranks shown in the text's across-ranks table (those with the most exposed waiting; JSON has all)."""
 
 
 def _breakdown_dict(b: Breakdown) -> dict[str, Any]:
@@ -27,22 +31,55 @@ def _breakdown_dict(b: Breakdown) -> dict[str, Any]:
             "events": b.events}
 
 
-def _row_dict(r, p: Prediction | None) -> dict[str, Any]:
+def _row_dict(r, p: Prediction | None, transfer_s: float | None) -> dict[str, Any]:
     d = {"op": r.op.value, "size_bytes": r.size_bytes, "group_size": r.group_size, "dtype": r.dtype,
          "count": r.count, "ranks": r.ranks, "time_s": r.time_s,
          "time_all_calls_median_s": r.time_all_calls_median_s, "time_min_s": r.time_min_s, "time_max_s": r.time_max_s,
-         "algbw_bytes_per_s": r.algbw_bytes_per_s, "busbw_bytes_per_s": r.busbw_bytes_per_s}
+         "algbw_bytes_per_s": r.algbw_bytes_per_s, "busbw_bytes_per_s": r.busbw_bytes_per_s,
+         "transfer_s": transfer_s}
     if p is not None:
-        d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=p.reason)
+        d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=p.reason,
+                 measured_s=p.measured_s, measured=p.measured)
     return d
+
+
+def _unsized_dict(u, model) -> dict[str, Any]:
+    d = {"op": u.op.value, "size_bytes": None, "group_size": u.group_size, "dtype": None, "count": u.count,
+         "ranks": u.ranks, "time_s": u.time_s, "time_total_s": u.time_total_s, "time_all_calls_median_s": u.time_s,
+         "time_min_s": None, "time_max_s": None, "algbw_bytes_per_s": None, "busbw_bytes_per_s": None,
+         "transfer_s": None}
+    if model is not None:
+        d.update(predicted_s=None, error=None, algorithm=None, reason="no size recorded", measured_s=None,
+                 measured=None)
+    return d
+
+
+def _cross_dict(c) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {
+        "reference_rank": c.reference_rank,
+        "clock_offsets": [{"rank": o.rank, "clock_offset_s": o.clock_offset_s, "instances": o.instances,
+                           "aligned": o.aligned} for o in c.clock_offsets],
+        "instances": [{"op": i.op.value, "comm": i.comm, "index": i.index, "skew_s": i.skew_s,
+                       "transfer_s": i.transfer_s, "straggler_rank": i.straggler_rank,
+                       "ranks": [{"rank": r, "wait_s": w} for r, w in i.ranks]} for i in c.instances],
+        "per_rank": [{"rank": w.rank, "wait_s": w.wait_s, "transfer_s": w.transfer_s,
+                      "straggler_count": w.straggler_count} for w in c.per_rank],
+        "unmatched_calls": c.unmatched_calls,
+    }
 
 
 def trace_to_dict(s: TraceSummary, predictions: list[Prediction] | None = None, model=None) -> dict[str, Any]:
     """One JSON-ready object (keys in docs/trace.md)."""
     preds = predictions or [None] * len(s.rows)
+    transfer = s.cross.row_transfer_s() if s.cross is not None else {}
+    cross = {w.rank: w for w in s.cross.per_rank} if s.cross is not None else {}
     out: dict[str, Any] = {
         "path": s.path, "backend": s.backend, "world_size": s.world_size, "rounded_us": s.rounded_us,
         "ranks": [{"rank": r.rank, "path": r.path, "device": r.device, **_breakdown_dict(r.total),
+                   "exposed_waiting_s": cross[r.rank].exposed_waiting_s if r.rank in cross else None,
+                   "exposed_moving_s": cross[r.rank].exposed_moving_s if r.rank in cross else None,
                    "window": r.window,
                    "steps": [{"step": st.step, "duration_s": st.duration_s, **_breakdown_dict(st.breakdown)}
                              for st in r.steps]}
@@ -51,8 +88,12 @@ def trace_to_dict(s: TraceSummary, predictions: list[Prediction] | None = None, 
                                   "slowest_rank": x.slowest_rank} for x in s.stragglers.steps],
                        "mean_step_s": {str(k): v for k, v in s.stragglers.mean_step_s.items()},
                        "slowest_rank": s.stragglers.slowest_rank},
-        "collectives": [_row_dict(r, p) for r, p in zip(s.rows, preds)],
+        "collectives": [_row_dict(r, p, transfer.get((r.op, r.size_bytes, r.group_size, r.dtype)))
+                        for r, p in zip(s.rows, preds)] + [_unsized_dict(u, model) for u in s.unsized],
         "calls": len(s.calls), "calls_dropped": s.calls_dropped,
+        "cross_rank": _cross_dict(s.cross),
+        "failed_ranks": [{"path": f.path, "message": f.message} for f in s.failed],
+        "advice": [{"what": a.what, "why": a.why, "gain_s": a.gain_s, "kind": a.kind} for a in s.advice],
     }
     if model is not None:
         out["model"] = model.to_dict()
@@ -72,32 +113,69 @@ def _by_op(b: Breakdown) -> str:
     return ", ".join(f"{k} {_ms(v)}" for k, v in b.communication_by_op_s.items()) or "-"
 
 
+def _table_width(cols) -> int:
+    """Width of :func:`_table` over ``[(head, cells)]``: two of indent, two between columns."""
+    return 2 + sum(max(len(h), *(len(c) for c in v)) if v else len(h) for h, v in cols) + 2 * (len(cols) - 1)
+
+
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     w = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     fmt = lambda cells: "  " + "  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(cells))  # noqa: E731
     return [fmt(head)] + [fmt(r) for r in rows]
 
 
+def terminal_width() -> int:
+    """Columns to fit: ``COLUMNS`` or the terminal's, 80 when neither says (never under 60)."""
+    return max(60, shutil.get_terminal_size((80, 24)).columns)
+
+
+def fit_lines(lines: list[str], width: int | None = None) -> list[str]:
+    """:func:`_fit` to ``width`` (default :func:`terminal_width`)."""
+    return _fit(lines, terminal_width() if width is None else width)
+
+
+def _fit(lines: list[str], width: int) -> list[str]:
+    """Wrap every line wider than ``width`` at spaces, continuing under its indent plus two."""
+    out = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line.strip(), width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_on_hyphens=False, break_long_words=False)
+    return out
+
+
 def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = None, model=None,
-                      *, steps_shown: int = STEPS_SHOWN) -> str:
-    """The plain-text report."""
+                      *, steps_shown: int = STEPS_SHOWN, verbose: bool = False, width: int | None = None) -> str:
+    """The plain-text report, wrapped to ``width`` (default :func:`terminal_width`); the formulas
+    and the wider columns (dtype, algbw) with ``verbose``."""
+    width = terminal_width() if width is None else width
     n = len(s.ranks)
     lines = [f"commcost trace: {s.path} ({n} rank{'s' if n != 1 else ''}"
              + (f", {s.backend}" if s.backend else "") + (f", world size {s.world_size}" if s.world_size else "")
-             + ")",
-             "  T_comp = |U(compute)|, T_comm = |U(communication)| (each moment once, across streams and nesting);",
-             "  exposed E = T_comm - |U(comm) & U(compute)|; overlap = |U(comm) & U(compute)| / T_comm (HTA's);",
-             "  idle I = span - |U(all device events)| (HTA's temporal breakdown); times in ms",
-             "  times " + ("rounded to whole microseconds (HTA's default)" if s.rounded_us
-                           else "as recorded (HTA rounds each event inward to whole us unless "
-                                "HTA_DISABLE_NS_ROUNDING=1; --hta-rounding does the same here)")]
+             + "); times in ms"]
+    if verbose:
+        lines += ["  T_comp = |U(compute)|, T_comm = |U(communication)| (each moment once, across streams and nesting);",
+                  "  exposed E = T_comm - |U(comm) & U(compute)|; overlap = |U(comm) & U(compute)| / T_comm (HTA's);",
+                  "  idle I = span - |U(all device events)| (HTA's temporal breakdown)"]
+    lines.append("  times " + ("rounded to whole microseconds (HTA's default)" if s.rounded_us
+                               else "as recorded" + (" (HTA rounds each event inward to whole us unless "
+                                                     "HTA_DISABLE_NS_ROUNDING=1; --hta-rounding does the same here)"
+                                                     if verbose else "; formulas: --verbose")))
     if any(r.device == "cpu" for r in s.ranks):
         lines.append("  CPU-only trace: communication = gloo:* annotations, compute = cpu ops off the gloo threads")
     lines.append("")
     rows = [[str(r.rank), r.device, _ms(r.total.span_s), _ms(r.total.compute_s), _ms(r.total.communication_s),
-             _ms(r.total.exposed_communication_s), _pct(r.total.overlap_pct), _ms(r.total.idle_s), _by_op(r.total)]
+             _ms(r.total.exposed_communication_s), _pct(r.total.overlap_pct), _ms(r.total.idle_s)]
             for r in s.ranks]
-    lines += _table(["rank", "device", "span", "compute", "comm", "exposed", "overlap", "idle", "comm by op"], rows)
+    lines += _table(["rank", "device", "span", "compute", "comm", "exposed", "overlap", "idle"], rows)
+    by_op = {_by_op(r.total) for r in s.ranks}
+    if len(by_op) == 1:
+        lines.append(f"  comm by op: {by_op.pop()}")
+    else:
+        lines += [f"  comm by op, rank {r.rank}: {_by_op(r.total)}" for r in s.ranks[:8]]
     if len({r.window for r in s.ranks}) == 1:
         lines.append(f"  counted: {s.ranks[0].window}")
     else:
@@ -128,38 +206,112 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
                          f"({_ms(st.mean_step_s[st.slowest_rank])} ms per step)")
         else:
             lines.append("stragglers: the ranks share no ProfilerStep number; no step-time spread")
+    if s.cross is not None:
+        lines += _cross_text(s, verbose)
     lines.append("")
-    if not s.rows:
+    lines += _collectives_text(s, predictions, model, verbose, width)
+    if s.advice:
+        lines += ["", "advice (largest gain first; gains are per step, upper bounds, and do not add):"]
+        for i, a in enumerate(s.advice, 1):
+            lines.append(f"  {i}. {a.what}: up to {_ms(a.gain_s)} ms per step")
+            lines.append(f"     {a.why}")
+    if s.failed:
+        lines += ["", f"not read ({len(s.failed)} of {len(s.failed) + n} rank files):"]
+        lines += [f"  {f.message}" for f in s.failed]
+    return "\n".join(_fit(lines, width))
+
+
+def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:
+    c = s.cross
+    lines = ["", f"across ranks ({len(c.instances)} collective instance(s) matched by communicator and order of "
+                 f"issue; clocks aligned to rank {c.reference_rank} on the ends of blocking collectives)"]
+    if verbose:
+        lines.append("  wait = last arrival - own arrival; transfer = end - last arrival; exposed communication "
+                     "= waiting (exposed and inside a wait) + moving (the rest)")
+    cross = {w.rank: w for w in c.per_rank}
+    offsets = {o.rank: o for o in c.clock_offsets}
+    rows = []
+    shown = s.ranks
+    if len(shown) > CROSS_RANKS_SHOWN:
+        shown = sorted(sorted(s.ranks, key=lambda r: (-cross[r.rank].exposed_waiting_s, -cross[r.rank].wait_s))[:CROSS_RANKS_SHOWN],
+                       key=lambda r: r.rank)
+    for r in shown:
+        w, o = cross[r.rank], offsets[r.rank]
+        rows.append([str(r.rank), f"{o.clock_offset_s / MS:+,.3f}" + ("" if o.aligned else "?"), _ms(w.wait_s),
+                     _ms(w.transfer_s), str(w.straggler_count), _ms(w.exposed_waiting_s), _ms(w.exposed_moving_s)])
+    lines += _table(["rank", "clock", "wait", "transfer", "last", "exp.wait", "exp.move"], rows)
+    if len(shown) < len(s.ranks):
+        lines.append(f"  (the {len(shown)} of {len(s.ranks)} ranks with the most exposed waiting; --json lists all)")
+    lines.append("  clock: offset from the reference rank's clock; last: instances it arrived last at; exp.wait / "
+                 "exp.move: exposed communication waiting for a later rank / moving data")
+    if any(not o.aligned for o in c.clock_offsets):
+        lines.append("  ? shares no collective with an aligned rank: its clock is taken as the reference's")
+    worst = max(c.instances, key=lambda i: i.skew_s, default=None)
+    if worst is not None and worst.straggler_rank is None:
+        lines.append("  no instance has a skew of 1 us or more: the ranks arrive together")
+    elif worst is not None:
+        lines.append(f"  widest skew: {worst.op.value} #{worst.index} on {worst.comm}: {_ms(worst.skew_s)} ms "
+                     f"(last to arrive: rank {worst.straggler_rank}), transfer {_ms(worst.transfer_s)} ms")
+    if c.unmatched_calls:
+        lines.append(f"  {c.unmatched_calls} call(s) recorded on one traced rank only: not compared")
+    return lines
+
+
+def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width: int) -> list[str]:
+    lines: list[str] = []
+    if not s.rows and not s.unsized:
         lines.append("collectives: none with sizes recorded (record_param_comms or gloo annotations with "
                      "Input Dims)" + (f"; {s.calls_dropped} call(s) without a size or a kernel" if s.calls_dropped
                                       else ""))
-        return "\n".join(lines)
-    lines.append("collectives (S as nccl-tests counts it; t = median over the calls of the fastest traced rank's "
-                 "kernel time; algbw = S/t; busbw = algbw * f(op, P))")
-    head = ["op", "P", "dtype", "S", "calls", "t", "algbw", "busbw"]
-    preds = predictions or []
-    if model is not None:
-        head += ["predicted", "error"]
-    body = []
-    for i, r in enumerate(s.rows):
-        cells = [r.op.value, str(r.group_size), r.dtype, format_bytes(r.size_bytes), str(r.count),
-                 format_seconds(r.time_s),
-                 format_rate(r.algbw_bytes_per_s) if r.algbw_bytes_per_s is not None else "-",
-                 format_rate(r.busbw_bytes_per_s) if r.busbw_bytes_per_s is not None else "-"]
+        return lines
+    transfer = s.cross.row_transfer_s() if s.cross is not None else {}
+    if s.rows:
+        lines.append("collectives (S as nccl-tests counts it; t = median over the calls of the fastest traced rank's "
+                     "kernel time" + ("; algbw = S/t" if verbose else "") + "; busbw = S/t * f(op, P)"
+                     + ("; transfer = median of end - last arrival" if transfer else "") + ")")
+        preds = predictions or []
+        t_x = [transfer.get((r.op, r.size_bytes, r.group_size, r.dtype)) for r in s.rows]
+        cols = [("op", [r.op.value for r in s.rows]), ("P", [str(r.group_size) for r in s.rows])]
+        if verbose:
+            cols.append(("dtype", [r.dtype for r in s.rows]))
+        cols += [("S", [format_bytes(r.size_bytes) for r in s.rows]), ("calls", [str(r.count) for r in s.rows]),
+                 ("t", [format_seconds(r.time_s) for r in s.rows])]
+        if transfer:
+            cols.append(("transfer", [format_seconds(x) if x is not None else "-" for x in t_x]))
+        if verbose:
+            cols.append(("algbw", [format_rate(r.algbw_bytes_per_s) if r.algbw_bytes_per_s is not None else "-"
+                                   for r in s.rows]))
+        cols.append(("busbw", [format_rate(r.busbw_bytes_per_s) if r.busbw_bytes_per_s is not None else "-"
+                               for r in s.rows]))
         if model is not None:
-            p = preds[i]
-            cells += [format_seconds(p.predicted_s) if p.predicted_s is not None else "-",
-                      f"{100 * p.error:+.1f}%" if p.error is not None else "-"]
-        body.append(cells)
-    lines += _table(head, body)
-    if len(s.ranks) == 1:
-        lines.append("  one rank traced: a kernel's time includes waiting for the other ranks to arrive "
-                     "(trace every rank of the group to take the fastest)")
-    if any(c.group_size_source == "world_size" for c in s.calls):
-        lines.append("  P from the trace's world size where a call records no group size")
-    if s.calls_dropped:
-        lines.append(f"  {s.calls_dropped} recorded call(s) left out: no size in their arguments or no kernel found")
+            cols += [("predicted", [format_seconds(p.predicted_s) if p.predicted_s is not None else "-" for p in preds]),
+                     ("error", [f"{100 * p.error:+.1f}%" if p.error is not None else "-" for p in preds])]
+        dropped = []
+        while _table_width(cols) > width and not verbose:
+            name = next((c for c in ("busbw", "calls") if c in dict(cols)), None)
+            if name is None:
+                break
+            cols = [c for c in cols if c[0] != name]
+            dropped.append(name)
+        lines += _table([h for h, _ in cols], [list(cells) for cells in zip(*(v for _, v in cols))])
+        if dropped:
+            lines.append(f"  ({', '.join(dropped)}: --json, or --verbose for the wide table)")
+        if len(s.ranks) == 1:
+            lines.append("  one rank traced: a kernel's time includes waiting for the other ranks to arrive "
+                         "(trace every rank of the group to take the fastest)")
+        if any(c.group_size_source == "world_size" for c in s.calls):
+            lines.append("  P from the trace's world size where a call records no group size")
+    if s.unsized:
+        lines += ([""] if s.rows else []) + ["collectives without a recorded size (not priced; t = median kernel "
+                                             "time, waits included)"]
+        lines += _table(["op", "P", "calls", "ranks", "total", "t"],
+                        [[u.op.value, str(u.group_size) if u.group_size is not None else "-", str(u.count),
+                          str(u.ranks), format_seconds(u.time_total_s), format_seconds(u.time_s)] for u in s.unsized])
+    unsized_calls = sum(u.count for u in s.unsized)
+    if s.calls_dropped - unsized_calls > 0:
+        lines.append(f"  {s.calls_dropped - unsized_calls} recorded call(s) left out: no kernel found to time them")
     if model is not None:
+        preds = predictions or []
         lines.append("")
         lines.append(f"model: {model.describe()}")
         refused = [p for p in preds if p.predicted_s is None]
@@ -168,6 +320,8 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
                          f"{p.reason}")
         m = median_abs_error(preds)
         priced = sum(1 for p in preds if p.error is not None)
-        lines.append("median |error| = median over rows of |predicted - t| / t: "
+        against = ("transfer where matched across ranks, else t" if any(p.measured == "transfer" for p in preds)
+                   else "t")
+        lines.append(f"median |error| = median over rows of |predicted - measured| / measured (measured: {against}): "
                      + (f"{100 * m:.1f}% over {priced} row(s)" if m is not None else "no row priced"))
-    return "\n".join(lines)
+    return lines

@@ -39,7 +39,7 @@ from commcost.trace.intervals import intersect, measure, union
 from commcost.trace.load import RankTrace
 
 __all__ = ["Breakdown", "StepSummary", "RankSummary", "StepSpread", "Stragglers", "breakdown", "analyze_rank",
-           "stragglers", "activities"]
+           "stragglers", "activities", "counted_activities", "steps_in_window"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,8 +151,10 @@ def _attribute(acts, steps) -> dict[int, list]:
     return per
 
 
-def analyze_rank(rt: RankTrace) -> RankSummary:
-    """Measure one rank: totals by HTA's rule and each ProfilerStep."""
+def counted_activities(rt: RankTrace) -> tuple[list, list, str]:
+    """``(acts, counted, window)``: every device event of ``rt`` (:func:`activities`), the ones the
+    rank's totals count by HTA's rule (module docstring, **Which events count**) as
+    ``(start_s, end_s, kind, op)``, and that rule in words."""
     acts = activities(rt)
     numbers = {s.number for s in rt.steps}
     if len(numbers) >= 2:
@@ -166,11 +168,31 @@ def analyze_rank(rt: RankTrace) -> RankSummary:
     else:
         counted = [a[:4] for a in acts]
         window = ("every event (one ProfilerStep)" if numbers else "every event (no ProfilerStep annotations)")
+    return acts, counted, window
+
+
+def steps_in_window(r: RankSummary) -> float:
+    """``n``: how many steps the rank's totals cover. With two or more ProfilerStep numbers the
+    totals count what was launched before the last step starts: ``n = N_steps - 1``. With one, they
+    count every event, over the span ``W``: ``n = max(1, W / d)`` with ``d`` that step's duration
+    (a trace that annotates one step of several). With none, 1 (the traced window)."""
+    numbers = {s.step for s in r.steps}
+    if len(numbers) >= 2:
+        return float(len(r.steps) - 1)
+    if r.steps and r.steps[0].duration_s > 0:
+        return max(1.0, r.total.span_s / statistics.fmean(s.duration_s for s in r.steps))
+    return 1.0
+
+
+def analyze_rank(rt: RankTrace, *, counted: tuple[list, list, str] | None = None) -> RankSummary:
+    """Measure one rank: totals by HTA's rule and each ProfilerStep (``counted``: what
+    :func:`counted_activities` returned for ``rt``, when the caller has it already)."""
+    acts, counted_acts, window = counted if counted is not None else counted_activities(rt)
     per = _attribute(acts, rt.steps)
     steps = tuple(StepSummary(step=s.number, duration_s=s.end_s - s.start_s,
                               breakdown=breakdown(a[:4] for a in per[i])) for i, s in enumerate(rt.steps))
     return RankSummary(rank=rt.rank, path=rt.path, device="gpu" if rt.on_gpu else "cpu",
-                       total=breakdown(counted), window=window, steps=steps)
+                       total=breakdown(counted_acts), window=window, steps=steps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

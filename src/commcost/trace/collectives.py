@@ -28,6 +28,11 @@ The **op** is the ``Collective name`` argument, else the enclosing ``c10d::*`` o
 the kernel's name. The **group size** ``P`` is ``Group size``, else the trace's world size
 (then :attr:`CollectiveCall.group_size_source` says so).
 
+**Communicator**: the call's ``Process Group Name``, else ``Process Group ID``, else ``Process
+Group Ranks`` argument; without any, its group size (``size P``), else ``default``. Every rank of a
+communicator issues its collectives in the same order (NCCL requires it), which is how
+:mod:`commcost.trace.cross_rank` matches one instance across ranks.
+
 **Bandwidths** (nccl-tests doc/PERFORMANCE.md): ``algbw = S / t``,
 ``busbw = algbw * f(op, P)`` with ``f`` :func:`commcost.comm.collectives.bus_bandwidth_factor`.
 
@@ -51,7 +56,7 @@ from commcost.comm.collectives import Collective, bus_bandwidth_factor
 from commcost.trace import classify as C
 from commcost.trace.load import RankTrace
 
-__all__ = ["CollectiveCall", "CollectiveRow", "collective_calls", "collective_rows", "rows_to_measurement"]
+__all__ = ["CollectiveCall", "TimedCall", "CollectiveRow", "timed_calls", "sized_calls", "collective_calls", "collective_rows", "rows_to_measurement"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +81,37 @@ class CollectiveCall:
     """When the calling thread issued it (module docstring, **Issue order**), seconds on the rank's clock."""
     time_s: float
     """``t``, seconds."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimedCall:
+    """One recorded call with a kernel (CPU: an annotation) to time it by, its size known or not."""
+
+    rank: int
+    """The rank that recorded it."""
+    op: Collective
+    """The collective."""
+    size_bytes: int | None
+    """``S`` (module docstring), bytes; None when the call's arguments record no size."""
+    dtype: str | None
+    """Element type as the trace names it (None without a size)."""
+    group_size: int | None
+    """``P``; None when neither the call nor the trace names it."""
+    group_size_source: str
+    """``Group size`` (the call's argument) or ``world_size`` (the trace's)."""
+    comm: str
+    """The communicator (module docstring, **Communicator**)."""
+    start_s: float
+    """First kernel start (CPU: the annotation's), seconds on the rank's clock."""
+    end_s: float
+    """Last kernel end (CPU: the annotation's), seconds on the rank's clock."""
+    issue_s: float
+    """When the calling thread issued it (module docstring, **Issue order**), seconds on the rank's clock."""
+
+    @property
+    def time_s(self) -> float:
+        """``t = end_s - start_s``, seconds."""
+        return self.end_s - self.start_s
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,11 +234,20 @@ def _issue_times(rt: RankTrace) -> dict[int, float]:
     return out
 
 
-def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
-    """Every call of ``rt`` with a known op, size and time, in issue order (module docstring);
-    and how many recorded calls were left out (no size in their arguments, or no kernel found)."""
-    out: list[CollectiveCall] = []
-    dropped = 0
+def _communicator(args: dict, group: int | None) -> str:
+    """The process group a call ran on, as the trace names it (module docstring, **Communicator**)."""
+    for key in ("Process Group Name", "Process Group ID", "Process Group Ranks"):
+        v = args.get(key)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v) != "":
+            return f"{key.split()[-1].lower()} {v}"
+    return f"size {group}" if group is not None else "default"
+
+
+def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
+    """Every call of ``rt`` with a known op and a measured time, sized or not, in issue order
+    (module docstring); and how many recorded calls had no kernel (or no op) to time them by."""
+    out: list[TimedCall] = []
+    untimed = 0
     comm = {g.correlation: g for g in rt.gpu_events if g.kind == C.COMMUNICATION and g.correlation >= 0}
     by_tid: dict[object, list[tuple[float, int]]] = {}
     for corr in comm:
@@ -219,38 +264,54 @@ def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
             continue
         size, dtype = _size(call.args)
         if cpu:
-            start, t = call.start_s, call.end_s - call.start_s
+            start, end = call.start_s, call.end_s
             op = C.collective_from_trace_name(call.name.split(":", 1)[1])
         else:
             launches = by_tid.get(call.tid, [])
-            i = bisect.bisect_left(launches, (call.start_s, -1))
+            j = bisect.bisect_left(launches, (call.start_s, -1))
             kernels = []
-            while i < len(launches) and launches[i][0] <= call.end_s:
-                kernels.append(comm[launches[i][1]])
-                i += 1
+            while j < len(launches) and launches[j][0] <= call.end_s:
+                kernels.append(comm[launches[j][1]])
+                j += 1
             if not kernels:
-                dropped += 1
+                untimed += 1
                 continue
             start = min(k.start_s for k in kernels)
-            t = max(k.end_s for k in kernels) - start
+            end = max(k.end_s for k in kernels)
             op = C.collective_from_trace_name(str(call.args.get("Collective name", "")))
             if op is None:
                 parent = _enclosing_c10d(rt, c10d_starts, call)
                 op = C.collective_from_trace_name(parent[len("c10d::"):]) if parent else None
             if op is None:
                 op = kernels[0].op
+        if op is None:
+            untimed += 1
+            continue
         group = call.args.get("Group size")
         source = "Group size"
-        if not isinstance(group, int) or group < 1:
+        if not isinstance(group, int) or isinstance(group, bool) or group < 1:
             group, source = rt.world_size, "world_size"
-        if op is None or size is None or group is None:
-            dropped += 1
-            continue
-        out.append(CollectiveCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype, group_size=group,
-                                  group_size_source=source, start_s=start, issue_s=issued.get(i, call.start_s),
-                                  time_s=t))
+        out.append(TimedCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype if size is not None else None,
+                             group_size=group, group_size_source=source, comm=_communicator(call.args, group),
+                             start_s=start, end_s=end, issue_s=issued.get(i, call.start_s)))
     out.sort(key=lambda c: c.issue_s)
-    return out, dropped
+    return out, untimed
+
+
+def collective_calls(rt: RankTrace) -> tuple[list[CollectiveCall], int]:
+    """Every call of ``rt`` with a known op, size and time, in issue order (module docstring);
+    and how many recorded calls were left out (no size in their arguments, or no kernel found)."""
+    return sized_calls(*timed_calls(rt))
+
+
+def sized_calls(timed: list[TimedCall], untimed: int) -> tuple[list[CollectiveCall], int]:
+    """The calls of ``timed`` with a size and a group size, and how many recorded calls that leaves
+    out (``untimed`` plus the unsized): what :func:`collective_calls` returns, from :func:`timed_calls`'s result."""
+    out = [CollectiveCall(rank=c.rank, op=c.op, size_bytes=c.size_bytes, dtype=c.dtype, group_size=c.group_size,
+                          group_size_source=c.group_size_source, start_s=c.start_s, issue_s=c.issue_s,
+                          time_s=c.end_s - c.start_s)
+           for c in timed if c.size_bytes is not None and c.group_size is not None]
+    return out, untimed + len(timed) - len(out)
 
 
 def collective_rows(calls: list[CollectiveCall]) -> list[CollectiveRow]:
