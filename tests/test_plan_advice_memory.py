@@ -6,9 +6,8 @@ from dataclasses import replace
 
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.link import Link
-from commcost.memory import memory_per_gpu
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, plan
+from commcost.plan import PlanInputs, plan, plan_memory
 from commcost.report.plan import _memory_options, advice
 from commcost.transformer import model_spec
 
@@ -29,12 +28,11 @@ def test_every_fitting_zero_stage_and_recomputation_is_listed_and_no_other():
         for r in ("none", "selective", "full"):
             if (z, r) == (L.zero, L.recompute):
                 continue
-            m = memory_per_gpu(p.inputs.spec, replace(L, zero=z, recompute=r), seq=8192,
-                               capacity_bytes=p.memory.capacity_bytes, flash=True)
+            # the plan's own memory of the changed layout (its stack and precision)
+            m = plan_memory(replace(p.inputs, layout=replace(L, zero=z, recompute=r)))
             label = (f"ZeRO-{z}" + (" / FSDP" if z == 3 else "")) if r == "none" else \
                 f"--recompute {r}" if z == 0 else f"ZeRO-{z} + --recompute {r}"
-            alone_fits = z > 0 and r != "none" and memory_per_gpu(
-                p.inputs.spec, replace(L, zero=z), seq=8192, capacity_bytes=p.memory.capacity_bytes, flash=True).fits
+            alone_fits = z > 0 and r != "none" and plan_memory(replace(p.inputs, layout=replace(L, zero=z))).fits
             if m.fits and not alone_fits:
                 assert options[label] == m.total_bytes, label
             else:
