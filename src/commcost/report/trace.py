@@ -7,10 +7,9 @@ JSON keys are SI (seconds, bytes, bytes per second); ``overlap_pct`` is a percen
 
 from __future__ import annotations
 
-import shutil
-import textwrap
 from typing import Any
 
+from commcost.report._width import terminal_width, wrap
 from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
 from commcost.units import MS, format_bytes, format_rate, format_seconds
@@ -124,27 +123,9 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [fmt(head)] + [fmt(r) for r in rows]
 
 
-def terminal_width() -> int:
-    """Columns to fit: ``COLUMNS`` or the terminal's, 80 when neither says (never under 60)."""
-    return max(60, shutil.get_terminal_size((80, 24)).columns)
-
-
 def fit_lines(lines: list[str], width: int | None = None) -> list[str]:
-    """:func:`_fit` to ``width`` (default :func:`terminal_width`)."""
-    return _fit(lines, terminal_width() if width is None else width)
-
-
-def _fit(lines: list[str], width: int) -> list[str]:
-    """Wrap every line wider than ``width`` at spaces, continuing under its indent plus two."""
-    out = []
-    for line in lines:
-        if len(line) <= width:
-            out.append(line)
-            continue
-        indent = line[:len(line) - len(line.lstrip())]
-        out += textwrap.wrap(line.strip(), width=width, initial_indent=indent, subsequent_indent=indent + "  ",
-                             break_on_hyphens=False, break_long_words=False)
-    return out
+    """Every line wrapped to ``width`` (default the terminal's: :func:`commcost.report._width.wrap`)."""
+    return [piece for line in lines for piece in wrap(line, width)]
 
 
 def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = None, model=None,
@@ -218,7 +199,7 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
     if s.failed:
         lines += ["", f"not read ({len(s.failed)} of {len(s.failed) + n} rank files):"]
         lines += [f"  {f.message}" for f in s.failed]
-    return "\n".join(_fit(lines, width))
+    return "\n".join(fit_lines(lines, width))
 
 
 def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:
