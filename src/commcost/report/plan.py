@@ -212,13 +212,13 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         *_operator_lines(p),
         "",
         "communication per step (one GPU):",
-        f"  {'dim':<4}{'op':<16}{'size':>12}{'group':>7}{'/node':>6}{'count':>9}{'one':>11}{'wire':>11}{'exposed':>11}",
+        f"  {'dim':<4}{'op':<14}{'size':>10}{'group':>6}{'/node':>6}{'count':>8}{'one':>10}{'wire':>10}{'exposed':>10}",
     ]
     for line in p.comm:
         c = line.comm
-        lines.append(f"  {c.dimension:<4}{c.op.value:<16}{format_bytes(c.size_bytes):>12}{c.group_size:>7}"
-                     f"{c.ranks_per_node:>6}{c.count_per_step:>9,.0f}{format_seconds(line.one_s):>11}"
-                     f"{format_seconds(line.time_s):>11}{format_seconds(line.exposed_s):>11}")
+        lines.append(f"  {c.dimension:<4}{c.op.value:<14}{format_bytes(c.size_bytes):>10}{c.group_size:>6}"
+                     f"{c.ranks_per_node:>6}{c.count_per_step:>8,.0f}{format_seconds(line.one_s):>10}"
+                     f"{format_seconds(line.time_s):>10}{format_seconds(line.exposed_s):>10}")
     if not p.comm:
         lines.append("  (none: one GPU)")
     if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
@@ -233,8 +233,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  peak allocated {format_bytes(mem.total_bytes)}; reserved "
         f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
         f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
-        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}: "
-        + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
+        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
+        "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
            "tight": "TIGHT (fits only at the low estimate)",
            "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
         "",
@@ -249,4 +249,6 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     lines += _sensitivity_lines(sensitivity)
     if extra_lines:
         lines += ["", *extra_lines]
-    return "\n".join(lines)
+    from commcost.report._width import wrap_lines
+
+    return wrap_lines("\n".join(lines))
