@@ -116,3 +116,14 @@ def test_zero2_scatters_every_micro_batch_where_the_stack_shards_gradients():
     # Megatron's distributed optimizer keeps full gradients until the last micro-batch: no such line
     meg = plan(replace(inp, stack="megatron"), model)
     assert not [c for c in meg.comm if c.comm.count_per_step == 3.0]
+
+
+def test_every_command_takes_the_registry_aliases():
+    # budget took --model 7b; plan and search now resolve the same alias to the same registry entry
+    from commcost.transformer import model_spec
+
+    assert model_spec("7b") == model_spec("llama2-7b")
+    r = run_commcost("plan", "--model", "7b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "8",
+                     "--zero", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["model"] == "llama2-7b"

@@ -286,7 +286,11 @@ def model_spec_names() -> tuple[str, ...]:
 
 
 def model_spec(name: str) -> TransformerSpec:
-    """The :class:`TransformerSpec` of registry entry ``name`` (exact key; unknown names list the valid ones)."""
+    """The :class:`TransformerSpec` of registry entry ``name`` (exact key, or an alias of
+    :data:`commcost.workload.MODEL_ALIASES`, as every command takes them; unknown names list the valid ones)."""
     from commcost.hardware import lookup
-    row = lookup(_table(), name, "model")
-    return TransformerSpec(name=name, **{attr: row[key] for key, attr in _ROW_FIELDS.items() if key in row})
+    from commcost.workload import MODEL_ALIASES
+
+    key = MODEL_ALIASES.get(name, name)
+    row = lookup(_table(), key, "model")
+    return TransformerSpec(name=key, **{attr: row[k] for k, attr in _ROW_FIELDS.items() if k in row})

@@ -108,7 +108,7 @@ def _spec(args: argparse.Namespace):
         if shape_flags or args.gated_mlp:
             A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
         spec = model_spec(args.model)
-        return spec, args.seq or int(load_preset_file("models.json")[args.model]["seq_tokens"])
+        return spec, args.seq or int(load_preset_file("models.json")[spec.name]["seq_tokens"])
     for need in ("layers", "hidden", "heads", "seq"):
         if getattr(args, need) is None:
             A.fail(f"--{need} is required without --model")
