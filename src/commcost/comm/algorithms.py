@@ -142,6 +142,50 @@ src/include/device.h), the tree at most the ring's, NVLS at most ``NCCL_MAX_NVLS
 bandwidth is ``32 B_e``, not ``72 B_e``."""
 """The algorithms NCCL itself runs: ``auto`` picks among these under the protocol model."""
 
+LOCKSTEP_RING_OPS = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
+"""Ring collectives whose every step, across nodes, waits for the network hop (module docstring,
+"Across nodes"): all-gather and reduce-scatter. All-reduce keeps NCCL's own latency sum, which the
+all-reduce tables were tuned on."""
+
+P2P_EFFICIENCY = 0.88
+"""``e_p``: the share of a tier's ring bandwidth NCCL's point-to-point transfers (all-to-all) reach, under
+the protocol model. Measured on the tuning tables, one node each: all-to-all busbw over the ring
+all-reduce busbw of the same node, OCI GB300 (4 GPUs, NVLink 5): 628 / 720 = 0.87 (the ring's figure
+is the preset's nvlink5 achievable); OCI MI355X (8 GPUs, Infinity Fabric): 361 / 408 = 0.885. NCCL's
+own maintainers quote the same gap: 'NCCL can get an effective NVLink bandwidth of 370GB/s' for
+non-all-reduce operations on H100 (NVIDIA/nccl-tests#212) against the ring's ~0.9 on p2p (NCCL runs
+all-to-all with fewer channels per peer: src/enqueue.cc p2p scheduling)."""
+
+FAN_IN_PEERS = 8
+"""``r_0``: remote peers a rank's all-to-all reaches at its NIC's full (``e_p``) rate (8: one node of
+8 GPUs behind the other end; OCI MI355X 2 nodes, 8 remote peers per rank, runs at 0.98 of the NIC)."""
+
+FAN_IN_SLOWDOWN_PER_PEER = 0.0124
+"""``c``: the fan-in (incast) loss of an all-to-all across nodes per remote peer beyond ``r_0``:
+``e_f(r) = 1 / (1 + c max(0, r - r_0))`` with ``r = P - g`` remote peers per rank. Each remote peer is a
+separate connection (queue pair) and all of them send at once, so the receiving NIC and its switch
+port see ``r`` flows converging (incast) and the NIC cycles through ``r`` connection contexts; the
+loss grows with ``r``. Derived from the tuning tables: OCI MI355X 4 nodes x 8 (r = 24) runs its
+8-16 GiB all-to-all at algbw 52.3 GB/s, NIC rate 0.75 S / t = 39.2 GB/s = 0.834 of the preset's
+47 GB/s: c = (1/0.834 - 1)/16 = 0.0124. (OCI GB300, 2 racks, r = 64: e_f = 0.59; measured 0.51
+of one 400 Gb/s NIC per GPU.) benchmarks/accuracy_nccl_tests.py re-derives it leaving each system
+out (:func:`fan_in_slowdown_from`)."""
+
+
+def fan_in_efficiency(remote_peers: int, slowdown_per_peer: float | None = None) -> float:
+    """``e_f(r) = 1 / (1 + c max(0, r - r_0))``: the share of its NIC rate a rank's all-to-all gets with
+    ``r`` remote peers (:data:`FAN_IN_SLOWDOWN_PER_PEER`). Array-safe in ``remote_peers``."""
+    c = FAN_IN_SLOWDOWN_PER_PEER if slowdown_per_peer is None else slowdown_per_peer
+    return 1.0 / (1.0 + c * max(0, remote_peers - FAN_IN_PEERS))
+
+
+def fan_in_slowdown_from(remote_peers: int, nic_rate_share: float) -> float:
+    """``c`` from one measurement: a rank with ``r`` remote peers measured at ``nic_rate_share`` of its
+    NIC's ``e_p``-scaled rate: ``c = (1/share - 1) / (r - r_0)`` (the inverse of :func:`fan_in_efficiency`)."""
+    if remote_peers <= FAN_IN_PEERS:
+        raise InputError(f"fan-in needs more than {FAN_IN_PEERS} remote peers, got {remote_peers}")
+    return (1.0 / nic_rate_share - 1.0) / (remote_peers - FAN_IN_PEERS)
+
 
 def parse_collective(text: str | Collective) -> Collective:
     """``"all_reduce"`` (or ``all-reduce``) -> :class:`Collective`; unknown names list the valid ones."""
@@ -237,7 +281,7 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
 
 
 def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
-                 overlap_loss: float = 0.0) -> tuple[float, float]:
+                 overlap_loss: float = 0.0, p2p_efficiency: float = 1.0, post_s: float = 0.0) -> tuple[float, float]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
@@ -252,6 +296,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
 
     if alg is Algorithm.RING:
         steps_intra, steps_inter = k * (P - n), k * (n - 1)
+        if n > 1 and op in LOCKSTEP_RING_OPS:  # every step of the ring at the network step's pace
+            steps_intra, steps_inter = 0, P - 1
         if op in (Collective.BROADCAST, Collective.REDUCE):
             V = S
         else:
@@ -290,12 +336,15 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
         link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e + (a_s if m > 1 else 0.0))
         return t0 + link.latency_s, S / link.bandwidth_bytes_per_s
-    if alg is Algorithm.DIRECT:  # all-to-all by pairwise exchange
+    if alg is Algorithm.DIRECT:  # all-to-all: every peer's send and receive posted at once
         pod_ranks = P if topo.pod_nodes is None else min(P, g * topo.pod_nodes)
-        lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
-        bw = (g - 1) / P * S / B_i
+        if topo.protocols is None and p2p_efficiency == 1.0:  # the drill's and a custom topology's sum of steps
+            lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
+        else:  # concurrent peers: one step per tier, and the proxy posts each remote peer's transfer in turn
+            lat = a_i + (a_e + post_s * (P - g) + (a_s if P > pod_ranks else 0.0) if n > 1 else 0.0)
+        bw = (g - 1) / P * S / (B_i * p2p_efficiency)
         if n > 1:
-            bw = max(bw, (P - g_min) / P * S / B_e_eff)
+            bw = max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
@@ -319,6 +368,8 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     nics = min(g_min, MAX_CROSS_NODE_CHANNELS)  # one NIC per channel, at most 32 channels across nodes
+    if alg is Algorithm.DIRECT:
+        nics = g_min  # point-to-point: every GPU sends through its own NIC, outside the ring graph's channels
     nic_share = nics / g_min
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
@@ -344,7 +395,10 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
             floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
             if floor > view.intra.latency_s:
                 view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
-        lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
+        if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
+        else:
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
