@@ -137,8 +137,9 @@ def main() -> int:
             table.setdefault(cls, {"source": f"benchmarks/derive_constants.py: the tuning rows of {cls.replace('/', ' ')} "
                                              "(issue 20: a band per collective and scope)"})
             lo, hi = _quantile(r, 0.05), _quantile(r, 0.95)
-            if "/" in cls:  # a collective's own band always holds its prediction (ratio 1)
-                lo, hi = min(lo, 1.0), max(hi, 1.0)
+            if "/" in cls:  # few rows: never narrower than the class's all-reduce band on either side
+                base = table[cls.split("/")[1]]
+                lo, hi = min(lo, base["low_ratio"]), max(hi, base["high_ratio"])
             table[cls].update(low_ratio=round(lo, 3), high_ratio=round(hi, 3),
                               rows=len(r))
         lines = [f'  "_about": {json.dumps(table.pop("_about"))}']

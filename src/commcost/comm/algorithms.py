@@ -147,14 +147,15 @@ LOCKSTEP_RING_OPS = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER}
 "Across nodes"): all-gather and reduce-scatter. All-reduce keeps NCCL's own latency sum, which the
 all-reduce tables were tuned on."""
 
-P2P_EFFICIENCY = 0.88
-"""``e_p``: the share of a tier's ring bandwidth NCCL's point-to-point transfers (all-to-all) reach, under
-the protocol model. Measured on the tuning tables, one node each: all-to-all busbw over the ring
-all-reduce busbw of the same node, OCI GB300 (4 GPUs, NVLink 5): 628 / 720 = 0.87 (the ring's figure
-is the preset's nvlink5 achievable); OCI MI355X (8 GPUs, Infinity Fabric): 361 / 408 = 0.885. NCCL's
-own maintainers quote the same gap: 'NCCL can get an effective NVLink bandwidth of 370GB/s' for
-non-all-reduce operations on H100 (NVIDIA/nccl-tests#212) against the ring's ~0.9 on p2p (NCCL runs
-all-to-all with fewer channels per peer: src/enqueue.cc p2p scheduling)."""
+P2P_EFFICIENCY = 0.906
+"""``e_p``: the share of the intra-node tier's ring bandwidth NCCL's point-to-point transfers (all-to-all)
+reach inside a node, under the protocol model. Derived on the tuning tables
+(benchmarks/accuracy_nccl_tests.derive_issue20_constants): the median, over the one-node all-to-all
+tables, of the measured bus bandwidth ``(P-1)/P S / t`` at 16 GiB over the preset's ``B_i``: OCI MI355X
+8 GPUs 0.885, OCI GB300 4 GPUs 0.872, 8 GPUs 0.951, 64 GPUs 0.926; median 0.906. NCCL's maintainers
+quote the same kind of gap on H100: 'NCCL can get an effective NVLink bandwidth of 370GB/s' for
+non-all-reduce operations (NVIDIA/nccl-tests#212). Across nodes the NIC, not NVLink, bounds an
+all-to-all, and its rate is the fan-in's (:func:`fan_in_efficiency`)."""
 
 FAN_IN_PEERS = 8
 """``r_0``: remote peers a rank's all-to-all reaches at its NIC's full (``e_p``) rate (8: one node of
@@ -281,7 +282,8 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
 
 
 def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
-                 overlap_loss: float = 0.0, p2p_efficiency: float = 1.0, post_s: float = 0.0) -> tuple[float, float]:
+                 overlap_loss: float = 0.0, p2p_efficiency: float = 1.0, post_s: float = 0.0,
+                 lockstep: bool = False) -> tuple[float, float]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
@@ -296,7 +298,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
 
     if alg is Algorithm.RING:
         steps_intra, steps_inter = k * (P - n), k * (n - 1)
-        if n > 1 and op in LOCKSTEP_RING_OPS:  # every step of the ring at the network step's pace
+        if lockstep and n > 1 and op in LOCKSTEP_RING_OPS:  # every step of the ring at the network step's pace
             steps_intra, steps_inter = 0, P - 1
         if op in (Collective.BROADCAST, Collective.REDUCE):
             V = S
@@ -398,7 +400,7 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
         else:
-            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))

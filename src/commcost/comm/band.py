@@ -108,7 +108,8 @@ def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tu
         from commcost.presets import system_group
 
         topology = system_group(topology, gpus=cost.gpus)[0]
-    r_lo, r_hi = class_ratios(cost.op.value, band_class(cost, topology))
+    cls = band_class(cost, topology)
+    r_lo, r_hi = class_ratios(cost.op.value, cls)
     return scale_cost(cost, r_lo).total_s, scale_cost(cost, r_hi).total_s
 
 
