@@ -15,7 +15,6 @@ HELP = "time of one collective under each algorithm (ring, tree, NVLS ...), nccl
 EXAMPLES = (
     '--op all_reduce --size 1GiB --gpus 16 --bw 400Gbps --latency 5us',
     '--op all_reduce --sizes 1MiB:1GiB --system dgx-h100 --nodes 2',
-    '--op all_gather --sizes 8B:8GiB --profile cluster.profile.json --json',
     '--log all_gather_perf.log --system dgx-h100   (is my cluster healthy? measured vs preset per size)',
 )
 """Command lines shown at the end of ``--help``."""

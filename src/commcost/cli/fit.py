@@ -13,8 +13,8 @@ HELP = "fit alpha and beta to a measurement (commcost measure CSV/JSON, or nccl-
 EXAMPLES = (
     'all_reduce_perf.log -o cluster.profile.json',
     'cluster.csv --op all_gather --max-regimes 2 --json',
-    'one_node.log two_nodes.log --tiers dgx-h100 -o cluster.tiers.json   (cross-scale: per-tier fit)',
-    'one_node.log:8 two_nodes.log:16 --tiers dgx-h100   (logs that list no ranks: each its group size)',
+    'one_node.log two_nodes.log:16 --tiers dgx-h100 -o cluster.tiers.json   (cross-scale; LOG:RANKS where a log '
+    'lists no ranks)',
 )
 """Command lines shown at the end of ``--help``."""
 
