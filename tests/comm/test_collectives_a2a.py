@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from commcost import collective_cost, system_topology
 from commcost.comm.algorithms import (FAN_IN_PEERS, FAN_IN_SLOWDOWN_PER_PEER, P2P_EFFICIENCY, fan_in_efficiency,
                                       fan_in_slowdown_from, protocol_costs)
+from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology
 from commcost.errors import InputError
 from commcost.presets import systems
@@ -103,3 +104,21 @@ def test_dgx1_v100_network_is_four_edr_nics_for_eight_gpus():
     # NIC-bound: (P-1)/P S / (8 x 5.9e9) = 15/16 * 2**30 / 47.2e9 = 21.33 ms
     c = collective_cost("all_gather", 2 ** 30, 16, system_topology("dgx-1-v100", nodes=2))
     assert c.bandwidth_s == pytest.approx(15 / 16 * 2 ** 30 / 47.2e9, rel=1e-9)
+
+
+def test_pat_with_one_gpu_per_node_by_hand():
+    # dgx-h100 at 1 GPU per node, 16 nodes, all-gather of 1 MiB under NCCL's PAT (tuning.cc): launch 8 us (x 8.4/8.4),
+    # log2(16) = 4 network hops at 14 us / 3.5 = 4 us, the linear 16 x 2.8 us: 8 + 16 + 44.8 = 68.8 us;
+    # bandwidth S / (0.75 W), W = one NIC of 47 GB/s: 2**20 / 35.25e9 = 29.747 us
+    from commcost.comm.collectives import Collective
+    from commcost.comm.algorithms import algorithm_costs
+
+    topo = system_topology("dgx-h100", nodes=16, gpus_per_node=1)
+    pat = algorithm_costs(Collective.ALL_GATHER, 2 ** 20, 16, topo)[Algorithm.PAT]
+    assert pat.latency_s == pytest.approx(68.8e-6, rel=1e-9)
+    assert pat.bandwidth_s == pytest.approx(2 ** 20 / 35.25e9, rel=1e-9)
+    assert collective_cost("all_gather", 2 ** 20, 16, topo).algorithm is Algorithm.PAT  # NCCL's pick at 1 MiB
+    assert collective_cost("all_gather", 2 ** 30, 16, topo).algorithm is Algorithm.RING  # PAT's 0.75 loses at 1 GiB
+    # with 8 GPUs per node NCCL does not run PAT
+    with pytest.raises(InputError, match="one GPU per node"):
+        collective_cost("all_gather", 2 ** 20, 16, system_topology("dgx-h100", nodes=2), "pat")

@@ -113,8 +113,8 @@ AUTO = "auto"
 APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
     Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING,
                             Algorithm.HIERARCHICAL, Algorithm.IN_NETWORK),
-    Collective.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
-    Collective.ALL_GATHER: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
+    Collective.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HALVING_DOUBLING, Algorithm.PAT),
+    Collective.ALL_GATHER: (Algorithm.RING, Algorithm.HALVING_DOUBLING, Algorithm.PAT),
     Collective.BROADCAST: (Algorithm.RING,),
     Collective.REDUCE: (Algorithm.RING,),
     Collective.ALL_TO_ALL: (Algorithm.DIRECT,),
@@ -122,7 +122,7 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
 }
 """Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
 
-NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT})
+NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT, Algorithm.PAT})
 
 TIER_OVERLAP_LOSS = 0.20
 """``phi``: the share of the faster tier's time that a tree or NVLS tree across nodes fails to hide
@@ -141,6 +141,18 @@ src/include/device.h), the tree at most the ring's, NVLS at most ``NCCL_MAX_NVLS
 (src/graph/search.cc). Only a node of more than 32 GPUs (an NVL72 rack) is affected: its network
 bandwidth is ``32 B_e``, not ``72 B_e``."""
 """The algorithms NCCL itself runs: ``auto`` picks among these under the protocol model."""
+
+PAT_BASE_S = 8.0e-6
+"""NCCL baseLat[PAT][SIMPLE] = 8 us (src/graph/tuning.cc ncclTunerConstantsDefaults), scaled like every launch
+term by the preset's base latency over ring Simple's 8.4 us."""
+PAT_NET_STEP_S = 14.0e-6
+"""NCCL hwLat[NET][PAT][SIMPLE] = 14 us, scaled by the fabric's step over hwLat[NET][RING][LL128] (4 us)."""
+PAT_PER_RANK_S = 2.8e-6
+"""NCCL's PAT latency has 'still a linear part': ``nRanks * 2.8`` us (tuning.cc), on top of
+``log2i(nNodes) * interLat / 3.5``."""
+PAT_BANDWIDTH_SHARE = 0.75
+"""tuning.cc: ``if (a == NCCL_ALGO_PAT) busBw *= .75``, and PAT's bus bandwidth is not turned into an
+algorithm bandwidth by ``nRanks / nsteps`` as the ring's is: ``T = S / (0.75 W)``."""
 
 LOCKSTEP_RING_OPS = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
 """Ring collectives whose every step, across nodes, waits for the network hop (module docstring,
@@ -267,6 +279,12 @@ def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str |
     if alg is Algorithm.HIERARCHICAL and not pl.even:
         return (f"hierarchical needs the same number of GPUs on every node, got {pl.gpus_per_node} "
                 f"on the first and {pl.min_gpus_per_node} on the last")
+    if alg is Algorithm.PAT:
+        if topo.protocols is None:
+            return "pat is NCCL's (2.23+) and is priced with NCCL's protocol model, which this fabric has not"
+        if pl.gpus_per_node != 1 or pl.nodes < 2:
+            return (f"pat runs with one GPU per node (NCCL: nNodes == nRanks), got {pl.nodes} node(s) x "
+                    f"{pl.gpus_per_node}")
     if alg is Algorithm.IN_NETWORK:
         if topo.in_network is None:
             return "in_network needs a switch that reduces (NVLS); this fabric has none"
@@ -383,7 +401,14 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else tree_network_bytes(n))
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
+    if alg is Algorithm.PAT:  # NCCL ncclTopoTuneModel, Simple only, S over 0.75 of the ring's bus bandwidth
+        W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
+        a_net = topo.inter.latency_s * PAT_NET_STEP_S / REFERENCE_INTER_STEP_S
+        lat = (topo.base_latency_s * PAT_BASE_S / REFERENCE_BASE_S + math.floor(math.log2(n)) * a_net / 3.5
+               + P * PAT_PER_RANK_S)
+        return {Protocol.SIMPLE: (lat, S / (PAT_BANDWIDTH_SHARE * W))}
     tree = alg is Algorithm.TREE
+    one_per_node = g == 1 and n > 1  # NCCL: "With ppn=1 latencies are fully exposed, use the Tree network latency"
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
@@ -391,6 +416,10 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
             continue
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
         view = _protocol_view(topo, t, eff, nic_share)
+        if one_per_node and not tree:
+            tree_step = next(x for x in TREE_TERMS if x.protocol is p).inter_step_latency_s
+            view = replace(view, inter=Link(bandwidth_bytes_per_s=view.inter.bandwidth_bytes_per_s,
+                                            latency_s=topo.inter.latency_s * tree_step / REFERENCE_INTER_STEP_S))
         if (alg is Algorithm.RING and n > 1 and op not in (Collective.BROADCAST, Collective.REDUCE)):
             # tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": every intra step
             # of a ring across nodes costs at least the host's net overhead (x3 for Simple)
