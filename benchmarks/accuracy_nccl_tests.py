@@ -14,9 +14,10 @@ Two views:
   (:data:`commcost.comm.algorithms.P2P_EFFICIENCY`, the fan-in slowdown
   :data:`commcost.comm.algorithms.FAN_IN_SLOWDOWN_PER_PEER`) are re-derived from the tuning tables
   of every *other* system before a system's rows are scored (:func:`derive_issue20_constants`; a
-  constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), so no
-  system is scored with a constant taken from its own rows. Constants of earlier issues
-  (benchmarks/derive_constants.py) stay as shipped.
+  constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), and the
+  preset fabric numbers issue 20 read off a system's own tables fall back to their earlier values
+  (:data:`FABRIC_VALUES_FROM_TABLES`), so no system is scored with a number taken from its own rows.
+  Constants of earlier issues (benchmarks/derive_constants.py) stay as shipped.
 * **tuning / held-out** (tests/data/nccl_tests/split.json): the shipped constants, the systems
   split into those constants may have been chosen on and a held-out third.
 
@@ -59,6 +60,16 @@ DERIVATION_EXCLUDED = {
                                    "preset's NIC's, so it cannot measure the fan-in loss",
 }
 """Tuning tables left out of :func:`derive_issue20_constants`, with the reason."""
+
+
+FABRIC_VALUES_FROM_TABLES = {
+    "OCI MI355X Pollara": {"infinity_fabric_mi355": {"achievable_bandwidth_bytes_per_s": 0.703 * 537.6e9}},
+    "GCP A3 Mega (TCPXO)": {"tcpxo": {"achievable_bandwidth_bytes_per_s": 20.0e9, "step_latency_s": 35.0e-6}},
+    "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9}},
+}
+"""Preset fabric numbers issue 20 set from one system's tables, and the value each falls back to while that
+system is left out: MI355X's Infinity Fabric at MI300X's measured share of line (315/448 = 0.703 of 537.6
+GB/s), tcpxo and tcpx at the 80%-of-line and 35 us assumptions they had before their tables were found."""
 
 
 def _pct(xs: list[float]) -> str:
@@ -104,14 +115,27 @@ def derive_issue20_constants(tables) -> dict[str, float]:
 
 
 @contextmanager
-def _constants(values: dict[str, float] | None):
-    """The model with ``values`` in place of the shipped issue-20 constants (None: as shipped)."""
+def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[str, float]] | None = None):
+    """The model with ``values`` in place of the shipped issue-20 constants and ``fabric_values`` in place of
+    those preset fabric fields (None: as shipped)."""
+    from commcost import presets
+
     saved = {k: getattr(algorithms, k) for k in (values or {})}
+    shipped_fabrics = presets.fabrics
+
+    def fabrics():
+        table = shipped_fabrics()
+        for name, fields in (fabric_values or {}).items():
+            table[name] = {**table[name], **fields}
+        return table
+
     try:
         for k, v in (values or {}).items():
             setattr(algorithms, k, v)
+        presets.fabrics = fabrics
         yield
     finally:
+        presets.fabrics = shipped_fabrics
         for k, v in saved.items():
             setattr(algorithms, k, v)
 
@@ -150,7 +174,7 @@ def score_leave_one_system_out() -> list[dict]:
     out = []
     for system in dict.fromkeys(t.system for t in tables):
         others = [t for t in tables if t.split == "tuning" and t.system != system]
-        with _constants(derive_issue20_constants(others)):
+        with _constants(derive_issue20_constants(others), FABRIC_VALUES_FROM_TABLES.get(system)):
             for table in (t for t in tables if t.system == system):
                 out += _score_table(table, None)
     return out

@@ -32,7 +32,7 @@ def test_every_matched_table_is_on_exactly_one_side_with_a_reason():
     every = set(MATCHES["matched"]) | set(MATCHES["busbw_tables"]) | set(MATCHES["scaling_tables"])
     assert sorted(sides["tuning"] + sides["heldout"]) == sorted(every)
     assert all(e["reason"] for side in ("tuning", "heldout") for e in SPLIT[side].values())
-    # a third of the systems held out: 8 of 21
+    # about a third of the systems held out: 7 of 23 (A3 Mega joined the tuning side with issue 20's table)
     n_tune, n_held = len(SPLIT["tuning"]), len(SPLIT["heldout"])
     assert 0.3 <= n_held / (n_tune + n_held) <= 0.4
 
@@ -46,10 +46,11 @@ def _pooled(rows, side, op="all_reduce"):
 
 
 def test_held_out_meets_the_issue_targets(rows):
-    # all-reduce rows; measured at this commit: 6.2% over 89 rows (74 before issue 20 + the held-out 2-node
-    # MI355X table's 15), 8.0% over 1-64 MiB, 56% too fast, band covers 84%
+    # all-reduce rows; measured at this commit: 5.1% over 75 rows (74 before issue 20, less the A3 Mega table's
+    # 14 that moved to tuning, plus the held-out 2-node MI355X table's 15), 7.1% over 1-64 MiB, 55% too fast,
+    # band covers 91%
     median, mid, fast, band, n = _pooled(rows, "heldout")
-    assert n == 89
+    assert n == 75
     assert median <= 0.15
     assert mid <= 0.25
     assert 0.35 <= fast <= 0.65   # no systematic sign (issue 14 found 153 of 163 = 94% too fast)
@@ -57,10 +58,10 @@ def test_held_out_meets_the_issue_targets(rows):
 
 
 def test_tuning_set_figures(rows):
-    # all-reduce rows; measured at this commit: 5.8% over 202 rows (188 + issue 20's 14 rows of OCI MI355X
-    # and GB300), 15.0% over 1-64 MiB, 63% too fast, band 89%
+    # all-reduce rows; measured at this commit: 6.3% over 216 rows (188 + issue 20's 14 rows of OCI MI355X
+    # and GB300 + the A3 Mega table's 14), 17.1% over 1-64 MiB, 64% too fast, band 87%
     median, mid, fast, band, n = _pooled(rows, "tuning")
-    assert n == 202
+    assert n == 216
     assert median <= 0.10
     assert mid <= 0.20
     assert fast <= 0.65
@@ -85,12 +86,17 @@ def test_all_to_all_leave_one_system_out_meets_issue_20(loso_rows):
     assert n == 8 and median <= 0.10
 
 
-def test_all_gather_across_nodes_leave_one_system_out(loso_rows):
-    # one held-out table (GCP A4X Max, 2 NVLink domains): 6.4% over 15 rows, but 93% too fast, its 1-64 MiB
-    # rows 20-56% too fast: the known gap of docs/fabrics.md ("All-gather and reduce-scatter across nodes")
+def test_all_gather_across_nodes(rows, loso_rows):
+    # three tables (A3 High TCPX, A3 Mega TCPXO: tuning; A4X Max: held out). With the shipped presets: 5.4% over
+    # 37 rows, 38% too fast. Leaving a system out also takes back the fabric numbers read off its own table
+    # (tcpx/tcpxo bandwidth and step): 24.2%, 62% too fast -- the figure for a GPUDirect-TCPX(O) cluster the
+    # project had no table of
+    sub = [r for r in rows if r["op"] == "all_gather" and r["scope"] == "multi_node"]
+    assert len(sub) == 37
+    assert statistics.median(abs(r["err"]) for r in sub) <= 0.10
+    assert 0.35 <= sum(r["err"] < 0 for r in sub) / len(sub) <= 0.65
     median, fast, n = _median_fast(loso_rows, "all_gather", "multi_node")
-    assert n == 15 and median <= 0.10
-    assert fast > 0.65  # the sign the issue measured, not yet removed: fails when it is, to update the docs
+    assert n == 37 and median <= 0.30
 
 
 def test_leaving_a_system_out_changes_only_the_constants_it_gave():
