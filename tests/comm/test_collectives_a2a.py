@@ -122,3 +122,21 @@ def test_pat_with_one_gpu_per_node_by_hand():
     # with 8 GPUs per node NCCL does not run PAT
     with pytest.raises(InputError, match="one GPU per node"):
         collective_cost("all_gather", 2 ** 20, 16, system_topology("dgx-h100", nodes=2), "pat")
+
+
+def test_all_gather_at_256_ranks_falls_behind_all_reduce_as_measured():
+    # NVIDIA/nccl#1218: 32 nodes x 8 H100 (8 x 400 Gb/s RoCE each), 2 GiB: all_gather_perf reaches busbw ~200 GB/s
+    # while all_reduce_perf reaches 340. Lockstep ring: 255 Simple steps x 14 us = 3.57 ms on top of the NICs'
+    # 255/256 * 2 GiB / 376 GB/s = 5.69 ms, busbw 257 GB/s (22% fast); NCCL's own latency sum (224 NVLink steps
+    # at 3.4 us + 31 network steps at 14 us = 1.2 ms) would give ~310 (36% fast).
+    topo = system_topology("dgx-h100", nodes=32)
+    ag = collective_cost("all_gather", 2 ** 31, 256, topo)
+    ar = collective_cost("all_reduce", 2 ** 31, 256, topo)
+    assert ag.busbw_bytes_per_s < ar.busbw_bytes_per_s
+    assert abs(ag.busbw_bytes_per_s - 200e9) / 200e9 <= 0.30
+    assert abs(ar.busbw_bytes_per_s - 340e9) / 340e9 <= 0.10
+
+
+def test_rccl_presets_run_the_ring_not_pat():
+    with pytest.raises(InputError, match="RCCL presets run the ring"):
+        collective_cost("all_gather", 2 ** 20, 4, system_topology("mi355x-roce", nodes=4, gpus_per_node=1), "pat")

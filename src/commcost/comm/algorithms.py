@@ -280,8 +280,9 @@ def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str |
         return (f"hierarchical needs the same number of GPUs on every node, got {pl.gpus_per_node} "
                 f"on the first and {pl.min_gpus_per_node} on the last")
     if alg is Algorithm.PAT:
-        if topo.protocols is None:
-            return "pat is NCCL's (2.23+) and is priced with NCCL's protocol model, which this fabric has not"
+        if topo.protocols is None or topo.protocols.gpu_generation is None:
+            return ("pat is NCCL's (2.23+), priced with NCCL's protocol model of an NVIDIA GPU generation, which "
+                    "this fabric has not (RCCL presets run the ring)")
         if pl.gpus_per_node != 1 or pl.nodes < 2:
             return (f"pat runs with one GPU per node (NCCL: nNodes == nRanks), got {pl.nodes} node(s) x "
                     f"{pl.gpus_per_node}")
