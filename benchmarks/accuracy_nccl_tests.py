@@ -53,12 +53,7 @@ MIN_BYTES = 2 ** 20
 MID_MAX_BYTES = 64 * 2 ** 20
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
-DERIVATION_EXCLUDED = {
-    "alltoall_gb300_oci_32x4.txt": "OCI's GB300 hosts give each GPU two 400 Gb/s ports where the gb300-nvl72 preset "
-                                   "has one 800 Gb/s NIC, and an all-to-all drives one port (NVIDIA/nccl-tests#267: "
-                                   "'Alltoall cannot aggregate the bandwidth of multiple NICs'): its rate is not the "
-                                   "preset's NIC's, so it cannot measure the fan-in loss",
-}
+DERIVATION_EXCLUDED: dict[str, str] = {}
 """Tuning tables left out of :func:`derive_issue20_constants`, with the reason."""
 
 
@@ -96,7 +91,7 @@ def derive_issue20_constants(tables) -> dict[str, float]:
     ``(P-1)/P S / t`` over the preset's intra-node achievable bandwidth ``B_i``; ``c`` = median over
     multi-node all-to-all tables with more than ``r_0`` remote peers of
     :func:`commcost.comm.algorithms.fan_in_slowdown_from` at the measured NIC rate
-    ``(P-g)/P S / t`` over the preset's ``B_e``. Neutral values (1, 0) when no table gives one.
+    ``(P-g)/P S / t`` over the preset's ``B_e`` of one port. Neutral values (1, 0) when no table gives one.
     """
     e_ps, cs = [], []
     for t in tables:
@@ -108,7 +103,8 @@ def derive_issue20_constants(tables) -> dict[str, float]:
         if row.nodes == 1:
             e_ps.append((P - 1) / P * row.size_bytes / row.time_s / topo.intra.bandwidth_bytes_per_s)
         elif P - g > algorithms.FAN_IN_PEERS:
-            share = (P - g) / P * row.size_bytes / row.time_s / topo.inter.bandwidth_bytes_per_s
+            port_bw = topo.inter.bandwidth_bytes_per_s / topo.nics_per_gpu  # an all-to-all drives one port
+            share = (P - g) / P * row.size_bytes / row.time_s / port_bw
             cs.append(algorithms.fan_in_slowdown_from(P - g, min(share, 1.0)))
     return {"P2P_EFFICIENCY": min(1.0, statistics.median(e_ps)) if e_ps else 1.0,
             "FAN_IN_SLOWDOWN_PER_PEER": max(0.0, statistics.median(cs)) if cs else 0.0}

@@ -23,8 +23,8 @@ S16G = 2 ** 34
 
 def test_fan_in_efficiency_by_hand():
     assert fan_in_efficiency(0) == fan_in_efficiency(FAN_IN_PEERS) == 1.0  # up to r_0 = 8 remote peers: the NIC's rate
-    # r = 24: 1 / (1 + 0.0124 * (24 - 8)) = 1 / 1.1984 = 0.83445
-    assert fan_in_efficiency(24) == pytest.approx(1 / 1.1984, rel=1e-12)
+    # r = 24: 1 / (1 + 0.0148 * (24 - 8)) = 1 / 1.2368 = 0.80854
+    assert fan_in_efficiency(24) == pytest.approx(1 / 1.2368, rel=1e-12)
     # the inverse: a rate share of 0.8 at r = 18 -> c = (1/0.8 - 1) / 10 = 0.025
     assert fan_in_slowdown_from(18, 0.8) == pytest.approx(0.025)
     assert fan_in_efficiency(18, 0.025) == pytest.approx(0.8)
@@ -41,12 +41,12 @@ def test_fan_in_efficiency_is_a_share_that_falls_with_peers(r1, r2):
 
 def test_all_to_all_across_four_mi355x_nodes_by_hand():
     # mi355x-roce, 4 nodes x 8, 16 GiB: each rank sends (P - g)/P S = 24/32 S through its own NIC (47 GB/s) at the
-    # fan-in share of r = 24 remote peers: 0.75 * 2**34 / (47e9 * 0.834446) = 12884901888 / 39.2190e9 = 0.328538 s;
+    # fan-in share of r = 24 remote peers: 0.75 * 2**34 / (47e9 / 1.2368) = 12884901888 / 38.0013e9 = 0.339066 s;
     # its NVLink-class part, (g-1)/P S / (408e9 * 0.906) = 7/32 * 2**34 / 369.648e9 = 0.01017 s, is hidden (max).
     # Latency: Simple base 8.4 + xGMI step 3.4 + network step 14 + 24 peers posted at the AMD host's 2 us = 73.8 us
-    assert P2P_EFFICIENCY == 0.906 and FAN_IN_SLOWDOWN_PER_PEER == 0.0124
+    assert P2P_EFFICIENCY == 0.906 and FAN_IN_SLOWDOWN_PER_PEER == 0.0148
     c = collective_cost("all_to_all", S16G, 32, system_topology("mi355x-roce", nodes=4))
-    assert c.bandwidth_s == pytest.approx(0.75 * S16G / (47e9 / 1.1984), rel=1e-9)
+    assert c.bandwidth_s == pytest.approx(0.75 * S16G / (47e9 / 1.2368), rel=1e-9)
     assert c.latency_s == pytest.approx(73.8e-6, rel=1e-9)
 
 
@@ -59,10 +59,24 @@ def test_all_to_all_inside_one_mi355x_node_by_hand():
 
 def test_all_to_all_is_not_capped_by_the_ring_graphs_32_channels():
     # 2 racks of gb300-nvl72, 64 ranks each: each GPU's own 800 Gb/s NIC (94 GB/s), not 32 channels' worth;
-    # r = 64 remote peers: e_f = 1 / (1 + 0.0124 * 56) = 1 / 1.6944; bw = 0.5 S / (94e9 / 1.6944)
+    # r = 64 remote peers: e_f = 1 / (1 + 0.0148 * 56) = 1 / 1.8288; bw = 0.5 S / (94e9 / 1.8288)
     topo = system_topology("gb300-nvl72", nodes=2, gpus_per_node=64)
     c = collective_cost("all_to_all", S16G, 128, topo)
-    assert c.bandwidth_s == pytest.approx(0.5 * S16G / (94e9 / 1.6944), rel=1e-9)
+    assert c.bandwidth_s == pytest.approx(0.5 * S16G / (94e9 / 1.8288), rel=1e-9)
+
+
+def test_all_to_all_drives_one_port_where_a_gpu_has_two():
+    # oci-gb300-nvl72: two 400 Gb/s ports per GPU (2 x 47 = 94 GB/s, as gb300-nvl72's one 800 Gb/s port), but an
+    # all-to-all drives one: 0.5 S / (47e9 / 1.8288), twice gb300-nvl72's
+    topo = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=64)
+    assert topo.nics_per_gpu == 2 and topo.inter.bandwidth_bytes_per_s == pytest.approx(94e9)
+    a2a = collective_cost("all_to_all", S16G, 128, topo)
+    assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / (47e9 / 1.8288), rel=1e-9)
+    # the ring's channels use both ports: 2 domains of 4 GPUs = 8 ports x 47 GB/s = 376 GB/s a node, as one
+    # 94 GB/s port per GPU would give: 7/8 S / 376e9 (the NVLink part, 7/8 S (3/4) / 720e9, is smaller)
+    four = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=4)
+    ag = protocol_costs("all_gather", S16G, 8, four, "ring")["simple"]
+    assert ag.bandwidth_s == pytest.approx(7 / 8 * S16G / 376e9, rel=1e-9)
 
 
 def test_all_gather_ring_across_nodes_steps_at_the_network_pace():

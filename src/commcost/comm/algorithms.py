@@ -173,16 +173,17 @@ FAN_IN_PEERS = 8
 """``r_0``: remote peers a rank's all-to-all reaches at its NIC's full (``e_p``) rate (8: one node of
 8 GPUs behind the other end; OCI MI355X 2 nodes, 8 remote peers per rank, runs at 0.98 of the NIC)."""
 
-FAN_IN_SLOWDOWN_PER_PEER = 0.0124
+FAN_IN_SLOWDOWN_PER_PEER = 0.0148
 """``c``: the fan-in (incast) loss of an all-to-all across nodes per remote peer beyond ``r_0``:
 ``e_f(r) = 1 / (1 + c max(0, r - r_0))`` with ``r = P - g`` remote peers per rank. Each remote peer is a
-separate connection (queue pair) and all of them send at once, so the receiving NIC and its switch
+separate connection (queue pair) and all of them send at once, so the receiving port and its switch
 port see ``r`` flows converging (incast) and the NIC cycles through ``r`` connection contexts; the
-loss grows with ``r``. Derived from the tuning tables: OCI MI355X 4 nodes x 8 (r = 24) runs its
-8-16 GiB all-to-all at algbw 52.3 GB/s, NIC rate 0.75 S / t = 39.2 GB/s = 0.834 of the preset's
-47 GB/s: c = (1/0.834 - 1)/16 = 0.0124. (OCI GB300, 2 racks, r = 64: e_f = 0.59; measured 0.51
-of one 400 Gb/s NIC per GPU.) benchmarks/accuracy_nccl_tests.py re-derives it leaving each system
-out (:func:`fan_in_slowdown_from`)."""
+loss grows with ``r``. Derived on the tuning tables (benchmarks/accuracy_nccl_tests.derive_issue20_constants,
+16 GiB rows, NIC rate ``(P-g)/P S / t`` over one port's ``B_e`` = 47 GB/s): OCI MI355X 4 nodes x 8
+(r = 24): 0.75 * 2**34 / 328.749 ms = 39.20 GB/s = 0.834 of the port, c = (1/0.834 - 1)/16 = 0.01245;
+OCI GB300 2 racks x 64 (r = 64, two 400 Gb/s ports per GPU, one driven): 0.5 * 2**34 / 357.610 ms =
+24.02 GB/s = 0.511, c = (1/0.511 - 1)/56 = 0.01708; median 0.01477. The benchmark re-derives it leaving
+each system out."""
 
 
 def fan_in_efficiency(remote_peers: int, slowdown_per_peer: float | None = None) -> float:
@@ -388,22 +389,24 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     assert pm is not None
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
-    nics = min(g_min, MAX_CROSS_NODE_CHANNELS)  # one NIC per channel, at most 32 channels across nodes
+    ports = topo.nics_per_gpu
+    port_bw = topo.inter.bandwidth_bytes_per_s / ports
+    nics = min(g_min * ports, MAX_CROSS_NODE_CHANNELS)  # one NIC port per channel, at most 32 channels across nodes
     if alg is Algorithm.DIRECT:
-        nics = g_min  # point-to-point: every GPU sends through its own NIC, outside the ring graph's channels
-    nic_share = nics / g_min
+        nics = g_min  # point-to-point: every GPU sends through one port of its own, outside the ring graph's channels
+    nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
         lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
-        W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
+        W = nics * port_bw / network_oversubscription(topo, n)
         L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
         E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else tree_network_bytes(n))
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
     if alg is Algorithm.PAT:  # NCCL ncclTopoTuneModel, Simple only, S over 0.75 of the ring's bus bandwidth
-        W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
+        W = nics * port_bw / network_oversubscription(topo, n)
         a_net = topo.inter.latency_s * PAT_NET_STEP_S / REFERENCE_INTER_STEP_S
         lat = (topo.base_latency_s * PAT_BASE_S / REFERENCE_BASE_S + math.floor(math.log2(n)) * a_net / 3.5
                + P * PAT_PER_RANK_S)
