@@ -31,7 +31,8 @@ all-reduce band, as an indication only. Each ratio pair is the 5th and 95th perc
 :func:`composed_band`): one rule, here and nowhere else. A measured cluster of a class is taken
 to be ``r`` times the prediction on *every* collective of that class (both terms of each,
 :func:`scale_cost`), with ``r = r_lo`` at the low edge and ``r_hi`` at the high edge, each group
-classed by where it lives (:func:`band_class`, strided groups by their ranks per node). A
+classed by where it lives (:func:`band_class`, strided groups by their ranks per node), and a
+collective with a band of its own in that class (:func:`class_ratios`) at its own ratios. A
 composed quantity's band is that quantity recomputed by the same code with the CommModel of each
 edge (:class:`BandEdgeModel`), every decision held: the algorithm the point chose, the bucket
 caps, the layout, and the compute (not uncertain in this band). So a sum of wire times scales
