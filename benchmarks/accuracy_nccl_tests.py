@@ -1,35 +1,41 @@
 #!/usr/bin/env python3
-"""Accuracy of preset-only predictions against real published all-reduce tables, tuning vs held-out.
+"""Accuracy of preset-only predictions against real published nccl-tests / rccl-tests tables.
 
 Every table under tests/data/nccl_tests/ whose system matches a commcost preset
 (preset_matches.json; the loader is benchmarks/real_tables.py) is predicted row by row with
-``collective_cost("all_reduce", S, P, system_group(preset, nodes=n, gpus=P))`` -- presets only,
-no calibration, algorithm ``auto`` -- for every row of 1 MiB or more. The systems are split
-(tests/data/nccl_tests/split.json, with the reason per system) into a tuning set, which
-constants may have been chosen on, and a held-out third, which was not looked at while
-tuning. Printed per table and pooled per side:
+``collective_cost(op, S, P, system_group(preset, nodes=n, gpus=P))`` -- the table's own collective
+(all-reduce, all-gather, reduce-scatter, all-to-all), presets only, no calibration, algorithm
+``auto`` -- for every row of 1 MiB or more. Error is signed: ``(t_pred - t_meas) / t_meas``, so a
+negative error is a prediction too fast.
 
-* the median absolute relative error |t_pred - t_meas| / t_meas, over all rows >= 1 MiB,
-  over 1-64 MiB and over > 64 MiB;
-* the share of predictions that are too fast (t_pred < t_meas): a model without a
-  systematic sign has 35-65%;
-* the uncertainty band's coverage (:func:`commcost.comm.band.collective_band`): the share of
-  rows whose measured time lies inside (low, high);
-* PyTorch inductor's estimator (benchmarks/vs_inductor.py) on the same rows, with the same
-  achievable bandwidths, where it knows the GPU (NVIDIA only): its median, and commcost's on
-  exactly those rows.
+Two views:
 
-Targets (issue 14): held-out median <= 15% (rows >= 1 MiB), <= 25% for 1-64 MiB, 35-65% of
-predictions too fast, band coverage >= 80% of held-out rows.
+* **leave-one-system-out** (the headline): the constants issue 20 derives from tables
+  (:data:`commcost.comm.algorithms.P2P_EFFICIENCY`, the fan-in slowdown
+  :data:`commcost.comm.algorithms.FAN_IN_SLOWDOWN_PER_PEER`) are re-derived from the tuning tables
+  of every *other* system before a system's rows are scored (:func:`derive_issue20_constants`; a
+  constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), and the
+  preset fabric numbers issue 20 read off a system's own tables fall back to their earlier values
+  (:data:`FABRIC_VALUES_FROM_TABLES`), so no system is scored with a number taken from its own rows.
+  Constants of earlier issues (benchmarks/derive_constants.py) stay as shipped.
+* **tuning / held-out** (tests/data/nccl_tests/split.json): the shipped constants, the systems
+  split into those constants may have been chosen on and a held-out third.
 
-    python benchmarks/accuracy_nccl_tests.py            # every row
-    python benchmarks/accuracy_nccl_tests.py --summary  # the tables and pooled figures only
+Printed per collective and scope (one node / across nodes): rows, median |error| over all rows
+>= 1 MiB, over 1-64 MiB and over > 64 MiB, the share of predictions too fast (no systematic
+sign: 35-65%), and the uncertainty band's coverage (:func:`commcost.comm.band.collective_band`).
+PyTorch inductor's estimator (benchmarks/vs_inductor.py) is compared on all-reduce rows where
+torch is installed.
+
+    python benchmarks/accuracy_nccl_tests.py            # every row, then the summaries
+    python benchmarks/accuracy_nccl_tests.py --summary  # the summaries only
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +43,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost  # noqa: E402
+from commcost.comm import algorithms  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
 from commcost.comm.band import collective_band  # noqa: E402
 from commcost.presets import systems  # noqa: E402
@@ -44,6 +51,20 @@ from real_tables import load_tables  # noqa: E402
 
 MIN_BYTES = 2 ** 20
 MID_MAX_BYTES = 64 * 2 ** 20
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+DERIVATION_EXCLUDED: dict[str, str] = {}
+"""Tuning tables left out of :func:`derive_issue20_constants`, with the reason."""
+
+
+FABRIC_VALUES_FROM_TABLES = {
+    "OCI MI355X Pollara": {"infinity_fabric_mi355": {"achievable_bandwidth_bytes_per_s": 0.703 * 537.6e9}},
+    "GCP A3 Mega (TCPXO)": {"tcpxo": {"achievable_bandwidth_bytes_per_s": 20.0e9, "step_latency_s": 35.0e-6}},
+    "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9}},
+}
+"""Preset fabric numbers issue 20 set from one system's tables, and the value each falls back to while that
+system is left out: MI355X's Infinity Fabric at MI300X's measured share of line (315/448 = 0.703 of 537.6
+GB/s), tcpxo and tcpx at the 80%-of-line and 35 us assumptions they had before their tables were found."""
 
 
 def _pct(xs: list[float]) -> str:
@@ -63,23 +84,95 @@ def _inductor(preset: str):
     return inductor_estimator(preset) if systems()[preset]["gpu"] in GENERATION else None
 
 
+def derive_issue20_constants(tables) -> dict[str, float]:
+    """``{"P2P_EFFICIENCY": e_p, "FAN_IN_SLOWDOWN_PER_PEER": c}`` from the largest rows of ``tables``.
+
+    ``e_p`` = median over one-node all-to-all tables of the measured bus bandwidth
+    ``(P-1)/P S / t`` over the preset's intra-node achievable bandwidth ``B_i``; ``c`` = median over
+    multi-node all-to-all tables with more than ``r_0`` remote peers of
+    :func:`commcost.comm.algorithms.fan_in_slowdown_from` at the measured NIC rate
+    ``(P-g)/P S / t`` over the preset's ``B_e`` of one port. Neutral values (1, 0) when no table gives one.
+    """
+    e_ps, cs = [], []
+    for t in tables:
+        if t.op != "all_to_all" or t.name in DERIVATION_EXCLUDED or not t.rows:
+            continue
+        row = max(t.rows, key=lambda r: r.size_bytes)
+        topo, P = t.group(row)
+        g = min(P, topo.gpus_per_node)
+        if row.nodes == 1:
+            e_ps.append((P - 1) / P * row.size_bytes / row.time_s / topo.intra.bandwidth_bytes_per_s)
+        elif P - g > algorithms.FAN_IN_PEERS:
+            port_bw = topo.inter.bandwidth_bytes_per_s / topo.nics_per_gpu  # an all-to-all drives one port
+            share = (P - g) / P * row.size_bytes / row.time_s / port_bw
+            cs.append(algorithms.fan_in_slowdown_from(P - g, min(share, 1.0)))
+    return {"P2P_EFFICIENCY": min(1.0, statistics.median(e_ps)) if e_ps else 1.0,
+            "FAN_IN_SLOWDOWN_PER_PEER": max(0.0, statistics.median(cs)) if cs else 0.0}
+
+
+@contextmanager
+def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[str, float]] | None = None):
+    """The model with ``values`` in place of the shipped issue-20 constants and ``fabric_values`` in place of
+    those preset fabric fields (None: as shipped)."""
+    from commcost import presets
+
+    saved = {k: getattr(algorithms, k) for k in (values or {})}
+    shipped_fabrics = presets.fabrics
+
+    def fabrics():
+        table = shipped_fabrics()
+        for name, fields in (fabric_values or {}).items():
+            table[name] = {**table[name], **fields}
+        return table
+
+    try:
+        for k, v in (values or {}).items():
+            setattr(algorithms, k, v)
+        presets.fabrics = fabrics
+        yield
+    finally:
+        presets.fabrics = shipped_fabrics
+        for k, v in saved.items():
+            setattr(algorithms, k, v)
+
+
+def _score_table(table, est) -> list[dict]:
+    out = []
+    for row in table.rows:
+        if row.size_bytes < MIN_BYTES:
+            continue
+        topo, P = table.group(row)
+        c = collective_cost(table.op, row.size_bytes, P, topo)
+        low, high = collective_band(c, topo)
+        proto = next(iter(protocol_costs(table.op, row.size_bytes, P, topo, c.algorithm)))
+        ind = (est(row.size_bytes, P) - row.time_s) / row.time_s if est and table.op == "all_reduce" else None
+        out.append({"table": table.name, "system": table.system, "split": table.split, "preset": table.preset,
+                    "op": table.op, "scope": "one_node" if row.nodes == 1 else "multi_node",
+                    "S": row.size_bytes, "nodes": row.nodes, "P": P, "measured_s": row.time_s,
+                    "predicted_s": c.total_s, "err": (c.total_s - row.time_s) / row.time_s,
+                    "how": f"{c.algorithm.value}/{proto.value}", "in_band": low <= row.time_s <= high,
+                    "low_s": low, "high_s": high, "inductor_err": ind})
+    return out
+
+
 def score(with_inductor: bool = True) -> list[dict]:
-    """One dict per scored row: table, split, size, measured, predicted, error, band, inductor error."""
+    """One dict per scored row with the shipped constants: table, split, op, scope, size, measured,
+    predicted, signed error, band, inductor error."""
     out = []
     for table in load_tables():
-        est = _inductor(table.preset) if with_inductor else None
-        for row in table.rows:
-            if row.size_bytes < MIN_BYTES:
-                continue
-            topo, P = table.group(row)
-            c = collective_cost("all_reduce", row.size_bytes, P, topo)
-            low, high = collective_band(c, topo)
-            proto = next(iter(protocol_costs("all_reduce", row.size_bytes, P, topo, c.algorithm)))
-            ind = (est(row.size_bytes, P) - row.time_s) / row.time_s if est else None
-            out.append({"table": table.name, "split": table.split, "preset": table.preset, "S": row.size_bytes,
-                        "nodes": row.nodes, "P": P, "measured_s": row.time_s, "predicted_s": c.total_s,
-                        "err": (c.total_s - row.time_s) / row.time_s, "how": f"{c.algorithm.value}/{proto.value}",
-                        "in_band": low <= row.time_s <= high, "low_s": low, "high_s": high, "inductor_err": ind})
+        out += _score_table(table, _inductor(table.preset) if with_inductor else None)
+    return out
+
+
+def score_leave_one_system_out() -> list[dict]:
+    """As :func:`score`, each system's rows priced with the issue-20 constants derived without it."""
+    tables = load_tables()
+    out = []
+    for system in dict.fromkeys(t.system for t in tables):
+        others = [t for t in tables if t.split == "tuning" and t.system != system]
+        with _constants(derive_issue20_constants(others), FABRIC_VALUES_FROM_TABLES.get(system)):
+            for table in (t for t in tables if t.system == system):
+                out += _score_table(table, None)
     return out
 
 
@@ -96,12 +189,28 @@ def _summary_line(label: str, rows: list[dict]) -> str:
             f"{_share(band):>6} {ind_s}")
 
 
+HEAD = (f"{'median |error|, rows >= 1 MiB':<46} {'rows':>4} {'all':>7} {'1-64MiB':>8} {'>64MiB':>7} "
+        f"{'fast':>6} {'band':>6} {'inductor':>9} {'(cc)':>7}")
+
+
+def _by_collective(rows: list[dict]) -> None:
+    print(HEAD)
+    for op in OPS:
+        for scope in ("one_node", "multi_node"):
+            sub = [r for r in rows if r["op"] == op and r["scope"] == scope]
+            if sub:
+                print(_summary_line(f"{op} {scope}", sub))
+    for scope in ("one_node", "multi_node"):
+        print(_summary_line(f"every collective {scope}", [r for r in rows if r["scope"] == scope]))
+    print(_summary_line("POOLED", rows))
+
+
 def main(argv: list[str]) -> int:
     rows = score()
     if "--summary" not in argv:
         for name in dict.fromkeys(r["table"] for r in rows):
             sub = [r for r in rows if r["table"] == name]
-            print(f"{name} ({sub[0]['split']})  ->  preset {sub[0]['preset']}")
+            print(f"{name} ({sub[0]['split']}, {sub[0]['op']})  ->  preset {sub[0]['preset']}")
             print(f"  {'size (B)':>12} {'nodes':>5} {'measured':>11} {'commcost':>11} {'band':>21} "
                   f"{'algorithm/protocol':>22} {'error':>7} {'inductor':>8}")
             for r in sub:
@@ -109,21 +218,22 @@ def main(argv: list[str]) -> int:
                 print(f"  {r['S']:>12} {r['nodes']:>5} {r['measured_s'] * 1e6:>9.1f}us {r['predicted_s'] * 1e6:>9.1f}us "
                       f"{r['low_s'] * 1e6:>9.1f}-{r['high_s'] * 1e6:<9.1f}us {r['how']:>22} {r['err'] * 100:+6.1f}% {ind}")
             print()
-    head = (f"{'median |error|, rows >= 1 MiB':<46} {'rows':>4} {'all':>7} {'1-64MiB':>8} {'>64MiB':>7} "
-            f"{'fast':>6} {'band':>6} {'inductor':>9} {'(cc)':>7}")
+    print("LEAVE-ONE-SYSTEM-OUT (headline): each system scored with the issue-20 constants derived without it")
+    _by_collective(score_leave_one_system_out())
+    print("\nshipped constants, every table:")
+    _by_collective(rows)
     for side in ("tuning", "heldout"):
-        print(f"{side}:")
-        print(head)
+        print(f"\n{side}:")
+        print(HEAD)
         side_rows = [r for r in rows if r["split"] == side]
         for name in dict.fromkeys(r["table"] for r in side_rows):
             print(_summary_line(name, [r for r in side_rows if r["table"] == name]))
         print(_summary_line(f"POOLED {side}", side_rows))
-        print()
-    print(_summary_line("POOLED all tables", rows))
+        print(_summary_line(f"POOLED {side} all_reduce", [r for r in side_rows if r["op"] == "all_reduce"]))
     print("\ncolumns: all / 1-64 MiB / > 64 MiB = median |relative error|; fast = share of predictions faster "
           "than measured (no systematic sign: 35-65%); band = share of measured times inside "
-          "commcost.comm.band.collective_band; inductor = torch._inductor.comm_analysis on the rows it can price "
-          "(NVIDIA GPUs), (cc) = commcost on those same rows")
+          "commcost.comm.band.collective_band; inductor = torch._inductor.comm_analysis on the all-reduce rows it "
+          "can price (NVIDIA GPUs), (cc) = commcost on those same rows")
     if all(r["inductor_err"] is None for r in rows):
         print("(torch not installed: the inductor comparison is skipped)")
     return 0

@@ -18,7 +18,8 @@
 Prints both; the numbers are copied into the preset files by hand (they are data with a source).
 
     python benchmarks/derive_constants.py                # print
-    python benchmarks/derive_constants.py --write-bands  # and refresh src/commcost/hardware/bands.json
+    python benchmarks/derive_constants.py --write-bands  # and refresh src/commcost/hardware/bands.json (per-collective
+                                                         # bands; add --write-class-bands for the three classes)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost  # noqa: E402
-from commcost.comm.band import band_class  # noqa: E402
+from commcost.comm.band import MIN_BAND_ROWS, band_class  # noqa: E402
 from commcost.presets import system_group  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
@@ -121,8 +122,11 @@ def main() -> int:
             if row.size_bytes < 2 ** 20:
                 continue
             topo, P = t.group(row)
-            c = collective_cost("all_reduce", row.size_bytes, P, topo)
-            ratios.setdefault(band_class(c, topo), []).append(row.time_s / c.total_s)
+            c = collective_cost(t.op, row.size_bytes, P, topo)
+            cls = band_class(c, topo)
+            key = cls if t.op == "all_reduce" else f"{t.op}/{cls}"  # the class bands stay all-reduce's
+            ratios.setdefault(key, []).append(row.time_s / c.total_s)
+    ratios = {k: r for k, r in ratios.items() if "/" not in k or len(r) >= MIN_BAND_ROWS}
     print("band: t_meas / t_pred over the tuning rows >= 1 MiB")
     for cls, r in sorted(ratios.items()):
         print(f"  {cls:<22} rows {len(r):>3}  p05 {_quantile(r, 0.05):.3f}  median {statistics.median(r):.3f}  "
@@ -131,7 +135,15 @@ def main() -> int:
         path = HERE.parent / "src" / "commcost" / "hardware" / "bands.json"
         table = json.loads(path.read_text(encoding="utf-8"))
         for cls, r in ratios.items():
-            table[cls].update(low_ratio=round(_quantile(r, 0.05), 3), high_ratio=round(_quantile(r, 0.95), 3),
+            if "/" not in cls and "--write-class-bands" not in sys.argv:
+                continue  # issue 20: the class bands stay issue 14's unless asked (docs/fabrics.md 3)
+            table.setdefault(cls, {"source": f"benchmarks/derive_constants.py: the tuning rows of {cls.replace('/', ' ')} "
+                                             "(issue 20: a band per collective and scope)"})
+            lo, hi = _quantile(r, 0.05), _quantile(r, 0.95)
+            if "/" in cls:  # few rows: never narrower than the class's all-reduce band on either side
+                base = table[cls.split("/")[1]]
+                lo, hi = min(lo, base["low_ratio"]), max(hi, base["high_ratio"])
+            table[cls].update(low_ratio=round(lo, 3), high_ratio=round(hi, 3),
                               rows=len(r))
         lines = [f'  "_about": {json.dumps(table.pop("_about"))}']
         lines += [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in table.items()]

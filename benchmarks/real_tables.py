@@ -56,12 +56,22 @@ class Table:
     """Every row of the table."""
     nvls: bool = True
     """False: the run set NCCL_NVLS_ENABLE=0 (preset_matches.json ``run_options``, with its source)."""
+    op: str = "all_reduce"
+    """The collective the table measured (from the log's ``*_perf`` name)."""
+    gpus_per_node: int | None = None
+    """Ranks per node when the run used fewer than the preset's (preset_matches.json's 4th entry)."""
+
+    @property
+    def scope(self) -> str:
+        """``one_node`` or ``multi_node`` (every row of a table has the same nodes)."""
+        return "one_node" if self.rows and self.rows[0].nodes == 1 else "multi_node"
 
     def group(self, row: Row):
         """``(topology, P)`` of ``row`` on the table's preset, as the run was configured."""
         from commcost.presets import system_group
 
-        return system_group(self.preset, nodes=row.nodes, gpus=row.gpus, nvls=self.nvls)
+        return system_group(self.preset, nodes=row.nodes, gpus=row.gpus, nvls=self.nvls,
+                            gpus_per_node=self.gpus_per_node)
 
 
 def _bus_factor(P: int) -> float:
@@ -103,10 +113,14 @@ def load_tables() -> list[Table]:
         for system, entry in split[side].items():
             for name in entry["tables"]:
                 path = DATA / name
+                op, G = "all_reduce", None
                 if name in matches["matched"]:
-                    preset, nodes, P = matches["matched"][name]
+                    preset, nodes, P, *rest = matches["matched"][name]
+                    G = rest[0] if rest else None
+                    run = read_nccl_tests(path)[0]
+                    op = run.op.value
                     rows = [Row(size_bytes=r.size_bytes, time_s=r.out_of_place.time_s, nodes=nodes, gpus=P)
-                            for r in read_nccl_tests(path)[0].rows]
+                            for r in run.rows]
                 elif name in matches["busbw_tables"]:
                     preset, nodes, P = matches["busbw_tables"][name]
                     rows = _busbw_rows(path, nodes, P)
@@ -115,5 +129,5 @@ def load_tables() -> list[Table]:
                     rows = _scaling_rows(path, size)
                 options = matches.get("run_options", {}).get(name, {})
                 out.append(Table(name=name, system=system, split=side, preset=preset, rows=tuple(rows),
-                                 nvls=bool(options.get("nvls", True))))
+                                 nvls=bool(options.get("nvls", True)), op=op, gpus_per_node=G))
     return out

@@ -96,8 +96,12 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
             **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
                 "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
                if "nvls_channels_one_node" in sysp else {}))
+    ports = int(sysp.get("nics_per_gpu", 1))  # issue 20: a GPU's scale-out bandwidth is its ports' sum
+    inter_link = _link(inter) if ports == 1 else Link(
+        bandwidth_bytes_per_s=ports * float(inter["achievable_bandwidth_bytes_per_s"]),
+        latency_s=float(inter["step_latency_s"]))
     return Topology(
-        gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=_link(inter),
+        gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=inter_link, nics_per_gpu=ports,
         oversubscription=float(sysp["oversubscription"] if oversubscription is None else oversubscription),
         in_network=in_network, inter_in_network=bool(sysp["inter_in_network"]),
         base_latency_s=float(sysp["base_latency_s"]), name=name, protocols=protocols,

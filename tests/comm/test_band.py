@@ -45,7 +45,9 @@ def test_band_is_the_class_ratios_times_the_prediction():
 
 def test_every_class_has_ratios_from_rows_and_brackets_one():
     ratios = band_ratios()
-    assert set(ratios) == {"one_node", "multi_node", "multi_pod"}
+    # the three classes, and all-to-all's own band per scope (issue 20)
+    assert set(ratios) == {"one_node", "multi_node", "multi_pod", "all_to_all/one_node", "all_to_all/multi_node",
+                           "all_gather/multi_node"}
     for cls, (lo, hi) in ratios.items():
         assert 0 < lo < hi, cls
         # with the three-tier topology no class is a one-sided bound any more (the two-tier model's
@@ -74,3 +76,16 @@ def test_flat_link_gets_the_multi_node_band():
     link = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
     c = collective_cost("all_reduce", 2 ** 30, 32, link)
     assert band_class(c, link) == "multi_node"
+
+
+def test_a_collective_with_its_own_band_uses_it_and_the_others_the_class_band():
+    from commcost.comm.band import class_ratios
+
+    topo = system_topology("mi355x-roce", nodes=2)
+    a2a = collective_cost("all_to_all", 2**30, 16, topo)
+    ag = collective_cost("reduce_scatter", 2**30, 16, topo)
+    lo, hi = band_ratios()["all_to_all/multi_node"]
+    assert collective_band(a2a, topo) == pytest.approx((lo * a2a.total_s, hi * a2a.total_s))
+    assert class_ratios("reduce_scatter", "multi_node") == band_ratios()["multi_node"]  # no band of its own
+    lo, hi = band_ratios()["multi_node"]
+    assert collective_band(ag, topo) == pytest.approx((lo * ag.total_s, hi * ag.total_s))

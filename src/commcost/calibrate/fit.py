@@ -49,6 +49,7 @@ from commcost.validation import require_finite_positive
 __all__ = [
     "Sample", "Regime", "FitPoint", "AlphaBetaFit", "Comparison",
     "ring_latency_steps", "fit_alpha_beta", "compare", "MIN_REGIME_SIZES",
+    "PresetScoreRow", "PresetScore", "score_against_preset", "MID_SIZE_RANGE_BYTES",
 ]
 
 MIN_REGIME_SIZES = 3
@@ -323,3 +324,80 @@ def fit_alpha_beta(samples: Sequence[Sample], *, op: Collective, gpus: int,
         hi = math.inf if idx == len(segs) - 1 else math.sqrt(points[j - 1].size_bytes * points[j].size_bytes)
         regimes.append(Regime(min_size_bytes=lo, max_size_bytes=hi, alpha_s=a, bandwidth_bytes_per_s=1.0 / c))
     return AlphaBetaFit(op=op, algorithm=algorithm, gpus=gpus, regimes=tuple(regimes))
+
+
+MID_SIZE_RANGE_BYTES = (2 ** 20, 64 * 2 ** 20)
+"""The 1-64 MiB range the health verdict reports on (where latency and bandwidth both matter)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PresetScoreRow:
+    """One size of a measured log against a system preset's prediction."""
+
+    message_bytes: float
+    """Size S as nccl-tests counts it, bytes."""
+    measured_s: float
+    """The log's time, seconds."""
+    predicted_s: float
+    """The preset's prediction (:func:`commcost.comm.algorithms.collective_cost`, algorithm auto), seconds."""
+    algorithm: str
+    """The algorithm the preset's prediction ran."""
+    in_band: bool
+    """True when the measured time lies in the preset's measured band of its collective and scope
+    (:func:`commcost.comm.band.collective_band`)."""
+
+    @property
+    def error(self) -> float:
+        """``(t_pred - t_meas) / t_meas``: negative when the preset is faster than this cluster."""
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+    @property
+    def speed_of_class(self) -> float:
+        """``t_pred / t_meas``: this cluster's speed as a share of its class (1 = as the preset)."""
+        return self.predicted_s / self.measured_s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PresetScore:
+    """A measured nccl-tests log scored against a system preset (``commcost collective --log``)."""
+
+    system: str
+    """The preset."""
+    op: Collective
+    """The collective of the log."""
+    gpus: int
+    """Ranks P."""
+    nodes: int
+    """Nodes the group spans."""
+    rows: tuple[PresetScoreRow, ...]
+    """One per size above 0 bytes, in the log's order."""
+
+    def speed_in(self, lo_bytes: float, hi_bytes: float) -> float | None:
+        """Median of ``t_pred / t_meas`` over the sizes in ``[lo, hi]`` (None when none): the verdict's
+        "this cluster runs at x of its class"."""
+        xs = [r.speed_of_class for r in self.rows if lo_bytes <= r.message_bytes <= hi_bytes]
+        return median(xs) if xs else None
+
+
+def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gpus: int, system: str,
+                         nodes: int | None = None, gpus_per_node: int | None = None) -> PresetScore:
+    """Each measured ``(S, t)`` of one collective next to what preset ``system`` predicts for it.
+
+    The group is ``gpus`` ranks on ``nodes`` nodes of the preset (None: packed on full nodes), as
+    :func:`commcost.presets.system_group` places it; the prediction is the fabric's ``auto`` cost,
+    the one every command prints; the band is its collective's and scope's.
+    """
+    from commcost.comm.algorithms import collective_cost
+    from commcost.comm.band import collective_band
+    from commcost.presets import system_group
+
+    topo, P = system_group(system, nodes=nodes, gpus=gpus, gpus_per_node=gpus_per_node)
+    rows = []
+    for s in series_samples:
+        c = collective_cost(op, s.size_bytes, P, topo)
+        lo, hi = collective_band(c, topo)
+        rows.append(PresetScoreRow(message_bytes=s.size_bytes, measured_s=s.time_s, predicted_s=c.total_s,
+                                   algorithm=c.algorithm.value, in_band=lo <= s.time_s <= hi))
+    from commcost.comm.topology import place
+
+    return PresetScore(system=system, op=op, gpus=P, nodes=place(P, topo).nodes, rows=tuple(rows))

@@ -250,3 +250,59 @@ def tier_fit_from_dict(obj: dict, where: str) -> TierFit:
                    spine_oversubscription_scale=number("spine_oversubscription_scale")
                    if "spine_oversubscription_scale" in obj else 1.0, fitted_nodes=tuple(sorted(set(nodes))),
                    not_fitted=tuple(not_fitted), median_abs_error=float(err))
+
+
+def split_log_ranks(spec: str) -> tuple[str, int | None]:
+    """``"run.log:16"`` -> ``("run.log", 16)``; ``"run.log"`` -> ``("run.log", None)``.
+
+    The suffix is the group size of that one log (``LOG:RANKS``); a path whose last ``:`` part is
+    not a positive integer is a path.
+    """
+    head, sep, tail = spec.rpartition(":")
+    if sep and head and tail.isdigit():
+        ranks = int(tail)
+        if ranks < 1:
+            raise InputError(f"{spec}: the group size after ':' must be >= 1, got {ranks}")
+        return head, ranks
+    return spec, None
+
+
+def log_group_size(path: str, given: int | None, gpus_flag: int | None, n_logs: int) -> int | None:
+    """The group size one log of a cross-scale fit is fitted at, or an error naming the ambiguity.
+
+    In order: ``LOG:RANKS`` (``given``), which must agree with the ranks the log lists under
+    ``# Using devices`` when it lists them; else the ranks the log lists; else ``--gpus`` when it is
+    the only log (with several logs one ``--gpus`` cannot say which log it is for: refused); else
+    None (the reader's own error says the log lists no ranks). ``--gpus`` that disagrees with a log's
+    listed ranks is refused too, rather than fitting a one-node log as two nodes.
+    """
+    from pathlib import Path
+
+    from commcost.calibrate.nccl_tests import collective_from_name, parse_nccl_tests
+
+    listed: set[int] = set()
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        if "# Using devices" in text or "_perf" in text or "busbw" in text:
+            listed = {r.gpus for r in parse_nccl_tests(text, source=path, op_hint=collective_from_name(Path(path).name))
+                      if r.gpus}
+    except (OSError, InputError):
+        listed = set()  # not a readable nccl-tests log: load_series says why
+    if given is not None:
+        if listed and given not in listed:
+            raise InputError(f"{path}: the log lists {'/'.join(map(str, sorted(listed)))} ranks, "
+                             f"{path}:{given} says {given}")
+        return given
+    if listed:
+        if len(listed) > 1:
+            raise InputError(f"{path}: the log holds runs of {'/'.join(map(str, sorted(listed)))} ranks; "
+                             f"give {path}:RANKS")
+        (ranks,) = listed
+        if gpus_flag is not None and gpus_flag != ranks:
+            raise InputError(f"{path}: the log lists {ranks} ranks but --gpus says {gpus_flag}; drop --gpus (each "
+                             "log is fitted at the ranks it lists)")
+        return ranks
+    if gpus_flag is not None and n_logs > 1:
+        raise InputError(f"{path}: the log lists no ranks and --gpus {gpus_flag} would apply to all {n_logs} logs; "
+                         f"give each log its group size as {path}:RANKS")
+    return gpus_flag

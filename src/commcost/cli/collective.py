@@ -15,7 +15,7 @@ HELP = "time of one collective under each algorithm (ring, tree, NVLS ...), nccl
 EXAMPLES = (
     '--op all_reduce --size 1GiB --gpus 16 --bw 400Gbps --latency 5us',
     '--op all_reduce --sizes 1MiB:1GiB --system dgx-h100 --nodes 2',
-    '--op all_gather --sizes 8B:8GiB --profile cluster.profile.json --json',
+    '--log all_gather_perf.log --system dgx-h100   (is my cluster healthy? measured vs preset per size)',
 )
 """Command lines shown at the end of ``--help``."""
 
@@ -37,12 +37,15 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the collective flags to ``p``."""
-    p.add_argument("--op", required=True,
-                   help="all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv")
+    p.add_argument("--op",
+                   help="all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv "
+                        "(required unless --log names it)")
     s = p.add_mutually_exclusive_group(required=True)
     s.add_argument("--size", type=A.size, help="message size S as nccl-tests counts it, e.g. 1GiB, 25MB, 4096")
     s.add_argument("--sizes", type=A.size_range,
                    help="a table of sizes: MIN:MAX (doubling, like nccl-tests -b -e -f 2), MIN:MAX:FACTOR, or a list")
+    s.add_argument("--log", help="score your own nccl-tests/rccl-tests log against --system: per size the measured "
+                   "time, the preset's and the error, and how fast this cluster runs against its class")
     p.add_argument("--gpus", type=A.positive_int, help="ranks P in the group (default: nodes x GPUs per node)")
     p.add_argument("--algorithm", type=A.algorithm_name, default="auto",
                    help="auto (the fastest, as NCCL's tuner picks), ring, tree, halving_doubling, "
@@ -59,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     from commcost.report.collective import (SizeResult, fabric_to_dict, render_size_text, render_table_text,
                                             size_to_dict)
 
+    if args.log is not None:
+        return _run_log(args)
+    if args.op is None:
+        raise InputError("--op is required (or give --log, whose collective is read from the log)")
     op = parse_collective(args.op)
     requested = parse_algorithm(args.algorithm)
     resolved = resolve_comm_model(args, op=op.value)
@@ -99,4 +106,36 @@ def run(args: argparse.Namespace) -> int:
         print(render_size_text(results[0], fabric, nodes_used, resolved.note))
     else:
         print(render_table_text(results, fabric, nodes_used, resolved.note))
+    return 0
+
+
+def _run_log(args: argparse.Namespace) -> int:
+    """``--log FILE --system NAME``: the log's sizes, measured vs the preset, and the verdict."""
+    from commcost.calibrate.data import load_series
+    from commcost.calibrate.fit import score_against_preset
+    from commcost.comm.algorithms import parse_collective
+    from commcost.errors import InputError
+    from commcost.report.collective import preset_score_to_dict, render_preset_score_text
+
+    if args.system is None:
+        raise InputError("--log needs --system NAME: the preset to score the log against (see `commcost presets`)")
+    for flag in ("bw", "latency", "profile"):
+        if getattr(args, flag, None) is not None:
+            raise InputError(f"--log scores against a --system preset; --{flag} does not apply")
+    series = load_series(args.log, op=parse_collective(args.op) if args.op else None, gpus=args.gpus)
+    for warning in series.warnings:
+        A.warn(warning)
+    nodes = args.nodes
+    if nodes is None:  # the hosts the log lists, where it lists them
+        runs = series.provenance.get("runs", [])
+        listed = {r.get("nodes") for r in runs if r.get("gpus") == series.gpus and r.get("nodes")}
+        nodes = listed.pop() if len(listed) == 1 else None
+    score = score_against_preset(series.samples, op=series.op, gpus=series.gpus, system=args.system,
+                                 nodes=nodes, gpus_per_node=args.gpus_per_node)
+    if args.json:
+        from commcost.report._json import dump_json
+
+        dump_json(preset_score_to_dict(score, args.log))
+    else:
+        print(render_preset_score_text(score, args.log))
     return 0

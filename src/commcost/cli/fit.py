@@ -13,7 +13,8 @@ HELP = "fit alpha and beta to a measurement (commcost measure CSV/JSON, or nccl-
 EXAMPLES = (
     'all_reduce_perf.log -o cluster.profile.json',
     'cluster.csv --op all_gather --max-regimes 2 --json',
-    'one_node.log two_nodes.log --tiers dgx-h100 -o cluster.tiers.json   (cross-scale: per-tier fit)',
+    'one_node.log two_nodes.log:16 --tiers dgx-h100 -o cluster.tiers.json   (cross-scale; LOG:RANKS where a log '
+    'lists no ranks)',
 )
 """Command lines shown at the end of ``--help``."""
 
@@ -31,7 +32,8 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``commcost fit``."""
     add_selection_arguments(p)
-    p.add_argument("more", nargs="*", help="with --tiers: more logs of the same system at other scales")
+    p.add_argument("more", nargs="*", help="with --tiers: more logs of the same system at other scales; each log is "
+                   "fitted at the group size it lists, or at LOG:RANKS for a log that lists none")
     p.add_argument("--tiers", metavar="SYSTEM", help="cross-scale calibration: fit SYSTEM's intra-node bandwidth, "
                    "NIC bandwidth and network latency to logs from one or more scales, so the profile predicts any "
                    "node count through the topology (commcost.calibrate.tiers)")
@@ -84,7 +86,7 @@ def _run_tiers(args: argparse.Namespace) -> int:
 
     from commcost.calibrate.data import load_series
     from commcost.calibrate.profile import write_atomic
-    from commcost.calibrate.tiers import TierSample, fit_tiers, tier_fit_to_dict
+    from commcost.calibrate.tiers import TierSample, fit_tiers, log_group_size, split_log_ranks, tier_fit_to_dict
     from commcost.comm.collectives import Collective
     from commcost.hardware import lookup
     from commcost.presets import systems
@@ -92,8 +94,11 @@ def _run_tiers(args: argparse.Namespace) -> int:
 
     G = int(lookup(systems(), args.tiers, "system")["gpus_per_node"])
     samples, sources = [], []
-    for path in [args.data, *args.more]:
-        series = load_series(path, op=args.op or Collective.ALL_REDUCE, gpus=args.gpus, placement=args.placement)
+    specs = [args.data, *args.more]
+    for spec in specs:
+        path, given = split_log_ranks(spec)
+        ranks = log_group_size(path, given, args.gpus, len(specs))  # each log at its own group size
+        series = load_series(path, op=args.op or Collective.ALL_REDUCE, gpus=ranks, placement=args.placement)
         if series.op is not Collective.ALL_REDUCE:
             A.fail(f"{path}: --tiers fits all-reduce tables, this one is {series.op.value}")
         for warning in series.warnings:

@@ -113,8 +113,8 @@ AUTO = "auto"
 APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
     Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING,
                             Algorithm.HIERARCHICAL, Algorithm.IN_NETWORK),
-    Collective.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
-    Collective.ALL_GATHER: (Algorithm.RING, Algorithm.HALVING_DOUBLING),
+    Collective.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HALVING_DOUBLING, Algorithm.PAT),
+    Collective.ALL_GATHER: (Algorithm.RING, Algorithm.HALVING_DOUBLING, Algorithm.PAT),
     Collective.BROADCAST: (Algorithm.RING,),
     Collective.REDUCE: (Algorithm.RING,),
     Collective.ALL_TO_ALL: (Algorithm.DIRECT,),
@@ -122,7 +122,7 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
 }
 """Algorithms modelled for each collective, in tie-break order (first wins a tie)."""
 
-NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT})
+NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT, Algorithm.PAT})
 
 TIER_OVERLAP_LOSS = 0.20
 """``phi``: the share of the faster tier's time that a tree or NVLS tree across nodes fails to hide
@@ -141,6 +141,64 @@ src/include/device.h), the tree at most the ring's, NVLS at most ``NCCL_MAX_NVLS
 (src/graph/search.cc). Only a node of more than 32 GPUs (an NVL72 rack) is affected: its network
 bandwidth is ``32 B_e``, not ``72 B_e``."""
 """The algorithms NCCL itself runs: ``auto`` picks among these under the protocol model."""
+
+PAT_BASE_S = 8.0e-6
+"""NCCL baseLat[PAT][SIMPLE] = 8 us (src/graph/tuning.cc ncclTunerConstantsDefaults), scaled like every launch
+term by the preset's base latency over ring Simple's 8.4 us."""
+PAT_NET_STEP_S = 14.0e-6
+"""NCCL hwLat[NET][PAT][SIMPLE] = 14 us, scaled by the fabric's step over hwLat[NET][RING][LL128] (4 us)."""
+PAT_PER_RANK_S = 2.8e-6
+"""NCCL's PAT latency has 'still a linear part': ``nRanks * 2.8`` us (tuning.cc), on top of
+``log2i(nNodes) * interLat / 3.5``."""
+PAT_BANDWIDTH_SHARE = 0.75
+"""tuning.cc: ``if (a == NCCL_ALGO_PAT) busBw *= .75``, and PAT's bus bandwidth is not turned into an
+algorithm bandwidth by ``nRanks / nsteps`` as the ring's is: ``T = S / (0.75 W)``."""
+
+LOCKSTEP_RING_OPS = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
+"""Ring collectives whose every step, across nodes, waits for the network hop (module docstring,
+"Across nodes"): all-gather and reduce-scatter. All-reduce keeps NCCL's own latency sum, which the
+all-reduce tables were tuned on."""
+
+P2P_EFFICIENCY = 0.906
+"""``e_p``: the share of the intra-node tier's ring bandwidth NCCL's point-to-point transfers (all-to-all)
+reach inside a node, under the protocol model. Derived on the tuning tables
+(benchmarks/accuracy_nccl_tests.derive_issue20_constants): the median, over the one-node all-to-all
+tables, of the measured bus bandwidth ``(P-1)/P S / t`` at 16 GiB over the preset's ``B_i``: OCI MI355X
+8 GPUs 0.885, OCI GB300 4 GPUs 0.872, 8 GPUs 0.951, 64 GPUs 0.926; median 0.906. NCCL's maintainers
+quote the same kind of gap on H100: 'NCCL can get an effective NVLink bandwidth of 370GB/s' for
+non-all-reduce operations (NVIDIA/nccl-tests#212). Across nodes the NIC, not NVLink, bounds an
+all-to-all, and its rate is the fan-in's (:func:`fan_in_efficiency`)."""
+
+FAN_IN_PEERS = 8
+"""``r_0``: remote peers a rank's all-to-all reaches at its NIC's full (``e_p``) rate (8: one node of
+8 GPUs behind the other end; OCI MI355X 2 nodes, 8 remote peers per rank, runs at 0.98 of the NIC)."""
+
+FAN_IN_SLOWDOWN_PER_PEER = 0.0148
+"""``c``: the fan-in (incast) loss of an all-to-all across nodes per remote peer beyond ``r_0``:
+``e_f(r) = 1 / (1 + c max(0, r - r_0))`` with ``r = P - g`` remote peers per rank. Each remote peer is a
+separate connection (queue pair) and all of them send at once, so the receiving port and its switch
+port see ``r`` flows converging (incast) and the NIC cycles through ``r`` connection contexts; the
+loss grows with ``r``. Derived on the tuning tables (benchmarks/accuracy_nccl_tests.derive_issue20_constants,
+16 GiB rows, NIC rate ``(P-g)/P S / t`` over one port's ``B_e`` = 47 GB/s): OCI MI355X 4 nodes x 8
+(r = 24): 0.75 * 2**34 / 328.749 ms = 39.20 GB/s = 0.834 of the port, c = (1/0.834 - 1)/16 = 0.01245;
+OCI GB300 2 racks x 64 (r = 64, two 400 Gb/s ports per GPU, one driven): 0.5 * 2**34 / 357.610 ms =
+24.02 GB/s = 0.511, c = (1/0.511 - 1)/56 = 0.01708; median 0.01477. The benchmark re-derives it leaving
+each system out."""
+
+
+def fan_in_efficiency(remote_peers: int, slowdown_per_peer: float | None = None) -> float:
+    """``e_f(r) = 1 / (1 + c max(0, r - r_0))``: the share of its NIC rate a rank's all-to-all gets with
+    ``r`` remote peers (:data:`FAN_IN_SLOWDOWN_PER_PEER`). Array-safe in ``remote_peers``."""
+    c = FAN_IN_SLOWDOWN_PER_PEER if slowdown_per_peer is None else slowdown_per_peer
+    return 1.0 / (1.0 + c * max(0, remote_peers - FAN_IN_PEERS))
+
+
+def fan_in_slowdown_from(remote_peers: int, nic_rate_share: float) -> float:
+    """``c`` from one measurement: a rank with ``r`` remote peers measured at ``nic_rate_share`` of its
+    NIC's ``e_p``-scaled rate: ``c = (1/share - 1) / (r - r_0)`` (the inverse of :func:`fan_in_efficiency`)."""
+    if remote_peers <= FAN_IN_PEERS:
+        raise InputError(f"fan-in needs more than {FAN_IN_PEERS} remote peers, got {remote_peers}")
+    return (1.0 / nic_rate_share - 1.0) / (remote_peers - FAN_IN_PEERS)
 
 
 def parse_collective(text: str | Collective) -> Collective:
@@ -222,6 +280,13 @@ def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str |
     if alg is Algorithm.HIERARCHICAL and not pl.even:
         return (f"hierarchical needs the same number of GPUs on every node, got {pl.gpus_per_node} "
                 f"on the first and {pl.min_gpus_per_node} on the last")
+    if alg is Algorithm.PAT:
+        if topo.protocols is None or topo.protocols.gpu_generation is None:
+            return ("pat is NCCL's (2.23+), priced with NCCL's protocol model of an NVIDIA GPU generation, which "
+                    "this fabric has not (RCCL presets run the ring)")
+        if pl.gpus_per_node != 1 or pl.nodes < 2:
+            return (f"pat runs with one GPU per node (NCCL: nNodes == nRanks), got {pl.nodes} node(s) x "
+                    f"{pl.gpus_per_node}")
     if alg is Algorithm.IN_NETWORK:
         if topo.in_network is None:
             return "in_network needs a switch that reduces (NVLS); this fabric has none"
@@ -237,7 +302,8 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
 
 
 def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
-                 overlap_loss: float = 0.0) -> tuple[float, float]:
+                 overlap_loss: float = 0.0, p2p_efficiency: float = 1.0, post_s: float = 0.0,
+                 lockstep: bool = False) -> tuple[float, float]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
@@ -252,6 +318,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
 
     if alg is Algorithm.RING:
         steps_intra, steps_inter = k * (P - n), k * (n - 1)
+        if lockstep and n > 1 and op in LOCKSTEP_RING_OPS:  # every step of the ring at the network step's pace
+            steps_intra, steps_inter = 0, P - 1
         if op in (Collective.BROADCAST, Collective.REDUCE):
             V = S
         else:
@@ -290,12 +358,15 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
         link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e + (a_s if m > 1 else 0.0))
         return t0 + link.latency_s, S / link.bandwidth_bytes_per_s
-    if alg is Algorithm.DIRECT:  # all-to-all by pairwise exchange
+    if alg is Algorithm.DIRECT:  # all-to-all: every peer's send and receive posted at once
         pod_ranks = P if topo.pod_nodes is None else min(P, g * topo.pod_nodes)
-        lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
-        bw = (g - 1) / P * S / B_i
+        if topo.protocols is None and p2p_efficiency == 1.0:  # the drill's and a custom topology's sum of steps
+            lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
+        else:  # concurrent peers: one step per tier, and the proxy posts each remote peer's transfer in turn
+            lat = a_i + (a_e + post_s * (P - g) + (a_s if P > pod_ranks else 0.0) if n > 1 else 0.0)
+        bw = (g - 1) / P * S / (B_i * p2p_efficiency)
         if n > 1:
-            bw = max(bw, (P - g_min) / P * S / B_e_eff)
+            bw = max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
@@ -318,19 +389,30 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     assert pm is not None
     pl = place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
-    nics = min(g_min, MAX_CROSS_NODE_CHANNELS)  # one NIC per channel, at most 32 channels across nodes
-    nic_share = nics / g_min
+    ports = topo.nics_per_gpu
+    port_bw = topo.inter.bandwidth_bytes_per_s / ports
+    nics = min(g_min * ports, MAX_CROSS_NODE_CHANNELS)  # one NIC port per channel, at most 32 channels across nodes
+    if alg is Algorithm.DIRECT:
+        nics = g_min  # point-to-point: every GPU sends through one port of its own, outside the ring graph's channels
+    nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
         lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
-        W = nics * topo.inter.bandwidth_bytes_per_s / network_oversubscription(topo, n)
+        W = nics * port_bw / network_oversubscription(topo, n)
         L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
         E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else tree_network_bytes(n))
         fill = min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
+    if alg is Algorithm.PAT:  # NCCL ncclTopoTuneModel, Simple only, S over 0.75 of the ring's bus bandwidth
+        W = nics * port_bw / network_oversubscription(topo, n)
+        a_net = topo.inter.latency_s * PAT_NET_STEP_S / REFERENCE_INTER_STEP_S
+        lat = (topo.base_latency_s * PAT_BASE_S / REFERENCE_BASE_S + math.floor(math.log2(n)) * a_net / 3.5
+               + P * PAT_PER_RANK_S)
+        return {Protocol.SIMPLE: (lat, S / (PAT_BANDWIDTH_SHARE * W))}
     tree = alg is Algorithm.TREE
+    one_per_node = g == 1 and n > 1  # NCCL: "With ppn=1 latencies are fully exposed, use the Tree network latency"
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
@@ -338,13 +420,20 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
             continue
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
         view = _protocol_view(topo, t, eff, nic_share)
+        if one_per_node and not tree:
+            tree_step = next(x for x in TREE_TERMS if x.protocol is p).inter_step_latency_s
+            view = replace(view, inter=Link(bandwidth_bytes_per_s=view.inter.bandwidth_bytes_per_s,
+                                            latency_s=topo.inter.latency_s * tree_step / REFERENCE_INTER_STEP_S))
         if (alg is Algorithm.RING and n > 1 and op not in (Collective.BROADCAST, Collective.REDUCE)):
             # tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": every intra step
             # of a ring across nodes costs at least the host's net overhead (x3 for Simple)
             floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
             if floor > view.intra.latency_s:
                 view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
-        lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
+        if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
+        else:
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))

@@ -21,14 +21,18 @@ also keeps both ends of the band monotone in size wherever the prediction is.
 ``benchmarks/accuracy_nccl_tests.py`` prints the band's coverage on the held-out tables, which
 did not take part in the derivation.
 
-The band describes NCCL/RCCL all-reduce on system presets. For other collectives and for
-custom topologies it is the same ratios, applied as an indication only (no table checks them).
+**Per collective and scope** (issue 20): a collective whose tuning rows in a class number at least
+:data:`MIN_BAND_ROWS` has its own band, ``op/class`` in bands.json (all-to-all across nodes runs
+on other physics than a ring all-reduce, and its spread differs); the others take the class's
+all-reduce band, as an indication only. Each ratio pair is the 5th and 95th percentile of
+``t_measured / t_predicted``, so it holds measured times on both sides of the prediction.
 
 **Composed quantities** (``budget``, ``timeline``, ``plan``; :func:`band_models`,
 :func:`composed_band`): one rule, here and nowhere else. A measured cluster of a class is taken
 to be ``r`` times the prediction on *every* collective of that class (both terms of each,
 :func:`scale_cost`), with ``r = r_lo`` at the low edge and ``r_hi`` at the high edge, each group
-classed by where it lives (:func:`band_class`, strided groups by their ranks per node). A
+classed by where it lives (:func:`band_class`, strided groups by their ranks per node), and a
+collective with a band of its own in that class (:func:`class_ratios`) at its own ratios. A
 composed quantity's band is that quantity recomputed by the same code with the CommModel of each
 edge (:class:`BandEdgeModel`), every decision held: the algorithm the point chose, the bucket
 caps, the layout, and the compute (not uncertain in this band). So a sum of wire times scales
@@ -50,7 +54,7 @@ from commcost.comm.topology import Link, Topology, as_topology, place, pods_span
 from commcost.errors import InputError
 from commcost.hardware import load_preset_file
 
-__all__ = ["collective_band", "band_class", "band_ratios", "scale_cost", "BandEdgeModel", "band_models",
+__all__ = ["collective_band", "band_class", "band_ratios", "class_ratios", "scale_cost", "BandEdgeModel", "band_models",
            "composed_band"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -61,8 +65,13 @@ if TYPE_CHECKING:
     Q = TypeVar("Q")
 
 
+MIN_BAND_ROWS = 6
+"""Fewest tuning rows of one collective in one class for it to get a band of its own."""
+
+
 def band_ratios() -> dict[str, tuple[float, float]]:
-    """``{class: (r_lo, r_hi)}`` from ``bands.json``."""
+    """``{class: (r_lo, r_hi)}`` from ``bands.json``; a key ``op/class`` (``all_to_all/multi_node``) is
+    the band of one collective in that class, where the tuning tables hold enough of its rows."""
     table = load_preset_file("bands.json")
     out = {k: (float(v["low_ratio"]), float(v["high_ratio"])) for k, v in table.items() if not k.startswith("_")}
     for k, (lo, hi) in out.items():
@@ -100,8 +109,16 @@ def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tu
         from commcost.presets import system_group
 
         topology = system_group(topology, gpus=cost.gpus)[0]
-    r_lo, r_hi = band_ratios()[band_class(cost, topology)]
+    cls = band_class(cost, topology)
+    r_lo, r_hi = class_ratios(cost.op.value, cls)
     return scale_cost(cost, r_lo).total_s, scale_cost(cost, r_hi).total_s
+
+
+def class_ratios(op: str, cls: str) -> tuple[float, float]:
+    """``(r_lo, r_hi)`` of collective ``op`` in class ``cls``: its own band (``op/cls`` in bands.json)
+    where one was derived, else the class's (all-reduce) band."""
+    ratios = band_ratios()
+    return ratios.get(f"{op}/{cls}", ratios[cls])
 
 
 def scale_cost(cost: CollectiveCost, ratio: float) -> CollectiveCost:
@@ -133,7 +150,7 @@ class BandEdgeModel(CommModel):
             raise InputError(f"edge must be 'low' or 'high', got {self.edge!r}")
 
     def _scaled(self, c: CollectiveCost, ranks_per_node: int | None) -> CollectiveCost:
-        r_lo, r_hi = band_ratios()[band_class(c, self.topology, ranks_per_node=ranks_per_node)]
+        r_lo, r_hi = class_ratios(c.op.value, band_class(c, self.topology, ranks_per_node=ranks_per_node))
         return scale_cost(c, r_lo if self.edge == "low" else r_hi)
 
     def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:

@@ -64,6 +64,7 @@ class Algorithm(StrEnum):
     HIERARCHICAL = "hierarchical"
     IN_NETWORK = "in_network"
     DIRECT = "direct"
+    PAT = "pat"
 
 
 def bus_bandwidth_factor(op: Collective, gpus: int) -> float:

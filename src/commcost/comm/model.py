@@ -23,7 +23,8 @@ Profile       the fitted regime ``i`` holding ``S``: ``T = k a_i + f S / B_i``  
 
 **Backends.** ``auto`` picks among the algorithms the named backend runs for ``op``
 (:data:`BACKEND_ALGORITHMS`): NCCL runs ring, tree and NVLS/CollNet (``in_network``) for
-all-reduce, the ring for reduce-scatter, all-gather, broadcast and reduce, and point-to-point
+all-reduce, the ring (and, with one GPU per node, PAT) for reduce-scatter and all-gather, the ring for
+broadcast and reduce, and point-to-point
 (``direct``) for all-to-all and send/recv (NCCL src/include/nccl_common.h ``NCCL_ALGO_*``;
 src/enqueue.cc); gloo's all-reduce is a ring or halving-doubling (gloo/allreduce.h:
 ``ring``, ``halving_doubling``, ``bcube``). Other algorithms (halving-doubling and
@@ -64,7 +65,8 @@ _SHARED: dict[Collective, tuple[Algorithm, ...]] = {
     Collective.SEND_RECV: (Algorithm.DIRECT,),
 }
 BACKEND_ALGORITHMS: dict[str, dict[Collective, tuple[Algorithm, ...]]] = {
-    "nccl": {Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK), **_SHARED},
+    "nccl": {**_SHARED, Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK),
+             Collective.REDUCE_SCATTER: (Algorithm.RING, Algorithm.PAT), Collective.ALL_GATHER: (Algorithm.RING, Algorithm.PAT)},
     "gloo": {Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.HALVING_DOUBLING), **_SHARED},
 }
 """The algorithms each backend runs per collective, in tie-break order (first wins a tie)."""

@@ -82,6 +82,10 @@ class Topology:
     ``B_e / (o(n) o_s)`` per NIC (:func:`network_oversubscription`). 1 with two tiers."""
     spine_latency_s: float = 0.0
     """Extra latency of one network step that crosses the spine (leaf -> spine -> leaf), seconds."""
+    nics_per_gpu: int = 1
+    """NIC ports each GPU has for the scale-out network (``inter`` is their sum per GPU). NCCL's ring and tree
+    channels spread over every port (at most 32 a node); a point-to-point transfer (all-to-all) drives one port
+    ("Alltoall cannot aggregate the bandwidth of multiple NICs", NVIDIA/nccl-tests#267). 1: one NIC per GPU."""
     protocols: ProtocolModel | None = None
     """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.comm.protocols`): each algorithm
     runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
@@ -108,6 +112,7 @@ class Topology:
             raise InputError(f"spine_oversubscription must be >= 1 (1 = non-blocking spine), "
                              f"got {self.spine_oversubscription:g}")
         require_finite_positive("spine_latency_s", self.spine_latency_s, allow_zero=True)
+        require_count("nics_per_gpu", self.nics_per_gpu)
         if self.pod_nodes is None and (self.spine_oversubscription != 1 or self.spine_latency_s != 0):
             raise InputError("spine_oversubscription and spine_latency_s describe a third tier: give pod_nodes too")
         if self.protocols is not None:

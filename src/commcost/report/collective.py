@@ -17,7 +17,8 @@ from commcost.comm.topology import Link, Topology
 from commcost.units import GB, US, format_bytes, format_seconds as t
 
 __all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",
-           "fabric_to_dict", "render_presets_text", "budget_fabric_note"]
+           "fabric_to_dict", "render_presets_text", "budget_fabric_note", "render_preset_score_text",
+           "preset_score_to_dict"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,3 +210,38 @@ def budget_fabric_note(b, topology: Topology) -> str:
         f"{T.algorithm.value}{f' ({T.protocol})' if T.protocol else ''}: {T.reason}; fix (e)3 uses the "
         f"system's NVLink",
     ])
+
+
+def _verdict_ranges() -> tuple[tuple[str, float, float], ...]:
+    from commcost.calibrate.fit import MID_SIZE_RANGE_BYTES
+
+    lo, hi = MID_SIZE_RANGE_BYTES
+    return (("1-64 MiB", lo, hi), ("above 64 MiB", hi + 1, math.inf))
+
+
+def render_preset_score_text(score: Any, source: str) -> str:
+    """``commcost collective --log``: one line per size (measured, preset, error) and the verdict."""
+    lines = [f"{source}: {score.op.value} on {score.gpus} ranks, {score.nodes} node(s), against preset {score.system}",
+             f"  {'size':>10} {'measured':>11} {'preset':>11} {'error':>7}  {'algorithm':<11} band",
+             ]
+    for r in score.rows:
+        lines.append(f"  {format_bytes(r.message_bytes):>10} {t(r.measured_s):>11} {t(r.predicted_s):>11} "
+                     f"{r.error * 100:+6.1f}%  {r.algorithm:<11} {'inside' if r.in_band else 'outside'}")
+    lines.append("  error = (preset - measured) / measured: negative where the preset is faster than this cluster")
+    for label, lo, hi in _verdict_ranges():
+        x = score.speed_in(lo, hi)
+        if x is not None:
+            lines.append(f"verdict: this cluster runs at {x * 100:.0f}% of its class ({score.system}) at {label} "
+                         f"(median of preset time / measured time)")
+    outside = sum(not r.in_band for r in score.rows)
+    lines.append(f"{outside} of {len(score.rows)} sizes outside the preset's measured band of {score.op.value} "
+                 f"{'inside one node' if score.nodes == 1 else 'across nodes'}")
+    return "\n".join(lines)
+
+
+def preset_score_to_dict(score: Any, source: str) -> dict[str, Any]:
+    """JSON of :func:`render_preset_score_text` (SI units): rows and the speed per size range."""
+    return {"source": source, "system": score.system, "op": score.op.value, "gpus": score.gpus, "nodes": score.nodes,
+            "rows": [{"message_bytes": r.message_bytes, "measured_s": r.measured_s, "predicted_s": r.predicted_s,
+                      "error": r.error, "algorithm": r.algorithm, "in_band": r.in_band} for r in score.rows],
+            "speed_of_class": {label: score.speed_in(lo, hi) for label, lo, hi in _verdict_ranges()}}

@@ -1,0 +1,156 @@
+"""Issue 20: all-to-all as NCCL runs it, all-gather/reduce-scatter rings across nodes, the new presets.
+
+Hand-computed values with the arithmetic beside them; the accuracy on real tables is in
+tests/comm/test_accuracy_split.py (benchmarks/accuracy_nccl_tests.py prints it per row).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commcost import collective_cost, system_topology
+from commcost.comm.algorithms import (FAN_IN_PEERS, FAN_IN_SLOWDOWN_PER_PEER, P2P_EFFICIENCY, fan_in_efficiency,
+                                      fan_in_slowdown_from, protocol_costs)
+from commcost.comm.collectives import Algorithm
+from commcost.comm.topology import Link, Topology
+from commcost.errors import InputError
+from commcost.presets import systems
+
+S16G = 2 ** 34
+
+
+def test_fan_in_efficiency_by_hand():
+    assert fan_in_efficiency(0) == fan_in_efficiency(FAN_IN_PEERS) == 1.0  # up to r_0 = 8 remote peers: the NIC's rate
+    # r = 24: 1 / (1 + 0.0148 * (24 - 8)) = 1 / 1.2368 = 0.80854
+    assert fan_in_efficiency(24) == pytest.approx(1 / 1.2368, rel=1e-12)
+    # the inverse: a rate share of 0.8 at r = 18 -> c = (1/0.8 - 1) / 10 = 0.025
+    assert fan_in_slowdown_from(18, 0.8) == pytest.approx(0.025)
+    assert fan_in_efficiency(18, 0.025) == pytest.approx(0.8)
+    with pytest.raises(InputError, match="more than 8 remote peers"):
+        fan_in_slowdown_from(8, 0.9)
+
+
+@given(st.integers(0, 4096), st.integers(0, 4096))
+@settings(max_examples=200, deadline=None)
+def test_fan_in_efficiency_is_a_share_that_falls_with_peers(r1, r2):
+    lo, hi = sorted((r1, r2))
+    assert 0 < fan_in_efficiency(hi) <= fan_in_efficiency(lo) <= 1
+
+
+def test_all_to_all_across_four_mi355x_nodes_by_hand():
+    # mi355x-roce, 4 nodes x 8, 16 GiB: each rank sends (P - g)/P S = 24/32 S through its own NIC (47 GB/s) at the
+    # fan-in share of r = 24 remote peers: 0.75 * 2**34 / (47e9 / 1.2368) = 12884901888 / 38.0013e9 = 0.339066 s;
+    # its NVLink-class part, (g-1)/P S / (408e9 * 0.906) = 7/32 * 2**34 / 369.648e9 = 0.01017 s, is hidden (max).
+    # Latency: Simple base 8.4 + xGMI step 3.4 + network step 14 + 24 peers posted at the AMD host's 2 us = 73.8 us
+    assert P2P_EFFICIENCY == 0.906 and FAN_IN_SLOWDOWN_PER_PEER == 0.0148
+    c = collective_cost("all_to_all", S16G, 32, system_topology("mi355x-roce", nodes=4))
+    assert c.bandwidth_s == pytest.approx(0.75 * S16G / (47e9 / 1.2368), rel=1e-9)
+    assert c.latency_s == pytest.approx(73.8e-6, rel=1e-9)
+
+
+def test_all_to_all_inside_one_mi355x_node_by_hand():
+    # 7/8 * 2**34 / (408e9 * 0.906) = 15032385536 / 369.648e9 = 0.0406668 s; latency 8.4 + 3.4 = 11.8 us
+    c = collective_cost("all_to_all", S16G, 8, system_topology("mi355x-roce"))
+    assert c.bandwidth_s == pytest.approx(7 / 8 * S16G / (408e9 * 0.906), rel=1e-9)
+    assert c.latency_s == pytest.approx(11.8e-6, rel=1e-9)
+
+
+def test_all_to_all_is_not_capped_by_the_ring_graphs_32_channels():
+    # 2 racks of gb300-nvl72, 64 ranks each: each GPU's own 800 Gb/s NIC (94 GB/s), not 32 channels' worth;
+    # r = 64 remote peers: e_f = 1 / (1 + 0.0148 * 56) = 1 / 1.8288; bw = 0.5 S / (94e9 / 1.8288)
+    topo = system_topology("gb300-nvl72", nodes=2, gpus_per_node=64)
+    c = collective_cost("all_to_all", S16G, 128, topo)
+    assert c.bandwidth_s == pytest.approx(0.5 * S16G / (94e9 / 1.8288), rel=1e-9)
+
+
+def test_all_to_all_drives_one_port_where_a_gpu_has_two():
+    # oci-gb300-nvl72: two 400 Gb/s ports per GPU (2 x 47 = 94 GB/s, as gb300-nvl72's one 800 Gb/s port), but an
+    # all-to-all drives one: 0.5 S / (47e9 / 1.8288), twice gb300-nvl72's
+    topo = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=64)
+    assert topo.nics_per_gpu == 2 and topo.inter.bandwidth_bytes_per_s == pytest.approx(94e9)
+    a2a = collective_cost("all_to_all", S16G, 128, topo)
+    assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / (47e9 / 1.8288), rel=1e-9)
+    # the ring's channels use both ports: 2 domains of 4 GPUs = 8 ports x 47 GB/s = 376 GB/s a node, as one
+    # 94 GB/s port per GPU would give: 7/8 S / 376e9 (the NVLink part, 7/8 S (3/4) / 720e9, is smaller)
+    four = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=4)
+    ag = protocol_costs("all_gather", S16G, 8, four, "ring")["simple"]
+    assert ag.bandwidth_s == pytest.approx(7 / 8 * S16G / 376e9, rel=1e-9)
+
+
+def test_all_gather_ring_across_nodes_steps_at_the_network_pace():
+    # dgx-h100, 2 nodes, 16 ranks, LL: every one of the P-1 = 15 steps waits for the network hop (2.7 us, NCCL's
+    # hwLat[NET][RING][LL], the preset's 4 us LL128 step x 2.7/4) after LL's 6.6 us launch: 6.6 + 15 * 2.7 = 47.1 us
+    # (NCCL's own sum would be 14 intra steps at max(0.6, 1 us net overhead) + 1 network step: 6.6 + 14 + 2.7)
+    ll = protocol_costs("all_gather", 8, 16, system_topology("dgx-h100", nodes=2), "ring")["ll"]
+    assert ll.latency_s == pytest.approx(47.1e-6, rel=1e-9)
+    # all-reduce keeps NCCL's sum: unchanged by issue 20
+    ar = protocol_costs("all_reduce", 8, 16, system_topology("dgx-h100", nodes=2), "ring")["ll"]
+    assert ar.latency_s == pytest.approx((6.6 + 2 * 14 * 1.0 + 2 * 2.7) * 1e-6, rel=1e-9)
+
+
+def test_a_custom_topology_keeps_the_textbook_terms():
+    # no protocol model: all-to-all sums its steps, (g-1) a_i + (P-g) a_e, at the links' full bandwidth
+    topo = Topology(gpus_per_node=4, nodes=2, intra=Link(bandwidth_bytes_per_s=40e9, latency_s=1e-6),
+                    inter=Link(bandwidth_bytes_per_s=10e9, latency_s=5e-6))
+    c = collective_cost("all_to_all", 1e9, 8, topo)
+    assert c.latency_s == pytest.approx(3e-6 + 4 * 5e-6)
+    assert c.bandwidth_s == pytest.approx(max(3 / 8 * 1e9 / 40e9, 4 / 8 * 1e9 / 10e9))
+
+
+@pytest.mark.parametrize("name", ["mi355x-roce", "dgx-1-v100", "dgx-a100-40gb"])
+def test_new_presets_carry_their_sources(name):
+    preset = systems()[name]
+    assert preset["source"] and preset["protocols_source"] and preset["base_latency_source"]
+    assert collective_cost("all_reduce", 2 ** 30, 16, system_topology(name, nodes=2)).total_s > 0
+
+
+def test_a100_40gb_preset_prices_collectives_as_dgx_a100():
+    for op in ("all_reduce", "all_gather", "all_to_all"):
+        a = collective_cost(op, 2 ** 28, 16, system_topology("dgx-a100-40gb", nodes=2))
+        b = collective_cost(op, 2 ** 28, 16, system_topology("dgx-a100", nodes=2))
+        assert a.total_s == b.total_s
+
+
+def test_dgx1_v100_network_is_four_edr_nics_for_eight_gpus():
+    # 4 x 100 Gb/s for 8 GPUs: 6.25 GB/s line per GPU, 5.9 achievable; a 2-node ring all-gather of 1 GiB is
+    # NIC-bound: (P-1)/P S / (8 x 5.9e9) = 15/16 * 2**30 / 47.2e9 = 21.33 ms
+    c = collective_cost("all_gather", 2 ** 30, 16, system_topology("dgx-1-v100", nodes=2))
+    assert c.bandwidth_s == pytest.approx(15 / 16 * 2 ** 30 / 47.2e9, rel=1e-9)
+
+
+def test_pat_with_one_gpu_per_node_by_hand():
+    # dgx-h100 at 1 GPU per node, 16 nodes, all-gather of 1 MiB under NCCL's PAT (tuning.cc): launch 8 us (x 8.4/8.4),
+    # log2(16) = 4 network hops at 14 us / 3.5 = 4 us, the linear 16 x 2.8 us: 8 + 16 + 44.8 = 68.8 us;
+    # bandwidth S / (0.75 W), W = one NIC of 47 GB/s: 2**20 / 35.25e9 = 29.747 us
+    from commcost.comm.collectives import Collective
+    from commcost.comm.algorithms import algorithm_costs
+
+    topo = system_topology("dgx-h100", nodes=16, gpus_per_node=1)
+    pat = algorithm_costs(Collective.ALL_GATHER, 2 ** 20, 16, topo)[Algorithm.PAT]
+    assert pat.latency_s == pytest.approx(68.8e-6, rel=1e-9)
+    assert pat.bandwidth_s == pytest.approx(2 ** 20 / 35.25e9, rel=1e-9)
+    assert collective_cost("all_gather", 2 ** 20, 16, topo).algorithm is Algorithm.PAT  # NCCL's pick at 1 MiB
+    assert collective_cost("all_gather", 2 ** 30, 16, topo).algorithm is Algorithm.RING  # PAT's 0.75 loses at 1 GiB
+    # with 8 GPUs per node NCCL does not run PAT
+    with pytest.raises(InputError, match="one GPU per node"):
+        collective_cost("all_gather", 2 ** 20, 16, system_topology("dgx-h100", nodes=2), "pat")
+
+
+def test_all_gather_at_256_ranks_falls_behind_all_reduce_as_measured():
+    # NVIDIA/nccl#1218: 32 nodes x 8 H100 (8 x 400 Gb/s RoCE each), 2 GiB: all_gather_perf reaches busbw ~200 GB/s
+    # while all_reduce_perf reaches 340. Lockstep ring: 255 Simple steps x 14 us = 3.57 ms on top of the NICs'
+    # 255/256 * 2 GiB / 376 GB/s = 5.69 ms, busbw 257 GB/s (22% fast); NCCL's own latency sum (224 NVLink steps
+    # at 3.4 us + 31 network steps at 14 us = 1.2 ms) would give ~310 (36% fast).
+    topo = system_topology("dgx-h100", nodes=32)
+    ag = collective_cost("all_gather", 2 ** 31, 256, topo)
+    ar = collective_cost("all_reduce", 2 ** 31, 256, topo)
+    assert ag.busbw_bytes_per_s < ar.busbw_bytes_per_s
+    assert abs(ag.busbw_bytes_per_s - 200e9) / 200e9 <= 0.30
+    assert abs(ar.busbw_bytes_per_s - 340e9) / 340e9 <= 0.10
+
+
+def test_rccl_presets_run_the_ring_not_pat():
+    with pytest.raises(InputError, match="RCCL presets run the ring"):
+        collective_cost("all_gather", 2 ** 20, 4, system_topology("mi355x-roce", nodes=4, gpus_per_node=1), "pat")
