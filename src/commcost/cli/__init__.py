@@ -39,11 +39,38 @@ NON_FINITE_PATTERN = r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?![a-wyzA-Z_])"
 and not a word such as info, InfiniBand or nanoGPT (compiled on first use: none at start-up)."""
 
 
-def find_non_finite_token(text: str):
-    """The first match of :data:`NON_FINITE_PATTERN` in ``text``, or None."""
+_PATH_NEIGHBOURS = frozenset("/\\.")
+"""A token touching one of these (``inf.json``, ``nan/p.json``, ``runs/inf``) is part of a file name:
+a float never prints beside a slash, and a '.' after it is the end of a sentence only when no letter
+or digit follows."""
+
+
+def find_non_finite_token(text: str, names: Sequence[str] = ()):
+    """The first match of :data:`NON_FINITE_PATTERN` in ``text`` that is a number, or None.
+
+    A match inside a file name is not a number: inside one of ``names`` (the strings the user typed,
+    which a report may echo), or touching a path separator or a file extension (a file found in a
+    directory the user named: ``traces/inf.json``)."""
     if "inf" not in text and "nan" not in text:  # the common case, without compiling the pattern
         return None
-    return re.search(NON_FINITE_PATTERN, text)
+    spans = []
+    for name in names:
+        if name and ("inf" in name or "nan" in name):
+            start = text.find(name)
+            while start >= 0:
+                spans.append((start, start + len(name)))
+                start = text.find(name, start + 1)
+    for m in re.finditer(NON_FINITE_PATTERN, text):
+        a, b = m.span()
+        if any(lo <= a and b <= hi for lo, hi in spans):
+            continue
+        before = text[a - 1] if a else ""
+        after = text[b:b + 2]
+        if before in _PATH_NEIGHBOURS or after[:1] in ("/", "\\") \
+                or (after[:1] == "." and len(after) == 2 and after[1].isalnum()):
+            continue
+        return m
+    return None
 
 
 _BAD_PATH_ERRNOS = frozenset({1, 2, 13, 17, 20, 21, 30, 36, 40})
@@ -63,7 +90,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
         module.add_arguments(parser)
         args = parser.parse_args(list(argv))
-        return _run_checked(module.run, args)
+        return _run_checked(module.run, args, names=argv)
     except KeyboardInterrupt as exc:
         note = interrupt_note()
         signum = getattr(exc, "signum", 2)
@@ -94,9 +121,10 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         return 1
 
 
-def _run_checked(run, args) -> int:
+def _run_checked(run, args, names: Sequence[str] = ()) -> int:
     """``run(args)`` with stdout held until it returns, so a report is printed whole or not at all,
-    and never with a non-finite number in it (the guard behind the library's own input bounds)."""
+    and never with a non-finite number in it (the guard behind the library's own input bounds;
+    ``names``, the command line, are what the user typed: a file named ``inf`` is not a number)."""
     import io
 
     real, held = sys.stdout, io.StringIO()
@@ -106,7 +134,7 @@ def _run_checked(run, args) -> int:
     finally:
         sys.stdout = real
     text = held.getvalue()
-    bad = find_non_finite_token(text)
+    bad = find_non_finite_token(text, names)
     if bad is not None:
         line = text[text.rfind("\n", 0, bad.start()) + 1:].split("\n", 1)[0].strip()
         fail(f"a result is not a finite number ({line[:160]!r}): an input is outside the range the model "
