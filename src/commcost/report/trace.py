@@ -158,7 +158,8 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
     if any(c.group_size_source == "world_size" for c in s.calls):
         lines.append("  P from the trace's world size where a call records no group size")
     if s.calls_dropped:
-        lines.append(f"  {s.calls_dropped} recorded call(s) left out: no size in their arguments or no kernel found")
+        lines.append(f"  {s.calls_dropped} recorded call(s) left out: no size in their arguments, an impossible size or "
+                     "group size (negative, past 1 EiB, not 1 to 10**6 ranks), or no kernel found")
     if model is not None:
         lines.append("")
         lines.append(f"model: {model.describe()}")
