@@ -41,3 +41,54 @@ def test_fit_into_a_directory_named_nan_is_written(tmp_path):
 ])
 def test_non_finite_token_skips_names(text, names, bad):
     assert (find_non_finite_token(text, names) is not None) is bad
+
+
+SLEEPER = """
+import sys, time, types
+sys.path.insert(0, {src!r})
+from commcost import cli
+mod = types.ModuleType("commcost.cli._sleeper")
+mod.HELP = "sleeps"
+mod.add_arguments = lambda p: None
+def run(args):
+    print("half a report")
+    open({ready!r}, "w").close()
+    time.sleep(60)
+mod.run = run
+sys.modules[mod.__name__] = mod
+cli.SUBCOMMANDS["sleeper"] = mod.__name__
+sys.exit(cli.main(["sleeper"]))
+"""
+
+
+def test_sigterm_is_one_line_and_exit_143(tmp_path):
+    # item 10: SIGTERM killed every subcommand but measure by the default action (no line, exit -15)
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", SLEEPER.format(src=str(ROOT / "src"), ready=str(ready))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert out == ""                                  # the held half report is not printed
+    assert err == "commcost: terminated (SIGTERM)\n"
+
+
+def test_sigterm_handler_is_restored_after_a_run():
+    import signal
+
+    from commcost.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["presets"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.errors import InputError
 from commcost.comm.topology import Link
+from commcost.report._files import write_atomic  # the one writer (re-exported: data.py, fit, chrome_trace)
 from commcost.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
 
 SIZE_MAX_BYTES = 2.0**60
@@ -110,53 +109,6 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
                     "max_abs_rel_error": profile.max_abs_rel_error, "points": profile.points},
         "provenance": profile.provenance,
     }
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that no reader ever sees half a file.
-
-    A regular file (or a new one) is written through a temporary file beside it and
-    ``os.replace``; the result has the old file's permissions, or for a new file
-    ``0666 & ~umask`` as ``open()`` would give (``mkstemp`` alone gives 0600). A symlink is
-    written through to its target (the link stays a link). A device, FIFO or socket
-    (``/dev/null``, ``/dev/stdout``) is written through in place: it cannot be replaced."""
-    import stat
-
-    p = Path(path)
-    try:
-        st = os.stat(p)  # follows symlinks
-    except FileNotFoundError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(p, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    if p.is_symlink():
-        p = Path(os.path.realpath(p))
-    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-    except OSError as exc:  # name the file the user asked for, not the temporary one
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        raise
 
 
 def save_profile(profile: Profile, path: str | Path) -> None:

@@ -83,6 +83,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     0 done, 1 a failure while running, 2 bad input, 130 interrupted (Ctrl-C; 143 for SIGTERM).
     Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
     clear_interrupt_notes()  # a note belongs to one run (main may be called many times in one process)
+    previous = _terminate_as_interrupt()
     try:
         module = importlib.import_module(module_name)
         examples = getattr(module, "EXAMPLES", ())
@@ -119,6 +120,36 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         _one_line(f"internal error: {type(exc).__name__}: {str(exc)[:300]} (set COMMCOST_TRACEBACK=1 to see where; "
                   "please report it with the command line)")
         return 1
+    finally:
+        _restore_sigterm(previous)
+
+
+def _terminate_as_interrupt():
+    """SIGTERM raises :class:`commcost.cli._args.Terminated` (a KeyboardInterrupt) for every subcommand,
+    so ``finally`` blocks run (temporary files are removed, ``measure``'s ranks reaped), ``search``
+    prints its best so far, and the run ends in one line and exit 143 (docs/exit-codes.md). Returns
+    the handler it replaced (None off the main thread, where no handler can be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):  # type: ignore[no-untyped-def]
+        from commcost.cli._args import Terminated
+
+        raise Terminated()
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigterm(previous) -> None:
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_checked(run, args, names: Sequence[str] = ()) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
     "check_bounds",
     "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
+    "last_interrupt_signal",
 ]
 
 PROG = "commcost"
@@ -151,10 +152,22 @@ def check_bounds(flag: str, value) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an exception, so that ``finally`` blocks run (ranks are reaped, rows kept)
-    and the dispatcher prints one line and exits ``128 + signum``."""
+    """SIGTERM turned into an exception, so that ``finally`` blocks run (ranks are reaped, rows kept,
+    temporary files removed) and the dispatcher prints one line and exits ``128 + signum``."""
 
     signum = 15
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        _LAST_SIGNAL[0] = self.signum
+
+
+_LAST_SIGNAL = [2]
+
+
+def last_interrupt_signal() -> int:
+    """The signal of this run's last interruption: 15 after a :class:`Terminated`, else 2 (SIGINT)."""
+    return _LAST_SIGNAL[0]
 
 
 _INTERRUPT_NOTES: list = []
@@ -166,8 +179,9 @@ def on_interrupt(note) -> None:
 
 
 def clear_interrupt_notes() -> None:
-    """Forget the registered notes (the dispatcher does, before each run)."""
+    """Forget the registered notes and the last signal (the dispatcher does, before each run)."""
     _INTERRUPT_NOTES.clear()
+    _LAST_SIGNAL[0] = 2
 
 
 def interrupt_note() -> str:

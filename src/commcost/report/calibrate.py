@@ -207,10 +207,6 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
 
 def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
     """:func:`validate_figure` saved to ``path`` (.png or .svg)."""
-    from commcost.optional import pyplot
+    from commcost.report._files import save_figure_atomic
 
-    fig = validate_figure(model, c, title)
-    try:
-        fig.savefig(path, dpi=120)
-    finally:
-        pyplot().close(fig)
+    save_figure_atomic(validate_figure(model, c, title), path, dpi=120)
