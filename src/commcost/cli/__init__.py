@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import re
 
-from commcost.cli._args import PROG, Parser, clear_interrupt_notes, fail, interrupt_note
+from commcost.cli._args import (PROG, Parser, clear_interrupt_notes, fail, hold_warnings, interrupt_note,
+                                release_warnings)
 from commcost.errors import InputError
 
 __all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
@@ -84,6 +85,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
     clear_interrupt_notes()  # a note belongs to one run (main may be called many times in one process)
     previous = _terminate_as_interrupt()
+    hold_warnings()  # printed once the run succeeds; a failure's one line is its error
     try:
         module = importlib.import_module(module_name)
         examples = getattr(module, "EXAMPLES", ())
@@ -121,6 +123,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
                   "please report it with the command line)")
         return 1
     finally:
+        release_warnings(False)  # a run that got here without succeeding drops them
         _restore_sigterm(previous)
 
 
@@ -170,6 +173,7 @@ def _run_checked(run, args, names: Sequence[str] = ()) -> int:
         line = text[text.rfind("\n", 0, bad.start()) + 1:].split("\n", 1)[0].strip()
         fail(f"a result is not a finite number ({line[:160]!r}): an input is outside the range the model "
              "can price (an extreme bandwidth, latency, size or step time)")
+    release_warnings(code == 0)
     real.write(text)
     real.flush()
     return code

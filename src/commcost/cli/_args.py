@@ -28,7 +28,7 @@ __all__ = [
     "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
     "check_bounds",
     "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
-    "last_interrupt_signal",
+    "last_interrupt_signal", "hold_warnings", "release_warnings",
 ]
 
 PROG = "commcost"
@@ -42,8 +42,31 @@ def fail(message: str) -> NoReturn:
 
 
 def warn(message: str) -> None:
-    """Print ``commcost: warning: message`` as one line on stderr (the run goes on)."""
-    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    """Print ``commcost: warning: message`` as one line on stderr (the run goes on); while the
+    dispatcher holds warnings (:func:`hold_warnings`), the line waits for the run to succeed, so a
+    refusal is one line, never a caution followed by the error."""
+    line = f"{PROG}: warning: {' '.join(str(message).split())}"
+    held = _HELD_WARNINGS[0]
+    if held is not None:
+        held.append(line)
+    else:
+        print(line, file=sys.stderr)
+
+
+_HELD_WARNINGS: list = [None]
+
+
+def hold_warnings() -> None:
+    """Hold :func:`warn`'s lines until :func:`release_warnings` (the dispatcher does, around a run)."""
+    _HELD_WARNINGS[0] = []
+
+
+def release_warnings(emit: bool) -> None:
+    """Print the held warnings (``emit``: the run succeeded) or drop them (it failed: its one line is
+    the error), and stop holding."""
+    held, _HELD_WARNINGS[0] = _HELD_WARNINGS[0], None
+    if emit and held:
+        print("\n".join(held), file=sys.stderr)
 
 
 def _terminal_columns() -> int:
