@@ -158,8 +158,12 @@ def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
     """Validate and build a :class:`Profile` from its JSON object."""
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    kind = obj.get("kind", "missing")
+    if kind != "commcost-profile":
+        raise InputError(f"{where}: field 'kind' must be \"commcost-profile\", got {_shown(kind)} "
+                         "(not a profile written by commcost fit)")
     version = obj.get("version")
-    if version != PROFILE_VERSION:
+    if type(version) is not int or version != PROFILE_VERSION:  # true and 1.0 equal 1, but are no version
         raise InputError(f"{where}: profile version {version!r} is not supported (this commcost reads "
                          f"version {PROFILE_VERSION}); refit it with: commcost fit DATA -o PROFILE")
     op = _enum(Collective, _get(obj, "op", where, str), "op", where)
@@ -214,6 +218,8 @@ def load_any_profile(path: str | Path):
         text = p.read_text(encoding="utf-8")
     except IsADirectoryError:
         raise InputError(f"{p}: is a directory, expected a profile file") from None
+    except OSError as exc:  # a read error (EIO from /proc/self/mem) carries no file name: name it
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{p}: not a commcost profile: not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
@@ -224,6 +230,11 @@ def load_any_profile(path: str | Path):
         raise InputError(f"{p}: not a commcost profile: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{p}: not a commcost profile: JSON nested too deeply to read") from None
+    except ValueError:  # an integer past Python's 4,300-digit limit
+        from commcost.errors import long_integer_field
+
+        raise InputError(f"{p}: {long_integer_field(text)} is an integer of more than 4300 digits "
+                         "(Python's limit for reading one; no profile value is that long)") from None
     if isinstance(obj, dict) and obj.get("kind") == "commcost-tier-profile":
         from commcost.calibrate.tiers import tier_fit_from_dict
 
