@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-from commcost.report._files import write_atomic
 from conftest import DATA, ROOT
 from test_hardening_inputs import one_error_line
 
@@ -64,6 +63,8 @@ def test_a_write_past_ulimit_keeps_the_old_file_and_names_it(tmp_path_factory, w
 
 
 def test_bytes_and_text_and_a_device(tmp_path):
+    from commcost.report._files import write_atomic
+
     write_atomic(tmp_path / "a.bin", b"\x89PNG")
     write_atomic(tmp_path / "a.txt", "\u00e9\n")
     assert (tmp_path / "a.bin").read_bytes() == b"\x89PNG"
