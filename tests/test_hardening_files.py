@@ -167,7 +167,7 @@ def test_duplicate_sizes_with_conflicting_times_warn(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip().splitlines() == [
         f"commcost: warning: {path}: 4096 B measured 2 times with conflicting times (20.82 us in rows[2], "
-        "60 us in rows[11]); all are fitted"]
+        "60 us in rows[11]); their median is fitted"]  # issue 24 item 11: a size is one sample, pooled
     # a repeat within 1.5x is no conflict: 20.82 vs 25 us
     r = run_commcost("fit", measurement(tmp_path, rows_of(GOOD + [(4096, 2.5e-5)]), "m2.json"))
     assert r.returncode == 0 and r.stderr == ""

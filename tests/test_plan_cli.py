@@ -92,3 +92,19 @@ def test_plan_with_profile_scope_and_flat_equivalence(tmp_path, capsys):
     # ... or extrapolated with a warning
     assert main([*wide, "--extrapolate", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["warnings"]
+
+
+# --- issue 24: an empty calibration path, and messages that name the flag -------------------------
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--calibration", ""], "--calibration '': expected a file name, got an empty one"),        # item 15
+    (["--calibration", " "], "--calibration ' ': expected a file name"),
+    (["--measured-tflops", "1e300"], "--measured-tflops must be between 1e-06 and 1e+06 TFLOP/s per GPU, got 1e+300"),
+    (["--bucket-mb", "1e-300"], "--bucket-mb must be at least 1 byte"),                          # not bucket_cap_bytes
+])
+def test_plan_refusals_name_the_flag(argv, needle):
+    from conftest import run_commcost
+    from test_hardening_inputs import one_error_line
+
+    line = one_error_line(run_commcost(*BASE, *argv))
+    assert needle in line

@@ -111,3 +111,27 @@ def test_nccl_tests_placement(tmp_path):
     assert first("out_of_place").time_s == pytest.approx(68.52e-6)
     assert first("in_place").time_s == pytest.approx(24.70e-6)
     assert first("best").time_s == pytest.approx(24.70e-6)
+
+
+# --- issue 24 items 12 and 7: kind and version are checked by type; 4,300-digit integers named -----
+
+@pytest.mark.parametrize("mutate,fragment", [
+    (lambda o: o.update(kind=None), "field 'kind' must be \"commcost-profile\", got None"),
+    (lambda o: o.update(kind=True), "field 'kind' must be \"commcost-profile\", got True"),
+    (lambda o: o.update(kind=float("nan")), "field 'kind' must be \"commcost-profile\", got nan"),
+    (lambda o: o.pop("kind"), "field 'kind' must be \"commcost-profile\", got 'missing'"),
+    (lambda o: o.update(version=True), "profile version True is not supported"),   # True == 1 in Python
+    (lambda o: o.update(version=1.0), "profile version 1.0 is not supported"),
+])
+def test_kind_and_version_are_checked(tmp_path, mutate, fragment):
+    obj = profile_to_dict(ib_profile())
+    mutate(obj)
+    with pytest.raises(InputError) as exc:
+        load_profile(write(tmp_path, obj))
+    assert fragment in str(exc.value)
+
+
+def test_an_integer_past_the_digit_limit_names_the_field(tmp_path):
+    text = json.dumps(profile_to_dict(ib_profile())).replace('"gpus": 16', '"gpus": ' + "1" * 5000)
+    with pytest.raises(InputError, match=r"bad.json: field 'gpus' is an integer of more than 4300 digits"):
+        load_profile(write(tmp_path, text))

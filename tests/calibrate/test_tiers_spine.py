@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from commcost import collective_cost
+from commcost.errors import InputError
 from commcost.calibrate.tiers import TierSample, fit_tiers, scaled_topology, tier_fit_from_dict, tier_fit_to_dict
 from commcost.presets import system_group
 
@@ -69,3 +70,12 @@ def test_two_tier_presets_have_no_spine_multiplier_and_old_profiles_still_load()
     d = tier_fit_to_dict(fit, {})
     del d["spine_oversubscription_scale"]                        # a profile written before the third tier
     assert tier_fit_from_dict(d, "old.json") == dataclasses.replace(fit, spine_oversubscription_scale=1.0)
+
+
+@pytest.mark.parametrize("version", [True, 1.0, "1", None])
+def test_a_tier_profile_version_is_the_integer_1(version):
+    # issue 24 item 12: "version": true passed as 1
+    d = tier_fit_to_dict(fit_tiers("dgx-h100", [TierSample(nodes=2, gpus=16, message_bytes=GiB, time_s=5e-3)]), {})
+    d["version"] = version
+    with pytest.raises(InputError, match=f"tier profile version {version!r} is not supported"):
+        tier_fit_from_dict(d, "t.json")

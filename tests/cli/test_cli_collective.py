@@ -189,3 +189,15 @@ def test_system_pods_and_spine_can_be_overridden():
     r = run_commcost("collective", "--op", "all-reduce", "--bw", "50", "--latency", "5", "--gpus", "8",
                      "--size", "1GiB", "--pod-nodes", "2")
     assert r.returncode == 2 and "describe a third tier" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_refusal_after_a_caution_is_one_line():
+    # issue 24 item 14: the across-pods caution was printed, then the error: two lines on a refusal
+    from conftest import run_commcost
+    from test_hardening_inputs import one_error_line
+
+    line = one_error_line(run_commcost("collective", "--op", "send_recv", "--size", "1MiB", "--gpus", "99999",
+                                       "--system", "gb200-nvl72"))
+    assert "send_recv is between 2 GPUs" in line
+    ok = run_commcost("collective", "--op", "all_reduce", "--size", "1MiB", "--gpus", "99999", "--system", "gb200-nvl72")
+    assert ok.returncode == 0 and ok.stderr.startswith("commcost: warning: gb200-nvl72 across 174 pods")  # kept

@@ -125,3 +125,23 @@ def test_best_caps_is_the_sweeps_choice(d, per_octave):
     caps = best_caps(inp, grid).best
     assert caps.bucket_cap_bytes == sweep.best.bucket_cap_bytes
     assert caps.first_bucket_cap_bytes == sweep.best.first_bucket_cap_bytes
+
+
+def test_default_step_follows_the_remainder_bucket_not_the_model_size():
+    # Issue 24 item 17 (budget --gpus 8 --bw 25 --latency 20 --step-ms 400: 0.01 B params 0.40161 s,
+    # 0.1 B params 0.40136 s). DDP's rebuilt buckets are 1 MiB, 25 MiB ..., and the remainder, which is
+    # ready last; while communication keeps up, E = T(remainder), and the remainder goes round
+    # (0, 25 MiB] as S grows: the step is a sawtooth in the model size, as it is in DDP itself.
+    # T(c) = 2(P-1)a + 2(P-1)/P c/B = 14 * 20 us + 1.75 c / 25e9 B/s.
+    caps = DdpBucketCaps(bucket_cap_bytes=25 * 2**20, first_bucket_cap_bytes=2**20)
+    link = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
+
+    def step(params):
+        return curve_point(TimelineInputs(gpus=8, comm=FlatLinkModel(link=link), step_s=0.4, params=params), caps)
+
+    small, large = step(0.01e9), step(0.1e9)
+    # 0.01 B: S = 2e7 B = 1 MiB + 18,951,424 B -> E = 280 us + 1.75 * 18,951,424 / 25e9 = 1.6066 ms
+    assert small.buckets == 2 and small.exposed_s == pytest.approx(280e-6 + 1.75 * 18_951_424 / 25e9)
+    # 0.1 B: S = 2e8 B = 1 MiB + 7 * 25 MiB + 15,450,624 B -> E = 280 us + 1.75 * 15,450,624 / 25e9 = 1.3616 ms
+    assert large.buckets == 9 and large.exposed_s == pytest.approx(280e-6 + 1.75 * 15_450_624 / 25e9)
+    assert large.step_s < small.step_s   # the issue's observation, explained above

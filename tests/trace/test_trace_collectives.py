@@ -127,3 +127,44 @@ def test_measurement_round_trip_through_fit_reader(tmp_path):
     series = load_series(p)
     assert series.op is Collective.ALL_REDUCE and series.gpus == 2
     assert [(s.size_bytes, s.time_s) for s in series.samples] == [(1000, pytest.approx(1.5e-4)), (8000, 3e-4)]
+
+
+# --- issue 24 item 8: impossible arguments are left out, never printed as results -----------------
+
+@pytest.mark.parametrize("args", [
+    {"nelems_in": -1_048_576},                      # printed as S = -4.19 MB, algbw -83.89 GB/s before
+    {"nelems_in": 10**400},                         # past 1 EiB
+    {"nelems_in": 2**59},                           # 2**59 floats = 2**61 B > 1 EiB
+    {"nelems_in": 1000, "group": True},             # a boolean is not a group size
+    {"nelems_in": 1000, "group": 10**30},
+    {"nelems_in": 1000, "group": -3},
+    {"nelems_in": 1000, "group": 1e30},
+])
+def test_impossible_call_arguments_are_dropped(tmp_path, args):
+    b = TraceBuilder(world_size=8)
+    b.param_comms(100, 20, nelems_in=1000, group=4)                  # a good call ...
+    b.nccl(130, 50, launch_ts=110)
+    b.param_comms(300, 20, **args)                                   # ... and an impossible one
+    b.nccl(330, 50, launch_ts=310)
+    calls, dropped = collective_calls(load_rank(b.write(tmp_path / "t.json")))
+    assert dropped == 1
+    assert [(c.size_bytes, c.group_size) for c in calls] == [(4000, 4)]   # 1000 floats * 4 B, P = 4
+
+
+def test_impossible_call_is_not_saved_as_a_measurement(tmp_path):
+    from conftest import run_commcost
+
+    b = TraceBuilder(world_size=2)
+    for k in range(3):   # three good sizes, 1,000 to 100,000 floats, and one negative
+        b.param_comms(1000 * k + 100, 20, nelems_in=1000 * 10**k)
+        b.nccl(1000 * k + 130, 50 + 10 * k, launch_ts=1000 * k + 110)
+    b.param_comms(5000, 20, nelems_in=-1_048_576)
+    b.nccl(5030, 50, launch_ts=5010)
+    out = tmp_path / "m.csv"
+    r = run_commcost("trace", str(b.write(tmp_path / "t.json")), "--save-measurement", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "-4.19" not in r.stdout and "1 recorded call(s) left out" in r.stdout
+    import csv
+
+    rows = list(csv.DictReader(line for line in out.open() if not line.startswith("#")))
+    assert sorted(int(r["size_bytes"]) for r in rows) == [4000, 40000, 400000]   # 10**k * 1000 floats * 4 B

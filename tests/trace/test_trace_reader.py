@@ -95,6 +95,9 @@ def test_progress_bar_only_for_large_files(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(reader, "PROGRESS_MIN_BYTES", 10)
     monkeypatch.setattr(reader, "CHUNK_CHARS", 100)
     list(iter_trace(p))
+    assert capsys.readouterr().err == ""  # not on a terminal: no bar
+    monkeypatch.setattr(reader.sys.stderr, "isatty", lambda: True)
+    list(iter_trace(p))
     err = capsys.readouterr().err
     assert "100%" in err and err.endswith("\n")
 
@@ -123,3 +126,124 @@ def test_any_events_any_layout_any_chunk(tmp_path_factory, events, indent, chunk
         assert h.metadata == extra
     finally:
         reader.CHUNK_CHARS = old
+
+
+# --- issue 24: bounded, linear reading ----------------------------------------------------------------
+
+def _gzip_stream(path, head: bytes, block: bytes, repeat: int, tail: bytes) -> None:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip header, as gzip.open writes
+    with open(path, "wb") as out:
+        out.write(c.compress(head))
+        for _ in range(repeat):
+            out.write(c.compress(block))
+        out.write(c.compress(tail) + c.flush())
+
+
+def test_gzip_bomb_is_refused_by_its_ratio(tmp_path):
+    # item 2: 80 MiB of one repeated event compresses ~1000:1; real traces expand 10-15x, so the file
+    # is refused once RATIO_CHECK_CHARS (64 MiB) are read, not read to the end
+    ev = b'{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1},'
+    p = tmp_path / "bomb.json.gz"
+    _gzip_stream(p, b'{"traceEvents":[', ev * 20_000, (80 << 20) // (len(ev) * 20_000), ev[:-1] + b"]}")
+    assert p.stat().st_size < (80 << 20) / reader.MAX_GZIP_RATIO
+    with pytest.raises(InputError, match=r"bomb.json.gz: .* to 1, more than the 200 to 1"):
+        for _ in iter_trace(p):
+            pass
+
+
+def test_event_and_size_limits(tmp_path, monkeypatch):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": _events(50)}))
+    monkeypatch.setattr(reader, "MAX_TRACE_EVENTS", 49)
+    with pytest.raises(InputError, match="more than 49 events"):
+        list(iter_trace(p))
+    monkeypatch.setattr(reader, "MAX_TRACE_EVENTS", 50)
+    assert len(list(iter_trace(p))) == 50
+    monkeypatch.setattr(reader, "MAX_TRACE_CHARS", 1000)
+    with pytest.raises(InputError, match="more than .* GiB of JSON"):
+        list(iter_trace(p))
+
+
+def test_progress_counts_the_json_read_not_the_compressed_size(tmp_path, monkeypatch, capsys):
+    # item 2: a well-compressed file is not known to be large up front; the bar appears once
+    # PROGRESS_MIN_BYTES of JSON have been read, and says how much
+    p = tmp_path / "t.json.gz"
+    _gzip_stream(p, b'{"traceEvents":[', b'{"ph":"X","ts":1,"dur":1}' + b" " * 1000 + b",", 1000, b"{}]}")
+    monkeypatch.setattr(reader, "PROGRESS_MIN_BYTES", 100_000)
+    assert p.stat().st_size * reader.GZIP_RATIO < 100_000  # the old gate on the compressed size stayed shut
+    monkeypatch.setattr(reader.sys.stderr, "isatty", lambda: True)
+    assert len(list(iter_trace(p))) == 1001
+    err = capsys.readouterr().err
+    assert "MB of JSON" in err and err.endswith("\n")
+
+
+def test_whitespace_is_consumed_as_it_is_skipped(tmp_path, monkeypatch):
+    # item 3: a run of spaces between events is read in chunks, each dropped once skipped, so the
+    # window never holds more than two chunks (it used to hold the whole run: quadratic time)
+    monkeypatch.setattr(reader, "CHUNK_CHARS", 4096)
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [' + " " * (2 << 20) + '{"ph": "X"},' + "\n" * (1 << 20) + '{"ph": "X"}'
+                 + " " * (1 << 20) + "]" + " " * (1 << 20) + "}")
+    widest = [0]
+    fill = reader._Buffer.fill
+
+    def spy(self, *a):
+        out = fill(self, *a)
+        widest[0] = max(widest[0], len(self.text))
+        return out
+    monkeypatch.setattr(reader._Buffer, "fill", spy)
+    assert len(list(iter_trace(p))) == 2
+    assert widest[0] <= 2 * 4096
+
+
+def test_a_long_value_is_read_in_doubling_chunks(tmp_path, monkeypatch):
+    # item 3: one 1 MiB string in 1 KiB chunks is rescanned ~log2(1024) times, not 1024 times
+    monkeypatch.setattr(reader, "CHUNK_CHARS", 1024)
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [{"name": "' + "x" * (1 << 20) + '"}]}')
+    reads = []
+    monkeypatch.setattr(reader, "_open_text", _counting_open(reader._open_text, reads))
+    assert [len(e["name"]) for e in iter_trace(p)] == [1 << 20]
+    assert len(reads) < 20, len(reads)
+
+
+def _counting_open(open_text, reads):
+    def wrapped(path):
+        raw, text, gz = open_text(path)
+
+        class Counting:
+            def read(self, n):
+                reads.append(n)
+                return text.read(n)
+
+            def close(self):
+                text.close()
+        return raw, Counting(), gz
+    return wrapped
+
+
+def test_integer_past_the_digit_limit_names_the_field(tmp_path):
+    # item 7: Python refuses int() of more than 4,300 digits with ValueError; the reader names the field
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "ts": ' + "9" * 5000 + ', "dur": 1}]}')
+    with pytest.raises(InputError, match=r"t.json: field 'ts' .* more than 4300 digits"):
+        list(iter_trace(p))
+    p.write_text('{"baseTimeNanoseconds": ' + "1" * 4400 + ', "traceEvents": []}')
+    with pytest.raises(InputError, match="field 'baseTimeNanoseconds'"):
+        list(iter_trace(p))
+
+
+def test_fifo_device_and_symlink_loop_are_named(tmp_path):
+    # item 16: each says what the path is, not "empty file" or "no such file"
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(InputError, match="a FIFO"):
+        list(iter_trace(tmp_path / "pipe"))
+    with pytest.raises(InputError, match="a device"):
+        list(iter_trace("/dev/zero"))
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    with pytest.raises(InputError, match="too many levels of symbolic links"):
+        trace_files(tmp_path / "loop")

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -100,6 +102,8 @@ class Series:
     warnings: tuple[str, ...] = ()
     """What the reader skipped or doubts (rows timed at 0, one size measured with conflicting times),
     each naming the file and row; the CLI prints them on stderr."""
+    rows: int = 0
+    """Rows read for this series; a size measured in several rows is one sample (their median)."""
 
 
 def _to_csv(m: Measurement) -> str:
@@ -154,6 +158,8 @@ def _cell(d: dict[str, Any], column: str, where: str) -> Any:
         raise InputError(f"{where}: column {column!r} must be a finite number, got {_shown(value)}")
     if not lo <= number <= hi:
         raise InputError(f"{where}: column {column!r} must be between {lo:g} and {hi:g}, got {_shown(value)}")
+    if kind is int and number != int(number):  # 2.5 GPUs is no count (it used to become 2)
+        raise InputError(f"{where}: column {column!r} must be a whole number, got {_shown(value)}")
     return int(number) if kind is int else float(number)
 
 
@@ -174,11 +180,21 @@ def _row(d: dict[str, Any], where: str) -> MeasurementRow:
     return row
 
 
+_COLLECTIVE_SPELLINGS = {c.value.replace("_", ""): c for c in Collective}
+"""A collective's name without separators (``allreduce``) -> the collective: ``all_reduce``,
+``AllReduce``, ``all-reduce`` are one name; ``allreduce_xx`` is none (it used to read as all_reduce)."""
+
+
 def _collective(name: str) -> Collective | None:
+    """The collective a measurement row names: its value, or the same letters in another case or
+    with other separators; None for anything else."""
     try:
         return Collective(name)
     except ValueError:
-        return collective_from_name(name)
+        pass
+    if not all(ch.isalpha() or ch in "_- " for ch in name):
+        return None
+    return _COLLECTIVE_SPELLINGS.get("".join(ch for ch in name.lower() if ch.isalpha()))
 
 
 def _json_loads(text: str, source: str) -> Any:
@@ -189,6 +205,11 @@ def _json_loads(text: str, source: str) -> Any:
         raise InputError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{source}: JSON nested too deeply to read (thousands of brackets)") from None
+    except ValueError:  # an integer past Python's 4,300-digit limit for int(str)
+        from commcost.errors import long_integer_field
+
+        raise InputError(f"{source}: {long_integer_field(text)} is an integer of more than 4300 digits (Python's "
+                         "limit for reading one; no measured value is that long)") from None
 
 
 def _parse_measurement(text: str, source: str) -> Measurement | None:
@@ -249,7 +270,7 @@ def read_measurement(path: str | Path) -> Measurement:
     return m
 
 
-def _choose(groups: dict[tuple[Collective, int], list[Sample]], op: Collective | None, gpus: int | None,
+def _choose(groups: dict, op: Collective | None, gpus: int | None,
             source: str) -> tuple[Collective, int, str]:
     keys = sorted(groups, key=lambda k: (k[0].value, k[1]))
     shown = ", ".join(f"{o.value} on {g} ranks" for o, g in keys)
@@ -272,6 +293,115 @@ def _choose(groups: dict[tuple[Collective, int], list[Sample]], op: Collective |
     return cands[0][0], cands[0][1], note
 
 
+def _open_lines(p: Path):
+    """``p``'s lines, streamed (UTF-8, undecodable bytes replaced); a read error names the file."""
+    import stat
+
+    try:
+        mode = os.stat(p).st_mode  # before open(): opening a FIFO blocks until someone writes to it
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{p}: is a directory, expected a measurement file or nccl-tests log")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{p}: not a regular file (a FIFO or a device), expected a measurement file or "
+                         "nccl-tests log")
+    try:
+        return open(p, encoding="utf-8", errors="replace", newline=None)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
+
+
+def _read_all(fh, p: Path) -> str:
+    try:
+        return fh.read()
+    except OSError as exc:  # EIO from /proc/self/mem: the error carries no file name of its own
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
+
+
+PROGRESS_MIN_BYTES = 50_000_000
+"""Logs above this size (50 MB) show a progress line on stderr while read (on a terminal)."""
+
+
+def _named_lines(fh, p: Path):
+    """``fh``'s lines (a plain loop: ``yield from fh`` would close the file with the generator), with
+    a progress line on a terminal for a log over :data:`PROGRESS_MIN_BYTES`."""
+    import sys
+
+    try:
+        total = os.fstat(fh.fileno()).st_size
+        show = total > PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        n = 0
+        for line in fh:
+            yield line
+            n += 1
+            if show and n % 65536 == 0:
+                sys.stderr.write(f"\rreading {p.name}: {min(100, 100 * fh.buffer.tell() // total):3d}%  "
+                                 f"{n:,} lines")
+                sys.stderr.flush()
+        if show and n >= 65536:
+            sys.stderr.write("\r" + " " * 60 + "\r")  # erased: the report or the error follows
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
+
+
+def _is_measurement_head(fh, p: Path) -> tuple[bool, list[str]]:
+    """Whether the file is a commcost measurement (JSON, or CSV whose first line that is not a comment
+    starts with ``op,``), and the lines read to tell."""
+    head: list[str] = []
+    for line in _named_lines(fh, p):
+        head.append(line)
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            if len(head) > 10_000:  # a log's comment header is short
+                break
+            continue
+        return stripped.startswith("{") or stripped.startswith("op,"), head
+    return False, head
+
+
+class _Pool:
+    """The rows of one series, pooled by size as they stream in: per size the times (a float each,
+    for the median) and the rows of the smallest and largest time (for the conflict warning)."""
+
+    __slots__ = ("times", "lo", "hi", "rows")
+
+    def __init__(self) -> None:
+        self.times: dict[float, list[float]] = {}
+        self.lo: dict[float, tuple[float, str]] = {}
+        self.hi: dict[float, tuple[float, str]] = {}
+        self.rows = 0
+
+    def add(self, size_bytes: float, time_s: float, row: str) -> None:
+        self.rows += 1
+        ts = self.times.get(size_bytes)
+        if ts is None:
+            self.times[size_bytes] = [time_s]
+            self.lo[size_bytes] = self.hi[size_bytes] = (time_s, row)
+            return
+        ts.append(time_s)
+        if time_s < self.lo[size_bytes][0]:
+            self.lo[size_bytes] = (time_s, row)
+        if time_s > self.hi[size_bytes][0]:
+            self.hi[size_bytes] = (time_s, row)
+
+    def samples(self) -> tuple[Sample, ...]:
+        """One sample per size, ``T`` the median of its rows (nccl-tests' one time per size)."""
+        import statistics
+
+        return tuple(Sample(size_bytes=size, time_s=statistics.median(ts)) for size, ts in self.times.items())
+
+    def conflicts(self) -> list[str]:
+        """A warning per size whose times are more than :data:`CONFLICT_RATIO` apart."""
+        out = []
+        for size, ts in self.times.items():
+            (t_lo, r_lo), (t_hi, r_hi) = self.lo[size], self.hi[size]
+            if len(ts) > 1 and t_hi > CONFLICT_RATIO * t_lo:
+                out.append(f"{size:.0f} B measured {len(ts)} times with conflicting times ({t_lo * 1e6:.4g} us in "
+                           f"{r_lo}, {t_hi * 1e6:.4g} us in {r_hi}); their median is fitted")
+        return out
+
+
 def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | None = None,
                 placement: Placement = "best") -> Series:
     """The (size, time) points of one collective in a measurement file or a nccl-tests log.
@@ -281,92 +411,101 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
     For nccl-tests logs ``placement`` picks the out-of-place time, the in-place
     time, or (``best``) the smaller of the two (nccl-tests runs both back to back;
     the smaller is the one less disturbed by noise). Zero-byte rows are skipped.
+
+    A log is streamed line by line and its rows pooled by size as they come (:class:`_Pool`):
+    a size measured in several rows (repeated runs, concatenated logs) is one sample, the median of
+    its times, so a 100 MB log of 600,000 rows fits as fast as its few dozen sizes, in memory that
+    holds one float per row.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, expected a measurement file or nccl-tests log") from None
-    if not text.strip():
-        raise InputError(f"{p}: empty file (expected a commcost measurement or nccl-tests output)")
-    groups: dict[tuple[Collective, int], list[Sample]] = {}
-    rows_at: dict[tuple[Collective, int], list[str]] = {}
-    warnings: list[str] = []
+    fh = _open_lines(p)
+    with fh:
+        is_measurement, head = _is_measurement_head(fh, p)
+        if not any(line.strip() for line in head):
+            raise InputError(f"{p}: empty file (expected a commcost measurement or nccl-tests output)")
+        pools: dict[tuple[Collective, int], _Pool] = {}
+        warnings: list[str] = []
 
-    def add(key: tuple[Collective, int], size_bytes: float, time_s: float, row: str) -> None:
-        # a size of 0 bytes is nccl-tests' empty first row; a time of 0 is below the timer's resolution:
-        # neither is a point of the curve, in a measurement file or a log alike
-        if size_bytes <= 0:
-            return
-        if time_s <= 0:
-            warnings.append(f"{p}: {row}: skipped {key[0].value} at {size_bytes:.0f} B: time 0 (below the "
-                            "timer's resolution) is no point of the curve")
-            return
-        groups.setdefault(key, []).append(Sample(size_bytes=size_bytes, time_s=time_s))
-        rows_at.setdefault(key, []).append(row)
+        def add(key: tuple[Collective, int], size_bytes: float, time_s: float, row: str) -> None:
+            # a size of 0 bytes is nccl-tests' empty first row; a time of 0 is below the timer's resolution:
+            # neither is a point of the curve, in a measurement file or a log alike
+            if size_bytes <= 0:
+                return
+            if time_s <= 0:
+                warnings.append(f"{p}: {row}: skipped {key[0].value} at {size_bytes:.0f} B: time 0 (below the "
+                                "timer's resolution) is no point of the curve")
+                return
+            pool = pools.get(key)
+            if pool is None:
+                pool = pools[key] = _Pool()
+            pool.add(size_bytes, time_s, row)
 
-    measurement = _parse_measurement(text, str(p))
-    if measurement is not None:
-        kind, provenance = "commcost-measure", dict(measurement.provenance)
-        json_file = text.lstrip().startswith("{")
-        for i, row in enumerate(measurement.rows):
-            row_op = _collective(row.op)
-            assert row_op is not None  # _row refused unknown names, naming the row
-            add((row_op, row.gpus), row.size_bytes, row.time_s, f"rows[{i}]" if json_file else f"data row {i + 1}")
-    else:
-        kind = "nccl-tests"
-        runs = parse_nccl_tests(text, source=str(p), op_hint=collective_from_name(p.name))
-        provenance = {}
-        for run in runs:
-            run_op = run.op or op
-            run_gpus = run.gpus or gpus
-            if run_op is None:
-                raise InputError(f"{p}:{run.first_line}: the log does not say which collective it measured "
-                                 "(no 'Collective test concluded' line, command line or file name); pass --op")
-            if run_gpus is None:
-                raise InputError(f"{p}:{run.first_line}: the log lists no ranks under '# Using devices'; "
-                                 "pass --gpus")
-            for row in run.rows:
+        if is_measurement:
+            text = "".join(head) + _read_all(fh, p)
+            measurement = _parse_measurement(text, str(p))
+            assert measurement is not None
+            kind, provenance = "commcost-measure", dict(measurement.provenance)
+            json_file = text.lstrip().startswith("{")
+            for i, row in enumerate(measurement.rows):
+                row_op = _collective(row.op)
+                assert row_op is not None  # _row refused unknown names, naming the row
+                add((row_op, row.gpus), row.size_bytes, row.time_s,
+                    f"rows[{i}]" if json_file else f"data row {i + 1}")
+        else:
+            kind = "nccl-tests"
+            per_run: dict[int, _Pool] = {}          # run's first line -> its rows' (size, time, where)
+            missing_in_place: dict[int, int] = {}   # run -> first row line with no in-place time
+
+            def on_row(run: int, row) -> None:
                 t = row.out_of_place.time_s
                 if placement == "in_place":
                     if row.in_place is None:
-                        raise InputError(f"{p}:{row.line}: no in-place time in this row; use --placement "
-                                         "out_of_place or best")
+                        missing_in_place.setdefault(run, row.line)
+                        return
                     t = row.in_place.time_s
                 elif placement == "best" and row.in_place is not None:
                     t = min(t, row.in_place.time_s)
-                add((run_op, run_gpus), row.size_bytes, t, f"line {row.line}")
-            provenance.setdefault("runs", []).append({
-                "op": run_op.value, "gpus": run_gpus, "nodes": run.nodes, "hosts": list(run.hosts),
-                "device": run.devices[0] if run.devices else None, "library_version": run.library_version,
-                "first_line": run.first_line})
-        provenance["placement"] = placement
-    if not groups:
+                pool = per_run.get(run)
+                if pool is None:
+                    pool = per_run[run] = _Pool()
+                pool.add(row.size_bytes, t, f"line {row.line}")
+
+            lines = itertools.chain(head, _named_lines(fh, p))
+            runs = parse_nccl_tests(lines, source=str(p), op_hint=collective_from_name(p.name), on_row=on_row)
+            provenance = {}
+            for run in runs:
+                run_op = run.op or op
+                run_gpus = run.gpus or gpus
+                if run_op is None:
+                    raise InputError(f"{p}:{run.first_line}: the log does not say which collective it measured "
+                                     "(no 'Collective test concluded' line, command line or file name); pass --op")
+                if run_gpus is None:
+                    raise InputError(f"{p}:{run.first_line}: the log lists no ranks under '# Using devices'; "
+                                     "pass --gpus")
+                if run.first_line in missing_in_place:
+                    raise InputError(f"{p}:{missing_in_place[run.first_line]}: no in-place time in this row; use "
+                                     "--placement out_of_place or best")
+                pool = per_run.get(run.first_line)
+                for size, ts in (pool.times.items() if pool else ()):
+                    for t in ts:  # the run's rows, merged into the series' pool (a size's rows stay together)
+                        add((run_op, run_gpus), size, t,
+                            pool.lo[size][1] if t == pool.lo[size][0] else pool.hi[size][1])
+                provenance.setdefault("runs", []).append({
+                    "op": run_op.value, "gpus": run_gpus, "nodes": run.nodes, "hosts": list(run.hosts),
+                    "device": run.devices[0] if run.devices else None, "library_version": run.library_version,
+                    "first_line": run.first_line})
+            provenance["placement"] = placement
+    if not pools:
         raise InputError(f"{p}: no measured sizes above 0 bytes")
-    chosen_op, chosen_gpus, note = _choose(groups, op, gpus, str(p))
+    chosen_op, chosen_gpus, note = _choose(pools, op, gpus, str(p))
     if chosen_gpus < 2:
         raise InputError(f"{p}: {chosen_op.value} was measured on {chosen_gpus} rank; a collective needs >= 2")
     provenance.update({"source": str(p), "source_kind": kind})
-    key = (chosen_op, chosen_gpus)
-    warnings += [f"{p}: {w}" for w in _conflicts(groups[key], rows_at[key])]
-    return Series(op=chosen_op, gpus=chosen_gpus, samples=tuple(groups[key]),
-                  source_kind=kind, provenance=provenance, note=note, warnings=tuple(warnings))
+    pool = pools[(chosen_op, chosen_gpus)]
+    warnings += [f"{p}: {w}" for w in pool.conflicts()]
+    return Series(op=chosen_op, gpus=chosen_gpus, samples=pool.samples(),
+                  source_kind=kind, provenance=provenance, note=note, warnings=tuple(warnings), rows=pool.rows)
 
 
 CONFLICT_RATIO = 1.5
 """Times of one size that differ by more than this factor conflict (one of them was disturbed)."""
-
-
-def _conflicts(samples: list[Sample], rows: list[str]) -> list[str]:
-    """A warning per size measured more than once with times more than :data:`CONFLICT_RATIO` apart
-    (all of them are fitted: the fit weighs each point alike); ``rows`` names each sample's row."""
-    by_size: dict[float, list[int]] = {}
-    for i, sample in enumerate(samples):
-        by_size.setdefault(sample.size_bytes, []).append(i)
-    out = []
-    for size, idx in by_size.items():
-        times = [samples[i].time_s for i in idx]
-        if len(idx) > 1 and max(times) > CONFLICT_RATIO * min(times):
-            shown = ", ".join(f"{samples[i].time_s * 1e6:.4g} us in {rows[i]}" for i in idx)
-            out.append(f"{size:.0f} B measured {len(idx)} times with conflicting times ({shown}); all are fitted")
-    return out

@@ -75,9 +75,9 @@ def save_calibration(path: str, inp: PlanInputs, efficiency: float, measured_ste
     doc = {"kind": KIND, "efficiency": efficiency, "model": inp.spec.name, "family": model_family(inp.spec.name),
            "gpu": inp.gpu, "precision": inp.precision, "measured_step_s": measured_step_s,
            "layout": inp.layout.to_dict(), "seq": inp.seq}
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, allow_nan=False)
-        f.write("\n")
+    from commcost.report._files import write_atomic
+
+    write_atomic(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
 def load_calibration(path: str) -> dict:

@@ -148,11 +148,15 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
                      on_progress: Callable[[int, int, str], None]) -> Measurement:
     import torch.multiprocessing as mp
 
+    from commcost.calibrate.measure_worker import RankChannel
+
     world = cfg.nproc
     ctx = mp.get_context("spawn")
-    events = ctx.Queue()
+    pipes = [ctx.Pipe(duplex=False) for _ in range(world)]   # (reader, writer) per rank: no semaphore
+    events = _Events([reader for reader, _ in pipes])
     init_method = f"tcp://127.0.0.1:{_free_port()}"
-    procs = [ctx.Process(target=spawned_worker, args=(r, world, cfg, init_method, events, os.getpid()),
+    procs = [ctx.Process(target=spawned_worker, args=(r, world, cfg, init_method, RankChannel(pipes[r][1]),
+                                                      os.getpid()),
                          daemon=True) for r in range(world)]
     state: dict[int, tuple[str, str, int] | None] = {r: None for r in range(world)}
     errors: dict[int, str] = {}
@@ -163,6 +167,8 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
     last_progress = time.monotonic()
     try:
         _start_ignoring_sigint(procs)
+        for _, writer in pipes:
+            writer.close()  # the ranks hold their ends: a rank's pipe reads EOF once it is gone
 
         def apply(ev: tuple) -> None:
             nonlocal hello
@@ -227,6 +233,39 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
         _reap(procs)
         events.close()
         events.cancel_join_thread()
+
+
+class _Events:
+    """The ranks' pipes read as one queue: ``get(timeout)`` returns the next event of any rank, or
+    raises ``queue.Empty``; a pipe at EOF (its rank exited) is dropped."""
+
+    def __init__(self, readers: list[Any]) -> None:
+        self.readers = list(readers)
+
+    def get(self, timeout: float) -> Any:
+        from multiprocessing.connection import wait
+
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.readers:
+                if self.readers == [] and left > 0:
+                    time.sleep(left)
+                raise _queue.Empty
+            for reader in wait(self.readers, left):
+                try:
+                    return reader.recv()
+                except (EOFError, OSError):
+                    self.readers.remove(reader)
+                    reader.close()
+
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.close()
+        self.readers = []
+
+    def cancel_join_thread(self) -> None:
+        """Nothing to cancel (a pipe has no feeder thread)."""
 
 
 def _start_ignoring_sigint(procs: list[Any]) -> None:

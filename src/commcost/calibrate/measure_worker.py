@@ -217,6 +217,26 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watchdog, name="commcost-parent-watchdog", daemon=True).start()
 
 
+class RankChannel:
+    """A rank's events to the launcher over its own one-way pipe (``multiprocessing.Pipe``).
+
+    A pipe holds no named semaphore, so when the launcher is SIGKILLed multiprocessing's resource
+    tracker has nothing left to clean up and prints nothing (a shared ``Queue`` holds a lock, which the
+    tracker reported as a leaked semaphore, two lines after the shell prompt)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def put(self, event: Any) -> None:
+        self.conn.send(event)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def join_thread(self) -> None:
+        """Nothing to flush: ``send`` writes to the pipe before it returns."""
+
+
 def spawned_worker(rank: int, world: int, cfg: MeasureConfig, init_method: str, events: Any,
                    parent_pid: int | None = None) -> None:
     """Entry point of a spawned rank (module level so that ``spawn`` can import it)."""

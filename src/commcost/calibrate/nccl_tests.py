@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from commcost.units import GB, US
 
 __all__ = [
     "NcclTestsTiming", "NcclTestsRow", "NcclTestsRun",
-    "parse_nccl_tests", "read_nccl_tests", "collective_from_name",
+    "parse_nccl_tests", "read_nccl_tests", "collective_from_name", "MAX_LOG_ROWS",
 ]
 
 _OPS = {
@@ -138,9 +139,11 @@ class NcclTestsRun:
     avg_busbw_bytes_per_s: float | None
     """``# Avg bus bandwidth`` line, bytes/s."""
     rows: tuple[NcclTestsRow, ...]
-    """The table rows, in log order."""
+    """The table rows, in log order (empty when they were handed to ``on_row`` instead)."""
     first_line: int
     """1-based line where the run starts."""
+    row_count: int = 0
+    """Rows in its table (kept in :attr:`rows`, or handed to ``on_row``)."""
 
 
 @dataclass(slots=True)
@@ -155,6 +158,7 @@ class _Builder:
     columns: list[str] | None = None
     rows: list[NcclTestsRow] = field(default_factory=list)
     in_table: bool = False
+    row_count: int = 0
 
     def build(self, op_hint: Collective | None) -> NcclTestsRun:
         order = sorted(self.ranks)
@@ -166,7 +170,8 @@ class _Builder:
             op=self.op or op_hint, gpus=len(order) or None, nodes=len(hosts) or None,
             hosts=tuple(hosts), devices=tuple(self.ranks[r][1] for r in order),
             threads=self.threads, gpus_per_thread=self.gpus_per_thread, library_version=self.version,
-            avg_busbw_bytes_per_s=self.avg, rows=tuple(self.rows), first_line=self.first_line)
+            avg_busbw_bytes_per_s=self.avg, rows=tuple(self.rows), first_line=self.first_line,
+            row_count=self.row_count)
 
 
 def _where(source: str, lineno: int) -> str:
@@ -215,6 +220,19 @@ def _timing(tokens: dict[str, str], suffix: str, where: str, line: str) -> NcclT
         wrong=wrong)
 
 
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+MAX_LOG_ROWS = 10_000_000
+"""Most table rows read from one log (10 million, ~1.6 GB of nccl-tests output): past it the log is
+refused rather than parsed for many minutes."""
+
+
 def _row(columns: list[str], line: str, lineno: int, source: str) -> NcclTestsRow:
     where = _where(source, lineno)
     values = line.split()
@@ -232,6 +250,11 @@ def _row(columns: list[str], line: str, lineno: int, source: str) -> NcclTestsRo
     out = _timing(tokens, "", where, line)
     if out is None:
         raise InputError(f"{where}: row has no out-of-place time: {line.strip()!r}")
+    for name in ("type", "redop"):  # names (float, bfloat16, sum, none): a number here is no nccl-tests row
+        token = tokens.get(name)
+        if token is not None and _is_number(token):
+            raise InputError(f"{where}: not a nccl-tests row: {name} {_short(token)} is a number, expected a "
+                             f"name (float, sum ...) in {_short(line.strip())}")
     root: int | None = None
     if "root" in tokens:
         try:
@@ -245,25 +268,29 @@ def _row(columns: list[str], line: str, lineno: int, source: str) -> NcclTestsRo
         out_of_place=out, in_place=_timing(tokens, "_2", where, line), line=lineno)
 
 
-def parse_nccl_tests(text: str, *, source: str = "<log>", op_hint: Collective | None = None) -> list[NcclTestsRun]:
-    """Parse nccl-tests output into its runs (in log order).
+def parse_nccl_tests(text: str | Iterable[str], *, source: str = "<log>", op_hint: Collective | None = None,
+                     on_row: Callable[[int, NcclTestsRow], None] | None = None) -> list[NcclTestsRun]:
+    """Parse nccl-tests output (its text, or its lines as they stream from a file) into its runs (in
+    log order).
 
     ``op_hint`` is used for runs whose log does not name the collective (for
-    instance taken from the file name). Raises :class:`InputError` naming the
-    line for an empty file, a file with no ``*_perf`` table, or a malformed
-    line inside a table.
+    instance taken from the file name). With ``on_row``, each row is handed to
+    ``on_row(run.first_line, row)`` as it is read and not kept (a 100 MB log holds ~600,000 rows;
+    the caller pools them), and the runs carry only :attr:`NcclTestsRun.row_count`. Raises
+    :class:`InputError` naming the line for an empty file, a file with no ``*_perf`` table, a
+    malformed line inside a table, or more than :data:`MAX_LOG_ROWS` rows.
     """
-    lines = text.splitlines()
-    if not any(line.strip() for line in lines):
-        raise InputError(f"{source}: empty file (expected nccl-tests *_perf output)")
+    lines = text.splitlines() if isinstance(text, str) else text
     runs: list[NcclTestsRun] = []
+    rows_read = 0
+    seen_text = False
     current: _Builder | None = None
     preamble_op: Collective | None = None
     first_foreign: tuple[int, str] | None = None
 
     def finish() -> None:
         nonlocal current
-        if current is not None and current.rows:
+        if current is not None and current.row_count:
             runs.append(current.build(op_hint))
         current = None
 
@@ -272,6 +299,7 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op_hint: Collective | 
         stripped = line.strip()
         if not stripped:
             continue
+        seen_text = True
         if stripped.startswith("#"):
             if _NTHREAD_RE.match(stripped):
                 finish()
@@ -282,7 +310,7 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op_hint: Collective | 
                 continue
             cols = _columns(stripped)
             if cols is not None:
-                if current is None or current.rows:
+                if current is None or current.row_count:
                     finish()
                     current = _Builder(first_line=lineno, op=preamble_op)
                     preamble_op = None
@@ -307,7 +335,16 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op_hint: Collective | 
         if current is not None and current.in_table and current.columns is not None:
             if _CHATTER_RE.search(stripped):
                 continue
-            current.rows.append(_row(current.columns, stripped, lineno, source))
+            row = _row(current.columns, stripped, lineno, source)
+            current.row_count += 1
+            rows_read += 1
+            if rows_read > MAX_LOG_ROWS:
+                raise InputError(f"{_where(source, lineno)}: more than {MAX_LOG_ROWS:,} rows (the most a log may "
+                                 "hold); split the log")
+            if on_row is None:
+                current.rows.append(row)
+            else:
+                on_row(current.first_line, row)
             continue
         if first_foreign is None:
             first_foreign = (lineno, stripped)
@@ -317,11 +354,13 @@ def parse_nccl_tests(text: str, *, source: str = "<log>", op_hint: Collective | 
             continue
         op = collective_from_name(stripped) if "_perf" in stripped else None
         if op is not None:
-            if current is not None and not current.rows and current.op is None:
+            if current is not None and not current.row_count and current.op is None:
                 current.op = op
             else:
                 preamble_op = op
     finish()
+    if not seen_text:
+        raise InputError(f"{source}: empty file (expected nccl-tests *_perf output)")
     if not runs:
         if first_foreign is not None:
             lineno, text_line = first_foreign

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.errors import InputError
 from commcost.comm.topology import Link
+from commcost.report._files import write_atomic  # the one writer (re-exported: data.py, fit, chrome_trace)
 from commcost.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
 
 SIZE_MAX_BYTES = 2.0**60
@@ -112,53 +111,6 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
     }
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that no reader ever sees half a file.
-
-    A regular file (or a new one) is written through a temporary file beside it and
-    ``os.replace``; the result has the old file's permissions, or for a new file
-    ``0666 & ~umask`` as ``open()`` would give (``mkstemp`` alone gives 0600). A symlink is
-    written through to its target (the link stays a link). A device, FIFO or socket
-    (``/dev/null``, ``/dev/stdout``) is written through in place: it cannot be replaced."""
-    import stat
-
-    p = Path(path)
-    try:
-        st = os.stat(p)  # follows symlinks
-    except FileNotFoundError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(p, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    if p.is_symlink():
-        p = Path(os.path.realpath(p))
-    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-    except OSError as exc:  # name the file the user asked for, not the temporary one
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        raise
-
-
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON (atomically)."""
     obj = profile_to_dict(profile)
@@ -206,8 +158,12 @@ def profile_from_dict(obj: Any, where: str = "profile") -> Profile:
     """Validate and build a :class:`Profile` from its JSON object."""
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    kind = obj.get("kind", "missing")
+    if kind != "commcost-profile":
+        raise InputError(f"{where}: field 'kind' must be \"commcost-profile\", got {_shown(kind)} "
+                         "(not a profile written by commcost fit)")
     version = obj.get("version")
-    if version != PROFILE_VERSION:
+    if type(version) is not int or version != PROFILE_VERSION:  # true and 1.0 equal 1, but are no version
         raise InputError(f"{where}: profile version {version!r} is not supported (this commcost reads "
                          f"version {PROFILE_VERSION}); refit it with: commcost fit DATA -o PROFILE")
     op = _enum(Collective, _get(obj, "op", where, str), "op", where)
@@ -262,6 +218,8 @@ def load_any_profile(path: str | Path):
         text = p.read_text(encoding="utf-8")
     except IsADirectoryError:
         raise InputError(f"{p}: is a directory, expected a profile file") from None
+    except OSError as exc:  # a read error (EIO from /proc/self/mem) carries no file name: name it
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{p}: not a commcost profile: not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
@@ -272,6 +230,11 @@ def load_any_profile(path: str | Path):
         raise InputError(f"{p}: not a commcost profile: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{p}: not a commcost profile: JSON nested too deeply to read") from None
+    except ValueError:  # an integer past Python's 4,300-digit limit
+        from commcost.errors import long_integer_field
+
+        raise InputError(f"{p}: {long_integer_field(text)} is an integer of more than 4300 digits "
+                         "(Python's limit for reading one; no profile value is that long)") from None
     if isinstance(obj, dict) and obj.get("kind") == "commcost-tier-profile":
         from commcost.calibrate.tiers import tier_fit_from_dict
 

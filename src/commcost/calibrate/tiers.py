@@ -229,7 +229,7 @@ def tier_fit_from_dict(obj: dict, where: str) -> TierFit:
             raise InputError(f"{where}: field {key!r} must be a finite number > 0, got {v!r}")
         return float(v)
 
-    if obj.get("version") != 1:
+    if type(obj.get("version")) is not int or obj.get("version") != 1:  # true and 1.0 equal 1: no version
         raise InputError(f"{where}: tier profile version {obj.get('version')!r} is not supported (this commcost reads 1)")
     system = obj.get("system")
     if not isinstance(system, str):

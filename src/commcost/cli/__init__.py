@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import re
 
-from commcost.cli._args import PROG, Parser, clear_interrupt_notes, fail, interrupt_note
+from commcost.cli._args import (PROG, Parser, clear_interrupt_notes, fail, hold_warnings, interrupt_note,
+                                release_warnings)
 from commcost.errors import InputError
 
 __all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
@@ -39,11 +40,38 @@ NON_FINITE_PATTERN = r"(?<![A-Za-z_])[-+]?(?:nan|inf)(?![a-wyzA-Z_])"
 and not a word such as info, InfiniBand or nanoGPT (compiled on first use: none at start-up)."""
 
 
-def find_non_finite_token(text: str):
-    """The first match of :data:`NON_FINITE_PATTERN` in ``text``, or None."""
+_PATH_NEIGHBOURS = frozenset("/\\.")
+"""A token touching one of these (``inf.json``, ``nan/p.json``, ``runs/inf``) is part of a file name:
+a float never prints beside a slash, and a '.' after it is the end of a sentence only when no letter
+or digit follows."""
+
+
+def find_non_finite_token(text: str, names: Sequence[str] = ()):
+    """The first match of :data:`NON_FINITE_PATTERN` in ``text`` that is a number, or None.
+
+    A match inside a file name is not a number: inside one of ``names`` (the strings the user typed,
+    which a report may echo), or touching a path separator or a file extension (a file found in a
+    directory the user named: ``traces/inf.json``)."""
     if "inf" not in text and "nan" not in text:  # the common case, without compiling the pattern
         return None
-    return re.search(NON_FINITE_PATTERN, text)
+    spans = []
+    for name in names:
+        if name and ("inf" in name or "nan" in name):
+            start = text.find(name)
+            while start >= 0:
+                spans.append((start, start + len(name)))
+                start = text.find(name, start + 1)
+    for m in re.finditer(NON_FINITE_PATTERN, text):
+        a, b = m.span()
+        if any(lo <= a and b <= hi for lo, hi in spans):
+            continue
+        before = text[a - 1] if a else ""
+        after = text[b:b + 2]
+        if before in _PATH_NEIGHBOURS or after[:1] in ("/", "\\") \
+                or (after[:1] == "." and len(after) == 2 and after[1].isalnum()):
+            continue
+        return m
+    return None
 
 
 _BAD_PATH_ERRNOS = frozenset({1, 2, 13, 17, 20, 21, 30, 36, 40})
@@ -56,6 +84,8 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     0 done, 1 a failure while running, 2 bad input, 130 interrupted (Ctrl-C; 143 for SIGTERM).
     Whatever happens, stderr gets at most one line and stdout a whole report or nothing."""
     clear_interrupt_notes()  # a note belongs to one run (main may be called many times in one process)
+    previous = _terminate_as_interrupt()
+    hold_warnings()  # printed once the run succeeds; a failure's one line is its error
     try:
         module = importlib.import_module(module_name)
         examples = getattr(module, "EXAMPLES", ())
@@ -63,7 +93,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
         module.add_arguments(parser)
         args = parser.parse_args(list(argv))
-        return _run_checked(module.run, args)
+        return _run_checked(module.run, args, names=argv)
     except KeyboardInterrupt as exc:
         note = interrupt_note()
         signum = getattr(exc, "signum", 2)
@@ -92,11 +122,43 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         _one_line(f"internal error: {type(exc).__name__}: {str(exc)[:300]} (set COMMCOST_TRACEBACK=1 to see where; "
                   "please report it with the command line)")
         return 1
+    finally:
+        release_warnings(False)  # a run that got here without succeeding drops them
+        _restore_sigterm(previous)
 
 
-def _run_checked(run, args) -> int:
+def _terminate_as_interrupt():
+    """SIGTERM raises :class:`commcost.cli._args.Terminated` (a KeyboardInterrupt) for every subcommand,
+    so ``finally`` blocks run (temporary files are removed, ``measure``'s ranks reaped), ``search``
+    prints its best so far, and the run ends in one line and exit 143 (docs/exit-codes.md). Returns
+    the handler it replaced (None off the main thread, where no handler can be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):  # type: ignore[no-untyped-def]
+        from commcost.cli._args import Terminated
+
+        raise Terminated()
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigterm(previous) -> None:
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_checked(run, args, names: Sequence[str] = ()) -> int:
     """``run(args)`` with stdout held until it returns, so a report is printed whole or not at all,
-    and never with a non-finite number in it (the guard behind the library's own input bounds)."""
+    and never with a non-finite number in it (the guard behind the library's own input bounds;
+    ``names``, the command line, are what the user typed: a file named ``inf`` is not a number)."""
     import io
 
     real, held = sys.stdout, io.StringIO()
@@ -106,11 +168,12 @@ def _run_checked(run, args) -> int:
     finally:
         sys.stdout = real
     text = held.getvalue()
-    bad = find_non_finite_token(text)
+    bad = find_non_finite_token(text, names)
     if bad is not None:
         line = text[text.rfind("\n", 0, bad.start()) + 1:].split("\n", 1)[0].strip()
         fail(f"a result is not a finite number ({line[:160]!r}): an input is outside the range the model "
              "can price (an extreme bandwidth, latency, size or step time)")
+    release_warnings(code == 0)
     real.write(text)
     real.flush()
     return code

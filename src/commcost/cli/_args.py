@@ -28,6 +28,7 @@ __all__ = [
     "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
     "check_bounds",
     "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
+    "last_interrupt_signal", "hold_warnings", "release_warnings",
 ]
 
 PROG = "commcost"
@@ -41,8 +42,31 @@ def fail(message: str) -> NoReturn:
 
 
 def warn(message: str) -> None:
-    """Print ``commcost: warning: message`` as one line on stderr (the run goes on)."""
-    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    """Print ``commcost: warning: message`` as one line on stderr (the run goes on); while the
+    dispatcher holds warnings (:func:`hold_warnings`), the line waits for the run to succeed, so a
+    refusal is one line, never a caution followed by the error."""
+    line = f"{PROG}: warning: {' '.join(str(message).split())}"
+    held = _HELD_WARNINGS[0]
+    if held is not None:
+        held.append(line)
+    else:
+        print(line, file=sys.stderr)
+
+
+_HELD_WARNINGS: list = [None]
+
+
+def hold_warnings() -> None:
+    """Hold :func:`warn`'s lines until :func:`release_warnings` (the dispatcher does, around a run)."""
+    _HELD_WARNINGS[0] = []
+
+
+def release_warnings(emit: bool) -> None:
+    """Print the held warnings (``emit``: the run succeeded) or drop them (it failed: its one line is
+    the error), and stop holding."""
+    held, _HELD_WARNINGS[0] = _HELD_WARNINGS[0], None
+    if emit and held:
+        print("\n".join(held), file=sys.stderr)
 
 
 def _terminal_columns() -> int:
@@ -151,10 +175,22 @@ def check_bounds(flag: str, value) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an exception, so that ``finally`` blocks run (ranks are reaped, rows kept)
-    and the dispatcher prints one line and exits ``128 + signum``."""
+    """SIGTERM turned into an exception, so that ``finally`` blocks run (ranks are reaped, rows kept,
+    temporary files removed) and the dispatcher prints one line and exits ``128 + signum``."""
 
     signum = 15
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        _LAST_SIGNAL[0] = self.signum
+
+
+_LAST_SIGNAL = [2]
+
+
+def last_interrupt_signal() -> int:
+    """The signal of this run's last interruption: 15 after a :class:`Terminated`, else 2 (SIGINT)."""
+    return _LAST_SIGNAL[0]
 
 
 _INTERRUPT_NOTES: list = []
@@ -166,8 +202,9 @@ def on_interrupt(note) -> None:
 
 
 def clear_interrupt_notes() -> None:
-    """Forget the registered notes (the dispatcher does, before each run)."""
+    """Forget the registered notes and the last signal (the dispatcher does, before each run)."""
     _INTERRUPT_NOTES.clear()
+    _LAST_SIGNAL[0] = 2
 
 
 def interrupt_note() -> str:

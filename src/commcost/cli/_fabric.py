@@ -12,7 +12,6 @@ a warning on stderr when a figure is extrapolated or is a documented lower bound
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import namedtuple
 
 from commcost.cli import _args as A
@@ -112,8 +111,10 @@ class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology
 
 
 def warn(text: str) -> None:
-    """One warning line on stderr."""
-    print(f"commcost: warning: {text}", file=sys.stderr)
+    """One warning line on stderr (held until the run succeeds: :func:`commcost.cli._args.warn`)."""
+    from commcost.cli._args import warn as one_warning
+
+    one_warning(text)
 
 
 def _given(args: argparse.Namespace, names) -> list[str]:

@@ -133,6 +133,11 @@ def resolve_hardware(args: argparse.Namespace, gpus: int):
     return resolved, G, gpu
 
 
+MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
+"""Bounds of ``--measured-tflops`` (TFLOP/s per GPU), as ``--tflops``: past them the measured step
+``model FLOPs / (TFLOP/s * 1e12 * W)`` underflows to 0 or is below any step a GPU can take."""
+
+
 def run(args: argparse.Namespace) -> int:
     """Parse, plan, (calibrate), render."""
     from commcost.calibrate.efficiency import calibration_note, fit_efficiency, load_calibration, save_calibration
@@ -162,7 +167,16 @@ def run(args: argparse.Namespace) -> int:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
     resolved, G, gpu = resolve_hardware(args, gpus)
     model = resolved.comm
-    sources = [f for f in ("efficiency", "mfu", "measured_step_s", "measured_tflops", "calibration") if getattr(args, f)]
+    if args.calibration is not None and not args.calibration.strip():
+        A.fail(f"--calibration {args.calibration!r}: expected a file name, got an empty one")
+    if args.measured_tflops is not None and not MEASURED_TFLOPS_MIN <= args.measured_tflops <= MEASURED_TFLOPS_MAX:
+        A.fail(f"--measured-tflops must be between {MEASURED_TFLOPS_MIN:g} and {MEASURED_TFLOPS_MAX:g} TFLOP/s per GPU, "
+               f"got {args.measured_tflops:.4g}")
+    if args.bucket_mb is not None and args.bucket_mb * MiB < 1:
+        A.fail(f"--bucket-mb must be at least 1 byte (1/1048576 MiB; DDP's int(bucket_cap_mb * 2**20) is otherwise 0), "
+               f"got {args.bucket_mb:.4g} MiB")
+    sources = [f for f in ("efficiency", "mfu", "measured_step_s", "measured_tflops", "calibration")
+               if getattr(args, f) is not None]
     if len(sources) > 1:
         A.fail(f"give one of --efficiency, --mfu, --measured-step-s, --measured-tflops, --calibration (got "
                f"{', '.join('--' + s.replace('_', '-') for s in sources)})")
@@ -190,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             notes.append(f"saved to {args.save_calibration}")
     elif args.save_calibration:
         A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
-    if args.calibration:
+    if args.calibration is not None:
         from dataclasses import replace
         doc = load_calibration(args.calibration)
         inp = replace(inp, efficiency=float(doc["efficiency"]))

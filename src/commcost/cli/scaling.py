@@ -7,7 +7,6 @@ N = 1..128, then the seed's printed 7B partial-overlap analysis.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_profile_argument, resolve_comm_model
@@ -167,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
         save_figure(plot_scaling(results), args.plot)
         written.append(f"wrote plot {args.plot}")
     if args.csv is not None:
-        Path(args.csv).write_text(scaling_to_csv(results, overlap), encoding="utf-8")
+        from commcost.report._files import write_atomic
+
+        write_atomic(args.csv, scaling_to_csv(results, overlap))
         written.append(f"wrote CSV {args.csv}")
 
     if args.json:

@@ -96,20 +96,46 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
         add("--" + f.replace("_", "-"), getattr(args, f, None))
     if args.precision != "bf16":
         add("--precision", args.precision)
+    if args.stack != "auto":
+        add("--stack", args.stack)
+    add("--compile", args.compile)
+    add("--fp8-attention", args.fp8_attention)
     return tuple(out)
 
 
+MAX_GPU_COUNTS = 64
+"""Most GPU counts one search takes (``--gpus-range``): each is a whole search of its own."""
+MAX_GLOBAL_BATCH = 10**7
+"""Largest ``--global-batch`` searched, sequences (its divisors are the micro-batch choices)."""
+MAX_TOP = 1000
+"""Most configurations ``--top`` shows (each is priced again by ``plan``)."""
+MAX_CONFIGURATIONS = 20_000_000
+"""Most configurations one search enumerates (:func:`commcost.search.space.count_upper_bound`, counted
+before enumerating): about a minute at ~500,000 a second and ~1 GB of columns. Past it the search is
+refused with the count, so it never runs for an hour or exhausts memory."""
+
+
 def parse_gpus_range(text: str) -> tuple[int, ...]:
-    """``"256:2048"`` -> ``(256, 512, 1024, 2048)``; ``"64:256:64"`` -> ``(64, 128, 192, 256)``."""
+    """``"256:2048"`` -> ``(256, 512, 1024, 2048)``; ``"64:256:64"`` -> ``(64, 128, 192, 256)``; each
+    count within ``--gpus``'s bounds, and at most :data:`MAX_GPU_COUNTS` of them (counted, not listed)."""
     parts = text.split(":")
+    if len(parts) not in (2, 3) or any(len(x.strip()) > 20 for x in parts):
+        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text[:80]!r}")
     try:
         nums = [int(x) for x in parts]
     except ValueError:
         A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text!r}")
-    if len(nums) not in (2, 3) or min(nums) < 1 or nums[0] > nums[1]:
+    if min(nums) < 1 or nums[0] > nums[1]:
         A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with 1 <= LO <= HI, got {text!r}")
     lo, hi = nums[0], nums[1]
+    gpus_max = A.FLAG_BOUNDS["--gpus"][1]
+    if hi > gpus_max:
+        A.fail(f"--gpus-range: HI must be at most {gpus_max:,} GPUs (as --gpus), got {hi:,}")
     if len(nums) == 3:
+        counts = (hi - lo) // nums[2] + 1
+        if counts > MAX_GPU_COUNTS:
+            A.fail(f"--gpus-range {text} is {counts:,} GPU counts; a search takes at most {MAX_GPU_COUNTS} "
+                   f"(a larger STEP, or LO:HI for LO, 2 LO, 4 LO ...)")
         return tuple(range(lo, hi + 1, nums[2]))
     out = []
     w = lo
@@ -146,7 +172,14 @@ def run(args: argparse.Namespace) -> int:
     from commcost.cli.plan import _spec, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
     from commcost.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
+    from commcost.search.space import count_upper_bound
 
+    if args.plot is not None:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
+    if args.global_batch > MAX_GLOBAL_BATCH:
+        A.fail(f"--global-batch must be at most {MAX_GLOBAL_BATCH:,} sequences, got {args.global_batch:,}")
+    if args.top > MAX_TOP:
+        A.fail(f"--top must be at most {MAX_TOP:,} configurations, got {args.top:,}")
     spec, seq = _spec(args)
     if (args.gpus is None) == (args.gpus_range is None):
         A.fail("give --gpus N or --gpus-range LO:HI")
@@ -167,6 +200,11 @@ def run(args: argparse.Namespace) -> int:
     fixed = parse_fix(args.fix)
     space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G, fixed=fixed,
                         even_pipeline_only=args.even_pipeline_only)
+    estimate = count_upper_bound(space)
+    if estimate > MAX_CONFIGURATIONS:
+        A.fail(f"the space holds up to {estimate:,} configurations ({len(gpus)} GPU count(s)), more than the "
+               f"{MAX_CONFIGURATIONS:,} a search enumerates (about a minute, ~1 GB); fix a dimension "
+               "(--fix tp=8,pp=4), or search fewer GPU counts")
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
                        stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
@@ -186,12 +224,13 @@ def run(args: argparse.Namespace) -> int:
 
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
     prefix = plan_prefix(args, seq)
+    signum = A.last_interrupt_signal() if result.interrupted else 0
     print(render_search_json(result, bands, plan_prefix=prefix) if args.json
-          else render_search_text(result, plan_prefix=prefix))
+          else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C"))
     if args.csv:
         write_search_csv(result, args.csv, plan_prefix=prefix)
     if args.plot:
         plot_pareto(result, args.plot)
         if not args.json:
             print(f"plot: {args.plot}")
-    return 130 if result.interrupted else 0
+    return 128 + signum if result.interrupted else 0

@@ -75,12 +75,18 @@ def _model_lines(fit: AlphaBetaFit) -> list[str]:
     return lines
 
 
+def _pooled(series) -> str:
+    """`` (from N rows: median per size)`` when sizes were measured in several rows, else nothing."""
+    rows = getattr(series, "rows", 0)
+    return f" (from {rows:,} rows: the median time per size)" if rows > len(series.samples) else ""
+
+
 def render_fit_text(fit: AlphaBetaFit, quality: Comparison, series: Series, single_line: Comparison,
                     single_fit: AlphaBetaFit, profile_path: str | None) -> str:
     """``commcost fit`` text: source, model, headline alpha and B, quality, per-size errors."""
     prov = series.provenance
     lines = [f"source: {prov.get('source')} ({series.source_kind}), {series.op} on {series.gpus} ranks, "
-             f"{len(series.samples)} points"]
+             f"{len(series.samples)} points{_pooled(series)}"]
     if series.note:
         lines.append(f"note: {series.note}")
     lines += [""] + _model_lines(fit) + [
@@ -124,7 +130,7 @@ def render_validate_text(profile: Profile, model: AlphaBetaFit, c: Comparison, s
     lines = [f"profile: {profile.path} ({fitted.op} on {fitted.gpus} ranks, from "
              f"{profile.provenance.get('source', 'unknown source')})",
              f"data: {series.provenance.get('source')} ({series.source_kind}), {series.op} on {series.gpus} ranks, "
-             f"{len(series.samples)} points"]
+             f"{len(series.samples)} points{_pooled(series)}"]
     if series.note:
         lines.append(f"note: {series.note}")
     if (fitted.op, fitted.gpus) != (model.op, model.gpus):
@@ -207,10 +213,6 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
 
 def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
     """:func:`validate_figure` saved to ``path`` (.png or .svg)."""
-    from commcost.optional import pyplot
+    from commcost.report._files import save_figure_atomic
 
-    fig = validate_figure(model, c, title)
-    try:
-        fig.savefig(path, dpi=120)
-    finally:
-        pyplot().close(fig)
+    save_figure_atomic(validate_figure(model, c, title), path, dpi=120)

@@ -172,8 +172,6 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
 
 def save_figure(fig: Any, path: str) -> None:
     """Write ``fig`` to ``path`` (format from the suffix: .png or .svg) and close it."""
-    plt = pyplot()
-    try:
-        fig.savefig(path, dpi=150)
-    finally:
-        plt.close(fig)
+    from commcost.report._files import save_figure_atomic
+
+    save_figure_atomic(fig, path, dpi=150)

@@ -334,10 +334,6 @@ def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Tim
 def plot_timeline(path: str, tl: Timeline, sweep: BucketSweep | None = None,
                   default: Timeline | None = None) -> None:
     """Write :func:`timeline_figure` to ``path`` (.png or .svg)."""
-    from commcost.optional import pyplot
+    from commcost.report._files import save_figure_atomic
 
-    fig = timeline_figure(tl, sweep, default)
-    try:
-        fig.savefig(path, dpi=120)
-    finally:
-        pyplot().close(fig)
+    save_figure_atomic(timeline_figure(tl, sweep, default), path, dpi=120)

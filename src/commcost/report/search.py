@@ -149,8 +149,9 @@ def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_pref
     return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix)).rstrip("\n")
 
 
-def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = ()) -> str:
-    """The human report: counts, the top configurations with breakdown and memory, why the best wins."""
+def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C") -> str:
+    """The human report: counts, the top configurations with breakdown and memory, why the best wins
+    (``stopped_by``: what interrupted an interrupted search, ``Ctrl-C`` or ``SIGTERM``)."""
     from commcost.report._width import terminal_width, wrap_command, wrap_lines
 
     width = terminal_width()
@@ -165,7 +166,8 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = ()) ->
              f"{r.over_by_states + r.over_by_activations:,} do not ({r.over_by_states:,} because the model states "
              f"alone exceed the GPU, {r.over_by_activations:,} because activations and buffers push them over)"]
     if r.interrupted:
-        lines.append(f"interrupted (Ctrl-C): the best of the {r.priced:,} configurations priced so far")
+        what = "terminated" if stopped_by == "SIGTERM" else "interrupted"
+        lines.append(f"{what} ({stopped_by}): the best of the {r.priced:,} configurations priced so far")
     if not r.plans:
         if r.interrupted:
             lines.append("interrupted before any configuration that fits was priced")
@@ -232,13 +234,16 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
             elif not isinstance(v, list):
                 flat[k] = v
         rows.append(flat)
-    with open(path, "w", newline="") as fh:
-        if not rows:
-            fh.write("")
-            return
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+    import io
+
+    from commcost.report._files import write_atomic
+
+    buf = io.StringIO(newline="")
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    write_atomic(path, buf.getvalue())
 
 
 def pareto_front(x, y):
@@ -296,5 +301,6 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         ax2.set_title("best step against GPU count")
         ax2.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from commcost.report._files import save_figure_atomic
+
+    save_figure_atomic(fig, path, dpi=120)

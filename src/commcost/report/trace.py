@@ -290,7 +290,8 @@ def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width:
                           str(u.ranks), format_seconds(u.time_total_s), format_seconds(u.time_s)] for u in s.unsized])
     unsized_calls = sum(u.count for u in s.unsized)
     if s.calls_dropped - unsized_calls > 0:
-        lines.append(f"  {s.calls_dropped - unsized_calls} recorded call(s) left out: no kernel found to time them")
+        lines.append(f"  {s.calls_dropped - unsized_calls} recorded call(s) left out: an impossible size or group size "
+                     "(negative, past 1 EiB, not 1 to 10**6 ranks), or no kernel found to time them")
     if model is not None:
         preds = predictions or []
         lines.append("")

@@ -28,7 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.transformer import TransformerSpec
 
-__all__ = ["BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix"]
+__all__ = ["BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
+           "count_upper_bound"]
 
 BUCKET_CAPS_MIB = (0, 100, 400)
 """Bucket caps searched, MiB; 0 is DDP's default (``bucket_cap_mb=None``: first bucket 1 MiB, then 25)."""
@@ -111,7 +112,16 @@ def parse_fix(items: list[str]) -> tuple[tuple[str, int], ...]:
 
 
 def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+    """The divisors of ``n``, ascending, in O(sqrt n) steps (``--global-batch`` may be ~1e7)."""
+    small, large = [], []
+    k = 1
+    while k * k <= n:
+        if n % k == 0:
+            small.append(k)
+            if k * k != n:
+                large.append(n // k)
+        k += 1
+    return small + large[::-1]
 
 
 def _allowed(space: SearchSpace, key: str, values) -> list[int]:
@@ -152,6 +162,41 @@ def _base_rows(space: SearchSpace, world: int) -> list[tuple[int, ...]]:
                                 continue
                             rows.append((world, t, p, v, c, e, d, b, int(uneven)))
     return rows
+
+
+def count_upper_bound(space: SearchSpace) -> int:
+    """At most how many configurations :func:`enumerate_space` yields over ``space.gpus``, counted
+    without enumerating them: the structural rows of :func:`_base_rows` (its loops, with the ``v``
+    loop counted arithmetically) times the categorical combinations (``sp``, recompute, ZeRO, cap),
+    before the per-row filters that only remove some. The CLI refuses a space past its limit with it."""
+    spec, s, B, G = space.spec, space.seq, space.global_batch, space.gpus_per_node
+    Lr, n_q, n_kv, E = spec.layers, spec.heads, spec.n_kv, spec.experts
+    vp_fixed = space.fix("vp")
+    caps = len(BUCKET_CAPS_MIB) if space.fix("bucket_mb") is None else 1
+    combos = sum((caps if z < 3 else 1) for _ in _allowed(space, "sp", (0, 1))
+                 for _ in _allowed(space, "recompute", (0, 1, 2)) for z in _allowed(space, "zero", (0, 1, 2, 3)))
+    tp_fixed = space.fix("tp")
+    rows = 0
+    for world in space.gpus:
+        if space.fix("gpus") not in (None, world):
+            continue
+        for t in _allowed(space, "tp", _divisors(world)):
+            if (tp_fixed is None and t > G) or n_q % t or (n_kv % t and t % n_kv):
+                continue
+            for p in _allowed(space, "pp", _divisors(world // t)):
+                if p > Lr:
+                    continue
+                for c in _allowed(space, "cp", _divisors(world // (t * p))):
+                    d = world // (t * p * c)
+                    if (c > 1 and s % (2 * c)) or (space.fix("dp") not in (None, d)) or B % d:
+                        continue
+                    eps = len(_allowed(space, "ep", [e for e in _divisors(E) if (t * d * c) % e == 0] if E else [1]))
+                    for b in _allowed(space, "micro_batch", _divisors(B // d)):
+                        vs = 1 if p == 1 or (B // (b * d)) % p else Lr // p   # v = 1, or 1 .. L // p
+                        if vp_fixed is not None:
+                            vs = int(vp_fixed == 1 or (vp_fixed <= vs and vs > 1))
+                        rows += eps * vs
+    return rows * combos
 
 
 def enumerate_space(space: SearchSpace, world: int):

@@ -151,20 +151,38 @@ class CollectiveRow:
         return None if a is None else a * bus_bandwidth_factor(self.op, self.group_size)
 
 
+MAX_CALL_BYTES = 2**60
+"""Largest size ``S`` a recorded call may have, 1 EiB (as the ``--size`` flags); larger, or negative,
+is not a size a collective can move, and the call is left out (counted in ``calls_dropped``)."""
+MAX_GROUP_SIZE = 10**6
+"""Largest ``Group size`` a call may record (the most GPUs any command takes)."""
+
+
+def _count(n) -> bool:
+    """An element count: an integer (not a boolean) >= 0."""
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+
 def _size(args: dict) -> tuple[int | None, str]:
-    """``(S, dtype)`` from a call's arguments (module docstring)."""
+    """``(S, dtype)`` from a call's arguments (module docstring); ``S`` None when the arguments hold
+    no size, or an impossible one (a negative count, past :data:`MAX_CALL_BYTES`)."""
     n_in, n_out = args.get("In msg nelems"), args.get("Out msg nelems")
     dtype = args.get("dtype")
-    b = C.dtype_bytes(dtype)
-    if b is not None and isinstance(n_in, int) and isinstance(n_out, int):
-        return max(n_in, n_out) * b, str(dtype)
+    b = C.dtype_bytes(dtype) if isinstance(dtype, str) else None
+    if b is not None and n_in is not None and n_out is not None:
+        if not (_count(n_in) and _count(n_out)):
+            return None, str(dtype)
+        size = max(n_in, n_out) * b
+        return (size if size <= MAX_CALL_BYTES else None), str(dtype)
     dims, types = args.get("Input Dims"), args.get("Input type")
-    if isinstance(dims, list) and dims and isinstance(types, list) and types:
+    if isinstance(dims, list) and dims and isinstance(types, list) and types and isinstance(types[0], str):
         b = C.dtype_bytes(types[0])
         first = dims[0]
-        if b is not None and isinstance(first, list) and first and all(isinstance(d, int) for d in first):
-            return math.prod(first) * b, str(types[0])
-    return None, str(dtype or "")
+        if b is not None and isinstance(first, list) and first and all(_count(d) for d in first) \
+                and all(d <= MAX_CALL_BYTES for d in first):
+            size = math.prod(first) * b
+            return (size if size <= MAX_CALL_BYTES else None), str(types[0])
+    return None, str(dtype if isinstance(dtype, str) else "")
 
 
 _PARENT_LOOKBACK = 64
@@ -289,8 +307,11 @@ def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
             continue
         group = call.args.get("Group size")
         source = "Group size"
-        if not isinstance(group, int) or isinstance(group, bool) or group < 1:
+        if group is None:
             group, source = rt.world_size, "world_size"
+        elif isinstance(group, bool) or not isinstance(group, int) or not 1 <= group <= MAX_GROUP_SIZE:
+            untimed += 1  # recorded, but not a group size (true, 1e30, -3): the call is left out
+            continue
         out.append(TimedCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype if size is not None else None,
                              group_size=group, group_size_source=source, comm=_communicator(call.args, group),
                              start_s=start, end_s=end, issue_s=issued.get(i, call.start_s)))

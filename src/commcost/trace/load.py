@@ -86,25 +86,86 @@ class _Clock:
     whole microseconds: start ``ceil(ts)``, end ``floor(ts + dur)``.
     """
 
-    __slots__ = ("where", "origin_us", "round_us")
+    __slots__ = ("where", "origin_us", "round_us", "index")
 
     def __init__(self, where: str, round_us: bool) -> None:
         self.where, self.origin_us, self.round_us = where, None, round_us
+        self.index = 0  # the event's position in traceEvents, for error messages
 
     def interval(self, e: dict) -> tuple[float, float]:
         ts, dur = e.get("ts"), e.get("dur", 0)
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or isinstance(ts, bool):
-            raise InputError(f"{self.where}: complete event {e.get('name')!r} has a non-numeric ts/dur "
-                             f"({ts!r}, {dur!r})")
-        if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0:
-            raise InputError(f"{self.where}: event {e.get('name')!r} has ts {ts!r}, dur {dur!r} "
-                             "(need finite numbers, dur >= 0)")
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or isinstance(ts, bool) \
+                or isinstance(dur, bool):
+            raise InputError(f"{self.where}: event {self.index} {_name(e)} has a non-numeric ts/dur "
+                             f"({_shown(ts)}, {_shown(dur)})")
+        if not (abs(ts) <= MAX_TIME_US and 0 <= dur <= MAX_TIME_US):  # also False for NaN
+            raise InputError(f"{self.where}: event {self.index} {_name(e)} has ts {_shown(ts)}, dur {_shown(dur)} "
+                             f"(need finite numbers of microseconds, |ts| and dur <= {MAX_TIME_US:.0e}, dur >= 0)")
         if self.origin_us is None:
             self.origin_us = math.floor(ts)
         if self.round_us:
             return (math.ceil(ts) - self.origin_us) * US, (math.floor(ts + dur) - self.origin_us) * US
         start = ts - self.origin_us
         return start * US, (start + dur) * US
+
+
+MAX_TIME_US = 1e18
+"""Largest ``|ts|`` and ``dur`` accepted, microseconds (~31,700 years; Kineto's epoch ``ts`` is ~1.7e15)."""
+_INT64 = 2**63
+"""``correlation`` ids and thread ids are 64-bit integers in Kineto (``int64_t``)."""
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, long ones cut (an integer of 400 digits is named by its length)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _name(e: dict) -> str:
+    name = e.get("name")
+    return _shown(name) if isinstance(name, str) else f"(name {_shown(name)})"
+
+
+class _Checked:
+    """The fields of one event that the loader uses, type-checked: a wrong type is an InputError
+    naming the file, the event's index in ``traceEvents`` and its name (never a TypeError later)."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, index: int, e: dict, what: str) -> None:
+        raise InputError(f"{self.where}: event {index} {_name(e)}: {what}")
+
+    def args(self, index: int, e: dict) -> dict:
+        args = e.get("args")
+        if args is None:
+            return {}
+        if not isinstance(args, dict):
+            self.fail(index, e, f"field 'args' is {type(args).__name__} {_shown(args)}, expected an object")
+        return args
+
+    def tid(self, index: int, e: dict, key: str = "tid", value: Any = None):
+        tid = e.get(key) if value is None else value
+        if tid is None or isinstance(tid, str) or (isinstance(tid, int) and not isinstance(tid, bool)
+                                                   and -_INT64 <= tid < _INT64):
+            return tid
+        self.fail(index, e, f"field {key!r} is {_shown(tid)}, expected an integer (64-bit) or a string")
+
+    def correlation(self, index: int, e: dict, args: dict) -> int | None:
+        corr = args.get("correlation")
+        if corr is None:
+            return None
+        if isinstance(corr, bool) or not isinstance(corr, int):
+            if isinstance(corr, (str, float)):
+                return None  # not a correlation id Kineto writes: the event is not linked (as before)
+            self.fail(index, e, f"args 'correlation' is {_shown(corr)}, expected an integer")
+        if not -_INT64 <= corr < _INT64:
+            self.fail(index, e, f"args 'correlation' is {_shown(corr)}, outside the 64-bit range of Kineto's ids")
+        return corr
 
 
 def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool = False) -> RankTrace:
@@ -124,30 +185,38 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     calls: list[CpuCall] = []
     c10d: list[tuple[float, float, int, str, Any]] = []
     comm_tids: set[int] = set()
+    check = _Checked(p)
     for e in iter_trace(p, header):
         if e.get("ph") != "X":
             continue
+        index = clock.index = header.events - 1
         cat, name = e.get("cat", ""), e.get("name", "")
+        if not isinstance(cat, str):
+            if cat is not None:
+                check.fail(index, e, f"field 'cat' is {type(cat).__name__} {_shown(cat)}, expected a string")
+            cat = ""
         if not isinstance(name, str):
-            name = str(name)
+            name = str(name) if isinstance(name, (int, float)) or name is None else check.fail(
+                index, e, f"field 'name' is {type(name).__name__} {_shown(name)}, expected a string")
         if cat in C.GPU_CATEGORIES:
             s, t = interval(e)
-            args = e.get("args") or {}
+            args = check.args(index, e)
             known = kinds.get((name, cat))
             if known is None:
                 kind = C.gpu_kind(name, cat)
                 known = kinds[(name, cat)] = (name, kind, C.kernel_collective(name) if kind == C.COMMUNICATION
                                               else None)
             name, kind, op = known
-            corr = args.get("correlation", -1)
-            gpu.append(GpuEvent(s, t, kind, op, args.get("stream", e.get("tid")),
-                                corr if isinstance(corr, int) else -1, name))
+            corr = check.correlation(index, e, args)
+            stream = check.tid(index, e, "stream", args["stream"]) if args.get("stream") is not None \
+                else check.tid(index, e)
+            gpu.append(GpuEvent(s, t, kind, op, stream, -1 if corr is None else corr, name))
         elif cat in _RUNTIME_CATS:
-            corr = (e.get("args") or {}).get("correlation")
-            if isinstance(corr, int):
+            corr = check.correlation(index, e, check.args(index, e))
+            if corr is not None:
                 l_corr.append(corr)
                 l_ts.append(interval(e)[0])
-                l_tid.append(tids.setdefault(e.get("tid"), len(tids)))
+                l_tid.append(tids.setdefault(check.tid(index, e), len(tids)))
         elif name.startswith("ProfilerStep#") and cat in _STEP_CATS:
             n = C.step_number(name)
             if n is not None:
@@ -155,22 +224,22 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
                 steps.append(Step(n, s, t))
         elif name == "record_param_comms" or C.is_cpu_comm(name):
             s, t = interval(e)
-            calls.append(CpuCall(s, t, e.get("tid"), name, e.get("args") or {}))
+            tid = check.tid(index, e)
+            calls.append(CpuCall(s, t, tid, name, check.args(index, e)))
             if C.is_cpu_comm(name):
-                comm_tids.add(e.get("tid"))
+                comm_tids.add(tid)
         elif name.startswith("c10d::"):
             s, t = interval(e)
-            c10d.append((s, t, e.get("tid"), name, (e.get("args") or {}).get("Input Dims")))
+            c10d.append((s, t, check.tid(index, e), name, check.args(index, e).get("Input Dims")))
         elif cat == "cpu_op" and not C.is_cpu_comm_entry(name):
             s, t = interval(e)
             c_start.append(s)
             c_end.append(t)
-            c_tid.append(tids.setdefault(e.get("tid"), len(tids)))
+            c_tid.append(tids.setdefault(check.tid(index, e), len(tids)))
     info = header.metadata.get("distributedInfo") or {}
     if not isinstance(info, dict):
         info = {}
-    rank = info.get("rank", default_rank)
-    world = info.get("world_size")
+    rank, world = _rank_and_world(p, info, default_rank)
     gpu.sort(key=lambda g: g.start_s)
     steps.sort(key=lambda s: s.start_s)
     calls.sort(key=lambda c: c.start_s)
@@ -179,10 +248,29 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     launches = {c: (ts, tid_of[i]) for c, ts, i in zip(l_corr, l_ts, l_tid) if c in wanted}
     kept_cpu = () if gpu else tuple((a, b, tid_of[i]) for a, b, i in zip(c_start, c_end, c_tid)
                                     if tid_of[i] not in comm_tids)
-    return RankTrace(path=p, rank=rank if isinstance(rank, int) else default_rank,
-                     world_size=world if isinstance(world, int) else None,
+    return RankTrace(path=p, rank=rank, world_size=world,
                      backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
                      gpu_events=tuple(gpu), launches=launches, steps=tuple(steps), comm_calls=tuple(calls),
                      c10d_ops=tuple(sorted(c10d, key=lambda o: o[0])),
                      cpu_ops=kept_cpu, metadata=header.metadata, events=header.events,
                      origin_s=(clock.origin_us or 0) * US)
+
+
+MAX_WORLD_SIZE = 10**6
+"""Largest ``world_size`` accepted (the most GPUs any command takes)."""
+
+
+def _rank_and_world(p: str, info: dict, default_rank: int) -> tuple[int, int | None]:
+    """``distributedInfo``'s rank and world size, checked: 0 <= rank < world_size <= 10**6 (a negative
+    rank or world size, or a boolean, is refused naming the field; a missing one takes its default)."""
+    def field(key: str, lo: int, hi: int):
+        v = info.get(key)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise InputError(f"{p}: distributedInfo field {key!r} is {_shown(v)}, expected an integer "
+                             f"from {lo:,} to {hi:,}")
+        return v
+    world = field("world_size", 1, MAX_WORLD_SIZE)
+    rank = field("rank", 0, (world or MAX_WORLD_SIZE) - 1)
+    return (default_rank if rank is None else rank), world
