@@ -379,7 +379,8 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     tflops = model_flops / (step * W) / 1e12
     from commcost.stacks import stack as stack_of
     mem = memory_per_gpu(spec, L, seq=inp.seq, capacity_bytes=_capacity(inp.gpu), flash=inp.flash_attention,
-                         stack=stack_of(stack_name, compiled=inp.compiled), fp8=precision_class(inp.precision) != "bf16")
+                         stack=stack_of(stack_name, compiled=inp.compiled), fp8=precision_class(inp.precision) != "bf16",
+                         expert_load=inp.expert_load)
     frontier = mfu_frontier(inp.gpu, inp.precision)
     if frontier is not None and tflops * 1e12 / peak > frontier[0]:
         warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "

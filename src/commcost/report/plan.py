@@ -36,7 +36,7 @@ def advice(p: Plan) -> list[str]:
             from commcost.stacks import stack as stack_of
             m2 = memory_per_gpu(p.inputs.spec, replace(L, **change), seq=p.inputs.seq, capacity_bytes=mem.capacity_bytes,
                                 flash=p.inputs.flash_attention, stack=stack_of(p.stack, compiled=p.inputs.compiled),
-                                fp8=p.inputs.precision not in ("bf16", "fp16"))
+                                fp8=p.inputs.precision not in ("bf16", "fp16"), expert_load=p.inputs.expert_load)
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: {label} would bring it to "
                        f"{format_bytes(m2.total_bytes)} of {format_bytes(mem.capacity_bytes)}"
                        + ("" if m2.fits else " (still too much: raise tp or pp as well)"))
