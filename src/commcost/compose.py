@@ -122,16 +122,19 @@ def ep_paired_share(xp, *, overlap: str, pp, vp, micro_batches):
     return (chunks - w) / chunks
 
 
-def ep_exposed_s(xp, *, wire_s, pairs, layer_fwd_s, passes, paired_share):
-    """EP per step: ``(1 - f) W + f N max(0, W/N - K)``, ``W`` the all-to-alls' time on the wire per step,
+def ep_exposed_s(xp, *, wire_s, pairs, layer_fwd_s, passes, paired_share, sm_share=0.0):
+    """EP per step: ``(1 - f) W + f N [max(0, W/N - K) + sigma min(W/N, K)]``, ``W`` the all-to-alls' time on the wire per step,
     ``N = m (L_moe/p)`` the (micro-batch, MoE layer) pairs, ``W/N`` one layer's dispatch and combine of
     both passes, ``K = (passes - 1 + 2) t_f`` the other micro-batch's compute of that layer (forward and
     backward, recomputation included) behind which they run, ``f`` :func:`ep_paired_share`. The
     paired part is the bound an overlap can reach: compute and all-to-all on separate engines, the
-    longer sets the pace (scaling-book's ``max(T_math, T_comms)``)."""
+    longer sets the pace (scaling-book's ``max(T_math, T_comms)``), less what the all-to-all kernels
+    take from the compute they run beside: ``sigma`` (:func:`commcost.parallel.dispatch.comm_sm_share`) of
+    the SMs for the overlapped time ``min(W/N, K)``."""
     K = (passes - 1.0 + BACKWARD_PER_FORWARD) * layer_fwd_s
     per_pair = wire_s / xp.maximum(pairs, 1e-300)
-    return (1.0 - paired_share) * wire_s + paired_share * pairs * xp.maximum(0.0, per_pair - K)
+    hidden = xp.minimum(per_pair, K)
+    return (1.0 - paired_share) * wire_s + paired_share * pairs * (per_pair - hidden + sm_share * hidden)
 
 
 def cp_exposed_s(xp, *, rings, cp, one_s, attention_s):

@@ -292,6 +292,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
     from commcost import compose as K
     from commcost.compute import mfu_frontier, peak_flops_per_s, precision_class
+    from commcost.parallel.dispatch import comm_sm_share
     from commcost.stacks import resolve_stack
     from commcost.xp import SCALAR
 
@@ -340,7 +341,8 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     ep_exposed = K.ep_exposed_s(SCALAR, wire_s=ep_wire, pairs=m * spec.moe_layer_count / spec.layers * per_stage,
                                 layer_fwd_s=t_layer_f, passes=passes,
                                 paired_share=K.ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=p, vp=v,
-                                                               micro_batches=m)) if ep_wire > 0 else 0.0
+                                                               micro_batches=m),
+                                sm_share=comm_sm_share(inp.gpu) if inp.moe_overlap != "none" else 0.0) if ep_wire > 0 else 0.0
     for op, T, alg in priced:
         n = op.count_per_step
         if op.dimension == "tp":

@@ -38,12 +38,28 @@ import math
 from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 
-__all__ = ["A2A_KINDS", "FP8_DISPATCH_BYTES", "nodes_hit", "a2a_parts", "a2a_one_s", "check_a2a"]
+__all__ = ["A2A_KINDS", "FP8_DISPATCH_BYTES", "DISPATCH_SMS", "nodes_hit", "a2a_parts", "a2a_one_s", "check_a2a",
+           "comm_sm_share"]
 
 A2A_KINDS = ("nccl", "deepep")
 """``--a2a`` values."""
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128.0
 """Bytes per element of an fp8 dispatch: one e4m3 byte plus a 4-byte scale per 128 elements (DeepEP)."""
+
+
+DISPATCH_SMS = 20.0
+"""Streaming multiprocessors an all-to-all kernel occupies while it runs beside compute: DeepSeek-V3
+(arXiv 2412.19437 section 3.2.2) dedicates 20 of the H800's 132 SMs to dispatch and combine; DeepEP's
+``Buffer.num_sms`` defaults to 20."""
+
+
+def comm_sm_share(gpu: str) -> float:
+    """``sigma = 20 / SMs``: the share of the GPU's SMs an overlapped all-to-all takes from the compute it
+    hides behind (:data:`DISPATCH_SMS`; SMs from ``hardware/kernels.json``)."""
+    from commcost.hardware import lookup
+    from commcost.operators import _table
+
+    return DISPATCH_SMS / float(lookup(_table()["gpus"], gpu, "GPU (kernels.json)")["sms"])
 
 
 def check_a2a(kind: str) -> str:

@@ -319,6 +319,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
 
     from commcost import compose as K
     from commcost.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
+    from commcost.parallel.dispatch import comm_sm_share
     from commcost.plan import gpu_row
     from commcost.search.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
@@ -371,7 +372,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
     wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c
     ex_ep = K.ep_exposed_s(np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
-                           paired_share=K.ep_paired_share(np, overlap=inp.moe_overlap, pp=p, vp=v, micro_batches=m))
+                           paired_share=K.ep_paired_share(np, overlap=inp.moe_overlap, pp=p, vp=v, micro_batches=m),
+                           sm_share=comm_sm_share(inp.gpu) if inp.moe_overlap != "none" else 0.0)
     critical_mb += ex_ep / m
     ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3
