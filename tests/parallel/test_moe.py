@@ -225,3 +225,21 @@ def test_overlap_lowers_the_step_and_stays_above_everything_hidden():
     # the bound: no less than what the compute cannot cover, the sigma share of the hidden part included
     assert ep_1f1b >= 0 and f1b.step_s >= f1b.compute_s + f1b.optimizer_s
     assert math.isclose(none.step_s - f1b.step_s, ep_none - ep_1f1b, rel_tol=1e-9)
+
+
+def test_search_keeps_expert_parallelism_of_a_published_run():
+    # Megatron-Bridge's Qwen3-235B on 256 H100 (published_runs.csv mb-h100-qwen3-235b): TP 2, PP 8, the
+    # distributed optimizer (ZeRO-1), EP 32. With the recipe's fixed parts the best layout keeps
+    # expert parallelism, with expert TP 1 (EP inside a node, as the recipes' intra-node strategy)
+    from commcost.comm.model import FabricModel
+    from commcost.presets import system_group
+    from commcost.search import SearchInputs, SearchSpace, search
+    from commcost.transformer import model_spec
+
+    topo, _ = system_group("dgx-h100", nodes=32)
+    space = SearchSpace(spec=model_spec("qwen3-235b-a22b"), seq=4096, global_batch=2048, gpus=(256,), gpus_per_node=8,
+                        fixed=(("zero", 1), ("tp", 2), ("pp", 8)))
+    r = search(SearchInputs(space=space, gpu="h100-sxm", precision="fp8", top=3), FabricModel(topology=topo))
+    best = r.plans[0].inputs.layout
+    assert best.ep > 1 and best.expert_tp == 1
+    assert all(p.inputs.layout.ep > 1 for p in r.plans)

@@ -203,9 +203,20 @@ def _expert_lines(p: Plan) -> list[str]:
                  f"across {r['nodes']} nodes, {r['ranks_per_node']} per node on their {r['nics_per_node']} NIC(s)"
                  + (f" shared with {', '.join(r['shares_nics_with'])}" if r["shares_nics_with"] else ""))
         parts.append(f"{names[r['group']]} {r['size']} (stride {r['stride']}) {where}")
-    return [f"experts: {'; '.join(parts)}",
-            f"  dispatch {inp.a2a}{' fp8' if inp.fp8_dispatch else ''}, overlap {inp.moe_overlap}, "
-            f"load imbalance {inp.expert_load:g} (busiest over mean)"]
+    out = [f"experts: {'; '.join(parts)}",
+           f"  dispatch {inp.a2a}{' fp8' if inp.fp8_dispatch else ''}, overlap {inp.moe_overlap}, "
+           f"load imbalance {inp.expert_load:g} (busiest over mean)"]
+    if inp.moe_overlap != "none":
+        from commcost.compose import ep_paired_share
+        from commcost.parallel.dispatch import comm_sm_share
+        from commcost.xp import SCALAR
+
+        L = inp.layout
+        f = ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=L.pp, vp=L.vp, micro_batches=L.micro_batches)
+        out.append(f"  overlap bound: {f:.0%} of the chunks run beside another micro-batch's, their all-to-all "
+                   f"hidden up to that layer's compute, less the {comm_sm_share(inp.gpu):.0%} of SMs its kernels "
+                   f"take; the other {1 - f:.0%} (warm-up and cool-down) run alone, exposed")
+    return out
 
 
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
