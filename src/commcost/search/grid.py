@@ -367,13 +367,18 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     ex_cp = K.cp_exposed_s(np, rings=m * per_stage * np.where(full, 4.0, 3.0), cp=c, one_s=X["T_cp"][bi],
                            attention_s=t_attn)
     critical_mb += ex_cp / m
-    pairs = m * (spec.moe_layer_count / spec.layers * per_stage)   # parallel/expert.py's counts
-    T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
-    T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
-    wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c
-    ex_ep = K.ep_exposed_s(np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
-                           paired_share=K.ep_paired_share(np, overlap=inp.moe_overlap, pp=p, vp=v, micro_batches=m),
-                           sm_share=comm_sm_share(inp.gpu) if inp.moe_overlap != "none" else 0.0)
+    if spec.moe_layer_count == 0:                                  # dense: no expert all-to-all
+        ex_ep = np.zeros(n)
+    else:
+        pairs = m * (spec.moe_layer_count / spec.layers * per_stage)   # parallel/expert.py's counts
+        T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
+        T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
+        wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c
+        # with nothing overlapped the kernel is (1 - 0) W + 0 (...) = W exactly
+        ex_ep = wire_ep if inp.moe_overlap == "none" else K.ep_exposed_s(
+            np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
+            paired_share=K.ep_paired_share(np, overlap=inp.moe_overlap, pp=p, vp=v, micro_batches=m),
+            sm_share=comm_sm_share(inp.gpu))
     critical_mb += ex_ep / m
     ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3
