@@ -194,14 +194,16 @@ class OperatorTimes:
 
 
 def expert_rows(xp, *, n, tp, sp, ep, expert_tp, experts: int, top_k: int, expert_load=1.0):
-    """``M_e = (n/t') t_e^[SP] k e / E I``: rows of each local expert's GEMM on the busiest rank (the
+    """``M_e = (n/t') g k e / E I``: rows of each local expert's GEMM on the busiest rank (the
     grouped GEMM's per-expert M). A rank dispatches ``n/t'`` tokens (``t' = t`` with sequence
     parallelism, else 1), each to ``k`` of the ``E`` experts; its ``E/e`` experts receive ``k e / E`` of
-    every EP rank's tokens; with sequence parallelism the expert-TP group of ``t_e`` ranks all-gathers
-    its tokens (Megatron-Core's dispatcher), without it they hold the same ones; the busiest rank gets
-    ``I`` times the mean (:attr:`commcost.plan.PlanInputs.expert_load`)."""
+    every EP rank's tokens; the expert-TP group of ``t_e`` ranks all-gathers the distinct tokens its
+    ranks hold (Megatron-Core's dispatcher): ``g = t_e`` with sequence parallelism, ``g = max(1, t_e/t)``
+    without it (ranks of one TP group hold the same tokens); the busiest rank gets ``I`` times the mean
+    (:attr:`commcost.plan.PlanInputs.expert_load`)."""
     t_prime = xp.where(sp, tp, 1.0)
-    return n / t_prime * xp.where(sp, expert_tp, 1.0) * top_k * ep / experts * expert_load
+    gathered = xp.where(sp, expert_tp, xp.maximum(1.0, expert_tp / tp))
+    return n / t_prime * gathered * top_k * ep / experts * expert_load
 
 
 def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert_tp, moe: bool, sp=False,

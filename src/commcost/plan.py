@@ -11,7 +11,9 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.compute`), the second term the
    memory-bound element-wise kernels (:func:`commcost.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
    per micro-batch, forward, twice that backward (and once more with full recomputation).
-2. **Critical communication per micro-batch**: TP and EP collectives in full, CP's ring
+2. **Critical communication per micro-batch**: TP collectives in full, EP's all-to-alls (NCCL or
+   node-aware, :mod:`commcost.parallel.dispatch`) in full or, with ``--moe-overlap``, down to the
+   bound of :func:`commcost.compose.ep_exposed_s`, CP's ring
    ``max(0, (c-1) T - t_attention)`` per layer and pass, ZeRO-3's per-layer gathers
    ``max(0, T - t_layer)``; ``t_mb = t_c + that``.
 3. **Pipeline** (:mod:`commcost.step.schedule`): ``m t_mb + (p-1) t_mb / v``, plus the point-to-point

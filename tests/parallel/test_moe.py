@@ -182,8 +182,11 @@ def test_expert_rows_by_hand():
     assert expert_rows(SCALAR, n=8192, tp=2, sp=True, ep=8, expert_tp=2, experts=8, top_k=2) == 16384
     assert expert_rows(SCALAR, n=8192, tp=2, sp=True, ep=8, expert_tp=1, experts=8, top_k=2,
                        expert_load=1.5) == 12288
-    # without SP the TP ranks hold the same tokens: 8192 x 2 = 16384 whatever t_e
+    # without SP the TP ranks hold the same tokens: 8192 x 2 = 16384 for t_e <= t
     assert expert_rows(SCALAR, n=8192, tp=2, sp=False, ep=8, expert_tp=2, experts=8, top_k=2) == 16384
+    # t = 1, t_e = 2, e = 4: the expert-TP pair spans two data-parallel ranks, g = max(1, 2/1) = 2;
+    # k e / E = 2 x 4 / 8 = 1: 8192 x 2 x 1 = 16384
+    assert expert_rows(SCALAR, n=8192, tp=1, sp=False, ep=4, expert_tp=2, experts=8, top_k=2) == 16384
 
 
 def test_token_buffers_by_hand():
