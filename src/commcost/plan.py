@@ -325,7 +325,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         if op.group_size == 1 or op.size_bytes == 0:
             priced.append((op, 0.0, "none"))
             continue
-        if op.dimension == "ep":
+        if op.dimension == "ep" and op.op is Collective.ALL_TO_ALL:
             priced.append(_ep_priced(inp, model, op, warnings))
             continue
         c = model.cost(op.op, op.size_bytes, op.group_size, ranks_per_node=op.ranks_per_node)

@@ -76,6 +76,27 @@ def test_fp8_dispatch_and_imbalance_split_the_forward_dispatch():
     assert rest.size_bytes == 167_772_160 and rest.count_per_step == 384
 
 
+def test_expert_tp_collectives_by_hand():
+    # d = 4, t = 2, e = 4: default t_e = 2 (e divides d c). SP: T = 1 x 4096 / 2 = 2048 tokens;
+    # T k h q = 2048 x 2 x 4096 x 2 = 33,554,432 B, gathered over t_e = 2: all-gather (output) and
+    # reduce-scatter (input) of 67,108,864 B; m = 8 / (1 x 4) = 2, 32 layers, 2 passes: 2 x 32 x 2 = 128 each
+    L = Layout(dp=4, tp=2, ep=4, sequence_parallel=True, global_batch=8)
+    a2a, ag, rs = expert_ops(layout=L, hidden=4096, seq=4096, top_k=2, moe_layers_per_stage=32, activation_bytes=2,
+                             gpus_per_node=8)
+    assert a2a.size_bytes == 33_554_432 and (ag.op, rs.op) == (Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
+    assert ag.size_bytes == rs.size_bytes == 67_108_864 and ag.count_per_step == rs.count_per_step == 128
+    assert ag.group_size == 2 and ag.ranks_per_node == 2
+    # without SP the pair holds the same 4096 tokens: one all-reduce of 4096 x 2 x 4096 x 2 = 67,108,864 B
+    L0 = Layout(dp=4, tp=2, ep=4, global_batch=8)
+    _, ar = expert_ops(layout=L0, hidden=4096, seq=4096, top_k=2, moe_layers_per_stage=32, activation_bytes=2,
+                       gpus_per_node=8)
+    assert ar.op is Collective.ALL_REDUCE and ar.size_bytes == 67_108_864 and ar.count_per_step == 128
+    # expert TP 1: the all-to-all alone
+    assert len(expert_ops(layout=Layout(dp=4, tp=2, ep=4, etp=1, sequence_parallel=True, global_batch=8),
+                          hidden=4096, seq=4096, top_k=2, moe_layers_per_stage=32, activation_bytes=2,
+                          gpus_per_node=8)) == 1
+
+
 def test_nodes_hit_by_hand():
     # E = 8 experts on n = 2 nodes (4 each), k = 2: a token misses a node with C(4,2)/C(8,2) = 6/28,
     # so it reaches 2 (1 - 6/28) = 22/14 = 11/7 nodes
@@ -117,8 +138,8 @@ def test_plan_prices_deepep_across_nodes(capsys):
     nccl = json.loads(capsys.readouterr().out)
     assert main([*base, "--a2a", "deepep"]) == 0
     deepep = json.loads(capsys.readouterr().out)
-    (ep_n,) = [r for r in nccl["comm"] if r["dimension"] == "ep"]
-    (ep_d,) = [r for r in deepep["comm"] if r["dimension"] == "ep"]
+    (ep_n,) = [r for r in nccl["comm"] if r["op"] == "all_to_all"]
+    (ep_d,) = [r for r in deepep["comm"] if r["op"] == "all_to_all"]
     # EP 8 at stride 2: 2 nodes of 4 ranks; Mixtral E = 8, k = 2: n_hit = 11/7 < k, fewer bytes leave the node
     assert ep_d["algorithm"] == "node-aware (deepep)" and ep_d["one_s"] < ep_n["one_s"]
     assert [g["nodes"] for g in nccl["expert_groups"] if g["group"] == "ep"] == [2]

@@ -109,6 +109,7 @@ def structure(base: dict, spec, G: int) -> dict:
     D = d * c                                                   # d c: dense shard group
     E_dp = t * d * c // (e * expert_tp)                          # expert-data-parallel group
     return dict(per_stage=per_stage, expert_tp=expert_tp, tp_rpn=tp_rpn, ep_rpn=ep_rpn, crossing=crossing,
+                etp_rpn=_ranks_per_node(expert_tp, 1, G),
                 cp_pair=_pair_rpn(c, t, G), pp_pair=_pair_rpn(p, t * c * d, G), dense=dense, expert=expert,
                 D=D, D_rpn=_ranks_per_node(D, t, G), E_dp=E_dp, E_rpn=_ranks_per_node(E_dp, ep_stride * e, G))
 
@@ -155,6 +156,14 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
         per_element = (b * (s / c) / (t if flag else 1.0)) * spec.top_k * spec.hidden * inp.expert_load
         for name, q_x in (("d", q_d), ("c", q)):
             X[f"T_ep{name}{flag}"] = _a2a_column(col, inp, per_element * q_x, ei, X["ep_rpn"], ep_on & used)
+        # parallel/expert.expert_tp_ops: all-gather + reduce-scatter of g S (SP, or t_e > t), else an all-reduce of S
+        te, moe = base["etp"], spec.moe_layer_count > 0
+        gather = (te > 1) & ((te > ti) | (flag == 1)) & moe & used
+        g = te if flag else te / t
+        X[f"T_etp{flag}"] = (col(Collective.ALL_GATHER, g * per_element * q, te, X["etp_rpn"], gather)
+                             + col(Collective.REDUCE_SCATTER, g * per_element * q, te, X["etp_rpn"], gather)
+                             + col(Collective.ALL_REDUCE, per_element * q, te, X["etp_rpn"],
+                                   (te > 1) & ~((te > ti) | (flag == 1)) & moe & used))
     X["T_pp"] = col(Collective.SEND_RECV, b * (s / c) * spec.hidden * q / t, 2, X["pp_pair"], pi > 1)  # pipeline.py
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = X["per_stage"] + 1                                    # parallel/zero.py, ZeRO-3
@@ -373,7 +382,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         pairs = m * (spec.moe_layer_count / spec.layers * per_stage)   # parallel/expert.py's counts
         T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
         T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
-        wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c
+        T_etp = np.where(sp == 1, X["T_etp1"][bi], X["T_etp0"][bi])
+        wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c + pairs * passes * T_etp
         # with nothing overlapped the kernel is (1 - 0) W + 0 (...) = W exactly
         ex_ep = wire_ep if inp.moe_overlap == "none" else K.ep_exposed_s(
             np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
