@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from commcost.transformer import TransformerSpec
 
 __all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
-           "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "cp_exposed_s", "pp_exposed_s",
+           "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "MOE_OVERLAPS",
+           "ep_paired_share", "ep_exposed_s", "cp_exposed_s", "pp_exposed_s",
            "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction",
            "dp_accumulated_micro_batches", "nic_share", "zero2_micro_batch_exposed_s", "gather_exposed_s", "optimizer_s", "step_s",
            "tokens_per_s_per_gpu"]
@@ -95,6 +96,45 @@ def tp_exposed_s(xp, *, count, one_s, layer_fwd_s, passes, overlap: bool):
     fwd_n = count * (passes - 1) / passes
     return (fwd_n * xp.maximum(0.0, one_s - layer_fwd_s * TP_OVERLAP_SHARE)
             + (count - fwd_n) * xp.maximum(0.0, one_s - layer_bwd_s * TP_OVERLAP_SHARE))
+
+
+MOE_OVERLAPS = ("none", "1f1b", "dualpipe")
+"""``--moe-overlap`` values: nothing hidden; Megatron-Core's 1F1B all-to-all overlap
+(``--overlap-moe-expert-parallel-comm``); DeepSeek-V3's DualPipe."""
+
+
+def ep_paired_share(xp, *, overlap: str, pp, vp, micro_batches):
+    """``f``: the share of a rank's ``m v`` forward chunks that run beside another micro-batch's backward
+    chunk, where one's all-to-all hides behind the other's compute. ``none``: 0. ``1f1b``
+    (Megatron-Core's merged forward-backward of two micro-batches in the steady state):
+    ``(m v - w) / (m v)``, ``w = min(m v, 2(p-1) + (v-1)p + 1 - (p-1)[v = 1])`` the warm-up chunks, which
+    (and the as many cool-down chunks) run alone (Megatron's warm-up count, as
+    :func:`commcost.memory.in_flight_layers`). ``dualpipe`` (DeepSeek-V3 report, arXiv 2412.19437
+    section 3.2.1: every forward chunk paired with a backward chunk, both directions fed): 1; its
+    warm-up is the bubble's. ``overlap`` is fixed for a whole search (a Python choice)."""
+    if overlap == "none":
+        return 0.0 * pp
+    if overlap == "dualpipe":
+        return 1.0 + 0.0 * pp
+    chunks = micro_batches * vp
+    warmup = 2 * (pp - 1) + (vp - 1) * pp + 1 - (pp - 1) * (vp == 1)
+    w = xp.minimum(chunks, warmup)
+    return (chunks - w) / chunks
+
+
+def ep_exposed_s(xp, *, wire_s, pairs, layer_fwd_s, passes, paired_share, sm_share=0.0):
+    """EP per step: ``(1 - f) W + f N [max(0, W/N - K) + sigma min(W/N, K)]``, ``W`` the all-to-alls' time on the wire per step,
+    ``N = m (L_moe/p)`` the (micro-batch, MoE layer) pairs, ``W/N`` one layer's dispatch and combine of
+    both passes, ``K = (passes - 1 + 2) t_f`` the other micro-batch's compute of that layer (forward and
+    backward, recomputation included) behind which they run, ``f`` :func:`ep_paired_share`. The
+    paired part is the bound an overlap can reach: compute and all-to-all on separate engines, the
+    longer sets the pace (scaling-book's ``max(T_math, T_comms)``), less what the all-to-all kernels
+    take from the compute they run beside: ``sigma`` (:func:`commcost.parallel.dispatch.comm_sm_share`) of
+    the SMs for the overlapped time ``min(W/N, K)``."""
+    K = (passes - 1.0 + BACKWARD_PER_FORWARD) * layer_fwd_s
+    per_pair = wire_s / xp.maximum(pairs, 1e-300)
+    hidden = xp.minimum(per_pair, K)
+    return (1.0 - paired_share) * wire_s + paired_share * pairs * (per_pair - hidden + sm_share * hidden)
 
 
 def cp_exposed_s(xp, *, rings, cp, one_s, attention_s):

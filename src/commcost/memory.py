@@ -31,7 +31,9 @@ interleaved schedule holds ``min(m v, 2(p-1) + (v-1)p + 1)`` chunks of ``L/(p v)
 The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
 
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
-the gradients of one; sequence parallelism's gathered layer input ``2 s'bh``. Not counted:
+the gradients of one; sequence parallelism's gathered layer input ``2 s'bh``; an MoE layer's token
+buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
+``I`` the load imbalance: the busiest rank receives ``I`` times the mean). Not counted:
 the CUDA context and NCCL workspaces (about 0.5-1 GB), allocator fragmentation.
 """
 
@@ -270,19 +272,23 @@ def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, 
 
 
 def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_params, sequence_parallel,
-                 weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES):
+                 weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES, top_k: float = 0.0,
+                 expert_load: float = 1.0):
     """Communication buffers (module docstring): pipeline send/receive ``4 S_pp = 4 x 2 b s' h / t``
     with ``p > 1``; ZeRO-3's prefetch ``N_layer (2 q_w + q_g)``; sequence parallelism's gathered input
-    ``2 s'bh``. Array-safe."""
+    ``2 s'bh``; with experts (``top_k = k > 0``) the dispatcher's send and receive token buffers
+    ``4 k s'bh I / r``. Array-safe."""
+    r = xp.where(sequence_parallel, tp, 1.0)
     return (xp.where(pp > 1, 4.0 * micro_batch * seq_local * hidden * 2.0 / tp, 0.0)
             + xp.where(zero3, layer_params * (2 * weight_bytes + grad_bytes), 0.0)
-            + xp.where(sequence_parallel, 2.0 * seq_local * micro_batch * hidden, 0.0))
+            + xp.where(sequence_parallel, 2.0 * seq_local * micro_batch * hidden, 0.0)
+            + 4.0 * top_k * seq_local * micro_batch * hidden * expert_load / r)
 
 
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
-                   fp8: bool = False) -> MemoryBreakdown:
+                   fp8: bool = False, expert_load: float = 1.0) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits)."""
@@ -317,7 +323,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
                            tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / (held + 1),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
-                           grad_bytes=grad_bytes)
+                           grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load)
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from commcost.transformer import TransformerSpec
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
-           "OperatorTimes", "micro_batch_operators", "ATTENTION_BACKWARD_PER_FORWARD"]
+           "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -193,8 +193,24 @@ class OperatorTimes:
                 "head_s": self.head_s, "casts_s": self.casts_s, "recompute_s": self.recompute_s}
 
 
-def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert_tp, moe: bool):
-    """``(forward, backward, (M K, M N, K N) element sums for fp8 casts)`` of one layer's GEMMs."""
+def expert_rows(xp, *, n, tp, sp, ep, expert_tp, experts: int, top_k: int, expert_load=1.0):
+    """``M_e = (n/t') g k e / E I``: rows of each local expert's GEMM on the busiest rank (the
+    grouped GEMM's per-expert M). A rank dispatches ``n/t'`` tokens (``t' = t`` with sequence
+    parallelism, else 1), each to ``k`` of the ``E`` experts; its ``E/e`` experts receive ``k e / E`` of
+    every EP rank's tokens; the expert-TP group of ``t_e`` ranks all-gathers the distinct tokens its
+    ranks hold (Megatron-Core's dispatcher): ``g = t_e`` with sequence parallelism, ``g = max(1, t_e/t)``
+    without it (ranks of one TP group hold the same tokens); the busiest rank gets ``I`` times the mean
+    (:attr:`commcost.plan.PlanInputs.expert_load`)."""
+    t_prime = xp.where(sp, tp, 1.0)
+    gathered = xp.where(sp, expert_tp, xp.maximum(1.0, expert_tp / tp))
+    return n / t_prime * gathered * top_k * ep / experts * expert_load
+
+
+def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert_tp, moe: bool, sp=False,
+                 expert_load=1.0):
+    """``(forward, backward, (M K, M N, K N) element sums for fp8 casts)`` of one layer's GEMMs; the
+    routed experts as one grouped GEMM of ``E/e`` experts of :func:`expert_rows` rows each (tiles of all
+    of them share the waves), the router ``(n/t', E, h)`` on the tokens the rank dispatches."""
     h = spec.hidden
     qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
     shapes = [(n, qkv_n / tp, h, 1.0), (n, h, spec.q_width / tp, 1.0)]
@@ -202,8 +218,10 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
     if moe:
         E, k, f = spec.experts, spec.top_k, spec.expert_ffn
         local = E / ep
-        rows = n * k * ep / E          # tokens per local expert, balanced routing
-        shapes += [(n, E, h, 1.0), (rows, mult * f / expert_tp, h, local), (rows, h, f / expert_tp, local)]
+        rows = expert_rows(xp, n=n, tp=tp, sp=sp, ep=ep, expert_tp=expert_tp, experts=E, top_k=k,
+                           expert_load=expert_load)
+        shapes += [(n / xp.where(sp, tp, 1.0), E, h, 1.0), (rows, mult * f / expert_tp, h, local),
+                   (rows, h, f / expert_tp, local)]
         if spec.shared_experts:
             fs = spec.shared_experts * f
             shapes += [(n, mult * fs / tp, h, 1.0), (n, h, fs / tp, 1.0)]
@@ -223,19 +241,22 @@ def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, 
     """Forward HBM bytes of one layer's element-wise operators (2-byte elements): norms
     ``2 a_norm h``, residual adds ``6 h``, dropout ``5 h`` (with dropout) over ``r`` (t with sequence
     parallelism, else 1); the activation ``a_act f'`` and rotary ``a_rot (w_q + w_kv)`` over t; MoE
-    permutation ``4 k h`` over r; without flash attention the softmax ``(2 + 2.5 dropout) n_q s`` over t."""
+    permutation and unpermutation ``4 k h`` over r, and the router's softmax and top-k over fp32 logits
+    ``6 E`` over r (written, read, probabilities written: 12 bytes per expert and token); without flash
+    attention the softmax ``(2 + 2.5 dropout) n_q s`` over t."""
     r = xp.where(sp, tp, 1.0)
     h = spec.hidden
     width = (spec.top_k + spec.shared_experts) * spec.expert_ffn if moe else spec.ffn
     act = st.activation_accesses_gated if spec.gated_mlp else st.activation_accesses
     rotary = st.rotary_accesses * (spec.q_width + spec.kv_width) * (spec.max_positions == 0)
-    rep = (2.0 * st.norm_accesses + 6.0 + 5.0 * spec.dropout) * h + (4.0 * spec.top_k * h if moe else 0.0)
+    rep = (2.0 * st.norm_accesses + 6.0 + 5.0 * spec.dropout) * h + (4.0 * spec.top_k * h + 6.0 * spec.experts if moe else 0.0)
     scores = (2.0 + 2.5 * spec.dropout) * spec.heads * seq * (not flash)
     return 2.0 * n * (rep / r + (act * width + rotary + scores) / tp)
 
 
 def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, *, tokens, seq, layers, tp, sp: bool,
-                          ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True) -> OperatorTimes:
+                          ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True,
+                          expert_load=1.0) -> OperatorTimes:
     """One micro-batch of ``tokens = b s / c`` on the slowest stage (``layers = L/p`` of them, and the
     head): every operator of the module docstring. ``full`` and ``selective`` say the recomputation
     (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step."""
@@ -246,7 +267,8 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
         fractions.append((spec.moe_layer_count / spec.layers, True))
     g_f = g_b = e_f = cast = 0.0
     for frac, moe in fractions:
-        a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe)
+        a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe, sp=sp,
+                                          expert_load=expert_load)
         g_f, g_b = g_f + frac * a, g_b + frac * b
         e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe) \
             / r.hbm_bytes_per_s

@@ -11,7 +11,9 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.compute`), the second term the
    memory-bound element-wise kernels (:func:`commcost.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
    per micro-batch, forward, twice that backward (and once more with full recomputation).
-2. **Critical communication per micro-batch**: TP and EP collectives in full, CP's ring
+2. **Critical communication per micro-batch**: TP collectives in full, EP's all-to-alls (NCCL or
+   node-aware, :mod:`commcost.parallel.dispatch`) in full or, with ``--moe-overlap``, down to the
+   bound of :func:`commcost.compose.ep_exposed_s`, CP's ring
    ``max(0, (c-1) T - t_attention)`` per layer and pass, ZeRO-3's per-layer gathers
    ``max(0, T - t_layer)``; ``t_mb = t_c + that``.
 3. **Pipeline** (:mod:`commcost.step.schedule`): ``m t_mb + (p-1) t_mb / v``, plus the point-to-point
@@ -92,6 +94,18 @@ class PlanInputs:
     fp8_attention: bool = False
     """fp8 recipes also run the attention core in fp8 (Transformer Engine's ``fp8_dpa``); by default it
     stays in bf16, as Transformer Engine and torchao leave it."""
+    a2a: str = "nccl"
+    """How expert dispatch and combine run (:mod:`commcost.parallel.dispatch`): ``nccl`` all-to-all or
+    ``deepep`` (node-aware: NVLink inside the node, one network transfer per destination node)."""
+    fp8_dispatch: bool = False
+    """The forward dispatch carries fp8 (DeepEP's fp8 dispatch); needs ``a2a = deepep``."""
+    moe_overlap: str = "none"
+    """Expert all-to-all hidden behind another micro-batch's compute (:func:`commcost.compose.ep_paired_share`):
+    ``none``, ``1f1b`` (Megatron-Core's 1F1B all-to-all overlap) or ``dualpipe``."""
+    expert_load: float = 1.0
+    """``I``: the busiest rank's routed tokens over the mean (1 balanced, as the published benchmarks
+    force routing; the capacity factor with tokens padded to capacity; or a measured max/mean). It
+    scales the expert GEMMs' rows and the all-to-all bytes of the busiest rank."""
 
     def __post_init__(self) -> None:
         from commcost.compute import precision_class
@@ -106,6 +120,8 @@ class PlanInputs:
             if self.efficiency > 1:
                 raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
         resolve_stack(self.stack, self.layout)
+        check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
+                          expert_load=self.expert_load, pp=self.layout.pp, vp=self.layout.vp)
         check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
                      kv_heads=self.spec.n_kv, seq=self.seq, experts=self.spec.experts)
 
@@ -211,6 +227,35 @@ class Plan:
         return out
 
 
+def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_load: float, pp: int,
+                      vp: int) -> None:
+    """The MoE options' rules: ``--fp8-dispatch`` is DeepEP's; Megatron-Core's 1F1B all-to-all overlap
+    needs the interleaved schedule when ``p > 1``; DualPipe runs an even number of stages; ``I >= 1``."""
+    from commcost.compose import MOE_OVERLAPS
+    from commcost.parallel.dispatch import check_a2a
+    from commcost.validation import require_finite_positive
+
+    check_a2a(a2a)
+    if moe_overlap not in MOE_OVERLAPS:
+        raise InputError(f"unknown MoE overlap {moe_overlap!r} (valid: {', '.join(MOE_OVERLAPS)})")
+    if fp8_dispatch and a2a != "deepep":
+        raise InputError("--fp8-dispatch is DeepEP's fp8 dispatch: it needs --a2a deepep")
+    if moe_overlap == "1f1b" and pp > 1 and vp == 1:
+        raise InputError(f"the 1F1B all-to-all overlap needs the interleaved schedule when pp > 1 (pp = {pp}, vp = 1)")
+    if moe_overlap == "dualpipe" and pp % 2:
+        raise InputError(f"DualPipe needs an even number of pipeline stages, got pp = {pp}")
+    require_finite_positive("expert_load", expert_load)
+    if expert_load < 1:
+        raise InputError(f"the expert load imbalance (busiest over mean) is at least 1, got {expert_load:g}")
+
+
+def dispatch_bytes(inp: PlanInputs) -> float | None:
+    """``q_d``: the forward dispatch's bytes per element when it differs from the activations' (fp8 dispatch)."""
+    from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
+
+    return FP8_DISPATCH_BYTES if inp.fp8_dispatch else None
+
+
 def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     """Every collective one GPU issues per step, from each dimension's module."""
     from commcost.parallel.context import context_ops
@@ -228,7 +273,8 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
            *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
                         activation_bytes=q, gpus_per_node=G),
            *expert_ops(layout=L, hidden=spec.hidden, seq=s, top_k=spec.top_k,
-                       moe_layers_per_stage=spec.moe_layer_count / spec.layers * per_stage, activation_bytes=q, gpus_per_node=G),
+                       moe_layers_per_stage=spec.moe_layer_count / spec.layers * per_stage, activation_bytes=q, gpus_per_node=G,
+                       dispatch_bytes=dispatch_bytes(inp), expert_load=inp.expert_load),
            *pipeline_ops(layout=L, hidden=spec.hidden, seq=s, activation_bytes=q, gpus_per_node=G)]
     if L.zero == 0:
         ops += ddp_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=expert, grad_bytes=inp.grad_bytes,
@@ -257,6 +303,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
     from commcost import compose as K
     from commcost.compute import mfu_frontier, peak_flops_per_s
+    from commcost.parallel.dispatch import comm_sm_share
     from commcost.stacks import resolve_stack
     from commcost.xp import SCALAR
 
@@ -287,6 +334,9 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         if op.group_size == 1 or op.size_bytes == 0:
             priced.append((op, 0.0, "none"))
             continue
+        if op.dimension == "ep" and op.op is Collective.ALL_TO_ALL:
+            priced.append(_ep_priced(inp, model, op, warnings))
+            continue
         c = model.cost(op.op, op.size_bytes, op.group_size, ranks_per_node=op.ranks_per_node)
         w = model.scope_warning(op.op, op.group_size)
         if w and w not in warnings:
@@ -298,14 +348,20 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     lines: list[CommLine] = []
     critical_mb = 0.0
     dp_ops, advice = [], []
+    ep_wire = sum(op.count_per_step * T for op, T, _ in priced if op.dimension == "ep")
+    ep_exposed = K.ep_exposed_s(SCALAR, wire_s=ep_wire, pairs=m * spec.moe_layer_count / spec.layers * per_stage,
+                                layer_fwd_s=t_layer_f, passes=passes,
+                                paired_share=K.ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=p, vp=v,
+                                                               micro_batches=m),
+                                sm_share=comm_sm_share(inp.gpu) if inp.moe_overlap != "none" else 0.0) if ep_wire > 0 else 0.0
     for op, T, alg in priced:
         n = op.count_per_step
         if op.dimension == "tp":
             exposed = K.tp_exposed_s(SCALAR, count=n, one_s=T, layer_fwd_s=t_layer_f, passes=passes,
                                      overlap=inp.tp_comm_overlap)
             critical_mb += exposed / m
-        elif op.dimension == "ep":
-            exposed = K.full_exposed_s(count=n, one_s=T)
+        elif op.dimension == "ep":    # the EP lines share the exposed time by their wire time
+            exposed = ep_exposed * (n * T / ep_wire) if ep_wire > 0 else 0.0
             critical_mb += exposed / m
         elif op.dimension == "cp":
             exposed = K.cp_exposed_s(SCALAR, rings=n / (L.cp - 1), cp=L.cp, one_s=T, attention_s=t_attn)
@@ -357,7 +413,26 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
 
     st = stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
-                          flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16")
+                          flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16",
+                          expert_load=inp.expert_load)
+
+
+def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:
+    """``(op, T, algorithm)`` of one EP all-to-all as ``inp.a2a`` runs it (:func:`commcost.parallel.dispatch.a2a_one_s`)."""
+    from commcost.parallel.dispatch import a2a_parts, a2a_one_s
+
+    def price(kind, size, group, rpn):
+        w = model.scope_warning(kind, group)
+        if w and w not in warnings:
+            warnings.append(w)
+        return model.cost(kind, size, group, ranks_per_node=rpn).total_s
+
+    kw = dict(size_bytes=op.size_bytes, group=op.group_size, ranks_per_node=op.ranks_per_node,
+              experts=inp.spec.experts, top_k=inp.spec.top_k)
+    T = a2a_one_s(price, inp.a2a, **kw)
+    if len(a2a_parts(inp.a2a, **kw)) > 1:
+        return op, T, "node-aware (deepep)"
+    return op, T, model.cost(op.op, op.size_bytes, op.group_size, ranks_per_node=op.ranks_per_node).algorithm.value
 
 
 def operator_times(inp: PlanInputs):
@@ -374,7 +449,7 @@ def operator_times(inp: PlanInputs):
                                  layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,
                                  expert_tp=L.expert_tp, full=L.recompute == "full",
                                  selective=L.recompute == "selective", micro_batches=L.micro_batches,
-                                 flash=inp.flash_attention)
+                                 flash=inp.flash_attention, expert_load=inp.expert_load)
 
 
 def zero3_gathers_per_layer(inp: PlanInputs) -> int:

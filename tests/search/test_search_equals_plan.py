@@ -40,6 +40,10 @@ CASES = [
     (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="torchtitan", compiled=True)),
     (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="fsdp", precision="fp8")),
     (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="nemo", precision="fp8")),
+    # MoE as practitioners run it: expert TP 1 or t, node-aware fp8 dispatch across nodes, 1F1B overlap, imbalance
+    (TINY_MOE, 512, 16, 32, _fabric(32), True, False, 7,
+     dict(a2a="deepep", fp8_dispatch=True, moe_overlap="1f1b", expert_load=1.25)),
+    (TINY_MOE, 512, 16, 32, _fabric(32), True, False, 7, dict(moe_overlap="dualpipe")),
 ]
 
 
@@ -52,9 +56,11 @@ def test_every_configuration_equals_plan(case):
     n = len(rows["t"])
     assert n > 50
     kinds = set()
+    algorithms = set()
     for i in range(0, n, every):
         row = {k: v[i] for k, v in rows.items()}
         p = plan(plan_inputs_of(inp, row), model)
+        algorithms.update((line.algorithm, int(row["etp"])) for line in p.comm if line.comm.dimension == "ep")
         kinds.add((int(row["zero"]), int(row["sp"]), int(row["rc"]), int(row["c"]) > 1, int(row["p"]) > 1,
                    int(row["cap"]) > 0))
         for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("pipeline_bubble_s", p.pipeline_bubble_s),
@@ -66,3 +72,5 @@ def test_every_configuration_equals_plan(case):
             want = p.exposed_by_dimension().get(dim, 0.0)
             assert math.isclose(float(values[f"exposed_{dim}_s"][i]), want, rel_tol=1e-9, abs_tol=1e-15), (dim, row)
     assert len(kinds) >= 8           # the check covered many kinds of configuration, not one
+    if extra and extra[0].get("a2a") == "deepep":   # node-aware dispatch across nodes, and both expert TPs, were checked
+        assert ("node-aware (deepep)", 2) in algorithms and any(etp == 1 for _, etp in algorithms)

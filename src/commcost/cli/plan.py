@@ -73,6 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--uneven-pipeline", action="store_true",
                      help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
     lay.add_argument("--order", default="tp-cp-ep-dp-pp", help="rank order, innermost first (Megatron's default)")
+    add_moe_arguments(p, lay)
     add_hardware_arguments(p)
     c = p.add_argument_group("compute")
     c.add_argument("--precision", default="bf16", help="bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
@@ -96,6 +97,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     p.add_argument("--trace-out", metavar="FILE", help="write the step's accounting as a Chrome trace (.json: Perfetto, "
                    "chrome://tracing; `commcost trace` reads it back)")
+
+
+def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
+    """``--etp``, ``--a2a``, ``--fp8-dispatch``, ``--moe-overlap``, ``--capacity-factor``/``--moe-imbalance``:
+    shared by ``plan`` and ``search``."""
+    moe = p.add_argument_group("mixture of experts")
+    if lay is not None:
+        lay.add_argument("--etp", type=A.positive_int,
+                         help="expert tensor parallel (default tp, or 1 where ep x tp does not divide tp x dp x cp); "
+                              "expert data parallel follows")
+    moe.add_argument("--a2a", choices=("nccl", "deepep"), default="nccl",
+                     help="token dispatch: NCCL all-to-all, or node-aware DeepEP (default nccl)")
+    moe.add_argument("--fp8-dispatch", action="store_true", help="DeepEP's fp8 dispatch (with --a2a deepep)")
+    moe.add_argument("--moe-overlap", choices=("none", "1f1b", "dualpipe"), default="none",
+                     help="expert all-to-all behind another micro-batch's compute (default none)")
+    moe.add_argument("--capacity-factor", type=A.positive_float,
+                     help="tokens padded to this capacity factor: the expert GEMMs and all-to-all of the busiest rank")
+    moe.add_argument("--moe-imbalance", type=A.positive_float,
+                     help="measured load imbalance, busiest expert's tokens over the mean (default 1: balanced)")
+
+
+def moe_inputs(args: argparse.Namespace) -> dict:
+    """The PlanInputs / SearchInputs MoE fields of the parsed flags."""
+    if args.capacity_factor is not None and args.moe_imbalance is not None:
+        A.fail("give --capacity-factor or --moe-imbalance, not both")
+    load = args.capacity_factor or args.moe_imbalance or 1.0
+    if load < 1:
+        A.fail(f"the load imbalance (busiest over mean) is at least 1, got {load:g}")
+    return dict(a2a=args.a2a, fp8_dispatch=args.fp8_dispatch, moe_overlap=args.moe_overlap, expert_load=load)
 
 
 def _spec(args: argparse.Namespace):
@@ -161,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     zero = 3 if args.fsdp else args.zero
     layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=zero, sequence_parallel=args.sequence_parallel,
                     recompute=args.recompute, micro_batch=args.micro_batch, global_batch=args.global_batch, order=args.order,
-                    shard_group=args.hsdp or 0,
+                    shard_group=args.hsdp or 0, etp=args.etp or 0,
                     uneven_pipeline=args.uneven_pipeline)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
@@ -184,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     inp = PlanInputs(spec=spec, layout=layout, seq=seq, gpu=gpu, gpus_per_node=G, precision=args.precision,
                      efficiency=args.efficiency, flash_attention=not args.no_flash_attention, bucket_cap_bytes=bucket,
                      tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
-                     fp8_attention=args.fp8_attention)
+                     fp8_attention=args.fp8_attention, **moe_inputs(args))
     notes: list[str] = []
     extra: dict = {}
     measured = args.measured_step_s

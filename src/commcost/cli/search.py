@@ -31,11 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="search several GPU counts: LO, 2 LO, 4 LO ... up to HI, or LO, LO+STEP ... with STEP")
     s.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
     s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
-                   help="fix a dimension (tp, pp, vp, cp, ep, dp, zero, micro_batch, sp, recompute, bucket_mb); "
+                   help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
     s.add_argument("--even-pipeline-only", action="store_true", help="only layouts whose pp x vp divides the layers")
-    from commcost.cli.plan import add_hardware_arguments
+    from commcost.cli.plan import add_hardware_arguments, add_moe_arguments
 
+    add_moe_arguments(p)
     add_hardware_arguments(p)
     c = p.add_argument_group("compute")
     c.add_argument("--precision", default="bf16", help="GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
@@ -169,7 +170,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, search, render."""
-    from commcost.cli.plan import _spec, resolve_hardware
+    from commcost.cli.plan import _spec, moe_inputs, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
     from commcost.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
     from commcost.search.space import count_upper_bound
@@ -210,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
                        stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
                        top=robust_candidates(args.top) if robust else args.top,
-                       keep_points=args.plot is not None, train_tokens=args.train_tokens)
+                       keep_points=args.plot is not None, train_tokens=args.train_tokens, **moe_inputs(args))
     bar = _Progress(not args.no_progress and not args.json)
     try:
         result = search(inp, model, progress=bar)

@@ -1,12 +1,24 @@
 """Expert parallelism: all-to-all token dispatch and combine (GShard, Lepikhin et al. 2020;
-Megatron-Core's ``alltoall`` token dispatcher).
+Megatron-Core's ``alltoall`` and ``flex`` token dispatchers).
 
-Per MoE layer and micro-batch each rank of the EP group sends its ``T = b (s/c) / t'`` tokens
-(``t' = t`` with sequence parallelism, else 1), each to its ``k`` experts: an all-to-all of
-``S = T k h q`` bytes to dispatch and one of the same size to combine, forward; the backward
-runs both in reverse; full recomputation repeats the forward pair. Token counts are assumed
-balanced (the published benchmarks force-balance routing). All on the critical path (the
-dispatcher's overlap with shared-expert or dense compute is not modelled).
+Per MoE layer and micro-batch each rank of the EP group dispatches its ``T = b (s/c) / t'`` tokens
+(``t' = t`` with sequence parallelism, else 1), each to its ``k`` routed experts: an all-to-all of
+``S = T k h q I`` bytes to dispatch and one of the same size to combine, forward; the backward runs
+both in reverse; full recomputation repeats the forward pair. ``I`` is the load imbalance (the
+busiest rank receives ``I`` times the mean: 1 when routing is balanced, as the published benchmarks
+force it; the capacity factor when tokens are padded to capacity). With an fp8 dispatch
+(:data:`commcost.parallel.dispatch.FP8_DISPATCH_BYTES`) the forward dispatch carries ``q_d`` bytes per
+element and is a line of its own. How each all-to-all runs (NCCL or node-aware) and how much of it
+compute hides: :mod:`commcost.parallel.dispatch`, :func:`commcost.compose.ep_exposed_s`.
+
+With expert tensor parallelism ``t_e > 1`` (Megatron-Core's dispatcher): the ``t_e`` ranks of an expert
+shard gather the distinct tokens they hold after the dispatch and scatter the partial outputs before
+the combine: with sequence parallelism (or ``t_e > t``) an all-gather of ``g T k h q I`` (output) and a
+reduce-scatter of the same (input), ``g = t_e`` with sequence parallelism, else ``t_e / t``; without
+it (the ``t_e <= t`` ranks hold the same tokens) one all-reduce of ``T k h q I`` for the row-parallel
+output; per MoE layer, micro-batch and pass, over the expert-TP group. They are EP lines (the same
+overlap applies). The dense MLP's TP collectives that :mod:`commcost.parallel.tensor` counts for every
+layer stay counted for MoE layers too (not modelled: Megatron runs none there).
 """
 
 from __future__ import annotations
@@ -14,20 +26,65 @@ from __future__ import annotations
 from commcost.comm.collectives import Collective
 from commcost.parallel.layout import CommOp, Layout, layout_group
 
-__all__ = ["expert_ops"]
+__all__ = ["expert_ops", "expert_tp_ops", "dispatch_tokens"]
+
+
+def dispatch_tokens(layout: Layout, seq: int) -> float:
+    """``T = b (s/c) / t'``: tokens one rank dispatches per micro-batch and MoE layer."""
+    L = layout
+    return L.micro_batch * (seq / L.cp) / (L.tp if L.sequence_parallel else 1)
 
 
 def expert_ops(*, layout: Layout, hidden: int, seq: int, top_k: int, moe_layers_per_stage: float,
-               activation_bytes: float, gpus_per_node: int) -> tuple[CommOp, ...]:
-    """The EP all-to-alls one GPU issues per step; empty when e = 1 or the model is dense."""
+               activation_bytes: float, gpus_per_node: int, dispatch_bytes: float | None = None,
+               expert_load: float = 1.0) -> tuple[CommOp, ...]:
+    """The expert layers' collectives one GPU issues per step: the EP all-to-alls (none when e = 1) and
+    the expert-TP collectives (none when ``t_e = 1``); empty for a dense model.
+    ``dispatch_bytes`` (``q_d``): the forward dispatch's bytes per element when it differs from
+    ``activation_bytes`` (fp8 dispatch); ``expert_load``: ``I``."""
     L = layout
-    if L.ep == 1 or moe_layers_per_stage == 0:
+    if moe_layers_per_stage == 0:
         return ()
     size, rpn = layout_group(L, "ep", gpus_per_node)
-    tokens = L.micro_batch * (seq / L.cp) / (L.tp if L.sequence_parallel else 1)
-    S = tokens * top_k * hidden * activation_bytes
+    per_element = dispatch_tokens(L, seq) * top_k * hidden * expert_load
     passes = 3 if L.recompute == "full" else 2
-    count = L.micro_batches * moe_layers_per_stage * 2 * passes
-    return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=S, group_size=size, ranks_per_node=rpn,
-                   count_per_step=count, critical=True,
-                   what="token dispatch and combine, forward and backward, per MoE layer"),)
+    pairs = L.micro_batches * moe_layers_per_stage
+    a2a = () if L.ep == 1 else _a2a_ops(per_element=per_element, activation_bytes=activation_bytes,
+                                        dispatch_bytes=dispatch_bytes, size=size, rpn=rpn, pairs=pairs, passes=passes)
+    return a2a + expert_tp_ops(L, per_element=per_element, activation_bytes=activation_bytes, pairs=pairs,
+                               passes=passes, gpus_per_node=gpus_per_node)
+
+
+def _a2a_ops(*, per_element, activation_bytes, dispatch_bytes, size, rpn, pairs, passes):
+    """The dispatch and combine all-to-alls (module docstring)."""
+    if dispatch_bytes is None or dispatch_bytes == activation_bytes:
+        return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
+                       group_size=size, ranks_per_node=rpn, count_per_step=pairs * 2 * passes, critical=True,
+                       what="token dispatch and combine, forward and backward, per MoE layer"),)
+    forward = passes - 1
+    return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * dispatch_bytes,
+                   group_size=size, ranks_per_node=rpn, count_per_step=pairs * forward, critical=True,
+                   what="token dispatch, forward (fp8), per MoE layer"),
+            CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
+                   group_size=size, ranks_per_node=rpn, count_per_step=pairs * (2 * passes - forward), critical=True,
+                   what="token combine forward, dispatch and combine backward, per MoE layer"))
+
+
+def expert_tp_ops(L: Layout, *, per_element: float, activation_bytes: float, pairs: float, passes: int,
+                  gpus_per_node: int) -> tuple[CommOp, ...]:
+    """The expert-TP collectives of the module docstring; empty when ``t_e = 1``."""
+    te = L.expert_tp
+    if te == 1:
+        return ()
+    group, rpn = layout_group(L, "etp", gpus_per_node)
+    S = per_element * activation_bytes
+    n = pairs * passes
+    if L.sequence_parallel or te > L.tp:
+        g = te if L.sequence_parallel else te / L.tp
+        return (CommOp(dimension="ep", op=Collective.ALL_GATHER, size_bytes=g * S, group_size=group, ranks_per_node=rpn,
+                       count_per_step=n, critical=True, what="expert-TP gather of the dispatched tokens, per MoE layer"),
+                CommOp(dimension="ep", op=Collective.REDUCE_SCATTER, size_bytes=g * S, group_size=group,
+                       ranks_per_node=rpn, count_per_step=n, critical=True,
+                       what="expert-TP scatter of the experts' outputs, per MoE layer"))
+    return (CommOp(dimension="ep", op=Collective.ALL_REDUCE, size_bytes=S, group_size=group, ranks_per_node=rpn,
+                   count_per_step=n, critical=True, what="expert-TP reduction of the experts' outputs, per MoE layer"),)

@@ -6,8 +6,8 @@ Symbols: ``W`` world size, ``t`` tensor, ``p`` pipeline, ``v`` virtual stages pe
 
 Rules (Megatron-LM ``megatron/training/arguments.py`` and ``core/parallel_state.py``):
 ``W = d t p c``; ``B`` divisible by ``b d``; ``L`` divisible by ``p v``; ``n_q`` and ``n_kv``
-divisible by ``t``; ``e`` divides ``t d c`` (expert layers reuse those ranks: with expert tensor parallelism t when ``e``
-divides ``d c``, else folded with none, Megatron-Core's MoE parallel folding) and ``E``;
+divisible by ``t``; ``e t_e`` divides ``t d c`` (expert layers reuse those ranks, Megatron-Core's MoE parallel
+folding: expert tensor parallelism ``t_e`` is ``--etp``, by default t where ``e`` divides ``d c``, else 1) and ``e`` divides ``E``;
 ``v > 1`` needs ``p > 1`` and ``m`` divisible by ``p`` (the interleaved schedule's requirement);
 sequence parallelism needs ``s / c`` divisible by ``t``; context parallelism needs ``s``
 divisible by ``2c`` (the load-balanced causal split).
@@ -16,8 +16,12 @@ Placement (:func:`group_ranks_per_node`): ranks are numbered with the dimensions
 from innermost (fastest varying) out, Megatron's default ``tp-cp-ep-dp-pp``: a group of size
 ``n`` whose dimension varies with stride ``k`` (the product of the sizes inside it) has
 ``min(n, G / k)`` ranks on a node when ``k < G``, else 1, and spans ``ceil(n / that)`` nodes.
-The expert group varies with the stride of the first of cp, dp in ``order`` (its ranks are
-the first ``e`` of the dp x cp ranks).
+Expert layers number the same ranks again with their own sizes (Megatron-Core
+``parallel_state.initialize_model_parallel``: a second ``RankGenerator(tp=t_e, ep=e, dp=d_e, pp=p, cp=1,
+order=order)``): the dimensions of ``order`` with tp as ``t_e``, cp as 1, ep as ``e`` and dp as the
+expert data parallel ``d_e = t d c / (e t_e)``. The EP group's stride is the product of the expert
+sizes inside ep in ``order`` (``t_e`` under the default, 1 under ``ep-tp-...``), the ETP group's that
+of those inside tp, the expert-DP group's that of those inside dp (:meth:`Layout.expert_stride`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from commcost.comm.collectives import Collective
 from commcost.errors import InputError
 from commcost.validation import require_count
 
-__all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group",
+__all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
@@ -69,6 +73,10 @@ class Layout:
     """Sequences per optimizer step B."""
     order: str = DEFAULT_ORDER
     """Placement order, innermost first (``tp-cp-ep-dp-pp``)."""
+    etp: int = 0
+    """Expert tensor-parallel size t_e (Megatron's ``--expert-tensor-parallel-size``); 0 takes Megatron's
+    default t, folded to 1 where ``e t`` does not divide ``t d c``. Expert data parallel
+    ``d_e = t d c / (e t_e)`` follows."""
     shard_group: int = 0
     """Hybrid sharding (PyTorch FSDP ``HYBRID_SHARD``, ZeRO-3 only): weights, gradients and optimizer
     states are sharded over groups of this many of the d c ranks and replicated across the
@@ -101,6 +109,12 @@ class Layout:
         if (self.tp * self.dp * self.cp) % self.ep:
             raise InputError(f"ep ({self.ep}) must divide tp x dp x cp = {self.tp} x {self.dp} x {self.cp} = "
                              f"{self.tp * self.dp * self.cp} (expert layers fold onto those ranks)")
+        if self.etp:
+            require_count("etp", self.etp)
+            if (self.tp * self.dp * self.cp) % (self.ep * self.etp):
+                raise InputError(f"ep x etp = {self.ep} x {self.etp} = {self.ep * self.etp} must divide tp x dp x cp = "
+                                 f"{self.tp} x {self.dp} x {self.cp} = {self.tp * self.dp * self.cp} "
+                                 "(expert layers fold onto those ranks)")
         if self.vp > 1:
             if self.pp == 1:
                 raise InputError(f"vp = {self.vp} needs pp > 1 (virtual stages interleave a pipeline)")
@@ -136,8 +150,11 @@ class Layout:
 
     @property
     def expert_tp(self) -> int:
-        """Tensor parallelism inside each expert: t when e divides d c (Megatron's default, expert
-        tensor parallel = t), else 1 (MoE parallel folding: the e experts spread over t d c ranks)."""
+        """``t_e``: tensor parallelism inside each expert: :attr:`etp` when given, else t when e divides
+        d c (Megatron's default, expert tensor parallel = t), else 1 (MoE parallel folding: the e
+        experts spread over t d c ranks)."""
+        if self.etp:
+            return self.etp
         return self.tp if (self.dp * self.cp) % self.ep == 0 else 1
 
     @property
@@ -155,11 +172,24 @@ class Layout:
                 k *= getattr(self, d)
         raise InputError(f"unknown dimension {dim!r}")  # pragma: no cover - order validated
 
+    def expert_stride(self, dim: str) -> int:
+        """Rank stride of the expert layers' ``dim`` (``etp``, ``ep`` or ``edp``): the product of the
+        expert sizes (tp as ``t_e``, cp as 1, ep as e, dp as ``d_e``) inside it in :attr:`order`
+        (Megatron-Core's expert ``RankGenerator``, module docstring)."""
+        sizes = {"tp": self.expert_tp, "cp": 1, "ep": self.ep, "dp": self.expert_dp, "pp": self.pp}
+        name = {"etp": "tp", "ep": "ep", "edp": "dp"}[dim]
+        k = 1
+        for d in self.order.split("-"):
+            if d == name:
+                return k
+            k *= sizes[d]
+        raise InputError(f"unknown dimension {dim!r}")  # pragma: no cover - order validated
+
     def to_dict(self) -> dict:
         """The ``layout.*`` JSON keys."""
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vp": self.vp, "cp": self.cp, "ep": self.ep,
                 "zero": self.zero, "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
-                "micro_batch": self.micro_batch, "global_batch": self.global_batch,
+                "expert_tp": self.expert_tp, "micro_batch": self.micro_batch, "global_batch": self.global_batch,
                 "micro_batches": self.micro_batches, "order": self.order, "world": self.world,
                 "shard_group": self.shard_dp if self.zero else None}
 
@@ -178,12 +208,12 @@ def _dp_stride(layout: Layout) -> int:
 
 
 def layout_group(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int]:
-    """``(size, ranks_per_node)`` of ``dim``'s group: ``tp``, ``pp``, ``cp``; ``ep`` (the first e of
-    the d x c ranks); ``dp``, the gradient group of the dense weights (d c ranks); ``edp``, that of
-    the experts (d c / e ranks, at e times the stride)."""
-    ep_stride = _dp_stride(layout) if layout.expert_tp == layout.tp else 1
-    if dim == "ep":
-        return layout.ep, group_ranks_per_node(layout.ep, ep_stride, gpus_per_node)
+    """``(size, ranks_per_node)`` of ``dim``'s group: ``tp``, ``pp``, ``cp``; ``ep``, ``etp`` and ``edp``,
+    the expert layers' groups at their :meth:`Layout.expert_stride`; ``dp``, the gradient group of the
+    dense weights (d c ranks)."""
+    if dim in ("ep", "etp", "edp"):
+        size = {"ep": layout.ep, "etp": layout.expert_tp, "edp": layout.expert_dp}[dim]
+        return size, group_ranks_per_node(size, layout.expert_stride(dim), gpus_per_node)
     if dim == "dp":
         return layout.grad_dp, group_ranks_per_node(layout.grad_dp, _dp_stride(layout), gpus_per_node)
     if dim == "shard":
@@ -191,10 +221,15 @@ def layout_group(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int
     if dim == "replica":
         return layout.replicas, group_ranks_per_node(layout.replicas, _dp_stride(layout) * layout.shard_dp,
                                                      gpus_per_node)
-    if dim == "edp":
-        return layout.expert_dp, group_ranks_per_node(layout.expert_dp, ep_stride * layout.ep, gpus_per_node)
     size = getattr(layout, dim)
     return size, group_ranks_per_node(size, layout.stride(dim), gpus_per_node)
+
+
+def group_placement(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int, int]:
+    """``(size, ranks_per_node, nodes)`` of ``dim``'s group (:func:`layout_group`): ``nodes = ceil(n / rpn)``
+    nodes (NVLink domains) spanned; 1 means the group stays inside one."""
+    size, rpn = layout_group(layout, dim, gpus_per_node)
+    return size, rpn, -(-size // rpn)
 
 
 def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:

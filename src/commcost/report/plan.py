@@ -113,6 +113,9 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "comm": _comm_rows(p, band),
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
+        "expert_groups": expert_placement(p),
+        "moe": {"a2a": inp.a2a, "fp8_dispatch": inp.fp8_dispatch, "overlap": inp.moe_overlap,
+                "expert_load": inp.expert_load} if inp.spec.is_moe else None,
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
         "stack": p.stack, "stack_source": p.stack_source, "compute_by_operator": dict(p.compute_by_operator),
         "bucket_advice": _bucket_advice_dict(p),
@@ -186,6 +189,55 @@ def _sensitivity_lines(rows: tuple) -> list[str]:
     return out
 
 
+def expert_placement(p: Plan) -> list[dict]:
+    """Where the expert layers' groups land (``expert_groups`` JSON key): for ep, etp and edp, the size,
+    rank stride, ranks per node, nodes (NVLink domains) spanned, and the other groups that cross nodes
+    at the same time and share the node's NICs with it (tp, cp, ep; :func:`commcost.compose.nic_share`)."""
+    from commcost.parallel.layout import group_placement, layout_group
+
+    inp, L = p.inputs, p.inputs.layout
+    if not inp.spec.is_moe:
+        return []
+    G = inp.gpus_per_node
+    crossing = [d for d in ("tp", "cp", "ep") if getattr(L, d) > 1 and layout_group(L, d, G)[1] < getattr(L, d)]
+    out = []
+    for dim in ("ep", "etp", "edp"):
+        size, rpn, nodes = group_placement(L, dim, G)
+        out.append({"group": dim, "size": size, "stride": L.expert_stride(dim), "ranks_per_node": rpn,
+                    "nodes": nodes, "nics_per_node": rpn if nodes > 1 else 0,
+                    "shares_nics_with": [d for d in crossing if d != dim] if nodes > 1 else []})
+    return out
+
+
+def _expert_lines(p: Plan) -> list[str]:
+    """``experts:`` lines: each expert group's placement, the dispatcher and the overlap."""
+    inp = p.inputs
+    rows = expert_placement(p)
+    if not rows:
+        return []
+    names = {"ep": "EP", "etp": "expert TP", "edp": "expert DP"}
+    parts = []
+    for r in rows:
+        where = ("inside one node (NVLink domain)" if r["nodes"] == 1 else
+                 f"across {r['nodes']} nodes, {r['ranks_per_node']} per node on their {r['nics_per_node']} NIC(s)"
+                 + (f" shared with {', '.join(r['shares_nics_with'])}" if r["shares_nics_with"] else ""))
+        parts.append(f"{names[r['group']]} {r['size']} (stride {r['stride']}) {where}")
+    out = [f"experts: {'; '.join(parts)}",
+           f"  dispatch {inp.a2a}{' fp8' if inp.fp8_dispatch else ''}, overlap {inp.moe_overlap}, "
+           f"load imbalance {inp.expert_load:g} (busiest over mean)"]
+    if inp.moe_overlap != "none":
+        from commcost.compose import ep_paired_share
+        from commcost.parallel.dispatch import comm_sm_share
+        from commcost.xp import SCALAR
+
+        L = inp.layout
+        f = ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=L.pp, vp=L.vp, micro_batches=L.micro_batches)
+        out.append(f"  overlap bound: {f:.0%} of the chunks run beside another micro-batch's, their all-to-all "
+                   f"hidden up to that layer's compute, less the {comm_sm_share(inp.gpu):.0%} of SMs its kernels "
+                   f"take; the other {1 - f:.0%} (warm-up and cool-down) run alone, exposed")
+    return out
+
+
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
                      sensitivity: tuple = ()) -> str:
     """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds."""
@@ -196,6 +248,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         + f", seq {inp.seq}, global batch {L.global_batch} x micro-batch {L.micro_batch} ({L.micro_batches} per pipeline)",
         f"layout: {L.world} x {inp.gpu} = dp {L.dp} x tp {L.tp} x pp {L.pp} (vp {L.vp}) x cp {L.cp}, ep {L.ep}, ZeRO-{L.zero}"
         f"{', sequence parallel' if L.sequence_parallel else ''}, recompute {L.recompute}, {inp.precision}, order {L.order}",
+        *_expert_lines(p),
         f"fabric: {p.comm_model}",
         f"stack: {p.stack} ({p.stack_source})",
         f"compute efficiency {p.efficiency:.3f} of {p.peak_flops_per_s / 1e12:,.0f} TFLOP/s ({p.efficiency_source})",

@@ -20,7 +20,8 @@ def layout_words(p: Plan) -> str:
     L, inp = p.inputs.layout, p.inputs
     bucket = "" if L.zero == 3 or L.grad_dp == 1 else \
         (", buckets DDP default" if inp.bucket_cap_bytes is None else f", buckets {inp.bucket_cap_bytes / 2**20:g} MiB")
-    return (f"tp {L.tp} pp {L.pp} vp {L.vp} cp {L.cp} dp {L.dp}" + (f" ep {L.ep}" if inp.spec.is_moe else "")
+    return (f"tp {L.tp} pp {L.pp} vp {L.vp} cp {L.cp} dp {L.dp}"
+            + (f" ep {L.ep} etp {L.expert_tp}" if inp.spec.is_moe else "")
             + f", ZeRO-{L.zero}" + (", SP" if L.sequence_parallel else "") + f", recompute {L.recompute}"
             + f", micro-batch {L.micro_batch}" + bucket + ("" if L.world == 0 else f" ({L.world} GPUs)"))
 
@@ -31,6 +32,11 @@ def plan_flags(p: Plan) -> str:
     flags = [f"--gpus {L.world}", f"--tp {L.tp}", f"--pp {L.pp}", f"--vp {L.vp}", f"--cp {L.cp}"]
     if inp.spec.is_moe:
         flags.append(f"--ep {L.ep}")
+        if L.etp:
+            flags.append(f"--etp {L.expert_tp}")
+        flags += ([f"--a2a {inp.a2a}"] if inp.a2a != "nccl" else []) + (["--fp8-dispatch"] if inp.fp8_dispatch else []) \
+            + ([f"--moe-overlap {inp.moe_overlap}"] if inp.moe_overlap != "none" else []) \
+            + ([f"--moe-imbalance {inp.expert_load:g}"] if inp.expert_load != 1 else [])
     flags += [f"--zero {L.zero}", f"--micro-batch {L.micro_batch}", f"--recompute {L.recompute}"]
     if L.sequence_parallel:
         flags.append("--sequence-parallel")

@@ -62,6 +62,14 @@ class SearchInputs:
     """torch.compile fuses element-wise chains (as ``plan --compile``)."""
     fp8_attention: bool = False
     """Attention in fp8 too (as ``plan --fp8-attention``)."""
+    a2a: str = "nccl"
+    """Expert dispatch (as ``plan --a2a``)."""
+    fp8_dispatch: bool = False
+    """fp8 dispatch (as ``plan --fp8-dispatch``)."""
+    moe_overlap: str = "none"
+    """Expert all-to-all overlap (as ``plan --moe-overlap``); layouts that cannot run it are not enumerated."""
+    expert_load: float = 1.0
+    """Load imbalance ``I`` (as ``plan --capacity-factor`` / ``--moe-imbalance``)."""
     objective: str = "step"
     """One of :data:`OBJECTIVES`."""
     price_per_gpu_hour: float = 0.0
@@ -88,6 +96,9 @@ class SearchInputs:
             require_finite_positive("efficiency", self.efficiency)
             if self.efficiency > 1:
                 raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
+        from commcost.plan import check_moe_options
+        check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
+                          expert_load=self.expert_load, pp=2, vp=2)
         from commcost.stacks import STACKS
         if self.stack not in STACKS:
             raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(STACKS)})")
@@ -149,11 +160,12 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     layout = Layout(dp=int(row["d"]), tp=int(row["t"]), pp=int(row["p"]), vp=int(row["v"]), cp=int(row["c"]),
                     ep=int(row["e"]), zero=int(row["zero"]), sequence_parallel=bool(row["sp"]),
                     recompute=RECOMPUTE[int(row["rc"])], micro_batch=int(row["b"]), global_batch=sp.global_batch,
-                    uneven_pipeline=bool(row["uneven"]))
+                    uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0)
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
                       bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
-                      stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention)
+                      stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention, a2a=inp.a2a,
+                      fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load)
 
 
 def search(inp: SearchInputs, model: CommModel, *,
@@ -180,7 +192,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     points: dict[str, list] = {"step_s": [], "memory_bytes": [], "gpus": []}
     interrupted = False
     try:
-        grids = [enumerate_space(space, w) for w in space.gpus]
+        grids = [enumerate_space(space, w, inp.moe_overlap) for w in space.gpus]
         total = sum(len(g["bi"]) for _, g in grids)
         for base, g in grids:
             n = len(g["bi"])
@@ -232,7 +244,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                     cand = np.nonzero(keys <= kth)[0]
                 else:
                     cand = np.arange(len(keys))
-                full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")}
+                full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
                 full.update({c: chunk[c] for c in ("sp", "rc", "zero", "cap")})
                 rows = {c: np.concatenate([best_rows[c], col]) if best_rows else col for c, col in full.items()}
                 steps = np.concatenate([best_step, step])
@@ -293,10 +305,10 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     from commcost.search.memory import memory_grid, memory_tables
 
     space = inp.space
-    base, g = enumerate_space(space, world)
+    base, g = enumerate_space(space, world, inp.moe_overlap)
     X = structure(base, space.spec, space.gpus_per_node)
     values = memory_grid(g, memory_tables(base, X, inp), inp, base)
     values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
-    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")}
+    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
     rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
     return rows, values

@@ -97,9 +97,10 @@ def structure(base: dict, spec, G: int) -> dict:
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
     Lr = spec.layers
     per_stage = heaviest_stage_layers(np, Lr, p, base["v"])
-    # placement (layout.layout_group under the default order tp-cp-ep-dp-pp): strides t (cp, dp), t c d (pp)
-    expert_tp = np.where((d * c) % e == 0, t, 1)
-    ep_stride = np.where(expert_tp == t, t, 1)
+    # placement (layout.layout_group under the default order tp-cp-ep-dp-pp): strides t (cp, dp), t c d (pp);
+    # the expert layers' (Layout.expert_stride): t_e (ep), t_e e (edp)
+    expert_tp = base["etp"]
+    ep_stride = expert_tp
     tp_rpn = _ranks_per_node(t, 1, G)
     ep_rpn = _ranks_per_node(e, ep_stride, G)
     crossing = ((t > 1) & (tp_rpn < t)).astype(float) + ((c > 1) & (_ranks_per_node(c, t, G) < c)) \
@@ -108,6 +109,7 @@ def structure(base: dict, spec, G: int) -> dict:
     D = d * c                                                   # d c: dense shard group
     E_dp = t * d * c // (e * expert_tp)                          # expert-data-parallel group
     return dict(per_stage=per_stage, expert_tp=expert_tp, tp_rpn=tp_rpn, ep_rpn=ep_rpn, crossing=crossing,
+                etp_rpn=_ranks_per_node(expert_tp, 1, G),
                 cp_pair=_pair_rpn(c, t, G), pp_pair=_pair_rpn(p, t * c * d, G), dense=dense, expert=expert,
                 D=D, D_rpn=_ranks_per_node(D, t, G), E_dp=E_dp, E_rpn=_ranks_per_node(E_dp, ep_stride * e, G))
 
@@ -123,6 +125,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     import numpy as np
 
     from commcost.memory import WEIGHT_BYTES
+    from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 
     spec, s = inp.space.spec, inp.space.seq
     q = q_g = 2.0                                   # PlanInputs' activation_bytes and grad_bytes
@@ -148,10 +151,19 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     w_kv = np.maximum(1.0, spec.n_kv / t) * spec.d                # parallel/context.py
     X["T_cp"] = col(Collective.SEND_RECV, 2.0 * b * (s / c) * w_kv * q, 2, X["cp_pair"], ci > 1)
     ep_on = (ei > 1) & (spec.moe_layer_count > 0)                 # parallel/expert.py, without and with SP
-    X["T_ep0"] = col(Collective.ALL_TO_ALL, b * (s / c) * spec.top_k * spec.hidden * q, ei, X["ep_rpn"],
-                     ep_on & need["sp0"])
-    X["T_ep1"] = col(Collective.ALL_TO_ALL, b * (s / c) / t * spec.top_k * spec.hidden * q, ei, X["ep_rpn"],
-                     ep_on & need["sp1"])
+    q_d = FP8_DISPATCH_BYTES if inp.fp8_dispatch else q            # plan.dispatch_bytes
+    for flag, used in ((0, need["sp0"]), (1, need["sp1"])):
+        per_element = (b * (s / c) / (t if flag else 1.0)) * spec.top_k * spec.hidden * inp.expert_load
+        for name, q_x in (("d", q_d), ("c", q)):
+            X[f"T_ep{name}{flag}"] = _a2a_column(col, inp, per_element * q_x, ei, X["ep_rpn"], ep_on & used)
+        # parallel/expert.expert_tp_ops: all-gather + reduce-scatter of g S (SP, or t_e > t), else an all-reduce of S
+        te, moe = base["etp"], spec.moe_layer_count > 0
+        gather = (te > 1) & ((te > ti) | (flag == 1)) & moe & used
+        g = te if flag else te / t
+        X[f"T_etp{flag}"] = (col(Collective.ALL_GATHER, g * per_element * q, te, X["etp_rpn"], gather)
+                             + col(Collective.REDUCE_SCATTER, g * per_element * q, te, X["etp_rpn"], gather)
+                             + col(Collective.ALL_REDUCE, per_element * q, te, X["etp_rpn"],
+                                   (te > 1) & ~((te > ti) | (flag == 1)) & moe & used))
     X["T_pp"] = col(Collective.SEND_RECV, b * (s / c) * spec.hidden * q / t, 2, X["pp_pair"], pi > 1)  # pipeline.py
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = X["per_stage"] + 1                                    # parallel/zero.py, ZeRO-3
@@ -171,6 +183,26 @@ def _zero2_per_micro_batch(inp: SearchInputs) -> bool:
     from commcost.stacks import stack
 
     return inp.stack != "auto" and stack(inp.stack).zero2_scatter_per_micro_batch
+
+
+def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
+    """:func:`commcost.parallel.dispatch.a2a_one_s` on columns: nccl, one all-to-all of ``S`` over the EP
+    group; deepep, the larger of the NVLink all-to-all ``(S, g, g)`` and the network one
+    ``(S n_hit / k, n, 1)`` where the group spans ``n > 1`` nodes (each distinct one priced once)."""
+    import numpy as np
+
+    from commcost.parallel.dispatch import nodes_hit
+
+    spec = inp.space.spec
+    if inp.a2a == "nccl":
+        return col(Collective.ALL_TO_ALL, size, group, rpn, on)
+    g = np.minimum(rpn, group)
+    n = -(-group // g)
+    cross = n > 1
+    intra = col(Collective.ALL_TO_ALL, size, np.where(cross, g, group), g, on)
+    hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=n.astype(float))
+    inter = col(Collective.ALL_TO_ALL, size * hit / spec.top_k, n, 1, on & cross)
+    return np.maximum(intra, inter)
 
 
 def _zero3_gathers(inp: SearchInputs) -> int:
@@ -272,7 +304,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
     spec, s = inp.space.spec, inp.space.seq
     bi = cols["bi"]
     t, p, c, e, d, m = (base[k][bi].astype(float) for k in ("t", "p", "c", "e", "d", "m"))
-    expert_tp = np.where((d * c) % e == 0, t, 1.0)
+    expert_tp = base["etp"][bi].astype(float)
     rc = cols["rc"]
     if inp.stack == "auto":
         fsdp = (cols["zero"] == 3) & (t == 1) & (p == 1)
@@ -288,7 +320,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
                              flash=inp.flash_attention)
         o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
                                   sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,
-                                  micro_batches=m, flash=inp.flash_attention)
+                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load)
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
             out[i] = np.where(mask, col, out[i])
     return tuple(out)
@@ -306,6 +338,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
 
     from commcost import compose as K
     from commcost.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
+    from commcost.parallel.dispatch import comm_sm_share
     from commcost.plan import gpu_row
     from commcost.search.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
@@ -353,9 +386,19 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     ex_cp = K.cp_exposed_s(np, rings=m * per_stage * np.where(full, 4.0, 3.0), cp=c, one_s=X["T_cp"][bi],
                            attention_s=t_attn)
     critical_mb += ex_cp / m
-    moe_per_stage = spec.moe_layer_count / spec.layers * per_stage
-    ex_ep = K.full_exposed_s(count=m * moe_per_stage * 2 * passes,
-                             one_s=np.where(sp == 1, X["T_ep1"][bi], X["T_ep0"][bi]))
+    if spec.moe_layer_count == 0:                                  # dense: no expert all-to-all
+        ex_ep = np.zeros(n)
+    else:
+        pairs = m * (spec.moe_layer_count / spec.layers * per_stage)   # parallel/expert.py's counts
+        T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
+        T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
+        T_etp = np.where(sp == 1, X["T_etp1"][bi], X["T_etp0"][bi])
+        wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c + pairs * passes * T_etp
+        # with nothing overlapped the kernel is (1 - 0) W + 0 (...) = W exactly
+        ex_ep = wire_ep if inp.moe_overlap == "none" else K.ep_exposed_s(
+            np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
+            paired_share=K.ep_paired_share(np, overlap=inp.moe_overlap, pp=p, vp=v, micro_batches=m),
+            sm_share=comm_sm_share(inp.gpu))
     critical_mb += ex_ep / m
     ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3

@@ -62,7 +62,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         for z3 in (0, 1):
             buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
                                     zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
-                                    weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES))
+                                    weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
+                                    top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load))
     return dict(states=np.array(states), act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf))
 
 

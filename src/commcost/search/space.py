@@ -9,7 +9,11 @@ and :class:`~commcost.parallel.layout.Layout`'s own), applied here to whole colu
   ``pipeline_model_parallel_layout``; the heaviest stage holds ``ceil(L/(p v)) v`` layers) unless
   ``even_pipeline_only``; ``v > 1`` needs ``p > 1`` and ``m = B/(b d)`` a multiple of ``p``;
 * ``c > 1`` needs ``s`` divisible by ``2c``; sequence parallelism needs ``t > 1`` and ``(s/c) mod t = 0``;
-* ``e`` divides ``E`` and ``t d c`` (dense models: ``e = 1``); ``b d`` divides ``B``;
+* ``e`` divides ``E`` and ``t d c`` (dense models: ``e = 1``); ``b d`` divides ``B``; expert tensor
+  parallelism ``t_e``: Megatron's default (t where ``e`` divides ``d c``, else 1) and, with ``e > 1``
+  and ``t > 1``, also 1 (the recipes' ``expert_tensor_parallel_size = 1``); ``--fix etp=N`` pins it;
+* with ``--moe-overlap 1f1b``, ``v > 1`` where ``p > 1``; with ``dualpipe``, ``p`` even
+  (:func:`commcost.plan.check_moe_options`);
 * ZeRO stages 1-3 only where some rank shares a shard (``d c > 1`` or ``t d c / (e t_e) > 1``; else they
   equal stage 0); the DP bucket cap only where a bucketed reduction runs (ZeRO 0-2 with a shard shared):
   DDP's default (first bucket 1 MiB, then 25 MiB) and :data:`BUCKET_CAPS_MIB`.
@@ -35,7 +39,7 @@ BUCKET_CAPS_MIB = (0, 100, 400)
 """Bucket caps searched, MiB; 0 is DDP's default (``bucket_cap_mb=None``: first bucket 1 MiB, then 25)."""
 RECOMPUTE = ("none", "selective", "full")
 """Recomputation choices, in column code order (0, 1, 2)."""
-FIXABLE = ("gpus", "tp", "pp", "vp", "cp", "ep", "dp", "zero", "micro_batch", "sp", "recompute", "bucket_mb")
+FIXABLE = ("gpus", "tp", "pp", "vp", "cp", "ep", "dp", "zero", "micro_batch", "sp", "recompute", "bucket_mb", "etp")
 """Dimensions ``--fix`` accepts."""
 
 
@@ -129,8 +133,18 @@ def _allowed(space: SearchSpace, key: str, values) -> list[int]:
     return [x for x in values if x == v] if v is not None else list(values)
 
 
-def _base_rows(space: SearchSpace, world: int) -> list[tuple[int, ...]]:
-    """``(W, t, p, v, c, e, d, b, uneven)`` rows of one GPU count (structural rules only)."""
+def _expert_tps(space: SearchSpace, t: int, d: int, c: int, e: int) -> list[int]:
+    """The ``t_e`` searched for one ``(t, d, c, e)`` (module docstring)."""
+    default = t if (d * c) % e == 0 else 1
+    values = [default] + ([1] if default != 1 and e > 1 else [])
+    fixed = space.fix("etp")
+    if fixed is not None:
+        values = [fixed] if (t * d * c) % (e * fixed) == 0 else []
+    return values
+
+
+def _base_rows(space: SearchSpace, world: int, moe_overlap: str = "none") -> list[tuple[int, ...]]:
+    """``(W, t, p, v, c, e, d, b, uneven, t_e)`` rows of one GPU count (structural rules only)."""
     spec, s, B, G = space.spec, space.seq, space.global_batch, space.gpus_per_node
     Lr, n_q, n_kv, E = spec.layers, spec.heads, spec.n_kv, spec.experts
     rows = []
@@ -160,7 +174,10 @@ def _base_rows(space: SearchSpace, world: int) -> list[tuple[int, ...]]:
                             uneven = Lr % (p * v) != 0
                             if uneven and space.even_pipeline_only:
                                 continue
-                            rows.append((world, t, p, v, c, e, d, b, int(uneven)))
+                            if (moe_overlap == "1f1b" and p > 1 and v == 1) or (moe_overlap == "dualpipe" and p % 2):
+                                continue
+                            for te in _expert_tps(space, t, d, c, e):
+                                rows.append((world, t, p, v, c, e, d, b, int(uneven), te))
     return rows
 
 
@@ -190,7 +207,8 @@ def count_upper_bound(space: SearchSpace) -> int:
                     d = world // (t * p * c)
                     if (c > 1 and s % (2 * c)) or (space.fix("dp") not in (None, d)) or B % d:
                         continue
-                    eps = len(_allowed(space, "ep", [e for e in _divisors(E) if (t * d * c) % e == 0] if E else [1]))
+                    eps = sum(len(_expert_tps(space, t, d, c, e)) for e in
+                              _allowed(space, "ep", [e for e in _divisors(E) if (t * d * c) % e == 0] if E else [1]))
                     for b in _allowed(space, "micro_batch", _divisors(B // d)):
                         vs = 1 if p == 1 or (B // (b * d)) % p else Lr // p   # v = 1, or 1 .. L // p
                         if vp_fixed is not None:
@@ -199,10 +217,10 @@ def count_upper_bound(space: SearchSpace) -> int:
     return rows * combos
 
 
-def enumerate_space(space: SearchSpace, world: int):
+def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
-    ``base`` holds the structural rows (``W t p v c e d b m uneven``, a few thousand, enumerated in
+    ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, enumerated in
     Python); ``cols`` every configuration: ``bi`` the row of ``base`` it expands, ``sp``, ``rc`` the
     :data:`RECOMPUTE` code, ``zero``, ``capi`` the index of its cap in :func:`bucket_caps_bytes` and
     ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination."""
@@ -210,8 +228,8 @@ def enumerate_space(space: SearchSpace, world: int):
 
     from commcost.units import MiB
 
-    rows = _base_rows(space, world) if space.fix("gpus") in (None, world) else []
-    names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven")
+    rows = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else []
+    names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")
     caps = list(BUCKET_CAPS_MIB) if space.fix("bucket_mb") is None else [space.fix("bucket_mb")]
     combos = [(sp, rc, z, ci) for sp in _allowed(space, "sp", (0, 1)) for rc in _allowed(space, "recompute", (0, 1, 2))
               for z in _allowed(space, "zero", (0, 1, 2, 3)) for ci in (range(len(caps)) if z < 3 else [0])]
@@ -223,7 +241,7 @@ def enumerate_space(space: SearchSpace, world: int):
     base = {k: arr[:, i] for i, k in enumerate(names)}
     base["m"] = space.global_batch // (base["b"] * base["d"])
     t, c, d, e = base["t"], base["c"], base["d"], base["e"]
-    expert_tp = np.where((d * c) % e == 0, t, 1)
+    expert_tp = base["etp"]
     shared = (d * c > 1) | ((t * d * c) // (e * expert_tp) > 1 if space.spec.experts else False)
     sp_ok = (t > 1) & ((space.seq // c) % t == 0)
     cap_bytes = np.array(caps, dtype=np.int64) * MiB
