@@ -68,19 +68,25 @@ class Breakdown:
     """Events counted."""
 
 
-def breakdown(acts) -> Breakdown:
-    """The :class:`Breakdown` of ``acts``: iterable of ``(start_s, end_s, kind, op)``."""
+def split_by_kind(acts) -> tuple[list, list, list, dict[str, list]]:
+    """``(compute, communication, every, communication by op)`` intervals of ``acts``: iterable of
+    ``(start_s, end_s, kind, op)``."""
     comp, comm, every = [], [], []
     by_op: dict[str, list] = {}
-    n = 0
     for s, e, kind, op in acts:
-        n += 1
         every.append((s, e))
         if kind == C.COMPUTE:
             comp.append((s, e))
         elif kind == C.COMMUNICATION:
             comm.append((s, e))
             by_op.setdefault(op.value if op is not None else "unknown", []).append((s, e))
+    return comp, comm, every, by_op
+
+
+def breakdown(acts) -> Breakdown:
+    """The :class:`Breakdown` of ``acts``: iterable of ``(start_s, end_s, kind, op)``."""
+    comp, comm, every, by_op = split_by_kind(acts)
+    n = len(every)
     u_comp, u_comm, u_all = union(comp), union(comm), union(every)
     t_comp, t_comm = measure(u_comp), measure(u_comm)
     t_ov = measure(intersect(u_comm, u_comp))

@@ -31,8 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from commcost.errors import InputError
-from commcost.trace import classify as C
-from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities
+from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities, split_by_kind
 from commcost.trace.collectives import TimedCall, timed_calls
 from commcost.trace.intervals import measure, subtract, union
 from commcost.trace.load import load_rank
@@ -97,15 +96,7 @@ class RankFailure:
 
 
 def _extras(counted) -> tuple[list, dict[str, float], float, float]:
-    comp, comm, every = [], [], []
-    by_op: dict[str, list] = {}
-    for s, e, kind, op in counted:
-        every.append((s, e))
-        if kind == C.COMPUTE:
-            comp.append((s, e))
-        elif kind == C.COMMUNICATION:
-            comm.append((s, e))
-            by_op.setdefault(op.value if op is not None else "unknown", []).append((s, e))
+    comp, comm, every, by_op = split_by_kind(counted)
     u_comp = union(comp)
     exposed = subtract(union(comm), u_comp)
     by_op_s = {k: measure(subtract(union(v), u_comp)) for k, v in sorted(by_op.items())}
