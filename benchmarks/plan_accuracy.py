@@ -124,19 +124,6 @@ def main(argv: list[str]) -> int:
     leave_one_source_out(results, fit_only="--fit" in argv)
     if "--fit" not in argv:
         moe_apart(results)
-    if "--fit" in argv:
-        groups: dict[tuple[str, str], list[float]] = {}
-        for r in results:
-            if r["row"]["split"] == "tune" and not r["inp"].spec.is_moe and math.isfinite(r["eta"]):
-                groups.setdefault((r["inp"].gpu, precision_class(r["inp"].precision)), []).append(r["eta"])
-        print("dense efficiency fits on the tuning rows (median per GPU and precision class):")
-        for k, v in sorted(groups.items()):
-            print(f"  {k[0]:<16} {k[1]:<5} n={len(v):2d} median {statistics.median(v):.3f}  "
-                  f"({', '.join(f'{x:.3f}' for x in v)})")
-        ratios = [r["eta"] / r["plan"].efficiency * _moe_factor() for r in results
-                  if r["row"]["split"] == "tune" and r["inp"].spec.is_moe and math.isfinite(r["eta"])]
-        if ratios:
-            print(f"MoE factor (fit / dense default): n={len(ratios)} median {statistics.median(ratios):.3f}")
     if "--rows" in argv or "--fit" not in argv:
         print(f"{'id':<30}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
         for r in results:
@@ -245,11 +232,6 @@ def moe_apart(results: list[dict]) -> None:
                   f"p90 {p90(a):5.1%}, median signed {statistics.median(es):+6.1%}, "
                   f"too fast {sum(x < 0 for x in es) / len(es):4.0%}")
     print()
-
-
-def _moe_factor() -> float:
-    from commcost.hardware import load_preset_file
-    return float(load_preset_file("compute.json")["efficiency"]["moe_factor"])
 
 
 if __name__ == "__main__":

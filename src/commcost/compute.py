@@ -1,10 +1,11 @@
-"""Compute time of a step's FLOPs: peaks per precision and the achieved efficiency.
+"""Peaks per precision, the published MFU frontier, and the one-rate compute model.
 
-``T = F / (P_peak(x) eta)`` with ``F`` the FLOPs the step executes (:mod:`commcost.plan`),
-``P_peak(x)`` the GPU's dense tensor-core peak for precision ``x`` and ``eta`` the achieved
-fraction of it. Peaks and default efficiencies live in ``hardware/compute.json``, each with its
-source; the defaults are fitted on published runs (benchmarks/plan_accuracy.py) and every plan
-says which one it used. ``--mfu``/``--efficiency`` override it; ``--measured-step-s`` fits it.
+``P_peak(x)``: the GPU's dense tensor-core peak for precision ``x`` (``hardware/compute.json``, each
+with its source). By default ``plan`` prices compute by operator (:mod:`commcost.operators`); with a
+given efficiency (``--efficiency``, ``--mfu``, ``--measured-step-s``, a calibration) it uses one rate
+for every FLOP, ``T = F / (P_peak(x) eta) + Q / (B_hbm eta_hbm)``, with the element-wise bytes ``Q``
+of :func:`elementwise_bytes_per_token`. :func:`mfu_frontier` is the best published MFU per GPU and
+precision, with its source.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from functools import lru_cache
 
 from commcost.errors import InputError
 
-__all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "default_efficiency",
-           "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s",
+__all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s",
            "mfu_frontier"]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
@@ -52,22 +52,6 @@ def peak_flops_per_s(gpu: str, precision: str) -> float:
         have = ", ".join(k for k in row if k != "source")
         raise InputError(f"{gpu} has no {precision} tensor cores (it has: {have})")
     return float(row[cls])
-
-
-def default_efficiency(gpu: str, precision: str, *, moe: bool = False) -> tuple[float, str]:
-    """``(eta, where it comes from)`` for GPU ``gpu`` at ``precision``."""
-    eff = _table()["efficiency"]
-    cls = precision_class(precision)
-    row = eff.get(gpu, {})
-    if cls in row:
-        value, where = float(row[cls]), f"compute.json efficiency[{gpu}][{cls}], fitted on published runs"
-    else:
-        value, where = float(eff["default"][cls]), (f"compute.json efficiency[default][{cls}], no {gpu} {cls} "
-                                                     f"run to fit it on (how it was chosen: compute.json _fit)")
-    if moe:
-        value *= float(eff["moe_factor"])
-        where += f" x moe_factor {eff['moe_factor']:g}"
-    return value, where
 
 
 HBM_EFFICIENCY = 0.8

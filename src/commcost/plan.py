@@ -73,7 +73,8 @@ class PlanInputs:
     precision: str = "bf16"
     """GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4."""
     efficiency: float | None = None
-    """Compute efficiency eta; None takes the default of :func:`commcost.compute.default_efficiency`."""
+    """Compute efficiency eta on every FLOP (the one-rate model a calibration fits); None prices compute by
+    operator (:mod:`commcost.operators`)."""
     flash_attention: bool = True
     """Attention runs a flash kernel (no s^2 activations; causal blocks skipped)."""
     activation_bytes: float = 2.0
