@@ -16,6 +16,8 @@ from commcost import operators, stacks
 from commcost.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
+SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200"}
+"""GPUs without Megatron-Core runs of their own take their die's fraction (as kernels.json records)."""
 
 
 def source_of(row: dict) -> str:
@@ -57,6 +59,9 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
     for g in {f["gpu"] for f in core}:
         u_gpu[g] = statistics.median(f["u"] for f in core if f["gpu"] == g)
     fallback = statistics.median(u_gpu.values()) if u_gpu else 1.0
+    for gpu, die in SAME_DIE.items():
+        if gpu not in u_gpu and die in u_gpu:
+            u_gpu[gpu] = u_gpu[die]
     u_stack = {}
     for s in {f["stack"] for f in fits} - set(MEGATRON_CORE):
         u_stack[s] = statistics.median(f["u"] / u_gpu.get(f["gpu"], fallback) for f in fits if f["stack"] == s)
