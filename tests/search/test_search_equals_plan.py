@@ -22,6 +22,15 @@ GPT = TransformerSpec(name="gpt-ish", layers=4, hidden=256, heads=4, vocab=1000,
                       max_positions=512)
 
 
+def _six_per_node(world: int) -> FabricModel:
+    """A two-tier fabric of 6-GPU nodes: groups of 4 or 8 straddle nodes, so placement's rounding shows."""
+    from commcost.comm.topology import Topology
+
+    return FabricModel(topology=Topology(gpus_per_node=6, nodes=-(-world // 6),
+                                         intra=Link(bandwidth_bytes_per_s=150e9, latency_s=2e-6),
+                                         inter=Link(bandwidth_bytes_per_s=25e9, latency_s=6e-6)))
+
+
 def _fabric(world: int) -> FabricModel:
     topo, _ = system_group("dgx-h100", nodes=max(1, -(-world // 8)))
     return FabricModel(topology=topo)
@@ -40,6 +49,9 @@ CASES = [
     (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="torchtitan", compiled=True)),
     (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="fsdp", precision="fp8")),
     (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="nemo", precision="fp8")),
+    # 6 GPUs per node (issue 21): tp 4 and the dp/ep groups straddle nodes
+    (TINY, 1024, 24, 24, _six_per_node(24), True, False, 3),
+    (TINY_MOE, 512, 24, 24, _six_per_node(24), True, False, 5),
     # MoE as practitioners run it: expert TP 1 or t, node-aware fp8 dispatch across nodes, 1F1B overlap, imbalance
     (TINY_MOE, 512, 16, 32, _fabric(32), True, False, 7,
      dict(a2a="deepep", fp8_dispatch=True, moe_overlap="1f1b", expert_load=1.25)),
@@ -50,7 +62,8 @@ CASES = [
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_every_configuration_equals_plan(case):
     spec, seq, B, W, model, flash, overlap, every, *extra = CASES[case]
-    inp = SearchInputs(space=SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=8),
+    G = model.topology.gpus_per_node if isinstance(model, FabricModel) else 8
+    inp = SearchInputs(space=SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=G),
                        gpu="h100-sxm", flash_attention=flash, tp_comm_overlap=overlap, **(extra[0] if extra else {}))
     rows, values = evaluate_all(inp, model, W)
     n = len(rows["t"])
