@@ -127,3 +127,25 @@ def test_every_command_takes_the_registry_aliases():
                      "--zero", "1", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["model"] == "llama2-7b"
+
+
+def test_fsdp_under_pipeline_gathers_once_per_step_where_the_stack_does():
+    # torchtitan keeps each stage gathered through the step under PP: one gather and one scatter per unit
+    # (L/p + 1 = 32/2 + 1 = 17) per step, against 2 m and m rounds (m = 32 / (1 x 4) = 8 micro-batches)
+    topo, _ = system_group("dgx-h100", nodes=1)
+    model = FabricModel(topology=topo)
+    base = PlanInputs(spec=SPEC, layout=Layout(dp=4, pp=2, zero=3, global_batch=32), seq=8192, gpu="h100-sxm",
+                      gpus_per_node=8)
+    counts = {}
+    for st in ("torchtitan", "megatron"):
+        p = plan(replace(base, stack=st), model)
+        counts[st] = {c.comm.op.value: c.comm.count_per_step for c in p.comm if c.comm.dimension == "dp"}
+        counts[st]["weights"] = p.memory.weights_bytes
+    assert counts["torchtitan"]["all_gather"] == 17 and counts["torchtitan"]["reduce_scatter"] == 17
+    assert counts["megatron"]["all_gather"] == 2 * 8 * 17 and counts["megatron"]["reduce_scatter"] == 8 * 17
+    # and the stage's bf16 weights are held whole: + 2 bytes x the stage's parameters
+    from commcost.memory import params_per_gpu
+
+    dense, expert = params_per_gpu(SPEC, base.layout)
+    assert counts["torchtitan"]["weights"] - counts["megatron"]["weights"] == pytest.approx(2 * (dense + expert),
+                                                                                           rel=1e-12)

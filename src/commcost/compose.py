@@ -149,21 +149,23 @@ def pp_exposed_s(*, pp, micro_batches, vp, one_s):
     return exposed_p2p_count(pp, micro_batches, vp) * one_s
 
 
-def zero3_layer_exposed_s(xp, *, gather_s, scatter_s, layer_fwd_s):
-    """ZeRO-3 per layer and micro-batch: ``(max(0, T_ag - t_f), max(0, T_ag + T_rs - t_b))``, the
-    forward's gather behind the previous layer's forward, the backward's gather and scatter behind
-    its backward."""
+def zero3_layer_exposed_s(xp, *, gather_s, scatter_s, layer_fwd_s, regather=1.0):
+    """ZeRO-3 per layer and round: ``(max(0, T_ag - t_f), max(0, g T_ag + T_rs - t_b))``, the
+    forward's gather behind the previous layer's forward, the backward's gather (``g = regather``: 1,
+    or 0 where the stage stays gathered through the step) and scatter behind its backward."""
     fwd = xp.maximum(0.0, gather_s - layer_fwd_s)
-    bwd = xp.maximum(0.0, gather_s + scatter_s - BACKWARD_PER_FORWARD * layer_fwd_s)
+    bwd = xp.maximum(0.0, regather * gather_s + scatter_s - BACKWARD_PER_FORWARD * layer_fwd_s)
     return fwd, bwd
 
 
-def zero3_exposed_s(*, fwd_s, bwd_s, units, micro_batches, gather_s):
-    """``(per micro-batch, per step)`` of ZeRO-3: ``u (fwd + bwd) + T_ag / m`` on each micro-batch's
-    critical path, ``m u (fwd + bwd) + T_ag`` per step (``u = L/p + 1`` gathered units, the first
-    gather of the step not hidden)."""
-    per_step = micro_batches * units * (fwd_s + bwd_s) + gather_s
-    return units * (fwd_s + bwd_s) + gather_s / micro_batches, per_step
+def zero3_exposed_s(*, fwd_s, bwd_s, units, micro_batches, gather_s, rounds=None):
+    """``(per micro-batch, per step)`` of ZeRO-3: ``r u (fwd + bwd) + T_ag`` per step and that over ``m``
+    on each micro-batch's critical path (``u = L/p + 1`` gathered units, the first gather of the step not
+    hidden; ``r = rounds`` of gathers and scatters per step: ``m``, or 1 where the stage stays gathered
+    through the step)."""
+    r = micro_batches if rounds is None else rounds
+    per_step = r * units * (fwd_s + bwd_s) + gather_s
+    return per_step / micro_batches, per_step
 
 
 def pipeline_terms(*, micro_batches, pp, vp, compute_mb_s, critical_mb_s):

@@ -30,6 +30,9 @@ interleaved schedule holds ``min(m v, 2(p-1) + (v-1)p + 1)`` chunks of ``L/(p v)
 ``L (1 + (p-1)/(p v))`` (Korthikanti et al. 2022, section 4.2.3; Megatron's warm-up count).
 The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
 
+**Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
+FSDP2 with PP) also holds the stage's bf16 weights and gradients whole: ``+ N_stage (q_w + q_g)``.
+
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one; sequence parallelism's gathered layer input ``2 s'bh``; an MoE layer's token
 buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
@@ -324,6 +327,10 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / (held + 1),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
                            grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load)
+    if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
+        # the stage stays gathered through the step: its bf16 weights and gradients, whole
+        w_d, g_d = w_d + dense * weight_bytes, g_d + dense * grad_bytes
+        w_e, g_e = w_e + expert * weight_bytes, g_e + expert * grad_bytes
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,

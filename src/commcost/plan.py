@@ -283,7 +283,7 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     else:
         ops += zero_ops(layout=L, dense_params_per_gpu=dense, expert_params_per_gpu=expert, layers_per_stage=per_stage,
                         grad_bytes=inp.grad_bytes, weight_bytes=2.0, gpus_per_node=G,
-                        gathers_per_layer=zero3_gathers_per_layer(inp))
+                        gathers_per_layer=zero3_gathers_per_layer(inp), once_per_step=zero3_once_per_step(inp))
     return tuple(ops)
 
 
@@ -375,7 +375,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=n * T, exposed_s=exposed))
     if L.zero == 3:
         zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=per_stage + 1, t_layer_f=t_layer_f,
-                                             gathers=zero3_gathers_per_layer(inp))
+                                             gathers=zero3_gathers_per_layer(inp), once=zero3_once_per_step(inp))
         critical_mb += zero3_mb
         lines += zero3_lines
         dp_ops = []
@@ -460,29 +460,45 @@ def zero3_gathers_per_layer(inp: PlanInputs) -> int:
     return stack(resolve_stack(inp.stack, inp.layout)[0]).zero3_gathers_per_layer
 
 
-def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int = 1) -> tuple[float, list[CommLine]]:
+def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int = 1,
+                 once: bool = False) -> tuple[float, list[CommLine]]:
     """ZeRO-3's per-layer gathers and scatters behind the neighbouring layer's compute
     (:func:`commcost.compose.zero3_exposed_s`): ``(critical seconds per micro-batch, lines)``, the
     backward's exposed part split between gather and scatter by their times; a layer's gather is
-    ``g`` all-gathers (``gathers``) one after another."""
+    ``g`` all-gathers (``gathers``) one after another; ``once``: the stage stays gathered through the
+    step (one round of gathers and scatters, no re-gather in the backward)."""
     from commcost import compose as K
     from commcost.xp import SCALAR
 
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
     rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
     T_ag, T_rs = gathers * sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
-    fwd, bwd = K.zero3_layer_exposed_s(SCALAR, gather_s=T_ag, scatter_s=T_rs, layer_fwd_s=t_layer_f)
-    critical_mb, _ = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=units, micro_batches=m, gather_s=T_ag)
+    regather, rounds = (0.0, 1) if once else (1.0, m)
+    fwd, bwd = K.zero3_layer_exposed_s(SCALAR, gather_s=T_ag, scatter_s=T_rs, layer_fwd_s=t_layer_f,
+                                       regather=regather)
+    critical_mb, _ = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=units, micro_batches=m, gather_s=T_ag,
+                                       rounds=rounds)
+    T_ag_b = regather * T_ag                     # the gather's part of the backward
+    b_ag = T_ag_b / (T_ag_b + T_rs) if T_ag_b + T_rs else 0.0
     lines = []
     for o, T, a in ag:
         share = gathers * T / T_ag if T_ag else 0.0
         lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
-                              exposed_s=share * (m * units * (fwd + bwd * T_ag / (T_ag + T_rs)) + T_ag)))
+                              exposed_s=share * (rounds * units * (fwd + bwd * b_ag) + T_ag)))
     for o, T, a in rs:
         share = T / T_rs if T_rs else 0.0
         lines.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=o.count_per_step * T,
-                              exposed_s=share * m * units * bwd * T_rs / (T_ag + T_rs)))
+                              exposed_s=share * rounds * units * bwd * (1.0 - b_ag)))
     return critical_mb, lines
+
+
+def zero3_once_per_step(inp: PlanInputs) -> bool:
+    """Whether ZeRO-3 gathers and scatters once per step: the stack keeps the stage gathered under
+    pipeline parallelism (:attr:`commcost.stacks.Stack.zero3_unshard_under_pp`) and ``p > 1``."""
+    from commcost.stacks import resolve_stack, stack
+
+    L = inp.layout
+    return L.zero == 3 and L.pp > 1 and stack(resolve_stack(inp.stack, L)[0]).zero3_unshard_under_pp
 
 
 @lru_cache(maxsize=64)

@@ -57,6 +57,10 @@ class Stack:
     zero2_scatter_per_micro_batch: bool = False
     """ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (DeepSpeed stage 2, FSDP
     ``SHARD_GRAD_OP``), where Megatron's distributed optimizer keeps full gradients until the last."""
+    zero3_unshard_under_pp: bool = False
+    """Under pipeline parallelism ZeRO-3 keeps each stage's parameters gathered for the step and reduces
+    gradients once, on the last backward (torchtitan's FSDP2 with PP): one gather and one scatter per
+    layer and step, the stage's weights and gradients held unsharded."""
     fp8_saves_inputs: bool = False
     """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
     sustained: float = 1.0

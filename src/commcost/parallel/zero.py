@@ -24,7 +24,10 @@ experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
   exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.plan`). A stack that gathers
   parameter by parameter (DeepSpeed ZeRO-3: :attr:`commcost.stacks.Stack.zero3_gathers_per_layer`
   ``= g``) issues ``g`` all-gathers of ``1/g`` of the layer each: the same bytes, ``g`` times the
-  latency terms (at thousands of ranks a ring all-gather's ``(P-1) alpha`` is milliseconds).
+  latency terms (at thousands of ranks a ring all-gather's ``(P-1) alpha`` is milliseconds). A stack that
+  keeps the stage gathered through the step under pipeline parallelism (torchtitan's FSDP2 with PP:
+  ``once_per_step``) gathers each layer once before the first forward and scatters once after the last
+  backward.
 * Hybrid sharding (FSDP ``HYBRID_SHARD``): the gathers and scatters run over the shard group, and each
   layer's gradient shard is then all-reduced across the ``d c / shard`` replicas (``G q_g / shard``),
   once per micro-batch, in the same backward window.
@@ -40,7 +43,7 @@ __all__ = ["zero_ops"]
 
 def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_gpu: float, layers_per_stage: float,
              grad_bytes: float, weight_bytes: float, gpus_per_node: int,
-             gathers_per_layer: int = 1) -> tuple[CommOp, ...]:
+             gathers_per_layer: int = 1, once_per_step: bool = False) -> tuple[CommOp, ...]:
     """The ZeRO-1/2/3 collectives one GPU issues per step (module docstring)."""
     L = layout
     out = []
@@ -60,10 +63,11 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
         elif L.zero == 3:
             units = layers_per_stage + 1                 # the layers and the stage's embedding/head
             per = params / units
-            m = L.micro_batches
+            m = 1 if once_per_step else L.micro_batches   # rounds of gathers and scatters per step
             g = gathers_per_layer
             out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=per * weight_bytes / g,
-                              group_size=D, ranks_per_node=rpn, count_per_step=2.0 * m * units * g, critical=False,
+                              group_size=D, ranks_per_node=rpn,
+                              count_per_step=(1.0 if once_per_step else 2.0) * m * units * g, critical=False,
                               what=f"{kind} weights of one layer before its forward and its backward (prefetched"
                                    + (f"; {g} gathers per layer, one per parameter tensor)" if g > 1 else ")")))
             out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=per * grad_bytes,

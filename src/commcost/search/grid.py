@@ -205,6 +205,14 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     return np.maximum(intra, inter)
 
 
+def _zero3_unshard_under_pp(inp: SearchInputs) -> bool:
+    """plan's ``zero3_once_per_step`` stack flag: False under ``auto`` (ZeRO-3 with a pipeline resolves to
+    megatron), else the given stack's."""
+    from commcost.stacks import stack
+
+    return inp.stack != "auto" and stack(inp.stack).zero3_unshard_under_pp
+
+
 def _zero3_gathers(inp: SearchInputs) -> int:
     """``g`` of :func:`commcost.plan.zero3_gathers_per_layer`: 1 under ``auto`` (ZeRO-3 layouts resolve to
     fsdp or megatron, both one gather per layer), else the given stack's."""
@@ -403,9 +411,11 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3
     T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
+    once = z3 & (p > 1) & _zero3_unshard_under_pp(inp)   # plan.zero3_once_per_step
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
-                                       layer_fwd_s=t_layer_f)
-    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=per_stage + 1, micro_batches=m, gather_s=T_ag)
+                                       layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
+    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=per_stage + 1, micro_batches=m, gather_s=T_ag,
+                                     rounds=np.where(once, 1.0, m))
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward

@@ -64,7 +64,9 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                     zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
                                     top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load))
-    return dict(states=np.array(states), act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf))
+    unshard = (dense + expert) * (WEIGHT_BYTES + GRAD_BYTES)   # memory_per_gpu: the stage gathered under PP
+    return dict(states=np.array(states), act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
+                unshard=unshard)
 
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:
@@ -92,6 +94,11 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
     states = tables["states"][zero, bi]
     import numpy as np
+
+    from commcost.search.grid import _zero3_unshard_under_pp
+
+    if _zero3_unshard_under_pp(inp):
+        states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
 
     act = np.zeros(len(bi))
     for name, mask in stack_masks(cols, base, inp).items():
