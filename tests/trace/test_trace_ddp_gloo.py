@@ -91,8 +91,10 @@ def test_two_real_ranks_on_one_host_align_and_match(gloo_trace):
     profiled = W.STEPS - 2
     # both ranks ran on this host, so their clocks agree: the true offset is 0. The estimate (median
     # over the all-reduces of the difference of their ends) is off by how far apart gloo's two ranks
-    # leave a 2-rank all-reduce: one message and a thread wake-up, well under a millisecond
-    assert abs(c.clock_offsets[1].clock_offset_s) < 1e-3
+    # leave a 2-rank all-reduce: one message and a thread wake-up, under a millisecond on an idle host
+    # and seen at 1.8 ms on a loaded 2-core one; 5 ms still tells a working estimate from a broken one
+    # (the synthetic tests pin the estimate to 10 us where the ends are exact)
+    assert abs(c.clock_offsets[1].clock_offset_s) < 5e-3
     # every bucket's all-reduce matched on both ranks: 2 buckets per profiled step, none left over
     assert len(c.instances) == 2 * profiled and c.unmatched_calls == 0
     assert all(len(i.ranks) == 2 and i.op.value == "all_reduce" for i in c.instances)
