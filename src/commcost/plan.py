@@ -53,7 +53,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "operator_times", "plan_memory",
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "operator_times", "plan_memory", "plan_stack",
            "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -406,13 +406,20 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                 dp_timeline=advice[0] if advice else None)
 
 
+def plan_stack(inp: PlanInputs):
+    """The :class:`~commcost.stacks.Stack` ``inp`` runs: its ``stack`` (``auto`` resolved for its layout),
+    compiled or not; every stack-dependent term of the plan reads it here."""
+    from commcost.stacks import resolve_stack, stack
+
+    return stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
+
+
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
     """:func:`commcost.memory.memory_per_gpu` of ``inp`` under its stack (``auto`` resolved for its layout)
     and precision: what :func:`plan` reports, and what the advice re-asks for changed layouts."""
     from commcost.compute import precision_class
-    from commcost.stacks import resolve_stack, stack
 
-    st = stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
+    st = plan_stack(inp)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
                           flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16",
                           expert_load=inp.expert_load)
@@ -439,11 +446,10 @@ def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str
 def operator_times(inp: PlanInputs):
     """:func:`commcost.operators.micro_batch_operators` of one micro-batch on the slowest stage."""
     from commcost.operators import kernel_rates, micro_batch_operators
-    from commcost.stacks import resolve_stack, stack
     from commcost.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
-    st = stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled)
+    st = plan_stack(inp)
     rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
                          flash=inp.flash_attention)
     return micro_batch_operators(SCALAR, spec, st, rates, tokens=L.micro_batch * inp.seq / L.cp, seq=inp.seq,
@@ -455,9 +461,7 @@ def operator_times(inp: PlanInputs):
 
 def zero3_gathers_per_layer(inp: PlanInputs) -> int:
     """``g``: ZeRO-3 all-gathers per layer and pass of the plan's stack (:mod:`commcost.parallel.zero`)."""
-    from commcost.stacks import resolve_stack, stack
-
-    return stack(resolve_stack(inp.stack, inp.layout)[0]).zero3_gathers_per_layer
+    return plan_stack(inp).zero3_gathers_per_layer
 
 
 def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int = 1,
@@ -495,10 +499,8 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
 def zero3_once_per_step(inp: PlanInputs) -> bool:
     """Whether ZeRO-3 gathers and scatters once per step: the stack keeps the stage gathered under
     pipeline parallelism (:attr:`commcost.stacks.Stack.zero3_unshard_under_pp`) and ``p > 1``."""
-    from commcost.stacks import resolve_stack, stack
-
     L = inp.layout
-    return L.zero == 3 and L.pp > 1 and stack(resolve_stack(inp.stack, L)[0]).zero3_unshard_under_pp
+    return L.zero == 3 and L.pp > 1 and plan_stack(inp).zero3_unshard_under_pp
 
 
 @lru_cache(maxsize=64)
@@ -529,9 +531,7 @@ def _optimizer_s(inp: PlanInputs) -> float:
 def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
     """Whether the plan's stack reduce-scatters ZeRO-2 gradients every micro-batch
     (:attr:`commcost.stacks.Stack.zero2_scatter_per_micro_batch`)."""
-    from commcost.stacks import resolve_stack, stack
-
-    return stack(resolve_stack(inp.stack, inp.layout)[0]).zero2_scatter_per_micro_batch
+    return plan_stack(inp).zero2_scatter_per_micro_batch
 
 
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,

@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
-__all__ = ["STACKS", "Stack", "stack", "resolve_stack"]
+__all__ = ["STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag"]
 
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values."""
@@ -96,6 +96,18 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
-    if layout.zero == 3 and layout.tp == 1 and layout.pp == 1:
+    if auto_is_fsdp(layout.zero, layout.tp, layout.pp):
         return "fsdp", "auto: ZeRO-3 without TP or PP is how FSDP stacks run (--stack to pin it)"
     return "megatron", "auto: a Megatron-Core layout (--stack to pin it)"
+
+
+def auto_is_fsdp(zero, tp, pp):
+    """``auto``'s rule: ZeRO-3 without TP or PP is priced as ``fsdp``, everything else as ``megatron``.
+    Array-safe (``commcost search`` applies it to columns)."""
+    return (zero == 3) & (tp == 1) & (pp == 1)
+
+
+def given_stack_flag(name: str, attribute: str, auto_value):
+    """A stack field for a whole search: ``auto_value`` under ``auto`` (what both stacks ``auto`` resolves
+    to agree on for the rows it applies to), else the given stack's ``attribute``."""
+    return auto_value if name == "auto" else getattr(stack(name), attribute)

@@ -18,6 +18,7 @@ holds a few thousand distinct collectives, and the prices are broadcast back by 
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
+from commcost.stacks import given_stack_flag
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -167,7 +168,8 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     X["T_pp"] = col(Collective.SEND_RECV, b * (s / c) * spec.hidden * q / t, 2, X["pp_pair"], pi > 1)  # pipeline.py
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = X["per_stage"] + 1                                    # parallel/zero.py, ZeRO-3
-    g = _zero3_gathers(inp)                                       # a layer's gathers, one after another
+    # a layer's gathers, one after another (1 under auto: fsdp and megatron gather per layer)
+    g = given_stack_flag(inp.stack, "zero3_gathers_per_layer", 1)
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
         on = (P > 1) & (params > 0) & need["z3"]
@@ -175,14 +177,6 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, params / units * q_g, P, rpn, on)
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
     return X
-
-
-def _zero2_per_micro_batch(inp: SearchInputs) -> bool:
-    """plan's ``_scatters_per_micro_batch``: False under ``auto`` (a ZeRO-2 layout resolves to megatron,
-    which keeps full gradients), else the given stack's."""
-    from commcost.stacks import stack
-
-    return inp.stack != "auto" and stack(inp.stack).zero2_scatter_per_micro_batch
 
 
 def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
@@ -203,22 +197,6 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=n.astype(float))
     inter = col(Collective.ALL_TO_ALL, size * hit / spec.top_k, n, 1, on & cross)
     return np.maximum(intra, inter)
-
-
-def _zero3_unshard_under_pp(inp: SearchInputs) -> bool:
-    """plan's ``zero3_once_per_step`` stack flag: False under ``auto`` (ZeRO-3 with a pipeline resolves to
-    megatron), else the given stack's."""
-    from commcost.stacks import stack
-
-    return inp.stack != "auto" and stack(inp.stack).zero3_unshard_under_pp
-
-
-def _zero3_gathers(inp: SearchInputs) -> int:
-    """``g`` of :func:`commcost.plan.zero3_gathers_per_layer`: 1 under ``auto`` (ZeRO-3 layouts resolve to
-    fsdp or megatron, both one gather per layer), else the given stack's."""
-    from commcost.stacks import stack
-
-    return 1 if inp.stack == "auto" else stack(inp.stack).zero3_gathers_per_layer
 
 
 def needed(cols: dict, nb: int, ncaps: int) -> dict:
@@ -307,6 +285,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
     import numpy as np
 
     from commcost.operators import kernel_rates, micro_batch_operators
+    from commcost.search.memory import stack_masks
     from commcost.stacks import stack
 
     spec, s = inp.space.spec, inp.space.seq
@@ -314,13 +293,8 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
     t, p, c, e, d, m = (base[k][bi].astype(float) for k in ("t", "p", "c", "e", "d", "m"))
     expert_tp = base["etp"][bi].astype(float)
     rc = cols["rc"]
-    if inp.stack == "auto":
-        fsdp = (cols["zero"] == 3) & (t == 1) & (p == 1)
-        names = (("fsdp", fsdp), ("megatron", ~fsdp))
-    else:
-        names = ((inp.stack, np.ones(len(bi), dtype=bool)),)
     out = [np.zeros(len(bi)) for _ in range(4)]
-    for name, mask in names:
+    for name, mask in stack_masks(cols, base, inp).items():
         if not mask.any():
             continue
         st = stack(name, compiled=inp.compiled)
@@ -411,7 +385,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
     z3 = zero == 3
     T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
-    once = z3 & (p > 1) & _zero3_unshard_under_pp(inp)   # plan.zero3_once_per_step
+    # plan.zero3_once_per_step (under auto ZeRO-3 with a pipeline resolves to megatron: never)
+    once = z3 & (p > 1) & given_stack_flag(inp.stack, "zero3_unshard_under_pp", False)
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
                                        layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=per_stage + 1, micro_batches=m, gather_s=T_ag,
@@ -433,7 +408,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
         gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
         ex_dp[low] = E + gather.sum(axis=1)
-        if _zero2_per_micro_batch(inp):          # plan._data_parallel_lines: the m - 1 earlier reduce-scatters
+        # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
+        if given_stack_flag(inp.stack, "zero2_scatter_per_micro_batch", False):
             z2 = zero[low] == 2
             ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m[low] - 1,
                                                                      scatter_s=X["bucket_whole"][vi, bl], window_s=W),

@@ -80,8 +80,10 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 
     if inp.stack != "auto":
         return {inp.stack: np.ones(len(cols["bi"]), dtype=bool)}
+    from commcost.stacks import auto_is_fsdp
+
     bi = cols["bi"]
-    fsdp = (cols["zero"] == 3) & (base["t"][bi] == 1) & (base["p"][bi] == 1)
+    fsdp = auto_is_fsdp(cols["zero"], base["t"][bi], base["p"][bi])
     return {"fsdp": fsdp, "megatron": ~fsdp}
 
 
@@ -95,9 +97,9 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     states = tables["states"][zero, bi]
     import numpy as np
 
-    from commcost.search.grid import _zero3_unshard_under_pp
+    from commcost.stacks import given_stack_flag
 
-    if _zero3_unshard_under_pp(inp):
+    if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
         states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
 
     act = np.zeros(len(bi))
