@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import statistics
 
-from commcost import operators, stacks
+import commcost.operators as operators
+import commcost.stacks as stacks
 from commcost.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")

@@ -114,7 +114,7 @@ def derive_issue20_constants(tables) -> dict[str, float]:
 def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[str, float]] | None = None):
     """The model with ``values`` in place of the shipped issue-20 constants and ``fabric_values`` in place of
     those preset fabric fields (None: as shipped)."""
-    from commcost import presets
+    import commcost.presets as presets
 
     saved = {k: getattr(algorithms, k) for k in (values or {})}
     shipped_fabrics = presets.fabrics

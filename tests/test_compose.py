@@ -10,7 +10,7 @@ import sys
 import numpy as np
 from hypothesis import given, strategies as st
 
-from commcost import compose as K
+import commcost.compose as K
 from commcost.memory import buffer_bytes, stage_activation_bytes
 from commcost.parallel.layout import heaviest_stage_layers
 from commcost.step.timeline import exposed_after_s, uniform_end_s

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from commcost.cli import find_non_finite_token, main
 from commcost.cli._args import latency_us, nonneg_latency_us, rate_gb_per_s
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.report._json import dump_json, find_non_finite
 from commcost.units import parse_rate_bytes_per_s, parse_time_s
 from commcost.workload import MAX_LAYERS, ModelShape

@@ -13,7 +13,7 @@ import pytest
 
 from commcost.calibrate.measure import MAX_GRID_SIZES, size_grid, size_quantum_bytes
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from conftest import ROOT, run_commcost
 from test_hardening_inputs import one_error_line
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.training_cost import gpu_hours, parse_token_count, training_cost, usd_per_million_tokens
 from conftest import run_commcost
 

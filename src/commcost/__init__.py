@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # inputs and errors
-    "InputError": "commcost.errors",
+    "InputError": "commcost.core.errors",
     # the one communication model
     "CommModel": "commcost.comm.model",
     "FlatLinkModel": "commcost.comm.model",

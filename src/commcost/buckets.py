@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from commcost.comm.collectives import CollectiveCost
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.units import MiB
 from commcost.validation import require_finite_positive
 

@@ -45,7 +45,7 @@ from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYT
 from commcost.comm.collectives import CollectiveCost
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.comm.link import Link
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.step.bucket_advice import BucketRecommendation, recommend_buckets
 from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.step.overlap import OverlapBounds

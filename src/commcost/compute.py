@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s",
            "mfu_frontier"]

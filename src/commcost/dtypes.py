@@ -6,7 +6,7 @@ classes of :mod:`commcost.workload` it never uses.
 
 from __future__ import annotations
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["BYTES_PER_ELEMENT", "bytes_per_element", "gradient_bytes"]
 

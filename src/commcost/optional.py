@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["require", "pyplot"]
 

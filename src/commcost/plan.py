@@ -43,7 +43,7 @@ from functools import lru_cache
 
 from commcost.comm.collectives import Collective
 from commcost.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
 from commcost.compute import elementwise_s
@@ -302,7 +302,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
-    from commcost import compose as K
+    import commcost.compose as K
     from commcost.compute import mfu_frontier, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.stacks import resolve_stack
@@ -471,7 +471,7 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
     backward's exposed part split between gather and scatter by their times; a layer's gather is
     ``g`` all-gathers (``gathers``) one after another; ``once``: the stage stays gathered through the
     step (one round of gathers and scatters, no re-gather in the backward)."""
-    from commcost import compose as K
+    import commcost.compose as K
     from commcost.xp import SCALAR
 
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
@@ -537,7 +537,7 @@ def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
-    from commcost import compose as K
+    import commcost.compose as K
     from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.step.timeline import TimelineInputs, caps_for, evaluate_caps
     from commcost.xp import SCALAR

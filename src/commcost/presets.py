@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file, lookup
 from commcost.comm.protocols import ProtocolModel
 from commcost.comm.topology import Link, Topology

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective, CollectiveCost
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.hardware import lookup
 from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
                                             seed_fabrics, seed_models, seed_two_tier)

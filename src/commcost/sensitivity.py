@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

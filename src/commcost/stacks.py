@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["TransformerSpec", "model_spec", "model_spec_names", "CAUSAL_EXECUTED_FRACTION"]
 

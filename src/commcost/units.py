@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",

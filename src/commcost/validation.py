@@ -1,6 +1,6 @@
 """The shared validators: every library check of a number goes through one of these.
 
-Each raises :class:`commcost.errors.InputError` with a message that names the quantity and
+Each raises :class:`commcost.core.errors.InputError` with a message that names the quantity and
 shows the value, so the CLI can print it as the one line of a bad-input error (exit 2).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["require_finite_positive", "require_count", "require_fraction"]
 

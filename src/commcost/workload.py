@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.validation import require_count
 
 __all__ = [

@@ -11,7 +11,7 @@ import pytest
 from commcost.calibrate import nccl_tests
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import fit_alpha_beta
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from conftest import DATA, run_commcost
 from test_hardening_inputs import one_error_line
 

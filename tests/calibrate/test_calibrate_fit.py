@@ -13,7 +13,7 @@ from commcost.calibrate.fit import (
     AlphaBetaFit, Regime, Sample, compare, fit_alpha_beta, ring_latency_steps,
 )
 from commcost.comm.collectives import Algorithm, Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from conftest import DATA
 
 LOGS = sorted((DATA / "nccl_tests").glob("*.log"))

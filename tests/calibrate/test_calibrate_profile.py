@@ -11,7 +11,7 @@ from commcost.calibrate.data import Measurement, MeasurementRow, load_series, re
 from commcost.calibrate.fit import Sample, compare, fit_alpha_beta
 from commcost.calibrate.profile import PROFILE_VERSION, Profile, load_profile, profile_to_dict, save_profile
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from conftest import DATA
 

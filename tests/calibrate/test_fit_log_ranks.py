@@ -11,7 +11,7 @@ from commcost.calibrate.fit import Sample, score_against_preset
 from commcost.calibrate.tiers import log_group_size, split_log_ranks
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.presets import system_group
 from conftest import DATA, run_commcost
 

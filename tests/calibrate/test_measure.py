@@ -16,7 +16,7 @@ import pytest
 
 from commcost.calibrate.measure import MeasureConfig, size_grid
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from conftest import ROOT
 
 GLOO_R2_BOUND = 0.9

@@ -6,7 +6,7 @@ import pytest
 
 from commcost.calibrate.nccl_tests import collective_from_name, parse_nccl_tests, read_nccl_tests
 from commcost.comm.collectives import Collective, bus_bandwidth_factor
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from conftest import DATA
 
 LOGS = DATA / "nccl_tests"

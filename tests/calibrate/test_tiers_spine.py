@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from commcost import collective_cost
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.calibrate.tiers import TierSample, fit_tiers, scaled_topology, tier_fit_from_dict, tier_fit_to_dict
 from commcost.presets import system_group
 

@@ -15,7 +15,7 @@ from commcost.comm.algorithms import (FAN_IN_PEERS, FAN_IN_SLOWDOWN_PER_PEER, P2
                                       fan_in_slowdown_from, protocol_costs)
 from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.presets import systems
 
 S16G = 2 ** 34

@@ -9,7 +9,7 @@ import pytest
 from commcost.comm.collectives import Collective
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.memory import layer_activation_bytes, model_state_bytes, in_flight_layers
 from commcost.parallel.context import context_ops
 from commcost.parallel.expert import expert_ops

@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 from commcost.step.ddp_buckets import (
     DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps, initial_buckets, rebuilt_buckets,
 )
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 
 def test_default_caps_are_25_mib_with_a_1_mib_first_bucket():

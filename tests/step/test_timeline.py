@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.collectives import ring_all_reduce
 from commcost.step.ddp_buckets import DdpBucketCaps
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.step.sweep import sweep_buckets
 from commcost.step.timeline import TimelineInputs, bucket_grid, gradient_stream, simulate_timeline
 from commcost.comm.topology import Link

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
 from commcost.workload import ModelShape, model_params, model_preset, model_preset_names, transformer_gradient_layers
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.trace.load import load_rank
 from conftest import run_commcost
 from test_hardening_inputs import one_error_line

@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.trace import reader
 from commcost.trace.reader import TraceHeader, iter_trace, trace_files
 

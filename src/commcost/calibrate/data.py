@@ -34,7 +34,7 @@ from commcost.calibrate.fit import Sample
 from commcost.calibrate.nccl_tests import parse_nccl_tests, collective_from_name
 from commcost.calibrate.profile import write_atomic
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["MEASUREMENT_VERSION", "COLUMNS", "MeasurementRow", "Measurement", "Series",
            "write_measurement", "read_measurement", "load_series"]
@@ -206,7 +206,7 @@ def _json_loads(text: str, source: str) -> Any:
     except RecursionError:
         raise InputError(f"{source}: JSON nested too deeply to read (thousands of brackets)") from None
     except ValueError:  # an integer past Python's 4,300-digit limit for int(str)
-        from commcost.errors import long_integer_field
+        from commcost.core.errors import long_integer_field
 
         raise InputError(f"{source}: {long_integer_field(text)} is an integer of more than 4300 digits (Python's "
                          "limit for reading one; no measured value is that long)") from None

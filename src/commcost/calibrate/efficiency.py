@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import replace
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

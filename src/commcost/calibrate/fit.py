@@ -41,7 +41,7 @@ from statistics import median
 from typing import Sequence
 
 from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_factor, ring_latency_steps
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.units import format_bytes
 from commcost.validation import require_finite_positive

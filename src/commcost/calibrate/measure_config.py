@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["DTYPES", "MeasureConfig"]
 

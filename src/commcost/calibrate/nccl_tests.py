@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.units import GB, US
 
 __all__ = [

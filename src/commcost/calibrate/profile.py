@@ -35,7 +35,7 @@ from typing import Any
 
 from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
 from commcost.comm.collectives import Algorithm, Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.report._files import write_atomic  # the one writer (re-exported: data.py, fit, chrome_trace)
 from commcost.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
@@ -231,7 +231,7 @@ def load_any_profile(path: str | Path):
     except RecursionError:
         raise InputError(f"{p}: not a commcost profile: JSON nested too deeply to read") from None
     except ValueError:  # an integer past Python's 4,300-digit limit
-        from commcost.errors import long_integer_field
+        from commcost.core.errors import long_integer_field
 
         raise InputError(f"{p}: {long_integer_field(text)} is an integer of more than 4300 digits "
                          "(Python's limit for reading one; no profile value is that long)") from None

@@ -16,7 +16,7 @@ import re
 
 from commcost.cli._args import (PROG, Parser, clear_interrupt_notes, fail, hold_warnings, interrupt_note,
                                 release_warnings)
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
 

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.units import parse_size_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -557,7 +557,7 @@ def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> Non
 
 def token_count(text: str) -> float:
     """A token count > 0: ``2e12``, ``2T``, ``300B`` (:func:`commcost.training_cost.parse_token_count`)."""
-    from commcost.errors import InputError
+    from commcost.core.errors import InputError
     from commcost.training_cost import parse_token_count
 
     try:

@@ -299,7 +299,7 @@ def _third_tier_override(args: argparse.Namespace, topo):
 def _custom_topology(args: argparse.Namespace):
     """``(Topology, P)`` from ``--gpus-per-node``, ``--nodes``, ``--intra-*``/``--inter-*``/``--nvls-*``."""
     from commcost.comm.topology import Link, Topology
-    from commcost.errors import InputError
+    from commcost.core.errors import InputError
     from commcost.units import GB, US
 
     gpus = getattr(args, "gpus", None)

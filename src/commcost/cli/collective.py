@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     """Validate, resolve the CommModel, price every size under every algorithm the backend runs, render."""
     from commcost.comm.algorithms import parse_algorithm, parse_collective, unavailable_algorithms
     from commcost.comm.topology import place
-    from commcost.errors import InputError
+    from commcost.core.errors import InputError
     from commcost.report.collective import (SizeResult, fabric_to_dict, render_size_text, render_table_text,
                                             size_to_dict)
 
@@ -114,7 +114,7 @@ def _run_log(args: argparse.Namespace) -> int:
     from commcost.calibrate.data import load_series
     from commcost.calibrate.fit import score_against_preset
     from commcost.comm.algorithms import parse_collective
-    from commcost.errors import InputError
+    from commcost.core.errors import InputError
     from commcost.report.collective import preset_score_to_dict, render_preset_score_text
 
     if args.system is None:

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.calibrate.data import write_measurement
     from commcost.calibrate.measure import (MeasureConfig, MeasurementFailed, launched_by_torchrun, measure, size_grid,
                                             size_quantum_bytes)
-    from commcost.errors import InputError
+    from commcost.core.errors import InputError
     from commcost.comm.collectives import Collective
     from commcost.optional import require
     from commcost.report.calibrate import render_measurement_text

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     saved = None
     if args.save_measurement is not None:
         from commcost.calibrate.data import write_measurement
-        from commcost.errors import InputError
+        from commcost.core.errors import InputError
         from commcost.trace.collectives import rows_to_measurement
 
         m = rows_to_measurement(list(summary.rows), {

@@ -95,7 +95,7 @@ import math
 from dataclasses import replace
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
                                 RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from commcost.comm.collectives import Algorithm, CollectiveCost
 from commcost.comm.model import CommModel
 from commcost.comm.topology import Link, Topology, as_topology, place, pods_spanned
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
 
 __all__ = ["collective_band", "band_class", "band_ratios", "class_ratios", "scale_cost", "BandEdgeModel", "band_models",

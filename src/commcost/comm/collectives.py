@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.comm.link import Link
 from commcost.validation import require_count, require_finite_positive
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["FabricModel"]
 

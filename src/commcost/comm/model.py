@@ -32,7 +32,7 @@ hierarchical under NCCL) stay available by name as what-ifs.
 
 **Profile scope.** A profile knows the op, ranks, nodes, GPUs per node and backend it was
 measured on (:class:`ProfileScope`). Asked about another op or a group beyond its ranks or nodes,
-the Profile model raises :class:`~commcost.errors.InputError` naming the scope, unless it was
+the Profile model raises :class:`~commcost.core.errors.InputError` naming the scope, unless it was
 built with ``extrapolate=True``; then it applies :data:`EXTRAPOLATION_RULE` (each regime's
 ``a_i`` and ``B_i`` carried over through the ring form at the new ``P`` and op) and
 :meth:`ProfileModel.scope_warning` says what was extrapolated.
@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, ring_all_gather, ring_all_reduce, \
     ring_reduce_scatter
 from commcost.comm.link import Link
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 
 __all__ = ["BACKENDS", "BACKEND_ALGORITHMS", "CommModel", "FlatLinkModel"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
 from commcost.comm.model import CommModel
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

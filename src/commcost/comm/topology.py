@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from commcost.comm.link import Link
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.validation import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)

@@ -10,7 +10,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["load_preset_file", "lookup"]
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["A2A_KINDS", "FP8_DISPATCH_BYTES", "DISPATCH_SMS", "nodes_hit", "a2a_parts", "a2a_one_s", "check_a2a",
            "comm_sm_share"]

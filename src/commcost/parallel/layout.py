@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.validation import require_count
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, TextIO
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["dump_json", "dumps_json", "find_non_finite"]
 

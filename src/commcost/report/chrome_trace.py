@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.step.timeline import Timeline, TimelineInputs
 
 __all__ = ["COMPUTE_STREAM", "COMM_STREAM", "timeline_chrome_trace", "write_timeline_trace", "plan_chrome_trace",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.search.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
 
 TYPE_CHECKING = False

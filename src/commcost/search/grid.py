@@ -318,7 +318,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """
     import numpy as np
 
-    from commcost import compose as K
+    import commcost.compose as K
     from commcost.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.plan import gpu_row

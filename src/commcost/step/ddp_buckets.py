@@ -59,7 +59,7 @@ import sys
 from dataclasses import dataclass
 from collections.abc import Hashable, Sequence
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.units import MiB
 
 __all__ = [

@@ -18,7 +18,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.trace import classify as C
 from commcost.trace.reader import TraceHeader, iter_trace
 from commcost.units import US

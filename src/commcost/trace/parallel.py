@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.trace.analysis import RankSummary, analyze_rank, counted_activities, split_by_kind
 from commcost.trace.collectives import TimedCall, timed_calls
 from commcost.trace.intervals import measure, subtract, union

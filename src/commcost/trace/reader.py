@@ -9,7 +9,7 @@ so memory holds one chunk plus what the caller keeps. The other top-level keys
 (``distributedInfo``, ``baseTimeNanoseconds``, ``deviceProperties`` ...) are small
 and collected into :attr:`TraceHeader.metadata`, in whatever order they come.
 
-Truncated or malformed files raise :class:`~commcost.errors.InputError` naming the
+Truncated or malformed files raise :class:`~commcost.core.errors.InputError` naming the
 file, the character offset and what was expected. Reading is bounded: a file expanding past
 :data:`MAX_TRACE_CHARS` characters of JSON, holding more than :data:`MAX_TRACE_EVENTS` events, or
 gzipped more than :data:`MAX_GZIP_RATIO` to 1 (a gzip bomb; no profiler trace compresses that well)
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 
 __all__ = ["CHUNK_CHARS", "PROGRESS_MIN_BYTES", "GZIP_RATIO", "MAX_EVENT_CHARS", "MAX_TRACE_CHARS", "MAX_TRACE_EVENTS",
            "MAX_GZIP_RATIO", "TraceHeader", "iter_trace", "trace_files"]
@@ -292,7 +292,7 @@ def _scanner(p: str):
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError):
                 raise
-            from commcost.errors import long_integer_field
+            from commcost.core.errors import long_integer_field
 
             raise InputError(f"{p}: {long_integer_field(text, max(0, pos - 256))} near character {pos} is an integer of more "
                              "than 4300 digits (Python's limit for reading one; no trace value is that long)") from None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 
-from commcost.errors import InputError
+from commcost.core.errors import InputError
 from commcost.comm.collectives import Collective
 from commcost.trace.analysis import RankSummary, Stragglers, stragglers
 from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective_rows, sized_calls

@@ -1,0 +1,1 @@
+"""commcost.core: see docs/architecture.md."""
