@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from commcost.calibrate.data import load_series  # noqa: E402
 from commcost.calibrate.fit import compare, fit_alpha_beta  # noqa: E402
-from commcost.units import format_bytes, format_rate, format_seconds  # noqa: E402
+from commcost.core.units import format_bytes, format_rate, format_seconds  # noqa: E402
 
 TARGET = 0.10
 MiB = 2**20

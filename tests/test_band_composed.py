@@ -18,7 +18,7 @@ from commcost.comm.model import FabricModel
 from commcost.presets import system_group
 from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.step.timeline import TimelineInputs, simulate_timeline
-from commcost.units import format_seconds
+from commcost.core.units import format_seconds
 from conftest import DATA, ROOT, run_commcost, run_tool
 
 BANDS = json.loads((ROOT / "src/commcost/hardware/bands.json").read_text())

@@ -289,7 +289,7 @@ def test_nccl_tests_row_with_a_huge_number_is_one_short_line(tmp_path, old, new,
 
 
 def test_format_bytes_never_prints_a_wall_of_digits():
-    from commcost.units import format_bytes
+    from commcost.core.units import format_bytes
 
     assert format_bytes(1e180) == "1e+180 B"           # was "1000...000.00 TB" (169 digits)
     assert format_bytes(9.99e17) == "999000.00 TB"     # below 1e18 B: unchanged

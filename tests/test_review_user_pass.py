@@ -11,7 +11,7 @@ import json
 import pytest
 
 from commcost.comm.model import FabricModel
-from commcost.units import format_fraction, format_seconds
+from commcost.core.units import format_fraction, format_seconds
 from conftest import run_commcost, run_tool
 
 DRILL = ["--gpus", "32", "--bw", "25", "--latency", "20"]

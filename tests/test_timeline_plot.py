@@ -16,7 +16,7 @@ from commcost.report.plot_timeline import COLORS, ZOOM_BELOW, bucket_sizes_text,
 from commcost.step.ddp_buckets import ddp_bucket_caps  # noqa: E402
 from commcost.step.sweep import sweep_buckets  # noqa: E402
 from commcost.step.timeline import TimelineInputs, simulate_timeline  # noqa: E402
-from commcost.units import MS, MiB  # noqa: E402
+from commcost.core.units import MS, MiB  # noqa: E402
 from commcost.workload import model_preset  # noqa: E402
 
 def _flat(bandwidth_bytes_per_s, latency_s):
@@ -329,7 +329,7 @@ def test_zoom_keeps_each_buckets_shade():
     assert len(tl.buckets) == 11
     zoom = _ax(fig, "zoom")
     assert "(us)" in zoom.get_xlabel()
-    from commcost.units import US
+    from commcost.core.units import US
     for gid, index in (("zoom-buckets-b", 9), ("zoom-buckets-a", 10)):
         (bars,) = _by_gid(zoom, gid)
         b = tl.buckets[index]

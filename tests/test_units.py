@@ -5,7 +5,7 @@ import math
 import pytest
 
 from commcost import InputError
-from commcost.units import format_bytes, format_seconds, parse_size_bytes
+from commcost.core.units import format_bytes, format_seconds, parse_size_bytes
 from commcost.validation import require_finite_positive
 
 from conftest import run_commcost

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from commcost.comm.collectives import CollectiveCost
 from commcost.core.errors import InputError
-from commcost.units import MiB
+from commcost.core.units import MiB
 from commcost.validation import require_finite_positive
 
 __all__ = [

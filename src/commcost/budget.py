@@ -51,7 +51,7 @@ from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.step.overlap import OverlapBounds
 from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timeline, TimelineInputs,
                                     exposed_at, gradient_stream, simulate_timeline)
-from commcost.units import GB, MiB
+from commcost.core.units import GB, MiB
 from commcost.validation import require_count, require_finite_positive
 from commcost.dtypes import gradient_bytes
 

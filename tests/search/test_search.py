@@ -168,7 +168,7 @@ def test_plan_of_the_top_configuration_prints_what_search_printed(capsys):
     assert main(["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--global-batch", "64", "--seq", "8192",
                  *flags]) == 0
     ptext = capsys.readouterr().out
-    from commcost.units import format_bytes, format_seconds
+    from commcost.core.units import format_bytes, format_seconds
 
     row = [ln for ln in text.splitlines() if ln.strip().startswith("1 ")][0]
     assert format_seconds(p["step_s"]) in row and format_bytes(p["memory"]["total_bytes"]) in row

@@ -11,7 +11,7 @@ from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.step.bucket_advice import STREAM_PER_TENSOR, STREAM_UNIFORM, advice_grid, recommend_buckets
 from commcost.step.timeline import TimelineInputs
-from commcost.units import MiB
+from commcost.core.units import MiB
 from commcost.workload import model_preset
 from conftest import run_commcost
 

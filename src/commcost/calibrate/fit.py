@@ -43,7 +43,7 @@ from typing import Sequence
 from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_factor, ring_latency_steps
 from commcost.core.errors import InputError
 from commcost.comm.topology import Link
-from commcost.units import format_bytes
+from commcost.core.units import format_bytes
 from commcost.validation import require_finite_positive
 
 __all__ = [

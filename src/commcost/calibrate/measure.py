@@ -41,7 +41,7 @@ from commcost.calibrate.measure_config import DTYPES, MeasureConfig
 from commcost.calibrate.measure_worker import rank_main, spawned_worker
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
-from commcost.units import format_bytes
+from commcost.core.units import format_bytes
 
 __all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "size_quantum_bytes", "MAX_GRID_SIZES", "launched_by_torchrun", "measure", "DTYPES"]
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
-from commcost.units import GB, US
+from commcost.core.units import GB, US
 
 __all__ = [
     "NcclTestsTiming", "NcclTestsRow", "NcclTestsRun",

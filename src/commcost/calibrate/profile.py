@@ -38,7 +38,7 @@ from commcost.comm.collectives import Algorithm, Collective
 from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.report._files import write_atomic  # the one writer (re-exported: data.py, fit, chrome_trace)
-from commcost.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
+from commcost.core.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
 
 SIZE_MAX_BYTES = 2.0**60
 """Largest size a profile's regime edge may name, 1 EiB (as the ``--size`` flags)."""

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 
 from commcost.core.errors import InputError
-from commcost.units import parse_size_bytes
+from commcost.core.units import parse_size_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -314,8 +314,8 @@ def _bare_number(text: str) -> bool:
 def rate_gb_per_s(text: str) -> float:
     """A rate in GB/s (1e9 bytes/s): ``"50"`` (bare: GB/s, the drill's unit), ``"50GB/s"``,
     ``"400Gbps"`` (bits), ``"46.6GiB/s"``; between 1 kB/s and 1 PB/s
-    (:data:`commcost.units.RATE_MIN_BYTES_PER_S`, :data:`~commcost.units.RATE_MAX_BYTES_PER_S`)."""
-    from commcost.units import GB, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S, parse_rate_bytes_per_s
+    (:data:`commcost.core.units.RATE_MIN_BYTES_PER_S`, :data:`~commcost.core.units.RATE_MAX_BYTES_PER_S`)."""
+    from commcost.core.units import GB, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S, parse_rate_bytes_per_s
 
     if _bare_number(text):
         value = _number(text)  # as typed, so the drill's numbers are exactly what they were
@@ -332,8 +332,8 @@ def rate_gb_per_s(text: str) -> float:
 
 def _latency_value_us(text: str) -> float:
     """A latency in microseconds: ``"20"`` (bare: us, the drill's unit), ``"20us"``, ``"0.02ms"``,
-    ``"500ns"``; between 0 and 10 s (:data:`commcost.units.LATENCY_MAX_S`)."""
-    from commcost.units import LATENCY_MAX_S, US, parse_time_s
+    ``"500ns"``; between 0 and 10 s (:data:`commcost.core.units.LATENCY_MAX_S`)."""
+    from commcost.core.units import LATENCY_MAX_S, US, parse_time_s
 
     if _bare_number(text):
         value = _number(text)  # as typed, so the drill's numbers are exactly what they were

@@ -196,7 +196,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
         A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
     from commcost.comm.model import FlatLinkModel
     from commcost.comm.link import Link
-    from commcost.units import GB, US
+    from commcost.core.units import GB, US
 
     link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
     return Resolved(comm=FlatLinkModel(link=link, backend=backend), gpus=getattr(args, "gpus", None) if set_gpus
@@ -280,7 +280,7 @@ def _third_tier_override(args: argparse.Namespace, topo):
     flags); the spine flags need pods to apply to. Flags not given keep ``topo``'s values."""
     from dataclasses import replace
 
-    from commcost.units import US
+    from commcost.core.units import US
 
     pod_nodes = getattr(args, "pod_nodes", None)
     pod_nodes = topo.pod_nodes if pod_nodes is None else pod_nodes
@@ -300,7 +300,7 @@ def _custom_topology(args: argparse.Namespace):
     """``(Topology, P)`` from ``--gpus-per-node``, ``--nodes``, ``--intra-*``/``--inter-*``/``--nvls-*``."""
     from commcost.comm.topology import Link, Topology
     from commcost.core.errors import InputError
-    from commcost.units import GB, US
+    from commcost.core.units import GB, US
 
     gpus = getattr(args, "gpus", None)
     if args.gpus_per_node is None:

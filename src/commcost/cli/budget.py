@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.budget import BudgetInputs, communication_budget
     from commcost.comm.model import FlatLinkModel
     from commcost.comm.link import Link
-    from commcost.units import BILLION, GB, MS, TERA, US
+    from commcost.core.units import BILLION, GB, MS, TERA, US
     from commcost.dtypes import bytes_per_element, gradient_bytes
 
     shape = None
@@ -176,7 +176,7 @@ def _ddp_memory(params: float, gpu: str) -> tuple[str, dict]:
     """Whether pure DDP's model states fit on ``gpu``: 16 N bytes (bf16 weights and gradients, fp32
     master weights and Adam moments, :func:`commcost.memory.ddp_memory_per_gpu`) against its memory."""
     from commcost.memory import ddp_memory_per_gpu, gpu_capacity_bytes
-    from commcost.units import GB
+    from commcost.core.units import GB
 
     need, have = ddp_memory_per_gpu(params), gpu_capacity_bytes(gpu)
     fits = need <= have

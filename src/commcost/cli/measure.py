@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shown_range(lo: float, hi: float) -> str:
-    from commcost.units import format_bytes
+    from commcost.core.units import format_bytes
 
     return f"{format_bytes(lo, binary=True)}:{format_bytes(hi, binary=True)}".replace(" ", "")
 

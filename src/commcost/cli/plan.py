@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.parallel.layout import Layout
     from commcost.plan import PlanInputs, plan
     from commcost.report.plan import render_plan_json, render_plan_text
-    from commcost.units import MiB
+    from commcost.core.units import MiB
 
     spec, seq = _spec(args)
     cp, tp, pp = args.cp, args.tp, args.pp

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_defaults, \
         seed_fabrics, seed_models
     from commcost.comm.model import FlatLinkModel
-    from commcost.units import BILLION, MS
+    from commcost.core.units import BILLION, MS
     from commcost.workload import bytes_per_element, model_params, model_preset
 
     if args.plot is not None:

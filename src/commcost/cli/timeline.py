@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.step.bucket_advice import recommend_buckets
     from commcost.step.sweep import sweep_buckets
     from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
-    from commcost.units import BILLION, MS, MiB
+    from commcost.core.units import BILLION, MS, MiB
     from commcost.workload import bytes_per_element, model_params
 
     if args.plot is not None:

@@ -17,7 +17,7 @@ __all__ = ["FabricModel"]
 
 def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
     """The cheapest of ``costs``; its ``reason`` names the runner-up and both totals."""
-    from commcost.units import format_seconds as t
+    from commcost.core.units import format_seconds as t
 
     ranked = sorted(costs.values(), key=lambda c: c.total_s)
     best = ranked[0]

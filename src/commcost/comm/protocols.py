@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from commcost.core.errors import InputError
-from commcost.units import US
+from commcost.core.units import US
 from commcost.validation import require_count, require_finite_positive
 
 __all__ = [

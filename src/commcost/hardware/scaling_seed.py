@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from commcost.comm.topology import Link, Topology
 from commcost.hardware import load_preset_file, lookup
-from commcost.units import GB, MS
+from commcost.core.units import GB, MS
 
 __all__ = ["SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults", "seed_models", "seed_fabrics",
            "seed_defaults", "seed_two_tier"]

@@ -8,7 +8,7 @@ multi-rack NVL72 class was), which side it lies on, so no line reads as if the b
 
 from __future__ import annotations
 
-from commcost.units import format_seconds as t
+from commcost.core.units import format_seconds as t
 
 __all__ = ["band_range", "band_side"]
 

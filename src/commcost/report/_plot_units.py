@@ -1,7 +1,7 @@
 """Tick and label text for the plots: sizes and times a reader can read at any scale.
 
 Every plot keeps its data in SI (bytes, seconds) or in one named unit, and turns it
-into text here, through the :mod:`commcost.units` formatters: "2.38 GiB" and
+into text here, through the :mod:`commcost.core.units` formatters: "2.38 GiB" and
 "550 MiB", never "2.44e+03 MiB". No matplotlib import at module level.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from commcost.units import MS, US, GiB, KiB, MiB, TiB, format_seconds
+from commcost.core.units import MS, US, GiB, KiB, MiB, TiB, format_seconds
 
 __all__ = ["size_text", "time_text", "time_unit", "pow2_ticks", "decade_ticks", "linear_size_ticks"]
 
@@ -17,7 +17,7 @@ _BINARY = ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"))
 
 
 def _binary_unit(n_bytes: float) -> tuple[float, str]:
-    """The unit :func:`commcost.units.format_bytes` (``binary=True``) picks for ``n_bytes``."""
+    """The unit :func:`commcost.core.units.format_bytes` (``binary=True``) picks for ``n_bytes``."""
     return next(((f, name) for f, name in _BINARY if abs(n_bytes) >= f), (1.0, "B"))
 
 
@@ -44,7 +44,7 @@ def linear_size_ticks(hi_bytes: float, *, max_ticks: int = 6) -> list[float]:
 
 
 def time_text(t_s: float) -> str:
-    """A time with its unit (:func:`commcost.units.format_seconds`), trailing zeros dropped: ``10 us``, ``1 ms``."""
+    """A time with its unit (:func:`commcost.core.units.format_seconds`), trailing zeros dropped: ``10 us``, ``1 ms``."""
     text = format_seconds(t_s)
     number, unit = text.split(" ")
     if "." in number:

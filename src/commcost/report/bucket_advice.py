@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from commcost.step.bucket_advice import STREAM_PER_TENSOR, BucketRecommendation
-from commcost.units import MiB, format_seconds as t
+from commcost.core.units import MiB, format_seconds as t
 
 __all__ = ["bucket_advice_to_dict", "render_bucket_advice", "PER_TENSOR_NOTE"]
 

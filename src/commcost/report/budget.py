@@ -9,7 +9,7 @@ from __future__ import annotations
 from commcost.buckets import BucketRow
 from commcost.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
-from commcost.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
+from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from commcost.calibrate.data import Measurement, Series
 from commcost.calibrate.fit import AlphaBetaFit, Comparison, ring_latency_steps
 from commcost.calibrate.profile import MODEL_TEXT, Profile
 from commcost.comm.collectives import bus_bandwidth_factor
-from commcost.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
+from commcost.core.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
 
 __all__ = [
     "render_measurement_text", "render_fit_text", "fit_to_dict", "render_validate_text",

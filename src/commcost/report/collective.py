@@ -14,7 +14,7 @@ from typing import Any
 from commcost.comm.collectives import Algorithm, CollectiveCost
 from commcost.presets import PresetEntry
 from commcost.comm.topology import Link, Topology
-from commcost.units import GB, US, format_bytes, format_seconds as t
+from commcost.core.units import GB, US, format_bytes, format_seconds as t
 
 __all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",
            "fabric_to_dict", "render_presets_text", "budget_fabric_note", "render_preset_score_text",

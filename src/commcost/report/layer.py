@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from commcost.layer import LayerRatio
-from commcost.units import TERA, format_fraction as pct, format_mb_mib, format_seconds as t
+from commcost.core.units import TERA, format_fraction as pct, format_mb_mib, format_seconds as t
 
 __all__ = ["render_layer_text", "layer_to_dict"]
 

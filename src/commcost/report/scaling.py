@@ -13,7 +13,7 @@ import textwrap
 from typing import Any, Sequence
 
 from commcost.scaling import ScalingCurve, ScalingInputs, ScalingRow
-from commcost.units import BILLION, GB, MS, US, format_bytes
+from commcost.core.units import BILLION, GB, MS, US, format_bytes
 
 __all__ = [
     "ROW_KEYS", "FORMULAS", "render_scaling_text", "render_overlap_analysis_text",

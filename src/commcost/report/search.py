@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from commcost.training_cost import usd_per_million_tokens
-from commcost.units import format_bytes, format_seconds
+from commcost.core.units import format_bytes, format_seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any
 from commcost.report.bucket_advice import render_bucket_advice
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline, TimelineInputs
-from commcost.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
+from commcost.core.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any
 from commcost.report._width import terminal_width, wrap
 from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
-from commcost.units import MS, format_bytes, format_rate, format_seconds
+from commcost.core.units import MS, format_bytes, format_rate, format_seconds
 
 __all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width", "fit_lines"]
 

@@ -226,7 +226,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
     ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination."""
     import numpy as np
 
-    from commcost.units import MiB
+    from commcost.core.units import MiB
 
     rows = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else []
     names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")
@@ -263,7 +263,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
 
 def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
     """The caps ``capi`` indexes, bytes (0: DDP's default)."""
-    from commcost.units import MiB
+    from commcost.core.units import MiB
 
     caps = BUCKET_CAPS_MIB if space.fix("bucket_mb") is None else (space.fix("bucket_mb"),)
     return tuple(int(c * MiB) for c in caps)

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from collections.abc import Hashable, Sequence
 
 from commcost.core.errors import InputError
-from commcost.units import MiB
+from commcost.core.units import MiB
 
 __all__ = [
     "DEFAULT_BUCKET_CAP_MIB", "DEFAULT_FIRST_BUCKET_BYTES", "DdpBucketCaps",

@@ -31,7 +31,7 @@ import statistics
 from dataclasses import dataclass
 
 from commcost.trace.analysis import steps_in_window
-from commcost.units import MS
+from commcost.core.units import MS
 
 __all__ = ["Advice", "trace_advice", "MIN_GAIN_S"]
 

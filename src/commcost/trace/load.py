@@ -21,7 +21,7 @@ from typing import Any
 from commcost.core.errors import InputError
 from commcost.trace import classify as C
 from commcost.trace.reader import TraceHeader, iter_trace
-from commcost.units import US
+from commcost.core.units import US
 
 __all__ = ["GpuEvent", "CpuCall", "Step", "RankTrace", "load_rank"]
 
