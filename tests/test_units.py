@@ -6,7 +6,7 @@ import pytest
 
 from commcost import InputError
 from commcost.core.units import format_bytes, format_seconds, parse_size_bytes
-from commcost.validation import require_finite_positive
+from commcost.core.validation import require_finite_positive
 
 from conftest import run_commcost
 

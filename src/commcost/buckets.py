@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from commcost.comm.collectives import CollectiveCost
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
-from commcost.validation import require_finite_positive
+from commcost.core.validation import require_finite_positive
 
 __all__ = [
     "PYTORCH_DEFAULT_BUCKET_BYTES", "PYTORCH_FIRST_BUCKET_BYTES",

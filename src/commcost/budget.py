@@ -52,7 +52,7 @@ from commcost.step.overlap import OverlapBounds
 from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timeline, TimelineInputs,
                                     exposed_at, gradient_stream, simulate_timeline)
 from commcost.core.units import GB, MiB
-from commcost.validation import require_count, require_finite_positive
+from commcost.core.validation import require_count, require_finite_positive
 from commcost.dtypes import gradient_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)

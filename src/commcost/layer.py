@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from commcost.comm.collectives import CollectiveCost
 from commcost.core.units import TERA
-from commcost.validation import require_count, require_finite_positive, require_fraction
+from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 
 if TYPE_CHECKING:

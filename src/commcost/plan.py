@@ -111,7 +111,7 @@ class PlanInputs:
     def __post_init__(self) -> None:
         from commcost.compute import precision_class
         from commcost.stacks import resolve_stack
-        from commcost.validation import require_count, require_finite_positive
+        from commcost.core.validation import require_count, require_finite_positive
 
         require_count("seq", self.seq)
         require_count("gpus_per_node", self.gpus_per_node)
@@ -234,7 +234,7 @@ def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_
     needs the interleaved schedule when ``p > 1``; DualPipe runs an even number of stages; ``I >= 1``."""
     from commcost.compose import MOE_OVERLAPS
     from commcost.parallel.dispatch import check_a2a
-    from commcost.validation import require_finite_positive
+    from commcost.core.validation import require_finite_positive
 
     check_a2a(a2a)
     if moe_overlap not in MOE_OVERLAPS:

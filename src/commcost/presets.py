@@ -16,7 +16,7 @@ from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file, lookup
 from commcost.comm.protocols import ProtocolModel
 from commcost.comm.topology import Link, Topology
-from commcost.validation import require_count
+from commcost.core.validation import require_count
 
 __all__ = ["PresetEntry", "gpus", "fabrics", "systems", "system_topology", "system_group",
            "system_names", "preset_entries"]

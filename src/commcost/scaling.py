@@ -49,7 +49,7 @@ from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, Mode
                                             seed_fabrics, seed_models, seed_two_tier)
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds
-from commcost.validation import require_count, require_finite_positive, require_fraction
+from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.dtypes import gradient_bytes
 
 __all__ = [

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
-from commcost.validation import require_count, require_finite_positive
+from commcost.core.validation import require_count, require_finite_positive
 
 __all__ = ["TrainingCost", "training_cost", "gpu_hours", "usd_per_million_tokens", "parse_token_count",
            "SECONDS_PER_HOUR", "HOURS_PER_DAY"]

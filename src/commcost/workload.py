@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
-from commcost.validation import require_count
+from commcost.core.validation import require_count
 
 __all__ = [
     "BYTES_PER_ELEMENT", "bytes_per_element", "gradient_bytes",

@@ -43,7 +43,7 @@ def model_family(name: str) -> str:
 def fit_efficiency(inp: PlanInputs, model: CommModel, measured_step_s: float) -> float:
     """``eta`` with ``plan(inp with eta).step_s == measured_step_s`` (to 1e-9 relative)."""
     from commcost.plan import plan
-    from commcost.validation import require_finite_positive
+    from commcost.core.validation import require_finite_positive
 
     require_finite_positive("measured step", measured_step_s)
 

@@ -44,7 +44,7 @@ from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_facto
 from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.core.units import format_bytes
-from commcost.validation import require_finite_positive
+from commcost.core.validation import require_finite_positive
 
 __all__ = [
     "Sample", "Regime", "FitPoint", "AlphaBetaFit", "Comparison",

@@ -40,7 +40,7 @@ from typing import Sequence
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.topology import Link, Topology, pods_spanned
 from commcost.core.errors import InputError
-from commcost.validation import require_count, require_finite_positive
+from commcost.core.validation import require_count, require_finite_positive
 
 __all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology"]
 

@@ -100,7 +100,7 @@ from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INT
                                 RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
-from commcost.validation import require_count, require_finite_positive
+from commcost.core.validation import require_count, require_finite_positive
 
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",

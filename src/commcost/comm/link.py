@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.validation import require_finite_positive
+from commcost.core.validation import require_finite_positive
 
 __all__ = ["Link"]
 

@@ -40,7 +40,7 @@ from enum import StrEnum
 
 from commcost.core.errors import InputError
 from commcost.core.units import US
-from commcost.validation import require_count, require_finite_positive
+from commcost.core.validation import require_count, require_finite_positive
 
 __all__ = [
     "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from commcost.comm.link import Link
 from commcost.core.errors import InputError
-from commcost.validation import require_count, require_finite_positive
+from commcost.core.validation import require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

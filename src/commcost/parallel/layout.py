@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
-from commcost.validation import require_count
+from commcost.core.validation import require_count
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout"]

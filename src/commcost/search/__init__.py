@@ -83,7 +83,7 @@ class SearchInputs:
 
     def __post_init__(self) -> None:
         from commcost.compute import precision_class
-        from commcost.validation import require_count, require_finite_positive
+        from commcost.core.validation import require_count, require_finite_positive
 
         precision_class(self.precision)
         require_count("top", self.top)

@@ -64,7 +64,7 @@ class SearchSpace:
     """Drop layouts whose ``p v`` does not divide the layers."""
 
     def __post_init__(self) -> None:
-        from commcost.validation import require_count
+        from commcost.core.validation import require_count
 
         require_count("seq", self.seq)
         require_count("global_batch", self.global_batch)

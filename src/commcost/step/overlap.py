@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
-from commcost.validation import require_finite_positive
+from commcost.core.validation import require_finite_positive
 
 __all__ = ["OverlapBounds", "overlap_bounds", "exposed_lower_bound_s"]
 

@@ -61,7 +61,7 @@ from collections.abc import Callable
 from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp_bucket_caps
 from commcost.core.errors import InputError
 from commcost.core.units import KiB
-from commcost.validation import require_count, require_finite_positive, require_fraction
+from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.dtypes import gradient_bytes
 from commcost.xp import SCALAR
 
