@@ -1,4 +1,4 @@
-"""The shared composition kernels (commcost.compose, commcost.xp): the scalar namespace behaves as numpy's
+"""The shared composition kernels (commcost.compose, commcost.core.xp): the scalar namespace behaves as numpy's
 functions do, each kernel gives the same number on floats and on numpy columns, and plan runs them
 without importing numpy (the core needs nothing installed)."""
 
@@ -14,7 +14,7 @@ import commcost.compose as K
 from commcost.memory import buffer_bytes, stage_activation_bytes
 from commcost.parallel.layout import heaviest_stage_layers
 from commcost.step.timeline import exposed_after_s, uniform_end_s
-from commcost.xp import SCALAR
+from commcost.core.xp import SCALAR
 from conftest import ROOT
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost.operators import KernelRates, attention_s, gemm_s, gemm_train_s
-from commcost.xp import SCALAR
+from commcost.core.xp import SCALAR
 
 
 def rates(**kw) -> KernelRates:

@@ -1,5 +1,5 @@
 """The step-time composition of a parallel configuration, written once: ``plan`` runs it on floats
-(``xp = SCALAR``, :mod:`commcost.xp`), ``search`` on numpy columns (``xp = numpy``).
+(``xp = SCALAR``, :mod:`commcost.core.xp`), ``search`` on numpy columns (``xp = numpy``).
 
 Inputs are what the layers below already priced: FLOPs (:mod:`commcost.transformer`), the
 element-wise HBM time (:func:`commcost.compute.elementwise_time_s`), one collective's time ``T`` of

@@ -80,7 +80,7 @@ NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
     """``(N_d, N_e)`` on the GPU of the heaviest stage (:func:`stage_params` of the layout)."""
     from commcost.parallel.layout import stage_layers
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     return stage_params(SCALAR, spec, layers_held=stage_layers(spec.layers, layout), pp=layout.pp, tp=layout.tp,
                         ep=layout.ep, expert_tp=layout.expert_tp)
@@ -310,7 +310,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         per_layer = SELECTIVE_ALTERNATE_SHARE * none
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
     from commcost.parallel.layout import stage_layers
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     held = stage_layers(spec.layers, layout)
     first_layers = in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)

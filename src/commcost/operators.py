@@ -33,7 +33,7 @@ Recomputation adds a forward: full, of every operator; selective, the attention 
 every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing).
 
 Every function is array-safe (STYLE.md item 12): ``commcost plan`` calls them on floats
-(:data:`commcost.xp.SCALAR`), ``commcost search`` on numpy columns.
+(:data:`commcost.core.xp.SCALAR`), ``commcost search`` on numpy columns.
 """
 
 from __future__ import annotations

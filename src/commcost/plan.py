@@ -306,7 +306,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     from commcost.compute import mfu_frontier, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.stacks import resolve_stack
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
     peak = peak_flops_per_s(inp.gpu, inp.precision)
@@ -446,7 +446,7 @@ def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str
 def operator_times(inp: PlanInputs):
     """:func:`commcost.operators.micro_batch_operators` of one micro-batch on the slowest stage."""
     from commcost.operators import kernel_rates, micro_batch_operators
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
     st = plan_stack(inp)
@@ -472,7 +472,7 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
     ``g`` all-gathers (``gathers``) one after another; ``once``: the stage stays gathered through the
     step (one round of gathers and scatters, no re-gather in the backward)."""
     import commcost.compose as K
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
     rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
@@ -520,7 +520,7 @@ def _capacity(gpu: str) -> float:
 def _optimizer_s(inp: PlanInputs) -> float:
     """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.compose.optimizer_s`)."""
     from commcost.compose import optimizer_s
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     L = inp.layout
     dense, expert = params_per_gpu(inp.spec, L)
@@ -540,7 +540,7 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
     import commcost.compose as K
     from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.step.timeline import TimelineInputs, caps_for, evaluate_caps
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     L = inp.layout
     reduce_op = Collective.ALL_REDUCE if L.zero == 0 else Collective.REDUCE_SCATTER

@@ -18,7 +18,7 @@ from commcost.operators import expert_rows
 from commcost.parallel.dispatch import FP8_DISPATCH_BYTES, a2a_one_s, a2a_parts, comm_sm_share, nodes_hit
 from commcost.parallel.expert import expert_ops
 from commcost.parallel.layout import Layout, group_placement, layout_group
-from commcost.xp import SCALAR
+from commcost.core.xp import SCALAR
 
 
 # placement of the expert groups (Megatron-Core's expert RankGenerator over the same order)

@@ -89,7 +89,7 @@ def a2a_parts(kind: str, *, size_bytes: float, group: int, ranks_per_node: int, 
     n = math.ceil(group / g)
     if kind == "nccl" or n == 1:
         return ((size_bytes, group, g),)
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     return ((size_bytes, g, g), (size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=n) / top_k, n, 1))
 

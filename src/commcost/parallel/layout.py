@@ -242,7 +242,7 @@ def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
 
 def stage_layers(layers: int, layout: Layout) -> float:
     """Layers on the heaviest pipeline stage (:func:`heaviest_stage_layers` of the layout)."""
-    from commcost.xp import SCALAR
+    from commcost.core.xp import SCALAR
 
     return heaviest_stage_layers(SCALAR, layers, layout.pp, layout.vp)
 

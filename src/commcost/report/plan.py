@@ -228,7 +228,7 @@ def _expert_lines(p: Plan) -> list[str]:
     if inp.moe_overlap != "none":
         from commcost.compose import ep_paired_share
         from commcost.parallel.dispatch import comm_sm_share
-        from commcost.xp import SCALAR
+        from commcost.core.xp import SCALAR
 
         L = inp.layout
         f = ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=L.pp, vp=L.vp, micro_batches=L.micro_batches)

@@ -63,7 +63,7 @@ from commcost.core.errors import InputError
 from commcost.core.units import KiB
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.dtypes import gradient_bytes
-from commcost.xp import SCALAR
+from commcost.core.xp import SCALAR
 
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
@@ -250,7 +250,7 @@ def uniform_buckets(S: float, caps: DdpBucketCaps, cost: AllReduceCost
 
 def uniform_end_s(xp, *, backward_end_s, window_s, times_s, full_buckets, not_ready):
     """Closed form of :func:`_schedule` for a uniform stream: ``end_n`` in O(1), array-safe
-    (``xp``: :data:`commcost.xp.SCALAR` or numpy; ``times_s`` and ``not_ready`` of :func:`uniform_buckets`).
+    (``xp``: :data:`commcost.core.xp.SCALAR` or numpy; ``times_s`` and ``not_ready`` of :func:`uniform_buckets`).
 
     One stream serving jobs in order gives ``end_n = max_j (ready_j + sum_{i>=j} T_i)``
     (the last bucket that started idle, :attr:`Timeline.busy_from`), bucket ``j`` ready at
