@@ -379,7 +379,7 @@ def measure(cfg: MeasureConfig, *, on_row: Callable[[Measurement], None] = lambd
     rank 0 only under torchrun), ``on_progress`` ``(done, total, label)``.
     Raises :class:`MeasurementFailed` when a rank dies or hangs.
     """
-    from commcost.optional import require
+    from commcost.core.optional import require
 
     require("torch", "measure")
     if launched_by_torchrun():

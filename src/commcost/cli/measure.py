@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                                             size_quantum_bytes)
     from commcost.core.errors import InputError
     from commcost.comm.collectives import Collective
-    from commcost.optional import require
+    from commcost.core.optional import require
     from commcost.report.calibrate import render_measurement_text
 
     _terminate_as_interrupt()

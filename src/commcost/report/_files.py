@@ -71,7 +71,7 @@ def save_figure_atomic(fig: Any, path: str | Path, *, dpi: int) -> None:
     and write it with :func:`write_atomic`; the figure is closed either way."""
     import io
 
-    from commcost.optional import pyplot
+    from commcost.core.optional import pyplot
 
     fmt = Path(path).suffix.lower().lstrip(".") or "png"
     try:

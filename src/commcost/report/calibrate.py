@@ -161,7 +161,7 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
     Artists carry ids for tests: ``measured``, ``model``, ``regime-boundary`` (one per boundary),
     ``error`` and ``median-error``; the axes are labelled ``times`` and ``errors``.
     """
-    from commcost.optional import pyplot
+    from commcost.core.optional import pyplot
     from commcost.report._plot_units import decade_ticks, pow2_ticks, size_text, time_text
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from commcost.optional import pyplot
+from commcost.core.optional import pyplot
 from commcost.scaling import ScalingCurve
 
 __all__ = ["plot_scaling", "save_figure", "LINESTYLES", "MARKERS", "efficiency_ylim"]

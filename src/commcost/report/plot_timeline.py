@@ -17,7 +17,7 @@ or :class:`~commcost.step.sweep.BucketSweep`; nothing is computed here but the u
 
 Every legend sits outside its axes, to the right. Axes carry their panel name as
 label (``ax.get_label()``) and artists a ``gid`` so tests can read the data back.
-matplotlib is imported lazily through :func:`commcost.optional.pyplot`.
+matplotlib is imported lazily through :func:`commcost.core.optional.pyplot`.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
 
 def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None) -> Any:
     """The Figure of ``tl`` (with ``sweep``, also the bucket curve, its good range and ``default`` on it)."""
-    from commcost.optional import pyplot
+    from commcost.core.optional import pyplot
 
     plt = pyplot()
     panels = ["gantt"]

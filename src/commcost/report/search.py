@@ -266,7 +266,7 @@ def pareto_front(x, y):
 def plot_pareto(r: SearchResult, path: str) -> None:
     """Step time against memory per GPU (and against GPU count when several were searched): every
     configuration that fits as a faint cloud, the Pareto front as a line, the best as a star."""
-    from commcost.optional import pyplot
+    from commcost.core.optional import pyplot
 
     import numpy as np
 

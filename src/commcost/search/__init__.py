@@ -172,7 +172,7 @@ def search(inp: SearchInputs, model: CommModel, *,
            progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
     """Enumerate, price, filter, rank (module docstring). ``progress(done, total, elapsed_s)`` is called
     after each numpy pass; Ctrl-C (KeyboardInterrupt) between or inside passes returns the best so far."""
-    from commcost.optional import require
+    from commcost.core.optional import require
 
     np = require("numpy", "sweep")
     from commcost.plan import plan
@@ -298,7 +298,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     """Every configuration of GPU count ``world``, fitting or not: ``(rows, values)`` with ``rows`` the
     columns :func:`plan_inputs_of` reads and ``values`` the grid's step, breakdown and memory (tests and
     benchmarks compare them with :func:`commcost.plan.plan`)."""
-    from commcost.optional import require
+    from commcost.core.optional import require
 
     require("numpy", "sweep")
     from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
