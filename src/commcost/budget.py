@@ -53,7 +53,7 @@ from commcost.step.timeline import (MAX_SIMULATED_BUCKETS, BucketChoice, Timelin
                                     exposed_at, gradient_stream, simulate_timeline)
 from commcost.core.units import GB, MiB
 from commcost.core.validation import require_count, require_finite_positive
-from commcost.dtypes import gradient_bytes
+from commcost.core.dtypes import gradient_bytes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, Mode
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
-from commcost.dtypes import gradient_bytes
+from commcost.core.dtypes import gradient_bytes
 
 __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",

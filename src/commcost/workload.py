@@ -26,7 +26,7 @@ __all__ = [
     "transformer_layer_params", "transformer_layer_train_flops",
 ]
 
-from commcost.dtypes import BYTES_PER_ELEMENT, bytes_per_element, gradient_bytes  # noqa: E402,F401 (re-exported)
+from commcost.core.dtypes import BYTES_PER_ELEMENT, bytes_per_element, gradient_bytes  # noqa: E402,F401 (re-exported)
 
 
 def transformer_layer_params(hidden: int) -> int:

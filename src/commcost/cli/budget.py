@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.comm.model import FlatLinkModel
     from commcost.comm.link import Link
     from commcost.core.units import BILLION, GB, MS, TERA, US
-    from commcost.dtypes import bytes_per_element, gradient_bytes
+    from commcost.core.dtypes import bytes_per_element, gradient_bytes
 
     shape = None
     if args.model is not None:

@@ -62,7 +62,7 @@ from commcost.step.ddp_buckets import DdpBucketCaps, assign_buckets_by_size, ddp
 from commcost.core.errors import InputError
 from commcost.core.units import KiB
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
-from commcost.dtypes import gradient_bytes
+from commcost.core.dtypes import gradient_bytes
 from commcost.core.xp import SCALAR
 
 __all__ = [
