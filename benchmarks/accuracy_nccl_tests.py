@@ -46,7 +46,7 @@ from commcost import collective_cost  # noqa: E402
 from commcost.comm import algorithms  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
 from commcost.comm.band import collective_band  # noqa: E402
-from commcost.presets import systems  # noqa: E402
+from commcost.hardware.registry import systems  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
 MIN_BYTES = 2 ** 20
@@ -114,7 +114,7 @@ def derive_issue20_constants(tables) -> dict[str, float]:
 def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[str, float]] | None = None):
     """The model with ``values`` in place of the shipped issue-20 constants and ``fabric_values`` in place of
     those preset fabric fields (None: as shipped)."""
-    import commcost.presets as presets
+    import commcost.hardware.registry as presets
 
     saved = {k: getattr(algorithms, k) for k in (values or {})}
     shipped_fabrics = presets.fabrics

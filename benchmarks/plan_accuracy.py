@@ -42,7 +42,7 @@ from commcost.compute import peak_flops_per_s, precision_class
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
-from commcost.presets import system_group, systems
+from commcost.hardware.registry import system_group, systems
 from commcost.stacks import STACKS
 from commcost.transformer import model_spec
 

@@ -13,7 +13,7 @@ import time
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
-from commcost.presets import system_group
+from commcost.hardware.registry import system_group
 from commcost.transformer import model_spec
 
 TARGET_S = 20e-3

@@ -26,7 +26,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from commcost.comm.model import FabricModel  # noqa: E402
-from commcost.presets import system_group, systems  # noqa: E402
+from commcost.hardware.registry import system_group, systems  # noqa: E402
 from commcost.search import SearchInputs, SearchSpace, search  # noqa: E402
 from commcost.transformer import model_spec  # noqa: E402
 

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from commcost import collective_cost, system_group  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
-from commcost.presets import fabrics, systems  # noqa: E402
+from commcost.hardware.registry import fabrics, systems  # noqa: E402
 
 GENERATION = {"a100-sxm4-80gb": "AMPERE", "h100-sxm": "HOPPER", "h200-sxm": "HOPPER", "b200": "BLACKWELL",
               "gb200": "BLACKWELL"}

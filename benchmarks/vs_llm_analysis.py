@@ -23,7 +23,7 @@ import sys
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
-from commcost.presets import system_group
+from commcost.hardware.registry import system_group
 from commcost.transformer import model_spec
 
 CASES = [

@@ -11,7 +11,7 @@ import pytest
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, operator_times, plan
-from commcost.presets import system_group
+from commcost.hardware.registry import system_group
 from commcost.sensitivity import SensitivityRow, sensitivity
 from commcost.stacks import resolve_stack
 from commcost.transformer import model_spec

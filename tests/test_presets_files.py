@@ -8,7 +8,7 @@ import pytest
 
 from commcost import InputError
 from commcost.hardware import load_preset_file
-from commcost.presets import fabrics, gpus, preset_entries, system_group, system_topology, systems
+from commcost.hardware.registry import fabrics, gpus, preset_entries, system_group, system_topology, systems
 
 UNIT_SUFFIXES = ("_bytes", "_bytes_per_s", "_flops_per_s", "_s")
 

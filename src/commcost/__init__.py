@@ -82,8 +82,8 @@ _EXPORTS: dict[str, str] = {
     "protocol_costs": "commcost.comm.algorithms",
     "Protocol": "commcost.comm.protocols",
     "ProtocolModel": "commcost.comm.protocols",
-    "system_topology": "commcost.presets",
-    "system_group": "commcost.presets",
+    "system_topology": "commcost.hardware.registry",
+    "system_group": "commcost.hardware.registry",
     # parallel plans
     "TransformerSpec": "commcost.transformer",
     "model_spec": "commcost.transformer",

@@ -79,7 +79,7 @@ def elementwise_bytes_per_token(*, hidden: float, ffn_width: float, gated: bool,
 @lru_cache(maxsize=64)
 def _hbm_bandwidth(gpu: str) -> float:
     from commcost.hardware import lookup
-    from commcost.presets import gpus
+    from commcost.hardware.registry import gpus
 
     return float(lookup(gpus(), gpu, "GPU")["memory_bandwidth_bytes_per_s"])
 

@@ -227,7 +227,7 @@ class MemoryBreakdown:
 
 def gpu_capacity_bytes(gpu: str) -> float:
     """Memory of GPU preset ``gpu`` (``memory_bytes`` in gpus.json)."""
-    from commcost.presets import gpus
+    from commcost.hardware.registry import gpus
     from commcost.hardware import lookup
     return float(lookup(gpus(), gpu, "GPU")["memory_bytes"])
 

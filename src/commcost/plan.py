@@ -507,7 +507,7 @@ def zero3_once_per_step(inp: PlanInputs) -> bool:
 def gpu_row(gpu: str) -> tuple[float, float]:
     """``(memory_bytes, memory_bandwidth_bytes_per_s)`` of GPU preset ``gpu`` (parsed once)."""
     from commcost.hardware import lookup
-    from commcost.presets import gpus
+    from commcost.hardware.registry import gpus
 
     row = lookup(gpus(), gpu, "GPU")
     return float(row["memory_bytes"]), float(row["memory_bandwidth_bytes_per_s"])

@@ -8,7 +8,7 @@ import sys
 
 from conftest import ROOT
 
-HEAVY = ("commcost.presets", "commcost.hardware", "commcost.comm.topology", "commcost.comm.algorithms",
+HEAVY = ("commcost.hardware.registry", "commcost.hardware", "commcost.comm.topology", "commcost.comm.algorithms",
          "commcost.comm.protocols", "commcost.comm.fabric_model", "commcost.comm.profile_model",
          "commcost.workload", "commcost.calibrate", "typing", "json")
 

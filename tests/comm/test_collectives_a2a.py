@@ -16,7 +16,7 @@ from commcost.comm.algorithms import (FAN_IN_PEERS, FAN_IN_SLOWDOWN_PER_PEER, P2
 from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology
 from commcost.core.errors import InputError
-from commcost.presets import systems
+from commcost.hardware.registry import systems
 
 S16G = 2 ** 34
 

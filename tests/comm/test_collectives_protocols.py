@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 from commcost import InputError, Link, Topology, collective_cost, ring_all_reduce, system_topology
 from commcost.comm.algorithms import NCCL_ALGORITHMS, algorithm_costs, protocol_costs
 from commcost.comm.collectives import Algorithm, Collective
-from commcost.presets import system_names
+from commcost.hardware.registry import system_names
 from commcost.comm.protocols import Protocol, ProtocolModel, tree_correction
 from commcost.comm.topology import as_topology
 

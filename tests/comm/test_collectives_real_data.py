@@ -130,7 +130,7 @@ def test_the_peer_estimator_is_far_off_on_the_same_tables():
     sys.path.insert(0, str(DATA.parent.parent / "benchmarks"))
     from vs_inductor import inductor_estimator
 
-    from commcost.presets import systems
+    from commcost.hardware.registry import systems
     from vs_inductor import GENERATION
 
     ours, theirs = [], []

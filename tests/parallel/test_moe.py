@@ -235,7 +235,7 @@ def test_moe_option_errors():
 def test_overlap_lowers_the_step_and_stays_above_everything_hidden():
     from commcost.comm.model import FabricModel
     from commcost.plan import PlanInputs, plan
-    from commcost.presets import system_group
+    from commcost.hardware.registry import system_group
     from commcost.transformer import model_spec
 
     topo, _ = system_group("dgx-h100", nodes=8)
@@ -256,7 +256,7 @@ def test_search_keeps_expert_parallelism_of_a_published_run():
     # distributed optimizer (ZeRO-1), EP 32. With the recipe's fixed parts the best layout keeps
     # expert parallelism, with expert TP 1 (EP inside a node, as the recipes' intra-node strategy)
     from commcost.comm.model import FabricModel
-    from commcost.presets import system_group
+    from commcost.hardware.registry import system_group
     from commcost.search import SearchInputs, SearchSpace, search
     from commcost.transformer import model_spec
 

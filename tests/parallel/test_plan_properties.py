@@ -10,7 +10,7 @@ from commcost.comm.model import FabricModel
 from commcost.memory import memory_per_gpu
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, operator_times, plan
-from commcost.presets import system_group
+from commcost.hardware.registry import system_group
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs, exposed_at, simulate_timeline
 from commcost.transformer import TransformerSpec

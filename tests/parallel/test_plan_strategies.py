@@ -18,7 +18,7 @@ from commcost.parallel.pipeline import exposed_p2p_count, pipeline_ops
 from commcost.parallel.tensor import tensor_ops
 from commcost.parallel.zero import zero_ops
 from commcost.plan import PlanInputs, plan
-from commcost.presets import system_group
+from commcost.hardware.registry import system_group
 from commcost.step.schedule import bubble_fraction, pipeline_s
 from commcost.transformer import TransformerSpec, model_spec, model_spec_names
 

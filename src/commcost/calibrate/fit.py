@@ -384,12 +384,12 @@ def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gp
     """Each measured ``(S, t)`` of one collective next to what preset ``system`` predicts for it.
 
     The group is ``gpus`` ranks on ``nodes`` nodes of the preset (None: packed on full nodes), as
-    :func:`commcost.presets.system_group` places it; the prediction is the fabric's ``auto`` cost,
+    :func:`commcost.hardware.registry.system_group` places it; the prediction is the fabric's ``auto`` cost,
     the one every command prints; the band is its collective's and scope's.
     """
     from commcost.comm.algorithms import collective_cost
     from commcost.comm.band import collective_band
-    from commcost.presets import system_group
+    from commcost.hardware.registry import system_group
 
     topo, P = system_group(system, nodes=nodes, gpus=gpus, gpus_per_node=gpus_per_node)
     rows = []

@@ -110,7 +110,7 @@ class TierFit:
 
     def topology(self, nodes: int) -> Topology:
         """The preset's topology on ``nodes`` nodes with the fitted multipliers."""
-        from commcost.presets import system_topology
+        from commcost.hardware.registry import system_topology
 
         return scaled_topology(system_topology(self.system, nodes=nodes), self.intra_bandwidth_scale,
                                self.inter_bandwidth_scale, self.inter_latency_scale,
@@ -139,7 +139,7 @@ _NAMES = {"i": "intra_bandwidth_scale", "e": "inter_bandwidth_scale", "m": "inte
 
 
 def _predict(system: str, x: TierSample, s: dict[str, float]) -> float:
-    from commcost.presets import system_group
+    from commcost.hardware.registry import system_group
 
     topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
     return collective_cost("all_reduce", x.message_bytes, P,
@@ -177,7 +177,7 @@ def _line_search(f, x0: float) -> float:
 
 def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
     """Fit ``s_i``, ``s_e``, ``m_e`` of ``system`` to ``samples`` (module docstring)."""
-    from commcost.presets import system_group
+    from commcost.hardware.registry import system_group
 
     if not samples:
         raise InputError("fit_tiers needs at least one sample")
@@ -185,7 +185,7 @@ def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
         if not isinstance(x, TierSample):
             raise InputError(f"samples must be TierSample objects, got {type(x).__name__}")
         system_group(system, nodes=x.nodes, gpus=x.gpus)  # the placement exists (or the error says why)
-    from commcost.presets import system_topology
+    from commcost.hardware.registry import system_topology
 
     keys = _KEYS if system_topology(system).pod_nodes is not None else _KEYS[:3]  # m_s: three-tier presets only
     s = {k: 1.0 for k in keys}

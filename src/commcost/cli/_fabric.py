@@ -156,7 +156,7 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
             A.fail(f"--system {system} takes its links from the preset; drop "
                    + ", ".join(_flag(n) for n in flat + custom))
         from commcost.comm.model import FabricModel
-        from commcost.presets import system_group
+        from commcost.hardware.registry import system_group
 
         topo, P = system_group(system, nodes=getattr(args, "nodes", None),
                                gpus_per_node=getattr(args, "gpus_per_node", None),
@@ -244,7 +244,7 @@ def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
 
     from commcost.comm.model import FabricModel
     from commcost.hardware import lookup
-    from commcost.presets import systems
+    from commcost.hardware.registry import systems
 
     G = getattr(args, "gpus_per_node", None) or int(lookup(systems(), fit.system, "system")["gpus_per_node"])
     gpus = getattr(args, "gpus", None) if set_gpus else None

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         drill_texts.append(texts[-1])
         gpu = args.gpu
         if gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
-            from commcost.presets import system_gpu
+            from commcost.hardware.registry import system_gpu
 
             gpu = system_gpu(args.system)
         if gpu is not None:

@@ -89,7 +89,7 @@ def _run_tiers(args: argparse.Namespace) -> int:
     from commcost.calibrate.tiers import TierSample, fit_tiers, log_group_size, split_log_ranks, tier_fit_to_dict
     from commcost.comm.collectives import Collective
     from commcost.hardware import lookup
-    from commcost.presets import systems
+    from commcost.hardware.registry import systems
     from commcost.report._json import dump_json, dumps_json
 
     G = int(lookup(systems(), args.tiers, "system")["gpus_per_node"])

@@ -151,7 +151,7 @@ def resolve_hardware(args: argparse.Namespace, gpus: int):
     (:func:`commcost.cli._fabric.resolve_comm_model`: the CommModel, and the preset topology of the
     measured band where a system preset alone gives the links), the node size, and the GPU that computes."""
     from commcost.cli._fabric import resolve_comm_model
-    from commcost.presets import system_gpu
+    from commcost.hardware.registry import system_gpu
 
     if args.system is None and args.gpu is None:
         A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")

@@ -33,10 +33,10 @@ def _aliases() -> dict[str, list[str]]:
 
 
 def model_entries() -> list:
-    """Every model of ``hardware/models.json`` as a :class:`commcost.presets.PresetEntry` (kind ``model``):
+    """Every model of ``hardware/models.json`` as a :class:`commcost.hardware.registry.PresetEntry` (kind ``model``):
     parameters, shape, training sequence, aliases, and whether ``budget``/``timeline`` can lay it out."""
     from commcost.hardware import load_preset_file
-    from commcost.presets import PresetEntry
+    from commcost.hardware.registry import PresetEntry
     from commcost.transformer import model_spec, model_spec_names
 
     table, aliases = load_preset_file("models.json"), _aliases()
@@ -55,7 +55,7 @@ def model_entries() -> list:
 
 def run(args: argparse.Namespace) -> int:
     """List the presets."""
-    from commcost.presets import fabrics, gpus, preset_entries, systems
+    from commcost.hardware.registry import fabrics, gpus, preset_entries, systems
     from commcost.report.collective import render_presets_text
 
     if args.json:

@@ -193,7 +193,7 @@ def _two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
     from commcost.comm.model import FabricModel
 
     if args.system is not None:
-        from commcost.presets import system_topology
+        from commcost.hardware.registry import system_topology
 
         G = args.gpus_per_node
         probe = system_topology(args.system, gpus_per_node=G)

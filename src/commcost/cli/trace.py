@@ -65,7 +65,7 @@ def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_g
     if args.backend is None:
         args.backend = backend if backend in BACKENDS else "nccl"
     if args.system is not None and args.nodes is None:
-        from commcost.presets import system_group
+        from commcost.hardware.registry import system_group
 
         probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
         args.nodes = max(1, -(-max_group // probe.gpus_per_node))

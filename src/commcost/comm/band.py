@@ -106,7 +106,7 @@ def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tu
     ratios bracket 1, and both ends are monotone wherever T is.
     """
     if isinstance(topology, str):
-        from commcost.presets import system_group
+        from commcost.hardware.registry import system_group
 
         topology = system_group(topology, gpus=cost.gpus)[0]
     cls = band_class(cost, topology)

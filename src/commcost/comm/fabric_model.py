@@ -106,7 +106,7 @@ class FabricModel(CommModel):
         """The preset's own caution (systems.json ``multi_pod_caution``) for a group across its pods, while the
         spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine someone else gave)."""
         from commcost.comm.topology import pods_spanned
-        from commcost.presets import systems
+        from commcost.hardware.registry import systems
 
         t = self.topology
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))

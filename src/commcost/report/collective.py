@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commcost.comm.collectives import Algorithm, CollectiveCost
-from commcost.presets import PresetEntry
+from commcost.hardware.registry import PresetEntry
 from commcost.comm.topology import Link, Topology
 from commcost.core.units import GB, US, format_bytes, format_seconds as t
 
