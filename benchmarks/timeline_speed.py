@@ -23,7 +23,7 @@ from commcost.step.ddp_buckets import ddp_bucket_caps  # noqa: E402
 from commcost.step.sweep import sweep_buckets  # noqa: E402
 from commcost.step.timeline import TimelineInputs, simulate_timeline  # noqa: E402
 from commcost.comm.topology import Link  # noqa: E402
-from commcost.workload import model_preset  # noqa: E402
+from commcost.workload.shape import model_preset  # noqa: E402
 
 TARGET_S = 0.050
 REPEATS = 7

@@ -20,7 +20,7 @@ from commcost.cli._args import latency_us, nonneg_latency_us, rate_gb_per_s
 from commcost.core.errors import InputError
 from commcost.report._json import dump_json, find_non_finite
 from commcost.core.units import parse_rate_bytes_per_s, parse_time_s
-from commcost.workload import MAX_LAYERS, ModelShape
+from commcost.workload.shape import MAX_LAYERS, ModelShape
 from conftest import run_commcost, run_tool
 
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20")

@@ -17,7 +17,7 @@ from commcost.step.ddp_buckets import ddp_bucket_caps  # noqa: E402
 from commcost.step.sweep import sweep_buckets  # noqa: E402
 from commcost.step.timeline import TimelineInputs, simulate_timeline  # noqa: E402
 from commcost.core.units import MS, MiB  # noqa: E402
-from commcost.workload import model_preset  # noqa: E402
+from commcost.workload.shape import model_preset  # noqa: E402
 
 def _flat(bandwidth_bytes_per_s, latency_s):
     return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bandwidth_bytes_per_s, latency_s=latency_s))

@@ -59,7 +59,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from typing import Literal
 
-    from commcost.workload import ModelShape
+    from commcost.workload.shape import ModelShape
 
 __all__ = [
     "DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S", "BudgetInputs", "StepAnalysis",

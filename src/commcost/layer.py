@@ -9,7 +9,7 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
 * comm: all-reduce of ``S_l`` once per optimizer step, from the CommModel (flat link: the
   ring ``T_l = 2(P-1)a + 2(P-1)/P * S_l/B``)
 * compute: ``C_l = (6 N_l D + 12 h s D) / F`` (dense + attention, see
-  :mod:`commcost.workload`)
+  :mod:`commcost.workload.shape`)
 * ratio ``T_l / C_l``. Dropping latency and attention,
   ``T_l / C_l ~ [2(P-1)/P * 12h^2 * bytes / B] / [6 * 12h^2 * D / F]
   = 2(P-1)/P * bytes * F / (6 D B)``, computed as ``W_l F / (6 N_l D)`` from the all-reduce's
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Literal
 from commcost.comm.collectives import CollectiveCost
 from commcost.core.units import TERA
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
-from commcost.workload import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
+from commcost.workload.shape import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel

@@ -1,6 +1,6 @@
 """Transformer shapes for parallel plans: dense or mixture-of-experts, parameters and FLOPs.
 
-:class:`commcost.workload.ModelShape` is the DDP timeline's view (parameter tensors in
+:class:`commcost.workload.shape.ModelShape` is the DDP timeline's view (parameter tensors in
 forward order). A parallel plan needs more: attention heads of their own width, grouped-query
 and multi-latent attention, mixture-of-experts layers, and FLOPs split by what each parallel
 dimension divides. :class:`TransformerSpec` holds that; the registry is the same
@@ -287,9 +287,9 @@ def model_spec_names() -> tuple[str, ...]:
 
 def model_spec(name: str) -> TransformerSpec:
     """The :class:`TransformerSpec` of registry entry ``name`` (exact key, or an alias of
-    :data:`commcost.workload.MODEL_ALIASES`, as every command takes them; unknown names list the valid ones)."""
+    :data:`commcost.workload.shape.MODEL_ALIASES`, as every command takes them; unknown names list the valid ones)."""
     from commcost.hardware import lookup
-    from commcost.workload import MODEL_ALIASES
+    from commcost.workload.shape import MODEL_ALIASES
 
     key = MODEL_ALIASES.get(name, name)
     row = lookup(_table(), key, "model")

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 HEAVY = ("commcost.hardware.registry", "commcost.hardware", "commcost.comm.topology", "commcost.comm.algorithms",
          "commcost.comm.protocols", "commcost.comm.fabric_model", "commcost.comm.profile_model",
-         "commcost.workload", "commcost.calibrate", "typing", "json")
+         "commcost.workload.shape", "commcost.calibrate", "typing", "json")
 
 
 def test_the_drill_imports_no_fabric_profile_or_shape_modules():

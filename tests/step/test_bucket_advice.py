@@ -12,7 +12,7 @@ from commcost.comm.model import FlatLinkModel
 from commcost.step.bucket_advice import STREAM_PER_TENSOR, STREAM_UNIFORM, advice_grid, recommend_buckets
 from commcost.step.timeline import TimelineInputs
 from commcost.core.units import MiB
-from commcost.workload import model_preset
+from commcost.workload.shape import model_preset
 from conftest import run_commcost
 
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400")

@@ -12,7 +12,7 @@ from commcost.core.errors import InputError
 from commcost.step.sweep import sweep_buckets
 from commcost.step.timeline import TimelineInputs, bucket_grid, gradient_stream, simulate_timeline
 from commcost.comm.topology import Link
-from commcost.workload import ModelShape
+from commcost.workload.shape import ModelShape
 
 # Hand cases: P = 2, a = 1 ms, so T(c) = 2(P-1)a + 2(P-1)/P c/B = 2 ms + c/B.
 # N = 50e6 bf16 -> S = 100e6 B; step 0.3 s, f_b = 2/3 -> W = 0.2 s, t_0 = 0.1 s;

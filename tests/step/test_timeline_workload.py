@@ -6,7 +6,7 @@ import pytest
 
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
-from commcost.workload import ModelShape, model_params, model_preset, model_preset_names, transformer_gradient_layers
+from commcost.workload.shape import ModelShape, model_params, model_preset, model_preset_names, transformer_gradient_layers
 
 
 @pytest.mark.parametrize("name", model_preset_names())

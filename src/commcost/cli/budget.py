@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     shape = None
     if args.model is not None:
-        from commcost.workload import model_params, model_preset
+        from commcost.workload.shape import model_params, model_preset
 
         if args.params is not None:
             A.fail("--model sets the parameter count; drop --params")

@@ -23,8 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _aliases() -> dict[str, list[str]]:
-    """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.workload.MODEL_ALIASES`)."""
-    from commcost.workload import MODEL_ALIASES
+    """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.workload.shape.MODEL_ALIASES`)."""
+    from commcost.workload.shape import MODEL_ALIASES
 
     out: dict[str, list[str]] = {}
     for alias, name in MODEL_ALIASES.items():

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         seed_fabrics, seed_models
     from commcost.comm.model import FlatLinkModel
     from commcost.core.units import BILLION, MS
-    from commcost.workload import bytes_per_element, model_params, model_preset
+    from commcost.workload.shape import bytes_per_element, model_params, model_preset
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, PLOT_SUFFIXES)
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         A.fail("--profile and --fabric both describe the fabric; give one")
     registry = [k for k in (args.model or ()) if k not in seed_models()]
     if registry:
-        from commcost.workload import MODEL_ALIASES, model_preset_names
+        from commcost.workload.shape import MODEL_ALIASES, model_preset_names
 
         names = set(model_preset_names()) | set(MODEL_ALIASES)
         unknown = [k for k in registry if k not in names]

@@ -59,7 +59,7 @@ def _shape(args: argparse.Namespace):
     """The model shape from --model or --layers/--hidden/--seq, and a label; (None, label) if none."""
     from dataclasses import replace
 
-    from commcost.workload import ModelShape, model_preset
+    from commcost.workload.shape import ModelShape, model_preset
 
     explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
     if args.model is not None:
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.step.sweep import sweep_buckets
     from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
     from commcost.core.units import BILLION, MS, MiB
-    from commcost.workload import bytes_per_element, model_params
+    from commcost.workload.shape import bytes_per_element, model_params
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))

@@ -1,7 +1,7 @@
 """Element sizes and the gradient message: the drill's part (a), ``S = N * bytes_per_grad``.
 
 A module of its own, without dataclasses, so the drill's start-up does not build the model-shape
-classes of :mod:`commcost.workload` it never uses.
+classes of :mod:`commcost.workload.shape` it never uses.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ The model (README, "Timeline"):
   So the simulation is ``O(buckets)`` whatever ``k`` is.
 * **Gradient arrival.** Gradients become ready in reverse layer order. Without a
   model shape they arrive at a uniform rate: byte ``x`` of ``S`` is ready at
-  ``t_0 + W x/S``. With a shape (:class:`commcost.workload.ModelShape`) each
+  ``t_0 + W x/S``. With a shape (:class:`commcost.workload.shape.ModelShape`) each
   layer's backward lasts ``W * F_l / sum F`` (``F_l`` its backward FLOPs: output
   head first, embedding last with ~0 FLOPs), and within a layer its tensors
   arrive in reverse forward order, in proportion to their size.
@@ -78,7 +78,7 @@ AllReduceCost = Callable[[float], float]
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
-    from commcost.workload import ModelShape
+    from commcost.workload.shape import ModelShape
 
 MAX_SIMULATED_BUCKETS = 1 << 20
 """The most buckets a bucket-by-bucket timeline is asked to simulate (more would take minutes and
@@ -138,7 +138,7 @@ class TimelineInputs:
         """S = N * bytes_per_grad, with N from the shape when there is one."""
         if self.shape is None:
             return gradient_bytes(self.params, self.bytes_per_grad)
-        from commcost.workload import model_params  # only with a model shape (start-up: no shape classes)
+        from commcost.workload.shape import model_params  # only with a model shape (start-up: no shape classes)
 
         n = model_params(self.shape)
         return gradient_bytes(n, self.bytes_per_grad)
@@ -165,7 +165,7 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     """The ready order and ready times of the gradients (see the module docstring)."""
     if inp.shape is None:
         return GradientStream(tensor_bytes=(), ready_fraction=(), total_bytes=inp.message_bytes)
-    from commcost.workload import transformer_gradient_layers
+    from commcost.workload.shape import transformer_gradient_layers
 
     layers = transformer_gradient_layers(inp.shape)
     total_flops = sum(layer.backward_flops_per_token for layer in layers)

@@ -1,0 +1,1 @@
+"""commcost.workload.shape: see docs/architecture.md."""
