@@ -44,7 +44,7 @@ from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group, systems
 from commcost.stacks import STACKS
-from commcost.transformer import model_spec
+from commcost.workload.transformer import model_spec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.csv"

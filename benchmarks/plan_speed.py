@@ -14,7 +14,7 @@ from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group
-from commcost.transformer import model_spec
+from commcost.workload.transformer import model_spec
 
 TARGET_S = 20e-3
 

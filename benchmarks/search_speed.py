@@ -28,7 +28,7 @@ from pathlib import Path  # noqa: E402
 from commcost.comm.model import FabricModel  # noqa: E402
 from commcost.hardware.registry import system_group, systems  # noqa: E402
 from commcost.search import SearchInputs, SearchSpace, search  # noqa: E402
-from commcost.transformer import model_spec  # noqa: E402
+from commcost.workload.transformer import model_spec  # noqa: E402
 
 RATE_TARGET = 1e6
 WALL_TARGET_S = 2.0

@@ -24,7 +24,7 @@ from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group
-from commcost.transformer import model_spec
+from commcost.workload.transformer import model_spec
 
 CASES = [
     # (model, system, llm-analysis gpu, gpus, tp, pp, zero, sp, recompute, micro-batch, global batch, seq)

@@ -9,7 +9,7 @@ from commcost.comm.link import Link
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan, plan_memory
 from commcost.report.plan import _memory_options, advice
-from commcost.transformer import model_spec
+from commcost.workload.transformer import model_spec
 
 COMM = FlatLinkModel(link=Link(bandwidth_bytes_per_s=50e9, latency_s=10e-6))
 

@@ -14,7 +14,7 @@ from commcost.plan import PlanInputs, operator_times, plan
 from commcost.hardware.registry import system_group
 from commcost.sensitivity import SensitivityRow, sensitivity
 from commcost.stacks import resolve_stack
-from commcost.transformer import model_spec
+from commcost.workload.transformer import model_spec
 from conftest import run_commcost
 
 SPEC = model_spec("llama3-8b")
@@ -120,7 +120,7 @@ def test_zero2_scatters_every_micro_batch_where_the_stack_shards_gradients():
 
 def test_every_command_takes_the_registry_aliases():
     # budget took --model 7b; plan and search now resolve the same alias to the same registry entry
-    from commcost.transformer import model_spec
+    from commcost.workload.transformer import model_spec
 
     assert model_spec("7b") == model_spec("llama2-7b")
     r = run_commcost("plan", "--model", "7b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "8",

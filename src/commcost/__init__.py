@@ -85,8 +85,8 @@ _EXPORTS: dict[str, str] = {
     "system_topology": "commcost.hardware.registry",
     "system_group": "commcost.hardware.registry",
     # parallel plans
-    "TransformerSpec": "commcost.transformer",
-    "model_spec": "commcost.transformer",
+    "TransformerSpec": "commcost.workload.transformer",
+    "model_spec": "commcost.workload.transformer",
     "Layout": "commcost.parallel.layout",
     "CommOp": "commcost.parallel.layout",
     "MemoryBreakdown": "commcost.memory",

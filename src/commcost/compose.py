@@ -1,7 +1,7 @@
 """The step-time composition of a parallel configuration, written once: ``plan`` runs it on floats
 (``xp = SCALAR``, :mod:`commcost.core.xp`), ``search`` on numpy columns (``xp = numpy``).
 
-Inputs are what the layers below already priced: FLOPs (:mod:`commcost.transformer`), the
+Inputs are what the layers below already priced: FLOPs (:mod:`commcost.workload.transformer`), the
 element-wise HBM time (:func:`commcost.compute.elementwise_time_s`), one collective's time ``T`` of
 each kind (the CommModel), the DDP bucket timeline's exposed time. The kernels compose them into
 the terms of :mod:`commcost.plan`'s module docstring (items 1-6), with its symbols: ``m``
@@ -23,7 +23,7 @@ from commcost.step.schedule import bubble_s
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.transformer import TransformerSpec
+    from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
            "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "MOE_OVERLAPS",
@@ -47,10 +47,10 @@ pass's compute (``PlanInputs.tp_comm_overlap``)."""
 def layer_flops(spec: TransformerSpec, *, seq: float, flash_attention: bool) -> tuple[float, float, dict]:
     """``(f_layer, f_attention, {recompute: r})`` per token: one layer's executed forward FLOPs (matrices
     averaged over dense and MoE layers, plus the score products, at
-    :data:`~commcost.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention), the
+    :data:`~commcost.workload.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention), the
     score products alone, and the recomputation ``r`` of each mode (none: 0, selective: the score
     products, full: ``f_layer``)."""
-    from commcost.transformer import CAUSAL_EXECUTED_FRACTION
+    from commcost.workload.transformer import CAUSAL_EXECUTED_FRACTION
 
     dense_f, moe_f = spec.layer_matmul_flops
     layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers

@@ -50,7 +50,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
     from commcost.stacks import Stack
-    from commcost.transformer import TransformerSpec
+    from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",

@@ -46,7 +46,7 @@ from commcost.core.errors import InputError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.stacks import Stack
-    from commcost.transformer import TransformerSpec
+    from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD"]

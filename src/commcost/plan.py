@@ -6,7 +6,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
 1. **Compute per micro-batch** on the slowest stage (the last: its ``L/p`` layers and the
    logits): ``F_mb = (b s / c) [ (L/p) (3 f_layer + r) + 3 f_logits ] / t`` executed FLOPs, with
    ``f_layer`` one layer's forward FLOPs per token (matrices, and attention's score products at
-   :data:`~commcost.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention) and
+   :data:`~commcost.workload.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention) and
    ``r`` the recomputation (full: ``f_layer``; selective: the score products);
    ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.compute`), the second term the
    memory-bound element-wise kernels (:func:`commcost.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
@@ -27,7 +27,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    two moments read and written, bf16 gradient read and weight written): ``t_opt = 28 N_shard / B_hbm``.
 6. **Step** ``= compute + bubble + exposed communication + optimizer``, between the bounds
    ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.no_overlap_s` (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
-   model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.transformer.TransformerSpec.model_forward_flops_per_token`:
+   model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.workload.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
 
@@ -47,7 +47,7 @@ from commcost.core.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
 from commcost.compute import elementwise_s
-from commcost.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from commcost.search.space import SearchSpace, enumerate_space
-from commcost.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec
 from conftest import ROOT, run_commcost
 from test_hardening_inputs import one_error_line
 

@@ -236,7 +236,7 @@ def test_overlap_lowers_the_step_and_stays_above_everything_hidden():
     from commcost.comm.model import FabricModel
     from commcost.plan import PlanInputs, plan
     from commcost.hardware.registry import system_group
-    from commcost.transformer import model_spec
+    from commcost.workload.transformer import model_spec
 
     topo, _ = system_group("dgx-h100", nodes=8)
     model = FabricModel(topology=topo)
@@ -258,7 +258,7 @@ def test_search_keeps_expert_parallelism_of_a_published_run():
     from commcost.comm.model import FabricModel
     from commcost.hardware.registry import system_group
     from commcost.search import SearchInputs, SearchSpace, search
-    from commcost.transformer import model_spec
+    from commcost.workload.transformer import model_spec
 
     topo, _ = system_group("dgx-h100", nodes=32)
     space = SearchSpace(spec=model_spec("qwen3-235b-a22b"), seq=4096, global_batch=2048, gpus=(256,), gpus_per_node=8,

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from commcost.memory import layer_activation_bytes, model_state_bytes
-from commcost.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec
 
 pytestmark = pytest.mark.torch
 

@@ -13,7 +13,7 @@ from commcost.plan import PlanInputs, operator_times, plan
 from commcost.hardware.registry import system_group
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs, exposed_at, simulate_timeline
-from commcost.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec
 
 SPEC = TransformerSpec(layers=16, hidden=2048, heads=16, kv_heads=8, ffn_hidden=8192, gated_mlp=True, vocab=32000)
 

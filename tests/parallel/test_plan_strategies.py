@@ -20,7 +20,7 @@ from commcost.parallel.zero import zero_ops
 from commcost.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group
 from commcost.step.schedule import bubble_fraction, pipeline_s
-from commcost.transformer import TransformerSpec, model_spec, model_spec_names
+from commcost.workload.transformer import TransformerSpec, model_spec, model_spec_names
 
 
 def test_tp_all_reduce_bytes_and_count():

@@ -16,7 +16,7 @@ from commcost.core.errors import InputError
 from commcost.plan import plan
 from commcost.search import SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of, search
 from commcost.search.space import enumerate_space
-from commcost.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec
 
 FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6))
 TINY = TransformerSpec(name="tiny", layers=2, hidden=64, heads=2, vocab=128)
@@ -80,7 +80,7 @@ def test_fix_restricts_and_can_pass_the_node_bound():
 def test_memory_filter_counts_and_reasons():
     # llama2-7b on one 80 GB GPU: only t = p = c = d = 1 and ZeRO-0 exist; b in {1, 2, 4} x 3 recompute
     # = 9 layouts, and 16 bytes x 6.74e9 parameters = 107.8 GB of model states alone do not fit.
-    from commcost.transformer import model_spec
+    from commcost.workload.transformer import model_spec
 
     space = SearchSpace(spec=model_spec("llama2-7b"), seq=4096, global_batch=4, gpus=(1,), gpus_per_node=8)
     r = search(SearchInputs(space=space, gpu="h100-sxm"), FLAT)
@@ -192,7 +192,7 @@ def test_why_best_names_the_term_that_differs():
     from dataclasses import replace
 
     from commcost.report.search import why_best
-    from commcost.transformer import model_spec
+    from commcost.workload.transformer import model_spec
 
     space = SearchSpace(spec=model_spec("llama3-8b"), seq=8192, global_batch=64, gpus=(16,), gpus_per_node=8)
     inp = SearchInputs(space=space, gpu="h100-sxm")
@@ -209,7 +209,7 @@ def test_why_best_names_the_term_that_differs():
 
 def test_ctrl_c_returns_the_best_so_far(monkeypatch):
     import commcost.search as S
-    from commcost.transformer import model_spec
+    from commcost.workload.transformer import model_spec
 
     monkeypatch.setattr(S, "CHUNK_ROWS", 512)
     calls = []

@@ -12,7 +12,7 @@ from commcost.comm.topology import Link
 from commcost.plan import plan
 from commcost.hardware.registry import system_group
 from commcost.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
-from commcost.transformer import TransformerSpec, model_spec
+from commcost.workload.transformer import TransformerSpec, model_spec
 
 TINY = TransformerSpec(name="tiny", layers=6, hidden=512, heads=8, kv_heads=4, ffn_hidden=1536, gated_mlp=True,
                        vocab=4096)

@@ -130,7 +130,7 @@ def moe_inputs(args: argparse.Namespace) -> dict:
 
 def _spec(args: argparse.Namespace):
     from commcost.hardware import load_preset_file
-    from commcost.transformer import TransformerSpec, model_spec
+    from commcost.workload.transformer import TransformerSpec, model_spec
 
     shape_flags = [f for f in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts",
                                "top_k", "expert_ffn_hidden", "moe_layers") if getattr(args, f) is not None]

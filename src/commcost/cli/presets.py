@@ -37,7 +37,7 @@ def model_entries() -> list:
     parameters, shape, training sequence, aliases, and whether ``budget``/``timeline`` can lay it out."""
     from commcost.hardware import load_preset_file
     from commcost.hardware.registry import PresetEntry
-    from commcost.transformer import model_spec, model_spec_names
+    from commcost.workload.transformer import model_spec, model_spec_names
 
     table, aliases = load_preset_file("models.json"), _aliases()
     out = []

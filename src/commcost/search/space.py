@@ -30,7 +30,7 @@ from commcost.core.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.transformer import TransformerSpec
+    from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
            "count_upper_bound"]

@@ -193,7 +193,7 @@ def model_params(m: ModelShape) -> int:
 def model_preset_names() -> tuple[str, ...]:
     """Names of the model presets in ``hardware/models.json`` that a :class:`ModelShape` represents
     exactly (the rest, marked ``"timeline": false`` -- mixture-of-experts, QK-norm, heads wider than
-    ``h/n_q`` -- are for ``commcost plan``, :mod:`commcost.transformer`)."""
+    ``h/n_q`` -- are for ``commcost plan``, :mod:`commcost.workload.transformer`)."""
     from commcost.hardware import load_preset_file
     return tuple(k for k, v in load_preset_file("models.json").items()
                  if not k.startswith("_") and v.get("timeline", True))
