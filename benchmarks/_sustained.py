@@ -1,4 +1,4 @@
-"""The sustained fractions of the operator model (commcost.operators, ``u = u_gpu u_stack``), fitted on
+"""The sustained fractions of the operator model (commcost.workload.operators, ``u = u_gpu u_stack``), fitted on
 published runs, and leave-one-source-out: each source predicted with the fractions fitted without it.
 
 Fit: for each dense run, ``u_row``, the total fraction that makes ``plan`` give the published step
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 
-import commcost.operators as operators
+import commcost.workload.operators as operators
 import commcost.stacks as stacks
 from commcost.plan import plan
 

@@ -1,4 +1,4 @@
-"""The operator model (commcost.operators): hand-computed GEMM waves, attention FLOPs with the causal
+"""The operator model (commcost.workload.operators): hand-computed GEMM waves, attention FLOPs with the causal
 mask, the recomputation working set, and the invariants of the kernels."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commcost.operators import KernelRates, attention_s, gemm_s, gemm_train_s
+from commcost.workload.operators import KernelRates, attention_s, gemm_s, gemm_train_s
 from commcost.core.xp import SCALAR
 
 

@@ -1,7 +1,7 @@
 """Peaks per precision, the published MFU frontier, and the one-rate compute model.
 
 ``P_peak(x)``: the GPU's dense tensor-core peak for precision ``x`` (``hardware/compute.json``, each
-with its source). By default ``plan`` prices compute by operator (:mod:`commcost.operators`); with a
+with its source). By default ``plan`` prices compute by operator (:mod:`commcost.workload.operators`); with a
 given efficiency (``--efficiency``, ``--mfu``, ``--measured-step-s``, a calibration) it uses one rate
 for every FLOP, ``T = F / (P_peak(x) eta) + Q / (B_hbm eta_hbm)``, with the element-wise bytes ``Q``
 of :func:`elementwise_bytes_per_token`. :func:`mfu_frontier` is the best published MFU per GPU and

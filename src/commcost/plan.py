@@ -74,7 +74,7 @@ class PlanInputs:
     """GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4."""
     efficiency: float | None = None
     """Compute efficiency eta on every FLOP (the one-rate model a calibration fits); None prices compute by
-    operator (:mod:`commcost.operators`)."""
+    operator (:mod:`commcost.workload.operators`)."""
     flash_attention: bool = True
     """Attention runs a flash kernel (no s^2 activations; causal blocks skipped)."""
     activation_bytes: float = 2.0
@@ -195,7 +195,7 @@ class Plan:
     stack_source: str = ""
     """Why that stack."""
     compute_by_operator: dict = field(default_factory=dict)
-    """Seconds per step of each operator group (``m x`` one micro-batch's, :class:`commcost.operators.OperatorTimes`);
+    """Seconds per step of each operator group (``m x`` one micro-batch's, :class:`commcost.workload.operators.OperatorTimes`);
     empty when a given efficiency replaces the operator model."""
     warnings: tuple[str, ...] = field(default=())
     """Scope warnings of the CommModel."""
@@ -444,8 +444,8 @@ def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str
 
 
 def operator_times(inp: PlanInputs):
-    """:func:`commcost.operators.micro_batch_operators` of one micro-batch on the slowest stage."""
-    from commcost.operators import kernel_rates, micro_batch_operators
+    """:func:`commcost.workload.operators.micro_batch_operators` of one micro-batch on the slowest stage."""
+    from commcost.workload.operators import kernel_rates, micro_batch_operators
     from commcost.core.xp import SCALAR
 
     spec, L = inp.spec, inp.layout

@@ -65,7 +65,7 @@ class Stack:
     """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
     sustained: float = 1.0
     """``u_stack``: the share of the kernels' benchmark rates this stack's training loop sustains
-    (fitted: :mod:`commcost.operators`)."""
+    (fitted: :mod:`commcost.workload.operators`)."""
     compiled: bool = False
     """torch.compile fuses the element-wise chains (accesses as fused kernels)."""
     source: str = ""

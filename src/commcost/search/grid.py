@@ -279,12 +279,12 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
 
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
-    """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.operators.micro_batch_operators`
+    """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.plan.operator_times` on one row; under ``--stack auto`` each row
     takes the stack its layout implies (:func:`commcost.stacks.resolve_stack`)."""
     import numpy as np
 
-    from commcost.operators import kernel_rates, micro_batch_operators
+    from commcost.workload.operators import kernel_rates, micro_batch_operators
     from commcost.search.memory import stack_masks
     from commcost.stacks import stack
 
