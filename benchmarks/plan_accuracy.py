@@ -38,7 +38,7 @@ from pathlib import Path
 
 from commcost.calibrate.efficiency import fit_efficiency, model_family
 from commcost.comm.model import FabricModel
-from commcost.compute import peak_flops_per_s, precision_class
+from commcost.workload.compute import peak_flops_per_s, precision_class
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan

@@ -2,7 +2,7 @@
 (``xp = SCALAR``, :mod:`commcost.core.xp`), ``search`` on numpy columns (``xp = numpy``).
 
 Inputs are what the layers below already priced: FLOPs (:mod:`commcost.workload.transformer`), the
-element-wise HBM time (:func:`commcost.compute.elementwise_time_s`), one collective's time ``T`` of
+element-wise HBM time (:func:`commcost.workload.compute.elementwise_time_s`), one collective's time ``T`` of
 each kind (the CommModel), the DDP bucket timeline's exposed time. The kernels compose them into
 the terms of :mod:`commcost.plan`'s module docstring (items 1-6), with its symbols: ``m``
 micro-batches, ``p`` stages, ``v`` virtual stages, ``c`` CP, ``t_c`` compute of one micro-batch on

@@ -8,8 +8,8 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    ``f_layer`` one layer's forward FLOPs per token (matrices, and attention's score products at
    :data:`~commcost.workload.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention) and
    ``r`` the recomputation (full: ``f_layer``; selective: the score products);
-   ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.compute`), the second term the
-   memory-bound element-wise kernels (:func:`commcost.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
+   ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.workload.compute`), the second term the
+   memory-bound element-wise kernels (:func:`commcost.workload.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
    per micro-batch, forward, twice that backward (and once more with full recomputation).
 2. **Critical communication per micro-batch**: TP collectives in full, EP's all-to-alls (NCCL or
    node-aware, :mod:`commcost.parallel.dispatch`) in full or, with ``--moe-overlap``, down to the
@@ -46,7 +46,7 @@ from commcost.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exporte
 from commcost.core.errors import InputError
 from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
-from commcost.compute import elementwise_s
+from commcost.workload.compute import elementwise_s
 from commcost.workload.transformer import TransformerSpec
 
 TYPE_CHECKING = False
@@ -109,7 +109,7 @@ class PlanInputs:
     scales the expert GEMMs' rows and the all-to-all bytes of the busiest rank."""
 
     def __post_init__(self) -> None:
-        from commcost.compute import precision_class
+        from commcost.workload.compute import precision_class
         from commcost.stacks import resolve_stack
         from commcost.core.validation import require_count, require_finite_positive
 
@@ -303,7 +303,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
     import commcost.compose as K
-    from commcost.compute import mfu_frontier, peak_flops_per_s
+    from commcost.workload.compute import mfu_frontier, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.stacks import resolve_stack
     from commcost.core.xp import SCALAR
@@ -417,7 +417,7 @@ def plan_stack(inp: PlanInputs):
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
     """:func:`commcost.memory.memory_per_gpu` of ``inp`` under its stack (``auto`` resolved for its layout)
     and precision: what :func:`plan` reports, and what the advice re-asks for changed layouts."""
-    from commcost.compute import precision_class
+    from commcost.workload.compute import precision_class
 
     st = plan_stack(inp)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),

@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     extra: dict = {}
     measured = args.measured_step_s
     if args.measured_tflops or args.mfu:
-        from commcost.compute import peak_flops_per_s
+        from commcost.workload.compute import peak_flops_per_s
         tflops = args.measured_tflops or args.mfu * peak_flops_per_s(gpu, args.precision) / 1e12
         base = plan(inp, model)
         measured = base.model_flops_per_step / (tflops * 1e12 * layout.world)

@@ -82,7 +82,7 @@ class SearchInputs:
     """Tokens of a training run to cost for each result (:mod:`commcost.training_cost`); None: not costed."""
 
     def __post_init__(self) -> None:
-        from commcost.compute import precision_class
+        from commcost.workload.compute import precision_class
         from commcost.core.validation import require_count, require_finite_positive
 
         precision_class(self.precision)

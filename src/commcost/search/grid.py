@@ -1,7 +1,7 @@
 """``plan``'s composition over a whole grid of configurations at once (numpy columns).
 
 The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
-(:mod:`commcost.compose`, :func:`commcost.compute.elementwise_time_s`, the DDP timeline's closed form
+(:mod:`commcost.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
 :func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
 :mod:`commcost.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
 builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
@@ -319,7 +319,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     import numpy as np
 
     import commcost.compose as K
-    from commcost.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
+    from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.plan import gpu_row
     from commcost.search.space import RECOMPUTE

@@ -23,7 +23,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     from commcost.search.space import RECOMPUTE
     from commcost.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
                                  buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
-    from commcost.compute import precision_class
+    from commcost.workload.compute import precision_class
     from commcost.memory import gemm_input_bytes
     from commcost.stacks import stack
 

@@ -5,7 +5,7 @@ grouped GEMMs, the shared experts and the router), the attention core, and the e
 operators (norms, residual adds, activation, rotary, dropout); the last stage adds the output head
 and the loss; fp8 recipes add the casts. Each is priced on its own (symbols: ``n = b s / c`` tokens
 of the micro-batch on this GPU, ``t`` TP, ``P_x`` the dense peak at precision x, ``B_hbm`` HBM
-bandwidth, ``eta_hbm`` :data:`commcost.compute.HBM_EFFICIENCY`):
+bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
 
 * **GEMM** ``(M, N, K)`` (NVIDIA's *Matrix Multiplication Background* guide: tile and wave
   quantization): ``tiles = c ceil(M/T_m) ceil(N/T_n)`` for ``c`` equal GEMMs in a group,
@@ -105,7 +105,7 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
                  flash: bool = True) -> KernelRates:
     """The :class:`KernelRates` of GPU preset ``gpu`` at ``precision`` under stack ``st`` (its attention
     kernel; ``u = u_gpu u_stack``)."""
-    from commcost.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
+    from commcost.workload.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
     from commcost.hardware import lookup
     from commcost.plan import gpu_row
 
