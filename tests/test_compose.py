@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 import commcost.compose as K
-from commcost.memory import buffer_bytes, stage_activation_bytes
+from commcost.workload.memory import buffer_bytes, stage_activation_bytes
 from commcost.parallel.layout import heaviest_stage_layers
 from commcost.step.timeline import exposed_after_s, uniform_end_s
 from commcost.core.xp import SCALAR

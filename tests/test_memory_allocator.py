@@ -1,11 +1,11 @@
-"""Memory as the allocator sees it (commcost.memory): the full-recomputation working set, the
+"""Memory as the allocator sees it (commcost.workload.memory): the full-recomputation working set, the
 selective-checkpointing share, the loss's working set, and the reserved / on-the-card range."""
 
 from __future__ import annotations
 
 import pytest
 
-from commcost.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, memory_per_gpu)
+from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, memory_per_gpu)
 from commcost.parallel.layout import Layout
 from commcost.stacks import stack
 from commcost.workload.transformer import TransformerSpec

@@ -144,7 +144,7 @@ def test_fsdp_under_pipeline_gathers_once_per_step_where_the_stack_does():
     assert counts["torchtitan"]["all_gather"] == 17 and counts["torchtitan"]["reduce_scatter"] == 17
     assert counts["megatron"]["all_gather"] == 2 * 8 * 17 and counts["megatron"]["reduce_scatter"] == 8 * 17
     # and the stage's bf16 weights are held whole: + 2 bytes x the stage's parameters
-    from commcost.memory import params_per_gpu
+    from commcost.workload.memory import params_per_gpu
 
     dense, expert = params_per_gpu(SPEC, base.layout)
     assert counts["torchtitan"]["weights"] - counts["megatron"]["weights"] == pytest.approx(2 * (dense + expert),

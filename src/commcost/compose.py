@@ -8,8 +8,8 @@ the terms of :mod:`commcost.plan`'s module docstring (items 1-6), with its symbo
 micro-batches, ``p`` stages, ``v`` virtual stages, ``c`` CP, ``t_c`` compute of one micro-batch on
 the slowest stage, ``t_f = t_layer`` one layer's forward, ``t_b = 2 t_f`` its backward.
 
-The other shared kernels live beside the formulas they state: memory per GPU in :mod:`commcost.memory`
-(:func:`~commcost.memory.stage_activation_bytes`, :func:`~commcost.memory.buffer_bytes` ...), the DDP
+The other shared kernels live beside the formulas they state: memory per GPU in :mod:`commcost.workload.memory`
+(:func:`~commcost.workload.memory.stage_activation_bytes`, :func:`~commcost.workload.memory.buffer_bytes` ...), the DDP
 timeline's closed form in :mod:`commcost.step.timeline` (:func:`~commcost.step.timeline.uniform_end_s`).
 
 No kernel branches on a value (STYLE.md item 12): choices that vary over a search enter through
@@ -109,7 +109,7 @@ def ep_paired_share(xp, *, overlap: str, pp, vp, micro_batches):
     (Megatron-Core's merged forward-backward of two micro-batches in the steady state):
     ``(m v - w) / (m v)``, ``w = min(m v, 2(p-1) + (v-1)p + 1 - (p-1)[v = 1])`` the warm-up chunks, which
     (and the as many cool-down chunks) run alone (Megatron's warm-up count, as
-    :func:`commcost.memory.in_flight_layers`). ``dualpipe`` (DeepSeek-V3 report, arXiv 2412.19437
+    :func:`commcost.workload.memory.in_flight_layers`). ``dualpipe`` (DeepSeek-V3 report, arXiv 2412.19437
     section 3.2.1: every forward chunk paired with a backward chunk, both directions fed): 1; its
     warm-up is the bubble's. ``overlap`` is fixed for a whole search (a Python choice)."""
     if overlap == "none":

@@ -44,7 +44,7 @@ from functools import lru_cache
 from commcost.comm.collectives import Collective
 from commcost.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
-from commcost.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
+from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
 from commcost.workload.compute import elementwise_s
 from commcost.workload.transformer import TransformerSpec
@@ -415,7 +415,7 @@ def plan_stack(inp: PlanInputs):
 
 
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
-    """:func:`commcost.memory.memory_per_gpu` of ``inp`` under its stack (``auto`` resolved for its layout)
+    """:func:`commcost.workload.memory.memory_per_gpu` of ``inp`` under its stack (``auto`` resolved for its layout)
     and precision: what :func:`plan` reports, and what the advice re-asks for changed layouts."""
     from commcost.workload.compute import precision_class
 

@@ -38,7 +38,7 @@ class SensitivityRow:
     step_s: tuple[float, ...]
     """The step at each, seconds."""
     fits: tuple[bool, ...]
-    """Whether each fits in memory (the low estimate, :attr:`commcost.memory.MemoryBreakdown.fits`)."""
+    """Whether each fits in memory (the low estimate, :attr:`commcost.workload.memory.MemoryBreakdown.fits`)."""
     current: str
     """The plan's own value."""
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from commcost.comm.collectives import Collective
 from commcost.compose import ep_exposed_s, ep_paired_share
 from commcost.core.errors import InputError
-from commcost.memory import buffer_bytes
+from commcost.workload.memory import buffer_bytes
 from commcost.workload.operators import expert_rows
 from commcost.parallel.dispatch import FP8_DISPATCH_BYTES, a2a_one_s, a2a_parts, comm_sm_share, nodes_hit
 from commcost.parallel.expert import expert_ops

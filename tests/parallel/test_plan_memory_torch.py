@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from commcost.memory import layer_activation_bytes, model_state_bytes
+from commcost.workload.memory import layer_activation_bytes, model_state_bytes
 from commcost.workload.transformer import TransformerSpec
 
 pytestmark = pytest.mark.torch

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from commcost.comm.model import FabricModel
-from commcost.memory import memory_per_gpu
+from commcost.workload.memory import memory_per_gpu
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, operator_times, plan
 from commcost.hardware.registry import system_group

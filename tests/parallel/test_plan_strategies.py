@@ -10,7 +10,7 @@ from commcost.comm.collectives import Collective
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.core.errors import InputError
-from commcost.memory import layer_activation_bytes, model_state_bytes, in_flight_layers
+from commcost.workload.memory import layer_activation_bytes, model_state_bytes, in_flight_layers
 from commcost.parallel.context import context_ops
 from commcost.parallel.expert import expert_ops
 from commcost.parallel.layout import Layout, check_layout, group_ranks_per_node, layout_group
@@ -191,7 +191,7 @@ def test_flat_link_model_plans():
 
 
 def test_hybrid_sharding_bytes_counts_and_memory():
-    from commcost.memory import params_per_gpu, memory_per_gpu
+    from commcost.workload.memory import params_per_gpu, memory_per_gpu
     # dp 32 sharded in groups of 8 (4 replicas): weights 2 N / 8; 10 layers + ends = 11 units, m = 32/32 = 1:
     # gathers 2 * 11, scatters 11 over 8 ranks, and 11 all-reduces of the 1/8 shard over the 4 replicas
     spec = TransformerSpec(layers=10, hidden=1024, heads=16, vocab=32000)

@@ -174,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _ddp_memory(params: float, gpu: str) -> tuple[str, dict]:
     """Whether pure DDP's model states fit on ``gpu``: 16 N bytes (bf16 weights and gradients, fp32
-    master weights and Adam moments, :func:`commcost.memory.ddp_memory_per_gpu`) against its memory."""
-    from commcost.memory import ddp_memory_per_gpu, gpu_capacity_bytes
+    master weights and Adam moments, :func:`commcost.workload.memory.ddp_memory_per_gpu`) against its memory."""
+    from commcost.workload.memory import ddp_memory_per_gpu, gpu_capacity_bytes
     from commcost.core.units import GB
 
     need, have = ddp_memory_per_gpu(params), gpu_capacity_bytes(gpu)

@@ -3,7 +3,7 @@
 The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
 (:mod:`commcost.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
 :func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
-:mod:`commcost.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
+:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
 builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
 placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
 ``tests/search/test_search_equals_plan.py`` checks that every configuration of several spaces
@@ -92,7 +92,7 @@ def structure(base: dict, spec, G: int) -> dict:
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
     import numpy as np
 
-    from commcost.memory import stage_params
+    from commcost.workload.memory import stage_params
     from commcost.parallel.layout import heaviest_stage_layers
 
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
@@ -125,7 +125,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     ``z3`` per structural row and ``variant`` per row and timeline variant (others stay 0)."""
     import numpy as np
 
-    from commcost.memory import WEIGHT_BYTES
+    from commcost.workload.memory import WEIGHT_BYTES
     from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 
     spec, s = inp.space.spec, inp.space.seq
@@ -225,7 +225,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     import numpy as np
 
     from commcost.compose import nic_share
-    from commcost.memory import WEIGHT_BYTES
+    from commcost.workload.memory import WEIGHT_BYTES
     from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.step.timeline import caps_for, uniform_buckets
 

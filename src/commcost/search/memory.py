@@ -1,7 +1,7 @@
-"""The memory of every configuration: :func:`commcost.memory.memory_per_gpu` over numpy columns, built per
-structural row from the same array-safe kernels it calls (:func:`commcost.memory.model_state_bytes`,
-:func:`~commcost.memory.layer_activation_bytes`, :func:`~commcost.memory.in_flight_layers`,
-:func:`~commcost.memory.stage_activation_bytes`, :func:`~commcost.memory.buffer_bytes`) and gathered
+"""The memory of every configuration: :func:`commcost.workload.memory.memory_per_gpu` over numpy columns, built per
+structural row from the same array-safe kernels it calls (:func:`commcost.workload.memory.model_state_bytes`,
+:func:`~commcost.workload.memory.layer_activation_bytes`, :func:`~commcost.workload.memory.in_flight_layers`,
+:func:`~commcost.workload.memory.stage_activation_bytes`, :func:`~commcost.workload.memory.buffer_bytes`) and gathered
 per configuration (``tests/search/test_search_equals_plan.py`` pins it to ``plan``'s)."""
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ __all__ = ["memory_tables", "memory_grid"]
 
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
-    """:func:`commcost.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
+    """:func:`commcost.workload.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
     that depend on one categorical choice each: model states by ZeRO stage (``states[z]``), activations by
     (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3) (``buf[2 sp + z3]``); ``X`` is
     :func:`structure` of ``base``."""
     import numpy as np
 
     from commcost.search.space import RECOMPUTE
-    from commcost.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
+    from commcost.workload.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
                                  buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
     from commcost.workload.compute import precision_class
-    from commcost.memory import gemm_input_bytes
+    from commcost.workload.memory import gemm_input_bytes
     from commcost.stacks import stack
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
@@ -106,7 +106,7 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     for name, mask in stack_masks(cols, base, inp).items():
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
-    from commcost.memory import CONTEXT_BYTES, NCCL_BYTES
+    from commcost.workload.memory import CONTEXT_BYTES, NCCL_BYTES
 
     total = states + act + buffers
     return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + NCCL_BYTES[0],
@@ -115,10 +115,10 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
 
 
 def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in):
-    """:func:`commcost.memory.stage_layer_bytes` with array ``s_local, b, t``."""
+    """:func:`commcost.workload.memory.stage_layer_bytes` with array ``s_local, b, t``."""
     kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
               dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in)
-    from commcost.memory import layer_mix_bytes
+    from commcost.workload.memory import layer_mix_bytes
 
     return layer_mix_bytes(spec, kw, recompute)
