@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 
 import commcost.workload.operators as operators
-import commcost.stacks as stacks
+import commcost.workload.stacks as stacks
 from commcost.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
@@ -35,7 +35,7 @@ def _set(gpu: str, stack: str, u_gpu: float, u_stack: float) -> None:
 
 def row_fraction(inp, model, measured_s: float) -> float | None:
     """``u_row`` (None when no u in 0.2-1.5 reproduces the step: communication or bubble exceed it)."""
-    from commcost.stacks import resolve_stack
+    from commcost.workload.stacks import resolve_stack
 
     name = resolve_stack(inp.stack, inp.layout)[0]
 
@@ -72,7 +72,7 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
 
 def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:
     """The plan's step with fitted fractions."""
-    from commcost.stacks import resolve_stack
+    from commcost.workload.stacks import resolve_stack
 
     name = resolve_stack(inp.stack, inp.layout)[0]
     core = 1.0 if name in MEGATRON_CORE else u_stack[None]

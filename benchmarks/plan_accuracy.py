@@ -43,7 +43,7 @@ from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group, systems
-from commcost.stacks import STACKS
+from commcost.workload.stacks import STACKS
 from commcost.workload.transformer import model_spec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -166,7 +166,7 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> None:
     for r in results:
         if r["inp"].spec.is_moe:
             continue
-        from commcost.stacks import resolve_stack
+        from commcost.workload.stacks import resolve_stack
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
         if u is not None:

@@ -7,7 +7,7 @@ import pytest
 
 from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, memory_per_gpu)
 from commcost.parallel.layout import Layout
-from commcost.stacks import stack
+from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec
 
 SPEC = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=100)

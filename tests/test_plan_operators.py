@@ -13,7 +13,7 @@ from commcost.parallel.layout import Layout
 from commcost.plan import PlanInputs, operator_times, plan
 from commcost.hardware.registry import system_group
 from commcost.sensitivity import SensitivityRow, sensitivity
-from commcost.stacks import resolve_stack
+from commcost.workload.stacks import resolve_stack
 from commcost.workload.transformer import model_spec
 from conftest import run_commcost
 

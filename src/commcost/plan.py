@@ -88,7 +88,7 @@ class PlanInputs:
     ``tp_comm_overlap``): each of a layer's four collectives per pass hides behind a quarter of that
     pass's compute, exposed ``max(0, T - t_pass / 4)``."""
     stack: str = "auto"
-    """The training stack (:mod:`commcost.stacks`): its kernels, recomputation and ZeRO-3 gathers;
+    """The training stack (:mod:`commcost.workload.stacks`): its kernels, recomputation and ZeRO-3 gathers;
     ``auto`` infers it from the layout."""
     compiled: bool = False
     """torch.compile fuses the element-wise chains (``--compile``)."""
@@ -110,7 +110,7 @@ class PlanInputs:
 
     def __post_init__(self) -> None:
         from commcost.workload.compute import precision_class
-        from commcost.stacks import resolve_stack
+        from commcost.workload.stacks import resolve_stack
         from commcost.core.validation import require_count, require_finite_positive
 
         require_count("seq", self.seq)
@@ -191,7 +191,7 @@ class Plan:
     comm_model: str
     """The CommModel's one-line description."""
     stack: str = "megatron"
-    """The stack priced (:mod:`commcost.stacks`), ``auto`` resolved."""
+    """The stack priced (:mod:`commcost.workload.stacks`), ``auto`` resolved."""
     stack_source: str = ""
     """Why that stack."""
     compute_by_operator: dict = field(default_factory=dict)
@@ -305,7 +305,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     import commcost.compose as K
     from commcost.workload.compute import mfu_frontier, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
-    from commcost.stacks import resolve_stack
+    from commcost.workload.stacks import resolve_stack
     from commcost.core.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
@@ -407,9 +407,9 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
 
 
 def plan_stack(inp: PlanInputs):
-    """The :class:`~commcost.stacks.Stack` ``inp`` runs: its ``stack`` (``auto`` resolved for its layout),
+    """The :class:`~commcost.workload.stacks.Stack` ``inp`` runs: its ``stack`` (``auto`` resolved for its layout),
     compiled or not; every stack-dependent term of the plan reads it here."""
-    from commcost.stacks import resolve_stack, stack
+    from commcost.workload.stacks import resolve_stack, stack
 
     return stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
 
@@ -498,7 +498,7 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
 
 def zero3_once_per_step(inp: PlanInputs) -> bool:
     """Whether ZeRO-3 gathers and scatters once per step: the stack keeps the stage gathered under
-    pipeline parallelism (:attr:`commcost.stacks.Stack.zero3_unshard_under_pp`) and ``p > 1``."""
+    pipeline parallelism (:attr:`commcost.workload.stacks.Stack.zero3_unshard_under_pp`) and ``p > 1``."""
     L = inp.layout
     return L.zero == 3 and L.pp > 1 and plan_stack(inp).zero3_unshard_under_pp
 
@@ -530,7 +530,7 @@ def _optimizer_s(inp: PlanInputs) -> float:
 
 def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
     """Whether the plan's stack reduce-scatters ZeRO-2 gradients every micro-batch
-    (:attr:`commcost.stacks.Stack.zero2_scatter_per_micro_batch`)."""
+    (:attr:`commcost.workload.stacks.Stack.zero2_scatter_per_micro_batch`)."""
     return plan_stack(inp).zero2_scatter_per_micro_batch
 
 

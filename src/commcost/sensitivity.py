@@ -67,7 +67,7 @@ def _try(inp: PlanInputs, model: CommModel, **changes) -> Plan | None:
 
 def sensitivity(inp: PlanInputs, model: CommModel) -> tuple[SensitivityRow, ...]:
     """The step across each often-unstated input's admissible values (module docstring)."""
-    from commcost.stacks import STACKS, resolve_stack
+    from commcost.workload.stacks import STACKS, resolve_stack
 
     L = inp.layout
     trials = [("--micro-batch", "micro_batch", [str(b) for b in MICRO_BATCHES], str(L.micro_batch), int),

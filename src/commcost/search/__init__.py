@@ -99,7 +99,7 @@ class SearchInputs:
         from commcost.plan import check_moe_options
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=2, vp=2)
-        from commcost.stacks import STACKS
+        from commcost.workload.stacks import STACKS
         if self.stack not in STACKS:
             raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(STACKS)})")
 

@@ -18,7 +18,7 @@ holds a few thousand distinct collectives, and the prices are broadcast back by 
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.stacks import given_stack_flag
+from commcost.workload.stacks import given_stack_flag
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -281,12 +281,12 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
     """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.plan.operator_times` on one row; under ``--stack auto`` each row
-    takes the stack its layout implies (:func:`commcost.stacks.resolve_stack`)."""
+    takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`)."""
     import numpy as np
 
     from commcost.workload.operators import kernel_rates, micro_batch_operators
     from commcost.search.memory import stack_masks
-    from commcost.stacks import stack
+    from commcost.workload.stacks import stack
 
     spec, s = inp.space.spec, inp.space.seq
     bi = cols["bi"]

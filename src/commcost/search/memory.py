@@ -25,7 +25,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                  buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
     from commcost.workload.compute import precision_class
     from commcost.workload.memory import gemm_input_bytes
-    from commcost.stacks import stack
+    from commcost.workload.stacks import stack
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
@@ -75,12 +75,12 @@ def _stacks(inp: SearchInputs) -> tuple[str, ...]:
 
 
 def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
-    """``{stack: boolean column}``: which rows each stack prices (:func:`commcost.stacks.resolve_stack`'s rule)."""
+    """``{stack: boolean column}``: which rows each stack prices (:func:`commcost.workload.stacks.resolve_stack`'s rule)."""
     import numpy as np
 
     if inp.stack != "auto":
         return {inp.stack: np.ones(len(cols["bi"]), dtype=bool)}
-    from commcost.stacks import auto_is_fsdp
+    from commcost.workload.stacks import auto_is_fsdp
 
     bi = cols["bi"]
     fsdp = auto_is_fsdp(cols["zero"], base["t"][bi], base["p"][bi])
@@ -97,7 +97,7 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     states = tables["states"][zero, bi]
     import numpy as np
 
-    from commcost.stacks import given_stack_flag
+    from commcost.workload.stacks import given_stack_flag
 
     if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
         states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)

@@ -49,7 +49,7 @@ from commcost.core.errors import InputError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
-    from commcost.stacks import Stack
+    from commcost.workload.stacks import Stack
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
@@ -264,7 +264,7 @@ def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, 
     ``n_1 A + A_w + M_e min(m, p)``, and the last, ``(L/p) A + A_w + q_V s'b V/t`` (``n_1``
     :func:`in_flight_layers`, ``A`` per layer, ``A_w`` one layer's working set under full
     recomputation, ``M_e = s'bh/r`` the embedding's dropout mask, ``q_V`` the loss's bytes per token and
-    vocabulary entry: 4 for fp32 logits, the stack's :attr:`~commcost.stacks.Stack.loss_bytes_per_vocab`). Array-safe."""
+    vocabulary entry: 4 for fp32 logits, the stack's :attr:`~commcost.workload.stacks.Stack.loss_bytes_per_vocab`). Array-safe."""
     r = tp if sequence_parallel else 1.0
     embed_mask = (seq_local * micro_batch * hidden / r) * (1.0 if dropout else 0.0)
     logits = loss_bytes_per_vocab * seq_local * micro_batch * vocab / tp
@@ -340,7 +340,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:
     """``q_in``: 1 where an fp8 recipe's stack saves GEMM inputs quantized
-    (:attr:`~commcost.stacks.Stack.fp8_saves_inputs`), else 2."""
+    (:attr:`~commcost.workload.stacks.Stack.fp8_saves_inputs`), else 2."""
     return 1.0 if fp8 and stack is not None and stack.fp8_saves_inputs else 2.0
 
 

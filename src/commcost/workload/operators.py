@@ -24,7 +24,7 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
   ``u``. It is the one constant fitted on published step times (``benchmarks/plan_accuracy.py --fit``,
   checked leave-one-source-out), per GPU.
 * **Element-wise** operators: HBM bytes ``Q / (B_hbm eta_hbm)``, with the accesses per element the
-  stack makes (:mod:`commcost.stacks`): fused kernels read and write once, eager composites once
+  stack makes (:mod:`commcost.workload.stacks`): fused kernels read and write once, eager composites once
   per primitive. Backward is twice the forward's traffic.
 * **fp8 casts** (fp8, mxfp8, nvfp4 recipes): each GEMM's input and output gradient are quantized
   (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step.
@@ -45,7 +45,7 @@ from commcost.core.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.stacks import Stack
+    from commcost.workload.stacks import Stack
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
