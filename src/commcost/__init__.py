@@ -34,11 +34,11 @@ _EXPORTS: dict[str, str] = {
     "ring_reduce_scatter": "commcost.comm.collectives",
     "ring_all_gather": "commcost.comm.collectives",
     # buckets
-    "BucketAdvice": "commcost.buckets",
-    "BucketRow": "commcost.buckets",
-    "bucket_advice": "commcost.buckets",
-    "bucket_row": "commcost.buckets",
-    "crossover_bytes": "commcost.buckets",
+    "BucketAdvice": "commcost.step.buckets",
+    "BucketRow": "commcost.step.buckets",
+    "bucket_advice": "commcost.step.buckets",
+    "bucket_row": "commcost.step.buckets",
+    "crossover_bytes": "commcost.step.buckets",
     # the drill's budget
     "Budget": "commcost.budget",
     "BudgetInputs": "commcost.budget",

@@ -30,7 +30,7 @@ profile each is the model's own ``cost`` (algorithm, protocol, regime named in t
     stacks that keep full gradients until the last micro-batch pay ``T_rs + T_ag``
     (:mod:`commcost.parallel.zero`);
     the group inside one node (the all-reduce on the intra-node link).
-(f) buckets: :mod:`commcost.buckets`.
+(f) buckets: :mod:`commcost.step.buckets`.
 (g) scaling: the terms at other ``P`` on the same fabric; the global batch grows
     as ``P/P_0`` at a fixed per-GPU batch; the bandwidth term tends to ``2S/B``.
 """
@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from commcost.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, PYTORCH_FIRST_BUCKET_BYTES, \
+from commcost.step.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, PYTORCH_FIRST_BUCKET_BYTES, \
     bucket_advice, bucket_row, crossover_bytes, last_bucket_bytes
 from commcost.comm.collectives import CollectiveCost
 from commcost.comm.model import CommModel, FlatLinkModel

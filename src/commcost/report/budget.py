@@ -6,7 +6,7 @@ field's docstring states.
 
 from __future__ import annotations
 
-from commcost.buckets import BucketRow
+from commcost.step.buckets import BucketRow
 from commcost.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
 from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
