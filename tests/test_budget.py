@@ -6,7 +6,7 @@ import pytest
 
 from commcost.comm.model import FlatLinkModel
 from commcost import BudgetInputs, InputError, Link, communication_budget
-from commcost.budget import scaling_gpu_counts
+from commcost.analyses.drill.budget import scaling_gpu_counts
 from commcost.core.units import MiB
 
 LINK = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from commcost.comm.model import FlatLinkModel
-from commcost.budget import MAX_SIMULATED_BUCKETS, BudgetInputs, communication_budget
+from commcost.analyses.drill.budget import MAX_SIMULATED_BUCKETS, BudgetInputs, communication_budget
 from commcost.comm.topology import Link
 
 from conftest import run_commcost, run_tool

@@ -11,7 +11,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from commcost.budget import BudgetInputs, budget_timeline_inputs, communication_budget
+from commcost.analyses.drill.budget import BudgetInputs, budget_timeline_inputs, communication_budget
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.hardware.registry import system_group

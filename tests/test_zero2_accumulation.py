@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from commcost.budget import BudgetInputs, communication_budget
+from commcost.analyses.drill.budget import BudgetInputs, communication_budget
 from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 

@@ -40,9 +40,9 @@ _EXPORTS: dict[str, str] = {
     "bucket_row": "commcost.step.buckets",
     "crossover_bytes": "commcost.step.buckets",
     # the drill's budget
-    "Budget": "commcost.budget",
-    "BudgetInputs": "commcost.budget",
-    "communication_budget": "commcost.budget",
+    "Budget": "commcost.analyses.drill.budget",
+    "BudgetInputs": "commcost.analyses.drill.budget",
+    "communication_budget": "commcost.analyses.drill.budget",
     "LayerInputs": "commcost.layer",
     "LayerRatio": "commcost.layer",
     "layer_ratio": "commcost.layer",

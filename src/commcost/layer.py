@@ -17,7 +17,7 @@ optimizer step, ``F`` achieved FLOP/s per GPU, other symbols as in
   tokens each rank processes per optimizer step, not by the model's width.
 * verdict: the layer's all-reduce can hide when ``T_l <= W_l = f_b C_l / k``: with
   gradient accumulation under ``no_sync`` only the last micro-batch's backward
-  overlaps the all-reduce (as in :mod:`commcost.budget` part (c) and
+  overlaps the all-reduce (as in :mod:`commcost.analyses.drill.budget` part (c) and
   :mod:`commcost.step.timeline`), so accumulation cuts the ratio ``T_l / C_l`` by ``k``
   but not the window the all-reduce must fit in. At least
   ``max(0, T_l - W_l)`` stays exposed per optimizer step. The tokens per rank per

@@ -35,7 +35,7 @@ from commcost.comm.topology import Topology
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from commcost.budget import Budget
+    from commcost.analyses.drill.budget import Budget
     from commcost.plan import Plan, PlanInputs
     from commcost.step.timeline import Timeline, TimelineInputs
 
@@ -65,7 +65,7 @@ class BudgetBand:
 def budget_band(b: Budget, topology: Topology) -> BudgetBand | None:
     """The band of ``b`` computed on the system preset ``topology``; None when there is no all-reduce
     (``P = 1``)."""
-    from commcost.budget import _step_analysis, budget_timeline_inputs
+    from commcost.analyses.drill.budget import _step_analysis, budget_timeline_inputs
     from commcost.step.timeline import gradient_stream, simulate_timeline
 
     inp, T = b.inputs, b.allreduce

@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the combination of flags, resolve the one CommModel, compute, render."""
-    from commcost.budget import BudgetInputs, communication_budget
+    from commcost.analyses.drill.budget import BudgetInputs, communication_budget
     from commcost.comm.model import FlatLinkModel
     from commcost.comm.link import Link
     from commcost.core.units import BILLION, GB, MS, TERA, US

@@ -1,4 +1,4 @@
-"""Text and JSON renderings of :class:`commcost.budget.Budget`.
+"""Text and JSON renderings of :class:`commcost.analyses.drill.budget.Budget`.
 
 Every number shown is a field of the result; the formula beside it is the one the
 field's docstring states.
@@ -7,7 +7,7 @@ field's docstring states.
 from __future__ import annotations
 
 from commcost.step.buckets import BucketRow
-from commcost.budget import Budget
+from commcost.analyses.drill.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
 from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 

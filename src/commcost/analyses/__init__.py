@@ -1,0 +1,1 @@
+"""commcost.analyses: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""commcost.analyses.drill: see docs/architecture.md."""
