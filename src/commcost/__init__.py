@@ -43,9 +43,9 @@ _EXPORTS: dict[str, str] = {
     "Budget": "commcost.analyses.drill.budget",
     "BudgetInputs": "commcost.analyses.drill.budget",
     "communication_budget": "commcost.analyses.drill.budget",
-    "LayerInputs": "commcost.layer",
-    "LayerRatio": "commcost.layer",
-    "layer_ratio": "commcost.layer",
+    "LayerInputs": "commcost.analyses.drill.layer",
+    "LayerRatio": "commcost.analyses.drill.layer",
+    "layer_ratio": "commcost.analyses.drill.layer",
     # the scaling analysis (seed: scaling_analysis.py)
     "ScalingCurve": "commcost.scaling",
     "ScalingInputs": "commcost.scaling",

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             note, out["memory"] = _ddp_memory(args.params * BILLION, gpu)
             texts.insert(0, note)
     if args.layer_ratio:
-        from commcost.layer import LayerInputs, layer_ratio
+        from commcost.analyses.drill.layer import LayerInputs, layer_ratio
         from commcost.report.layer import layer_to_dict, render_layer_text
 
         layer = layer_ratio(LayerInputs(

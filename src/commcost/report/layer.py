@@ -1,8 +1,8 @@
-"""Text and JSON renderings of :class:`commcost.layer.LayerRatio`."""
+"""Text and JSON renderings of :class:`commcost.analyses.drill.layer.LayerRatio`."""
 
 from __future__ import annotations
 
-from commcost.layer import LayerRatio
+from commcost.analyses.drill.layer import LayerRatio
 from commcost.core.units import TERA, format_fraction as pct, format_mb_mib, format_seconds as t
 
 __all__ = ["render_layer_text", "layer_to_dict"]
