@@ -234,7 +234,7 @@ def test_two_tier_scaling_plot_names_its_algorithm_and_marks_the_knee():
     # the title said "ring all-reduce" although auto ran tree/halving-doubling; no knee was drawn
     pytest.importorskip("matplotlib")
     from commcost.report.plot_scaling import plot_scaling
-    from commcost.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_two_tier
+    from commcost.analyses.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_two_tier
 
     curve = scaling_curve(ScalingInputs(
         model="7B", fabric="two-tier", params=7e9, bytes_per_grad=2, compute_s=0.4, overhead_s=0.0,

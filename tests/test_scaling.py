@@ -1,4 +1,4 @@
-"""commcost.scaling: the seed's numbers from hand computations, presets, validation, invariants.
+"""commcost.analyses.scaling: the seed's numbers from hand computations, presets, validation, invariants.
 
 Symbols as in the module: S gradient bytes, N GPUs, a per-ring-step latency,
 B per-rank bandwidth, t_c compute, t_o serial overhead, f overlap fraction,
@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 from commcost.comm.model import FlatLinkModel
 from commcost import InputError, Link
-from commcost.scaling import (
+from commcost.analyses.scaling import (
     ScalingInputs, data_parallel_comm, scaling_curve, scaling_row, seed_analysis,
     seed_defaults, seed_fabrics, seed_inputs, seed_models,
 )

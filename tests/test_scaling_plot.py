@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, run_commcost
 from commcost.report.plot_scaling import plot_scaling, save_figure
-from commcost.scaling import seed_analysis
+from commcost.analyses.scaling import seed_analysis
 
 RESULTS, _ = seed_analysis()
 
@@ -193,7 +193,7 @@ def fig_ylim(curves):
 
 def test_system_curves_near_100_percent_get_a_zoomed_efficiency_axis():
     from commcost.comm.model import FabricModel
-    from commcost.scaling import ScalingInputs, scaling_curve, seed_two_tier
+    from commcost.analyses.scaling import ScalingInputs, scaling_curve, seed_two_tier
 
     curve = scaling_curve(ScalingInputs(
         model="7B", fabric="two-tier", params=7e9, bytes_per_grad=2, compute_s=0.4, overhead_s=0.0,

@@ -6,7 +6,7 @@ import pytest
 
 from commcost.comm.model import FabricModel
 from commcost import ring_all_reduce
-from commcost.scaling import ScalingInputs, data_parallel_comm, scaling_curve, seed_fabrics, seed_two_tier
+from commcost.analyses.scaling import ScalingInputs, data_parallel_comm, scaling_curve, seed_fabrics, seed_two_tier
 
 from conftest import run_commcost
 

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.hardware import lookup
     from commcost.report.scaling import render_overlap_analysis_text, render_scaling_text, \
         scaling_to_csv, scaling_to_dict
-    from commcost.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_defaults, \
+    from commcost.analyses.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_defaults, \
         seed_fabrics, seed_models
     from commcost.comm.model import FlatLinkModel
     from commcost.core.units import BILLION, MS
@@ -200,7 +200,7 @@ def _two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
         nodes = max(1, -(-max_gpus // probe.gpus_per_node))
         topo = system_topology(args.system, nodes=nodes, gpus_per_node=G)
         return (args.system, FabricModel(topology=topo, backend=args.backend), None, None)
-    from commcost.scaling import seed_two_tier
+    from commcost.analyses.scaling import seed_two_tier
 
     topo = seed_two_tier(args.gpus_per_node, max_gpus)
     return (topo.name, FabricModel(topology=topo, backend=args.backend), None, None)

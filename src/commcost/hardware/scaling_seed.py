@@ -1,7 +1,7 @@
 """The scaling-analysis seed's presets: its models, its two flat fabrics and its run-wide settings.
 
 The numbers are the packaged data file ``scaling_seed.json`` (each with its source); this module
-turns them into frozen dataclasses in SI units, once, for :mod:`commcost.scaling`.
+turns them into frozen dataclasses in SI units, once, for :mod:`commcost.analyses.scaling`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Plots of :mod:`commcost.scaling` curves (matplotlib, imported only when plotting).
+"""Plots of :mod:`commcost.analyses.scaling` curves (matplotlib, imported only when plotting).
 
 Left: speedup against N on log2 axes, the ideal line ``X = N``, one curve per
 model and fabric at the seed's overlap (T hides behind the whole step), a thin line
@@ -6,7 +6,7 @@ of the same colour at the shared physical perfect-overlap bound (T hides behind
 backward only, :class:`commcost.step.overlap.OverlapBounds`) and a shaded band down
 to no overlap (the overlap bracket). Right: efficiency ``E = X / N`` in percent,
 same curves and bands. Every plotted value is a field or property of a
-:class:`commcost.scaling.ScalingRow`; nothing is computed here.
+:class:`commcost.analyses.scaling.ScalingRow`; nothing is computed here.
 
 Artists carry ids so the data can be read back: line ``gid`` is
 ``"speedup|MODEL|FABRIC"`` or ``"efficiency|MODEL|FABRIC"`` (``"ideal"`` for the
@@ -20,7 +20,7 @@ import math
 from typing import Any, Sequence
 
 from commcost.core.optional import pyplot
-from commcost.scaling import ScalingCurve
+from commcost.analyses.scaling import ScalingCurve
 
 __all__ = ["plot_scaling", "save_figure", "LINESTYLES", "MARKERS", "efficiency_ylim"]
 

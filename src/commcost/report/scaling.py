@@ -1,4 +1,4 @@
-"""Text, JSON and CSV renderings of :mod:`commcost.scaling` results.
+"""Text, JSON and CSV renderings of :mod:`commcost.analyses.scaling` results.
 
 Every number shown is a field (or a property) of a :class:`ScalingRow`; the
 formulas in the headers are the ones its docstrings state. JSON and CSV carry the
@@ -12,7 +12,7 @@ import io
 import textwrap
 from typing import Any, Sequence
 
-from commcost.scaling import ScalingCurve, ScalingInputs, ScalingRow
+from commcost.analyses.scaling import ScalingCurve, ScalingInputs, ScalingRow
 from commcost.core.units import BILLION, GB, MS, US, format_bytes
 
 __all__ = [

@@ -13,7 +13,7 @@ that nothing overlaps (optimizer step, serial overhead).
   between the two: ``t_perfect <= t_sim <= t_none``.
 
 The scaling-analysis seed assumes communication hides behind the *whole* step
-(``max(C, T) + t_o``, ``W = C``); :mod:`commcost.scaling` reproduces that as the seed's
+(``max(C, T) + t_o``, ``W = C``); :mod:`commcost.analyses.scaling` reproduces that as the seed's
 assumption and shows this physical bound beside it. Source of the bracketing:
 scaling-book, "roofline" (``max(T_math, T_comms)`` to ``T_math + T_comms``).
 """
