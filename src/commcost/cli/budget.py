@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         ))
         band = None
         if resolved.band_topology is not None:  # a system preset alone: the measured band of its class
-            from commcost.uncertainty import budget_band
+            from commcost.analyses.uncertainty import budget_band
 
             band = budget_band(budget, resolved.band_topology)
         out.update(budget_to_dict(budget, band))

@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     result = plan(inp, model)
     band = None
     if resolved.band_topology is not None:  # a system preset alone: the measured band of each class
-        from commcost.uncertainty import plan_band
+        from commcost.analyses.uncertainty import plan_band
 
         band = plan_band(inp, result, model, resolved.band_topology)
     if args.trace_out:

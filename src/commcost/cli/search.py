@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         result = rank_robust(result, model, resolved.band_topology, args.top)
     bands = result.bands
     if bands is None and args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
-        from commcost.uncertainty import plan_band
+        from commcost.analyses.uncertainty import plan_band
 
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
     prefix = plan_prefix(args, seq)

@@ -135,10 +135,10 @@ def run(args: argparse.Namespace) -> int:
     default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream, allreduce_s=cost)
 
     def band_of(tl):
-        """The measured band of the timeline shown: a system preset alone (commcost.uncertainty)."""
+        """The measured band of the timeline shown: a system preset alone (commcost.analyses.uncertainty)."""
         if resolved.band_topology is None:
             return None
-        from commcost.uncertainty import timeline_band
+        from commcost.analyses.uncertainty import timeline_band
 
         return timeline_band(inp, tl, resolved.band_topology)
 

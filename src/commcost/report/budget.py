@@ -13,7 +13,7 @@ from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_m
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from commcost.uncertainty import BudgetBand
+    from commcost.analyses.uncertainty import BudgetBand
 
 __all__ = ["render_budget_text", "budget_to_dict"]
 
@@ -30,7 +30,7 @@ def _ran(c) -> str:
 
 def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
     """The drill report, parts (a) to (g); with ``band`` (a system preset alone) the measured band of
-    T and of the exposed time beside them (:mod:`commcost.uncertainty`)."""
+    T and of the exposed time beside them (:mod:`commcost.analyses.uncertainty`)."""
     i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
     P, link = i.gpus, i.comm.flat_link
     lines: list[str] = []

@@ -8,7 +8,7 @@ from commcost.core.units import format_bytes, format_seconds
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.plan import Plan
-    from commcost.uncertainty import PlanBand
+    from commcost.analyses.uncertainty import PlanBand
 
 __all__ = ["plan_to_dict", "render_plan_json", "render_plan_text", "advice"]
 

@@ -109,7 +109,7 @@ def _training(inp, p: Plan):
 
 def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
-    :class:`commcost.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
+    :class:`commcost.analyses.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
     from commcost.report.plan import plan_to_dict
     from commcost.search.space import RECOMPUTE
 

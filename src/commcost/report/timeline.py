@@ -16,7 +16,7 @@ from commcost.core.units import GB, MS, MiB, format_fraction as pct, format_seco
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from commcost.uncertainty import TimelineBand
+    from commcost.analyses.uncertainty import TimelineBand
 
 __all__ = ["TimelineContext", "render_timeline_text", "render_sweep_text", "timeline_to_dict", "sweep_to_dict"]
 
@@ -37,7 +37,7 @@ class TimelineContext:
     fabric_note: str | None = None
     """A profile or a system: what prices the bucket all-reduces (a header line)."""
     band: TimelineBand | None = None
-    """The measured band of the shown timeline (a system preset alone, :mod:`commcost.uncertainty`)."""
+    """The measured band of the shown timeline (a system preset alone, :mod:`commcost.analyses.uncertainty`)."""
 
 
 def _mib(n_bytes: float) -> str:

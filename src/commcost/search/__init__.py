@@ -136,7 +136,7 @@ class SearchResult:
     """With :func:`rank_robust`: each plan's step at its measured band's upper edge (every collective at
     its class's slowest measured cluster), the key the plans are ranked by; None otherwise."""
     bands: tuple | None = None
-    """With :func:`rank_robust`: each plan's :class:`commcost.uncertainty.PlanBand` (None: no communication)."""
+    """With :func:`rank_robust`: each plan's :class:`commcost.analyses.uncertainty.PlanBand` (None: no communication)."""
 
 
 def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_per_gpu_hour: float = 0.0):
@@ -279,12 +279,12 @@ def robust_candidates(top: int) -> int:
 
 def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> SearchResult:
     """Re-rank ``result``'s plans (the best steps, :func:`robust_candidates` of them) by the upper edge of
-    their measured band (:func:`commcost.uncertainty.plan_band`: every collective at its class's slowest
+    their measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective at its class's slowest
     measured cluster, exposure and bubble re-priced), keep ``top``. A layout whose step hides a lot of
     traffic only just is fragile: its upper edge is far above its step, and it falls in this ranking."""
     from dataclasses import replace
 
-    from commcost.uncertainty import plan_band
+    from commcost.analyses.uncertainty import plan_band
 
     bands = [plan_band(p.inputs, p, model, topology) for p in result.plans]
     upper = [p.step_s if b is None else b.step_s[1] for p, b in zip(result.plans, bands)]
