@@ -14,7 +14,7 @@ import statistics
 
 import commcost.workload.operators as operators
 import commcost.workload.stacks as stacks
-from commcost.plan import plan
+from commcost.analyses.plan.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
 SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200"}

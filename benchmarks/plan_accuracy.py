@@ -41,7 +41,7 @@ from commcost.comm.model import FabricModel
 from commcost.workload.compute import peak_flops_per_s, precision_class
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, plan
+from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group, systems
 from commcost.workload.stacks import STACKS
 from commcost.workload.transformer import model_spec

@@ -12,7 +12,7 @@ import time
 
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, plan
+from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group
 from commcost.workload.transformer import model_spec
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from plan_accuracy import DATA, inputs  # noqa: E402
 
-from commcost.plan import plan  # noqa: E402
+from commcost.analyses.plan.plan import plan  # noqa: E402
 from commcost.report.search import layout_words, why_best  # noqa: E402
 from commcost.search import SearchInputs, SearchSpace, search  # noqa: E402
 

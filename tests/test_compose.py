@@ -83,7 +83,7 @@ def test_hand_values():
 def test_plan_runs_the_kernels_without_numpy():
     code = ("import sys; sys.path.insert(0, 'src')\n"
             "from commcost.comm.model import FlatLinkModel\nfrom commcost.comm.topology import Link\n"
-            "from commcost.parallel.layout import Layout\nfrom commcost.plan import PlanInputs, plan\n"
+            "from commcost.parallel.layout import Layout\nfrom commcost.analyses.plan.plan import PlanInputs, plan\n"
             "from commcost.workload.transformer import model_spec\n"
             "L = Layout(dp=2, tp=2, pp=2, vp=1, cp=1, zero=1, micro_batch=1, global_batch=8)\n"
             "p = plan(PlanInputs(spec=model_spec('llama3-8b'), layout=L, seq=2048, gpu='h100-sxm', gpus_per_node=8),"

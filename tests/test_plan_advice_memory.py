@@ -7,7 +7,7 @@ from dataclasses import replace
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.link import Link
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, plan, plan_memory
+from commcost.analyses.plan.plan import PlanInputs, plan, plan_memory
 from commcost.report.plan import _memory_options, advice
 from commcost.workload.transformer import model_spec
 

@@ -10,7 +10,7 @@ import pytest
 
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, operator_times, plan
+from commcost.analyses.plan.plan import PlanInputs, operator_times, plan
 from commcost.hardware.registry import system_group
 from commcost.sensitivity import SensitivityRow, sensitivity
 from commcost.workload.stacks import resolve_stack

@@ -91,8 +91,8 @@ _EXPORTS: dict[str, str] = {
     "CommOp": "commcost.parallel.layout",
     "MemoryBreakdown": "commcost.workload.memory",
     "memory_per_gpu": "commcost.workload.memory",
-    "PlanInputs": "commcost.plan",
-    "Plan": "commcost.plan",
+    "PlanInputs": "commcost.analyses.plan.plan",
+    "Plan": "commcost.analyses.plan.plan",
     "fit_efficiency": "commcost.calibrate.efficiency",
     # calibration
     "Series": "commcost.calibrate.data",

@@ -4,7 +4,7 @@
 Inputs are what the layers below already priced: FLOPs (:mod:`commcost.workload.transformer`), the
 element-wise HBM time (:func:`commcost.workload.compute.elementwise_time_s`), one collective's time ``T`` of
 each kind (the CommModel), the DDP bucket timeline's exposed time. The kernels compose them into
-the terms of :mod:`commcost.plan`'s module docstring (items 1-6), with its symbols: ``m``
+the terms of :mod:`commcost.analyses.plan.plan`'s module docstring (items 1-6), with its symbols: ``m``
 micro-batches, ``p`` stages, ``v`` virtual stages, ``c`` CP, ``t_c`` compute of one micro-batch on
 the slowest stage, ``t_f = t_layer`` one layer's forward, ``t_b = 2 t_f`` its backward.
 

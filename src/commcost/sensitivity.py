@@ -2,7 +2,7 @@
 
 Published runs and users' plans often leave out the micro-batch, the virtual pipeline stages, the
 recomputation and the stack. For each, :func:`sensitivity` re-plans the configuration at every value
-the layout admits (the same :func:`commcost.plan.plan`, nothing else changed) and reports the steps
+the layout admits (the same :func:`commcost.analyses.plan.plan.plan`, nothing else changed) and reports the steps
 and their spread ``(max - min) / step``, so a user knows which input to pin down before trusting
 the number. Values the layout refuses (a micro-batch that does not divide the batch, virtual stages
 without a pipeline) are left out.
@@ -17,7 +17,7 @@ from commcost.core.errors import InputError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
-    from commcost.plan import Plan, PlanInputs
+    from commcost.analyses.plan.plan import Plan, PlanInputs
 
 __all__ = ["SensitivityRow", "sensitivity", "MICRO_BATCHES", "VIRTUAL_STAGES"]
 
@@ -54,7 +54,7 @@ class SensitivityRow:
 
 
 def _try(inp: PlanInputs, model: CommModel, **changes) -> Plan | None:
-    from commcost.plan import plan
+    from commcost.analyses.plan.plan import plan
 
     layout_changes = {k: v for k, v in changes.items() if k in ("micro_batch", "vp", "recompute")}
     try:

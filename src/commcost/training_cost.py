@@ -1,7 +1,7 @@
 """What a training run of ``N`` tokens costs: days, GPU-hours and dollars, from tokens/s/GPU.
 
 Symbols: ``N`` tokens to train on, ``r`` tokens/s per GPU (``B s / (step W)``, a plan's
-:attr:`~commcost.plan.Plan.tokens_per_s_per_gpu`), ``W`` GPUs, ``p`` dollars per GPU-hour.
+:attr:`~commcost.analyses.plan.plan.Plan.tokens_per_s_per_gpu`), ``W`` GPUs, ``p`` dollars per GPU-hour.
 
 * GPU-hours ``H = N / r / 3600``: every GPU processes ``r`` tokens a second;
 * days ``D = H / W / 24``: ``W`` GPUs run those hours side by side, around the clock;

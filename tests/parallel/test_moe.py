@@ -219,7 +219,7 @@ def test_token_buffers_by_hand():
 
 
 def test_moe_option_errors():
-    from commcost.plan import check_moe_options
+    from commcost.analyses.plan.plan import check_moe_options
 
     ok = dict(a2a="nccl", fp8_dispatch=False, moe_overlap="none", expert_load=1.0, pp=1, vp=1)
     check_moe_options(**ok)
@@ -234,7 +234,7 @@ def test_moe_option_errors():
 
 def test_overlap_lowers_the_step_and_stays_above_everything_hidden():
     from commcost.comm.model import FabricModel
-    from commcost.plan import PlanInputs, plan
+    from commcost.analyses.plan.plan import PlanInputs, plan
     from commcost.hardware.registry import system_group
     from commcost.workload.transformer import model_spec
 

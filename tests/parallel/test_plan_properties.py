@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from commcost.comm.model import FabricModel
 from commcost.workload.memory import memory_per_gpu
 from commcost.parallel.layout import Layout
-from commcost.plan import PlanInputs, operator_times, plan
+from commcost.analyses.plan.plan import PlanInputs, operator_times, plan
 from commcost.hardware.registry import system_group
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs, exposed_at, simulate_timeline

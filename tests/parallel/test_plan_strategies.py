@@ -17,7 +17,7 @@ from commcost.parallel.layout import Layout, check_layout, group_ranks_per_node,
 from commcost.parallel.pipeline import exposed_p2p_count, pipeline_ops
 from commcost.parallel.tensor import tensor_ops
 from commcost.parallel.zero import zero_ops
-from commcost.plan import PlanInputs, plan
+from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group
 from commcost.step.schedule import bubble_fraction, pipeline_s
 from commcost.workload.transformer import TransformerSpec, model_spec, model_spec_names
@@ -236,7 +236,7 @@ def test_pp_exposed_transfers_by_hand():
 
 
 def test_cp_ring_exposed_is_what_attention_cannot_hide():
-    from commcost.plan import _flops
+    from commcost.analyses.plan.plan import _flops
     # c = 2, one ring step per pass of S = 2 b (s/c) n_kv d q = 2 * 1 * 4096 * 1024 * 2 = 16,777,216 B:
     # T = S / 1 GB/s = 16.78 ms; exposed per layer and pass max(0, T - t_attention), 3 passes, 8 layers, m = 1
     spec = TransformerSpec(layers=8, hidden=1024, heads=8, vocab=32000)
@@ -252,7 +252,7 @@ def test_cp_ring_exposed_is_what_attention_cannot_hide():
 
 
 def test_tp_overlap_hides_behind_a_quarter_of_the_pass():
-    from commcost.plan import _flops
+    from commcost.analyses.plan.plan import _flops
     spec = TransformerSpec(layers=4, hidden=4096, heads=32, vocab=32000)
     base = dict(spec=spec, layout=Layout(dp=1, tp=2, global_batch=1), seq=2048, gpu="h100-sxm", gpus_per_node=8,
                 efficiency=0.5)

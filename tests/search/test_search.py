@@ -13,7 +13,7 @@ from commcost.cli import main
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.core.errors import InputError
-from commcost.plan import plan
+from commcost.analyses.plan.plan import plan
 from commcost.search import SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of, search
 from commcost.search.space import enumerate_space
 from commcost.workload.transformer import TransformerSpec

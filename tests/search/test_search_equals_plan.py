@@ -9,7 +9,7 @@ import pytest
 
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
-from commcost.plan import plan
+from commcost.analyses.plan.plan import plan
 from commcost.hardware.registry import system_group
 from commcost.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
 from commcost.workload.transformer import TransformerSpec, model_spec

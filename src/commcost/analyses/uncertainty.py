@@ -16,7 +16,7 @@ What that gives here:
   the step ``k t_c + E + t_opt``: re-simulated at the same caps.
 * **plan** every collective by its own group's class (TP inside a node ``one_node``, DP across
   nodes ``multi_node``, across pods of NVL72 racks ``multi_pod``): wire time the sum of the scaled
-  lines; exposed communication and the step re-priced by :func:`commcost.plan.plan` with the
+  lines; exposed communication and the step re-priced by :func:`commcost.analyses.plan.plan.plan` with the
   scaled model, so a collective that hides (ZeRO-1's all-gather behind the forward, DP buckets in
   the backward window) moves the step only by what its edge no longer hides, and the pipeline
   bubble ``(p-1) t_mb / v`` moves with the critical communication inside ``t_mb``.
@@ -36,7 +36,7 @@ from commcost.comm.topology import Topology
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.analyses.drill.budget import Budget
-    from commcost.plan import Plan, PlanInputs
+    from commcost.analyses.plan.plan import Plan, PlanInputs
     from commcost.step.timeline import Timeline, TimelineInputs
 
 __all__ = ["BudgetBand", "budget_band", "TimelineBand", "timeline_band", "PlanBand", "plan_band"]
@@ -134,7 +134,7 @@ class PlanBand:
     """The band of one plan (module docstring): each collective by its group's class."""
 
     classes: tuple[str | None, ...]
-    """The class of each line of :attr:`commcost.plan.Plan.comm` (None: no collective, one rank)."""
+    """The class of each line of :attr:`commcost.analyses.plan.plan.Plan.comm` (None: no collective, one rank)."""
     ratios: dict[str, Edges]
     """``(r_lo, r_hi)`` of each class used."""
     line_time_s: tuple[Edges, ...]
@@ -151,7 +151,7 @@ class PlanBand:
 
 def plan_band(inp: PlanInputs, p: Plan, model: CommModel, topology: Topology) -> PlanBand | None:
     """The band of ``p = plan(inp, model)`` on the system preset ``topology``; None without communication."""
-    from commcost.plan import plan
+    from commcost.analyses.plan.plan import plan
 
     if not p.comm or p.wire_s == 0:
         return None

@@ -23,7 +23,7 @@ from commcost.core.errors import InputError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
-    from commcost.plan import PlanInputs
+    from commcost.analyses.plan.plan import PlanInputs
 
 __all__ = ["ETA_MIN", "fit_efficiency", "model_family", "save_calibration", "load_calibration", "calibration_note"]
 
@@ -42,7 +42,7 @@ def model_family(name: str) -> str:
 
 def fit_efficiency(inp: PlanInputs, model: CommModel, measured_step_s: float) -> float:
     """``eta`` with ``plan(inp with eta).step_s == measured_step_s`` (to 1e-9 relative)."""
-    from commcost.plan import plan
+    from commcost.analyses.plan.plan import plan
     from commcost.core.validation import require_finite_positive
 
     require_finite_positive("measured step", measured_step_s)

@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse, plan, (calibrate), render."""
     from commcost.calibrate.efficiency import calibration_note, fit_efficiency, load_calibration, save_calibration
     from commcost.parallel.layout import Layout
-    from commcost.plan import PlanInputs, plan
+    from commcost.analyses.plan.plan import PlanInputs, plan
     from commcost.report.plan import render_plan_json, render_plan_text
     from commcost.core.units import MiB
 

@@ -5,5 +5,5 @@ its groups on the nodes; :mod:`~commcost.parallel.tensor`, :mod:`~commcost.paral
 :mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.ddp`
 and :mod:`~commcost.parallel.zero` list, as data (:class:`~commcost.parallel.layout.CommOp`), the
 collectives one GPU issues per optimizer step. Pricing them is the CommModel's job, overlapping
-them the step's (:mod:`commcost.plan`).
+them the step's (:mod:`commcost.analyses.plan.plan`).
 """

@@ -2,7 +2,7 @@
 
 Symbols: ``T`` tokens a rank dispatches per micro-batch and MoE layer, ``k`` experts per token
 (top-k), ``h`` hidden size, ``q`` bytes per element on the wire, ``I`` the load imbalance (the busiest
-rank's tokens over the mean; :attr:`commcost.plan.PlanInputs.expert_load`), ``e`` the EP group,
+rank's tokens over the mean; :attr:`commcost.analyses.plan.plan.PlanInputs.expert_load`), ``e`` the EP group,
 ``g`` its ranks per node, ``n = ceil(e / g)`` the nodes it spans, ``E`` routed experts.
 ``S = T k h q I`` is the all-to-all buffer of one rank (each token copied to each of its k experts;
 shared experts compute on the rank that holds the token and send nothing).

@@ -21,7 +21,7 @@ experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
   forward and again before its backward, and a reduce-scatter of its gradients after the
   backward (``3 x`` the weights' bytes per micro-batch: Rajbhandari et al. section 7.2.2, 1.5x
   the all-reduce). Prefetched one layer ahead, each hides behind the neighbouring layer's compute:
-  exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.plan`). A stack that gathers
+  exposed per layer ``max(0, T_comm - T_compute)`` (:mod:`commcost.analyses.plan.plan`). A stack that gathers
   parameter by parameter (DeepSpeed ZeRO-3: :attr:`commcost.workload.stacks.Stack.zero3_gathers_per_layer`
   ``= g``) issues ``g`` all-gathers of ``1/g`` of the layer each: the same bytes, ``g`` times the
   latency terms (at thousands of ranks a ring all-gather's ``(P-1) alpha`` is milliseconds). A stack that

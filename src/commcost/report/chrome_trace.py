@@ -106,7 +106,7 @@ _KERNEL_OP = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all
 
 
 def plan_chrome_trace(p) -> dict[str, Any]:
-    """One GPU's step of a :class:`commcost.plan.Plan` as a Chrome trace: its *accounting*, laid out.
+    """One GPU's step of a :class:`commcost.analyses.plan.plan.Plan` as a Chrome trace: its *accounting*, laid out.
 
     ``plan`` prices a step as ``compute + bubble + exposed + optimizer`` and states which part of each
     dimension's communication hides; it does not order kernels. This draws exactly that: the compute

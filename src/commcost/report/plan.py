@@ -7,7 +7,7 @@ from commcost.core.units import format_bytes, format_seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.plan import Plan
+    from commcost.analyses.plan.plan import Plan
     from commcost.analyses.uncertainty import PlanBand
 
 __all__ = ["plan_to_dict", "render_plan_json", "render_plan_text", "advice"]
@@ -59,7 +59,7 @@ def _memory_options(p: Plan) -> list[tuple[str, float]]:
     plan's memory within the GPU (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
     from dataclasses import replace
 
-    from commcost.plan import plan_memory
+    from commcost.analyses.plan.plan import plan_memory
 
     L = p.inputs.layout
     zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]

@@ -8,7 +8,7 @@ from commcost.core.units import format_bytes, format_seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.plan import Plan
+    from commcost.analyses.plan.plan import Plan
     from commcost.search import SearchResult
 
 __all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",

@@ -3,7 +3,7 @@
 A composition (DESIGN.md): :mod:`commcost.search.space` enumerates the layouts,
 :mod:`commcost.search.grid` prices all of them at once with ``plan``'s own kernels (:mod:`commcost.compose`) on numpy arrays
 (each distinct collective through the one CommModel once), drops those whose memory exceeds the GPU,
-ranks the rest by the objective and re-prices the top ones with :func:`commcost.plan.plan` itself,
+ranks the rest by the objective and re-prices the top ones with :func:`commcost.analyses.plan.plan.plan` itself,
 so every number printed for a configuration is the number ``commcost plan`` prints for it.
 
 Objectives (smaller is better after the sign): ``step`` the step time; ``tokens-per-gpu``
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from commcost.comm.model import CommModel
-    from commcost.plan import Plan, PlanInputs
+    from commcost.analyses.plan.plan import Plan, PlanInputs
 
 __all__ = ["OBJECTIVES", "SearchSpace", "SearchInputs", "SearchResult", "search", "evaluate_all", "parse_fix", "plan_inputs_of",
            "objective_value", "rank_robust", "robust_candidates", "RANKS"]
@@ -96,7 +96,7 @@ class SearchInputs:
             require_finite_positive("efficiency", self.efficiency)
             if self.efficiency > 1:
                 raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
-        from commcost.plan import check_moe_options
+        from commcost.analyses.plan.plan import check_moe_options
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=2, vp=2)
         from commcost.workload.stacks import STACKS
@@ -123,7 +123,7 @@ class SearchResult:
     elapsed_s: float
     """Wall time of the search, seconds (enumeration, pricing, re-pricing the top ones)."""
     plans: tuple[Plan, ...]
-    """The best configurations, best first, each priced by :func:`commcost.plan.plan`."""
+    """The best configurations, best first, each priced by :func:`commcost.analyses.plan.plan.plan`."""
     grid_step_s: tuple[float, ...]
     """The grid's step of each of :attr:`plans` (equal to the plan's to rounding)."""
     distinct_collectives: int
@@ -152,9 +152,9 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
-    """The :class:`~commcost.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
+    """The :class:`~commcost.analyses.plan.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
     from commcost.parallel.layout import Layout
-    from commcost.plan import PlanInputs
+    from commcost.analyses.plan.plan import PlanInputs
 
     sp = inp.space
     layout = Layout(dp=int(row["d"]), tp=int(row["t"]), pp=int(row["p"]), vp=int(row["v"]), cp=int(row["c"]),
@@ -175,7 +175,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     from commcost.core.optional import require
 
     np = require("numpy", "sweep")
-    from commcost.plan import plan
+    from commcost.analyses.plan.plan import plan
     from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
     from commcost.search.memory import memory_grid, memory_tables
     from commcost.search.grid import needed as uses
@@ -297,7 +297,7 @@ def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> S
 def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict, dict]:
     """Every configuration of GPU count ``world``, fitting or not: ``(rows, values)`` with ``rows`` the
     columns :func:`plan_inputs_of` reads and ``values`` the grid's step, breakdown and memory (tests and
-    benchmarks compare them with :func:`commcost.plan.plan`)."""
+    benchmarks compare them with :func:`commcost.analyses.plan.plan.plan`)."""
     from commcost.core.optional import require
 
     require("numpy", "sweep")

@@ -31,7 +31,7 @@ __all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid"]
 
 class Pricer:
     """``T(op, S, P, rpn)`` from the CommModel, memoised; zero for a group of one or an empty message
-    (as :func:`commcost.plan.plan`)."""
+    (as :func:`commcost.analyses.plan.plan.plan`)."""
 
     def __init__(self, model: CommModel) -> None:
         self.model = model
@@ -280,7 +280,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
     """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.workload.operators.micro_batch_operators`
-    on columns, as :func:`commcost.plan.operator_times` on one row; under ``--stack auto`` each row
+    on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
     takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`)."""
     import numpy as np
 
@@ -321,7 +321,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     import commcost.compose as K
     from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
-    from commcost.plan import gpu_row
+    from commcost.analyses.plan.plan import gpu_row
     from commcost.search.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
 

@@ -91,7 +91,7 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
-    from commcost.plan import gpu_row
+    from commcost.analyses.plan.plan import gpu_row
 
     bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
     states = tables["states"][zero, bi]

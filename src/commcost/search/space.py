@@ -13,7 +13,7 @@ and :class:`~commcost.parallel.layout.Layout`'s own), applied here to whole colu
   parallelism ``t_e``: Megatron's default (t where ``e`` divides ``d c``, else 1) and, with ``e > 1``
   and ``t > 1``, also 1 (the recipes' ``expert_tensor_parallel_size = 1``); ``--fix etp=N`` pins it;
 * with ``--moe-overlap 1f1b``, ``v > 1`` where ``p > 1``; with ``dualpipe``, ``p`` even
-  (:func:`commcost.plan.check_moe_options`);
+  (:func:`commcost.analyses.plan.plan.check_moe_options`);
 * ZeRO stages 1-3 only where some rank shares a shard (``d c > 1`` or ``t d c / (e t_e) > 1``; else they
   equal stage 0); the DP bucket cap only where a bucketed reduction runs (ZeRO 0-2 with a shard shared):
   DDP's default (first bucket 1 MiB, then 25 MiB) and :data:`BUCKET_CAPS_MIB`.

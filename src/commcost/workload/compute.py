@@ -22,7 +22,7 @@ PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.plan import PlanInputs
+    from commcost.analyses.plan.plan import PlanInputs
     from commcost.workload.transformer import TransformerSpec
 
 _CLASS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}

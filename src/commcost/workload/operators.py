@@ -107,7 +107,7 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
     kernel; ``u = u_gpu u_stack``)."""
     from commcost.workload.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
     from commcost.hardware import lookup
-    from commcost.plan import gpu_row
+    from commcost.analyses.plan.plan import gpu_row
 
     t = _table()
     row = lookup(t["gpus"], gpu, "GPU (kernels.json)")
@@ -200,7 +200,7 @@ def expert_rows(xp, *, n, tp, sp, ep, expert_tp, experts: int, top_k: int, exper
     every EP rank's tokens; the expert-TP group of ``t_e`` ranks all-gathers the distinct tokens its
     ranks hold (Megatron-Core's dispatcher): ``g = t_e`` with sequence parallelism, ``g = max(1, t_e/t)``
     without it (ranks of one TP group hold the same tokens); the busiest rank gets ``I`` times the mean
-    (:attr:`commcost.plan.PlanInputs.expert_load`)."""
+    (:attr:`commcost.analyses.plan.plan.PlanInputs.expert_load`)."""
     t_prime = xp.where(sp, tp, 1.0)
     gathered = xp.where(sp, expert_tp, xp.maximum(1.0, expert_tp / tp))
     return n / t_prime * gathered * top_k * ep / experts * expert_load

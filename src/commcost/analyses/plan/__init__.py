@@ -1,0 +1,1 @@
+"""commcost.analyses.plan: see docs/architecture.md."""
