@@ -1,4 +1,4 @@
-"""The shared composition kernels (commcost.compose, commcost.core.xp): the scalar namespace behaves as numpy's
+"""The shared composition kernels (commcost.analyses.plan.compose, commcost.core.xp): the scalar namespace behaves as numpy's
 functions do, each kernel gives the same number on floats and on numpy columns, and plan runs them
 without importing numpy (the core needs nothing installed)."""
 
@@ -10,7 +10,7 @@ import sys
 import numpy as np
 from hypothesis import given, strategies as st
 
-import commcost.compose as K
+import commcost.analyses.plan.compose as K
 from commcost.workload.memory import buffer_bytes, stage_activation_bytes
 from commcost.parallel.layout import heaviest_stage_layers
 from commcost.step.timeline import exposed_after_s, uniform_end_s

@@ -100,7 +100,7 @@ def test_cli_prints_the_same_step_and_keys():
 
 
 def test_zero2_scatters_every_micro_batch_where_the_stack_shards_gradients():
-    from commcost.compose import zero2_micro_batch_exposed_s
+    from commcost.analyses.plan.compose import zero2_micro_batch_exposed_s
     from commcost.core.xp import SCALAR
 
     # (m - 1) max(0, T_rs - W): 3 earlier micro-batches, 50 ms scatters behind 20 ms windows -> 3 x 30 ms = 90 ms

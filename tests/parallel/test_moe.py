@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost.comm.collectives import Collective
-from commcost.compose import ep_exposed_s, ep_paired_share
+from commcost.analyses.plan.compose import ep_exposed_s, ep_paired_share
 from commcost.core.errors import InputError
 from commcost.workload.memory import buffer_bytes
 from commcost.workload.operators import expert_rows

@@ -9,7 +9,7 @@ busiest rank receives ``I`` times the mean: 1 when routing is balanced, as the p
 force it; the capacity factor when tokens are padded to capacity). With an fp8 dispatch
 (:data:`commcost.parallel.dispatch.FP8_DISPATCH_BYTES`) the forward dispatch carries ``q_d`` bytes per
 element and is a line of its own. How each all-to-all runs (NCCL or node-aware) and how much of it
-compute hides: :mod:`commcost.parallel.dispatch`, :func:`commcost.compose.ep_exposed_s`.
+compute hides: :mod:`commcost.parallel.dispatch`, :func:`commcost.analyses.plan.compose.ep_exposed_s`.
 
 With expert tensor parallelism ``t_e > 1`` (Megatron-Core's dispatcher): the ``t_e`` ranks of an expert
 shard gather the distinct tokens they hold after the dispatch and scatter the partial outputs before

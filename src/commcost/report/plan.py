@@ -192,7 +192,7 @@ def _sensitivity_lines(rows: tuple) -> list[str]:
 def expert_placement(p: Plan) -> list[dict]:
     """Where the expert layers' groups land (``expert_groups`` JSON key): for ep, etp and edp, the size,
     rank stride, ranks per node, nodes (NVLink domains) spanned, and the other groups that cross nodes
-    at the same time and share the node's NICs with it (tp, cp, ep; :func:`commcost.compose.nic_share`)."""
+    at the same time and share the node's NICs with it (tp, cp, ep; :func:`commcost.analyses.plan.compose.nic_share`)."""
     from commcost.parallel.layout import group_placement, layout_group
 
     inp, L = p.inputs, p.inputs.layout
@@ -226,7 +226,7 @@ def _expert_lines(p: Plan) -> list[str]:
            f"  dispatch {inp.a2a}{' fp8' if inp.fp8_dispatch else ''}, overlap {inp.moe_overlap}, "
            f"load imbalance {inp.expert_load:g} (busiest over mean)"]
     if inp.moe_overlap != "none":
-        from commcost.compose import ep_paired_share
+        from commcost.analyses.plan.compose import ep_paired_share
         from commcost.parallel.dispatch import comm_sm_share
         from commcost.core.xp import SCALAR
 

@@ -1,7 +1,7 @@
 """``commcost search``: the best parallel configuration of a model on a cluster, over every valid layout.
 
 A composition (DESIGN.md): :mod:`commcost.search.space` enumerates the layouts,
-:mod:`commcost.search.grid` prices all of them at once with ``plan``'s own kernels (:mod:`commcost.compose`) on numpy arrays
+:mod:`commcost.search.grid` prices all of them at once with ``plan``'s own kernels (:mod:`commcost.analyses.plan.compose`) on numpy arrays
 (each distinct collective through the one CommModel once), drops those whose memory exceeds the GPU,
 ranks the rest by the objective and re-prices the top ones with :func:`commcost.analyses.plan.plan.plan` itself,
 so every number printed for a configuration is the number ``commcost plan`` prints for it.

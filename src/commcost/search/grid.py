@@ -1,7 +1,7 @@
 """``plan``'s composition over a whole grid of configurations at once (numpy columns).
 
 The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
-(:mod:`commcost.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
+(:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
 :func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
 :mod:`commcost.workload.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
 builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
@@ -221,10 +221,10 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
     (``bucket_times`` ``T(c_1), T(c), T(last)``, ``bucket_full`` ``m``, ``bucket_not_ready`` ``f_j``,
     ``bucket_wire`` ``T_w``; all 0 where no group reduces), and ZeRO-1/2's gathers ``k T_ag``
-    (``bucket_gather``); ``k`` is :func:`commcost.compose.nic_share`."""
+    (``bucket_gather``); ``k`` is :func:`commcost.analyses.plan.compose.nic_share`."""
     import numpy as np
 
-    from commcost.compose import nic_share
+    from commcost.analyses.plan.compose import nic_share
     from commcost.workload.memory import WEIGHT_BYTES
     from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.step.timeline import caps_for, uniform_buckets
@@ -310,7 +310,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
 
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.search.space.enumerate_space`)
-    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.compose`'s
+    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
     kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
     Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
@@ -318,7 +318,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """
     import numpy as np
 
-    import commcost.compose as K
+    import commcost.analyses.plan.compose as K
     from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.analyses.plan.plan import gpu_row

@@ -13,7 +13,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    per micro-batch, forward, twice that backward (and once more with full recomputation).
 2. **Critical communication per micro-batch**: TP collectives in full, EP's all-to-alls (NCCL or
    node-aware, :mod:`commcost.parallel.dispatch`) in full or, with ``--moe-overlap``, down to the
-   bound of :func:`commcost.compose.ep_exposed_s`, CP's ring
+   bound of :func:`commcost.analyses.plan.compose.ep_exposed_s`, CP's ring
    ``max(0, (c-1) T - t_attention)`` per layer and pass, ZeRO-3's per-layer gathers
    ``max(0, T - t_layer)``; ``t_mb = t_c + that``.
 3. **Pipeline** (:mod:`commcost.step.schedule`): ``m t_mb + (p-1) t_mb / v``, plus the point-to-point
@@ -31,7 +31,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
 
-The composition (items 1-6) is :mod:`commcost.compose`'s kernels, called here on floats
+The composition (items 1-6) is :mod:`commcost.analyses.plan.compose`'s kernels, called here on floats
 (``xp = SCALAR``) and by ``commcost search`` on numpy columns; this module prices the collectives,
 names the lines and builds the :class:`Plan`.
 """
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from commcost.comm.collectives import Collective
-from commcost.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
+from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
@@ -101,7 +101,7 @@ class PlanInputs:
     fp8_dispatch: bool = False
     """The forward dispatch carries fp8 (DeepEP's fp8 dispatch); needs ``a2a = deepep``."""
     moe_overlap: str = "none"
-    """Expert all-to-all hidden behind another micro-batch's compute (:func:`commcost.compose.ep_paired_share`):
+    """Expert all-to-all hidden behind another micro-batch's compute (:func:`commcost.analyses.plan.compose.ep_paired_share`):
     ``none``, ``1f1b`` (Megatron-Core's 1F1B all-to-all overlap) or ``dualpipe``."""
     expert_load: float = 1.0
     """``I``: the busiest rank's routed tokens over the mean (1 balanced, as the published benchmarks
@@ -232,7 +232,7 @@ def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_
                       vp: int) -> None:
     """The MoE options' rules: ``--fp8-dispatch`` is DeepEP's; Megatron-Core's 1F1B all-to-all overlap
     needs the interleaved schedule when ``p > 1``; DualPipe runs an even number of stages; ``I >= 1``."""
-    from commcost.compose import MOE_OVERLAPS
+    from commcost.analyses.plan.compose import MOE_OVERLAPS
     from commcost.parallel.dispatch import check_a2a
     from commcost.core.validation import require_finite_positive
 
@@ -289,7 +289,7 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
 
 def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
     """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
-    from commcost.compose import layer_flops, micro_batch_flops
+    from commcost.analyses.plan.compose import layer_flops, micro_batch_flops
 
     spec, L = inp.spec, inp.layout
     f_layer, attn, recompute = layer_flops(spec, seq=inp.seq, flash_attention=inp.flash_attention)
@@ -301,8 +301,8 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 
 
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
-    """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.compose`'s)."""
-    import commcost.compose as K
+    """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.analyses.plan.compose`'s)."""
+    import commcost.analyses.plan.compose as K
     from commcost.workload.compute import mfu_frontier, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.workload.stacks import resolve_stack
@@ -467,11 +467,11 @@ def zero3_gathers_per_layer(inp: PlanInputs) -> int:
 def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int = 1,
                  once: bool = False) -> tuple[float, list[CommLine]]:
     """ZeRO-3's per-layer gathers and scatters behind the neighbouring layer's compute
-    (:func:`commcost.compose.zero3_exposed_s`): ``(critical seconds per micro-batch, lines)``, the
+    (:func:`commcost.analyses.plan.compose.zero3_exposed_s`): ``(critical seconds per micro-batch, lines)``, the
     backward's exposed part split between gather and scatter by their times; a layer's gather is
     ``g`` all-gathers (``gathers``) one after another; ``once``: the stage stays gathered through the
     step (one round of gathers and scatters, no re-gather in the backward)."""
-    import commcost.compose as K
+    import commcost.analyses.plan.compose as K
     from commcost.core.xp import SCALAR
 
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
@@ -518,8 +518,8 @@ def _capacity(gpu: str) -> float:
 
 
 def _optimizer_s(inp: PlanInputs) -> float:
-    """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.compose.optimizer_s`)."""
-    from commcost.compose import optimizer_s
+    """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.analyses.plan.compose.optimizer_s`)."""
+    from commcost.analyses.plan.compose import optimizer_s
     from commcost.core.xp import SCALAR
 
     L = inp.layout
@@ -537,7 +537,7 @@ def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
-    import commcost.compose as K
+    import commcost.analyses.plan.compose as K
     from commcost.step.ddp_buckets import ddp_bucket_caps
     from commcost.step.timeline import TimelineInputs, caps_for, evaluate_caps
     from commcost.core.xp import SCALAR
