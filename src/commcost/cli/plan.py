@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         notes.append(render_training(run_cost))
     elif args.price_per_gpu_hour is not None:
         A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
-    from commcost.sensitivity import sensitivity
+    from commcost.analyses.plan.sensitivity import sensitivity
 
     sens = sensitivity(inp, model)
     print(render_plan_json(result, extra, band, sens) if args.json else render_plan_text(result, notes, band, sens))

@@ -130,7 +130,7 @@ def _bucket_advice_dict(p: Plan) -> dict | None:
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
                      sensitivity: tuple = ()) -> str:
-    """Strict JSON (no NaN or infinity); ``sensitivity`` (:func:`commcost.sensitivity.sensitivity`) under its key."""
+    """Strict JSON (no NaN or infinity); ``sensitivity`` (:func:`commcost.analyses.plan.sensitivity.sensitivity`) under its key."""
     d = plan_to_dict(p, band)
     d["sensitivity"] = [row.to_dict() for row in sensitivity]
     if extra:
