@@ -1,4 +1,4 @@
-"""Training cost: days, GPU-hours and dollars of a run of N tokens (commcost.training_cost)."""
+"""Training cost: days, GPU-hours and dollars of a run of N tokens (commcost.analyses.plan.training_cost)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from commcost.core.errors import InputError
-from commcost.training_cost import gpu_hours, parse_token_count, training_cost, usd_per_million_tokens
+from commcost.analyses.plan.training_cost import gpu_hours, parse_token_count, training_cost, usd_per_million_tokens
 from conftest import run_commcost
 
 PLAN = ("plan", "--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "64", "--global-batch", "256", "--zero", "1")

@@ -556,9 +556,9 @@ def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> Non
 
 
 def token_count(text: str) -> float:
-    """A token count > 0: ``2e12``, ``2T``, ``300B`` (:func:`commcost.training_cost.parse_token_count`)."""
+    """A token count > 0: ``2e12``, ``2T``, ``300B`` (:func:`commcost.analyses.plan.training_cost.parse_token_count`)."""
     from commcost.core.errors import InputError
-    from commcost.training_cost import parse_token_count
+    from commcost.analyses.plan.training_cost import parse_token_count
 
     try:
         return parse_token_count(text)

@@ -253,9 +253,9 @@ def run(args: argparse.Namespace) -> int:
 
         write_trace(args.trace_out, plan_chrome_trace(result))
         notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
-    if args.train_tokens is not None:  # days, GPU-hours and dollars (commcost.training_cost)
+    if args.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
         from commcost.report.training import render_training, training_to_dict
-        from commcost.training_cost import training_cost
+        from commcost.analyses.plan.training_cost import training_cost
         run_cost = training_cost(tokens=args.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
                                  gpus=layout.world, price_per_gpu_hour=args.price_per_gpu_hour)
         extra["training"] = training_to_dict(run_cost)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from commcost.training_cost import usd_per_million_tokens
+from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.core.units import format_bytes, format_seconds
 
 TYPE_CHECKING = False
@@ -98,10 +98,10 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
 
 
 def _training(inp, p: Plan):
-    """The training run's cost at ``p``'s throughput (:mod:`commcost.training_cost`); None without tokens."""
+    """The training run's cost at ``p``'s throughput (:mod:`commcost.analyses.plan.training_cost`); None without tokens."""
     if inp.train_tokens is None:
         return None
-    from commcost.training_cost import training_cost
+    from commcost.analyses.plan.training_cost import training_cost
 
     return training_cost(tokens=inp.train_tokens, tokens_per_s_per_gpu=p.tokens_per_s_per_gpu,
                          gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)

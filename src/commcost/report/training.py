@@ -1,10 +1,10 @@
-"""Text and JSON of :class:`commcost.training_cost.TrainingCost` (``plan`` and ``search``)."""
+"""Text and JSON of :class:`commcost.analyses.plan.training_cost.TrainingCost` (``plan`` and ``search``)."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.training_cost import TrainingCost
+    from commcost.analyses.plan.training_cost import TrainingCost
 
 __all__ = ["training_to_dict", "render_training"]
 

@@ -79,7 +79,7 @@ class SearchInputs:
     keep_points: bool = False
     """Keep every feasible configuration's ``(step, memory, W)`` (for the Pareto plot)."""
     train_tokens: float | None = None
-    """Tokens of a training run to cost for each result (:mod:`commcost.training_cost`); None: not costed."""
+    """Tokens of a training run to cost for each result (:mod:`commcost.analyses.plan.training_cost`); None: not costed."""
 
     def __post_init__(self) -> None:
         from commcost.workload.compute import precision_class
@@ -146,7 +146,7 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
         return step_s
     if objective == "tokens-per-gpu":
         return -tokens_per_step / (step_s * gpus)
-    from commcost.training_cost import usd_per_million_tokens
+    from commcost.analyses.plan.training_cost import usd_per_million_tokens
 
     return usd_per_million_tokens(price_per_gpu_hour, tokens_per_step / (step_s * gpus))
 
