@@ -27,7 +27,7 @@ shared experts compute on the rank that holds the token and send nothing).
   and both backward transfers stay bf16 (``q = 2``).
 
 Every function takes the CommModel's price of one all-to-all as ``price(op, size, group,
-ranks_per_node)`` (``plan`` passes the model's, ``search`` its memoised :class:`~commcost.search.grid.Pricer`);
+ranks_per_node)`` (``plan`` passes the model's, ``search`` its memoised :class:`~commcost.analyses.plan.grid.Pricer`);
 :func:`nodes_hit` is array-safe (STYLE.md item 12).
 """
 

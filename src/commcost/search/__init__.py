@@ -1,7 +1,7 @@
 """``commcost search``: the best parallel configuration of a model on a cluster, over every valid layout.
 
 A composition (DESIGN.md): :mod:`commcost.search.space` enumerates the layouts,
-:mod:`commcost.search.grid` prices all of them at once with ``plan``'s own kernels (:mod:`commcost.analyses.plan.compose`) on numpy arrays
+:mod:`commcost.analyses.plan.grid` prices all of them at once with ``plan``'s own kernels (:mod:`commcost.analyses.plan.compose`) on numpy arrays
 (each distinct collective through the one CommModel once), drops those whose memory exceeds the GPU,
 ranks the rest by the objective and re-prices the top ones with :func:`commcost.analyses.plan.plan.plan` itself,
 so every number printed for a configuration is the number ``commcost plan`` prints for it.
@@ -176,9 +176,9 @@ def search(inp: SearchInputs, model: CommModel, *,
 
     np = require("numpy", "sweep")
     from commcost.analyses.plan.plan import plan
-    from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
+    from commcost.analyses.plan.grid import Pricer, evaluate_grid, price_base, structure
     from commcost.search.memory import memory_grid, memory_tables
-    from commcost.search.grid import needed as uses
+    from commcost.analyses.plan.grid import needed as uses
 
     start = time.perf_counter()
     space = inp.space
@@ -301,7 +301,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     from commcost.core.optional import require
 
     require("numpy", "sweep")
-    from commcost.search.grid import Pricer, evaluate_grid, price_base, structure
+    from commcost.analyses.plan.grid import Pricer, evaluate_grid, price_base, structure
     from commcost.search.memory import memory_grid, memory_tables
 
     space = inp.space
