@@ -177,7 +177,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     np = require("numpy", "sweep")
     from commcost.analyses.plan.plan import plan
     from commcost.analyses.plan.grid import Pricer, evaluate_grid, price_base, structure
-    from commcost.search.memory import memory_grid, memory_tables
+    from commcost.analyses.plan.grid_memory import memory_grid, memory_tables
     from commcost.analyses.plan.grid import needed as uses
 
     start = time.perf_counter()
@@ -302,7 +302,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
 
     require("numpy", "sweep")
     from commcost.analyses.plan.grid import Pricer, evaluate_grid, price_base, structure
-    from commcost.search.memory import memory_grid, memory_tables
+    from commcost.analyses.plan.grid_memory import memory_grid, memory_tables
 
     space = inp.space
     base, g = enumerate_space(space, world, inp.moe_overlap)

@@ -3,7 +3,7 @@
 The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
 (:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
 :func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
-:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.search.memory`). What is stated column-wise here is what
+:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). What is stated column-wise here is what
 builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
 placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
 ``tests/search/test_search_equals_plan.py`` checks that every configuration of several spaces
@@ -285,7 +285,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
     import numpy as np
 
     from commcost.workload.operators import kernel_rates, micro_batch_operators
-    from commcost.search.memory import stack_masks
+    from commcost.analyses.plan.grid_memory import stack_masks
     from commcost.workload.stacks import stack
 
     spec, s = inp.space.spec, inp.space.seq
