@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from commcost.search.space import SearchSpace, enumerate_space
+from commcost.analyses.plan.space import SearchSpace, enumerate_space
 from commcost.workload.transformer import TransformerSpec
 from conftest import ROOT, run_commcost
 from test_hardening_inputs import one_error_line
@@ -51,7 +51,7 @@ def _space(**kw):
 @pytest.mark.parametrize("kw", [{}, {"gpus": (8, 16, 32)}, {"fixed": (("vp", 2),)}, {"fixed": (("tp", 2),)},
                                 {"global_batch": 96}, {"even_pipeline_only": True}])
 def test_the_count_bounds_the_enumeration(kw):
-    from commcost.search.space import count_upper_bound
+    from commcost.analyses.plan.space import count_upper_bound
 
     space = _space(**kw)
     enumerated = sum(len(enumerate_space(space, w)[1]["bi"]) for w in space.gpus)
@@ -62,7 +62,7 @@ def test_the_count_is_exact_without_filters():
     # 1 GPU, dense, B = 1: one structural row (t = p = c = d = b = v = 1); the combinations are sp 0
     # only (t = 1), recompute 3, ZeRO 0 only (no shard shared), cap 1 -> 3 configurations; the
     # upper bound counts sp 2 x recompute 3 x (ZeRO 0-2 x 3 caps + ZeRO 3) = 60
-    from commcost.search.space import count_upper_bound
+    from commcost.analyses.plan.space import count_upper_bound
 
     space = _space(gpus=(1,), global_batch=1)
     assert len(enumerate_space(space, 1)[1]["bi"]) == 3

@@ -15,7 +15,7 @@ from commcost.comm.topology import Link
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
 from commcost.search import SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of, search
-from commcost.search.space import enumerate_space
+from commcost.analyses.plan.space import enumerate_space
 from commcost.workload.transformer import TransformerSpec
 
 FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6))

@@ -111,7 +111,7 @@ MAX_GLOBAL_BATCH = 10**7
 MAX_TOP = 1000
 """Most configurations ``--top`` shows (each is priced again by ``plan``)."""
 MAX_CONFIGURATIONS = 20_000_000
-"""Most configurations one search enumerates (:func:`commcost.search.space.count_upper_bound`, counted
+"""Most configurations one search enumerates (:func:`commcost.analyses.plan.space.count_upper_bound`, counted
 before enumerating): about a minute at ~500,000 a second and ~1 GB of columns. Past it the search is
 refused with the count, so it never runs for an hour or exhausts memory."""
 
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from commcost.cli.plan import _spec, moe_inputs, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
     from commcost.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
-    from commcost.search.space import count_upper_bound
+    from commcost.analyses.plan.space import count_upper_bound
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))

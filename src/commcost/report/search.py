@@ -111,7 +111,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.analyses.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
     from commcost.report.plan import plan_to_dict
-    from commcost.search.space import RECOMPUTE
+    from commcost.analyses.plan.space import RECOMPUTE
 
     inp = r.inputs
     results = []
@@ -143,7 +143,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
 
 def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     """``--fix`` pairs with recomputation by name."""
-    from commcost.search.space import RECOMPUTE
+    from commcost.analyses.plan.space import RECOMPUTE
 
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 

@@ -1,6 +1,6 @@
 """``commcost search``: the best parallel configuration of a model on a cluster, over every valid layout.
 
-A composition (DESIGN.md): :mod:`commcost.search.space` enumerates the layouts,
+A composition (DESIGN.md): :mod:`commcost.analyses.plan.space` enumerates the layouts,
 :mod:`commcost.analyses.plan.grid` prices all of them at once with ``plan``'s own kernels (:mod:`commcost.analyses.plan.compose`) on numpy arrays
 (each distinct collective through the one CommModel once), drops those whose memory exceeds the GPU,
 ranks the rest by the objective and re-prices the top ones with :func:`commcost.analyses.plan.plan.plan` itself,
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from commcost.core.errors import InputError
-from commcost.search.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
+from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

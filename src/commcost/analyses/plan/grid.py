@@ -309,7 +309,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
 
 
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
-    """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.search.space.enumerate_space`)
+    """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
     kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
@@ -322,7 +322,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
     from commcost.analyses.plan.plan import gpu_row
-    from commcost.search.space import RECOMPUTE
+    from commcost.analyses.plan.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
 
     spec, s = inp.space.spec, inp.space.seq

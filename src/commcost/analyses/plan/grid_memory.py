@@ -20,7 +20,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     :func:`structure` of ``base``."""
     import numpy as np
 
-    from commcost.search.space import RECOMPUTE
+    from commcost.analyses.plan.space import RECOMPUTE
     from commcost.workload.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
                                  buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
     from commcost.workload.compute import precision_class
