@@ -3,7 +3,7 @@ core; the full space of a 175B dense model on 1,024 GPUs in under 2 s including 
 
 Measured in this one run, each case once (no warm-up):
 
-* in-process, :func:`commcost.search.search` on each case: configurations evaluated per second of its
+* in-process, :func:`commcost.analyses.plan.search.search` on each case: configurations evaluated per second of its
   wall time (enumeration, the memory of every one, the CommModel pricing each distinct collective once,
   the step of each that fits, the top ones re-priced by ``plan``), and the distinct collectives;
 * the command line, a fresh ``python -m commcost search ... --json`` process timed from outside
@@ -27,7 +27,7 @@ from pathlib import Path  # noqa: E402
 
 from commcost.comm.model import FabricModel  # noqa: E402
 from commcost.hardware.registry import system_group, systems  # noqa: E402
-from commcost.search import SearchInputs, SearchSpace, search  # noqa: E402
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, search  # noqa: E402
 from commcost.workload.transformer import model_spec  # noqa: E402
 
 RATE_TARGET = 1e6

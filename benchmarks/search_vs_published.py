@@ -26,7 +26,7 @@ from plan_accuracy import DATA, inputs  # noqa: E402
 
 from commcost.analyses.plan.plan import plan  # noqa: E402
 from commcost.report.search import layout_words, why_best  # noqa: E402
-from commcost.search import SearchInputs, SearchSpace, search  # noqa: E402
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, search  # noqa: E402
 
 WITHIN = 0.05
 

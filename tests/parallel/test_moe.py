@@ -257,7 +257,7 @@ def test_search_keeps_expert_parallelism_of_a_published_run():
     # expert parallelism, with expert TP 1 (EP inside a node, as the recipes' intra-node strategy)
     from commcost.comm.model import FabricModel
     from commcost.hardware.registry import system_group
-    from commcost.search import SearchInputs, SearchSpace, search
+    from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
     from commcost.workload.transformer import model_spec
 
     topo, _ = system_group("dgx-h100", nodes=32)

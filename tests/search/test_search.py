@@ -14,7 +14,7 @@ from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
-from commcost.search import SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of, search
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of, search
 from commcost.analyses.plan.space import enumerate_space
 from commcost.workload.transformer import TransformerSpec
 
@@ -208,7 +208,7 @@ def test_why_best_names_the_term_that_differs():
 
 
 def test_ctrl_c_returns_the_best_so_far(monkeypatch):
-    import commcost.search as S
+    import commcost.analyses.plan.search as S
     from commcost.workload.transformer import model_spec
 
     monkeypatch.setattr(S, "CHUNK_ROWS", 512)

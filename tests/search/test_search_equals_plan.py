@@ -11,7 +11,7 @@ from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.analyses.plan.plan import plan
 from commcost.hardware.registry import system_group
-from commcost.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
 from commcost.workload.transformer import TransformerSpec, model_spec
 
 TINY = TransformerSpec(name="tiny", layers=6, hidden=512, heads=8, kv_heads=4, ffn_hidden=1536, gated_mlp=True,

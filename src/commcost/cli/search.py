@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse, search, render."""
     from commcost.cli.plan import _spec, moe_inputs, resolve_hardware
     from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
-    from commcost.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
+    from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
     from commcost.analyses.plan.space import count_upper_bound
 
     if args.plot is not None:

@@ -9,7 +9,7 @@ from commcost.core.units import format_bytes, format_seconds
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.plan import Plan
-    from commcost.search import SearchResult
+    from commcost.analyses.plan.search import SearchResult
 
 __all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
            "plot_pareto", "pareto_front", "layout_words"]

@@ -23,7 +23,7 @@ from commcost.workload.stacks import given_stack_flag
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
-    from commcost.search import SearchInputs
+    from commcost.analyses.plan.search import SearchInputs
 
 __all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.search import SearchInputs
+    from commcost.analyses.plan.search import SearchInputs
 
 __all__ = ["memory_tables", "memory_grid"]
 
