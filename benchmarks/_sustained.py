@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 
+import commcost.hardware.registry as registry
 import commcost.workload.operators as operators
 import commcost.workload.stacks as stacks
 from commcost.analyses.plan.plan import plan
@@ -27,7 +28,7 @@ def source_of(row: dict) -> str:
 
 def _set(gpu: str, stack: str, u_gpu: float, u_stack: float) -> None:
     """Put the fractions into the loaded tables (this benchmark's process only) and drop the caches."""
-    operators._table()["gpus"][gpu]["sustained"] = u_gpu
+    registry.kernels()["gpus"][gpu]["sustained"] = u_gpu
     stacks._table()["stacks"][stack]["sustained"] = u_stack
     operators.kernel_rates.cache_clear()
     stacks.stack.cache_clear()
@@ -82,7 +83,7 @@ def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:
 
 def restore() -> None:
     """Drop the in-process overrides (reload the packaged tables)."""
-    operators._table.cache_clear()
+    registry.kernels.cache_clear()
     stacks._table.cache_clear()
     operators.kernel_rates.cache_clear()
     stacks.stack.cache_clear()

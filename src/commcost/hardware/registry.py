@@ -10,6 +10,7 @@ reaches), not its line rate.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from commcost.core.errors import InputError
@@ -18,7 +19,7 @@ from commcost.comm.protocols import ProtocolModel
 from commcost.comm.topology import Link, Topology
 from commcost.core.validation import require_count
 
-__all__ = ["PresetEntry", "gpus", "fabrics", "systems", "system_topology", "system_group",
+__all__ = ["PresetEntry", "gpus", "gpu_row", "kernels", "fabrics", "systems", "system_topology", "system_group",
            "system_names", "preset_entries"]
 
 
@@ -29,6 +30,21 @@ def _table(file_name: str) -> dict[str, Any]:
 def gpus() -> dict[str, dict[str, Any]]:
     """GPU presets by name (``gpus.json``)."""
     return _table("gpus.json")
+
+
+@lru_cache(maxsize=64)
+def gpu_row(gpu: str) -> tuple[float, float]:
+    """``(memory_bytes, memory_bandwidth_bytes_per_s)`` of GPU preset ``gpu`` (gpus.json, parsed once):
+    the one reader of a GPU's memory for plan, search, budget and the compute model."""
+    row = lookup(gpus(), gpu, "GPU")
+    return float(row["memory_bytes"]), float(row["memory_bandwidth_bytes_per_s"])
+
+
+@lru_cache(maxsize=1)
+def kernels() -> dict[str, Any]:
+    """``kernels.json`` (per-GPU SMs, GEMM and attention efficiencies, sustained fractions), parsed once.
+    Read-only for callers; an accuracy benchmark that overrides a fraction clears this cache after."""
+    return load_preset_file("kernels.json")
 
 
 def fabrics() -> dict[str, dict[str, Any]]:

@@ -57,9 +57,9 @@ def comm_sm_share(gpu: str) -> float:
     """``sigma = 20 / SMs``: the share of the GPU's SMs an overlapped all-to-all takes from the compute it
     hides behind (:data:`DISPATCH_SMS`; SMs from ``hardware/kernels.json``)."""
     from commcost.hardware import lookup
-    from commcost.workload.operators import _table
+    from commcost.hardware.registry import kernels
 
-    return DISPATCH_SMS / float(lookup(_table()["gpus"], gpu, "GPU (kernels.json)")["sms"])
+    return DISPATCH_SMS / float(lookup(kernels()["gpus"], gpu, "GPU (kernels.json)")["sms"])
 
 
 def check_a2a(kind: str) -> str:

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from commcost.core.errors import InputError
 
-__all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s", "elementwise_s",
+__all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s",
            "mfu_frontier"]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
@@ -22,7 +22,6 @@ PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.analyses.plan.plan import PlanInputs
     from commcost.workload.transformer import TransformerSpec
 
 _CLASS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
@@ -76,14 +75,6 @@ def elementwise_bytes_per_token(*, hidden: float, ffn_width: float, gated: bool,
     return 2.0 * (rep / r + (split + scores) / tp)
 
 
-@lru_cache(maxsize=64)
-def _hbm_bandwidth(gpu: str) -> float:
-    from commcost.hardware import lookup
-    from commcost.hardware.registry import gpus
-
-    return float(lookup(gpus(), gpu, "GPU")["memory_bandwidth_bytes_per_s"])
-
-
 def elementwise_layer_bytes_per_token(spec: TransformerSpec, *, seq: float, tp, sp: bool, flash: bool):
     """``(L_dense Q_dense + L_moe Q_moe) / L``: :func:`elementwise_bytes_per_token` of the model's
     layers mixed in their proportion (an MoE layer's activation over ``(k + E_s) f_e``); ``tp`` a float
@@ -101,18 +92,6 @@ def elementwise_time_s(*, tokens, layers, bytes_per_token_layer, passes, hbm_byt
     """``Q_mb / (B_hbm eta_hbm)``, ``Q_mb = (b s / c) (L/p) Q_layer x passes`` (forward once, backward
     twice, full recomputation once more: 3 or 4). Array-safe."""
     return tokens * layers * bytes_per_token_layer * passes / (hbm_bytes_per_s * HBM_EFFICIENCY)
-
-
-def elementwise_s(inp: PlanInputs) -> float:
-    """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
-    from commcost.parallel.layout import stage_layers
-
-    spec, L = inp.spec, inp.layout
-    per_layer = elementwise_layer_bytes_per_token(spec, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel,
-                                                  flash=inp.flash_attention)
-    return elementwise_time_s(tokens=L.micro_batch * inp.seq / L.cp, layers=stage_layers(spec.layers, L),
-                              bytes_per_token_layer=per_layer, passes=4.0 if L.recompute == "full" else 3.0,
-                              hbm_bytes_per_s=_hbm_bandwidth(inp.gpu))
 
 
 def mfu_frontier(gpu: str, precision: str) -> tuple[float, str] | None:

@@ -227,9 +227,8 @@ class MemoryBreakdown:
 
 def gpu_capacity_bytes(gpu: str) -> float:
     """Memory of GPU preset ``gpu`` (``memory_bytes`` in gpus.json)."""
-    from commcost.hardware.registry import gpus
-    from commcost.hardware import lookup
-    return float(lookup(gpus(), gpu, "GPU")["memory_bytes"])
+    from commcost.hardware.registry import gpu_row
+    return gpu_row(gpu)[0]
 
 
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float) -> dict:

@@ -91,10 +91,9 @@ class KernelRates:
     """Where the GPU's constants come from."""
 
 
-@lru_cache(maxsize=1)
 def _table() -> dict:
-    from commcost.hardware import load_preset_file
-    return load_preset_file("kernels.json")
+    from commcost.hardware.registry import kernels
+    return kernels()
 
 
 _OPERAND_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
@@ -107,7 +106,7 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
     kernel; ``u = u_gpu u_stack``)."""
     from commcost.workload.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
     from commcost.hardware import lookup
-    from commcost.analyses.plan.plan import gpu_row
+    from commcost.hardware.registry import gpu_row
 
     t = _table()
     row = lookup(t["gpus"], gpu, "GPU (kernels.json)")

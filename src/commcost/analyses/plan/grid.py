@@ -23,7 +23,7 @@ from commcost.workload.stacks import given_stack_flag
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
-    from commcost.analyses.plan.search import SearchInputs
+    from commcost.analyses.plan.search_inputs import SearchInputs
 
 __all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid"]
 
@@ -321,7 +321,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     import commcost.analyses.plan.compose as K
     from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
     from commcost.parallel.dispatch import comm_sm_share
-    from commcost.analyses.plan.plan import gpu_row
+    from commcost.hardware.registry import gpu_row
     from commcost.analyses.plan.space import RECOMPUTE
     from commcost.step.timeline import exposed_after_s, uniform_end_s
 

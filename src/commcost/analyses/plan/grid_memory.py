@@ -8,7 +8,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.analyses.plan.search import SearchInputs
+    from commcost.analyses.plan.search_inputs import SearchInputs
 
 __all__ = ["memory_tables", "memory_grid"]
 
@@ -91,7 +91,7 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
-    from commcost.analyses.plan.plan import gpu_row
+    from commcost.hardware.registry import gpu_row
 
     bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
     states = tables["states"][zero, bi]

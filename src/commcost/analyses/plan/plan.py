@@ -46,14 +46,15 @@ from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
-from commcost.workload.compute import elementwise_s
+from commcost.hardware.registry import gpu_row
+from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
 from commcost.workload.transformer import TransformerSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "gpu_row", "operator_times", "plan_memory", "plan_stack",
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "operator_times", "plan_memory", "plan_stack",
            "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -504,13 +505,14 @@ def zero3_once_per_step(inp: PlanInputs) -> bool:
 
 
 @lru_cache(maxsize=64)
-def gpu_row(gpu: str) -> tuple[float, float]:
-    """``(memory_bytes, memory_bandwidth_bytes_per_s)`` of GPU preset ``gpu`` (parsed once)."""
-    from commcost.hardware import lookup
-    from commcost.hardware.registry import gpus
-
-    row = lookup(gpus(), gpu, "GPU")
-    return float(row["memory_bytes"]), float(row["memory_bandwidth_bytes_per_s"])
+def elementwise_s(inp: PlanInputs) -> float:
+    """``Q_mb / (B_hbm eta_hbm)``: element-wise time of one micro-batch on the slowest stage."""
+    spec, L = inp.spec, inp.layout
+    per_layer = elementwise_layer_bytes_per_token(spec, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel,
+                                                  flash=inp.flash_attention)
+    return elementwise_time_s(tokens=L.micro_batch * inp.seq / L.cp, layers=stage_layers(spec.layers, L),
+                              bytes_per_token_layer=per_layer, passes=4.0 if L.recompute == "full" else 3.0,
+                              hbm_bytes_per_s=gpu_row(inp.gpu)[1])
 
 
 def _capacity(gpu: str) -> float:
