@@ -20,7 +20,7 @@ from commcost.analyses.scaling import (
     seed_defaults, seed_fabrics, seed_inputs, seed_models,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MS = 1e-3
 
 

@@ -43,7 +43,7 @@ def _overlap_section_rows(text: str) -> dict[int, list[str]]:
 
 
 # N: (NVLink comm, IB comm, NVLink X, IB X) as the seed prints them; hand computations in
-# tests/test_scaling.py::SEED_PRINTED, e.g. N=2: NVLink 2*(1/2)*14e9/600e9 s + 2*1*0.02 ms
+# tests/analyses/test_scaling.py::SEED_PRINTED, e.g. N=2: NVLink 2*(1/2)*14e9/600e9 s + 2*1*0.02 ms
 # = 23.333 + 0.04 = 23.37 -> "23.4"; IB 560 + 0.1 = 560.1; X = 2*400/(400 + 0.15*560.1) = 1.653 -> "1.7"
 SEED_PRINTED = {
     1: ("0.0", "0.0", "1.0", "1.0"),

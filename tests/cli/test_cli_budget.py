@@ -35,7 +35,7 @@ def test_drill_command_2_scaling_reaches_2048():
 def test_drill_commands_3_and_4_layer_ratio(k, ratio):
     r = run_tool(*DRILL, "--layer-ratio", "--hidden", "4096", "--seq", "4096", "--grad-accum", k)
     assert r.returncode == 0, r.stderr
-    # 12*4096^2 params; comm/compute by hand in tests/test_layer_ratio.py
+    # 12*4096^2 params; comm/compute by hand in tests/analyses/drill/test_layer_ratio.py
     assert "201,326,592" in r.stdout and f"comm / compute   = {ratio}" in r.stdout
 
 

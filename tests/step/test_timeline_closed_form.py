@@ -9,7 +9,7 @@ from commcost.step.sweep import curve_point, sweep_buckets
 from commcost.step.timeline import TimelineInputs, uniform_layout, best_caps, bucket_grid, exposed_at, simulate_timeline
 from commcost.comm.topology import Link
 
-# Hand cases as in tests/test_timeline.py: P = 2, a = 1 ms, T(c) = 2 ms + c/B;
+# Hand cases as in tests/step/test_timeline.py: P = 2, a = 1 ms, T(c) = 2 ms + c/B;
 # S = 100e6 B, step 0.3 s, W = 0.2 s, t_0 = 0.1 s; a 10e6 B bucket fills in 0.02 s.
 
 

@@ -67,7 +67,7 @@ def test_help_ends_with_examples(capsys):
 
 def test_plan_with_profile_scope_and_flat_equivalence(tmp_path, capsys):
     import sys as _sys
-    _sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    _sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "drill"))
     from test_budget_profile import drill_profile
 
     path = str(drill_profile(tmp_path))   # all-reduce over 32 ranks; above 1 MiB its regime is 60 us, 25 GB/s
