@@ -32,6 +32,13 @@ from dataclasses import dataclass, replace
 from commcost.comm.band import band_class, band_ratios, composed_band
 from commcost.comm.model import CommModel
 from commcost.comm.topology import Topology
+from commcost.analyses.drill.budget import _step_analysis
+from commcost.analyses.drill.budget import budget_timeline_inputs
+from commcost.analyses.plan.plan import plan
+from commcost.comm.collectives import Collective
+from commcost.step.ddp_buckets import DdpBucketCaps
+from commcost.step.timeline import gradient_stream
+from commcost.step.timeline import simulate_timeline
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -65,8 +72,6 @@ class BudgetBand:
 def budget_band(b: Budget, topology: Topology) -> BudgetBand | None:
     """The band of ``b`` computed on the system preset ``topology``; None when there is no all-reduce
     (``P = 1``)."""
-    from commcost.analyses.drill.budget import _step_analysis, budget_timeline_inputs
-    from commcost.step.timeline import gradient_stream, simulate_timeline
 
     inp, T = b.inputs, b.allreduce
     if T.total_s == 0:
@@ -112,8 +117,6 @@ class TimelineBand:
 
 def timeline_band(inp: TimelineInputs, tl: Timeline, topology: Topology) -> TimelineBand | None:
     """The band of ``tl`` (simulated from ``inp``) on the system preset ``topology``; None for one GPU."""
-    from commcost.comm.collectives import Collective
-    from commcost.step.timeline import gradient_stream, simulate_timeline
 
     if inp.gpus == 1 or tl.wire_s == 0:
         return None
@@ -151,7 +154,6 @@ class PlanBand:
 
 def plan_band(inp: PlanInputs, p: Plan, model: CommModel, topology: Topology) -> PlanBand | None:
     """The band of ``p = plan(inp, model)`` on the system preset ``topology``; None without communication."""
-    from commcost.analyses.plan.plan import plan
 
     if not p.comm or p.wire_s == 0:
         return None
@@ -176,6 +178,5 @@ def _line_class(line, model: CommModel, topology: Topology) -> str | None:
 
 
 def _caps(tl: Timeline):
-    from commcost.step.ddp_buckets import DdpBucketCaps
 
     return DdpBucketCaps(bucket_cap_bytes=tl.bucket_cap_bytes, first_bucket_cap_bytes=tl.first_bucket_cap_bytes)

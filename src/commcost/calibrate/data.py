@@ -35,6 +35,10 @@ from commcost.calibrate.nccl_tests import parse_nccl_tests, collective_from_name
 from commcost.calibrate.profile import write_atomic
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
+import stat
+import statistics
+import sys
+from commcost.core.errors import long_integer_field
 
 __all__ = ["MEASUREMENT_VERSION", "COLUMNS", "MeasurementRow", "Measurement", "Series",
            "write_measurement", "read_measurement", "load_series"]
@@ -206,7 +210,6 @@ def _json_loads(text: str, source: str) -> Any:
     except RecursionError:
         raise InputError(f"{source}: JSON nested too deeply to read (thousands of brackets)") from None
     except ValueError:  # an integer past Python's 4,300-digit limit for int(str)
-        from commcost.core.errors import long_integer_field
 
         raise InputError(f"{source}: {long_integer_field(text)} is an integer of more than 4300 digits (Python's "
                          "limit for reading one; no measured value is that long)") from None
@@ -295,7 +298,6 @@ def _choose(groups: dict, op: Collective | None, gpus: int | None,
 
 def _open_lines(p: Path):
     """``p``'s lines, streamed (UTF-8, undecodable bytes replaced); a read error names the file."""
-    import stat
 
     try:
         mode = os.stat(p).st_mode  # before open(): opening a FIFO blocks until someone writes to it
@@ -326,7 +328,6 @@ PROGRESS_MIN_BYTES = 50_000_000
 def _named_lines(fh, p: Path):
     """``fh``'s lines (a plain loop: ``yield from fh`` would close the file with the generator), with
     a progress line on a terminal for a log over :data:`PROGRESS_MIN_BYTES`."""
-    import sys
 
     try:
         total = os.fstat(fh.fileno()).st_size
@@ -387,7 +388,6 @@ class _Pool:
 
     def samples(self) -> tuple[Sample, ...]:
         """One sample per size, ``T`` the median of its rows (nccl-tests' one time per size)."""
-        import statistics
 
         return tuple(Sample(size_bytes=size, time_s=statistics.median(ts)) for size, ts in self.times.items())
 

@@ -19,6 +19,9 @@ import re
 from dataclasses import replace
 
 from commcost.core.errors import InputError
+from commcost.analyses.plan.plan import plan
+from commcost.core.validation import require_finite_positive
+from commcost.report._files import write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,8 +45,6 @@ def model_family(name: str) -> str:
 
 def fit_efficiency(inp: PlanInputs, model: CommModel, measured_step_s: float) -> float:
     """``eta`` with ``plan(inp with eta).step_s == measured_step_s`` (to 1e-9 relative)."""
-    from commcost.analyses.plan.plan import plan
-    from commcost.core.validation import require_finite_positive
 
     require_finite_positive("measured step", measured_step_s)
 
@@ -75,7 +76,6 @@ def save_calibration(path: str, inp: PlanInputs, efficiency: float, measured_ste
     doc = {"kind": KIND, "efficiency": efficiency, "model": inp.spec.name, "family": model_family(inp.spec.name),
            "gpu": inp.gpu, "precision": inp.precision, "measured_step_s": measured_step_s,
            "layout": inp.layout.to_dict(), "seq": inp.seq}
-    from commcost.report._files import write_atomic
 
     write_atomic(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 

@@ -45,6 +45,10 @@ from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.core.units import format_bytes
 from commcost.core.validation import require_finite_positive
+from commcost.comm.algorithms import collective_cost
+from commcost.comm.band import collective_band
+from commcost.comm.topology import place
+from commcost.hardware.registry import system_group
 
 __all__ = [
     "Sample", "Regime", "FitPoint", "AlphaBetaFit", "Comparison",
@@ -387,9 +391,6 @@ def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gp
     :func:`commcost.hardware.registry.system_group` places it; the prediction is the fabric's ``auto`` cost,
     the one every command prints; the band is its collective's and scope's.
     """
-    from commcost.comm.algorithms import collective_cost
-    from commcost.comm.band import collective_band
-    from commcost.hardware.registry import system_group
 
     topo, P = system_group(system, nodes=nodes, gpus=gpus, gpus_per_node=gpus_per_node)
     rows = []
@@ -398,6 +399,5 @@ def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gp
         lo, hi = collective_band(c, topo)
         rows.append(PresetScoreRow(message_bytes=s.size_bytes, measured_s=s.time_s, predicted_s=c.total_s,
                                    algorithm=c.algorithm.value, in_band=lo <= s.time_s <= hi))
-    from commcost.comm.topology import place
 
     return PresetScore(system=system, op=op, gpus=P, nodes=place(P, topo).nodes, rows=tuple(rows))

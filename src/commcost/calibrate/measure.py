@@ -42,6 +42,13 @@ from commcost.calibrate.measure_worker import rank_main, spawned_worker
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
 from commcost.core.units import format_bytes
+from multiprocessing.connection import wait
+import math
+import signal
+import threading
+from commcost.calibrate.measure_worker import RankChannel
+from commcost.core.optional import require
+import commcost
 
 __all__ = ["MeasureConfig", "MeasurementFailed", "size_grid", "size_quantum_bytes", "MAX_GRID_SIZES", "launched_by_torchrun", "measure", "DTYPES"]
 
@@ -78,7 +85,6 @@ def size_grid(min_bytes: float, max_bytes: float, factor: float = 2.0, *, quantu
     if min_bytes < quantum_bytes:
         raise InputError(f"the smallest size {min_bytes:.0f} B is below what one call moves, {quantum_bytes} B "
                          "(one element per rank for all-gather/reduce-scatter/all-to-all, else one element)")
-    import math
 
     n = math.floor(math.log(max_bytes / min_bytes) / math.log(factor) * (1 + 1e-12)) + 1
     if n > MAX_GRID_SIZES:
@@ -115,7 +121,6 @@ def launched_by_torchrun() -> bool:
 def _provenance(cfg: MeasureConfig, world: int, launcher: str, hello: tuple | None) -> dict[str, Any]:
     import torch
 
-    import commcost
 
     hosts = list(hello[2]) if hello else []
     return {
@@ -148,7 +153,6 @@ def _measure_spawned(cfg: MeasureConfig, on_row: Callable[[Measurement], None],
                      on_progress: Callable[[int, int, str], None]) -> Measurement:
     import torch.multiprocessing as mp
 
-    from commcost.calibrate.measure_worker import RankChannel
 
     world = cfg.nproc
     ctx = mp.get_context("spawn")
@@ -243,7 +247,6 @@ class _Events:
         self.readers = list(readers)
 
     def get(self, timeout: float) -> Any:
-        from multiprocessing.connection import wait
 
         deadline = time.monotonic() + timeout
         while True:
@@ -271,8 +274,6 @@ class _Events:
 def _start_ignoring_sigint(procs: list[Any]) -> None:
     """Start the ranks with SIGINT ignored (inherited through exec), so a Ctrl-C at the terminal,
     which reaches the whole process group, stops the launcher alone; it then ends the ranks."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         for p in procs:
@@ -379,7 +380,6 @@ def measure(cfg: MeasureConfig, *, on_row: Callable[[Measurement], None] = lambd
     rank 0 only under torchrun), ``on_progress`` ``(done, total, label)``.
     Raises :class:`MeasurementFailed` when a rank dies or hangs.
     """
-    from commcost.core.optional import require
 
     require("torch", "measure")
     if launched_by_torchrun():

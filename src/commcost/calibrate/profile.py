@@ -39,6 +39,10 @@ from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.report._files import write_atomic  # the one writer (re-exported: data.py, fit, chrome_trace)
 from commcost.core.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
+from commcost.calibrate.tiers import tier_fit_from_dict
+from commcost.comm.model import ProfileModel
+from commcost.comm.model import ProfileScope
+from commcost.core.errors import long_integer_field
 
 SIZE_MAX_BYTES = 2.0**60
 """Largest size a profile's regime edge may name, 1 EiB (as the ``--size`` flags)."""
@@ -231,12 +235,10 @@ def load_any_profile(path: str | Path):
     except RecursionError:
         raise InputError(f"{p}: not a commcost profile: JSON nested too deeply to read") from None
     except ValueError:  # an integer past Python's 4,300-digit limit
-        from commcost.core.errors import long_integer_field
 
         raise InputError(f"{p}: {long_integer_field(text)} is an integer of more than 4300 digits "
                          "(Python's limit for reading one; no profile value is that long)") from None
     if isinstance(obj, dict) and obj.get("kind") == "commcost-tier-profile":
-        from commcost.calibrate.tiers import tier_fit_from_dict
 
         return tier_fit_from_dict(obj, where=str(p))
     profile = profile_from_dict(obj, where=str(p))
@@ -248,7 +250,6 @@ def load_any_profile(path: str | Path):
 def profile_model(profile: Profile, *, extrapolate: bool = False):
     """The :class:`commcost.comm.model.ProfileModel` of ``profile``: every fitted regime, with the
     scope (op, ranks, nodes, GPUs per node, backend) its provenance records."""
-    from commcost.comm.model import ProfileModel, ProfileScope
 
     prov = profile.provenance
     nodes = prov.get("nodes")

@@ -41,6 +41,11 @@ from commcost.comm.algorithms import collective_cost
 from commcost.comm.topology import Link, Topology, pods_spanned
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count, require_finite_positive
+from pathlib import Path
+from commcost.calibrate.nccl_tests import collective_from_name
+from commcost.calibrate.nccl_tests import parse_nccl_tests
+from commcost.hardware.registry import system_group
+from commcost.hardware.registry import system_topology
 
 __all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology"]
 
@@ -110,7 +115,6 @@ class TierFit:
 
     def topology(self, nodes: int) -> Topology:
         """The preset's topology on ``nodes`` nodes with the fitted multipliers."""
-        from commcost.hardware.registry import system_topology
 
         return scaled_topology(system_topology(self.system, nodes=nodes), self.intra_bandwidth_scale,
                                self.inter_bandwidth_scale, self.inter_latency_scale,
@@ -139,7 +143,6 @@ _NAMES = {"i": "intra_bandwidth_scale", "e": "inter_bandwidth_scale", "m": "inte
 
 
 def _predict(system: str, x: TierSample, s: dict[str, float]) -> float:
-    from commcost.hardware.registry import system_group
 
     topo, P = system_group(system, nodes=x.nodes, gpus=x.gpus)
     return collective_cost("all_reduce", x.message_bytes, P,
@@ -177,7 +180,6 @@ def _line_search(f, x0: float) -> float:
 
 def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
     """Fit ``s_i``, ``s_e``, ``m_e`` of ``system`` to ``samples`` (module docstring)."""
-    from commcost.hardware.registry import system_group
 
     if not samples:
         raise InputError("fit_tiers needs at least one sample")
@@ -185,7 +187,6 @@ def fit_tiers(system: str, samples: Sequence[TierSample]) -> TierFit:
         if not isinstance(x, TierSample):
             raise InputError(f"samples must be TierSample objects, got {type(x).__name__}")
         system_group(system, nodes=x.nodes, gpus=x.gpus)  # the placement exists (or the error says why)
-    from commcost.hardware.registry import system_topology
 
     keys = _KEYS if system_topology(system).pod_nodes is not None else _KEYS[:3]  # m_s: three-tier presets only
     s = {k: 1.0 for k in keys}
@@ -276,9 +277,7 @@ def log_group_size(path: str, given: int | None, gpus_flag: int | None, n_logs: 
     None (the reader's own error says the log lists no ranks). ``--gpus`` that disagrees with a log's
     listed ranks is refused too, rather than fitting a one-node log as two nodes.
     """
-    from pathlib import Path
 
-    from commcost.calibrate.nccl_tests import collective_from_name, parse_nccl_tests
 
     listed: set[int] = set()
     try:

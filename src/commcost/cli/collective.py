@@ -7,6 +7,22 @@ import argparse
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_nvls_argument, \
     add_profile_argument, resolve_comm_model
+from commcost.calibrate.data import load_series
+from commcost.calibrate.fit import score_against_preset
+from commcost.comm.algorithms import parse_algorithm
+from commcost.comm.algorithms import parse_collective
+from commcost.comm.algorithms import unavailable_algorithms
+from commcost.comm.band import collective_band
+from commcost.comm.topology import place
+from commcost.core.errors import InputError
+from commcost.report._json import dump_json
+from commcost.report.collective import SizeResult
+from commcost.report.collective import fabric_to_dict
+from commcost.report.collective import preset_score_to_dict
+from commcost.report.collective import render_preset_score_text
+from commcost.report.collective import render_size_text
+from commcost.report.collective import render_table_text
+from commcost.report.collective import size_to_dict
 
 __all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments"]
 
@@ -56,11 +72,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, resolve the CommModel, price every size under every algorithm the backend runs, render."""
-    from commcost.comm.algorithms import parse_algorithm, parse_collective, unavailable_algorithms
-    from commcost.comm.topology import place
-    from commcost.core.errors import InputError
-    from commcost.report.collective import (SizeResult, fabric_to_dict, render_size_text, render_table_text,
-                                            size_to_dict)
 
     if args.log is not None:
         return _run_log(args)
@@ -84,7 +95,6 @@ def run(args: argparse.Namespace) -> int:
         unavailable = unavailable_algorithms(op, P, fabric) if fabric is not None else {}
         band = None
         if resolved.band_topology is not None:  # a system preset alone: the measured spread of its class
-            from commcost.comm.band import collective_band
 
             band = collective_band(chosen, resolved.band_topology)
         results.append(SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
@@ -98,7 +108,6 @@ def run(args: argparse.Namespace) -> int:
         out["model"] = comm.to_dict()
         if resolved.info is not None:
             out["profile"] = resolved.info
-        from commcost.report._json import dump_json
 
         dump_json(out)
         return 0
@@ -111,11 +120,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_log(args: argparse.Namespace) -> int:
     """``--log FILE --system NAME``: the log's sizes, measured vs the preset, and the verdict."""
-    from commcost.calibrate.data import load_series
-    from commcost.calibrate.fit import score_against_preset
-    from commcost.comm.algorithms import parse_collective
-    from commcost.core.errors import InputError
-    from commcost.report.collective import preset_score_to_dict, render_preset_score_text
 
     if args.system is None:
         raise InputError("--log needs --system NAME: the preset to score the log against (see `commcost presets`)")
@@ -133,7 +137,6 @@ def _run_log(args: argparse.Namespace) -> int:
     score = score_against_preset(series.samples, op=series.op, gpus=series.gpus, system=args.system,
                                  nodes=nodes, gpus_per_node=args.gpus_per_node)
     if args.json:
-        from commcost.report._json import dump_json
 
         dump_json(preset_score_to_dict(score, args.log))
     else:

@@ -5,6 +5,27 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
+import datetime as dt
+import math
+from commcost.calibrate.data import load_series
+from commcost.calibrate.fit import compare
+from commcost.calibrate.fit import fit_alpha_beta
+from commcost.calibrate.profile import Profile
+from commcost.calibrate.profile import save_profile
+from commcost.calibrate.profile import write_atomic
+from commcost.calibrate.tiers import TierSample
+from commcost.calibrate.tiers import fit_tiers
+from commcost.calibrate.tiers import log_group_size
+from commcost.calibrate.tiers import split_log_ranks
+from commcost.calibrate.tiers import tier_fit_to_dict
+from commcost.comm.collectives import Collective
+from commcost.hardware import lookup
+from commcost.hardware.registry import systems
+from commcost.report._json import dump_json
+from commcost.report._json import dumps_json
+from commcost.report.calibrate import fit_to_dict
+from commcost.report.calibrate import render_fit_text
+import commcost
 
 __all__ = ["HELP", "add_arguments", "run", "add_selection_arguments"]
 
@@ -45,10 +66,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, fit, write the profile, render."""
-    from commcost.calibrate.data import load_series
-    from commcost.calibrate.fit import compare, fit_alpha_beta
-    from commcost.calibrate.profile import Profile, save_profile
-    from commcost.report.calibrate import fit_to_dict, render_fit_text
 
     if args.output:
         A.check_output_path("-o", args.output)
@@ -65,14 +82,11 @@ def run(args: argparse.Namespace) -> int:
     single = compare(single_fit, series.samples)
     if args.output:
         provenance = dict(series.provenance)
-        import datetime as dt
 
-        import commcost
         provenance.setdefault("created", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         provenance["commcost_version"] = commcost.__version__
         save_profile(Profile.from_fit(fit, quality, provenance), args.output)
     if args.json:
-        from commcost.report._json import dump_json
 
         dump_json(fit_to_dict(fit, quality, series, single, single_fit, args.output))
     else:
@@ -82,15 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_tiers(args: argparse.Namespace) -> int:
     """``--tiers SYSTEM``: every file's all-reduce rows as samples on ``ceil(P / G)`` nodes; fit; write."""
-    import math
 
-    from commcost.calibrate.data import load_series
-    from commcost.calibrate.profile import write_atomic
-    from commcost.calibrate.tiers import TierSample, fit_tiers, log_group_size, split_log_ranks, tier_fit_to_dict
-    from commcost.comm.collectives import Collective
-    from commcost.hardware import lookup
-    from commcost.hardware.registry import systems
-    from commcost.report._json import dump_json, dumps_json
 
     G = int(lookup(systems(), args.tiers, "system")["gpus_per_node"])
     samples, sources = [], []

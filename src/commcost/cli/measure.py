@@ -7,6 +7,23 @@ import sys
 import time
 
 from commcost.cli import _args as A
+from dataclasses import asdict
+import os
+import signal
+import threading
+from commcost.calibrate.data import write_measurement
+from commcost.calibrate.measure import MeasureConfig
+from commcost.calibrate.measure import MeasurementFailed
+from commcost.calibrate.measure import launched_by_torchrun
+from commcost.calibrate.measure import measure
+from commcost.calibrate.measure import size_grid
+from commcost.calibrate.measure import size_quantum_bytes
+from commcost.comm.collectives import Collective
+from commcost.core.errors import InputError
+from commcost.core.optional import require
+from commcost.core.units import format_bytes
+from commcost.report._json import dump_json
+from commcost.report.calibrate import render_measurement_text
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -65,15 +82,7 @@ class _Bar:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, keeping rows on disk as they complete; render on rank 0."""
-    import os
 
-    from commcost.calibrate.data import write_measurement
-    from commcost.calibrate.measure import (MeasureConfig, MeasurementFailed, launched_by_torchrun, measure, size_grid,
-                                            size_quantum_bytes)
-    from commcost.core.errors import InputError
-    from commcost.comm.collectives import Collective
-    from commcost.core.optional import require
-    from commcost.report.calibrate import render_measurement_text
 
     _terminate_as_interrupt()
     if args.output:
@@ -128,9 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_measurement(m, args.output)
     if args.json:
-        from dataclasses import asdict
 
-        from commcost.report._json import dump_json
         dump_json({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
                    "rows": [asdict(r) for r in m.rows]})
     else:
@@ -141,7 +148,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shown_range(lo: float, hi: float) -> str:
-    from commcost.core.units import format_bytes
 
     return f"{format_bytes(lo, binary=True)}:{format_bytes(hi, binary=True)}".replace(" ", "")
 
@@ -150,8 +156,6 @@ def _terminate_as_interrupt() -> None:
     """SIGTERM raises :class:`commcost.cli._args.Terminated`, so the ranks are reaped, the rows kept
     and one line printed (exit 143), as for Ctrl-C; SIGKILL cannot be caught: the ranks then die by
     their parent-death signal (:func:`commcost.calibrate.measure_worker.die_with_parent`)."""
-    import signal
-    import threading
 
     def handler(signum, frame):  # type: ignore[no-untyped-def]
         raise A.Terminated()

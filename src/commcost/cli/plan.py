@@ -5,6 +5,31 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
+from dataclasses import replace
+from commcost.analyses.plan.plan import PlanInputs
+from commcost.analyses.plan.plan import plan
+from commcost.analyses.plan.sensitivity import sensitivity
+from commcost.analyses.plan.training_cost import training_cost
+from commcost.analyses.uncertainty import plan_band
+from commcost.calibrate.efficiency import calibration_note
+from commcost.calibrate.efficiency import fit_efficiency
+from commcost.calibrate.efficiency import load_calibration
+from commcost.calibrate.efficiency import save_calibration
+from commcost.cli._fabric import add_nvls_argument
+from commcost.cli._fabric import resolve_comm_model
+from commcost.core.units import MiB
+from commcost.hardware import load_preset_file
+from commcost.hardware.registry import system_gpu
+from commcost.parallel.layout import Layout
+from commcost.report.chrome_trace import plan_chrome_trace
+from commcost.report.chrome_trace import write_trace
+from commcost.report.plan import render_plan_json
+from commcost.report.plan import render_plan_text
+from commcost.report.training import render_training
+from commcost.report.training import training_to_dict
+from commcost.workload.compute import peak_flops_per_s
+from commcost.workload.transformer import TransformerSpec
+from commcost.workload.transformer import model_spec
 
 __all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "add_hardware_arguments", "run",
            "resolve_hardware"]
@@ -40,7 +65,6 @@ def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
     """``--system``/``--gpus-per-node``/``--gpu``, a flat ``--bw``/``--latency`` link, or ``--profile``:
     shared by ``plan`` and ``search`` (the resolver, :func:`commcost.cli._fabric.resolve_comm_model`,
     builds the CommModel from them)."""
-    from commcost.cli._fabric import add_nvls_argument
 
     hw = p.add_argument_group("hardware (a --system preset, a flat --bw/--latency link with --gpu, or --profile)")
     hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
@@ -129,8 +153,6 @@ def moe_inputs(args: argparse.Namespace) -> dict:
 
 
 def _spec(args: argparse.Namespace):
-    from commcost.hardware import load_preset_file
-    from commcost.workload.transformer import TransformerSpec, model_spec
 
     shape_flags = [f for f in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts",
                                "top_k", "expert_ffn_hidden", "moe_layers") if getattr(args, f) is not None]
@@ -150,8 +172,6 @@ def resolve_hardware(args: argparse.Namespace, gpus: int):
     """``(Resolved, gpus_per_node, gpu preset)``: the one resolver's answer
     (:func:`commcost.cli._fabric.resolve_comm_model`: the CommModel, and the preset topology of the
     measured band where a system preset alone gives the links), the node size, and the GPU that computes."""
-    from commcost.cli._fabric import resolve_comm_model
-    from commcost.hardware.registry import system_gpu
 
     if args.system is None and args.gpu is None:
         A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")
@@ -170,11 +190,6 @@ MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
 
 def run(args: argparse.Namespace) -> int:
     """Parse, plan, (calibrate), render."""
-    from commcost.calibrate.efficiency import calibration_note, fit_efficiency, load_calibration, save_calibration
-    from commcost.parallel.layout import Layout
-    from commcost.analyses.plan.plan import PlanInputs, plan
-    from commcost.report.plan import render_plan_json, render_plan_text
-    from commcost.core.units import MiB
 
     spec, seq = _spec(args)
     cp, tp, pp = args.cp, args.tp, args.pp
@@ -219,12 +234,10 @@ def run(args: argparse.Namespace) -> int:
     extra: dict = {}
     measured = args.measured_step_s
     if args.measured_tflops or args.mfu:
-        from commcost.workload.compute import peak_flops_per_s
         tflops = args.measured_tflops or args.mfu * peak_flops_per_s(gpu, args.precision) / 1e12
         base = plan(inp, model)
         measured = base.model_flops_per_step / (tflops * 1e12 * layout.world)
     if measured is not None:
-        from dataclasses import replace
         eta = fit_efficiency(inp, model, measured)
         inp = replace(inp, efficiency=eta)
         notes.append(f"calibration: efficiency {eta:.4f} reproduces the step of {measured:.6g} s")
@@ -235,7 +248,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.save_calibration:
         A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
     if args.calibration is not None:
-        from dataclasses import replace
         doc = load_calibration(args.calibration)
         inp = replace(inp, efficiency=float(doc["efficiency"]))
         notes.append(calibration_note(doc, inp))
@@ -245,24 +257,19 @@ def run(args: argparse.Namespace) -> int:
     result = plan(inp, model)
     band = None
     if resolved.band_topology is not None:  # a system preset alone: the measured band of each class
-        from commcost.analyses.uncertainty import plan_band
 
         band = plan_band(inp, result, model, resolved.band_topology)
     if args.trace_out:
-        from commcost.report.chrome_trace import plan_chrome_trace, write_trace
 
         write_trace(args.trace_out, plan_chrome_trace(result))
         notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
     if args.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
-        from commcost.report.training import render_training, training_to_dict
-        from commcost.analyses.plan.training_cost import training_cost
         run_cost = training_cost(tokens=args.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
                                  gpus=layout.world, price_per_gpu_hour=args.price_per_gpu_hour)
         extra["training"] = training_to_dict(run_cost)
         notes.append(render_training(run_cost))
     elif args.price_per_gpu_hour is not None:
         A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
-    from commcost.analyses.plan.sensitivity import sensitivity
 
     sens = sensitivity(inp, model)
     print(render_plan_json(result, extra, band, sens) if args.json else render_plan_text(result, notes, band, sens))

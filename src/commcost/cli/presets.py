@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from commcost.hardware import load_preset_file
+from commcost.hardware.registry import PresetEntry
+from commcost.hardware.registry import fabrics
+from commcost.hardware.registry import gpus
+from commcost.hardware.registry import preset_entries
+from commcost.hardware.registry import systems
+from commcost.report._json import dump_json
+from commcost.report.collective import render_presets_text
+from commcost.workload.shape import MODEL_ALIASES
+from commcost.workload.transformer import model_spec
+from commcost.workload.transformer import model_spec_names
 
 __all__ = ["HELP", "add_arguments", "run", "model_entries"]
 
@@ -24,7 +35,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _aliases() -> dict[str, list[str]]:
     """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.workload.shape.MODEL_ALIASES`)."""
-    from commcost.workload.shape import MODEL_ALIASES
 
     out: dict[str, list[str]] = {}
     for alias, name in MODEL_ALIASES.items():
@@ -35,9 +45,6 @@ def _aliases() -> dict[str, list[str]]:
 def model_entries() -> list:
     """Every model of ``hardware/models.json`` as a :class:`commcost.hardware.registry.PresetEntry` (kind ``model``):
     parameters, shape, training sequence, aliases, and whether ``budget``/``timeline`` can lay it out."""
-    from commcost.hardware import load_preset_file
-    from commcost.hardware.registry import PresetEntry
-    from commcost.workload.transformer import model_spec, model_spec_names
 
     table, aliases = load_preset_file("models.json"), _aliases()
     out = []
@@ -55,18 +62,14 @@ def model_entries() -> list:
 
 def run(args: argparse.Namespace) -> int:
     """List the presets."""
-    from commcost.hardware.registry import fabrics, gpus, preset_entries, systems
-    from commcost.report.collective import render_presets_text
 
     if args.json:
-        from commcost.hardware import load_preset_file
 
         aliases = _aliases()
         models = {k: {**v, "aliases": aliases.get(k, [])} for k, v in load_preset_file("models.json").items()
                   if not k.startswith("_")}
         tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems(), "model": models}
         out = {k: v for k, v in tables.items() if args.kind in (None, k)}
-        from commcost.report._json import dump_json
 
         dump_json(out)
         return 0

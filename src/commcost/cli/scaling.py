@@ -10,6 +10,32 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_profile_argument, resolve_comm_model
+from commcost.analyses.scaling import ScalingInputs
+from commcost.analyses.scaling import scaling_curve
+from commcost.analyses.scaling import seed_analysis
+from commcost.analyses.scaling import seed_defaults
+from commcost.analyses.scaling import seed_fabrics
+from commcost.analyses.scaling import seed_models
+from commcost.analyses.scaling import seed_two_tier
+from commcost.comm.model import FabricModel
+from commcost.comm.model import FlatLinkModel
+from commcost.core.units import BILLION
+from commcost.core.units import MS
+from commcost.hardware import lookup
+from commcost.hardware.registry import system_topology
+from commcost.report._files import write_atomic
+from commcost.report._json import dump_json
+from commcost.report.plot_scaling import plot_scaling
+from commcost.report.plot_scaling import save_figure
+from commcost.report.scaling import render_overlap_analysis_text
+from commcost.report.scaling import render_scaling_text
+from commcost.report.scaling import scaling_to_csv
+from commcost.report.scaling import scaling_to_dict
+from commcost.workload.shape import MODEL_ALIASES
+from commcost.workload.shape import bytes_per_element
+from commcost.workload.shape import model_params
+from commcost.workload.shape import model_preset
+from commcost.workload.shape import model_preset_names
 
 __all__ = ["add_arguments", "run"]
 
@@ -85,14 +111,6 @@ def _custom_pair(args: argparse.Namespace, preset_flag: str, flags: tuple[str, s
 
 def run(args: argparse.Namespace) -> int:
     """Validate the flags, compute every curve, render."""
-    from commcost.hardware import lookup
-    from commcost.report.scaling import render_overlap_analysis_text, render_scaling_text, \
-        scaling_to_csv, scaling_to_dict
-    from commcost.analyses.scaling import ScalingInputs, scaling_curve, seed_analysis, seed_defaults, \
-        seed_fabrics, seed_models
-    from commcost.comm.model import FlatLinkModel
-    from commcost.core.units import BILLION, MS
-    from commcost.workload.shape import bytes_per_element, model_params, model_preset
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, PLOT_SUFFIXES)
@@ -102,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
         A.fail("--profile and --fabric both describe the fabric; give one")
     registry = [k for k in (args.model or ()) if k not in seed_models()]
     if registry:
-        from commcost.workload.shape import MODEL_ALIASES, model_preset_names
 
         names = set(model_preset_names()) | set(MODEL_ALIASES)
         unknown = [k for k in registry if k not in names]
@@ -162,11 +179,9 @@ def run(args: argparse.Namespace) -> int:
 
     written: list[str] = []
     if args.plot is not None:
-        from commcost.report.plot_scaling import plot_scaling, save_figure
         save_figure(plot_scaling(results), args.plot)
         written.append(f"wrote plot {args.plot}")
     if args.csv is not None:
-        from commcost.report._files import write_atomic
 
         write_atomic(args.csv, scaling_to_csv(results, overlap))
         written.append(f"wrote CSV {args.csv}")
@@ -175,7 +190,6 @@ def run(args: argparse.Namespace) -> int:
         out = scaling_to_dict(results, overlap)
         if calibrated is not None:
             out["profile"] = calibrated.info
-        from commcost.report._json import dump_json
 
         dump_json(out)
         return 0
@@ -190,17 +204,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
     """``(name, FabricModel, None, None)`` for ``--system`` or the seed's NVLink + InfiniBand."""
-    from commcost.comm.model import FabricModel
 
     if args.system is not None:
-        from commcost.hardware.registry import system_topology
 
         G = args.gpus_per_node
         probe = system_topology(args.system, gpus_per_node=G)
         nodes = max(1, -(-max_gpus // probe.gpus_per_node))
         topo = system_topology(args.system, nodes=nodes, gpus_per_node=G)
         return (args.system, FabricModel(topology=topo, backend=args.backend), None, None)
-    from commcost.analyses.scaling import seed_two_tier
 
     topo = seed_two_tier(args.gpus_per_node, max_gpus)
     return (topo.name, FabricModel(topology=topo, backend=args.backend), None, None)

@@ -6,6 +6,25 @@ import argparse
 import sys
 
 from commcost.cli import _args as A
+import shlex
+from commcost.analyses.plan.search import SearchInputs
+from commcost.analyses.plan.search import SearchSpace
+from commcost.analyses.plan.search import parse_fix
+from commcost.analyses.plan.search import rank_robust
+from commcost.analyses.plan.search import robust_candidates
+from commcost.analyses.plan.search import search
+from commcost.analyses.plan.space import count_upper_bound
+from commcost.analyses.uncertainty import plan_band
+from commcost.cli.plan import _spec
+from commcost.cli.plan import add_hardware_arguments
+from commcost.cli.plan import add_model_arguments
+from commcost.cli.plan import add_moe_arguments
+from commcost.cli.plan import moe_inputs
+from commcost.cli.plan import resolve_hardware
+from commcost.report.search import plot_pareto
+from commcost.report.search import render_search_json
+from commcost.report.search import render_search_text
+from commcost.report.search import write_search_csv
 
 __all__ = ["HELP", "add_arguments", "run", "parse_gpus_range"]
 
@@ -22,7 +41,6 @@ EXAMPLES = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Model, batch, GPUs, hardware, objective and output flags."""
-    from commcost.cli.plan import add_model_arguments
 
     add_model_arguments(p)
     s = p.add_argument_group("space")
@@ -34,7 +52,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
     s.add_argument("--even-pipeline-only", action="store_true", help="only layouts whose pp x vp divides the layers")
-    from commcost.cli.plan import add_hardware_arguments, add_moe_arguments
 
     add_moe_arguments(p)
     add_hardware_arguments(p)
@@ -75,7 +92,6 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
     """Every ``commcost plan`` flag of this search that is not the layout: the model (``--model`` or its
     shape), ``--seq``, ``--global-batch``, the hardware and the compute flags, shell-quoted; each result's
     ``plan_command`` is ``commcost plan`` + these + its layout flags."""
-    import shlex
 
     out: list[str] = []
 
@@ -170,10 +186,6 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, search, render."""
-    from commcost.cli.plan import _spec, moe_inputs, resolve_hardware
-    from commcost.report.search import plot_pareto, render_search_json, render_search_text, write_search_csv
-    from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, rank_robust, robust_candidates, search
-    from commcost.analyses.plan.space import count_upper_bound
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
@@ -221,7 +233,6 @@ def run(args: argparse.Namespace) -> int:
         result = rank_robust(result, model, resolved.band_topology, args.top)
     bands = result.bands
     if bands is None and args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
-        from commcost.analyses.uncertainty import plan_band
 
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
     prefix = plan_prefix(args, seq)

@@ -6,6 +6,32 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, resolve_comm_model
+from dataclasses import replace
+from commcost.analyses.uncertainty import timeline_band
+from commcost.core.units import BILLION
+from commcost.core.units import MS
+from commcost.core.units import MiB
+from commcost.report._json import dump_json
+from commcost.report._width import wrap_lines
+from commcost.report.bucket_advice import bucket_advice_to_dict
+from commcost.report.bucket_advice import render_bucket_advice
+from commcost.report.chrome_trace import write_timeline_trace
+from commcost.report.plot_timeline import plot_timeline
+from commcost.report.timeline import TimelineContext
+from commcost.report.timeline import render_sweep_text
+from commcost.report.timeline import render_timeline_text
+from commcost.report.timeline import sweep_to_dict
+from commcost.report.timeline import timeline_to_dict
+from commcost.step.bucket_advice import recommend_buckets
+from commcost.step.ddp_buckets import ddp_bucket_caps
+from commcost.step.sweep import sweep_buckets
+from commcost.step.timeline import TimelineInputs
+from commcost.step.timeline import gradient_stream
+from commcost.step.timeline import simulate_timeline
+from commcost.workload.shape import ModelShape
+from commcost.workload.shape import bytes_per_element
+from commcost.workload.shape import model_params
+from commcost.workload.shape import model_preset
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -57,9 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _shape(args: argparse.Namespace):
     """The model shape from --model or --layers/--hidden/--seq, and a label; (None, label) if none."""
-    from dataclasses import replace
 
-    from commcost.workload.shape import ModelShape, model_preset
 
     explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
     if args.model is not None:
@@ -83,16 +107,6 @@ def _shape(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Validate the flags, simulate, render."""
-    from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.report.timeline import (
-        TimelineContext, render_sweep_text, render_timeline_text, sweep_to_dict, timeline_to_dict,
-    )
-    from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
-    from commcost.step.bucket_advice import recommend_buckets
-    from commcost.step.sweep import sweep_buckets
-    from commcost.step.timeline import TimelineInputs, gradient_stream, simulate_timeline
-    from commcost.core.units import BILLION, MS, MiB
-    from commcost.workload.shape import bytes_per_element, model_params
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
@@ -138,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
         """The measured band of the timeline shown: a system preset alone (commcost.analyses.uncertainty)."""
         if resolved.band_topology is None:
             return None
-        from commcost.analyses.uncertainty import timeline_band
 
         return timeline_band(inp, tl, resolved.band_topology)
 
@@ -170,19 +183,15 @@ def run(args: argparse.Namespace) -> int:
     if sweep is None:  # --bucket auto prints it beside its curve
         text += "\n  bucket advice: " + render_bucket_advice(advice)
     if args.plot:
-        from commcost.report.plot_timeline import plot_timeline
         plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
     if args.trace_out:
-        from commcost.report.chrome_trace import write_timeline_trace
         write_timeline_trace(args.trace_out, best, inp)
     if resolved.info is not None:
         out["profile"] = resolved.info
     if args.json:
-        from commcost.report._json import dump_json
 
         dump_json(out)
     else:
-        from commcost.report._width import wrap_lines
 
         print(wrap_lines(text + (f"\n\n  plot written to {args.plot}" if args.plot else "")))
     return 0

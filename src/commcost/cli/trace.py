@@ -8,6 +8,19 @@ import sys
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
+from commcost.calibrate.data import write_measurement
+from commcost.cli._fabric import resolve_comm_model
+from commcost.comm.model import BACKENDS
+from commcost.core.errors import InputError
+from commcost.hardware.registry import system_group
+from commcost.report._json import dump_json
+from commcost.report.trace import STEPS_SHOWN
+from commcost.report.trace import fit_lines
+from commcost.report.trace import render_trace_text
+from commcost.report.trace import trace_to_dict
+from commcost.trace.collectives import rows_to_measurement
+from commcost.trace.summary import analyze_trace
+from commcost.trace.summary import predict_rows
 
 __all__ = ["HELP", "EXAMPLES", "add_arguments", "run", "comm_model_from_args"]
 
@@ -55,8 +68,6 @@ def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_g
     """The one resolver's model (:func:`commcost.cli._fabric.resolve_comm_model`), or None without
     model flags. The trace fills what a trace knows: ``--backend`` from its distributedInfo, and
     ``--nodes`` for ``--system`` from its largest group (``ceil(P_max / G)``)."""
-    from commcost.cli._fabric import resolve_comm_model
-    from commcost.comm.model import BACKENDS
 
     if not any(getattr(args, f) is not None for f in _MODEL_FLAGS):
         if args.extrapolate:
@@ -65,7 +76,6 @@ def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_g
     if args.backend is None:
         args.backend = backend if backend in BACKENDS else "nccl"
     if args.system is not None and args.nodes is None:
-        from commcost.hardware.registry import system_group
 
         probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
         args.nodes = max(1, -(-max_group // probe.gpus_per_node))
@@ -74,8 +84,6 @@ def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_g
 
 def run(args: argparse.Namespace) -> int:
     """Read, measure, optionally price and save, render."""
-    from commcost.report.trace import STEPS_SHOWN, render_trace_text, trace_to_dict
-    from commcost.trace.summary import analyze_trace, predict_rows
 
     if args.save_measurement is not None:
         A.check_output_path("--save-measurement", args.save_measurement, (".csv", ".json"))
@@ -92,9 +100,6 @@ def run(args: argparse.Namespace) -> int:
              if model is not None else None)
     saved = None
     if args.save_measurement is not None:
-        from commcost.calibrate.data import write_measurement
-        from commcost.core.errors import InputError
-        from commcost.trace.collectives import rows_to_measurement
 
         m = rows_to_measurement(list(summary.rows), {
             "source": summary.path, "source_kind": "kineto-trace", "backend": summary.backend,
@@ -110,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
             out["profile"] = resolved.info
         if saved:
             out["saved_measurement"] = {"path": saved[0], "rows": saved[1]}
-        from commcost.report._json import dump_json
 
         dump_json(out)
     else:
@@ -122,7 +126,6 @@ def run(args: argparse.Namespace) -> int:
         if saved:
             tail += ["", f"measurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"]
         if tail:
-            from commcost.report.trace import fit_lines
 
             text += "\n" + "\n".join(fit_lines(tail))
         print(text)

@@ -6,6 +6,15 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli.fit import add_selection_arguments
+from pathlib import Path
+from commcost.calibrate.data import load_series
+from commcost.calibrate.fit import AlphaBetaFit
+from commcost.calibrate.fit import compare
+from commcost.calibrate.profile import load_profile
+from commcost.report._json import dump_json
+from commcost.report.calibrate import plot_validate
+from commcost.report.calibrate import render_validate_text
+from commcost.report.calibrate import validate_to_dict
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -28,12 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, predict, compare, render."""
-    from pathlib import Path
 
-    from commcost.calibrate.data import load_series
-    from commcost.calibrate.fit import AlphaBetaFit, compare
-    from commcost.calibrate.profile import load_profile
-    from commcost.report.calibrate import plot_validate, render_validate_text, validate_to_dict
 
     if args.plot:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
@@ -48,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
         plot_validate(model, comparison, args.plot,
                       f"{series.op}, {series.gpus} ranks: {Path(args.data).name} vs {Path(args.profile).name}")
     if args.json:
-        from commcost.report._json import dump_json
 
         dump_json(validate_to_dict(profile, model, comparison, series, args.plot))
     else:

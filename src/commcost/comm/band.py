@@ -53,6 +53,7 @@ from commcost.comm.model import CommModel
 from commcost.comm.topology import Link, Topology, as_topology, place, pods_spanned
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
+from commcost.hardware.registry import system_group
 
 __all__ = ["collective_band", "band_class", "band_ratios", "class_ratios", "scale_cost", "BandEdgeModel", "band_models",
            "composed_band"]
@@ -106,7 +107,6 @@ def collective_band(cost: CollectiveCost, topology: Topology | Link | str) -> tu
     ratios bracket 1, and both ends are monotone wherever T is.
     """
     if isinstance(topology, str):
-        from commcost.hardware.registry import system_group
 
         topology = system_group(topology, gpus=cost.gpus)[0]
     cls = band_class(cost, topology)

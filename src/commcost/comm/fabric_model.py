@@ -11,13 +11,21 @@ from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
+from commcost.comm.algorithms import algorithm_costs
+from commcost.comm.algorithms import collective_cost
+from commcost.comm.algorithms import parse_algorithm
+from commcost.comm.algorithms import parse_collective
+from commcost.comm.algorithms import protocol_costs
+from commcost.comm.algorithms import unavailable_algorithms
+from commcost.comm.topology import pods_spanned
+from commcost.core.units import format_seconds as t
+from commcost.hardware.registry import systems
 
 __all__ = ["FabricModel"]
 
 
 def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
     """The cheapest of ``costs``; its ``reason`` names the runner-up and both totals."""
-    from commcost.core.units import format_seconds as t
 
     ranked = sorted(costs.values(), key=lambda c: c.total_s)
     best = ranked[0]
@@ -62,7 +70,6 @@ class FabricModel(CommModel):
         return t
 
     def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
-        from commcost.comm.algorithms import algorithm_costs, parse_collective
 
         op = parse_collective(op)
         allowed = BACKEND_ALGORITHMS[self.backend][op]
@@ -70,8 +77,6 @@ class FabricModel(CommModel):
         return {a: costs[a] for a in allowed if a in costs}
 
     def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
-        from commcost.comm.algorithms import collective_cost, parse_algorithm, parse_collective, \
-            protocol_costs, unavailable_algorithms
 
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
@@ -105,8 +110,6 @@ class FabricModel(CommModel):
     def scope_warning(self, op, gpus) -> str | None:
         """The preset's own caution (systems.json ``multi_pod_caution``) for a group across its pods, while the
         spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine someone else gave)."""
-        from commcost.comm.topology import pods_spanned
-        from commcost.hardware.registry import systems
 
         t = self.topology
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))

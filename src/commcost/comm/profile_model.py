@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
 from commcost.comm.model import CommModel
 from commcost.core.errors import InputError
+from commcost.comm.algorithms import parse_algorithm
+from commcost.comm.algorithms import parse_collective
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -83,13 +85,11 @@ class ProfileModel(CommModel):
             "profile  ", "profile ")
 
     def scope_warning(self, op, gpus) -> str | None:
-        from commcost.comm.algorithms import parse_collective
 
         why = self._out_of_scope(parse_collective(op), gpus)
         return None if why is None else f"{why}: extrapolated ({EXTRAPOLATION_RULE})"
 
     def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
-        from commcost.comm.algorithms import parse_algorithm, parse_collective
 
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from commcost.comm.link import Link
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count, require_finite_positive
+from commcost.comm.protocols import ProtocolModel
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -117,7 +118,6 @@ class Topology:
             raise InputError("spine_oversubscription and spine_latency_s describe a third tier: give pod_nodes too")
         if self.protocols is not None:
             # imported here: the drill's flat path never builds a protocol model
-            from commcost.comm.protocols import ProtocolModel
 
             if not isinstance(self.protocols, ProtocolModel):
                 raise InputError("protocols must be a ProtocolModel or None")

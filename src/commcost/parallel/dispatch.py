@@ -37,6 +37,9 @@ import math
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
+from commcost.core.xp import SCALAR
+from commcost.hardware import lookup
+from commcost.hardware.registry import kernels
 
 __all__ = ["A2A_KINDS", "FP8_DISPATCH_BYTES", "DISPATCH_SMS", "nodes_hit", "a2a_parts", "a2a_one_s", "check_a2a",
            "comm_sm_share"]
@@ -56,8 +59,6 @@ DISPATCH_SMS = 20.0
 def comm_sm_share(gpu: str) -> float:
     """``sigma = 20 / SMs``: the share of the GPU's SMs an overlapped all-to-all takes from the compute it
     hides behind (:data:`DISPATCH_SMS`; SMs from ``hardware/kernels.json``)."""
-    from commcost.hardware import lookup
-    from commcost.hardware.registry import kernels
 
     return DISPATCH_SMS / float(lookup(kernels()["gpus"], gpu, "GPU (kernels.json)")["sms"])
 
@@ -89,7 +90,6 @@ def a2a_parts(kind: str, *, size_bytes: float, group: int, ranks_per_node: int, 
     n = math.ceil(group / g)
     if kind == "nccl" or n == 1:
         return ((size_bytes, group, g),)
-    from commcost.core.xp import SCALAR
 
     return ((size_bytes, g, g), (size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=n) / top_k, n, 1))
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
+from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout"]
@@ -242,7 +243,6 @@ def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
 
 def stage_layers(layers: int, layout: Layout) -> float:
     """Layers on the heaviest pipeline stage (:func:`heaviest_stage_layers` of the layout)."""
-    from commcost.core.xp import SCALAR
 
     return heaviest_stage_layers(SCALAR, layers, layout.pp, layout.vp)
 

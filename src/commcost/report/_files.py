@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+import io
+import stat
+import tempfile
+from commcost.core.optional import pyplot
 
 __all__ = ["write_atomic", "save_figure_atomic"]
 
@@ -31,8 +35,6 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     written through to its target (the link stays a link). A device, FIFO or socket
     (``/dev/null``, ``/dev/stdout``) is written through in place: it cannot be replaced.
     An OSError names ``path``, the file the user asked for, never the temporary one."""
-    import stat
-    import tempfile
 
     blob = data.encode("utf-8") if isinstance(data, str) else data
     p = Path(path)
@@ -69,9 +71,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
 def save_figure_atomic(fig: Any, path: str | Path, *, dpi: int) -> None:
     """Render a matplotlib figure in memory, in the format its suffix names (``.png``, ``.svg``),
     and write it with :func:`write_atomic`; the figure is closed either way."""
-    import io
 
-    from commcost.core.optional import pyplot
 
     fmt = Path(path).suffix.lower().lstrip(".") or "png"
     try:

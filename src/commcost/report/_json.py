@@ -13,6 +13,8 @@ import math
 from typing import Any, TextIO
 
 from commcost.core.errors import InputError
+import json
+import sys
 
 __all__ = ["dump_json", "dumps_json", "find_non_finite"]
 
@@ -46,7 +48,6 @@ def dumps_json(obj: Any, *, what: str = "result") -> str:
         where, value = bad
         raise InputError(f"the {what} {where} is not a finite number ({value}): an input is outside the range "
                          "the model can price (an extreme bandwidth, latency, size or step time)")
-    import json
 
     return json.dumps(obj, indent=2, allow_nan=False) + "\n"
 
@@ -54,7 +55,6 @@ def dumps_json(obj: Any, *, what: str = "result") -> str:
 def dump_json(obj: Any, stream: TextIO | None = None, *, what: str = "result") -> None:
     """Write ``obj`` to ``stream`` (default stdout) as strict JSON, or nothing at all
     (see :func:`dumps_json`)."""
-    import sys
 
     text = dumps_json(obj, what=what)
     (sys.stdout if stream is None else stream).write(text)

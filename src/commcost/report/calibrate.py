@@ -13,6 +13,12 @@ from commcost.calibrate.fit import AlphaBetaFit, Comparison, ring_latency_steps
 from commcost.calibrate.profile import MODEL_TEXT, Profile
 from commcost.comm.collectives import bus_bandwidth_factor
 from commcost.core.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
+from commcost.core.optional import pyplot
+from commcost.report._files import save_figure_atomic
+from commcost.report._plot_units import decade_ticks
+from commcost.report._plot_units import pow2_ticks
+from commcost.report._plot_units import size_text
+from commcost.report._plot_units import time_text
 
 __all__ = [
     "render_measurement_text", "render_fit_text", "fit_to_dict", "render_validate_text",
@@ -161,8 +167,6 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
     Artists carry ids for tests: ``measured``, ``model``, ``regime-boundary`` (one per boundary),
     ``error`` and ``median-error``; the axes are labelled ``times`` and ``errors``.
     """
-    from commcost.core.optional import pyplot
-    from commcost.report._plot_units import decade_ticks, pow2_ticks, size_text, time_text
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     plt = pyplot()
@@ -213,6 +217,5 @@ def validate_figure(model: AlphaBetaFit, c: Comparison, title: str) -> Any:
 
 def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> None:
     """:func:`validate_figure` saved to ``path`` (.png or .svg)."""
-    from commcost.report._files import save_figure_atomic
 
     save_figure_atomic(validate_figure(model, c, title), path, dpi=120)

@@ -29,6 +29,8 @@ from typing import Any
 
 from commcost.core.errors import InputError
 from commcost.step.timeline import Timeline, TimelineInputs
+from commcost.calibrate.profile import write_atomic
+from commcost.report._json import find_non_finite
 
 __all__ = ["COMPUTE_STREAM", "COMM_STREAM", "timeline_chrome_trace", "write_timeline_trace", "plan_chrome_trace",
            "write_trace"]
@@ -173,14 +175,12 @@ dimensions one after another while they fit) and
 
 def write_trace(path: str | Path, trace: dict[str, Any], flag: str = "--trace-out") -> None:
     """Write a Chrome-trace object to ``path`` (``.json``), atomically."""
-    from commcost.calibrate.profile import write_atomic
 
     p = Path(path)
     if p.suffix.lower() != ".json":
         raise InputError(f"{flag} {str(p)!r}: a Chrome trace file name must end in .json")
     if p.is_dir() or not p.parent.is_dir():
         raise InputError(f"{flag} {str(p)!r}: not a file in an existing directory")
-    from commcost.report._json import find_non_finite
 
     bad = find_non_finite(trace)
     if bad is not None:  # refused before the file is touched, naming the value

@@ -15,6 +15,11 @@ from commcost.comm.collectives import Algorithm, CollectiveCost
 from commcost.hardware.registry import PresetEntry
 from commcost.comm.topology import Link, Topology
 from commcost.core.units import GB, US, format_bytes, format_seconds as t
+from commcost.calibrate.fit import MID_SIZE_RANGE_BYTES
+from commcost.report._band import band_range
+from commcost.report._band import band_side
+from commcost.report._width import terminal_width
+from commcost.report._width import wrap_lines
 
 __all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",
            "fabric_to_dict", "render_presets_text", "budget_fabric_note", "render_preset_score_text",
@@ -98,7 +103,6 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
                   f"algbw = S/T = {_gbps(c.algbw_bytes_per_s)} GB/s, busbw = algbw x nccl-tests factor = "
                   f"{_gbps(c.busbw_bytes_per_s)} GB/s"]
     if r.band_s is not None:
-        from commcost.report._band import band_range, band_side
 
         lines.append(f"     {t(c.total_s)} ({band_range(*r.band_s)} on measured clusters of this class: "
                      "the 5th-95th percentile of measured/predicted on published tables, docs/fabrics.md"
@@ -110,7 +114,6 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
 
 def _fit(lines: list[str]) -> str:
     """The lines wrapped to the terminal (:mod:`commcost.report._width`); table rows are already narrow."""
-    from commcost.report._width import wrap_lines
 
     return wrap_lines("\n".join(lines))
 
@@ -118,7 +121,6 @@ def _fit(lines: list[str]) -> str:
 def render_table_text(results: list[SizeResult], fabric: Link | Topology | None, nodes_used: int,
                       note: str | None = None) -> str:
     """A predicted nccl-tests-style table, one row per size, with the runner-up algorithm beside the winner."""
-    from commcost.report._width import terminal_width, wrap_lines
 
     c0 = results[0].chosen
     banded = results[0].band_s is not None
@@ -213,7 +215,6 @@ def budget_fabric_note(b, topology: Topology) -> str:
 
 
 def _verdict_ranges() -> tuple[tuple[str, float, float], ...]:
-    from commcost.calibrate.fit import MID_SIZE_RANGE_BYTES
 
     lo, hi = MID_SIZE_RANGE_BYTES
     return (("1-64 MiB", lo, hi), ("above 64 MiB", hi + 1, math.inf))

@@ -4,6 +4,19 @@ from __future__ import annotations
 
 
 from commcost.core.units import format_bytes, format_seconds
+from dataclasses import replace
+from commcost.analyses.plan.compose import ep_paired_share
+from commcost.analyses.plan.plan import plan_memory
+from commcost.core.xp import SCALAR
+from commcost.parallel.dispatch import comm_sm_share
+from commcost.parallel.layout import group_placement
+from commcost.parallel.layout import layout_group
+from commcost.report._band import band_range
+from commcost.report._band import band_side
+from commcost.report._json import dumps_json
+from commcost.report._width import wrap_lines
+from commcost.report.bucket_advice import bucket_advice_to_dict
+from commcost.report.bucket_advice import render_bucket_advice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,9 +70,7 @@ def advice(p: Plan) -> list[str]:
 def _memory_options(p: Plan) -> list[tuple[str, float]]:
     """Every ZeRO stage above the plan's and every recomputation, alone and together, that brings the
     plan's memory within the GPU (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
-    from dataclasses import replace
 
-    from commcost.analyses.plan.plan import plan_memory
 
     L = p.inputs.layout
     zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]
@@ -123,7 +134,6 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
 
 
 def _bucket_advice_dict(p: Plan) -> dict | None:
-    from commcost.report.bucket_advice import bucket_advice_to_dict
 
     return bucket_advice_to_dict(p.bucket_advice)
 
@@ -135,14 +145,12 @@ def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None =
     d["sensitivity"] = [row.to_dict() for row in sensitivity]
     if extra:
         d.update(extra)
-    from commcost.report._json import dumps_json
 
     return dumps_json(d).rstrip("\n")  # refuses a non-finite number, naming its JSON path
 
 
 def _band_lines(p: Plan, band: PlanBand) -> list[str]:
     """The step's measured band: which class each dimension's groups are, and the re-priced totals."""
-    from commcost.report._band import band_range, band_side
 
     dims: dict[str, list[str]] = {}
     for line, cls in zip(p.comm, band.classes):
@@ -193,7 +201,6 @@ def expert_placement(p: Plan) -> list[dict]:
     """Where the expert layers' groups land (``expert_groups`` JSON key): for ep, etp and edp, the size,
     rank stride, ranks per node, nodes (NVLink domains) spanned, and the other groups that cross nodes
     at the same time and share the node's NICs with it (tp, cp, ep; :func:`commcost.analyses.plan.compose.nic_share`)."""
-    from commcost.parallel.layout import group_placement, layout_group
 
     inp, L = p.inputs, p.inputs.layout
     if not inp.spec.is_moe:
@@ -226,9 +233,6 @@ def _expert_lines(p: Plan) -> list[str]:
            f"  dispatch {inp.a2a}{' fp8' if inp.fp8_dispatch else ''}, overlap {inp.moe_overlap}, "
            f"load imbalance {inp.expert_load:g} (busiest over mean)"]
     if inp.moe_overlap != "none":
-        from commcost.analyses.plan.compose import ep_paired_share
-        from commcost.parallel.dispatch import comm_sm_share
-        from commcost.core.xp import SCALAR
 
         L = inp.layout
         f = ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=L.pp, vp=L.vp, micro_batches=L.micro_batches)
@@ -275,7 +279,6 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     if not p.comm:
         lines.append("  (none: one GPU)")
     if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
-        from commcost.report.bucket_advice import render_bucket_advice
         lines.append("  DP bucket advice (gradients at a uniform rate): " + render_bucket_advice(p.bucket_advice))
     lines += [
         "",
@@ -302,6 +305,5 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     lines += _sensitivity_lines(sensitivity)
     if extra_lines:
         lines += ["", *extra_lines]
-    from commcost.report._width import wrap_lines
 
     return wrap_lines("\n".join(lines))

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from commcost.core.optional import pyplot
 from commcost.analyses.scaling import ScalingCurve
+from commcost.report._files import save_figure_atomic
 
 __all__ = ["plot_scaling", "save_figure", "LINESTYLES", "MARKERS", "efficiency_ylim"]
 
@@ -172,6 +173,5 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
 
 def save_figure(fig: Any, path: str) -> None:
     """Write ``fig`` to ``path`` (format from the suffix: .png or .svg) and close it."""
-    from commcost.report._files import save_figure_atomic
 
     save_figure_atomic(fig, path, dpi=150)

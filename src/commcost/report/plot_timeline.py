@@ -29,6 +29,8 @@ from commcost.report._plot_units import decade_ticks, linear_size_ticks, pow2_ti
     time_unit
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline
+from commcost.core.optional import pyplot
+from commcost.report._files import save_figure_atomic
 
 __all__ = ["plot_timeline", "timeline_figure", "bucket_sizes_text", "ZOOM_BELOW", "MAX_DRAWN_BARS", "COLORS"]
 
@@ -306,7 +308,6 @@ def _sweep(ax: Any, sweep: BucketSweep, default: Timeline | None) -> None:
 
 def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Timeline | None = None) -> Any:
     """The Figure of ``tl`` (with ``sweep``, also the bucket curve, its good range and ``default`` on it)."""
-    from commcost.core.optional import pyplot
 
     plt = pyplot()
     panels = ["gantt"]
@@ -334,6 +335,5 @@ def timeline_figure(tl: Timeline, sweep: BucketSweep | None = None, default: Tim
 def plot_timeline(path: str, tl: Timeline, sweep: BucketSweep | None = None,
                   default: Timeline | None = None) -> None:
     """Write :func:`timeline_figure` to ``path`` (.png or .svg)."""
-    from commcost.report._files import save_figure_atomic
 
     save_figure_atomic(timeline_figure(tl, sweep, default), path, dpi=120)

@@ -5,6 +5,20 @@ from __future__ import annotations
 
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.core.units import format_bytes, format_seconds
+import csv
+import io
+from commcost.analyses.plan.space import RECOMPUTE
+from commcost.analyses.plan.training_cost import training_cost
+from commcost.core.optional import pyplot
+from commcost.report._files import save_figure_atomic
+from commcost.report._files import write_atomic
+from commcost.report._json import dumps_json
+from commcost.report._width import terminal_width
+from commcost.report._width import wrap_command
+from commcost.report._width import wrap_lines
+from commcost.report.plan import plan_to_dict
+from commcost.report.training import render_training
+from commcost.report.training import training_to_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +115,6 @@ def _training(inp, p: Plan):
     """The training run's cost at ``p``'s throughput (:mod:`commcost.analyses.plan.training_cost`); None without tokens."""
     if inp.train_tokens is None:
         return None
-    from commcost.analyses.plan.training_cost import training_cost
 
     return training_cost(tokens=inp.train_tokens, tokens_per_s_per_gpu=p.tokens_per_s_per_gpu,
                          gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)
@@ -110,8 +123,6 @@ def _training(inp, p: Plan):
 def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.analyses.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
-    from commcost.report.plan import plan_to_dict
-    from commcost.analyses.plan.space import RECOMPUTE
 
     inp = r.inputs
     results = []
@@ -126,7 +137,6 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
             d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
         run_cost = _training(inp, p)
         if run_cost is not None:
-            from commcost.report.training import training_to_dict
             d["training"] = training_to_dict(run_cost)
         results.append(d)
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
@@ -143,14 +153,12 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
 
 def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     """``--fix`` pairs with recomputation by name."""
-    from commcost.analyses.plan.space import RECOMPUTE
 
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
 def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> str:
     """Strict JSON (no NaN or infinity)."""
-    from commcost.report._json import dumps_json
 
     return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix)).rstrip("\n")
 
@@ -158,7 +166,6 @@ def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_pref
 def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C") -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins
     (``stopped_by``: what interrupted an interrupted search, ``Ctrl-C`` or ``SIGTERM``)."""
-    from commcost.report._width import terminal_width, wrap_command, wrap_lines
 
     width = terminal_width()
     inp = r.inputs
@@ -220,7 +227,6 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
         lines.append("  why: " + why_best(best, r.plans[1]))
     run_cost = _training(inp, best)
     if run_cost is not None:
-        from commcost.report.training import render_training
         lines.append("  " + render_training(run_cost))
     for w in best.warnings:
         lines.append(f"warning: {w}")
@@ -229,7 +235,6 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
 
 def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...] = ()) -> None:
     """One row per result, ``plan --json``'s scalar keys flattened (``layout.tp``, ``breakdown.compute_s`` ...)."""
-    import csv
 
     rows = []
     for d in search_to_dict(r, plan_prefix=plan_prefix)["results"]:
@@ -240,9 +245,7 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
             elif not isinstance(v, list):
                 flat[k] = v
         rows.append(flat)
-    import io
 
-    from commcost.report._files import write_atomic
 
     buf = io.StringIO(newline="")
     if rows:
@@ -266,7 +269,6 @@ def pareto_front(x, y):
 def plot_pareto(r: SearchResult, path: str) -> None:
     """Step time against memory per GPU (and against GPU count when several were searched): every
     configuration that fits as a faint cloud, the Pareto front as a line, the best as a star."""
-    from commcost.core.optional import pyplot
 
     import numpy as np
 
@@ -307,6 +309,5 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         ax2.set_title("best step against GPU count")
         ax2.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
-    from commcost.report._files import save_figure_atomic
 
     save_figure_atomic(fig, path, dpi=120)

@@ -13,6 +13,8 @@ from commcost.report.bucket_advice import render_bucket_advice
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline, TimelineInputs
 from commcost.core.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
+from commcost.report._band import band_range
+from commcost.report._band import band_side
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -88,7 +90,6 @@ def _bucket_rows(tl: Timeline) -> list[str]:
 
 def _band_line(tl: Timeline, band: TimelineBand) -> str:
     """``T_w``, ``E`` and the step at the band's edges, the same buckets re-simulated."""
-    from commcost.report._band import band_range, band_side
 
     def cell(point_s: float, edges: tuple[float, float]) -> str:
         return band_range(*edges) + band_side(point_s, *edges, brief=True)

@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective, bus_bandwidth_factor
 from commcost.trace import classify as C
 from commcost.trace.load import RankTrace
+from commcost.calibrate.data import Measurement
+from commcost.calibrate.data import MeasurementRow
 
 __all__ = ["CollectiveCall", "TimedCall", "CollectiveRow", "timed_calls", "sized_calls", "collective_calls", "collective_rows", "rows_to_measurement"]
 
@@ -371,7 +373,6 @@ def rows_to_measurement(rows: list[CollectiveRow], provenance: dict):
     ``count`` is ``S / b`` elements; ``iters`` the calls pooled; ``time_s`` the median.
     Rows on one rank (``P = 1``) carry no communication and are left out.
     """
-    from commcost.calibrate.data import Measurement, MeasurementRow
 
     out = []
     for r in rows:

@@ -35,6 +35,9 @@ from commcost.trace.analysis import RankSummary, analyze_rank, counted_activitie
 from commcost.trace.collectives import TimedCall, timed_calls
 from commcost.trace.intervals import measure, subtract, union
 from commcost.trace.load import load_rank
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
+import multiprocessing
 
 __all__ = ["RankResult", "RankFailure", "analyze_file", "run_ranks", "DASK_HINT", "SHORT_GAP_S"]
 
@@ -158,8 +161,6 @@ def run_ranks(files: list[str], *, round_us: bool = False, workers: int = 1, sch
 
 
 def _on_processes(files, round_us, workers, progress) -> list:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # forkserver (spawn where it is missing): no child inherits this process's threads or memory,
     # so each worker's peak is its own rank's trace

@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commcost.core.errors import InputError
+import io
+import stat
+from commcost.core.errors import long_integer_field
 
 __all__ = ["CHUNK_CHARS", "PROGRESS_MIN_BYTES", "GZIP_RATIO", "MAX_EVENT_CHARS", "MAX_TRACE_CHARS", "MAX_TRACE_EVENTS",
            "MAX_GZIP_RATIO", "TraceHeader", "iter_trace", "trace_files"]
@@ -267,7 +270,6 @@ class _Buffer:
 
 def _regular_file_size(p: str) -> int:
     """The size of ``p``, which must be a regular file (a FIFO or a device never ends or has no size)."""
-    import stat
 
     try:
         st = os.stat(p)
@@ -292,7 +294,6 @@ def _scanner(p: str):
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError):
                 raise
-            from commcost.core.errors import long_integer_field
 
             raise InputError(f"{p}: {long_integer_field(text, max(0, pos - 256))} near character {pos} is an integer of more "
                              "than 4300 digits (Python's limit for reading one; no trace value is that long)") from None
@@ -306,7 +307,6 @@ def _open_text(path: str):
     raw.seek(0)
     if head == b"\x1f\x8b":
         return raw, gzip.open(raw, "rt", encoding="utf-8"), True
-    import io
 
     return raw, io.TextIOWrapper(raw, encoding="utf-8"), False
 

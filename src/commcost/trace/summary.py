@@ -32,6 +32,7 @@ from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective
 from commcost.trace.cross_rank import CrossRank, cross_rank
 from commcost.trace.parallel import RankFailure, run_ranks
 from commcost.trace.reader import trace_files
+from commcost.trace.advice import trace_advice
 
 __all__ = ["Prediction", "UnsizedRow", "RankDetail", "TraceSummary", "analyze_trace", "predict_rows",
            "median_abs_error"]
@@ -146,7 +147,6 @@ def analyze_trace(path, *, round_us: bool = False, workers: int = 1, scheduler: 
     task per rank file (:func:`commcost.trace.parallel.run_ranks`: ``workers`` local processes, or
     the Dask ``scheduler`` at that address). Ranks that fail are in ``failed``; when every rank
     fails, the first one's reason is raised (:class:`InputError` for a bad file, else OSError)."""
-    from commcost.trace.advice import trace_advice
 
     files = trace_files(path)
     out = run_ranks(files, round_us=round_us, workers=workers, scheduler=scheduler, progress=progress)

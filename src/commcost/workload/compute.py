@@ -13,6 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from commcost.core.errors import InputError
+from commcost.hardware import load_preset_file
+from commcost.hardware import lookup
 
 __all__ = ["PRECISIONS", "HBM_EFFICIENCY", "precision_class", "peak_flops_per_s", "elementwise_bytes_per_token", "elementwise_layer_bytes_per_token", "elementwise_time_s",
            "mfu_frontier"]
@@ -30,7 +32,6 @@ _CLASS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4":
 @lru_cache(maxsize=1)
 def _table() -> dict:
     """compute.json, parsed once (read-only: callers never mutate it)."""
-    from commcost.hardware import load_preset_file
     return load_preset_file("compute.json")
 
 
@@ -44,7 +45,6 @@ def precision_class(precision: str) -> str:
 
 def peak_flops_per_s(gpu: str, precision: str) -> float:
     """Dense tensor-core peak of GPU preset ``gpu`` at ``precision``, FLOP/s."""
-    from commcost.hardware import lookup
     row = lookup(_table()["peak_flops"], gpu, "GPU (compute.json)")
     cls = precision_class(precision)
     if cls not in row:

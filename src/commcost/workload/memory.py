@@ -45,6 +45,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
+from commcost.core.xp import SCALAR
+from commcost.hardware.registry import gpu_row
+from commcost.parallel.layout import stage_layers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,8 +82,6 @@ NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
 
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
     """``(N_d, N_e)`` on the GPU of the heaviest stage (:func:`stage_params` of the layout)."""
-    from commcost.parallel.layout import stage_layers
-    from commcost.core.xp import SCALAR
 
     return stage_params(SCALAR, spec, layers_held=stage_layers(spec.layers, layout), pp=layout.pp, tp=layout.tp,
                         ep=layout.ep, expert_tp=layout.expert_tp)
@@ -227,7 +228,6 @@ class MemoryBreakdown:
 
 def gpu_capacity_bytes(gpu: str) -> float:
     """Memory of GPU preset ``gpu`` (``memory_bytes`` in gpus.json)."""
-    from commcost.hardware.registry import gpu_row
     return gpu_row(gpu)[0]
 
 
@@ -308,8 +308,6 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     if stack is not None and stack.selective == "alternate_matmul" and layout.recompute == "selective":
         per_layer = SELECTIVE_ALTERNATE_SHARE * none
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
-    from commcost.parallel.layout import stage_layers
-    from commcost.core.xp import SCALAR
 
     held = stage_layers(spec.layers, layout)
     first_layers = in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)

@@ -42,6 +42,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from commcost.core.errors import InputError
+from commcost.hardware import lookup
+from commcost.hardware.registry import gpu_row
+from commcost.hardware.registry import kernels
+from commcost.workload.compute import HBM_EFFICIENCY
+from commcost.workload.compute import peak_flops_per_s
+from commcost.workload.compute import precision_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,7 +98,6 @@ class KernelRates:
 
 
 def _table() -> dict:
-    from commcost.hardware.registry import kernels
     return kernels()
 
 
@@ -104,9 +109,6 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
                  flash: bool = True) -> KernelRates:
     """The :class:`KernelRates` of GPU preset ``gpu`` at ``precision`` under stack ``st`` (its attention
     kernel; ``u = u_gpu u_stack``)."""
-    from commcost.workload.compute import HBM_EFFICIENCY, peak_flops_per_s, precision_class
-    from commcost.hardware import lookup
-    from commcost.hardware.registry import gpu_row
 
     t = _table()
     row = lookup(t["gpus"], gpu, "GPU (kernels.json)")

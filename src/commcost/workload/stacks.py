@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from commcost.core.errors import InputError
+from commcost.hardware import load_preset_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +75,6 @@ class Stack:
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    from commcost.hardware import load_preset_file
     return load_preset_file("stacks.json")
 
 

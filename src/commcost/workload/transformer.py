@@ -28,6 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
+from commcost.hardware import load_preset_file
+from commcost.hardware import lookup
+from commcost.workload.shape import MODEL_ALIASES
 
 __all__ = ["TransformerSpec", "model_spec", "model_spec_names", "CAUSAL_EXECUTED_FRACTION"]
 
@@ -276,7 +279,6 @@ _ROW_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_hea
 
 
 def _table() -> dict:
-    from commcost.hardware import load_preset_file
     return {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
 
 
@@ -288,8 +290,6 @@ def model_spec_names() -> tuple[str, ...]:
 def model_spec(name: str) -> TransformerSpec:
     """The :class:`TransformerSpec` of registry entry ``name`` (exact key, or an alias of
     :data:`commcost.workload.shape.MODEL_ALIASES`, as every command takes them; unknown names list the valid ones)."""
-    from commcost.hardware import lookup
-    from commcost.workload.shape import MODEL_ALIASES
 
     key = MODEL_ALIASES.get(name, name)
     row = lookup(_table(), key, "model")

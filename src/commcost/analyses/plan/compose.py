@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from commcost.parallel.pipeline import exposed_p2p_count
 from commcost.step.schedule import bubble_s
+from commcost.workload.transformer import CAUSAL_EXECUTED_FRACTION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def layer_flops(spec: TransformerSpec, *, seq: float, flash_attention: bool) -> 
     :data:`~commcost.workload.transformer.CAUSAL_EXECUTED_FRACTION` of the square with flash attention), the
     score products alone, and the recomputation ``r`` of each mode (none: 0, selective: the score
     products, full: ``f_layer``)."""
-    from commcost.workload.transformer import CAUSAL_EXECUTED_FRACTION
 
     dense_f, moe_f = spec.layer_matmul_flops
     layer_mm = (spec.dense_layer_count * dense_f + spec.moe_layer_count * moe_f) / spec.layers

@@ -19,6 +19,28 @@ from __future__ import annotations
 
 from commcost.comm.collectives import Collective
 from commcost.workload.stacks import given_stack_flag
+from commcost.analyses.plan.compose import nic_share
+from commcost.analyses.plan.grid_memory import stack_masks
+from commcost.analyses.plan.space import RECOMPUTE
+from commcost.hardware.registry import gpu_row
+from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
+from commcost.parallel.dispatch import comm_sm_share
+from commcost.parallel.dispatch import nodes_hit
+from commcost.parallel.layout import heaviest_stage_layers
+from commcost.step.ddp_buckets import ddp_bucket_caps
+from commcost.step.timeline import caps_for
+from commcost.step.timeline import exposed_after_s
+from commcost.step.timeline import uniform_buckets
+from commcost.step.timeline import uniform_end_s
+from commcost.workload.compute import elementwise_layer_bytes_per_token
+from commcost.workload.compute import elementwise_time_s
+from commcost.workload.compute import peak_flops_per_s
+from commcost.workload.memory import WEIGHT_BYTES
+from commcost.workload.memory import stage_params
+from commcost.workload.operators import kernel_rates
+from commcost.workload.operators import micro_batch_operators
+from commcost.workload.stacks import stack
+import commcost.analyses.plan.compose as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,8 +114,6 @@ def structure(base: dict, spec, G: int) -> dict:
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
     import numpy as np
 
-    from commcost.workload.memory import stage_params
-    from commcost.parallel.layout import heaviest_stage_layers
 
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
     Lr = spec.layers
@@ -125,8 +145,6 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     ``z3`` per structural row and ``variant`` per row and timeline variant (others stay 0)."""
     import numpy as np
 
-    from commcost.workload.memory import WEIGHT_BYTES
-    from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 
     spec, s = inp.space.spec, inp.space.seq
     q = q_g = 2.0                                   # PlanInputs' activation_bytes and grad_bytes
@@ -185,7 +203,6 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     ``(S n_hit / k, n, 1)`` where the group spans ``n > 1`` nodes (each distinct one priced once)."""
     import numpy as np
 
-    from commcost.parallel.dispatch import nodes_hit
 
     spec = inp.space.spec
     if inp.a2a == "nccl":
@@ -224,10 +241,6 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     (``bucket_gather``); ``k`` is :func:`commcost.analyses.plan.compose.nic_share`."""
     import numpy as np
 
-    from commcost.analyses.plan.compose import nic_share
-    from commcost.workload.memory import WEIGHT_BYTES
-    from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.step.timeline import caps_for, uniform_buckets
 
     q_g = 2.0
     ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
@@ -284,9 +297,6 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
     takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`)."""
     import numpy as np
 
-    from commcost.workload.operators import kernel_rates, micro_batch_operators
-    from commcost.analyses.plan.grid_memory import stack_masks
-    from commcost.workload.stacks import stack
 
     spec, s = inp.space.spec, inp.space.seq
     bi = cols["bi"]
@@ -318,12 +328,6 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     """
     import numpy as np
 
-    import commcost.analyses.plan.compose as K
-    from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s, peak_flops_per_s
-    from commcost.parallel.dispatch import comm_sm_share
-    from commcost.hardware.registry import gpu_row
-    from commcost.analyses.plan.space import RECOMPUTE
-    from commcost.step.timeline import exposed_after_s, uniform_end_s
 
     spec, s = inp.space.spec, inp.space.seq
     bi = cols["bi"]

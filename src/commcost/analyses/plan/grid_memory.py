@@ -5,6 +5,24 @@ structural row from the same array-safe kernels it calls (:func:`commcost.worklo
 per configuration (``tests/search/test_search_equals_plan.py`` pins it to ``plan``'s)."""
 
 from __future__ import annotations
+from commcost.analyses.plan.space import RECOMPUTE
+from commcost.hardware.registry import gpu_row
+from commcost.workload.compute import precision_class
+from commcost.workload.memory import CONTEXT_BYTES
+from commcost.workload.memory import GRAD_BYTES
+from commcost.workload.memory import NCCL_BYTES
+from commcost.workload.memory import RECOMPUTE_WORKING_FACTOR
+from commcost.workload.memory import SELECTIVE_ALTERNATE_SHARE
+from commcost.workload.memory import WEIGHT_BYTES
+from commcost.workload.memory import buffer_bytes
+from commcost.workload.memory import gemm_input_bytes
+from commcost.workload.memory import in_flight_layers
+from commcost.workload.memory import layer_mix_bytes
+from commcost.workload.memory import model_state_bytes
+from commcost.workload.memory import stage_activation_bytes
+from commcost.workload.stacks import auto_is_fsdp
+from commcost.workload.stacks import given_stack_flag
+from commcost.workload.stacks import stack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,12 +38,6 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     :func:`structure` of ``base``."""
     import numpy as np
 
-    from commcost.analyses.plan.space import RECOMPUTE
-    from commcost.workload.memory import (GRAD_BYTES, RECOMPUTE_WORKING_FACTOR, SELECTIVE_ALTERNATE_SHARE, WEIGHT_BYTES,
-                                 buffer_bytes, in_flight_layers, model_state_bytes, stage_activation_bytes)
-    from commcost.workload.compute import precision_class
-    from commcost.workload.memory import gemm_input_bytes
-    from commcost.workload.stacks import stack
 
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
@@ -80,7 +92,6 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 
     if inp.stack != "auto":
         return {inp.stack: np.ones(len(cols["bi"]), dtype=bool)}
-    from commcost.workload.stacks import auto_is_fsdp
 
     bi = cols["bi"]
     fsdp = auto_is_fsdp(cols["zero"], base["t"][bi], base["p"][bi])
@@ -91,13 +102,11 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
-    from commcost.hardware.registry import gpu_row
 
     bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
     states = tables["states"][zero, bi]
     import numpy as np
 
-    from commcost.workload.stacks import given_stack_flag
 
     if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
         states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
@@ -106,7 +115,6 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     for name, mask in stack_masks(cols, base, inp).items():
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
-    from commcost.workload.memory import CONTEXT_BYTES, NCCL_BYTES
 
     total = states + act + buffers
     return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + NCCL_BYTES[0],
@@ -119,6 +127,5 @@ def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in):
     kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
               dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in)
-    from commcost.workload.memory import layer_mix_bytes
 
     return layer_mix_bytes(spec, kw, recompute)

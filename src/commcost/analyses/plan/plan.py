@@ -49,6 +49,37 @@ from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group,
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
 from commcost.workload.transformer import TransformerSpec
+from commcost.analyses.plan.compose import MOE_OVERLAPS
+from commcost.analyses.plan.compose import layer_flops
+from commcost.analyses.plan.compose import micro_batch_flops
+from commcost.analyses.plan.compose import optimizer_s
+from commcost.core.validation import require_count
+from commcost.core.validation import require_finite_positive
+from commcost.core.xp import SCALAR
+from commcost.parallel.context import context_ops
+from commcost.parallel.ddp import ddp_ops
+from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
+from commcost.parallel.dispatch import a2a_one_s
+from commcost.parallel.dispatch import a2a_parts
+from commcost.parallel.dispatch import check_a2a
+from commcost.parallel.dispatch import comm_sm_share
+from commcost.parallel.expert import expert_ops
+from commcost.parallel.pipeline import pipeline_ops
+from commcost.parallel.tensor import tensor_ops
+from commcost.parallel.zero import zero_ops
+from commcost.step.bucket_advice import recommend_buckets
+from commcost.step.ddp_buckets import ddp_bucket_caps
+from commcost.step.timeline import TimelineInputs
+from commcost.step.timeline import caps_for
+from commcost.step.timeline import evaluate_caps
+from commcost.workload.compute import mfu_frontier
+from commcost.workload.compute import peak_flops_per_s
+from commcost.workload.compute import precision_class
+from commcost.workload.operators import kernel_rates
+from commcost.workload.operators import micro_batch_operators
+from commcost.workload.stacks import resolve_stack
+from commcost.workload.stacks import stack
+import commcost.analyses.plan.compose as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,9 +141,6 @@ class PlanInputs:
     scales the expert GEMMs' rows and the all-to-all bytes of the busiest rank."""
 
     def __post_init__(self) -> None:
-        from commcost.workload.compute import precision_class
-        from commcost.workload.stacks import resolve_stack
-        from commcost.core.validation import require_count, require_finite_positive
 
         require_count("seq", self.seq)
         require_count("gpus_per_node", self.gpus_per_node)
@@ -206,7 +234,6 @@ class Plan:
     @property
     def bucket_advice(self):
         """The DP gradients' bucket advice on :attr:`dp_timeline` (:mod:`commcost.step.bucket_advice`)."""
-        from commcost.step.bucket_advice import recommend_buckets
         return None if self.dp_timeline is None else recommend_buckets(self.dp_timeline[0],
                                                                        allreduce_s=self.dp_timeline[1])
 
@@ -233,9 +260,6 @@ def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_
                       vp: int) -> None:
     """The MoE options' rules: ``--fp8-dispatch`` is DeepEP's; Megatron-Core's 1F1B all-to-all overlap
     needs the interleaved schedule when ``p > 1``; DualPipe runs an even number of stages; ``I >= 1``."""
-    from commcost.analyses.plan.compose import MOE_OVERLAPS
-    from commcost.parallel.dispatch import check_a2a
-    from commcost.core.validation import require_finite_positive
 
     check_a2a(a2a)
     if moe_overlap not in MOE_OVERLAPS:
@@ -253,19 +277,12 @@ def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_
 
 def dispatch_bytes(inp: PlanInputs) -> float | None:
     """``q_d``: the forward dispatch's bytes per element when it differs from the activations' (fp8 dispatch)."""
-    from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 
     return FP8_DISPATCH_BYTES if inp.fp8_dispatch else None
 
 
 def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     """Every collective one GPU issues per step, from each dimension's module."""
-    from commcost.parallel.context import context_ops
-    from commcost.parallel.ddp import ddp_ops
-    from commcost.parallel.expert import expert_ops
-    from commcost.parallel.pipeline import pipeline_ops
-    from commcost.parallel.tensor import tensor_ops
-    from commcost.parallel.zero import zero_ops
 
     spec, L, s, G, q = inp.spec, inp.layout, inp.seq, inp.gpus_per_node, inp.activation_bytes
     per_stage = stage_layers(spec.layers, L)
@@ -290,7 +307,6 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
 
 def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
     """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
-    from commcost.analyses.plan.compose import layer_flops, micro_batch_flops
 
     spec, L = inp.spec, inp.layout
     f_layer, attn, recompute = layer_flops(spec, seq=inp.seq, flash_attention=inp.flash_attention)
@@ -303,11 +319,6 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
     """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.analyses.plan.compose`'s)."""
-    import commcost.analyses.plan.compose as K
-    from commcost.workload.compute import mfu_frontier, peak_flops_per_s
-    from commcost.parallel.dispatch import comm_sm_share
-    from commcost.workload.stacks import resolve_stack
-    from commcost.core.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
     peak = peak_flops_per_s(inp.gpu, inp.precision)
@@ -410,7 +421,6 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
 def plan_stack(inp: PlanInputs):
     """The :class:`~commcost.workload.stacks.Stack` ``inp`` runs: its ``stack`` (``auto`` resolved for its layout),
     compiled or not; every stack-dependent term of the plan reads it here."""
-    from commcost.workload.stacks import resolve_stack, stack
 
     return stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
 
@@ -418,7 +428,6 @@ def plan_stack(inp: PlanInputs):
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
     """:func:`commcost.workload.memory.memory_per_gpu` of ``inp`` under its stack (``auto`` resolved for its layout)
     and precision: what :func:`plan` reports, and what the advice re-asks for changed layouts."""
-    from commcost.workload.compute import precision_class
 
     st = plan_stack(inp)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
@@ -428,7 +437,6 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
 
 def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:
     """``(op, T, algorithm)`` of one EP all-to-all as ``inp.a2a`` runs it (:func:`commcost.parallel.dispatch.a2a_one_s`)."""
-    from commcost.parallel.dispatch import a2a_parts, a2a_one_s
 
     def price(kind, size, group, rpn):
         w = model.scope_warning(kind, group)
@@ -446,8 +454,6 @@ def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str
 
 def operator_times(inp: PlanInputs):
     """:func:`commcost.workload.operators.micro_batch_operators` of one micro-batch on the slowest stage."""
-    from commcost.workload.operators import kernel_rates, micro_batch_operators
-    from commcost.core.xp import SCALAR
 
     spec, L = inp.spec, inp.layout
     st = plan_stack(inp)
@@ -472,8 +478,6 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
     backward's exposed part split between gather and scatter by their times; a layer's gather is
     ``g`` all-gathers (``gathers``) one after another; ``once``: the stage stays gathered through the
     step (one round of gathers and scatters, no re-gather in the backward)."""
-    import commcost.analyses.plan.compose as K
-    from commcost.core.xp import SCALAR
 
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
     rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
@@ -521,8 +525,6 @@ def _capacity(gpu: str) -> float:
 
 def _optimizer_s(inp: PlanInputs) -> float:
     """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.analyses.plan.compose.optimizer_s`)."""
-    from commcost.analyses.plan.compose import optimizer_s
-    from commcost.core.xp import SCALAR
 
     L = inp.layout
     dense, expert = params_per_gpu(inp.spec, L)
@@ -539,10 +541,6 @@ def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
-    import commcost.analyses.plan.compose as K
-    from commcost.step.ddp_buckets import ddp_bucket_caps
-    from commcost.step.timeline import TimelineInputs, caps_for, evaluate_caps
-    from commcost.core.xp import SCALAR
 
     L = inp.layout
     reduce_op = Collective.ALL_REDUCE if L.zero == 0 else Collective.REDUCE_SCATTER

@@ -20,6 +20,20 @@ from dataclasses import dataclass, field
 
 from commcost.analyses.plan.search_inputs import OBJECTIVES, SearchInputs
 from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
+from dataclasses import replace
+from commcost.analyses.plan.grid import Pricer
+from commcost.analyses.plan.grid import evaluate_grid
+from commcost.analyses.plan.grid import needed as uses
+from commcost.analyses.plan.grid import price_base
+from commcost.analyses.plan.grid import structure
+from commcost.analyses.plan.grid_memory import memory_grid
+from commcost.analyses.plan.grid_memory import memory_tables
+from commcost.analyses.plan.plan import PlanInputs
+from commcost.analyses.plan.plan import plan
+from commcost.analyses.plan.training_cost import usd_per_million_tokens
+from commcost.analyses.uncertainty import plan_band
+from commcost.core.optional import require
+from commcost.parallel.layout import Layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,15 +94,12 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
         return step_s
     if objective == "tokens-per-gpu":
         return -tokens_per_step / (step_s * gpus)
-    from commcost.analyses.plan.training_cost import usd_per_million_tokens
 
     return usd_per_million_tokens(price_per_gpu_hour, tokens_per_step / (step_s * gpus))
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     """The :class:`~commcost.analyses.plan.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
-    from commcost.parallel.layout import Layout
-    from commcost.analyses.plan.plan import PlanInputs
 
     sp = inp.space
     layout = Layout(dp=int(row["d"]), tp=int(row["t"]), pp=int(row["p"]), vp=int(row["v"]), cp=int(row["c"]),
@@ -106,13 +117,8 @@ def search(inp: SearchInputs, model: CommModel, *,
            progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
     """Enumerate, price, filter, rank (module docstring). ``progress(done, total, elapsed_s)`` is called
     after each numpy pass; Ctrl-C (KeyboardInterrupt) between or inside passes returns the best so far."""
-    from commcost.core.optional import require
 
     np = require("numpy", "sweep")
-    from commcost.analyses.plan.plan import plan
-    from commcost.analyses.plan.grid import Pricer, evaluate_grid, price_base, structure
-    from commcost.analyses.plan.grid_memory import memory_grid, memory_tables
-    from commcost.analyses.plan.grid import needed as uses
 
     start = time.perf_counter()
     space = inp.space
@@ -216,9 +222,7 @@ def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> S
     their measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective at its class's slowest
     measured cluster, exposure and bubble re-priced), keep ``top``. A layout whose step hides a lot of
     traffic only just is fragile: its upper edge is far above its step, and it falls in this ranking."""
-    from dataclasses import replace
 
-    from commcost.analyses.uncertainty import plan_band
 
     bands = [plan_band(p.inputs, p, model, topology) for p in result.plans]
     upper = [p.step_s if b is None else b.step_s[1] for p, b in zip(result.plans, bands)]
@@ -232,11 +236,8 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     """Every configuration of GPU count ``world``, fitting or not: ``(rows, values)`` with ``rows`` the
     columns :func:`plan_inputs_of` reads and ``values`` the grid's step, breakdown and memory (tests and
     benchmarks compare them with :func:`commcost.analyses.plan.plan.plan`)."""
-    from commcost.core.optional import require
 
     require("numpy", "sweep")
-    from commcost.analyses.plan.grid import Pricer, evaluate_grid, price_base, structure
-    from commcost.analyses.plan.grid_memory import memory_grid, memory_tables
 
     space = inp.space
     base, g = enumerate_space(space, world, inp.moe_overlap)

@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from commcost.analyses.plan.space import SearchSpace
 from commcost.core.errors import InputError
+from commcost.analyses.plan.plan import check_moe_options
+from commcost.core.validation import require_count
+from commcost.core.validation import require_finite_positive
+from commcost.workload.compute import precision_class
+from commcost.workload.stacks import STACKS
 
 __all__ = ["OBJECTIVES", "SearchInputs"]
 
@@ -60,8 +65,6 @@ class SearchInputs:
     """Tokens of a training run to cost for each result (:mod:`commcost.analyses.plan.training_cost`); None: not costed."""
 
     def __post_init__(self) -> None:
-        from commcost.workload.compute import precision_class
-        from commcost.core.validation import require_count, require_finite_positive
 
         precision_class(self.precision)
         require_count("top", self.top)
@@ -74,9 +77,7 @@ class SearchInputs:
             require_finite_positive("efficiency", self.efficiency)
             if self.efficiency > 1:
                 raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
-        from commcost.analyses.plan.plan import check_moe_options
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=2, vp=2)
-        from commcost.workload.stacks import STACKS
         if self.stack not in STACKS:
             raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(STACKS)})")

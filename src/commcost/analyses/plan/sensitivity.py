@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from commcost.core.errors import InputError
+from commcost.analyses.plan.plan import plan
+from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import resolve_stack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,7 +57,6 @@ class SensitivityRow:
 
 
 def _try(inp: PlanInputs, model: CommModel, **changes) -> Plan | None:
-    from commcost.analyses.plan.plan import plan
 
     layout_changes = {k: v for k, v in changes.items() if k in ("micro_batch", "vp", "recompute")}
     try:
@@ -67,7 +69,6 @@ def _try(inp: PlanInputs, model: CommModel, **changes) -> Plan | None:
 
 def sensitivity(inp: PlanInputs, model: CommModel) -> tuple[SensitivityRow, ...]:
     """The step across each often-unstated input's admissible values (module docstring)."""
-    from commcost.workload.stacks import STACKS, resolve_stack
 
     L = inp.layout
     trials = [("--micro-batch", "micro_batch", [str(b) for b in MICRO_BATCHES], str(L.micro_batch), int),

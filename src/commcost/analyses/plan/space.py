@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from commcost.core.errors import InputError
+from commcost.core.units import MiB
+from commcost.core.validation import require_count
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,7 +66,6 @@ class SearchSpace:
     """Drop layouts whose ``p v`` does not divide the layers."""
 
     def __post_init__(self) -> None:
-        from commcost.core.validation import require_count
 
         require_count("seq", self.seq)
         require_count("global_batch", self.global_batch)
@@ -226,7 +227,6 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
     ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination."""
     import numpy as np
 
-    from commcost.core.units import MiB
 
     rows = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else []
     names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")
@@ -263,7 +263,6 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
 
 def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
     """The caps ``capi`` indexes, bytes (0: DDP's default)."""
-    from commcost.core.units import MiB
 
     caps = BUCKET_CAPS_MIB if space.fix("bucket_mb") is None else (space.fix("bucket_mb"),)
     return tuple(int(c * MiB) for c in caps)
