@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import run_commcost
-from test_budget_profile import drill_profile
+from conftest import drill_profile
 
 def _json(*args):
     r = run_commcost(*args, "--json")

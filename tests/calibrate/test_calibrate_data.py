@@ -13,7 +13,7 @@ from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import fit_alpha_beta
 from commcost.core.errors import InputError
 from conftest import DATA, run_commcost
-from test_hardening_inputs import one_error_line
+from conftest import one_error_line
 
 IB = DATA / "nccl_tests" / "h100_ib_2node_16gpu_all_reduce.log"
 

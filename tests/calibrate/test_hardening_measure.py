@@ -15,7 +15,7 @@ from commcost.calibrate.measure import MAX_GRID_SIZES, size_grid, size_quantum_b
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
 from conftest import ROOT, run_commcost
-from test_hardening_inputs import one_error_line
+from conftest import one_error_line
 
 
 # --- 6: size grids ------------------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def test_system_pods_and_spine_can_be_overridden():
 def test_a_refusal_after_a_caution_is_one_line():
     # issue 24 item 14: the across-pods caution was printed, then the error: two lines on a refusal
     from conftest import run_commcost
-    from test_hardening_inputs import one_error_line
+    from conftest import one_error_line
 
     line = one_error_line(run_commcost("collective", "--op", "send_recv", "--size", "1MiB", "--gpus", "99999",
                                        "--system", "gb200-nvl72"))

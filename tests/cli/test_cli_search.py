@@ -15,7 +15,7 @@ import pytest
 from commcost.analyses.plan.space import SearchSpace, enumerate_space
 from commcost.workload.transformer import TransformerSpec
 from conftest import ROOT, run_commcost
-from test_hardening_inputs import one_error_line
+from conftest import one_error_line
 
 BASE = ("search", "--model", "llama3-70b", "--system", "dgx-h100", "--global-batch", "1024")
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from commcost.cli import find_non_finite_token, main
 from conftest import DATA, run_commcost, run_tool
-from test_hardening_inputs import strict_json
+from conftest import strict_json
 
 LOG = str(DATA / "nccl_tests" / "h100_ib_2node_16gpu_all_reduce.log")
 HUGE = str(10**310)

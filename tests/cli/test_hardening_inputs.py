@@ -21,27 +21,10 @@ from commcost.core.errors import InputError
 from commcost.report._json import dump_json, find_non_finite
 from commcost.core.units import parse_rate_bytes_per_s, parse_time_s
 from commcost.workload.shape import MAX_LAYERS, ModelShape
-from conftest import run_commcost, run_tool
+from conftest import run_commcost, run_tool, one_error_line, strict_json
 
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20")
 HUGE = str(10**310)  # 311 digits: float(HUGE) raises OverflowError
-
-
-def one_error_line(r, code: int = 2) -> str:
-    """The run failed with ``code``, printed nothing on stdout and exactly one line on stderr."""
-    assert r.returncode == code, (r.returncode, r.stdout[-300:], r.stderr[-800:])
-    assert "Traceback" not in r.stderr
-    assert r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("commcost: error: ")
-    return lines[0]
-
-
-def strict_json(text: str):
-    def refuse(name: str):
-        raise ValueError(f"non-standard JSON constant {name}")
-    return json.loads(text, parse_constant=refuse)
 
 
 # --- 1 and 7: non-finite results never reach stdout ------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from commcost.calibrate.data import COLUMNS, load_series
 from commcost.calibrate.profile import write_atomic
 from conftest import DATA, ROOT, run_commcost
-from test_hardening_inputs import one_error_line
+from conftest import one_error_line
 
 LOG = DATA / "nccl_tests" / "h100_ib_2node_16gpu_all_reduce.log"
 ROW = {"op": "all_reduce", "gpus": 4, "size_bytes": 1024, "count": 256, "dtype": "float32", "time_s": 3e-5,

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import DATA, ROOT
-from test_hardening_inputs import one_error_line
+from conftest import one_error_line
 
 LOG = str(DATA / "nccl_tests" / "h100_ib_2node_16gpu_all_reduce.log")
 SEARCH = ("search", "--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "64",

@@ -9,7 +9,7 @@ import pytest
 from commcost.core.errors import InputError
 from commcost.trace.load import load_rank
 from conftest import run_commcost
-from test_hardening_inputs import one_error_line
+from conftest import one_error_line
 
 from _kineto import TraceBuilder
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 
-from commcost.calibrate.fit import AlphaBetaFit, Regime
-from commcost.calibrate.profile import Profile, save_profile
-from commcost.comm.collectives import Algorithm, Collective
 import pytest
 
-from conftest import run_tool
+from conftest import drill_profile, run_tool
 
 
 def flat(obj, prefix=""):
@@ -22,17 +18,6 @@ def flat(obj, prefix=""):
     return {prefix.rstrip("."): obj}
 
 DRILL = ("--params", "1.3", "--step-ms", "400", "--buckets", "1,8,16,25,100")
-
-
-def drill_profile(tmp_path, gpus=32):
-    """A profile whose headline link is the drill's: alpha = 20 us per step, B = 25 GB/s, P = 32."""
-    fit = AlphaBetaFit(op=Collective.ALL_REDUCE, algorithm=Algorithm.RING, gpus=gpus, regimes=(
-        Regime(min_size_bytes=0, max_size_bytes=2**20, alpha_s=20e-6, bandwidth_bytes_per_s=5e9),
-        Regime(min_size_bytes=2**20, max_size_bytes=math.inf, alpha_s=60e-6, bandwidth_bytes_per_s=25e9)))
-    path = tmp_path / "drill.profile.json"
-    save_profile(Profile(fit=fit, r2=0.999, median_abs_rel_error=0.01, max_abs_rel_error=0.05, points=20,
-                         provenance={"source": "made-up.csv"}), path)
-    return path
 
 
 def test_profile_prices_every_collective_with_its_own_regime(tmp_path):

@@ -66,9 +66,7 @@ def test_help_ends_with_examples(capsys):
 
 
 def test_plan_with_profile_scope_and_flat_equivalence(tmp_path, capsys):
-    import sys as _sys
-    _sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "drill"))
-    from test_budget_profile import drill_profile
+    from conftest import drill_profile
 
     path = str(drill_profile(tmp_path))   # all-reduce over 32 ranks; above 1 MiB its regime is 60 us, 25 GB/s
     pure_dp = ["plan", "--model", "gpt3-1.3b", "--gpu", "a100-sxm4-80gb", "--gpus", "32", "--global-batch", "32",
@@ -104,7 +102,7 @@ def test_plan_with_profile_scope_and_flat_equivalence(tmp_path, capsys):
 ])
 def test_plan_refusals_name_the_flag(argv, needle):
     from conftest import run_commcost
-    from test_hardening_inputs import one_error_line
+    from conftest import one_error_line
 
     line = one_error_line(run_commcost(*BASE, *argv))
     assert needle in line
