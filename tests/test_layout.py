@@ -1,0 +1,130 @@
+"""The package layout shows its layers (docs/architecture.md, "Layout"): nothing but the entry points at
+the top of ``src/commcost``, no import circle between modules, imports at module top except the
+documented lazy ones, and the drill's start-up loading only its own modules."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+SRC = ROOT / "src"
+PKG = SRC / "commcost"
+
+OPTIONAL_EXTRAS = {"numpy", "matplotlib", "torch", "dask", "distributed", "hta", "psutil"}
+"""Optional extras: imported inside the function that needs them, with an install hint."""
+
+DRILL_PATH = {
+    "commcost", "commcost.analyses", "commcost.analyses.drill", "commcost.analyses.drill.budget",
+    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._fabric",
+    "commcost.cli.budget", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
+    "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
+    "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
+    "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.layer",
+    "commcost.step", "commcost.step.bucket_advice", "commcost.step.buckets", "commcost.step.ddp_buckets",
+    "commcost.step.overlap", "commcost.step.timeline", "commcost.workload", "commcost.workload.shape",
+}
+"""The modules ``python tools/collective_cost.py`` loads (the drill's four commands). Only these may import
+other commcost modules inside functions: the drill never loads those, so it starts fast."""
+
+DRILL_COMMANDS = (
+    ("--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400", "--buckets", "1,8,16,25,100"),
+    ("--gpus", "256", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400"),
+    ("--gpus", "32", "--bw", "25", "--latency", "20", "--layer-ratio", "--hidden", "4096", "--seq", "4096",
+     "--grad-accum", "4"),
+)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(tree: ast.AST, modules: dict[str, Path]) -> set[str]:
+    """The commcost modules a module imports anywhere (top, functions, TYPE_CHECKING blocks)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("commcost") and not node.level:
+            if node.module in modules:
+                found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+    return found
+
+
+def test_at_most_three_modules_at_the_top_of_the_package():
+    top = sorted(p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= 3, top
+
+
+def test_no_import_circle():
+    modules = _modules()
+    edges = {m: _imports(ast.parse(p.read_text()), modules) - {m} for m, p in modules.items()}
+    # a package's __init__ is imported by its own submodules on the way in; an edge from a package to
+    # its own submodule is not a circle of modules
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(m: str, path: list[str]) -> bool:
+        state[m] = 1
+        for n in sorted(edges[m]):
+            if state.get(n) == 1:
+                cycle.extend(path[path.index(n):] + [m, n] if n in path else [m, n])
+                return True
+            if n not in state and visit(n, path + [m]):
+                return True
+        state[m] = 2
+        return False
+
+    for m in sorted(modules):
+        if m not in state and visit(m, []):
+            break
+    assert not cycle, " -> ".join(cycle)
+
+
+def test_imports_inside_functions_are_only_the_documented_lazy_ones():
+    modules = _modules()
+    misplaced = []
+    for name, path in sorted(modules.items()):
+        if name.endswith("__main__") or name.endswith("measure_worker"):
+            continue
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom):
+                    roots = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    roots = [a.name for a in node.names]
+                else:
+                    continue
+                for root in roots:
+                    base = root.split(".")[0]
+                    if base in OPTIONAL_EXTRAS or name in DRILL_PATH:
+                        continue
+                    misplaced.append(f"{name}:{node.lineno} imports {root} inside {fn.name}()")
+    assert not misplaced, "\n".join(misplaced)
+
+
+def test_the_drill_loads_only_its_own_modules():
+    probe = ("import runpy, sys\n"
+             "sys.argv = [sys.argv[1], *sys.argv[2:]]\n"
+             "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(' '.join(m for m in sys.modules if m == 'commcost' or m.startswith('commcost.')), file=sys.stderr)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for args in DRILL_COMMANDS:
+        r = subprocess.run([sys.executable, "-c", probe, str(ROOT / "tools" / "collective_cost.py"), *args],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+        assert r.returncode == 0, r.stderr[-500:]
+        loaded = set(r.stderr.split()[-200:]) & {m for m in r.stderr.split() if m.startswith("commcost")}
+        assert loaded <= DRILL_PATH, sorted(loaded - DRILL_PATH)
+        assert "commcost.cli.budget" in loaded
