@@ -283,9 +283,9 @@ def argvs(draw, command: str) -> list[str]:
 
 @pytest.mark.parametrize("command", sorted(FLAGS))
 def test_fuzz_every_subcommand(command, monkeypatch):
-    import commcost.calibrate.measure as measure_module
+    import commcost.cli.measure as measure_cli
 
-    monkeypatch.setattr(measure_module, "measure", _fake_measure)
+    monkeypatch.setattr(measure_cli, "measure", _fake_measure)  # the name the subcommand calls
     examples = {"budget": 50, "timeline": 40, "scaling": 30, "collective": 30, "presets": 10, "fit": 30,
                 "validate": 30, "measure": 30}.get(command, 20)
 
