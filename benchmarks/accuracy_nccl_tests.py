@@ -59,16 +59,33 @@ DERIVATION_EXCLUDED: dict[str, str] = {}
 
 FABRIC_VALUES_FROM_TABLES = {
     "OCI MI355X Pollara": {"infinity_fabric_mi355": {"achievable_bandwidth_bytes_per_s": 0.703 * 537.6e9}},
-    "GCP A3 Mega (TCPXO)": {"tcpxo": {"achievable_bandwidth_bytes_per_s": 20.0e9, "step_latency_s": 35.0e-6}},
-    "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9}},
+    "GCP A3 Mega (TCPXO)": {"tcpxo": {"achievable_bandwidth_bytes_per_s": 20.0e9, "step_latency_s": 35.0e-6,
+                                      "collective_floor_s": 0.0}},
+    "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9, "step_latency_s": 50.0e-6,
+                                    "collective_floor_s": 0.0}},
 }
 """Preset fabric numbers issue 20 set from one system's tables, and the value each falls back to while that
 system is left out: MI355X's Infinity Fabric at MI300X's measured share of line (315/448 = 0.703 of 537.6
-GB/s), tcpxo and tcpx at the 80%-of-line and 35 us assumptions they had before their tables were found."""
+GB/s), tcpxo and tcpx at the 80%-of-line and 35 us / 50 us step assumptions they had before their tables were
+found, and no network floor (tcpxo's floor is read off its table's unscored 8-512 B rows, tcpx's off its 8 MiB
+row: both are the system's own rows, so neither is used while it is left out; tcpx's floor then also leaves the
+other system's scoring untouched, as each system's rows see only their own fabric)."""
 
 
 def _pct(xs: list[float]) -> str:
     return f"{statistics.median(xs) * 100:5.1f}%" if xs else "    -"
+
+
+def _p90(xs: list[float]) -> str:
+    """The 90th percentile of ``xs`` (nearest rank: the ``ceil(0.9 n)``-th smallest), as a percentage."""
+    if not xs:
+        return "    -"
+    ordered = sorted(xs)
+    return f"{ordered[max(0, -(-9 * len(ordered) // 10) - 1)] * 100:5.1f}%"
+
+
+def _signed(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 100:+5.1f}%" if xs else "    -"
 
 
 def _share(flags: list[bool]) -> str:
@@ -185,11 +202,11 @@ def _summary_line(label: str, rows: list[dict]) -> str:
     ind = [r for r in rows if r["inductor_err"] is not None]
     ind_s = (f"{_pct([abs(r['inductor_err']) for r in ind]):>9} {_pct([abs(r['err']) for r in ind]):>7}"
              if ind else f"{'-':>9} {'-':>7}")
-    return (f"{label:<46} {len(rows):>4} {_pct(a):>7} {_pct(mid):>8} {_pct(big):>7} {_share(fast):>6} "
-            f"{_share(band):>6} {ind_s}")
+    return (f"{label:<46} {len(rows):>4} {_pct(a):>7} {_p90(a):>6} {_signed([r['err'] for r in rows]):>7} "
+            f"{_pct(mid):>8} {_pct(big):>7} {_share(fast):>6} {_share(band):>6} {ind_s}")
 
 
-HEAD = (f"{'median |error|, rows >= 1 MiB':<46} {'rows':>4} {'all':>7} {'1-64MiB':>8} {'>64MiB':>7} "
+HEAD = (f"{'median |error|, rows >= 1 MiB':<46} {'rows':>4} {'all':>7} {'p90':>6} {'signed':>7} {'1-64MiB':>8} {'>64MiB':>7} "
         f"{'fast':>6} {'band':>6} {'inductor':>9} {'(cc)':>7}")
 
 
@@ -230,7 +247,8 @@ def main(argv: list[str]) -> int:
             print(_summary_line(name, [r for r in side_rows if r["table"] == name]))
         print(_summary_line(f"POOLED {side}", side_rows))
         print(_summary_line(f"POOLED {side} all_reduce", [r for r in side_rows if r["op"] == "all_reduce"]))
-    print("\ncolumns: all / 1-64 MiB / > 64 MiB = median |relative error|; fast = share of predictions faster "
+    print("\ncolumns: all / 1-64 MiB / > 64 MiB = median |relative error|; p90 = its 90th percentile (all rows); "
+          "signed = median signed error (negative: too fast); fast = share of predictions faster "
           "than measured (no systematic sign: 35-65%); band = share of measured times inside "
           "commcost.comm.band.collective_band; inductor = torch._inductor.comm_analysis on the all-reduce rows it "
           "can price (NVIDIA GPUs), (cc) = commcost on those same rows")

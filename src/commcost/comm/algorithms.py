@@ -41,6 +41,12 @@ tuning.cc doubles NVLS_TREE's network bandwidth only "for nNodes <= 2") and pays
 :func:`commcost.comm.topology.network_oversubscription` (the preset's congestion rule, and on a
 three-tier topology the spine's share when the group spans several pods).
 
+**Network floor** (GPUDirect-TCPX/TCPXO-class networks, :attr:`Topology.network_floor_s` ``t_f``): every
+collective whose group spans nodes pays ``max(latency, t_f)`` in place of its latency term, under every
+algorithm and protocol: a message across such a network is handed to the host's TCP stack (TCPX: its data,
+TCPXO: its control path), a cost the per-step alpha of NCCL's model does not carry (the A3 Mega all-reduce
+takes 123 us from 8 B to 512 B, where its tree's latency term is 33 us).
+
 **Third tier** (pods of nodes under one leaf layer, a spine between them): a group spanning ``m``
 pods pays ``a_s`` more for each network step that crosses the spine, on top of ``a_e``:
 ring ``k(m-1)`` steps (its ring visits the pods in order, so ``m-1`` of its ``n-1`` node-to-node
@@ -449,11 +455,24 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     return out
 
 
+def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
+             topo: Topology) -> dict[Protocol, tuple[float, float]]:
+    """``terms`` with each latency raised to the network's floor ``t_f`` (:attr:`Topology.network_floor_s`)
+    when the group spans nodes: ``latency = max(latency, t_f)``; unchanged inside one node or without a floor."""
+    t_f = topo.network_floor_s
+    if t_f <= 0.0 or place(P, topo).nodes < 2:
+        return terms
+    return {p: (max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
+
+
 def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
-    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or its fastest protocol."""
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or its fastest protocol, with the
+    network's latency floor (:func:`_floored`)."""
     if topo.protocols is None:
-        return _table_terms(op, alg, S, P, topo)
-    return min(_protocol_terms(op, alg, S, P, topo).values(), key=lambda lb: lb[0] + lb[1])
+        terms = {Protocol.SIMPLE: _table_terms(op, alg, S, P, topo)}
+    else:
+        terms = _protocol_terms(op, alg, S, P, topo)
+    return min(_floored(terms, P, topo).values(), key=lambda lb: lb[0] + lb[1])
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -513,6 +532,7 @@ def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric
         terms = {Protocol.SIMPLE: _table_terms(op, alg, message_bytes, gpus, topo)}
     else:
         terms = _protocol_terms(op, alg, message_bytes, gpus, topo)
+    terms = _floored(terms, gpus, topo)
     costs = {p: _cost(op, alg, message_bytes, gpus, lat, bw) for p, (lat, bw) in terms.items()}
     return dict(sorted(costs.items(), key=lambda pc: pc[1].total_s))
 
