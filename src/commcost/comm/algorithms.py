@@ -74,6 +74,12 @@ with ``p`` ranging over the protocols::
 
     T(alg) = min_p  T_table(alg; t_0^p, a_i^p, a_e^p, e^p B_i, e^p B_e)
 
+with one exception: a ring all-gather or reduce-scatter across nodes is priced lockstep (every step at the
+network step's pace), a cost NCCL's tuner does not see; NCCL ranks its protocols by its own latency sum
+``(P-n) a_i^p + (n-1) a_e^p`` and runs the winner, so commcost picks ``p`` that way and prices that ``p``
+lockstep (:func:`_nccl_order`). On the A4X Max all-gather this is the difference between LL128 and Simple
+at 64 MiB - 256 MiB (-15% -> +5% at 64 MiB); NCCL 2.28 there switches to Simple already at 16 MiB.
+
 where ``a^p = a x hwLat[p] / hwLat[LL128]`` (the fabric's own step latency is
 NCCL's ring LL128 one) and ``t_0^p = t_0 x baseLat[p] / 8.4 us``, refined as
 NCCL's ``ncclTopoTuneModel``/``ncclTopoGetAlgoTime`` do: LL's bus bandwidth is
@@ -389,7 +395,7 @@ def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_shar
 
 
 def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
-                    topo: Topology) -> dict[Protocol, tuple[float, float]]:
+                    topo: Topology, lockstep: bool = True) -> dict[Protocol, tuple[float, float]]:
     """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
     pm = topo.protocols
     assert pm is not None
@@ -439,7 +445,7 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
         else:
-            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=lockstep)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
@@ -465,14 +471,28 @@ def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
     return {p: (max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
 
 
+def _nccl_order(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
+                terms: dict[Protocol, tuple[float, float]]) -> list[Protocol]:
+    """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except for a
+    ring all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL's
+    tuner does not see: NCCL ranks those by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc),
+    with the same bandwidth terms, and runs the winner, which commcost then prices lockstep."""
+    key = terms
+    if (alg is Algorithm.RING and op in LOCKSTEP_RING_OPS and topo.protocols is not None
+            and place(P, topo).nodes > 1):
+        key = _protocol_terms(op, alg, S, P, topo, lockstep=False)
+    return sorted(terms, key=lambda p: key[p][0] + key[p][1])
+
+
 def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
-    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or its fastest protocol, with the
-    network's latency floor (:func:`_floored`)."""
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or the protocol NCCL would run
+    (:func:`_nccl_order`), with the network's latency floor (:func:`_floored`)."""
     if topo.protocols is None:
         terms = {Protocol.SIMPLE: _table_terms(op, alg, S, P, topo)}
     else:
         terms = _protocol_terms(op, alg, S, P, topo)
-    return min(_floored(terms, P, topo).values(), key=lambda lb: lb[0] + lb[1])
+    terms = _floored(terms, P, topo)
+    return terms[_nccl_order(op, alg, S, P, topo, terms)[0]]
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -511,7 +531,8 @@ def algorithm_costs(op: Collective, message_bytes: float, gpus: int,
 
 def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric: Link | Topology,
                    algorithm: Algorithm | str) -> dict[Protocol, CollectiveCost]:
-    """The cost of ``algorithm`` under each protocol NCCL could run it with, fastest first.
+    """The cost of ``algorithm`` under each protocol NCCL could run it with, in the order NCCL's tuner ranks
+    them (fastest first, except a lockstep ring across nodes: :func:`_nccl_order`).
 
     Only for a :class:`Topology` with a protocol model (``protocols`` set, as system
     presets have); elsewhere the one entry is ``Protocol.SIMPLE``, the links' own alpha and beta.
@@ -534,7 +555,7 @@ def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric
         terms = _protocol_terms(op, alg, message_bytes, gpus, topo)
     terms = _floored(terms, gpus, topo)
     costs = {p: _cost(op, alg, message_bytes, gpus, lat, bw) for p, (lat, bw) in terms.items()}
-    return dict(sorted(costs.items(), key=lambda pc: pc[1].total_s))
+    return {p: costs[p] for p in _nccl_order(op, alg, message_bytes, gpus, topo, terms)}
 
 
 def collective_cost(op: Collective | str, message_bytes: float, gpus: int,

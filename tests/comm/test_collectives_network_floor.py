@@ -82,3 +82,24 @@ def test_floor_only_slows_and_bounds(floor_s, size, op, nodes):
         assert with_floor.latency_s >= floor_s
     else:
         assert with_floor.total_s == without.total_s
+
+
+def test_lockstep_ring_runs_the_protocol_nccls_tuner_ranks_first():
+    """A ring all-gather across nodes is priced lockstep, but NCCL chooses its protocol by its own latency
+    sum (issue 20): on gb300-nvl72, 2 nodes x 4 GPUs, 128 MiB, NCCL runs Simple though LL128 prices lower
+    lockstep. P = 8, n = 2, a_i = 1.9 us (NVLink 5), a_e = 4 us (XDR), B_e = 94 GB/s per GPU, t_0 = 8.4 us:
+      NCCL's sum:  LL128 14 + 6 x 1.9 + 1 x 4 = 29.4 us   + V / (4 x 94e9 x 0.92) = 339.5 us -> 368.9 us
+                   Simple 8.4 + 6 x 3.4 + 1 x 14 = 42.8 us + V / (4 x 94e9)       = 312.3 us -> 355.1 us (first)
+      lockstep:    LL128 14 + 7 x 4 = 42 us -> 381.5 us;  Simple 8.4 + 7 x 14 = 106.4 us -> 418.7 us
+    with V = 7/8 x 2**27 = 117,440,512 B. commcost returns Simple, priced lockstep: 418.7 us."""
+    topo, P = system_group("gb300-nvl72", nodes=2, gpus=8, gpus_per_node=4)
+    S = 2 ** 27
+    order = list(protocol_costs("all_gather", S, P, topo, "ring"))
+    assert order[0].value == "simple"
+    c = collective_cost("all_gather", S, P, topo, "ring")
+    assert c.latency_s == pytest.approx(106.4e-6)
+    assert c.bandwidth_s == pytest.approx(117440512 / 376e9)
+    assert c.total_s > protocol_costs("all_gather", S, P, topo, "ring")[order[1]].total_s  # not the cheapest
+    # an all-reduce keeps commcost's cheapest protocol: its latency is NCCL's own sum already
+    costs = list(protocol_costs("all_reduce", S, P, topo, "ring").values())
+    assert costs == sorted(costs, key=lambda x: x.total_s)
