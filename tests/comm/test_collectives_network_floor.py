@@ -103,3 +103,13 @@ def test_lockstep_ring_runs_the_protocol_nccls_tuner_ranks_first():
     # an all-reduce keeps commcost's cheapest protocol: its latency is NCCL's own sum already
     costs = list(protocol_costs("all_reduce", S, P, topo, "ring").values())
     assert costs == sorted(costs, key=lambda x: x.total_s)
+
+
+def test_collective_report_names_the_floor(capsys):
+    from commcost.cli import main
+
+    assert main(["collective", "--op", "all_reduce", "--size", "1MiB", "--system", "gcp-a3-mega", "--nodes", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "across nodes no collective under 123.4 us (network floor)" in out
+    assert main(["collective", "--op", "all_reduce", "--size", "1MiB", "--system", "dgx-h100", "--nodes", "2"]) == 0
+    assert "network floor" not in capsys.readouterr().out
