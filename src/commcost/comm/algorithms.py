@@ -394,9 +394,12 @@ def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_shar
                    base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
-def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
-                    topo: Topology, lockstep: bool = True) -> dict[Protocol, tuple[float, float]]:
-    """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
+def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
+                    ranking: dict[Protocol, float] | None = None) -> dict[Protocol, tuple[float, float]]:
+    """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring).
+
+    ``ranking``, when given, is filled for a lockstep ring (all-gather, reduce-scatter across nodes) with
+    each protocol's time as NCCL's tuner sees it: the same bandwidth term, its own latency sum (not lockstep)."""
     pm = topo.protocols
     assert pm is not None
     pl = place(P, topo)
@@ -445,7 +448,9 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
         else:
-            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=lockstep)
+            lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
+        ranked = ranking is not None and alg is Algorithm.RING and op in LOCKSTEP_RING_OPS and n > 1
+        nccl_lat = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)[0] if ranked else lat
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
@@ -458,6 +463,8 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
             lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
         out[p] = (lat, bw)
+        if ranked:
+            ranking[p] = nccl_lat + bw
     return out
 
 
@@ -471,28 +478,27 @@ def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
     return {p: (max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
 
 
-def _nccl_order(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
-                terms: dict[Protocol, tuple[float, float]]) -> list[Protocol]:
+def _nccl_order(terms: dict[Protocol, tuple[float, float]], ranking: dict[Protocol, float]) -> list[Protocol]:
     """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except for a
     ring all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL's
     tuner does not see: NCCL ranks those by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc),
-    with the same bandwidth terms, and runs the winner, which commcost then prices lockstep."""
-    key = terms
-    if (alg is Algorithm.RING and op in LOCKSTEP_RING_OPS and topo.protocols is not None
-            and place(P, topo).nodes > 1):
-        key = _protocol_terms(op, alg, S, P, topo, lockstep=False)
-    return sorted(terms, key=lambda p: key[p][0] + key[p][1])
+    with the same bandwidth terms (``ranking``, filled by :func:`_protocol_terms`), and runs the winner,
+    which commcost then prices lockstep."""
+    if ranking:
+        return sorted(terms, key=lambda p: ranking[p])
+    return sorted(terms, key=lambda p: terms[p][0] + terms[p][1])
 
 
 def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or the protocol NCCL would run
     (:func:`_nccl_order`), with the network's latency floor (:func:`_floored`)."""
+    ranking: dict[Protocol, float] = {}
     if topo.protocols is None:
         terms = {Protocol.SIMPLE: _table_terms(op, alg, S, P, topo)}
     else:
-        terms = _protocol_terms(op, alg, S, P, topo)
+        terms = _protocol_terms(op, alg, S, P, topo, ranking)
     terms = _floored(terms, P, topo)
-    return terms[_nccl_order(op, alg, S, P, topo, terms)[0]]
+    return terms[_nccl_order(terms, ranking)[0]]
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -549,13 +555,14 @@ def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric
         raise InputError(why)
     if gpus == 1:
         return {Protocol.SIMPLE: _cost(op, alg, message_bytes, 1, 0.0, 0.0)}
+    ranking: dict[Protocol, float] = {}
     if topo.protocols is None:
         terms = {Protocol.SIMPLE: _table_terms(op, alg, message_bytes, gpus, topo)}
     else:
-        terms = _protocol_terms(op, alg, message_bytes, gpus, topo)
+        terms = _protocol_terms(op, alg, message_bytes, gpus, topo, ranking)
     terms = _floored(terms, gpus, topo)
     costs = {p: _cost(op, alg, message_bytes, gpus, lat, bw) for p, (lat, bw) in terms.items()}
-    return {p: costs[p] for p in _nccl_order(op, alg, message_bytes, gpus, topo, terms)}
+    return {p: costs[p] for p in _nccl_order(terms, ranking)}
 
 
 def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
