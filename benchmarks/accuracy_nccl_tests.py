@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 from commcost import collective_cost  # noqa: E402
 from commcost.comm import algorithms  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
-from commcost.comm.band import collective_band  # noqa: E402
+from commcost.comm.band import band_class, collective_band  # noqa: E402
 from commcost.hardware.registry import systems  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
@@ -59,16 +59,33 @@ DERIVATION_EXCLUDED: dict[str, str] = {}
 
 FABRIC_VALUES_FROM_TABLES = {
     "OCI MI355X Pollara": {"infinity_fabric_mi355": {"achievable_bandwidth_bytes_per_s": 0.703 * 537.6e9}},
-    "GCP A3 Mega (TCPXO)": {"tcpxo": {"achievable_bandwidth_bytes_per_s": 20.0e9, "step_latency_s": 35.0e-6}},
-    "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9}},
+    "GCP A3 Mega (TCPXO)": {"tcpxo": {"achievable_bandwidth_bytes_per_s": 20.0e9, "step_latency_s": 35.0e-6,
+                                      "collective_floor_s": 0.0}},
+    "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9, "step_latency_s": 50.0e-6,
+                                    "collective_floor_s": 0.0}},
 }
 """Preset fabric numbers issue 20 set from one system's tables, and the value each falls back to while that
 system is left out: MI355X's Infinity Fabric at MI300X's measured share of line (315/448 = 0.703 of 537.6
-GB/s), tcpxo and tcpx at the 80%-of-line and 35 us assumptions they had before their tables were found."""
+GB/s), tcpxo and tcpx at the 80%-of-line and 35 us / 50 us step assumptions they had before their tables were
+found, and no network floor (tcpxo's floor is read off its table's unscored 8-512 B rows, tcpx's off its 8 MiB
+row: both are the system's own rows, so neither is used while it is left out; tcpx's floor then also leaves the
+other system's scoring untouched, as each system's rows see only their own fabric)."""
 
 
 def _pct(xs: list[float]) -> str:
     return f"{statistics.median(xs) * 100:5.1f}%" if xs else "    -"
+
+
+def _p90(xs: list[float]) -> str:
+    """The 90th percentile of ``xs`` (nearest rank: the ``ceil(0.9 n)``-th smallest), as a percentage."""
+    if not xs:
+        return "    -"
+    ordered = sorted(xs)
+    return f"{ordered[max(0, -(-9 * len(ordered) // 10) - 1)] * 100:5.1f}%"
+
+
+def _signed(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 100:+5.1f}%" if xs else "    -"
 
 
 def _share(flags: list[bool]) -> str:
@@ -145,13 +162,14 @@ def _score_table(table, est) -> list[dict]:
         c = collective_cost(table.op, row.size_bytes, P, topo)
         low, high = collective_band(c, topo)
         proto = next(iter(protocol_costs(table.op, row.size_bytes, P, topo, c.algorithm)))
+        cls = band_class(c, topo)
         ind = (est(row.size_bytes, P) - row.time_s) / row.time_s if est and table.op == "all_reduce" else None
         out.append({"table": table.name, "system": table.system, "split": table.split, "preset": table.preset,
                     "op": table.op, "scope": "one_node" if row.nodes == 1 else "multi_node",
                     "S": row.size_bytes, "nodes": row.nodes, "P": P, "measured_s": row.time_s,
                     "predicted_s": c.total_s, "err": (c.total_s - row.time_s) / row.time_s,
                     "how": f"{c.algorithm.value}/{proto.value}", "in_band": low <= row.time_s <= high,
-                    "low_s": low, "high_s": high, "inductor_err": ind})
+                    "low_s": low, "high_s": high, "inductor_err": ind, "band_class": cls})
     return out
 
 
@@ -176,6 +194,35 @@ def score_leave_one_system_out() -> list[dict]:
     return out
 
 
+def band_leave_one_system_out(rows: list[dict], cls: str = "multi_node") -> dict:
+    """The all-reduce ``cls`` band re-derived leaving each system out, and the coverage it gets.
+
+    For each system, ``(r_lo, r_hi)`` = the 5th and 95th percentiles of ``t_meas / t_pred`` over the TUNING
+    all-reduce rows of class ``cls`` of every *other* system (benchmarks/derive_constants.py's rule), scored on
+    that system's rows (tuning and held out). Returns the pooled coverage of those bands, the coverage of the
+    shipped band on the same rows, and the band re-derived from every tuning row with its held-out coverage."""
+    from commcost.comm.band import class_ratios
+    from derive_constants import _quantile
+
+    mine = [r for r in rows if r["op"] == "all_reduce" and r["band_class"] == cls]
+    ratio = {id(r): r["measured_s"] / r["predicted_s"] for r in mine}
+    tuning = [r for r in mine if r["split"] == "tuning"]
+    hits = []
+    for system in dict.fromkeys(r["system"] for r in mine):
+        other = [ratio[id(r)] for r in tuning if r["system"] != system]
+        lo, hi = _quantile(other, 0.05), _quantile(other, 0.95)
+        hits += [lo <= ratio[id(r)] <= hi for r in mine if r["system"] == system]
+    shipped = class_ratios("all_reduce", cls)
+    every = [ratio[id(r)] for r in tuning]
+    rederived = (_quantile(every, 0.05), _quantile(every, 0.95))
+    held = [ratio[id(r)] for r in mine if r["split"] == "heldout"]
+    return {"rows": len(mine), "loso_coverage": sum(hits) / len(hits),
+            "shipped": shipped, "shipped_coverage": sum(shipped[0] <= x <= shipped[1] for x in ratio.values()) / len(mine),
+            "rederived": rederived,
+            "heldout_coverage_shipped": sum(shipped[0] <= x <= shipped[1] for x in held) / len(held),
+            "heldout_coverage_rederived": sum(rederived[0] <= x <= rederived[1] for x in held) / len(held)}
+
+
 def _summary_line(label: str, rows: list[dict]) -> str:
     a = [abs(r["err"]) for r in rows]
     mid = [abs(r["err"]) for r in rows if r["S"] <= MID_MAX_BYTES]
@@ -185,11 +232,11 @@ def _summary_line(label: str, rows: list[dict]) -> str:
     ind = [r for r in rows if r["inductor_err"] is not None]
     ind_s = (f"{_pct([abs(r['inductor_err']) for r in ind]):>9} {_pct([abs(r['err']) for r in ind]):>7}"
              if ind else f"{'-':>9} {'-':>7}")
-    return (f"{label:<46} {len(rows):>4} {_pct(a):>7} {_pct(mid):>8} {_pct(big):>7} {_share(fast):>6} "
-            f"{_share(band):>6} {ind_s}")
+    return (f"{label:<46} {len(rows):>4} {_pct(a):>7} {_p90(a):>6} {_signed([r['err'] for r in rows]):>7} "
+            f"{_pct(mid):>8} {_pct(big):>7} {_share(fast):>6} {_share(band):>6} {ind_s}")
 
 
-HEAD = (f"{'median |error|, rows >= 1 MiB':<46} {'rows':>4} {'all':>7} {'1-64MiB':>8} {'>64MiB':>7} "
+HEAD = (f"{'median |error|, rows >= 1 MiB':<46} {'rows':>4} {'all':>7} {'p90':>6} {'signed':>7} {'1-64MiB':>8} {'>64MiB':>7} "
         f"{'fast':>6} {'band':>6} {'inductor':>9} {'(cc)':>7}")
 
 
@@ -230,7 +277,13 @@ def main(argv: list[str]) -> int:
             print(_summary_line(name, [r for r in side_rows if r["table"] == name]))
         print(_summary_line(f"POOLED {side}", side_rows))
         print(_summary_line(f"POOLED {side} all_reduce", [r for r in side_rows if r["op"] == "all_reduce"]))
-    print("\ncolumns: all / 1-64 MiB / > 64 MiB = median |relative error|; fast = share of predictions faster "
+    b = band_leave_one_system_out(rows)
+    print(f"\nmulti_node all-reduce band, {b['rows']} rows: shipped {b['shipped'][0]:.3f}-{b['shipped'][1]:.3f} covers "
+          f"{b['shipped_coverage']:.0%}; re-derived leaving each system out covers {b['loso_coverage']:.0%}; "
+          f"re-derived from every tuning row {b['rederived'][0]:.3f}-{b['rederived'][1]:.3f}: held-out coverage "
+          f"{b['heldout_coverage_rederived']:.0%} (shipped {b['heldout_coverage_shipped']:.0%})")
+    print("\ncolumns: all / 1-64 MiB / > 64 MiB = median |relative error|; p90 = its 90th percentile (all rows); "
+          "signed = median signed error (negative: too fast); fast = share of predictions faster "
           "than measured (no systematic sign: 35-65%); band = share of measured times inside "
           "commcost.comm.band.collective_band; inductor = torch._inductor.comm_analysis on the all-reduce rows it "
           "can price (NVIDIA GPUs), (cc) = commcost on those same rows")

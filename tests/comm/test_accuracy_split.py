@@ -16,7 +16,8 @@ from conftest import DATA, ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from accuracy_nccl_tests import MID_MAX_BYTES, derive_issue20_constants, score, score_leave_one_system_out  # noqa: E402
+from accuracy_nccl_tests import (MID_MAX_BYTES, band_leave_one_system_out, derive_issue20_constants, score,  # noqa: E402
+                                 score_leave_one_system_out)
 
 SPLIT = json.loads((DATA / "nccl_tests" / "split.json").read_text(encoding="utf-8"))
 MATCHES = json.loads((DATA / "nccl_tests" / "preset_matches.json").read_text(encoding="utf-8"))
@@ -114,3 +115,15 @@ def test_leaving_a_system_out_changes_only_the_constants_it_gave():
     assert every["FAN_IN_SLOWDOWN_PER_PEER"] == pytest.approx(0.01477, rel=2e-3)
     without_mi355x = derive_issue20_constants([t for t in tables if t.system != "OCI MI355X Pollara"])
     assert without_mi355x["FAN_IN_SLOWDOWN_PER_PEER"] == pytest.approx(0.01708, rel=2e-3)  # GB300's alone
+
+
+def test_multi_node_band_is_kept_because_rederiving_it_buys_no_held_out_coverage(rows):
+    """Issue 20, item 4: the multi_node all-reduce band re-derived from every tuning row (0.906-2.789 at this
+    commit; 3.214 before the TCPX/TCPXO floor) covers no more held-out rows than the shipped 0.902-2.060
+    (86% of 44 both), and re-deriving it leaving each system out covers 85% of 172 rows against the shipped
+    band's 87%: the wider high end only widens the band, so bands.json keeps 2.060."""
+    b = band_leave_one_system_out(rows)
+    assert b["shipped"] == (0.902, 2.06)
+    assert b["heldout_coverage_rederived"] <= b["heldout_coverage_shipped"]
+    assert b["shipped_coverage"] >= b["loso_coverage"]
+    assert b["rederived"][1] > b["shipped"][1]  # the re-derived band is wider, not better

@@ -41,6 +41,12 @@ tuning.cc doubles NVLS_TREE's network bandwidth only "for nNodes <= 2") and pays
 :func:`commcost.comm.topology.network_oversubscription` (the preset's congestion rule, and on a
 three-tier topology the spine's share when the group spans several pods).
 
+**Network floor** (GPUDirect-TCPX/TCPXO-class networks, :attr:`Topology.network_floor_s` ``t_f``): every
+collective whose group spans nodes pays ``max(latency, t_f)`` in place of its latency term, under every
+algorithm and protocol: a message across such a network is handed to the host's TCP stack (TCPX: its data,
+TCPXO: its control path), a cost the per-step alpha of NCCL's model does not carry (the A3 Mega all-reduce
+takes 123 us from 8 B to 512 B, where its tree's latency term is 33 us).
+
 **Third tier** (pods of nodes under one leaf layer, a spine between them): a group spanning ``m``
 pods pays ``a_s`` more for each network step that crosses the spine, on top of ``a_e``:
 ring ``k(m-1)`` steps (its ring visits the pods in order, so ``m-1`` of its ``n-1`` node-to-node
@@ -67,6 +73,12 @@ latency ``t_0^p``, step latencies ``a_i^p, a_e^p`` and bandwidth efficiency
 with ``p`` ranging over the protocols::
 
     T(alg) = min_p  T_table(alg; t_0^p, a_i^p, a_e^p, e^p B_i, e^p B_e)
+
+with one exception: a ring all-gather or reduce-scatter across nodes is priced lockstep (every step at the
+network step's pace), a cost NCCL's tuner does not see; NCCL ranks its protocols by its own latency sum
+``(P-n) a_i^p + (n-1) a_e^p`` and runs the winner, so commcost picks ``p`` that way and prices that ``p``
+lockstep (:func:`_nccl_order`). On the A4X Max all-gather this is the difference between LL128 and Simple
+at 64 MiB - 256 MiB (-15% -> +5% at 64 MiB); NCCL 2.28 there switches to Simple already at 16 MiB.
 
 where ``a^p = a x hwLat[p] / hwLat[LL128]`` (the fabric's own step latency is
 NCCL's ring LL128 one) and ``t_0^p = t_0 x baseLat[p] / 8.4 us``, refined as
@@ -382,9 +394,12 @@ def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_shar
                    base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
-def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
-                    topo: Topology) -> dict[Protocol, tuple[float, float]]:
-    """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
+def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
+                    ranking: dict[Protocol, float] | None = None) -> dict[Protocol, tuple[float, float]]:
+    """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring).
+
+    ``ranking``, when given, is filled for a lockstep ring (all-gather, reduce-scatter across nodes) with
+    each protocol's time as NCCL's tuner sees it: the same bandwidth term, its own latency sum (not lockstep)."""
     pm = topo.protocols
     assert pm is not None
     pl = place(P, topo)
@@ -434,6 +449,8 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
         else:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
+        ranked = ranking is not None and alg is Algorithm.RING and op in LOCKSTEP_RING_OPS and n > 1
+        nccl_lat = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)[0] if ranked else lat
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
             bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
@@ -446,14 +463,42 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
             lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
         out[p] = (lat, bw)
+        if ranked:
+            ranking[p] = nccl_lat + bw
     return out
 
 
+def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
+             topo: Topology) -> dict[Protocol, tuple[float, float]]:
+    """``terms`` with each latency raised to the network's floor ``t_f`` (:attr:`Topology.network_floor_s`)
+    when the group spans nodes: ``latency = max(latency, t_f)``; unchanged inside one node or without a floor."""
+    t_f = topo.network_floor_s
+    if t_f <= 0.0 or place(P, topo).nodes < 2:
+        return terms
+    return {p: (max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
+
+
+def _nccl_order(terms: dict[Protocol, tuple[float, float]], ranking: dict[Protocol, float]) -> list[Protocol]:
+    """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except for a
+    ring all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL's
+    tuner does not see: NCCL ranks those by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc),
+    with the same bandwidth terms (``ranking``, filled by :func:`_protocol_terms`), and runs the winner,
+    which commcost then prices lockstep."""
+    if ranking:
+        return sorted(terms, key=lambda p: ranking[p])
+    return sorted(terms, key=lambda p: terms[p][0] + terms[p][1])
+
+
 def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
-    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or its fastest protocol."""
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or the protocol NCCL would run
+    (:func:`_nccl_order`), with the network's latency floor (:func:`_floored`)."""
+    ranking: dict[Protocol, float] = {}
     if topo.protocols is None:
-        return _table_terms(op, alg, S, P, topo)
-    return min(_protocol_terms(op, alg, S, P, topo).values(), key=lambda lb: lb[0] + lb[1])
+        terms = {Protocol.SIMPLE: _table_terms(op, alg, S, P, topo)}
+    else:
+        terms = _protocol_terms(op, alg, S, P, topo, ranking)
+    terms = _floored(terms, P, topo)
+    return terms[_nccl_order(terms, ranking)[0]]
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -492,7 +537,8 @@ def algorithm_costs(op: Collective, message_bytes: float, gpus: int,
 
 def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric: Link | Topology,
                    algorithm: Algorithm | str) -> dict[Protocol, CollectiveCost]:
-    """The cost of ``algorithm`` under each protocol NCCL could run it with, fastest first.
+    """The cost of ``algorithm`` under each protocol NCCL could run it with, in the order NCCL's tuner ranks
+    them (fastest first, except a lockstep ring across nodes: :func:`_nccl_order`).
 
     Only for a :class:`Topology` with a protocol model (``protocols`` set, as system
     presets have); elsewhere the one entry is ``Protocol.SIMPLE``, the links' own alpha and beta.
@@ -509,12 +555,14 @@ def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric
         raise InputError(why)
     if gpus == 1:
         return {Protocol.SIMPLE: _cost(op, alg, message_bytes, 1, 0.0, 0.0)}
+    ranking: dict[Protocol, float] = {}
     if topo.protocols is None:
         terms = {Protocol.SIMPLE: _table_terms(op, alg, message_bytes, gpus, topo)}
     else:
-        terms = _protocol_terms(op, alg, message_bytes, gpus, topo)
+        terms = _protocol_terms(op, alg, message_bytes, gpus, topo, ranking)
+    terms = _floored(terms, gpus, topo)
     costs = {p: _cost(op, alg, message_bytes, gpus, lat, bw) for p, (lat, bw) in terms.items()}
-    return dict(sorted(costs.items(), key=lambda pc: pc[1].total_s))
+    return {p: costs[p] for p in _nccl_order(terms, ranking)}
 
 
 def collective_cost(op: Collective | str, message_bytes: float, gpus: int,

@@ -87,6 +87,11 @@ class Topology:
     """NIC ports each GPU has for the scale-out network (``inter`` is their sum per GPU). NCCL's ring and tree
     channels spread over every port (at most 32 a node); a point-to-point transfer (all-to-all) drives one port
     ("Alltoall cannot aggregate the bandwidth of multiple NICs", NVIDIA/nccl-tests#267). 1: one NIC per GPU."""
+    network_floor_s: float = 0.0
+    """``t_f``: the least time of any collective whose group spans nodes, on a network with a per-message host
+    cost (GPUDirect-TCPX/TCPXO, where the data or its control path crosses the host's TCP stack): the latency
+    term of such a collective is ``max(latency, t_f)`` (:func:`commcost.comm.algorithms.collective_cost`). A
+    fabric property (fabrics.json ``collective_floor_s``, with its source); 0: no floor (RDMA fabrics)."""
     protocols: ProtocolModel | None = None
     """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.comm.protocols`): each algorithm
     runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
@@ -114,6 +119,7 @@ class Topology:
                              f"got {self.spine_oversubscription:g}")
         require_finite_positive("spine_latency_s", self.spine_latency_s, allow_zero=True)
         require_count("nics_per_gpu", self.nics_per_gpu)
+        require_finite_positive("network_floor_s", self.network_floor_s, allow_zero=True)
         if self.pod_nodes is None and (self.spine_oversubscription != 1 or self.spine_latency_s != 0):
             raise InputError("spine_oversubscription and spine_latency_s describe a third tier: give pod_nodes too")
         if self.protocols is not None:

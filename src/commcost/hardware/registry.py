@@ -127,6 +127,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         pod_nodes=sysp.get("pod_nodes"),
         spine_oversubscription=float(sysp.get("spine_oversubscription", 1.0)),
         spine_latency_s=float(sysp.get("spine_latency_s", 0.0)),
+        network_floor_s=float(inter.get("collective_floor_s", 0.0)),
     )
 
 

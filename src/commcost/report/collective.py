@@ -69,6 +69,8 @@ def _fabric_line(fabric: Link | Topology | None, gpus: int, note: str | None = N
               f"{f.in_network.latency_s / US:g} us/step")
     if f.base_latency_s:
         s += f"; launch {f.base_latency_s / US:g} us"
+    if f.network_floor_s:
+        s += f"; across nodes no collective under {f.network_floor_s / US:g} us (network floor)"
     if f.pod_nodes is not None:
         s += (f"\n  third tier: pods of {f.pod_nodes} nodes; across pods the spine gives each NIC "
               f"1/{f.spine_oversubscription:g} of its bandwidth and adds {f.spine_latency_s / US:g} us per step")
