@@ -17,8 +17,6 @@ import re
 from commcost.cli._args import (PROG, Parser, clear_interrupt_notes, fail, hold_warnings, interrupt_note,
                                 release_warnings)
 from commcost.core.errors import InputError
-from commcost import __version__
-from commcost.cli._args import Terminated
 
 __all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
 
@@ -141,6 +139,7 @@ def _terminate_as_interrupt():
         return None
 
     def handler(signum, frame):  # type: ignore[no-untyped-def]
+        from commcost.cli._args import Terminated
 
         raise Terminated()
     try:
@@ -194,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(lines), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     if argv[0] == "--version":
+        from commcost import __version__
 
         print(f"commcost {__version__}")
         return 0

@@ -14,15 +14,6 @@ from collections.abc import Callable
 
 from commcost.core.errors import InputError
 from commcost.core.units import parse_size_bytes
-from commcost.comm.collectives import Collective
-from commcost.core.units import GB
-from commcost.core.units import LATENCY_MAX_S
-from commcost.core.units import RATE_MAX_BYTES_PER_S
-from commcost.core.units import RATE_MIN_BYTES_PER_S
-from commcost.core.units import US
-from commcost.core.units import parse_rate_bytes_per_s
-from commcost.core.units import parse_time_s
-from commcost.step.timeline import MAX_SIMULATED_BUCKETS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -324,6 +315,7 @@ def rate_gb_per_s(text: str) -> float:
     """A rate in GB/s (1e9 bytes/s): ``"50"`` (bare: GB/s, the drill's unit), ``"50GB/s"``,
     ``"400Gbps"`` (bits), ``"46.6GiB/s"``; between 1 kB/s and 1 PB/s
     (:data:`commcost.core.units.RATE_MIN_BYTES_PER_S`, :data:`~commcost.core.units.RATE_MAX_BYTES_PER_S`)."""
+    from commcost.core.units import GB, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S, parse_rate_bytes_per_s
 
     if _bare_number(text):
         value = _number(text)  # as typed, so the drill's numbers are exactly what they were
@@ -341,6 +333,7 @@ def rate_gb_per_s(text: str) -> float:
 def _latency_value_us(text: str) -> float:
     """A latency in microseconds: ``"20"`` (bare: us, the drill's unit), ``"20us"``, ``"0.02ms"``,
     ``"500ns"``; between 0 and 10 s (:data:`commcost.core.units.LATENCY_MAX_S`)."""
+    from commcost.core.units import LATENCY_MAX_S, US, parse_time_s
 
     if _bare_number(text):
         value = _number(text)  # as typed, so the drill's numbers are exactly what they were
@@ -475,6 +468,7 @@ def size_bounds(text: str) -> tuple[float, float]:
 
 def collective_list(text: str) -> tuple:
     """``"all_reduce,all_gather"`` or ``"all"`` -> Collective members (names as in torch.distributed)."""
+    from commcost.comm.collectives import Collective
 
     if text.strip() == "all":
         return tuple(Collective)
@@ -552,6 +546,7 @@ def check_output_path(flag: str, path: str, suffixes: tuple[str, ...] = ()) -> N
 def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> None:
     """Refuse a gradient/cap pair that would make the DDP timeline simulate more buckets than
     :data:`commcost.step.timeline.MAX_SIMULATED_BUCKETS` (it would take minutes and gigabytes)."""
+    from commcost.step.timeline import MAX_SIMULATED_BUCKETS
 
     count = message_bytes / cap_bytes
     if count > MAX_SIMULATED_BUCKETS:
@@ -562,6 +557,7 @@ def check_bucket_count(flag: str, message_bytes: float, cap_bytes: float) -> Non
 
 def token_count(text: str) -> float:
     """A token count > 0: ``2e12``, ``2T``, ``300B`` (:func:`commcost.analyses.plan.training_cost.parse_token_count`)."""
+    from commcost.core.errors import InputError
     from commcost.analyses.plan.training_cost import parse_token_count
 
     try:

@@ -15,12 +15,6 @@ import argparse
 from collections import namedtuple
 
 from commcost.cli import _args as A
-from commcost.cli._args import warn as one_warning
-from commcost.comm.link import Link
-from commcost.comm.model import FlatLinkModel
-from commcost.core.errors import InputError
-from commcost.core.units import GB
-from commcost.core.units import US
 
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
@@ -118,6 +112,7 @@ class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology
 
 def warn(text: str) -> None:
     """One warning line on stderr (held until the run succeeds: :func:`commcost.cli._args.warn`)."""
+    from commcost.cli._args import warn as one_warning
 
     one_warning(text)
 
@@ -199,6 +194,9 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
             A.fail(f"--{name} is required (or --system NAME with --nodes, or --profile FILE)")
     if set_gpus and getattr(args, "gpus", None) is None:
         A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
+    from commcost.comm.model import FlatLinkModel
+    from commcost.comm.link import Link
+    from commcost.core.units import GB, US
 
     link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
     return Resolved(comm=FlatLinkModel(link=link, backend=backend), gpus=getattr(args, "gpus", None) if set_gpus
@@ -282,6 +280,7 @@ def _third_tier_override(args: argparse.Namespace, topo):
     flags); the spine flags need pods to apply to. Flags not given keep ``topo``'s values."""
     from dataclasses import replace
 
+    from commcost.core.units import US
 
     pod_nodes = getattr(args, "pod_nodes", None)
     pod_nodes = topo.pod_nodes if pod_nodes is None else pod_nodes
@@ -300,6 +299,8 @@ def _third_tier_override(args: argparse.Namespace, topo):
 def _custom_topology(args: argparse.Namespace):
     """``(Topology, P)`` from ``--gpus-per-node``, ``--nodes``, ``--intra-*``/``--inter-*``/``--nvls-*``."""
     from commcost.comm.topology import Link, Topology
+    from commcost.core.errors import InputError
+    from commcost.core.units import GB, US
 
     gpus = getattr(args, "gpus", None)
     if args.gpus_per_node is None:

@@ -6,26 +6,6 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, resolve_comm_model
-from commcost.analyses.drill.budget import BudgetInputs
-from commcost.analyses.drill.budget import communication_budget
-from commcost.analyses.drill.layer import LayerInputs
-from commcost.analyses.drill.layer import layer_ratio
-from commcost.comm.link import Link
-from commcost.comm.model import FlatLinkModel
-from commcost.core.dtypes import bytes_per_element
-from commcost.core.dtypes import gradient_bytes
-from commcost.core.units import BILLION
-from commcost.core.units import GB
-from commcost.core.units import MS
-from commcost.core.units import TERA
-from commcost.core.units import US
-from commcost.report._width import wrap_lines
-from commcost.report.budget import budget_to_dict
-from commcost.report.budget import render_budget_text
-from commcost.report.layer import layer_to_dict
-from commcost.report.layer import render_layer_text
-from commcost.workload.shape import model_params
-from commcost.workload.shape import model_preset
 
 __all__ = ["add_arguments", "run"]
 
@@ -82,9 +62,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the combination of flags, resolve the one CommModel, compute, render."""
+    from commcost.analyses.drill.budget import BudgetInputs, communication_budget
+    from commcost.comm.model import FlatLinkModel
+    from commcost.comm.link import Link
+    from commcost.core.units import BILLION, GB, MS, TERA, US
+    from commcost.core.dtypes import bytes_per_element, gradient_bytes
 
     shape = None
     if args.model is not None:
+        from commcost.workload.shape import model_params, model_preset
 
         if args.params is not None:
             A.fail("--model sets the parameter count; drop --params")
@@ -121,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     texts: list[str] = []
     drill_texts: list[str] = []  # the drill's report: printed as it always was
     if want_budget:
+        from commcost.report.budget import budget_to_dict, render_budget_text
 
         budget = communication_budget(BudgetInputs(
             gpus=args.gpus, comm=comm, params=args.params * BILLION, step_s=args.step_ms * MS,
@@ -153,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
             note, out["memory"] = _ddp_memory(args.params * BILLION, gpu)
             texts.insert(0, note)
     if args.layer_ratio:
+        from commcost.analyses.drill.layer import LayerInputs, layer_ratio
+        from commcost.report.layer import layer_to_dict, render_layer_text
 
         layer = layer_ratio(LayerInputs(
             gpus=args.gpus, comm=comm, hidden=args.hidden, seq=args.seq,
@@ -176,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
         dump_json(out)
     else:  # the drill's parts (a)-(g) and the layer ratio keep their format; the notes around them wrap
+        from commcost.report._width import wrap_lines
 
         print("\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts))
     return 0
@@ -186,6 +176,7 @@ def _ddp_memory(params: float, gpu: str) -> tuple[str, dict]:
     """Whether pure DDP's model states fit on ``gpu``: 16 N bytes (bf16 weights and gradients, fp32
     master weights and Adam moments, :func:`commcost.workload.memory.ddp_memory_per_gpu`) against its memory."""
     from commcost.workload.memory import ddp_memory_per_gpu, gpu_capacity_bytes
+    from commcost.core.units import GB
 
     need, have = ddp_memory_per_gpu(params), gpu_capacity_bytes(gpu)
     fits = need <= have

@@ -64,8 +64,6 @@ from commcost.core.units import KiB
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.core.dtypes import gradient_bytes
 from commcost.core.xp import SCALAR
-from commcost.workload.shape import model_params
-from commcost.workload.shape import transformer_gradient_layers
 
 __all__ = [
     "AllReduceCost", "comm_allreduce_cost", "TimelineInputs", "GradientStream", "BucketTiming",
@@ -140,6 +138,7 @@ class TimelineInputs:
         """S = N * bytes_per_grad, with N from the shape when there is one."""
         if self.shape is None:
             return gradient_bytes(self.params, self.bytes_per_grad)
+        from commcost.workload.shape import model_params  # only with a model shape (start-up: no shape classes)
 
         n = model_params(self.shape)
         return gradient_bytes(n, self.bytes_per_grad)
@@ -166,6 +165,7 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
     """The ready order and ready times of the gradients (see the module docstring)."""
     if inp.shape is None:
         return GradientStream(tensor_bytes=(), ready_fraction=(), total_bytes=inp.message_bytes)
+    from commcost.workload.shape import transformer_gradient_layers
 
     layers = transformer_gradient_layers(inp.shape)
     total_flops = sum(layer.backward_flops_per_token for layer in layers)
