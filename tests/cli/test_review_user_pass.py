@@ -143,7 +143,7 @@ def test_format_fraction_extremes_are_scientific():
 
 
 def test_budget_with_absurd_bandwidth_stays_readable():
-    # the slowest rate accepted is 1e-6 GB/s = 1 kB/s (1e-300 is refused: tests/cli/test_hardening_inputs.py)
+    # the slowest rate accepted is 1e-6 GB/s = 1 kB/s (1e-300 is refused: tests/cli/test_args_bounds.py)
     r = run_tool("--gpus", "32", "--bw", "1e-6", "--latency", "20", "--params", "1.3", "--step-ms", "400")
     assert r.returncode == 0, r.stderr
     # 2(P-1)/P * S / B = 1.9375 * 2.6e9 / 1e3 = 5.0375e6 s
