@@ -4,14 +4,11 @@ stdout. Each case runs the command as a user would (a subprocess, nothing instal
 
 from __future__ import annotations
 
-
 import pytest
 
 from conftest import run_commcost, run_tool, one_error_line
 
-
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20")
-
 
 HUGE = str(10**310)  # 311 digits: float(HUGE) raises OverflowError
 

@@ -12,7 +12,6 @@ from commcost.core.errors import InputError
 from commcost.report._json import dump_json, find_non_finite
 from conftest import run_tool, strict_json
 
-
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20")
 
 

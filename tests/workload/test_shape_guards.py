@@ -3,7 +3,6 @@ item 5): in the library alone, and through the timeline's shape flags."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from commcost.core.errors import InputError
