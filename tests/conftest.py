@@ -69,7 +69,7 @@ def drill_profile(tmp_path, gpus=32):
 
 # --- the report contract: strict JSON whose numbers are named with their unit, text that fits -----------
 
-UNIT_WORDS = frozenset({"s", "bytes", "mb", "mib", "flops", "tflops", "params"})
+UNIT_WORDS = frozenset({"s", "bytes", "mb", "mib", "flops", "tflops", "params", "usd", "tokens", "days", "hours"})
 """Words of a key that name a unit: seconds, bytes (MB, MiB), FLOPs, parameters, with ``_per_...`` for rates
 (``bandwidth_bytes_per_s``, ``bytes_sent_per_rank``): STYLE.md convention 1."""
 
