@@ -69,7 +69,8 @@ def drill_profile(tmp_path, gpus=32):
 
 # --- the report contract: strict JSON whose numbers are named with their unit, text that fits -----------
 
-UNIT_WORDS = frozenset({"s", "bytes", "mb", "mib", "flops", "tflops", "params", "usd", "tokens", "days", "hours"})
+UNIT_WORDS = frozenset({"s", "bytes", "mb", "mib", "flops", "tflops", "params", "usd", "tokens", "days", "hours",
+                        "pct"})
 """Words of a key that name a unit: seconds, bytes (MB, MiB), FLOPs, parameters, with ``_per_...`` for rates
 (``bandwidth_bytes_per_s``, ``bytes_sent_per_rank``): STYLE.md convention 1."""
 
@@ -88,6 +89,9 @@ DIMENSIONLESS = frozenset({
     "speedup_partial", "speedup_partial_bounded", "speedup_perfect", "spread", "threshold", "dominance_factor",
     "oversubscription", "spine_oversubscription", "global_batch_growth", "band_ratios", "one_node", "multi_node",
     "multi_pod", "activations_exceed_memory", "model_states_exceed_memory",
+    # trace counts and indices
+    "world_size", "calls", "calls_dropped", "events", "index", "instances", "ranks", "reference_rank",
+    "slowest_rank", "step", "straggler_count", "unmatched_calls",
 })
 """Keys whose numbers are counts or ratios, with no unit to name."""
 
@@ -95,8 +99,9 @@ DIMENSIONLESS = frozenset({
 def numbers_without_a_unit(obj, key: str = "") -> list[str]:
     """Keys of ``obj`` (a ``*_to_dict`` result) holding a number whose name gives no unit and that is not a
     count or a ratio of :data:`DIMENSIONLESS`: ``[]`` when every number says what it is."""
-    if isinstance(obj, dict):
-        return [k for kk, v in obj.items() for k in numbers_without_a_unit(v, str(kk))]
+    if isinstance(obj, dict):  # a table keyed by names or ranks under a key with a unit inherits that unit
+        inherit = bool(UNIT_WORDS & set(key.split("_")))
+        return [k for kk, v in obj.items() for k in numbers_without_a_unit(v, key if inherit else str(kk))]
     if isinstance(obj, (list, tuple)):
         return [k for v in obj for k in numbers_without_a_unit(v, key)]
     if isinstance(obj, (int, float)) and not isinstance(obj, bool):
