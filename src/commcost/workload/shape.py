@@ -217,18 +217,19 @@ def model_preset_names() -> tuple[str, ...]:
     """Names of the model presets in ``hardware/models.json`` that a :class:`ModelShape` represents
     exactly (:func:`fits_timeline`; the rest are for ``commcost plan``,
     :mod:`commcost.workload.transformer`)."""
-    from commcost.workload.transformer import model_spec, model_spec_names  # lazy: not on the drill's path
-    return tuple(k for k in model_spec_names() if fits_timeline(model_spec(k)))
+    from commcost.hardware.registry import models  # lazy: not on the drill's path
+    from commcost.workload.transformer import spec_from_row
+    return tuple(k for k, row in models().items() if fits_timeline(spec_from_row(k, row)))
 
 
 def model_preset(name: str) -> ModelShape:
     """The :class:`ModelShape` of preset ``name`` (exact key or an alias of
     :data:`commcost.hardware.registry.MODEL_ALIASES`; unknown names list the valid ones), built from its
     :class:`TransformerSpec` at the row's training sequence length ``seq_tokens``."""
-    from commcost.hardware.registry import model_row  # lazy: not on the drill's path
-    from commcost.workload.transformer import model_spec
+    from commcost.hardware.registry import model_key, model_row  # lazy: not on the drill's path
+    from commcost.workload.transformer import spec_from_row
     row = model_row(name, "model preset")
-    spec = model_spec(name)
+    spec = spec_from_row(model_key(name), row)
     if not fits_timeline(spec):
         raise InputError(f"model {name!r} is not a plain dense transformer the DDP timeline can lay out "
                          f"(mixture-of-experts or a non-standard attention); use commcost plan --model {name}")

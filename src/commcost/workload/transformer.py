@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from commcost.core.errors import InputError
 from commcost.hardware.registry import model_key, model_row, models
 
-__all__ = ["TransformerSpec", "model_spec", "model_spec_names", "CAUSAL_EXECUTED_FRACTION"]
+__all__ = ["TransformerSpec", "model_spec", "model_spec_names", "spec_from_row", "CAUSAL_EXECUTED_FRACTION"]
 
 CAUSAL_EXECUTED_FRACTION = 0.5
 """Share of the full ``s x s`` score square a causal flash-attention kernel computes (it skips
@@ -277,6 +277,12 @@ _ROW_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_hea
                "moe_layers": "moe_layers", "attention_params": "attention_params", "source": "source"}
 
 
+def spec_from_row(key: str, row: dict) -> TransformerSpec:
+    """The :class:`TransformerSpec` of one ``models.json`` row (as :func:`commcost.hardware.registry.models`
+    returns it), named ``key``."""
+    return TransformerSpec(name=key, **{attr: row[k] for k, attr in _ROW_FIELDS.items() if k in row})
+
+
 def model_spec_names() -> tuple[str, ...]:
     """Every model in ``hardware/models.json`` (dense and MoE)."""
     return tuple(models())
@@ -287,6 +293,4 @@ def model_spec(name: str) -> TransformerSpec:
     :data:`commcost.hardware.registry.MODEL_ALIASES`, as every command takes them; unknown names list the valid
     ones)."""
 
-    key = model_key(name)
-    row = model_row(key)
-    return TransformerSpec(name=key, **{attr: row[k] for k, attr in _ROW_FIELDS.items() if k in row})
+    return spec_from_row(model_key(name), model_row(name))
