@@ -65,3 +65,55 @@ def drill_profile(tmp_path, gpus=32):
     save_profile(Profile(fit=fit, r2=0.999, median_abs_rel_error=0.01, max_abs_rel_error=0.05, points=20,
                          provenance={"source": "made-up.csv"}), path)
     return path
+
+
+# --- the report contract: strict JSON whose numbers are named with their unit, text that fits -----------
+
+UNIT_WORDS = frozenset({"s", "bytes", "mb", "mib", "flops", "tflops", "params", "usd", "tokens", "days", "hours",
+                        "pct"})
+"""Words of a key that name a unit: seconds, bytes (MB, MiB), FLOPs, parameters, with ``_per_...`` for rates
+(``bandwidth_bytes_per_s``, ``bytes_sent_per_rank``): STYLE.md convention 1."""
+
+DIMENSIONLESS = frozenset({
+    # counts
+    "gpus", "nodes", "gpus_per_node", "ranks_per_node", "nodes_used", "nodes_spanned", "world", "rank", "count",
+    "count_per_step", "buckets", "caps_tried", "grad_accum", "micro_batch", "micro_batches", "global_batch",
+    "seq", "tp", "dp", "pp", "vp", "cp", "ep", "expert_tp", "zero", "shard_group", "group_size", "evaluated",
+    "feasible", "priced", "distinct_collectives", "points", "in_flight_layers", "reduce_scatters_per_step",
+    "tokens_per_rank", "tokens_to_hide", "layers", "hidden", "heads", "vocab", "iters", "steps", "bytes_per_grad",
+    # ratios and shares (a fraction, a factor, a quality of fit)
+    "efficiency", "efficiency_best_case", "efficiency_exposed", "efficiency_no_overlap", "efficiency_overlapped_ceiling",
+    "efficiency_partial", "efficiency_perfect", "backward_fraction", "comm_fraction", "overlap_fraction",
+    "comm_to_compute", "baseline_comm_to_compute", "width_free_ratio", "latency_share", "max_latency_share", "mfu",
+    "r2", "rel_error", "median_abs_rel_error", "max_abs_rel_error", "speedup", "speedup_no_overlap",
+    "speedup_partial", "speedup_partial_bounded", "speedup_perfect", "spread", "threshold", "dominance_factor",
+    "oversubscription", "spine_oversubscription", "global_batch_growth", "band_ratios", "one_node", "multi_node",
+    "multi_pod", "activations_exceed_memory", "model_states_exceed_memory",
+    # trace counts and indices
+    "world_size", "calls", "calls_dropped", "events", "index", "instances", "ranks", "reference_rank",
+    "slowest_rank", "step", "straggler_count", "unmatched_calls",
+})
+"""Keys whose numbers are counts or ratios, with no unit to name."""
+
+
+def numbers_without_a_unit(obj, key: str = "") -> list[str]:
+    """Keys of ``obj`` (a ``*_to_dict`` result) holding a number whose name gives no unit and that is not a
+    count or a ratio of :data:`DIMENSIONLESS`: ``[]`` when every number says what it is."""
+    if isinstance(obj, dict):  # a table keyed by names or ranks under a key with a unit inherits that unit
+        inherit = bool(UNIT_WORDS & set(key.split("_")))
+        return [k for kk, v in obj.items() for k in numbers_without_a_unit(v, key if inherit else str(kk))]
+    if isinstance(obj, (list, tuple)):
+        return [k for v in obj for k in numbers_without_a_unit(v, key)]
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        return [] if key in DIMENSIONLESS or UNIT_WORDS & set(key.split("_")) else [key]
+    return []
+
+
+def strict_round_trip(obj):
+    """``obj`` written as strict JSON (no NaN, no Infinity) and read back: what ``--json`` prints."""
+    return strict_json(json.dumps(obj, allow_nan=False))
+
+
+def wide_lines(text: str, width: int = 80) -> list[str]:
+    """Lines of ``text`` wider than ``width`` columns."""
+    return [line for line in text.splitlines() if len(line) > width]

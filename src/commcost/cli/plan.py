@@ -18,7 +18,7 @@ from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
 from commcost.cli._fabric import resolve_comm_model
 from commcost.core.units import MiB
-from commcost.hardware import load_preset_file
+from commcost.hardware.registry import model_row
 from commcost.hardware.registry import system_gpu
 from commcost.parallel.layout import Layout
 from commcost.report.chrome_trace import plan_chrome_trace
@@ -160,7 +160,7 @@ def _spec(args: argparse.Namespace):
         if shape_flags or args.gated_mlp:
             A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
         spec = model_spec(args.model)
-        return spec, args.seq or int(load_preset_file("models.json")[spec.name]["seq_tokens"])
+        return spec, args.seq or int(model_row(spec.name)["seq_tokens"])
     for need in ("layers", "hidden", "heads", "seq"):
         if getattr(args, need) is None:
             A.fail(f"--{need} is required without --model")

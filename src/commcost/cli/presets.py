@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from commcost.hardware import load_preset_file
 from commcost.hardware.registry import PresetEntry
 from commcost.hardware.registry import fabrics
 from commcost.hardware.registry import gpus
+from commcost.hardware.registry import models as model_rows
 from commcost.hardware.registry import preset_entries
 from commcost.hardware.registry import systems
 from commcost.report._json import dump_json
 from commcost.report.collective import render_presets_text
-from commcost.workload.shape import MODEL_ALIASES
+from commcost.hardware.registry import MODEL_ALIASES
 from commcost.workload.transformer import model_spec
 from commcost.workload.transformer import model_spec_names
 
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _aliases() -> dict[str, list[str]]:
-    """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.workload.shape.MODEL_ALIASES`)."""
+    """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.hardware.registry.MODEL_ALIASES`)."""
 
     out: dict[str, list[str]] = {}
     for alias, name in MODEL_ALIASES.items():
@@ -46,7 +46,7 @@ def model_entries() -> list:
     """Every model of ``hardware/models.json`` as a :class:`commcost.hardware.registry.PresetEntry` (kind ``model``):
     parameters, shape, training sequence, aliases, and whether ``budget``/``timeline`` can lay it out."""
 
-    table, aliases = load_preset_file("models.json"), _aliases()
+    table, aliases = model_rows(), _aliases()
     out = []
     for name in model_spec_names():
         spec, row = model_spec(name), table[name]
@@ -66,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
 
         aliases = _aliases()
-        models = {k: {**v, "aliases": aliases.get(k, [])} for k, v in load_preset_file("models.json").items()
-                  if not k.startswith("_")}
+        models = {k: {**v, "aliases": aliases.get(k, [])} for k, v in model_rows().items()}
         tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems(), "model": models}
         out = {k: v for k, v in tables.items() if args.kind in (None, k)}
 

@@ -31,7 +31,7 @@ from commcost.report.scaling import render_overlap_analysis_text
 from commcost.report.scaling import render_scaling_text
 from commcost.report.scaling import scaling_to_csv
 from commcost.report.scaling import scaling_to_dict
-from commcost.workload.shape import MODEL_ALIASES
+from commcost.hardware.registry import MODEL_ALIASES
 from commcost.workload.shape import bytes_per_element
 from commcost.workload.shape import model_params
 from commcost.workload.shape import model_preset

@@ -1,6 +1,11 @@
-"""Hardware presets (GPUs, fabrics, systems) and the topology a system preset gives.
+"""Presets (GPUs, fabrics, systems, models) and the topology a system preset gives.
 
-The numbers live in ``commcost/hardware/{gpus,fabrics,systems}.json`` (STYLE.md,
+The one reader of each preset file: ``gpus()``, ``fabrics()``, ``systems()`` and ``models()``
+(with the model aliases, :data:`MODEL_ALIASES`, resolved by :func:`model_key`). Every shape class
+(:class:`commcost.workload.transformer.TransformerSpec`, and the timeline's
+:class:`commcost.workload.shape.ModelShape` built from it) gets its row from here.
+
+The numbers live in ``commcost/hardware/{gpus,fabrics,systems,models}.json`` (STYLE.md,
 conventions 2 and 6): every number has its unit in its key, bandwidths say
 whether they are per direction or bidirectional, and every entry names its
 source. A system's topology uses each fabric's *achievable* bandwidth (what NCCL
@@ -20,7 +25,7 @@ from commcost.comm.topology import Link, Topology
 from commcost.core.validation import require_count
 
 __all__ = ["PresetEntry", "gpus", "gpu_row", "kernels", "fabrics", "systems", "system_topology", "system_group",
-           "system_names", "preset_entries"]
+           "system_names", "preset_entries", "MODEL_ALIASES", "models", "model_key", "model_row"]
 
 
 def _table(file_name: str) -> dict[str, Any]:
@@ -65,6 +70,30 @@ def systems() -> dict[str, dict[str, Any]]:
 def system_names() -> list[str]:
     """Sorted names of the system presets."""
     return sorted(systems())
+
+
+MODEL_ALIASES = {"125m": "gpt2-small", "1.3b": "gpt2-xl", "7b": "llama2-7b"}
+"""The scaling-analysis seed's model names, as aliases of the registry's shapes (the seed calls them
+"125M (GPT-2 small)", "1.3B (GPT-2 XL equiv)", "7B (Llama-7B equiv)"); every ``--model`` flag takes
+them; ``commcost scaling`` keeps the seed's own rounded parameter counts and compute times for them,
+to reproduce the seed."""
+
+
+def models() -> dict[str, dict[str, Any]]:
+    """Model presets by name (``models.json``): the one loader of the model registry."""
+    return _table("models.json")
+
+
+def model_key(name: str) -> str:
+    """The registry key of model ``name``: an alias of :data:`MODEL_ALIASES` resolved, any other
+    name unchanged (it is looked up by exact key later)."""
+    return MODEL_ALIASES.get(name, name)
+
+
+def model_row(name: str, what: str = "model") -> dict[str, Any]:
+    """The ``models.json`` row of model ``name`` (exact key or an alias); an unknown name lists the
+    valid ones, calling the model ``what`` in the message."""
+    return lookup(models(), model_key(name), what)
 
 
 def _link(fabric: dict[str, Any]) -> Link:

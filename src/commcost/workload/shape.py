@@ -190,36 +190,50 @@ def model_params(m: ModelShape) -> int:
     return embedding + m.layers * sum(_layer_tensors(m)) + final_norm + head
 
 
-def model_preset_names() -> tuple[str, ...]:
-    """Names of the model presets in ``hardware/models.json`` that a :class:`ModelShape` represents
-    exactly (the rest, marked ``"timeline": false`` -- mixture-of-experts, QK-norm, heads wider than
-    ``h/n_q`` -- are for ``commcost plan``, :mod:`commcost.workload.transformer`)."""
-    from commcost.hardware import load_preset_file
-    return tuple(k for k, v in load_preset_file("models.json").items()
-                 if not k.startswith("_") and v.get("timeline", True))
+def fits_timeline(spec: TransformerSpec) -> bool:  # noqa: F821 (not imported: off the drill's start-up path)
+    """True when :class:`ModelShape` represents ``spec`` exactly: a dense model (no experts) whose attention
+    is the Q K V O formula with heads of width ``h / n_q`` and no QK-norm. The rest (mixture-of-experts,
+    multi-latent attention, QK-norm, heads wider than ``h/n_q``) are for ``commcost plan``. The
+    ``"timeline"`` flag of ``models.json`` says the same for each row (a test holds them equal)."""
+    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params
+            and spec.d * spec.heads == spec.hidden and spec.d_qk == spec.d)
 
 
-MODEL_ALIASES = {"125m": "gpt2-small", "1.3b": "gpt2-xl", "7b": "llama2-7b"}
-"""The scaling-analysis seed's model names, as aliases of the registry's shapes (the seed calls them
-"125M (GPT-2 small)", "1.3B (GPT-2 XL equiv)", "7B (Llama-7B equiv)"); ``commcost scaling`` keeps the
-seed's own rounded parameter counts and compute times for them, to reproduce the seed."""
-
-
-def model_preset(name: str) -> ModelShape:
-    """The :class:`ModelShape` of preset ``name`` (exact key or a seed alias of
-    :data:`MODEL_ALIASES`; unknown names list the valid ones)."""
-    from commcost.hardware import load_preset_file, lookup
-    table = {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
-    row = lookup(table, MODEL_ALIASES.get(name, name), "model preset")
-    if not row.get("timeline", True):
-        raise InputError(f"model {name!r} is not a plain dense transformer the DDP timeline can lay out "
-                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {name}")
+def shape_from_spec(spec: TransformerSpec, *, seq: int) -> ModelShape:  # noqa: F821 (as above)
+    """The timeline's view of ``spec`` at training sequence length ``seq``: the same layers, widths,
+    vocabulary, embeddings and biases (one registry, one shape: :class:`ModelShape` is built from the
+    :class:`TransformerSpec` every command reads). Refuses a spec :func:`fits_timeline` rejects."""
+    if not fits_timeline(spec):
+        raise InputError(f"model {spec.name!r} is not a plain dense transformer the DDP timeline can lay out "
+                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {spec.name}")
     return ModelShape(
-        layers=row["layers"], hidden=row["hidden"], seq=row["seq_tokens"], vocab=row["vocab"],
-        ffn_hidden=row["ffn_hidden"], gated_mlp=row["gated_mlp"], heads=row["heads"],
-        kv_heads=row["kv_heads"], max_positions=row["max_positions"],
-        tied_embeddings=row["tied_embeddings"], biases=row["biases"],
+        layers=spec.layers, hidden=spec.hidden, seq=seq, vocab=spec.vocab, ffn_hidden=spec.ffn_hidden,
+        gated_mlp=spec.gated_mlp, heads=spec.heads, kv_heads=spec.kv_heads, max_positions=spec.max_positions,
+        tied_embeddings=spec.tied_embeddings, biases=spec.biases,
     )
 
 
-__all__ += ["MODEL_ALIASES", "model_preset", "model_preset_names"]
+def model_preset_names() -> tuple[str, ...]:
+    """Names of the model presets in ``hardware/models.json`` that a :class:`ModelShape` represents
+    exactly (:func:`fits_timeline`; the rest are for ``commcost plan``,
+    :mod:`commcost.workload.transformer`)."""
+    from commcost.hardware.registry import models  # lazy: not on the drill's path
+    from commcost.workload.transformer import spec_from_row
+    return tuple(k for k, row in models().items() if fits_timeline(spec_from_row(k, row)))
+
+
+def model_preset(name: str) -> ModelShape:
+    """The :class:`ModelShape` of preset ``name`` (exact key or an alias of
+    :data:`commcost.hardware.registry.MODEL_ALIASES`; unknown names list the valid ones), built from its
+    :class:`TransformerSpec` at the row's training sequence length ``seq_tokens``."""
+    from commcost.hardware.registry import model_key, model_row  # lazy: not on the drill's path
+    from commcost.workload.transformer import spec_from_row
+    row = model_row(name, "model preset")
+    spec = spec_from_row(model_key(name), row)
+    if not fits_timeline(spec):
+        raise InputError(f"model {name!r} is not a plain dense transformer the DDP timeline can lay out "
+                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {name}")
+    return shape_from_spec(spec, seq=row["seq_tokens"])
+
+
+__all__ += ["fits_timeline", "shape_from_spec", "model_preset", "model_preset_names"]

@@ -4,7 +4,8 @@
 forward order). A parallel plan needs more: attention heads of their own width, grouped-query
 and multi-latent attention, mixture-of-experts layers, and FLOPs split by what each parallel
 dimension divides. :class:`TransformerSpec` holds that; the registry is the same
-``hardware/models.json`` (one registry of models, STYLE.md item 11), read by :func:`model_spec`.
+``hardware/models.json`` (one registry of models, STYLE.md item 11), read by
+:func:`commcost.hardware.registry.models` alone; :func:`model_spec` builds a spec from its row.
 
 Symbols: ``L`` layers (``L_d`` dense, ``L_m`` MoE), ``h`` hidden, ``n_q``/``n_kv`` query and
 key-value heads of width ``d`` (``d_qk`` for the score product), ``f`` dense MLP width,
@@ -28,11 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
-from commcost.hardware import load_preset_file
-from commcost.hardware import lookup
-from commcost.workload.shape import MODEL_ALIASES
+from commcost.hardware.registry import model_key, model_row, models
 
-__all__ = ["TransformerSpec", "model_spec", "model_spec_names", "CAUSAL_EXECUTED_FRACTION"]
+__all__ = ["TransformerSpec", "model_spec", "model_spec_names", "spec_from_row", "CAUSAL_EXECUTED_FRACTION"]
 
 CAUSAL_EXECUTED_FRACTION = 0.5
 """Share of the full ``s x s`` score square a causal flash-attention kernel computes (it skips
@@ -278,19 +277,20 @@ _ROW_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_hea
                "moe_layers": "moe_layers", "attention_params": "attention_params", "source": "source"}
 
 
-def _table() -> dict:
-    return {k: v for k, v in load_preset_file("models.json").items() if not k.startswith("_")}
+def spec_from_row(key: str, row: dict) -> TransformerSpec:
+    """The :class:`TransformerSpec` of one ``models.json`` row (as :func:`commcost.hardware.registry.models`
+    returns it), named ``key``."""
+    return TransformerSpec(name=key, **{attr: row[k] for k, attr in _ROW_FIELDS.items() if k in row})
 
 
 def model_spec_names() -> tuple[str, ...]:
     """Every model in ``hardware/models.json`` (dense and MoE)."""
-    return tuple(_table())
+    return tuple(models())
 
 
 def model_spec(name: str) -> TransformerSpec:
     """The :class:`TransformerSpec` of registry entry ``name`` (exact key, or an alias of
-    :data:`commcost.workload.shape.MODEL_ALIASES`, as every command takes them; unknown names list the valid ones)."""
+    :data:`commcost.hardware.registry.MODEL_ALIASES`, as every command takes them; unknown names list the valid
+    ones)."""
 
-    key = MODEL_ALIASES.get(name, name)
-    row = lookup(_table(), key, "model")
-    return TransformerSpec(name=key, **{attr: row[k] for k, attr in _ROW_FIELDS.items() if k in row})
+    return spec_from_row(model_key(name), model_row(name))

@@ -1,0 +1,17 @@
+"""``parallel/context.py``: the bytes and counts of context parallelism's ring, by hand."""
+
+from __future__ import annotations
+
+from commcost.parallel.context import context_ops
+from commcost.parallel.layout import Layout
+
+
+def test_cp_ring_bytes_and_count():
+    # s/c = 8192/4 = 2048 tokens; K and V heads on this TP rank: max(1, 8/2) = 4 of d = 128:
+    # S = 2 * 1 * 2048 * 512 * 2 = 4,194,304; m = 8/(1*2) = 4, 10 layers, c-1 = 3 steps, 3 passes: 360
+    L = Layout(dp=2, tp=2, cp=4, global_batch=8)
+    (op,) = context_ops(layout=L, kv_heads=8, head_dim=128, seq=8192, layers_per_stage=10, activation_bytes=2,
+                        gpus_per_node=8)
+    assert op.size_bytes == 4_194_304 and op.count_per_step == 360
+    # the cp group (stride 2, 4 ranks) sits in one node of 8
+    assert op.ranks_per_node == 2

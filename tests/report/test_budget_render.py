@@ -1,0 +1,61 @@
+"""Direct tests of ``report/budget.py``: the drill's budget rendered in-process, its numbers by hand with
+their units in the text, and ``budget_to_dict`` strict JSON whose every number names its unit."""
+
+from __future__ import annotations
+
+import pytest
+
+from commcost.analyses.drill.budget import BudgetInputs, communication_budget
+from commcost.comm.link import Link
+from commcost.comm.model import FabricModel, FlatLinkModel
+from commcost.hardware.registry import system_group
+from commcost.analyses.uncertainty import budget_band
+from commcost.report.budget import budget_to_dict, render_budget_text
+from conftest import numbers_without_a_unit, strict_round_trip
+
+DRILL = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6))
+
+
+@pytest.fixture(scope="module")
+def drill():
+    return communication_budget(BudgetInputs(gpus=32, comm=DRILL, params=1.3e9, step_s=0.4))
+
+
+def test_text_shows_the_ring_terms_with_units(drill):
+    text = render_budget_text(drill)
+    # S = 1.3e9 * 2 B = 2,600,000,000 B = 2,600.00 MB (1e6) = 2,479.55 MiB (2**20)
+    assert "S = N * 2 B = 2,600,000,000 B = 2,600.00 MB = 2,479.55 MiB" in text
+    # latency 2(P-1)a = 62 * 20 us = 1.24 ms; bandwidth 2(31)/32 * 2.6e9 / 25e9 = 1.9375 * 0.104 s = 201.50 ms
+    assert "2(P-1)a        =      1.24 ms" in text
+    assert "2(P-1)/P * S/B =    201.50 ms" in text
+    assert "T              =    202.74 ms" in text                # 1.24 + 201.50
+    assert "T / (k*step) = 202.74 ms / 400.00 ms = 50.7%" in text  # 202.74 / 400 = 0.5069
+    # fully exposed 400 / (400 + 202.74) = 66.4%
+    assert "k*step / (k*step + T)     = 66.4%" in text
+
+
+def test_dict_holds_the_same_numbers_in_si(drill):
+    d = strict_round_trip(budget_to_dict(drill))
+    assert d["message"]["bytes"] == 2.6e9
+    assert d["allreduce"]["latency_s"] == pytest.approx(62 * 20e-6)
+    assert d["allreduce"]["bandwidth_s"] == pytest.approx(62 / 32 * 2.6e9 / 25e9)
+    assert d["allreduce"]["total_s"] == pytest.approx(62 * 20e-6 + 62 / 32 * 2.6e9 / 25e9)
+    assert d["step"]["comm_fraction"] == pytest.approx((62 * 20e-6 + 62 / 32 * 0.104) / 0.4)
+    assert d["step"]["backward_window_s"] == pytest.approx(0.4 * 2 / 3)
+
+
+def test_every_number_in_the_dict_names_its_unit(drill):
+    assert numbers_without_a_unit(budget_to_dict(drill)) == []
+
+
+def test_a_system_budget_with_its_band_is_strict_json_with_units():
+    topo, P = system_group("dgx-h100", nodes=2)
+    comm = FabricModel(topology=topo)
+    b = communication_budget(BudgetInputs(gpus=P, comm=comm, params=1.3e9, step_s=0.4,
+                                          intra_node_comm=FlatLinkModel(link=topo.intra),
+                                          gpus_per_node=topo.gpus_per_node))
+    band = budget_band(b, topo)
+    d = strict_round_trip(budget_to_dict(b, band))
+    assert numbers_without_a_unit(d) == []
+    assert d["allreduce"]["band_s"] == pytest.approx(list(band.allreduce_s))
+    assert "measured band" in render_budget_text(b, band)
