@@ -27,6 +27,7 @@ from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.dispatch import nodes_hit
 from commcost.parallel.layout import heaviest_stage_layers
+from commcost.parallel.tensor import tp_blocks_per_stage
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
@@ -361,7 +362,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = np.where(full, 3.0, 2.0)
-    count_tp = m * per_stage * 2 * passes
+    count_tp = m * tp_blocks_per_stage(layers_per_stage=per_stage, moe_layers_per_stage=spec.moe_layer_count
+                                       / spec.layers * per_stage, shared_experts=spec.shared_experts) * passes
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):

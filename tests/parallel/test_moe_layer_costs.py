@@ -1,0 +1,67 @@
+"""MoE layers' TP collectives, the expert memory and layout a search keeps, and the grouped GEMM's cost;
+worked by hand."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commcost.comm.collectives import Collective
+from commcost.comm.model import FabricModel
+from commcost.analyses.plan.plan import PlanInputs, plan
+from commcost.hardware.registry import system_group
+from commcost.parallel.layout import Layout
+from commcost.parallel.tensor import tensor_ops, tp_blocks_per_stage
+from commcost.workload.transformer import TransformerSpec
+
+TINY_MOE = TransformerSpec(name="tiny-moe", layers=4, hidden=256, heads=8, kv_heads=2, ffn_hidden=768,
+                           gated_mlp=True, vocab=2048, experts=8, top_k=2, expert_ffn_hidden=256, moe_layers=3)
+
+
+# 1. MoE layers run attention's TP pair only (the experts' collectives are expert TP's)
+
+def test_tp_blocks_on_moe_layers_by_hand():
+    # 4 layers, 3 of them MoE, no shared experts: attention 4 + dense MLP 1 = 2 x 4 - 3 = 5 blocks
+    assert tp_blocks_per_stage(layers_per_stage=4, moe_layers_per_stage=3, shared_experts=0) == 5
+    # shared experts are a TP-split MLP: every layer keeps both pairs, 2 x 4 = 8
+    assert tp_blocks_per_stage(layers_per_stage=4, moe_layers_per_stage=3, shared_experts=1) == 8
+    # dense model: 2 per layer
+    assert tp_blocks_per_stage(layers_per_stage=4, moe_layers_per_stage=0, shared_experts=0) == 8
+
+
+def test_tp_ops_count_on_moe_layers():
+    # b = 1, s = 1024, h = 512: S = 1 x 1024 x 512 x 2 = 1,048,576 B; m = 16 / (1 x 4) = 4; 4 layers of
+    # which 3 MoE: 5 blocks; SP: one all-gather and one reduce-scatter per block and pass: 4 x 5 x 2 = 40
+    L = Layout(dp=4, tp=2, global_batch=16, sequence_parallel=True)
+    ag, rs = tensor_ops(layout=L, hidden=512, seq=1024, layers_per_stage=4, activation_bytes=2, gpus_per_node=8,
+                        moe_layers_per_stage=3)
+    assert (ag.op, rs.op) == (Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
+    assert ag.size_bytes == 1_048_576 and ag.count_per_step == rs.count_per_step == 40
+    # full recomputation, 3 passes: 4 x 5 x 3 = 60; without MoE layers 4 x 8 x 3 = 96
+    Lf = Layout(dp=4, tp=2, global_batch=16, sequence_parallel=True, recompute="full")
+    assert tensor_ops(layout=Lf, hidden=512, seq=1024, layers_per_stage=4, activation_bytes=2, gpus_per_node=8,
+                      moe_layers_per_stage=3)[0].count_per_step == 60
+    assert tensor_ops(layout=Lf, hidden=512, seq=1024, layers_per_stage=4, activation_bytes=2,
+                      gpus_per_node=8)[0].count_per_step == 96
+
+
+def test_plan_charges_no_dense_mlp_pair_on_moe_layers():
+    # TINY_MOE (4 layers, 3 MoE), t = 2 with SP, e = 2, t_e = 1, b = 1, s = 512, d = 4, B = 16:
+    # m = 16 / (1 x 4) = 4; TP per step 4 x (2 x 4 - 3) x 2 = 40 of each; the experts run no TP collective
+    topo, _ = system_group("dgx-h100", nodes=1)
+    L = Layout(dp=4, tp=2, ep=2, etp=1, sequence_parallel=True, global_batch=16)
+    pr = plan(PlanInputs(spec=TINY_MOE, layout=L, seq=512, gpu="h100-sxm", gpus_per_node=8), FabricModel(topology=topo))
+    tp = [line for line in pr.comm if line.comm.dimension == "tp"]
+    assert [line.comm.count_per_step for line in tp] == [40, 40]
+    ep = [line.comm for line in pr.comm if line.comm.dimension == "ep"]
+    assert [c.op for c in ep] == [Collective.ALL_TO_ALL]
+
+
+@settings(max_examples=40, deadline=None)
+@given(layers=st.integers(1, 96), data=st.data(), shared=st.integers(0, 2))
+def test_tp_blocks_between_one_and_two_per_layer(layers, data, shared):
+    # every layer keeps attention's pair, and at most the MLP's too
+    moe = data.draw(st.integers(0, layers))
+    n = tp_blocks_per_stage(layers_per_stage=layers, moe_layers_per_stage=moe, shared_experts=shared)
+    assert layers <= n <= 2 * layers
+    assert (n == 2 * layers) == (shared > 0 or moe == 0)
