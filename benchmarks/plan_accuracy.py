@@ -76,6 +76,22 @@ def published_step_s(row: dict) -> float:
 RECIPE_MOE = {"etp": 1}
 """The MoE settings of the Megatron-Bridge / NeMo recipes behind the MoE rows (module docstring)."""
 
+_MB_QWEN3 = ("Megatron-Bridge v0.2.1 (the 25.11 container's scripts/performance): configs/qwen3/"
+             "workload_base_configs.py")
+RECIPE_MOE_BY_ROW = {
+    "mb-h100-qwen3-30b": dict(etp=1, a2a="nccl", moe_overlap="1f1b", source=_MB_QWEN3 + " QWEN3_30B_A3B_H100_FP8_CS: "
+                              "moe_a2a_overlap=True (1F1B all-to-all overlap), alltoall dispatcher"),
+    "mb-h100-qwen3-235b": dict(etp=1, a2a="nccl", moe_overlap="1f1b", tp_comm_overlap=False,
+                               source=_MB_QWEN3 + " QWEN3_235B_A22B_H100_FP8_CS: moe_a2a_overlap=True, alltoall "
+                               "dispatcher; qwen3_llm_pretrain.py sets tp_comm_overlap=False for H100 235B"),
+    "mb-h100-deepseekv3": dict(etp=1, a2a="deepep", moe_overlap="1f1b",
+                               source="Megatron-Bridge v0.1.0rc4 (25.09) scripts/performance/run_script.py: DeepSeek-V3 "
+                               "on H100 enables DeepEP and the 1F1B all-to-all overlap"),
+}
+"""Rows of published_runs.csv whose recipe departs from :data:`RECIPE_MOE`, with the recipe file that says so
+(inputs of the run as it ran, not fitted; the GB200/GB300 rows dispatch with HybridEP inside one NVLink domain,
+which prices as the NCCL all-to-all there)."""
+
 
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:
     """The row's plan inputs; MoE rows with the recipe's settings (``moe``, default :data:`RECIPE_MOE`)."""
@@ -85,6 +101,8 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
         moe = RECIPE_MOE if not stated else {"etp": int(stated["etp"]), "a2a": stated["a2a"],
                                               "moe_overlap": stated["moe_overlap"],
                                               "expert_load": float(stated["expert_load"])}
+        if not stated and row["id"] in RECIPE_MOE_BY_ROW:
+            moe = {k: v for k, v in RECIPE_MOE_BY_ROW[row["id"]].items() if k != "source"}
     moe = dict(moe) if spec.is_moe else {}
     W, tp, pp, cp, vp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
     pv = pp * vp
@@ -97,7 +115,7 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     topo, _ = system_group(row["system"], nodes=-(-W // G))
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
-                     tp_comm_overlap=(row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1,
+                     tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1),
                      stack=row["stack"] if row["stack"] in STACKS else "auto", compiled=row["compile"] == "1",
                      **moe)
     return inp, FabricModel(topology=topo)

@@ -200,8 +200,9 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
 
 def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     """:func:`commcost.parallel.dispatch.a2a_one_s` on columns: nccl, one all-to-all of ``S`` over the EP
-    group; deepep, the larger of the NVLink all-to-all ``(S, g, g)`` and the network one
-    ``(S n_hit / k, n, 1)`` where the group spans ``n > 1`` nodes (each distinct one priced once)."""
+    group; deepep, one copy per destination rank over NVLink ``(S r_hit / k, g, g)`` (over the whole
+    group inside one node) and, where the group spans ``n > 1`` nodes, the larger of that and the
+    network one ``(S n_hit / k, n, 1)`` (each distinct one priced once)."""
     import numpy as np
 
 
@@ -211,7 +212,8 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     g = np.minimum(rpn, group)
     n = -(-group // g)
     cross = n > 1
-    intra = col(Collective.ALL_TO_ALL, size, np.where(cross, g, group), g, on)
+    ranks_hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=group.astype(float))
+    intra = col(Collective.ALL_TO_ALL, size * ranks_hit / spec.top_k, np.where(cross, g, group), g, on)
     hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=n.astype(float))
     inter = col(Collective.ALL_TO_ALL, size * hit / spec.top_k, n, 1, on & cross)
     return np.maximum(intra, inter)
