@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from commcost.comm.collectives import Collective
 from commcost.comm.model import FabricModel
 from commcost.analyses.plan.plan import PlanInputs, plan
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
 from commcost.hardware.registry import system_group
 from commcost.parallel.layout import Layout
 from commcost.parallel.tensor import tensor_ops, tp_blocks_per_stage
-from commcost.workload.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec, model_spec
 
 TINY_MOE = TransformerSpec(name="tiny-moe", layers=4, hidden=256, heads=8, kv_heads=2, ffn_hidden=768,
                            gated_mlp=True, vocab=2048, experts=8, top_k=2, expert_ffn_hidden=256, moe_layers=3)
@@ -65,3 +66,17 @@ def test_tp_blocks_between_one_and_two_per_layer(layers, data, shared):
     n = tp_blocks_per_stage(layers_per_stage=layers, moe_layers_per_stage=moe, shared_experts=shared)
     assert layers <= n <= 2 * layers
     assert (n == 2 * layers) == (shared > 0 or moe == 0)
+
+
+# 2. the best layout of a published 235B run keeps expert parallelism
+
+def test_unconstrained_search_of_a_published_235b_run_keeps_expert_parallelism():
+    # Megatron-MoE-ModelZoo's Qwen3-235B-A22B on 256 H100 (published_moe_runs.csv mz-h100-qwen3-235b-deepep):
+    # GBS 2048, seq 4096, bf16, DeepEP dispatch; nothing else fixed. Every published layout of it keeps
+    # EP > 1 (8 or 32); so must the best one, and it must fit in memory
+    topo, _ = system_group("dgx-h100", nodes=32)
+    space = SearchSpace(spec=model_spec("qwen3-235b-a22b"), seq=4096, global_batch=2048, gpus=(256,), gpus_per_node=8)
+    r = search(SearchInputs(space=space, gpu="h100-sxm", precision="bf16", a2a="deepep", top=1),
+               FabricModel(topology=topo))
+    best = r.plans[0]
+    assert best.inputs.layout.ep > 1 and best.memory.fits
