@@ -91,9 +91,15 @@ RECIPE_MOE_BY_ROW = {
                                source="Megatron-Bridge v0.1.0rc4 (25.09) scripts/performance/run_script.py: DeepSeek-V3 "
                                "on H100 enables DeepEP and the 1F1B all-to-all overlap"),
 }
+_HYBRIDEP = ("Megatron-Bridge v0.2.1 scripts/performance/configs/{qwen3,deepseek}/workload_base_configs.py: every "
+             "GB200/GB300 config sets moe_flex_dispatcher_backend='hybridep' (the flex dispatcher: one copy per "
+             "destination rank, no sort by local expert)")
+for _id in ("mb-gb300-qwen3-30b", "mb-gb200-qwen3-30b", "mb-gb300-qwen3-235b", "mb-gb200-qwen3-235b",
+            "mb-gb300-deepseekv3", "mb-gb200-deepseekv3"):
+    RECIPE_MOE_BY_ROW[_id] = dict(etp=1, a2a="deepep", moe_overlap="none", source=_HYBRIDEP)
 """Rows of published_runs.csv whose recipe departs from :data:`RECIPE_MOE`, with the recipe file that says so
-(inputs of the run as it ran, not fitted; the GB200/GB300 rows dispatch with HybridEP inside one NVLink domain,
-which prices as the NCCL all-to-all there)."""
+(inputs of the run as it ran, not fitted; HybridEP inside one NVL72 domain is priced as the node-aware
+dispatch inside one node, ``--a2a deepep``)."""
 
 
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:

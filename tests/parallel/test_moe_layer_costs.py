@@ -3,16 +3,20 @@ worked by hand."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost.comm.collectives import Collective
+from commcost.core.xp import SCALAR
 from commcost.comm.model import FabricModel
 from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
 from commcost.hardware.registry import system_group
 from commcost.parallel.layout import Layout
 from commcost.parallel.tensor import tensor_ops, tp_blocks_per_stage
+from commcost.workload.operators import kernel_rates, local_sort_passes, micro_batch_operators
+from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec, model_spec
 
 TINY_MOE = TransformerSpec(name="tiny-moe", layers=4, hidden=256, heads=8, kv_heads=2, ffn_hidden=768,
@@ -80,3 +84,31 @@ def test_unconstrained_search_of_a_published_235b_run_keeps_expert_parallelism()
                FabricModel(topology=topo))
     best = r.plans[0]
     assert best.inputs.layout.ep > 1 and best.memory.fits
+
+
+# 3. the alltoall dispatcher's sort by local expert
+
+def test_local_sort_passes_by_dispatcher_and_local_experts():
+    # Megatron-Core's alltoall dispatcher sorts the received tokens by local expert when a rank holds
+    # more than one (E/e > 1): E = 128, e = 8 -> 16 local experts, one pass; e = 128 -> 1, none;
+    # the flex (DeepEP/HybridEP) dispatcher delivers per rank and permutes once: none
+    assert local_sort_passes(SCALAR, a2a="nccl", experts=128, ep=8) == 1.0
+    assert local_sort_passes(SCALAR, a2a="nccl", experts=128, ep=128) == 0.0
+    assert local_sort_passes(SCALAR, a2a="deepep", experts=128, ep=8) == 0.0
+
+
+def test_local_sort_adds_one_permutation_pair_of_hbm_traffic():
+    # TINY_MOE: 4 layers, 3 MoE (share 0.75), k = 2, h = 256; n = 1024 tokens, t = 1, e = 2 (4 local
+    # experts). The sort reads and writes the k copies after the dispatch and before the combine:
+    # 2 bytes x n x 4 k h = 2 x 1024 x 4 x 2 x 256 = 4,194,304 B per MoE layer forward; x 0.75 x 4 layers
+    # x 3 (forward, and twice that backward) = 37,748,736 B at the sustained HBM rate
+    r = kernel_rates("h100-sxm", "bf16", stack("megatron"))
+    kw = dict(tokens=1024, seq=1024, layers=4, tp=1, sp=False, ep=2, full=False, selective=False, micro_batches=1)
+    nccl = micro_batch_operators(SCALAR, TINY_MOE, stack("megatron"), r, a2a="nccl", **kw)
+    flex = micro_batch_operators(SCALAR, TINY_MOE, stack("megatron"), r, a2a="deepep", **kw)
+    assert nccl.compute_s - flex.compute_s == pytest.approx(37_748_736 / r.hbm_bytes_per_s, rel=1e-9)
+    assert nccl.elementwise_s - flex.elementwise_s == pytest.approx(37_748_736 / r.hbm_bytes_per_s, rel=1e-9)
+    # one local expert per rank (e = 8): nothing to sort, the dispatchers' element-wise work is equal
+    one = dict(kw, ep=8)
+    assert micro_batch_operators(SCALAR, TINY_MOE, stack("megatron"), r, a2a="nccl", **one).compute_s == \
+        pytest.approx(micro_batch_operators(SCALAR, TINY_MOE, stack("megatron"), r, a2a="deepep", **one).compute_s)

@@ -315,7 +315,8 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
                              flash=inp.flash_attention)
         o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
                                   sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,
-                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load)
+                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load,
+                                  a2a=inp.a2a)
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
             out[i] = np.where(mask, col, out[i])
     return tuple(out)
