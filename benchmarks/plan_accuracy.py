@@ -12,11 +12,14 @@ recipes turn Transformer Engine's TP communication overlap on), and so are rows 
 ``asynctp`` (torchtitan's async TP); the Megatron-LM papers' rows and the others without.
 
 MoE rows are planned as their recipes run them: the Megatron-Bridge and NeMo performance recipes set
-``expert_tensor_parallel_size = 1`` (Megatron-Bridge ``scripts/performance`` workload base configs),
-dispatch with the ``alltoall`` dispatcher, drop tokens at capacity factor 1 padded to capacity (load
-imbalance 1) and leave the 1F1B all-to-all overlap off. They are reported apart (signed, share too fast):
-no constant is fitted on MoE rows (the sustained fractions come from the dense rows alone), so every
-MoE row is out of sample; the same rows under Megatron's defaults (expert TP = t) are shown beside.
+``expert_tensor_parallel_size = 1`` (Megatron-Bridge ``scripts/performance`` workload base configs) and
+force-balance the routing (load imbalance 1); the GB200/GB300 rows dispatch inside one NVLink domain
+(HybridEP, priced as the NCCL all-to-all there), the H100 rows as :data:`RECIPE_MOE_BY_ROW` says (the
+1F1B all-to-all overlap, DeepEP for DeepSeek-V3), each with the recipe file that sets it. They are
+reported apart (signed, share too fast): no constant is fitted on MoE rows (the sustained fractions come
+from the dense rows alone); the headline is the MoE leave-one-source-out (each MoE row predicted with the
+fractions fitted on the other sources' dense rows); the same rows under Megatron's defaults (expert TP
+= t, NCCL, no overlap) are shown beside.
 
 Rows with ``split`` = ``new`` (runs from sources not yet used for any default) are reported on lines
 of their own and never serve as the donor of a tuning or held-out row.
@@ -76,6 +79,28 @@ def published_step_s(row: dict) -> float:
 RECIPE_MOE = {"etp": 1}
 """The MoE settings of the Megatron-Bridge / NeMo recipes behind the MoE rows (module docstring)."""
 
+_MB_QWEN3 = ("Megatron-Bridge v0.2.1 (the 25.11 container's scripts/performance): configs/qwen3/"
+             "workload_base_configs.py")
+RECIPE_MOE_BY_ROW = {
+    "mb-h100-qwen3-30b": dict(etp=1, a2a="nccl", moe_overlap="1f1b", source=_MB_QWEN3 + " QWEN3_30B_A3B_H100_FP8_CS: "
+                              "moe_a2a_overlap=True (1F1B all-to-all overlap), alltoall dispatcher"),
+    "mb-h100-qwen3-235b": dict(etp=1, a2a="nccl", moe_overlap="1f1b", tp_comm_overlap=False,
+                               source=_MB_QWEN3 + " QWEN3_235B_A22B_H100_FP8_CS: moe_a2a_overlap=True, alltoall "
+                               "dispatcher; qwen3_llm_pretrain.py sets tp_comm_overlap=False for H100 235B"),
+    "mb-h100-deepseekv3": dict(etp=1, a2a="deepep", moe_overlap="1f1b",
+                               source="Megatron-Bridge v0.1.0rc4 (25.09) scripts/performance/run_script.py: DeepSeek-V3 "
+                               "on H100 enables DeepEP and the 1F1B all-to-all overlap"),
+}
+_HYBRIDEP = ("Megatron-Bridge v0.2.1 scripts/performance/configs/{qwen3,deepseek}/workload_base_configs.py: every "
+             "GB200/GB300 config sets moe_flex_dispatcher_backend='hybridep' (the flex dispatcher: one copy per "
+             "destination rank, no sort by local expert)")
+for _id in ("mb-gb300-qwen3-30b", "mb-gb200-qwen3-30b", "mb-gb300-qwen3-235b", "mb-gb200-qwen3-235b",
+            "mb-gb300-deepseekv3", "mb-gb200-deepseekv3"):
+    RECIPE_MOE_BY_ROW[_id] = dict(etp=1, a2a="deepep", moe_overlap="none", source=_HYBRIDEP)
+"""Rows of published_runs.csv whose recipe departs from :data:`RECIPE_MOE`, with the recipe file that says so
+(inputs of the run as it ran, not fitted; HybridEP inside one NVL72 domain is priced as the node-aware
+dispatch inside one node, ``--a2a deepep``)."""
+
 
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:
     """The row's plan inputs; MoE rows with the recipe's settings (``moe``, default :data:`RECIPE_MOE`)."""
@@ -85,6 +110,8 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
         moe = RECIPE_MOE if not stated else {"etp": int(stated["etp"]), "a2a": stated["a2a"],
                                               "moe_overlap": stated["moe_overlap"],
                                               "expert_load": float(stated["expert_load"])}
+        if not stated and row["id"] in RECIPE_MOE_BY_ROW:
+            moe = {k: v for k, v in RECIPE_MOE_BY_ROW[row["id"]].items() if k != "source"}
     moe = dict(moe) if spec.is_moe else {}
     W, tp, pp, cp, vp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
     pv = pp * vp
@@ -97,7 +124,7 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     topo, _ = system_group(row["system"], nodes=-(-W // G))
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
-                     tp_comm_overlap=(row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1,
+                     tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1),
                      stack=row["stack"] if row["stack"] in STACKS else "auto", compiled=row["compile"] == "1",
                      **moe)
     return inp, FabricModel(topology=topo)
@@ -121,9 +148,10 @@ def main(argv: list[str]) -> int:
             eta = float("nan")
         results.append(dict(row=row, inp=inp, model=model, measured=measured, plan=pr, eta=eta,
                             err=abs(pr.step_s - measured) / measured))
-    leave_one_source_out(results, fit_only="--fit" in argv)
+    fits = leave_one_source_out(results, fit_only="--fit" in argv)
     if "--fit" not in argv:
         moe_apart(results)
+        moe_leave_one_source_out(results, fits)
     if "--rows" in argv or "--fit" not in argv:
         print(f"{'id':<30}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
         for r in results:
@@ -157,7 +185,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def leave_one_source_out(results: list[dict], *, fit_only: bool) -> None:
+def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
     """The headline: every dense source predicted with the sustained fractions fitted without it
     (benchmarks/_sustained.py), signed, with the share too fast; then the fractions fitted on all rows."""
     import _sustained as S
@@ -177,7 +205,7 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> None:
     print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str)))
     if fit_only:
         S.restore()
-        return
+        return fits
     signed = []
     by_source: dict[str, list[float]] = {}
     for r in results:
@@ -199,6 +227,7 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> None:
         print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
               f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
     print()
+    return fits
 
 
 def moe_apart(results: list[dict]) -> None:
@@ -231,6 +260,34 @@ def moe_apart(results: list[dict]) -> None:
             print(f"  {name + ', ' + label:<62} n={len(es):2d} median |err| {statistics.median(a):5.1%}, "
                   f"p90 {p90(a):5.1%}, median signed {statistics.median(es):+6.1%}, "
                   f"too fast {sum(x < 0 for x in es) / len(es):4.0%}")
+    print()
+
+
+def moe_leave_one_source_out(results: list[dict], fits: list[dict]) -> None:
+    """The MoE headline: every MoE row (recipe settings) predicted with the sustained fractions fitted on
+    the dense rows of the other sources (no MoE row is ever fitted), signed, with the share too fast."""
+    import _sustained as S
+
+    signed, by_source = [], {}
+    for r in results:
+        if not r["inp"].spec.is_moe:
+            continue
+        src = S.source_of(r["row"])
+        g, st, f = S.fit([x for x in fits if x["source"] != src])
+        e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
+        signed.append(e)
+        by_source.setdefault(src, []).append(e)
+    S.restore()
+    if not signed:
+        return
+    absd = [abs(e) for e in signed]
+    print(f"LEAVE-ONE-SOURCE-OUT, MoE ({len(signed)} runs, {len(by_source)} sources; recipe settings, fractions "
+          "fitted on the other sources' dense rows):")
+    print(f"  median |err| {statistics.median(absd):.1%}, p90 {p90(absd):.1%}, median signed "
+          f"{statistics.median(signed):+.1%}, too fast {sum(e < 0 for e in signed) / len(signed):.0%}")
+    for src, es in sorted(by_source.items()):
+        print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
+              f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
     print()
 
 

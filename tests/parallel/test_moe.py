@@ -107,26 +107,32 @@ def test_nodes_hit_by_hand():
 
 
 def test_deepep_parts_by_hand():
-    # EP 16 over 2 nodes of 8, E = 8, k = 2, S = 1e6: NVLink part (S, 8, 8); network part among the 2
-    # same-index GPUs of S n_hit / k = 1e6 x (11/7) / 2 = 785,714.28 B, which puts (n-1)/n of it,
-    # 392,857 B = S 11/28, through each NIC against NCCL's (16 - 8)/16 S = 500,000 B
-    (intra, inter) = a2a_parts("deepep", size_bytes=1e6, group=16, ranks_per_node=8, experts=8, top_k=2)
-    assert intra == (1e6, 8, 8)
-    assert inter[1:] == (2, 1) and inter[0] == pytest.approx(1e6 * 11 / 14)
-    assert a2a_parts("nccl", size_bytes=1e6, group=16, ranks_per_node=8, experts=8, top_k=2) == ((1e6, 16, 8),)
-    # inside one node both are the one all-to-all
-    assert a2a_parts("deepep", size_bytes=1e6, group=8, ranks_per_node=8, experts=8, top_k=2) == ((1e6, 8, 8),)
+    # EP 16 over 2 nodes of 8, E = 32 (2 per rank), k = 2, S = 1e6. NVLink part: one copy per token and
+    # destination rank: r_hit = 16 (1 - C(30,2)/C(32,2)) = 16 (1 - 435/496) = 61/31 ranks, S r_hit / k =
+    # 1e6 x 61/62 over the node's 8 ranks. Network part among the 2 same-index GPUs: a token misses a node
+    # (16 experts) with C(16,2)/C(32,2) = 120/496, n_hit = 2 (1 - 120/496) = 47/31, S n_hit / k = 1e6 x 47/62
+    (intra, inter) = a2a_parts("deepep", size_bytes=1e6, group=16, ranks_per_node=8, experts=32, top_k=2)
+    assert intra[1:] == (8, 8) and intra[0] == pytest.approx(1e6 * 61 / 62, rel=1e-12)
+    assert inter[1:] == (2, 1) and inter[0] == pytest.approx(1e6 * 47 / 62, rel=1e-12)
+    # NCCL sends every (token, expert) copy
+    assert a2a_parts("nccl", size_bytes=1e6, group=16, ranks_per_node=8, experts=32, top_k=2) == ((1e6, 16, 8),)
+    # inside one node with one expert per rank the k = 2 experts are on 2 ranks: S, as NCCL
+    (one,) = a2a_parts("deepep", size_bytes=1e6, group=8, ranks_per_node=8, experts=8, top_k=2)
+    assert one[1:] == (8, 8) and one[0] == pytest.approx(1e6)
+    # two experts per rank (E = 16, e = 8): r_hit = 8 (1 - C(14,2)/C(16,2)) = 8 (1 - 91/120) = 29/15, S x 29/30
+    (two,) = a2a_parts("deepep", size_bytes=1e6, group=8, ranks_per_node=8, experts=16, top_k=2)
+    assert two[1:] == (8, 8) and two[0] == pytest.approx(1e6 * 29 / 30, rel=1e-12)
 
 
 def test_deepep_time_is_the_slower_part():
     # a price of S / 1e9 s per byte on NVLink (rpn > 1), S / 1e8 through the NICs (rpn = 1):
-    # NVLink 1e6 / 1e9 = 1 ms, network 785,714.28 / 1e8 = 7.857 ms -> 7.857 ms
+    # NVLink 1e6 x 61/62 / 1e9 = 0.98 ms, network 1e6 x 47/62 / 1e8 = 7.58 ms -> 7.58 ms
     def price(op, S, P, r):
         assert op is Collective.ALL_TO_ALL
         return S / (1e9 if r > 1 else 1e8)
 
-    t = a2a_one_s(price, "deepep", size_bytes=1e6, group=16, ranks_per_node=8, experts=8, top_k=2)
-    assert t == pytest.approx(1e6 * 11 / 14 / 1e8)
+    t = a2a_one_s(price, "deepep", size_bytes=1e6, group=16, ranks_per_node=8, experts=32, top_k=2)
+    assert t == pytest.approx(1e6 * 47 / 62 / 1e8, rel=1e-12)
 
 
 def test_plan_prices_deepep_across_nodes(capsys):

@@ -19,9 +19,13 @@ shared experts compute on the rank that holds the token and send nothing).
   (:func:`nodes_hit`), ``(n-1) p_hit`` of them remote. The network part is an all-to-all among the ``n``
   same-index GPUs (one per node) of ``S_net = T h q I n_hit`` (each sends ``(n-1)/n S_net = T h q I
   (n-1) p_hit`` bytes through its NIC, against ``T h q I k (n-1)/n`` for NCCL); the NVLink part an
-  all-to-all of ``S`` among the node's ``g`` ranks (each copy reaches its expert's GPU over NVLink
-  unless it landed there). ``T_deepep = max(T_a2a(S, g, g), T_a2a(S_net, n, 1))``; inside one node
-  (``n = 1``) both dispatchers are the one all-to-all of ``S``.
+  all-to-all among the node's ``g`` ranks of one copy per token and destination **rank** (DeepEP's
+  ``get_dispatch_layout``/``is_token_in_rank``: a token whose k experts share a rank is sent to it
+  once, and the combine reduces a rank's expert outputs before sending one copy back), so of
+  ``S_nvl = T h q I r_hit`` with ``r_hit = nodes_hit(E, k, e)`` the distinct ranks of the EP group
+  one token's experts lie on (the same draw as for nodes, with ``E/e`` experts per rank; ``r_hit <= k``).
+  ``T_deepep = max(T_a2a(S_nvl, g, g), T_a2a(S_net, n, 1))``; inside one node (``n = 1``) one
+  all-to-all of ``S_nvl`` over the ``e`` ranks (NCCL's all-to-all sends every (token, expert) copy: ``S``).
 * **fp8 dispatch** (DeepEP's ``use_fp8`` dispatch, DeepSeek-V3 section 3.3.2): the forward dispatch
   carries ``q = 1 + 4/128`` bytes per element (e4m3 plus one fp32 scale per 128 elements); the combine
   and both backward transfers stay bf16 (``q = 2``).
@@ -84,14 +88,16 @@ def nodes_hit(xp, *, experts: int, top_k: int, nodes):
 def a2a_parts(kind: str, *, size_bytes: float, group: int, ranks_per_node: int, experts: int,
               top_k: int) -> tuple[tuple[float, int, int], ...]:
     """The all-to-alls one dispatch (or combine) of buffer ``S = size_bytes`` runs, as ``(size, group,
-    ranks per node)``, all at once (module docstring): nccl, ``((S, e, g),)``; deepep across ``n > 1``
-    nodes, ``((S, g, g), (S n_hit / k, n, 1))``."""
+    ranks per node)``, all at once (module docstring): nccl, ``((S, e, g),)``; deepep inside one node,
+    ``((S r_hit / k, e, g),)``; across ``n > 1`` nodes ``((S r_hit / k, g, g), (S n_hit / k, n, 1))``."""
     g = min(ranks_per_node, group)
     n = math.ceil(group / g)
-    if kind == "nccl" or n == 1:
+    if kind == "nccl":
         return ((size_bytes, group, g),)
-
-    return ((size_bytes, g, g), (size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=n) / top_k, n, 1))
+    per_rank = size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=group) / top_k
+    if n == 1:
+        return ((per_rank, group, g),)
+    return ((per_rank, g, g), (size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=n) / top_k, n, 1))
 
 
 def a2a_one_s(price, kind: str, *, size_bytes: float, group: int, ranks_per_node: int, experts: int,

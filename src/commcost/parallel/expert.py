@@ -17,8 +17,8 @@ the combine: with sequence parallelism (or ``t_e > t``) an all-gather of ``g T k
 reduce-scatter of the same (input), ``g = t_e`` with sequence parallelism, else ``t_e / t``; without
 it (the ``t_e <= t`` ranks hold the same tokens) one all-reduce of ``T k h q I`` for the row-parallel
 output; per MoE layer, micro-batch and pass, over the expert-TP group. They are EP lines (the same
-overlap applies). The dense MLP's TP collectives that :mod:`commcost.parallel.tensor` counts for every
-layer stay counted for MoE layers too (not modelled: Megatron runs none there).
+overlap applies). They replace the dense MLP's TP pair on MoE layers: :mod:`commcost.parallel.tensor`
+counts only attention's pair there (and the shared experts', which are TP-split like a dense MLP).
 """
 
 from __future__ import annotations

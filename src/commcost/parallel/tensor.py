@@ -11,6 +11,14 @@ Per transformer layer and micro-batch, with activations ``X`` of ``b (s/c) h`` e
   (Korthikanti et al. 2022 section 4.2.2); same bytes on the wire, activations split by t;
 * full recomputation repeats the forward's collectives once more inside the backward.
 
+**Mixture-of-experts layers** keep the attention block's pair but not the dense MLP's: the routed
+experts are split by expert parallelism and expert TP (``t_e``), and Megatron-Core's token dispatcher
+runs their collectives over the expert-TP group (:func:`commcost.parallel.expert.expert_tp_ops`; none
+when ``t_e = 1``), not over the TP group. Shared experts (DeepSeek) are an ordinary TP-split MLP
+(Megatron-Core's ``SharedExpertMLP``, column- then row-parallel over the TP group) and keep the MLP's
+pair. Blocks per layer and pass that run TP collectives on a stage of ``L/p`` layers, ``L_m/p`` of
+them MoE (:func:`tp_blocks_per_stage`): ``n_b = 2 L/p - (L_m/p) [E_s = 0]``.
+
 All of them are on the critical path (compute waits for the result); overlapping them with
 GEMMs (userbuffers, TP comm overlap) is not modelled. The vocabulary-parallel cross-entropy's
 all-reduces (``b s`` floats) are omitted: under 0.1% of one layer's.
@@ -21,23 +29,33 @@ from __future__ import annotations
 from commcost.comm.collectives import Collective
 from commcost.parallel.layout import CommOp, Layout, layout_group
 
-__all__ = ["tensor_ops"]
+__all__ = ["tensor_ops", "tp_blocks_per_stage"]
+
+
+def tp_blocks_per_stage(*, layers_per_stage, moe_layers_per_stage, shared_experts: int):
+    """``n_b = 2 L/p - (L_m/p) [E_s = 0]``: blocks of a stage that run a TP collective pair each pass,
+    attention and dense MLP of every layer, less the MLP of each MoE layer without shared experts
+    (module docstring). Array-safe in the layer counts (STYLE.md item 12)."""
+    return 2.0 * layers_per_stage - moe_layers_per_stage * (1.0 if shared_experts == 0 else 0.0)
 
 
 def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float, activation_bytes: float,
-               gpus_per_node: int) -> tuple[CommOp, ...]:
-    """The TP collectives one GPU issues per step (module docstring); empty when t = 1."""
+               gpus_per_node: int, moe_layers_per_stage: float = 0.0, shared_experts: int = 0) -> tuple[CommOp, ...]:
+    """The TP collectives one GPU issues per step (module docstring); empty when t = 1.
+    ``moe_layers_per_stage`` (``L_m/p``) of the stage's layers are MoE, with ``shared_experts`` (``E_s``)."""
     L = layout
     if L.tp == 1:
         return ()
     size, rpn = layout_group(L, "tp", gpus_per_node)
     S = L.micro_batch * (seq / L.cp) * hidden * activation_bytes
     passes = 3 if L.recompute == "full" else 2          # forward, backward (+ recomputed forward)
-    per_layer = L.micro_batches * layers_per_stage * 2 * passes  # 2 per block pass: attention and MLP
+    blocks = tp_blocks_per_stage(layers_per_stage=layers_per_stage, moe_layers_per_stage=moe_layers_per_stage,
+                                 shared_experts=shared_experts)
+    per_layer = L.micro_batches * blocks * passes  # one per block and pass: attention, dense (or shared) MLP
     if not L.sequence_parallel:
         return (CommOp(dimension="tp", op=Collective.ALL_REDUCE, size_bytes=S, group_size=size,
                        ranks_per_node=rpn, count_per_step=per_layer, critical=True,
-                       what="layer activations (forward) and their gradients (backward), 2 per layer each way"),)
+                       what="layer activations (forward) and their gradients (backward), after attention and the dense MLP"),)
     return (CommOp(dimension="tp", op=Collective.ALL_GATHER, size_bytes=S, group_size=size, ranks_per_node=rpn,
                    count_per_step=per_layer, critical=True,
                    what="sequence-parallel all-gather before attention and MLP, each pass"),

@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
-           "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD"]
+           "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
+           "LOCAL_SORT_PASSES", "local_sort_passes"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -238,26 +239,43 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
     return fwd, bwd, (mk, mn, kn)
 
 
-def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, flash: bool, moe: bool):
+LOCAL_SORT_PASSES = 1.0
+"""Extra permutation passes of Megatron-Core's ``alltoall`` dispatcher when a rank holds more than one
+expert: after the all-to-all the received tokens arrive grouped by source rank and are sorted by local
+expert (``sort_chunks_by_idxs``, "Permutation 2"), and unsorted before the combine ("Unpermutation 2")
+(``megatron/core/transformer/moe/token_dispatcher.py``, ``MoEAlltoAllTokenDispatcher.dispatch_postprocess``
+and ``combine_preprocess``); DeepEP's flex dispatcher delivers tokens per rank and permutes once."""
+
+
+def local_sort_passes(xp, *, a2a: str, experts: int, ep):
+    """``P_sort``: :data:`LOCAL_SORT_PASSES` with the ``nccl`` (alltoall) dispatcher and ``E/e > 1`` local
+    experts, else 0. Array-safe in ``ep``."""
+    return xp.where(experts / ep > 1.0, LOCAL_SORT_PASSES, 0.0) * (1.0 if a2a == "nccl" else 0.0)
+
+
+def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, flash: bool, moe: bool,
+                       sort_passes=0.0):
     """Forward HBM bytes of one layer's element-wise operators (2-byte elements): norms
     ``2 a_norm h``, residual adds ``6 h``, dropout ``5 h`` (with dropout) over ``r`` (t with sequence
     parallelism, else 1); the activation ``a_act f'`` and rotary ``a_rot (w_q + w_kv)`` over t; MoE
-    permutation and unpermutation ``4 k h`` over r, and the router's softmax and top-k over fp32 logits
-    ``6 E`` over r (written, read, probabilities written: 12 bytes per expert and token); without flash
-    attention the softmax ``(2 + 2.5 dropout) n_q s`` over t."""
+    permutation and unpermutation ``4 k h (1 + P_sort)`` over r (each a read and a write of the ``k``
+    copies; ``P_sort`` the dispatcher's sort by local expert, :func:`local_sort_passes`), and the router's
+    softmax and top-k over fp32 logits ``6 E`` over r (written, read, probabilities written: 12 bytes per
+    expert and token); without flash attention the softmax ``(2 + 2.5 dropout) n_q s`` over t."""
     r = xp.where(sp, tp, 1.0)
     h = spec.hidden
     width = (spec.top_k + spec.shared_experts) * spec.expert_ffn if moe else spec.ffn
     act = st.activation_accesses_gated if spec.gated_mlp else st.activation_accesses
     rotary = st.rotary_accesses * (spec.q_width + spec.kv_width) * (spec.max_positions == 0)
-    rep = (2.0 * st.norm_accesses + 6.0 + 5.0 * spec.dropout) * h + (4.0 * spec.top_k * h + 6.0 * spec.experts if moe else 0.0)
+    rep = (2.0 * st.norm_accesses + 6.0 + 5.0 * spec.dropout) * h + (
+        4.0 * spec.top_k * h * (1.0 + sort_passes) + 6.0 * spec.experts if moe else 0.0)
     scores = (2.0 + 2.5 * spec.dropout) * spec.heads * seq * (not flash)
     return 2.0 * n * (rep / r + (act * width + rotary + scores) / tp)
 
 
 def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, *, tokens, seq, layers, tp, sp: bool,
                           ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True,
-                          expert_load=1.0) -> OperatorTimes:
+                          expert_load=1.0, a2a: str = "nccl") -> OperatorTimes:
     """One micro-batch of ``tokens = b s / c`` on the slowest stage (``layers = L/p`` of them, and the
     head): every operator of the module docstring. ``full`` and ``selective`` say the recomputation
     (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step."""
@@ -271,7 +289,9 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
         a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe, sp=sp,
                                           expert_load=expert_load)
         g_f, g_b = g_f + frac * a, g_b + frac * b
-        e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe) \
+        sort = local_sort_passes(xp, a2a=a2a, experts=spec.experts, ep=ep) if moe else 0.0
+        e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe,
+                                              sort_passes=sort) \
             / r.hbm_bytes_per_s
         weights = kn / (1.0 if st.fp8_weight_cast_per_micro_batch else micro_batches)
         cast = cast + frac * FP8_CAST_BYTES * (mk + 2.0 * mn + weights) / r.hbm_bytes_per_s

@@ -27,6 +27,7 @@ from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.dispatch import nodes_hit
 from commcost.parallel.layout import heaviest_stage_layers
+from commcost.parallel.tensor import tp_blocks_per_stage
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
@@ -199,8 +200,9 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
 
 def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     """:func:`commcost.parallel.dispatch.a2a_one_s` on columns: nccl, one all-to-all of ``S`` over the EP
-    group; deepep, the larger of the NVLink all-to-all ``(S, g, g)`` and the network one
-    ``(S n_hit / k, n, 1)`` where the group spans ``n > 1`` nodes (each distinct one priced once)."""
+    group; deepep, one copy per destination rank over NVLink ``(S r_hit / k, g, g)`` (over the whole
+    group inside one node) and, where the group spans ``n > 1`` nodes, the larger of that and the
+    network one ``(S n_hit / k, n, 1)`` (each distinct one priced once)."""
     import numpy as np
 
 
@@ -210,7 +212,8 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     g = np.minimum(rpn, group)
     n = -(-group // g)
     cross = n > 1
-    intra = col(Collective.ALL_TO_ALL, size, np.where(cross, g, group), g, on)
+    ranks_hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=group.astype(float))
+    intra = col(Collective.ALL_TO_ALL, size * ranks_hit / spec.top_k, np.where(cross, g, group), g, on)
     hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=n.astype(float))
     inter = col(Collective.ALL_TO_ALL, size * hit / spec.top_k, n, 1, on & cross)
     return np.maximum(intra, inter)
@@ -312,7 +315,8 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_
                              flash=inp.flash_attention)
         o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
                                   sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,
-                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load)
+                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load,
+                                  a2a=inp.a2a)
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
             out[i] = np.where(mask, col, out[i])
     return tuple(out)
@@ -361,7 +365,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = np.where(full, 3.0, 2.0)
-    count_tp = m * per_stage * 2 * passes
+    count_tp = m * tp_blocks_per_stage(layers_per_stage=per_stage, moe_layers_per_stage=spec.moe_layer_count
+                                       / spec.layers * per_stage, shared_experts=spec.shared_experts) * passes
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):

@@ -287,12 +287,13 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     spec, L, s, G, q = inp.spec, inp.layout, inp.seq, inp.gpus_per_node, inp.activation_bytes
     per_stage = stage_layers(spec.layers, L)
     dense, expert = params_per_gpu(spec, L)
+    moe_per_stage = spec.moe_layer_count / spec.layers * per_stage
     ops = [*tensor_ops(layout=L, hidden=spec.hidden, seq=s, layers_per_stage=per_stage, activation_bytes=q,
-                       gpus_per_node=G),
+                       gpus_per_node=G, moe_layers_per_stage=moe_per_stage, shared_experts=spec.shared_experts),
            *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
                         activation_bytes=q, gpus_per_node=G),
            *expert_ops(layout=L, hidden=spec.hidden, seq=s, top_k=spec.top_k,
-                       moe_layers_per_stage=spec.moe_layer_count / spec.layers * per_stage, activation_bytes=q, gpus_per_node=G,
+                       moe_layers_per_stage=moe_per_stage, activation_bytes=q, gpus_per_node=G,
                        dispatch_bytes=dispatch_bytes(inp), expert_load=inp.expert_load),
            *pipeline_ops(layout=L, hidden=spec.hidden, seq=s, activation_bytes=q, gpus_per_node=G)]
     if L.zero == 0:
@@ -463,7 +464,7 @@ def operator_times(inp: PlanInputs):
                                  layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,
                                  expert_tp=L.expert_tp, full=L.recompute == "full",
                                  selective=L.recompute == "selective", micro_batches=L.micro_batches,
-                                 flash=inp.flash_attention, expert_load=inp.expert_load)
+                                 flash=inp.flash_attention, expert_load=inp.expert_load, a2a=inp.a2a)
 
 
 def zero3_gathers_per_layer(inp: PlanInputs) -> int:
