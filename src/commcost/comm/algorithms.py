@@ -93,6 +93,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import replace
+from functools import lru_cache
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
@@ -104,7 +105,7 @@ from commcost.core.validation import require_count, require_finite_positive
 
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
-    "unavailable_algorithms", "parse_collective", "parse_algorithm",
+    "unavailable_algorithms", "parse_collective", "parse_algorithm", "available_algorithms", "totals_many",
 ]
 
 AUTO = "auto"
@@ -265,6 +266,45 @@ def _pow2(x: int) -> bool:
     return x >= 1 and x & (x - 1) == 0
 
 
+def _is_array(x) -> bool:
+    return hasattr(x, "shape")
+
+
+def _max(a, b):
+    """``max(a, b)`` of floats, element-wise when either is a numpy array (the array path, :func:`totals_many`)."""
+    if _is_array(a) or _is_array(b):
+        import numpy as np
+
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def _min(a, b):
+    """``min(a, b)`` of floats, element-wise when either is a numpy array."""
+    if _is_array(a) or _is_array(b):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def _tree_correction(protocol: Protocol, S):
+    """:func:`commcost.comm.protocols.tree_correction`, element by element for an array ``S`` (the same
+    float arithmetic per size)."""
+    if not _is_array(S):
+        return tree_correction(protocol, S)
+    import numpy as np
+
+    return np.array([tree_correction(protocol, float(x)) for x in S.ravel()]).reshape(S.shape)
+
+
+@lru_cache(maxsize=4096)
+def _place(gpus: int, topo: Topology):
+    """:func:`commcost.comm.topology.place`, memoised on the frozen ``(P, topology)`` (placement does not
+    depend on the message size, and every price of one group reuses it)."""
+    return place(gpus, topo)
+
+
 def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str | None:
     """Why ``alg`` cannot run ``op`` for this group (None when it can)."""
     if alg not in APPLICABLE[op]:
@@ -272,7 +312,7 @@ def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str |
         return f"{alg.value} is not modelled for {op.value} (modelled: {names})"
     if op is Collective.SEND_RECV and gpus != 2:
         return f"send_recv is between 2 GPUs, got gpus={gpus}"
-    pl = place(gpus, topo)
+    pl = _place(gpus, topo)
     if alg is Algorithm.HALVING_DOUBLING:
         if not (_pow2(pl.gpus_per_node) and _pow2(pl.nodes) and pl.even):
             return (f"halving_doubling needs a power-of-two number of GPUs per node and of nodes, "
@@ -304,8 +344,9 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
 def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
                  overlap_loss: float = 0.0, p2p_efficiency: float = 1.0, post_s: float = 0.0,
                  lockstep: bool = False) -> tuple[float, float]:
-    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
-    pl = place(P, topo)
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table).
+    ``S`` may be a numpy array (``latency_s`` does not depend on it; ``bandwidth_s`` is then an array)."""
+    pl = _place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     a_i, B_i = topo.intra.latency_s, topo.intra.bandwidth_bytes_per_s
     a_e, o = topo.inter.latency_s, network_oversubscription(topo, n)
@@ -328,14 +369,14 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             bw = V / B_i
         else:
             f_i = 1.0 if topo.nic_on_intra_link else (g - 1) / g  # PCIe-only: the NIC's bytes cross it too
-            bw = max(V * f_i / B_i, V / W)
+            bw = _max(V * f_i / B_i, V / W)
         return t0 + (steps_intra * a_i + steps_inter * a_e + k * (m - 1) * a_s), bw
     if alg is Algorithm.TREE:
         E = tree_network_bytes(n) * S
         chain = 2.0 * S / B_i if g > 1 else 0.0
         net = E / W if n > 1 else 0.0
         return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e + up * a_s),
-                max(chain, net) + overlap_loss * min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
+                _max(chain, net) + overlap_loss * _min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
     if alg is Algorithm.HALVING_DOUBLING:
         lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e + up * a_s)
         bw = k * ((g - 1) / g * S / B_i + (n - 1) / (n * g) * S / B_e_eff)
@@ -353,7 +394,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
             lat += (2 * a_s if m > 1 else 0.0) if topo.inter_in_network else 2 * up * a_s
             net_bytes = S if topo.inter_in_network else tree_network_bytes(n) * S
-            bw = max(bw, net_bytes / W) + overlap_loss * min(bw, net_bytes / W)
+            bw = _max(bw, net_bytes / W) + overlap_loss * _min(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
         link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e + (a_s if m > 1 else 0.0))
@@ -366,11 +407,12 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             lat = a_i + (a_e + post_s * (P - g) + (a_s if P > pod_ranks else 0.0) if n > 1 else 0.0)
         bw = (g - 1) / P * S / (B_i * p2p_efficiency)
         if n > 1:
-            bw = max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
+            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
 
+@lru_cache(maxsize=4096)
 def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
     """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``,
     the NICs' by ``nic_share`` too (the share of a node's NICs NCCL's channels reach)."""
@@ -382,12 +424,21 @@ def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_shar
                    base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
+@lru_cache(maxsize=4096)
+def _with_links(view: Topology, intra: Link | None = None, inter: Link | None = None,
+                base_latency_s: float | None = None) -> Topology:
+    """``view`` with its intra or inter link (or base latency) replaced, memoised: the views a protocol
+    prices with depend on the group, never on the message size."""
+    return replace(view, intra=intra or view.intra, inter=inter or view.inter,
+                   base_latency_s=view.base_latency_s if base_latency_s is None else base_latency_s)
+
+
 def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
                     topo: Topology) -> dict[Protocol, tuple[float, float]]:
     """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
     pm = topo.protocols
     assert pm is not None
-    pl = place(P, topo)
+    pl = _place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     ports = topo.nics_per_gpu
     port_bw = topo.inter.bandwidth_bytes_per_s / ports
@@ -396,14 +447,14 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         nics = g_min  # point-to-point: every GPU sends through one port of its own, outside the ring graph's channels
     nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
-        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
+        view = _with_links(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
         lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
         W = nics * port_bw / network_oversubscription(topo, n)
         L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
         E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else tree_network_bytes(n))
-        fill = min(S, L) * (1 / B_v + E_v / W)
+        fill = _min(S, L) * (1 / B_v + E_v / W)
         return {Protocol.SIMPLE: (lat, bw + fill)}
     if alg is Algorithm.PAT:  # NCCL ncclTopoTuneModel, Simple only, S over 0.75 of the ring's bus bandwidth
         W = nics * port_bw / network_oversubscription(topo, n)
@@ -422,27 +473,28 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         view = _protocol_view(topo, t, eff, nic_share)
         if one_per_node and not tree:
             tree_step = next(x for x in TREE_TERMS if x.protocol is p).inter_step_latency_s
-            view = replace(view, inter=Link(bandwidth_bytes_per_s=view.inter.bandwidth_bytes_per_s,
-                                            latency_s=topo.inter.latency_s * tree_step / REFERENCE_INTER_STEP_S))
+            view = _with_links(view, inter=Link(bandwidth_bytes_per_s=view.inter.bandwidth_bytes_per_s,
+                                                latency_s=topo.inter.latency_s * tree_step / REFERENCE_INTER_STEP_S))
         if (alg is Algorithm.RING and n > 1 and op not in (Collective.BROADCAST, Collective.REDUCE)):
             # tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": every intra step
             # of a ring across nodes costs at least the host's net overhead (x3 for Simple)
             floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
             if floor > view.intra.latency_s:
-                view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
+                view = _with_links(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s,
+                                                    latency_s=floor))
         if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
         else:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
-            bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
+            bw = _max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
         if p is Protocol.LL128 and alg in (Algorithm.RING, Algorithm.TREE):  # NCCL's per-channel LL128 cap
             cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, nics)
             if cap is not None:
-                bw = max(bw, bus_bytes / cap)
+                bw = _max(bw, bus_bytes / cap)
         if tree and op is Collective.ALL_REDUCE:
-            bw /= tree_correction(p, S)
+            bw = bw / _tree_correction(p, S)
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
             lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
         out[p] = (lat, bw)
@@ -453,7 +505,18 @@ def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> 
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or its fastest protocol."""
     if topo.protocols is None:
         return _table_terms(op, alg, S, P, topo)
-    return min(_protocol_terms(op, alg, S, P, topo).values(), key=lambda lb: lb[0] + lb[1])
+    terms = list(_protocol_terms(op, alg, S, P, topo).values())
+    if not _is_array(S):
+        return min(terms, key=lambda lb: lb[0] + lb[1])
+    import numpy as np
+
+    lat, bw = terms[0]                  # the first of the fastest, as min() above, element by element
+    total = lat + bw
+    for lat_p, bw_p in terms[1:]:
+        total_p = lat_p + bw_p
+        better = total_p < total
+        lat, bw, total = np.where(better, lat_p, lat), np.where(better, bw_p, bw), np.where(better, total_p, total)
+    return lat, bw
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -461,6 +524,30 @@ def _check(op: Collective, message_bytes: float, gpus: int) -> None:
         raise InputError(f"op must be a Collective, got {op!r}")
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
     require_count("gpus", gpus)
+
+
+def available_algorithms(op: Collective, gpus: int, topo: Topology, algorithms=None) -> tuple[Algorithm, ...]:
+    """The algorithms of ``algorithms`` (default :data:`APPLICABLE` order) that can run ``op`` on this group."""
+    return tuple(a for a in (APPLICABLE[op] if algorithms is None else algorithms)
+                 if a in APPLICABLE[op] and _why_not(op, a, gpus, topo) is None)
+
+
+def totals_many(op: Collective, sizes_bytes, gpus: int, topo: Topology, algorithms: tuple[Algorithm, ...]):
+    """Seconds of ``op`` on each of the numpy array ``sizes_bytes`` over ``gpus`` ranks: the fastest of
+    ``algorithms`` (each able to run here, :func:`available_algorithms`), each under its fastest protocol;
+    element by element the ``total_s`` :func:`algorithm_costs` and the per-call pick give, from the same
+    formulas on arrays. The sizes are validated by the caller (finite, >= 0)."""
+    import numpy as np
+
+    S = np.asarray(sizes_bytes, dtype=float)
+    if gpus == 1 or not algorithms:
+        return np.zeros(S.shape)
+    best = None
+    for alg in algorithms:
+        lat, bw = _terms(op, alg, S, gpus, topo)
+        total = lat + bw
+        best = total if best is None else np.minimum(best, total)
+    return np.broadcast_to(best, S.shape).astype(float)
 
 
 def unavailable_algorithms(op: Collective, gpus: int, fabric: Link | Topology) -> dict[Algorithm, str]:

@@ -12,7 +12,9 @@ placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing no
 
 **Pricing.** Every collective goes through the one CommModel, once per distinct
 ``(op, size, group, ranks per node)`` (:class:`Pricer`): a grid of a million configurations
-holds a few thousand distinct collectives, and the prices are broadcast back by index.
+holds a few thousand distinct collectives, and the prices are broadcast back by index. They are
+priced as arrays, one :meth:`~commcost.comm.model.CommModel.cost_many` call per distinct
+``(op, group, ranks per node)`` with every size it carries.
 """
 
 from __future__ import annotations
@@ -58,16 +60,34 @@ class Pricer:
     def __init__(self, model: CommModel) -> None:
         self.model = model
         self.memo: dict[tuple, float] = {}
+        self.pending: set[tuple] | None = None
 
     def one(self, op: Collective, size: float, group: int, rpn: int) -> float:
-        """One collective, seconds."""
+        """One collective, seconds. While :attr:`pending` is a set (a recording pass), an unpriced
+        collective is noted there and 0 returned; :meth:`fetch` then prices them all as arrays."""
         if group == 1 or size == 0:
             return 0.0
         key = (op, size, group, rpn)
         T = self.memo.get(key)
         if T is None:
+            if self.pending is not None:
+                self.pending.add(key)
+                return 0.0
             T = self.memo[key] = self.model.cost(op, size, group, ranks_per_node=rpn).total_s
         return T
+
+    def fetch(self, keys) -> None:
+        """Price the ``(op, size, group, rpn)`` of ``keys`` not yet known: one
+        :meth:`~commcost.comm.model.CommModel.cost_many` per distinct ``(op, group, rpn)``."""
+        import numpy as np
+
+        by: dict[tuple, list[float]] = {}
+        for op, S, P, r in keys:
+            if P != 1 and S != 0 and (op, S, P, r) not in self.memo:
+                by.setdefault((op, P, r), []).append(S)
+        for (op, P, r), sizes in by.items():
+            T = self.model.cost_many(op, np.array(sizes), P, ranks_per_node=r)
+            self.memo.update(zip([(op, S, P, r) for S in sizes], T.tolist()))
 
     def column(self, op: Collective, size, group, rpn):
         """Element-wise prices of arrays ``size, group, rpn`` (each distinct triple priced once)."""
@@ -77,7 +97,9 @@ class Pricer:
         if size.size == 0:
             return np.zeros(0)
         uniq, inv = unique_rows(np.stack([size, group.astype(float), rpn.astype(float)], axis=1))
-        prices = np.array([self.one(op, float(S), int(P), int(r)) for S, P, r in uniq])
+        keys = [(op, float(S), int(P), int(r)) for S, P, r in uniq.tolist()]
+        self.fetch(keys)
+        prices = np.array([self.one(*k) for k in keys])
         return prices[inv]
 
 
@@ -261,6 +283,21 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     wire = np.zeros((nv, nu))
     whole = np.zeros((nv, nu))
     gather = np.zeros((nv, nu, ng))
+    # the sizes priced do not depend on the prices: one pass notes every collective, fetch prices them as
+    # arrays, the second pass reads them
+    pricer.pending = set()
+    _bucket_rows(uniq, ng, caps, pricer, used, times, full, not_ready, wire, whole, gather)
+    pending, pricer.pending = pricer.pending, None
+    pricer.fetch(pending)
+    _bucket_rows(uniq, ng, caps, pricer, used, times, full, not_ready, wire, whole, gather)
+    del nb
+    return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
+                bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
+
+
+def _bucket_rows(uniq, ng, caps, pricer: Pricer, used, times, full, not_ready, wire, whole, gather) -> None:
+    """:func:`_bucket_tables`' loop over the distinct groups of a structural row, filling its tables."""
+    q_g = 2.0
     for u, row in enumerate(uniq):
         S_g, P_g, r_g, k_g = row[:ng], row[ng:2 * ng].astype(int), row[2 * ng:3 * ng].astype(int), row[3 * ng:]
         on = [i for i in range(ng) if P_g[i] > 1]
@@ -286,9 +323,6 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
                     for i in on:
                         gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
                                                                int(P_g[i]), int(r_g[i]))
-    del nb
-    return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
-                bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
 
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
