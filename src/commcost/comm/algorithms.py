@@ -93,7 +93,6 @@ from __future__ import annotations
 import math
 
 from dataclasses import replace
-from functools import lru_cache
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
@@ -298,11 +297,49 @@ def _tree_correction(protocol: Protocol, S):
     return np.array([tree_correction(protocol, float(x)) for x in S.ravel()]).reshape(S.shape)
 
 
-@lru_cache(maxsize=4096)
+_MEMOS: list[IdentityMemo] = []
+
+
+def clear_memos() -> None:
+    """Empty every :class:`IdentityMemo` (benchmarks time a first, unmemoised call with it)."""
+    for memo in _MEMOS:
+        memo.table.clear()
+
+
+class IdentityMemo:
+    """Memoise ``fn(obj, *args)`` on the identity of the frozen ``obj`` and the (small, hashable) ``args``.
+
+    Hashing a :class:`Topology` hashes every field of every link and its protocol model again on each
+    call (microseconds, more than the formula it guards); identity is free. The entry holds ``obj``, so its
+    ``id`` cannot be reused while cached; the table is emptied past ``maxsize`` entries. Only for
+    functions of frozen inputs: equal objects of different identity are computed again, never confused.
+    """
+
+    __slots__ = ("fn", "table", "maxsize")
+
+    def __init__(self, fn, maxsize: int = 8192) -> None:
+        self.fn, self.table, self.maxsize = fn, {}, maxsize
+        _MEMOS.append(self)
+
+    def __call__(self, obj, *args):
+        key = (id(obj), *args)
+        hit = self.table.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        value = self.fn(obj, *args)
+        if len(self.table) >= self.maxsize:
+            self.table.clear()
+        self.table[key] = (obj, value)
+        return value
+
+
+_placement = IdentityMemo(lambda topo, gpus: place(gpus, topo))
+
+
 def _place(gpus: int, topo: Topology):
     """:func:`commcost.comm.topology.place`, memoised on the frozen ``(P, topology)`` (placement does not
     depend on the message size, and every price of one group reuses it)."""
-    return place(gpus, topo)
+    return _placement(topo, gpus)
 
 
 def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str | None:
@@ -412,8 +449,12 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
 
-@lru_cache(maxsize=4096)
 def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
+    """:func:`_make_protocol_view`, memoised on the identities of the frozen ``topo`` and ``t``."""
+    return _protocol_views(topo, id(t), t, efficiency, nic_share)
+
+
+def _make_protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
     """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``,
     the NICs' by ``nic_share`` too (the share of a node's NICs NCCL's channels reach)."""
     intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
@@ -424,13 +465,26 @@ def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_shar
                    base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
-@lru_cache(maxsize=4096)
+_protocol_views = IdentityMemo(lambda topo, _, t, efficiency, nic_share: _make_protocol_view(topo, t, efficiency,
+                                                                                             nic_share))
+
+
 def _with_links(view: Topology, intra: Link | None = None, inter: Link | None = None,
                 base_latency_s: float | None = None) -> Topology:
     """``view`` with its intra or inter link (or base latency) replaced, memoised: the views a protocol
     prices with depend on the group, never on the message size."""
-    return replace(view, intra=intra or view.intra, inter=inter or view.inter,
+    i = None if intra is None else (intra.bandwidth_bytes_per_s, intra.latency_s)
+    e = None if inter is None else (inter.bandwidth_bytes_per_s, inter.latency_s)
+    return _views_with_links(view, i, e, base_latency_s)
+
+
+def _replace_links(view: Topology, intra, inter, base_latency_s) -> Topology:
+    return replace(view, intra=view.intra if intra is None else Link(bandwidth_bytes_per_s=intra[0], latency_s=intra[1]),
+                   inter=view.inter if inter is None else Link(bandwidth_bytes_per_s=inter[0], latency_s=inter[1]),
                    base_latency_s=view.base_latency_s if base_latency_s is None else base_latency_s)
+
+
+_views_with_links = IdentityMemo(_replace_links)
 
 
 def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,

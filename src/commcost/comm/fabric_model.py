@@ -13,6 +13,7 @@ from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
+from commcost.comm.algorithms import IdentityMemo
 from commcost.comm.algorithms import algorithm_costs
 from commcost.comm.algorithms import available_algorithms
 from commcost.comm.algorithms import totals_many
@@ -29,8 +30,7 @@ from commcost.hardware.registry import systems
 __all__ = ["FabricModel"]
 
 
-@lru_cache(maxsize=4096)
-def _group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_node: int | None) -> Topology:
+def _make_group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_node: int | None) -> Topology:
     """The topology a group of ``gpus`` ranks, ``ranks_per_node`` of them on a node, is priced on
     (:meth:`FabricModel._topo`), memoised on its frozen inputs: it does not depend on the message size."""
     if ranks_per_node is not None:
@@ -43,6 +43,9 @@ def _group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_node: in
     if grow_nodes and nodes > t.nodes:
         return replace(t, nodes=nodes)
     return t
+
+
+_group_topology = IdentityMemo(_make_group_topology)
 
 
 @lru_cache(maxsize=64)
@@ -112,7 +115,11 @@ class FabricModel(CommModel):
         return {a: costs[a] for a in allowed if a in costs}
 
     def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+        """The one collective (:meth:`CommModel.cost`); the frozen result is memoised on this model and the
+        call's arguments (plan, its advice and a search's re-pricing ask for the same collectives again)."""
+        return _costs(self, op, size_bytes, gpus, algorithm, ranks_per_node)
 
+    def _cost(self, op, size_bytes, gpus, algorithm="auto", ranks_per_node=None) -> CollectiveCost:
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
         topo = self._topo(gpus, ranks_per_node)
@@ -164,3 +171,6 @@ class FabricModel(CommModel):
                 "inter_bandwidth_bytes_per_s": t.inter.bandwidth_bytes_per_s, "inter_latency_s": t.inter.latency_s,
                 "pod_nodes": t.pod_nodes, "spine_oversubscription": t.spine_oversubscription,
                 "spine_latency_s": t.spine_latency_s, "protocols": t.protocols is not None}
+
+
+_costs = IdentityMemo(FabricModel._cost)

@@ -325,30 +325,40 @@ def _bucket_rows(uniq, ng, caps, pricer: Pricer, used, times, full, not_ready, w
                                                                int(P_g[i]), int(r_g[i]))
 
 
-def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
+def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_base):
     """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
-    takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`)."""
+    takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`). The operators depend on
+    the structural row, SP and recomputation only (not ZeRO or the bucket cap): each distinct
+    ``(row, sp, recompute)`` of a stack is priced once and gathered back (``per_stage_base``: layers per row)."""
     import numpy as np
 
 
     spec, s = inp.space.spec, inp.space.seq
-    bi = cols["bi"]
-    t, p, c, e, d, m = (base[k][bi].astype(float) for k in ("t", "p", "c", "e", "d", "m"))
-    expert_tp = base["etp"][bi].astype(float)
-    rc = cols["rc"]
+    bi, sp, rc = cols["bi"], cols["sp"], cols["rc"]
     out = [np.zeros(len(bi)) for _ in range(4)]
     for name, mask in stack_masks(cols, base, inp).items():
-        if not mask.any():
+        rows = np.nonzero(mask)[0]
+        if not len(rows):
             continue
+        key = (bi[rows] * 2 + sp[rows]) * 3 + rc[rows]
+        present = np.zeros(len(base["t"]) * 6, dtype=bool)
+        present[key] = True
+        ukey = np.nonzero(present)[0]
+        pos = np.zeros(len(present), dtype=np.int64)
+        pos[ukey] = np.arange(len(ukey))
+        ub, usp, urc = ukey // 6, (ukey // 3) % 2, ukey % 3
+        t, c, e, b, m = (base[k][ub].astype(float) for k in ("t", "c", "e", "b", "m"))
         st = stack(name, compiled=inp.compiled)
         rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
                              flash=inp.flash_attention)
-        o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
-                                  sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,
-                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load)
+        o = micro_batch_operators(np, spec, st, rates, tokens=b * s / c, seq=s, layers=per_stage_base[ub], tp=t,
+                                  sp=usp == 1, ep=e, expert_tp=base["etp"][ub].astype(float), full=urc == 2,
+                                  selective=urc == 1, micro_batches=m, flash=inp.flash_attention,
+                                  expert_load=inp.expert_load)
+        back = pos[key]
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
-            out[i] = np.where(mask, col, out[i])
+            out[i][rows] = np.broadcast_to(col, (len(ukey),))[back]
     return tuple(out)
 
 
@@ -373,7 +383,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     # 1. compute (plan.operator_times, or with a given efficiency plan._flops and compute.elementwise_s)
     tokens = b * s / c
     if inp.efficiency is None:
-        t_c, t_fwd, t_layer_f, t_attn = _operator_columns(inp, base, cols, tokens=tokens, per_stage=per_stage)
+        t_c, t_fwd, t_layer_f, t_attn = _operator_columns(inp, base, cols, per_stage_base=X["per_stage"])
         fwd_share = t_fwd / t_c
     else:
         peak = peak_flops_per_s(inp.gpu, inp.precision)
