@@ -32,7 +32,7 @@ from commcost.parallel.layout import heaviest_stage_layers
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
-from commcost.step.timeline import uniform_buckets
+from commcost.step.timeline import uniform_layout
 from commcost.step.timeline import uniform_end_s
 from commcost.workload.compute import elementwise_layer_bytes_per_token
 from commcost.workload.compute import elementwise_time_s
@@ -60,19 +60,14 @@ class Pricer:
     def __init__(self, model: CommModel) -> None:
         self.model = model
         self.memo: dict[tuple, float] = {}
-        self.pending: set[tuple] | None = None
 
     def one(self, op: Collective, size: float, group: int, rpn: int) -> float:
-        """One collective, seconds. While :attr:`pending` is a set (a recording pass), an unpriced
-        collective is noted there and 0 returned; :meth:`fetch` then prices them all as arrays."""
+        """One collective, seconds (:meth:`fetch` prices many at once)."""
         if group == 1 or size == 0:
             return 0.0
         key = (op, size, group, rpn)
         T = self.memo.get(key)
         if T is None:
-            if self.pending is not None:
-                self.pending.add(key)
-                return 0.0
             T = self.memo[key] = self.model.cost(op, size, group, ranks_per_node=rpn).total_s
         return T
 
@@ -283,46 +278,56 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     wire = np.zeros((nv, nu))
     whole = np.zeros((nv, nu))
     gather = np.zeros((nv, nu, ng))
-    # the sizes priced do not depend on the prices: one pass notes every collective, fetch prices them as
-    # arrays, the second pass reads them
-    pricer.pending = set()
-    _bucket_rows(uniq, ng, caps, pricer, used, times, full, not_ready, wire, whole, gather)
-    pending, pricer.pending = pricer.pending, None
-    pricer.fetch(pending)
-    _bucket_rows(uniq, ng, caps, pricer, used, times, full, not_ready, wire, whole, gather)
+    S_g, P_g, r_g, k_g = uniq[:, :ng], uniq[:, ng:2 * ng].astype(int), uniq[:, 2 * ng:3 * ng].astype(int), uniq[:, 3 * ng:]
+    on = P_g > 1                                      # the groups that reduce, per distinct row
+    any_on = on.any(axis=1)
+    total = np.zeros(nu)                              # plan: the gradient bytes of every group, summed in order
+    for i in range(ng):
+        total = total + np.where(on[:, i], S_g[:, i], 0.0)
+    share = S_g / np.where(any_on, total, 1.0)[:, None]
+    S_all = total / q_g * q_g
+    group = np.where(on, P_g, 1)
+    for sharded in (0, 1):
+        op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
+
+        def cost(c_bytes, sel, op=op):
+            """``sum_i k_i T(op, c f_i, P_i, r_i)`` of the rows ``sel`` (plan._data_parallel_lines' cost)."""
+            acc = np.zeros(len(sel))
+            for i in range(ng):
+                T = pricer.column(op, c_bytes * share[sel, i], group[sel, i], r_g[sel, i])
+                acc = acc + np.where(on[sel, i], k_g[sel, i] * T, 0.0)
+            return acc
+
+        for ci, cap_bytes in enumerate(caps):
+            vi = sharded * len(caps) + ci
+            sel = np.nonzero(used[:, vi] & any_on)[0]
+            if not len(sel):
+                continue
+            cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
+            c1, c = float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes)
+            S = S_all[sel]
+            # step.timeline.uniform_buckets, the bucket layout per row and the prices as arrays
+            lay = np.array([uniform_layout(x, c1, c) for x in S.tolist()]).reshape(-1, 3)
+            first, m, last = lay[:, 0], lay[:, 1], lay[:, 2]
+            one = last == 0                               # one bucket, ready when backward ends
+            T1 = cost(first, sel)
+            Tc = cost(np.where(~one & (m > 0), c, 0.0), sel)
+            Tl = cost(np.where(one, 0.0, last), sel)
+            times[vi, sel] = np.stack([T1, Tc, Tl], axis=1)
+            full[vi, sel] = np.where(one, 0.0, m)
+            not_ready[vi, sel] = np.where(one[:, None], 0.0, np.stack(
+                [1.0 - first / S, np.where(m > 0, 1.0 - (first + c) / S, 0.0),
+                 np.where(m > 0, 1.0 - (first + m * c) / S, 0.0)], axis=1))
+            wire[vi, sel] = np.where(one, T1, T1 + m * Tc + Tl)
+            whole[vi, sel] = cost(S, sel)   # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
+            if sharded:
+                for i in range(ng):
+                    T = pricer.column(Collective.ALL_GATHER, S_g[sel, i] / q_g * WEIGHT_BYTES, group[sel, i],
+                                      r_g[sel, i])
+                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T, 0.0)
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
-
-
-def _bucket_rows(uniq, ng, caps, pricer: Pricer, used, times, full, not_ready, wire, whole, gather) -> None:
-    """:func:`_bucket_tables`' loop over the distinct groups of a structural row, filling its tables."""
-    q_g = 2.0
-    for u, row in enumerate(uniq):
-        S_g, P_g, r_g, k_g = row[:ng], row[ng:2 * ng].astype(int), row[2 * ng:3 * ng].astype(int), row[3 * ng:]
-        on = [i for i in range(ng) if P_g[i] > 1]
-        if not on:
-            continue
-        total = float(sum(S_g[i] for i in on))
-        shares = [(i, S_g[i] / total) for i in on]
-        for sharded in (0, 1):
-            op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
-
-            def cost(c_bytes: float, op=op) -> float:
-                return sum(k_g[i] * pricer.one(op, c_bytes * fr, int(P_g[i]), int(r_g[i])) for i, fr in shares)
-
-            for ci, cap_bytes in enumerate(caps):
-                vi = sharded * len(caps) + ci
-                if not used[u, vi]:
-                    continue
-                cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
-                S = total / q_g * q_g
-                _, times[vi, u], full[vi, u], not_ready[vi, u], wire[vi, u] = uniform_buckets(S, cp, cost)
-                whole[vi, u] = cost(S)       # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
-                if sharded:
-                    for i in on:
-                        gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
-                                                               int(P_g[i]), int(r_g[i]))
 
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_base):
