@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import replace
+from dataclasses import fields
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
@@ -297,6 +297,23 @@ def _tree_correction(protocol: Protocol, S):
     return np.array([tree_correction(protocol, float(x)) for x in S.ravel()]).reshape(S.shape)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def derive(obj, **changes):
+    """``dataclasses.replace(obj, **changes)`` without running ``__post_init__`` again: for the views the
+    model derives from an already validated :class:`Topology` or :class:`Link` (positive scale factors,
+    a group's own GPUs per node), so the check happens once, where the input enters, not per collective."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    new = object.__new__(cls)
+    for name in names:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
+
+
 _MEMOS: list[IdentityMemo] = []
 
 
@@ -457,12 +474,12 @@ def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_shar
 def _make_protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
     """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``,
     the NICs' by ``nic_share`` too (the share of a node's NICs NCCL's channels reach)."""
-    intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
-                 latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
-    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency * nic_share,
-                 latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
-    return replace(topo, intra=intra, inter=inter, protocols=None,
-                   base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
+    intra = derive(topo.intra, bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
+                   latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
+    inter = derive(topo.inter, bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency * nic_share,
+                   latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
+    return derive(topo, intra=intra, inter=inter, protocols=None,
+                  base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
 _protocol_views = IdentityMemo(lambda topo, _, t, efficiency, nic_share: _make_protocol_view(topo, t, efficiency,
@@ -479,9 +496,11 @@ def _with_links(view: Topology, intra: Link | None = None, inter: Link | None = 
 
 
 def _replace_links(view: Topology, intra, inter, base_latency_s) -> Topology:
-    return replace(view, intra=view.intra if intra is None else Link(bandwidth_bytes_per_s=intra[0], latency_s=intra[1]),
-                   inter=view.inter if inter is None else Link(bandwidth_bytes_per_s=inter[0], latency_s=inter[1]),
-                   base_latency_s=view.base_latency_s if base_latency_s is None else base_latency_s)
+    return derive(view, intra=view.intra if intra is None else derive(view.intra, bandwidth_bytes_per_s=intra[0],
+                                                                      latency_s=intra[1]),
+                  inter=view.inter if inter is None else derive(view.inter, bandwidth_bytes_per_s=inter[0],
+                                                                latency_s=inter[1]),
+                  base_latency_s=view.base_latency_s if base_latency_s is None else base_latency_s)
 
 
 _views_with_links = IdentityMemo(_replace_links)

@@ -16,6 +16,7 @@ from commcost.core.validation import require_count
 from commcost.comm.algorithms import IdentityMemo
 from commcost.comm.algorithms import algorithm_costs
 from commcost.comm.algorithms import available_algorithms
+from commcost.comm.algorithms import derive
 from commcost.comm.algorithms import totals_many
 from commcost.comm.model import sizes_array
 from commcost.comm.algorithms import collective_cost
@@ -38,10 +39,10 @@ def _make_group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_nod
             raise InputError(f"ranks_per_node must be between 1 and the node's {t.gpus_per_node} GPUs, "
                              f"got {ranks_per_node}")
         # the group's ranks on a node use their own GPUs' NICs: a node of g = ranks_per_node GPUs
-        t = replace(t, gpus_per_node=ranks_per_node, nodes=max(t.nodes, math.ceil(gpus / ranks_per_node)))
+        t = derive(t, gpus_per_node=ranks_per_node, nodes=max(t.nodes, math.ceil(gpus / ranks_per_node)))
     nodes = math.ceil(gpus / t.gpus_per_node)
     if grow_nodes and nodes > t.nodes:
-        return replace(t, nodes=nodes)
+        return derive(t, nodes=nodes)
     return t
 
 
