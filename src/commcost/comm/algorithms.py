@@ -482,6 +482,7 @@ def _make_protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic
                   base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
+_protocol_terms_memo = IdentityMemo(lambda topo, op, alg, S, P: _make_protocol_terms(op, alg, S, P, topo))
 _protocol_views = IdentityMemo(lambda topo, _, t, efficiency, nic_share: _make_protocol_view(topo, t, efficiency,
                                                                                              nic_share))
 
@@ -508,6 +509,15 @@ _views_with_links = IdentityMemo(_replace_links)
 
 def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
                     topo: Topology) -> dict[Protocol, tuple[float, float]]:
+    """:func:`_make_protocol_terms`; on one size memoised on the frozen topology and the call (``auto`` prices
+    every protocol of the winner already; naming its protocol asks again)."""
+    if _is_array(S):
+        return _make_protocol_terms(op, alg, S, P, topo)
+    return _protocol_terms_memo(topo, op, alg, S, P)
+
+
+def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
+                         topo: Topology) -> dict[Protocol, tuple[float, float]]:
     """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring)."""
     pm = topo.protocols
     assert pm is not None

@@ -70,7 +70,7 @@ def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) 
         why = (f"fastest of {', '.join(c.algorithm.value for c in ranked)} ({backend}); runner-up "
                f"{r.algorithm.value} {t(r.total_s)} (latency {t(r.latency_s)} + bandwidth {t(r.bandwidth_s)}) "
                f"vs {t(best.total_s)} (latency {t(best.latency_s)} + bandwidth {t(best.bandwidth_s)})")
-    return replace(best, reason=why)
+    return derive(best, reason=why)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +135,7 @@ class FabricModel(CommModel):
             best = replace(collective_cost(op, size_bytes, gpus, topo, alg), reason="asked for by name")
         if topo.protocols is not None and gpus > 1:
             proto = next(iter(protocol_costs(op, size_bytes, gpus, topo, best.algorithm)))
-            best = replace(best, protocol=proto.value)
+            best = derive(best, protocol=proto.value)
         return best
 
     def max_gpus(self) -> int | None:
