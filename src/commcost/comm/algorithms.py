@@ -104,7 +104,7 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import replace
+from dataclasses import fields
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
@@ -116,7 +116,7 @@ from commcost.core.validation import require_count, require_finite_positive
 
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
-    "unavailable_algorithms", "parse_collective", "parse_algorithm",
+    "unavailable_algorithms", "parse_collective", "parse_algorithm", "available_algorithms", "totals_many",
 ]
 
 AUTO = "auto"
@@ -277,6 +277,100 @@ def _pow2(x: int) -> bool:
     return x >= 1 and x & (x - 1) == 0
 
 
+def _is_array(x) -> bool:
+    return hasattr(x, "shape")
+
+
+def _max(a, b):
+    """``max(a, b)`` of floats, element-wise when either is a numpy array (the array path, :func:`totals_many`)."""
+    if _is_array(a) or _is_array(b):
+        import numpy as np
+
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def _min(a, b):
+    """``min(a, b)`` of floats, element-wise when either is a numpy array."""
+    if _is_array(a) or _is_array(b):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def _tree_correction(protocol: Protocol, S):
+    """:func:`commcost.comm.protocols.tree_correction`, element by element for an array ``S`` (the same
+    float arithmetic per size)."""
+    if not _is_array(S):
+        return tree_correction(protocol, S)
+    import numpy as np
+
+    return np.array([tree_correction(protocol, float(x)) for x in S.ravel()]).reshape(S.shape)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def derive(obj, **changes):
+    """``dataclasses.replace(obj, **changes)`` without running ``__post_init__`` again: for the views the
+    model derives from an already validated :class:`Topology` or :class:`Link` (positive scale factors,
+    a group's own GPUs per node), so the check happens once, where the input enters, not per collective."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    new = object.__new__(cls)
+    for name in names:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
+
+
+_MEMOS: list[IdentityMemo] = []
+
+
+def clear_memos() -> None:
+    """Empty every :class:`IdentityMemo` (benchmarks time a first, unmemoised call with it)."""
+    for memo in _MEMOS:
+        memo.table.clear()
+
+
+class IdentityMemo:
+    """Memoise ``fn(obj, *args)`` on the identity of the frozen ``obj`` and the (small, hashable) ``args``.
+
+    Hashing a :class:`Topology` hashes every field of every link and its protocol model again on each
+    call (microseconds, more than the formula it guards); identity is free. The entry holds ``obj``, so its
+    ``id`` cannot be reused while cached; the table is emptied past ``maxsize`` entries. Only for
+    functions of frozen inputs: equal objects of different identity are computed again, never confused.
+    """
+
+    __slots__ = ("fn", "table", "maxsize")
+
+    def __init__(self, fn, maxsize: int = 8192) -> None:
+        self.fn, self.table, self.maxsize = fn, {}, maxsize
+        _MEMOS.append(self)
+
+    def __call__(self, obj, *args):
+        key = (id(obj), *args)
+        hit = self.table.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        value = self.fn(obj, *args)
+        if len(self.table) >= self.maxsize:
+            self.table.clear()
+        self.table[key] = (obj, value)
+        return value
+
+
+_placement = IdentityMemo(lambda topo, gpus: place(gpus, topo))
+
+
+def _place(gpus: int, topo: Topology):
+    """:func:`commcost.comm.topology.place`, memoised on the frozen ``(P, topology)`` (placement does not
+    depend on the message size, and every price of one group reuses it)."""
+    return _placement(topo, gpus)
+
+
 def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str | None:
     """Why ``alg`` cannot run ``op`` for this group (None when it can)."""
     if alg not in APPLICABLE[op]:
@@ -284,7 +378,7 @@ def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str |
         return f"{alg.value} is not modelled for {op.value} (modelled: {names})"
     if op is Collective.SEND_RECV and gpus != 2:
         return f"send_recv is between 2 GPUs, got gpus={gpus}"
-    pl = place(gpus, topo)
+    pl = _place(gpus, topo)
     if alg is Algorithm.HALVING_DOUBLING:
         if not (_pow2(pl.gpus_per_node) and _pow2(pl.nodes) and pl.even):
             return (f"halving_doubling needs a power-of-two number of GPUs per node and of nodes, "
@@ -316,8 +410,9 @@ def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
 def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
                  overlap_loss: float = 0.0, p2p_efficiency: float = 1.0, post_s: float = 0.0,
                  lockstep: bool = False) -> tuple[float, float]:
-    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table)."""
-    pl = place(P, topo)
+    """``(latency_s, bandwidth_s)`` of ``alg`` running ``op`` with one alpha-beta pair per tier (module table).
+    ``S`` may be a numpy array (``latency_s`` does not depend on it; ``bandwidth_s`` is then an array)."""
+    pl = _place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     a_i, B_i = topo.intra.latency_s, topo.intra.bandwidth_bytes_per_s
     a_e, o = topo.inter.latency_s, network_oversubscription(topo, n)
@@ -340,14 +435,14 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             bw = V / B_i
         else:
             f_i = 1.0 if topo.nic_on_intra_link else (g - 1) / g  # PCIe-only: the NIC's bytes cross it too
-            bw = max(V * f_i / B_i, V / W)
+            bw = _max(V * f_i / B_i, V / W)
         return t0 + (steps_intra * a_i + steps_inter * a_e + k * (m - 1) * a_s), bw
     if alg is Algorithm.TREE:
         E = tree_network_bytes(n) * S
         chain = 2.0 * S / B_i if g > 1 else 0.0
         net = E / W if n > 1 else 0.0
         return (t0 + 2 * ((g - 1) * a_i + math.ceil(math.log2(n)) * a_e + up * a_s),
-                max(chain, net) + overlap_loss * min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
+                _max(chain, net) + overlap_loss * _min(chain, net))  # overlap_loss: TIER_OVERLAP_LOSS
     if alg is Algorithm.HALVING_DOUBLING:
         lat = k * (round(math.log2(g)) * a_i + round(math.log2(n)) * a_e + up * a_s)
         bw = k * ((g - 1) / g * S / B_i + (n - 1) / (n * g) * S / B_e_eff)
@@ -365,7 +460,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             lat += 2 * a_e if topo.inter_in_network else 2 * math.ceil(math.log2(n)) * a_e
             lat += (2 * a_s if m > 1 else 0.0) if topo.inter_in_network else 2 * up * a_s
             net_bytes = S if topo.inter_in_network else tree_network_bytes(n) * S
-            bw = max(bw, net_bytes / W) + overlap_loss * min(bw, net_bytes / W)
+            bw = _max(bw, net_bytes / W) + overlap_loss * _min(bw, net_bytes / W)
         return t0 + lat, bw
     if alg is Algorithm.DIRECT and op is Collective.SEND_RECV:
         link = topo.intra if n == 1 else Link(bandwidth_bytes_per_s=B_e_eff, latency_s=a_e + (a_s if m > 1 else 0.0))
@@ -378,31 +473,76 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             lat = a_i + (a_e + post_s * (P - g) + (a_s if P > pod_ranks else 0.0) if n > 1 else 0.0)
         bw = (g - 1) / P * S / (B_i * p2p_efficiency)
         if n > 1:
-            bw = max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
+            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
 
 def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
+    """:func:`_make_protocol_view`, memoised on the identities of the frozen ``topo`` and ``t``."""
+    return _protocol_views(topo, id(t), t, efficiency, nic_share)
+
+
+def _make_protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
     """``topo`` as protocol ``t`` sees it: step latencies scaled by NCCL's ratios, bandwidths by ``efficiency``,
     the NICs' by ``nic_share`` too (the share of a node's NICs NCCL's channels reach)."""
-    intra = Link(bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
-                 latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
-    inter = Link(bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency * nic_share,
-                 latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
-    return replace(topo, intra=intra, inter=inter, protocols=None,
-                   base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
+    intra = derive(topo.intra, bandwidth_bytes_per_s=topo.intra.bandwidth_bytes_per_s * efficiency,
+                   latency_s=topo.intra.latency_s * t.intra_step_latency_s / REFERENCE_INTRA_STEP_S)
+    inter = derive(topo.inter, bandwidth_bytes_per_s=topo.inter.bandwidth_bytes_per_s * efficiency * nic_share,
+                   latency_s=topo.inter.latency_s * t.inter_step_latency_s / REFERENCE_INTER_STEP_S)
+    return derive(topo, intra=intra, inter=inter, protocols=None,
+                  base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
+
+
+_protocol_terms_memo = IdentityMemo(lambda topo, op, alg, S, P: _make_protocol_terms(op, alg, S, P, topo))
+_protocol_views = IdentityMemo(lambda topo, _, t, efficiency, nic_share: _make_protocol_view(topo, t, efficiency,
+                                                                                             nic_share))
+
+
+def _with_links(view: Topology, intra: Link | None = None, inter: Link | None = None,
+                base_latency_s: float | None = None) -> Topology:
+    """``view`` with its intra or inter link (or base latency) replaced, memoised: the views a protocol
+    prices with depend on the group, never on the message size."""
+    i = None if intra is None else (intra.bandwidth_bytes_per_s, intra.latency_s)
+    e = None if inter is None else (inter.bandwidth_bytes_per_s, inter.latency_s)
+    return _views_with_links(view, i, e, base_latency_s)
+
+
+def _replace_links(view: Topology, intra, inter, base_latency_s) -> Topology:
+    return derive(view, intra=view.intra if intra is None else derive(view.intra, bandwidth_bytes_per_s=intra[0],
+                                                                      latency_s=intra[1]),
+                  inter=view.inter if inter is None else derive(view.inter, bandwidth_bytes_per_s=inter[0],
+                                                                latency_s=inter[1]),
+                  base_latency_s=view.base_latency_s if base_latency_s is None else base_latency_s)
+
+
+_views_with_links = IdentityMemo(_replace_links)
 
 
 def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
                     ranking: dict[Protocol, float] | None = None) -> dict[Protocol, tuple[float, float]]:
-    """``{protocol: (latency_s, bandwidth_s)}`` of ``alg`` under NCCL's protocol model (module docstring).
+    """:func:`_make_protocol_terms`; on one size memoised on the frozen topology and the call (``auto`` prices
+    every protocol of the winner already; naming its protocol asks again). ``ranking``, when given, receives
+    the tuner's view of each protocol (see :func:`_make_protocol_terms`)."""
+    if _is_array(S):
+        terms, ranked = _make_protocol_terms(op, alg, S, P, topo)
+    else:
+        terms, ranked = _protocol_terms_memo(topo, op, alg, S, P)
+    if ranking is not None:
+        ranking.update(ranked)
+    return terms
 
-    ``ranking``, when given, is filled for a lockstep ring (all-gather, reduce-scatter across nodes) with
-    each protocol's time as NCCL's tuner sees it: the same bandwidth term, its own latency sum (not lockstep)."""
+
+def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
+                         topo: Topology) -> tuple[dict[Protocol, tuple[float, float]], dict[Protocol, float]]:
+    """``({protocol: (latency_s, bandwidth_s)}, ranking)`` of ``alg`` under NCCL's protocol model (module
+    docstring). ``ranking`` is filled for a lockstep ring (all-gather, reduce-scatter across nodes) with each
+    protocol's time as NCCL's tuner sees it: the same bandwidth term, its own latency sum (not lockstep);
+    empty otherwise."""
+    ranking: dict[Protocol, float] = {}
     pm = topo.protocols
     assert pm is not None
-    pl = place(P, topo)
+    pl = _place(P, topo)
     n, g, g_min = pl.nodes, pl.gpus_per_node, pl.min_gpus_per_node
     ports = topo.nics_per_gpu
     port_bw = topo.inter.bandwidth_bytes_per_s / ports
@@ -411,21 +551,21 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topo
         nics = g_min  # point-to-point: every GPU sends through one port of its own, outside the ring graph's channels
     nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
-        view = replace(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
+        view = _with_links(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
         lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)
         assert topo.in_network is not None
         B_v = topo.in_network.bandwidth_bytes_per_s
         W = nics * port_bw / network_oversubscription(topo, n)
         L = pm.nvls_channel_count(n) * pm.nvls_chunk_bytes * g  # bytes of the message in one NVLS loop
         E_v = 0.0 if n == 1 else (1.0 if topo.inter_in_network else tree_network_bytes(n))
-        fill = min(S, L) * (1 / B_v + E_v / W)
-        return {Protocol.SIMPLE: (lat, bw + fill)}
+        fill = _min(S, L) * (1 / B_v + E_v / W)
+        return {Protocol.SIMPLE: (lat, bw + fill)}, ranking
     if alg is Algorithm.PAT:  # NCCL ncclTopoTuneModel, Simple only, S over 0.75 of the ring's bus bandwidth
         W = nics * port_bw / network_oversubscription(topo, n)
         a_net = topo.inter.latency_s * PAT_NET_STEP_S / REFERENCE_INTER_STEP_S
         lat = (topo.base_latency_s * PAT_BASE_S / REFERENCE_BASE_S + math.floor(math.log2(n)) * a_net / 3.5
                + P * PAT_PER_RANK_S)
-        return {Protocol.SIMPLE: (lat, S / (PAT_BANDWIDTH_SHARE * W))}
+        return {Protocol.SIMPLE: (lat, S / (PAT_BANDWIDTH_SHARE * W))}, ranking
     tree = alg is Algorithm.TREE
     one_per_node = g == 1 and n > 1  # NCCL: "With ppn=1 latencies are fully exposed, use the Tree network latency"
     out: dict[Protocol, tuple[float, float]] = {}
@@ -437,35 +577,36 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topo
         view = _protocol_view(topo, t, eff, nic_share)
         if one_per_node and not tree:
             tree_step = next(x for x in TREE_TERMS if x.protocol is p).inter_step_latency_s
-            view = replace(view, inter=Link(bandwidth_bytes_per_s=view.inter.bandwidth_bytes_per_s,
-                                            latency_s=topo.inter.latency_s * tree_step / REFERENCE_INTER_STEP_S))
+            view = _with_links(view, inter=Link(bandwidth_bytes_per_s=view.inter.bandwidth_bytes_per_s,
+                                                latency_s=topo.inter.latency_s * tree_step / REFERENCE_INTER_STEP_S))
         if (alg is Algorithm.RING and n > 1 and op not in (Collective.BROADCAST, Collective.REDUCE)):
             # tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": every intra step
             # of a ring across nodes costs at least the host's net overhead (x3 for Simple)
             floor = pm.net_overhead_s * (3.0 if p is Protocol.SIMPLE else 1.0)
             if floor > view.intra.latency_s:
-                view = replace(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s, latency_s=floor))
+                view = _with_links(view, intra=Link(bandwidth_bytes_per_s=view.intra.bandwidth_bytes_per_s,
+                                                    latency_s=floor))
         if alg is Algorithm.DIRECT and op is Collective.ALL_TO_ALL:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, P2P_EFFICIENCY, pm.net_overhead_s)
         else:
             lat, bw = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS, lockstep=True)
-        ranked = ranking is not None and alg is Algorithm.RING and op in LOCKSTEP_RING_OPS and n > 1
+        ranked = alg is Algorithm.RING and op in LOCKSTEP_RING_OPS and n > 1
         nccl_lat = _table_terms(op, alg, S, P, view, TIER_OVERLAP_LOSS)[0] if ranked else lat
         bus_bytes = 2.0 * S if tree else bus_bandwidth_factor(op, P) * S  # tree: algbw = busbw / 2
         if p is Protocol.LL:  # LL's bus bandwidth is capped at llMaxBw
-            bw = max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
+            bw = _max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
         if p is Protocol.LL128 and alg in (Algorithm.RING, Algorithm.TREE):  # NCCL's per-channel LL128 cap
             cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, nics)
             if cap is not None:
-                bw = max(bw, bus_bytes / cap)
+                bw = _max(bw, bus_bytes / cap)
         if tree and op is Collective.ALL_REDUCE:
-            bw /= tree_correction(p, S)
+            bw = bw / _tree_correction(p, S)
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
             lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
         out[p] = (lat, bw)
         if ranked:
             ranking[p] = nccl_lat + bw
-    return out
+    return out, ranking
 
 
 def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
@@ -473,9 +614,9 @@ def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
     """``terms`` with each latency raised to the network's floor ``t_f`` (:attr:`Topology.network_floor_s`)
     when the group spans nodes: ``latency = max(latency, t_f)``; unchanged inside one node or without a floor."""
     t_f = topo.network_floor_s
-    if t_f <= 0.0 or place(P, topo).nodes < 2:
+    if t_f <= 0.0 or _place(P, topo).nodes < 2:
         return terms
-    return {p: (max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
+    return {p: (_max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
 
 
 def _nccl_order(terms: dict[Protocol, tuple[float, float]], ranking: dict[Protocol, float]) -> list[Protocol]:
@@ -498,7 +639,19 @@ def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> 
     else:
         terms = _protocol_terms(op, alg, S, P, topo, ranking)
     terms = _floored(terms, P, topo)
-    return terms[_nccl_order(terms, ranking)[0]]
+    if not _is_array(S):
+        return terms[_nccl_order(terms, ranking)[0]]
+    import numpy as np
+
+    # arrays: element by element, the first protocol of the lowest key, as sorted() above takes it
+    protocols = list(terms)
+    key = {p: ranking[p] if ranking else terms[p][0] + terms[p][1] for p in protocols}
+    lat, bw = terms[protocols[0]]
+    best = key[protocols[0]]
+    for p in protocols[1:]:
+        better = key[p] < best
+        lat, bw, best = np.where(better, terms[p][0], lat), np.where(better, terms[p][1], bw), np.where(better, key[p], best)
+    return lat, bw
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -506,6 +659,30 @@ def _check(op: Collective, message_bytes: float, gpus: int) -> None:
         raise InputError(f"op must be a Collective, got {op!r}")
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
     require_count("gpus", gpus)
+
+
+def available_algorithms(op: Collective, gpus: int, topo: Topology, algorithms=None) -> tuple[Algorithm, ...]:
+    """The algorithms of ``algorithms`` (default :data:`APPLICABLE` order) that can run ``op`` on this group."""
+    return tuple(a for a in (APPLICABLE[op] if algorithms is None else algorithms)
+                 if a in APPLICABLE[op] and _why_not(op, a, gpus, topo) is None)
+
+
+def totals_many(op: Collective, sizes_bytes, gpus: int, topo: Topology, algorithms: tuple[Algorithm, ...]):
+    """Seconds of ``op`` on each of the numpy array ``sizes_bytes`` over ``gpus`` ranks: the fastest of
+    ``algorithms`` (each able to run here, :func:`available_algorithms`), each under its fastest protocol;
+    element by element the ``total_s`` :func:`algorithm_costs` and the per-call pick give, from the same
+    formulas on arrays. The sizes are validated by the caller (finite, >= 0)."""
+    import numpy as np
+
+    S = np.asarray(sizes_bytes, dtype=float)
+    if gpus == 1 or not algorithms:
+        return np.zeros(S.shape)
+    best = None
+    for alg in algorithms:
+        lat, bw = _terms(op, alg, S, gpus, topo)
+        total = lat + bw
+        best = total if best is None else np.minimum(best, total)
+    return np.broadcast_to(best, S.shape).astype(float)
 
 
 def unavailable_algorithms(op: Collective, gpus: int, fabric: Link | Topology) -> dict[Algorithm, str]:

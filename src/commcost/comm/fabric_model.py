@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
+from commcost.core.validation import require_count
+from commcost.comm.algorithms import IdentityMemo
 from commcost.comm.algorithms import algorithm_costs
+from commcost.comm.algorithms import available_algorithms
+from commcost.comm.algorithms import derive
+from commcost.comm.algorithms import totals_many
+from commcost.comm.model import sizes_array
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.algorithms import parse_algorithm
 from commcost.comm.algorithms import parse_collective
@@ -22,6 +29,33 @@ from commcost.core.units import format_seconds as t
 from commcost.hardware.registry import systems
 
 __all__ = ["FabricModel"]
+
+
+def _make_group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_node: int | None) -> Topology:
+    """The topology a group of ``gpus`` ranks, ``ranks_per_node`` of them on a node, is priced on
+    (:meth:`FabricModel._topo`), memoised on its frozen inputs: it does not depend on the message size."""
+    if ranks_per_node is not None:
+        if not 1 <= ranks_per_node <= t.gpus_per_node:
+            raise InputError(f"ranks_per_node must be between 1 and the node's {t.gpus_per_node} GPUs, "
+                             f"got {ranks_per_node}")
+        # the group's ranks on a node use their own GPUs' NICs: a node of g = ranks_per_node GPUs
+        t = derive(t, gpus_per_node=ranks_per_node, nodes=max(t.nodes, math.ceil(gpus / ranks_per_node)))
+    nodes = math.ceil(gpus / t.gpus_per_node)
+    if grow_nodes and nodes > t.nodes:
+        return derive(t, nodes=nodes)
+    return t
+
+
+_group_topology = IdentityMemo(_make_group_topology)
+
+
+@lru_cache(maxsize=64)
+def _preset_caution(name: str) -> tuple[str, float] | None:
+    """``(multi_pod_caution, spine_oversubscription)`` of system preset ``name`` (None: no caution)."""
+    preset = systems().get(name)
+    if not isinstance(preset, dict) or "multi_pod_caution" not in preset:
+        return None
+    return preset["multi_pod_caution"], float(preset.get("spine_oversubscription", 1.0))
 
 
 def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
@@ -36,7 +70,7 @@ def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) 
         why = (f"fastest of {', '.join(c.algorithm.value for c in ranked)} ({backend}); runner-up "
                f"{r.algorithm.value} {t(r.total_s)} (latency {t(r.latency_s)} + bandwidth {t(r.bandwidth_s)}) "
                f"vs {t(best.total_s)} (latency {t(best.latency_s)} + bandwidth {t(best.bandwidth_s)})")
-    return replace(best, reason=why)
+    return derive(best, reason=why)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,17 +91,22 @@ class FabricModel(CommModel):
         _parse_backend(self.backend)
 
     def _topo(self, gpus: int, ranks_per_node: int | None = None) -> Topology:
-        t = self.topology
-        if ranks_per_node is not None:
-            if not 1 <= ranks_per_node <= t.gpus_per_node:
-                raise InputError(f"ranks_per_node must be between 1 and the node's {t.gpus_per_node} GPUs, "
-                                 f"got {ranks_per_node}")
-            # the group's ranks on a node use their own GPUs' NICs: a node of g = ranks_per_node GPUs
-            t = replace(t, gpus_per_node=ranks_per_node, nodes=max(t.nodes, math.ceil(gpus / ranks_per_node)))
-        nodes = math.ceil(gpus / t.gpus_per_node)
-        if self.grow_nodes and nodes > t.nodes:
-            return replace(t, nodes=nodes)
-        return t
+        return _group_topology(self.topology, self.grow_nodes, gpus, ranks_per_node)
+
+    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+        """:meth:`cost`'s ``total_s`` under ``auto`` on an array of sizes: the fastest algorithm the backend
+        runs, each under its fastest protocol (:func:`commcost.comm.algorithms.totals_many`), the group's
+        placement and the algorithms that can run it found once for every size."""
+        op = parse_collective(op)
+        S = sizes_array(sizes_bytes)
+        require_count("gpus", gpus)
+        topo = self._topo(gpus, ranks_per_node)
+        algs = available_algorithms(op, gpus, topo, BACKEND_ALGORITHMS[self.backend][op])
+        if not algs:
+            reasons = "; ".join(unavailable_algorithms(op, gpus, topo).values())
+            raise InputError(f"no algorithm {self.backend} runs can carry {op.value} on {gpus} GPUs "
+                             f"here: {reasons}")
+        return totals_many(op, S, gpus, topo, algs)
 
     def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
 
@@ -77,7 +116,11 @@ class FabricModel(CommModel):
         return {a: costs[a] for a in allowed if a in costs}
 
     def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+        """The one collective (:meth:`CommModel.cost`); the frozen result is memoised on this model and the
+        call's arguments (plan, its advice and a search's re-pricing ask for the same collectives again)."""
+        return _costs(self, op, size_bytes, gpus, algorithm, ranks_per_node)
 
+    def _cost(self, op, size_bytes, gpus, algorithm="auto", ranks_per_node=None) -> CollectiveCost:
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
         topo = self._topo(gpus, ranks_per_node)
@@ -92,7 +135,7 @@ class FabricModel(CommModel):
             best = replace(collective_cost(op, size_bytes, gpus, topo, alg), reason="asked for by name")
         if topo.protocols is not None and gpus > 1:
             proto = next(iter(protocol_costs(op, size_bytes, gpus, topo, best.algorithm)))
-            best = replace(best, protocol=proto.value)
+            best = derive(best, protocol=proto.value)
         return best
 
     def max_gpus(self) -> int | None:
@@ -113,13 +156,13 @@ class FabricModel(CommModel):
 
         t = self.topology
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))
-        preset = systems().get(t.name)
-        if m < 2 or not isinstance(preset, dict) or "multi_pod_caution" not in preset:
+        if m < 2:
             return None
-        if t.spine_oversubscription != float(preset.get("spine_oversubscription", 1.0)):
+        preset = _preset_caution(t.name)
+        if preset is None or t.spine_oversubscription != preset[1]:
             return None
         return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
-                f"(1/{t.spine_oversubscription:g}) is {preset['multi_pod_caution']}")
+                f"(1/{t.spine_oversubscription:g}) is {preset[0]}")
 
     def to_dict(self) -> dict:
         t = self.topology
@@ -129,3 +172,6 @@ class FabricModel(CommModel):
                 "inter_bandwidth_bytes_per_s": t.inter.bandwidth_bytes_per_s, "inter_latency_s": t.inter.latency_s,
                 "pod_nodes": t.pod_nodes, "spine_oversubscription": t.spine_oversubscription,
                 "spine_latency_s": t.spine_latency_s, "protocols": t.protocols is not None}
+
+
+_costs = IdentityMemo(FabricModel._cost)

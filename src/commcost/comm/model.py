@@ -47,9 +47,10 @@ from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, rin
     ring_reduce_scatter
 from commcost.comm.link import Link
 from commcost.core.errors import InputError
+from commcost.core.validation import require_count
 
 
-__all__ = ["BACKENDS", "BACKEND_ALGORITHMS", "CommModel", "FlatLinkModel"]
+__all__ = ["BACKENDS", "BACKEND_ALGORITHMS", "CommModel", "FlatLinkModel", "sizes_array"]
 # and, loaded on first use (module __getattr__ below): FabricModel (commcost.comm.fabric_model),
 # ProfileModel, ProfileScope, DERIVED_OPS, EXTRAPOLATION_RULE (commcost.comm.profile_model)
 
@@ -90,6 +91,18 @@ def _parse_backend(backend: str) -> str:
     return backend
 
 
+def sizes_array(sizes_bytes):
+    """``sizes_bytes`` as a float numpy array, checked once for every element (finite, >= 0): the edge of
+    :meth:`CommModel.cost_many`, which then prices without a check per size."""
+    import numpy as np
+
+    S = np.asarray(sizes_bytes, dtype=float)
+    bad = ~(np.isfinite(S) & (S >= 0))
+    if bad.any():
+        raise InputError(f"message sizes must be finite and >= 0, got {S[bad].ravel()[0]!r}")
+    return S
+
+
 class CommModel(ABC):
     """What every kind answers. Subclasses are frozen dataclasses."""
 
@@ -104,6 +117,17 @@ class CommModel(ABC):
         the data-parallel group under tensor parallelism, has fewer than the node's GPUs);
         None packs the group onto full nodes. Only a fabric distinguishes placements.
         """
+
+    def cost_many(self, op: Collective | str, sizes_bytes, gpus: int, *, ranks_per_node: int | None = None):
+        """Seconds of one ``op`` collective on each of ``sizes_bytes`` (a numpy array) over ``gpus`` ranks:
+        element by element ``cost(op, S, gpus, ranks_per_node=...).total_s`` under ``auto``, priced as
+        arrays (inputs checked once here, not per size). numpy needed. This generic form asks
+        :meth:`cost` per size; each kind overrides it with its formulas on arrays."""
+        import numpy as np
+
+        S = sizes_array(sizes_bytes)
+        return np.array([self.cost(op, float(x), gpus, ranks_per_node=ranks_per_node).total_s
+                         for x in S.ravel()]).reshape(S.shape)
 
     def candidates(self, op: Collective | str, size_bytes: float, gpus: int, *,
                    ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
@@ -169,6 +193,27 @@ class FlatLinkModel(CommModel):
             alg = Algorithm.DIRECT if op in (Collective.ALL_TO_ALL, Collective.SEND_RECV) else Algorithm.RING
             return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason=_FLAT_REASON)
         return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason="asked for by name")
+
+    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+        """:meth:`cost`'s ``total_s`` under ``auto`` on an array of sizes: the ring formulas
+        ``k(P-1) a + k(P-1)/P S/B`` on arrays for all-reduce, reduce-scatter and all-gather, else
+        :func:`commcost.comm.algorithms.totals_many` on the flat link (ring; direct for all-to-all, send/recv)."""
+        from commcost.comm.algorithms import available_algorithms, totals_many, unavailable_algorithms
+        from commcost.comm.topology import as_topology
+
+        op = _collective(op)
+        S = sizes_array(sizes_bytes)
+        require_count("gpus", gpus)
+        k = {Collective.ALL_REDUCE: 2, Collective.REDUCE_SCATTER: 1, Collective.ALL_GATHER: 1}.get(op)
+        if k is not None:   # collectives._ring, the same arithmetic in the same order
+            P, a, B = gpus, self.link.latency_s, self.link.bandwidth_bytes_per_s
+            return k * (P - 1) * a + k * (P - 1) / P * S / B
+        alg = Algorithm.DIRECT if op in (Collective.ALL_TO_ALL, Collective.SEND_RECV) else Algorithm.RING
+        topo = as_topology(self.link, gpus)
+        algs = available_algorithms(op, gpus, topo, (alg,))
+        if not algs:
+            raise InputError(unavailable_algorithms(op, gpus, topo)[alg])
+        return totals_many(op, S, gpus, topo, algs)
 
     @property
     def flat_link(self) -> Link | None:

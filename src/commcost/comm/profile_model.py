@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
-from commcost.comm.model import CommModel
+from commcost.comm.model import CommModel, sizes_array
 from commcost.core.errors import InputError
 from commcost.comm.algorithms import parse_algorithm
 from commcost.comm.algorithms import parse_collective
@@ -110,6 +110,31 @@ class ProfileModel(CommModel):
         return CollectiveCost(op=op, algorithm=self.fit.algorithm, gpus=gpus, message_bytes=size_bytes,
                               latency_s=k * regime.alpha_s, bandwidth_s=f * size_bytes / regime.bandwidth_bytes_per_s,
                               reason=f"calibrated regime {i + 1} of {len(self.fit.regimes)} ({regime.describe()})")
+
+    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+        """:meth:`cost`'s ``total_s`` on an array of sizes: each size in its fitted regime ``i``,
+        ``k a_i + f S / B_i`` (scope checked once)."""
+        import numpy as np
+
+
+        op = parse_collective(op)
+        if not self.extrapolate:
+            why = self._out_of_scope(op, gpus)
+            if why is not None:
+                raise InputError(f"{why}; pass --extrapolate to apply it anyway")
+        S = sizes_array(sizes_bytes)
+        out = np.zeros(S.shape)
+        if gpus == 1:
+            return out
+        k = ring_latency_steps(op, gpus)
+        f = bus_bandwidth_factor(op, gpus)
+        left = np.ones(S.shape, dtype=bool)
+        last = len(self.fit.regimes) - 1
+        for i, r in enumerate(self.fit.regimes):
+            sel = left & ((S < r.max_size_bytes) | (i == last))
+            out[sel] = k * r.alpha_s + f * S[sel] / r.bandwidth_bytes_per_s
+            left &= ~sel
+        return out
 
     def max_gpus(self) -> int | None:
         return None if self.extrapolate else self.scope.gpus

@@ -12,7 +12,9 @@ placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing no
 
 **Pricing.** Every collective goes through the one CommModel, once per distinct
 ``(op, size, group, ranks per node)`` (:class:`Pricer`): a grid of a million configurations
-holds a few thousand distinct collectives, and the prices are broadcast back by index.
+holds a few thousand distinct collectives, and the prices are broadcast back by index. They are
+priced as arrays, one :meth:`~commcost.comm.model.CommModel.cost_many` call per distinct
+``(op, group, ranks per node)`` with every size it carries.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from commcost.parallel.tensor import tp_blocks_per_stage
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
-from commcost.step.timeline import uniform_buckets
+from commcost.step.timeline import uniform_layout
 from commcost.step.timeline import uniform_end_s
 from commcost.workload.compute import elementwise_layer_bytes_per_token
 from commcost.workload.compute import elementwise_time_s
@@ -61,7 +63,7 @@ class Pricer:
         self.memo: dict[tuple, float] = {}
 
     def one(self, op: Collective, size: float, group: int, rpn: int) -> float:
-        """One collective, seconds."""
+        """One collective, seconds (:meth:`fetch` prices many at once)."""
         if group == 1 or size == 0:
             return 0.0
         key = (op, size, group, rpn)
@@ -69,6 +71,19 @@ class Pricer:
         if T is None:
             T = self.memo[key] = self.model.cost(op, size, group, ranks_per_node=rpn).total_s
         return T
+
+    def fetch(self, keys) -> None:
+        """Price the ``(op, size, group, rpn)`` of ``keys`` not yet known: one
+        :meth:`~commcost.comm.model.CommModel.cost_many` per distinct ``(op, group, rpn)``."""
+        import numpy as np
+
+        by: dict[tuple, list[float]] = {}
+        for op, S, P, r in keys:
+            if P != 1 and S != 0 and (op, S, P, r) not in self.memo:
+                by.setdefault((op, P, r), []).append(S)
+        for (op, P, r), sizes in by.items():
+            T = self.model.cost_many(op, np.array(sizes), P, ranks_per_node=r)
+            self.memo.update(zip([(op, S, P, r) for S in sizes], T.tolist()))
 
     def column(self, op: Collective, size, group, rpn):
         """Element-wise prices of arrays ``size, group, rpn`` (each distinct triple priced once)."""
@@ -78,7 +93,9 @@ class Pricer:
         if size.size == 0:
             return np.zeros(0)
         uniq, inv = unique_rows(np.stack([size, group.astype(float), rpn.astype(float)], axis=1))
-        prices = np.array([self.one(op, float(S), int(P), int(r)) for S, P, r in uniq])
+        keys = [(op, float(S), int(P), int(r)) for S, P, r in uniq.tolist()]
+        self.fetch(keys)
+        prices = np.array([self.one(*k) for k in keys])
         return prices[inv]
 
 
@@ -264,61 +281,92 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     wire = np.zeros((nv, nu))
     whole = np.zeros((nv, nu))
     gather = np.zeros((nv, nu, ng))
-    for u, row in enumerate(uniq):
-        S_g, P_g, r_g, k_g = row[:ng], row[ng:2 * ng].astype(int), row[2 * ng:3 * ng].astype(int), row[3 * ng:]
-        on = [i for i in range(ng) if P_g[i] > 1]
-        if not on:
-            continue
-        total = float(sum(S_g[i] for i in on))
-        shares = [(i, S_g[i] / total) for i in on]
-        for sharded in (0, 1):
-            op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
+    S_g, P_g, r_g, k_g = uniq[:, :ng], uniq[:, ng:2 * ng].astype(int), uniq[:, 2 * ng:3 * ng].astype(int), uniq[:, 3 * ng:]
+    on = P_g > 1                                      # the groups that reduce, per distinct row
+    any_on = on.any(axis=1)
+    total = np.zeros(nu)                              # plan: the gradient bytes of every group, summed in order
+    for i in range(ng):
+        total = total + np.where(on[:, i], S_g[:, i], 0.0)
+    share = S_g / np.where(any_on, total, 1.0)[:, None]
+    S_all = total / q_g * q_g
+    group = np.where(on, P_g, 1)
+    for sharded in (0, 1):
+        op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
 
-            def cost(c_bytes: float, op=op) -> float:
-                return sum(k_g[i] * pricer.one(op, c_bytes * fr, int(P_g[i]), int(r_g[i])) for i, fr in shares)
+        def cost(c_bytes, sel, op=op):
+            """``sum_i k_i T(op, c f_i, P_i, r_i)`` of the rows ``sel`` (plan._data_parallel_lines' cost)."""
+            acc = np.zeros(len(sel))
+            for i in range(ng):
+                T = pricer.column(op, c_bytes * share[sel, i], group[sel, i], r_g[sel, i])
+                acc = acc + np.where(on[sel, i], k_g[sel, i] * T, 0.0)
+            return acc
 
-            for ci, cap_bytes in enumerate(caps):
-                vi = sharded * len(caps) + ci
-                if not used[u, vi]:
-                    continue
-                cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
-                S = total / q_g * q_g
-                _, times[vi, u], full[vi, u], not_ready[vi, u], wire[vi, u] = uniform_buckets(S, cp, cost)
-                whole[vi, u] = cost(S)       # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
-                if sharded:
-                    for i in on:
-                        gather[vi, u, i] = k_g[i] * pricer.one(Collective.ALL_GATHER, S_g[i] / q_g * WEIGHT_BYTES,
-                                                               int(P_g[i]), int(r_g[i]))
+        for ci, cap_bytes in enumerate(caps):
+            vi = sharded * len(caps) + ci
+            sel = np.nonzero(used[:, vi] & any_on)[0]
+            if not len(sel):
+                continue
+            cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
+            c1, c = float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes)
+            S = S_all[sel]
+            # step.timeline.uniform_buckets, the bucket layout per row and the prices as arrays
+            lay = np.array([uniform_layout(x, c1, c) for x in S.tolist()]).reshape(-1, 3)
+            first, m, last = lay[:, 0], lay[:, 1], lay[:, 2]
+            one = last == 0                               # one bucket, ready when backward ends
+            T1 = cost(first, sel)
+            Tc = cost(np.where(~one & (m > 0), c, 0.0), sel)
+            Tl = cost(np.where(one, 0.0, last), sel)
+            times[vi, sel] = np.stack([T1, Tc, Tl], axis=1)
+            full[vi, sel] = np.where(one, 0.0, m)
+            not_ready[vi, sel] = np.where(one[:, None], 0.0, np.stack(
+                [1.0 - first / S, np.where(m > 0, 1.0 - (first + c) / S, 0.0),
+                 np.where(m > 0, 1.0 - (first + m * c) / S, 0.0)], axis=1))
+            wire[vi, sel] = np.where(one, T1, T1 + m * Tc + Tl)
+            whole[vi, sel] = cost(S, sel)   # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
+            if sharded:
+                for i in range(ng):
+                    T = pricer.column(Collective.ALL_GATHER, S_g[sel, i] / q_g * WEIGHT_BYTES, group[sel, i],
+                                      r_g[sel, i])
+                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T, 0.0)
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
 
 
-def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, tokens, per_stage):
+def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_base):
     """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
-    takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`)."""
+    takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`). The operators depend on
+    the structural row, SP and recomputation only (not ZeRO or the bucket cap): each distinct
+    ``(row, sp, recompute)`` of a stack is priced once and gathered back (``per_stage_base``: layers per row)."""
     import numpy as np
 
 
     spec, s = inp.space.spec, inp.space.seq
-    bi = cols["bi"]
-    t, p, c, e, d, m = (base[k][bi].astype(float) for k in ("t", "p", "c", "e", "d", "m"))
-    expert_tp = base["etp"][bi].astype(float)
-    rc = cols["rc"]
+    bi, sp, rc = cols["bi"], cols["sp"], cols["rc"]
     out = [np.zeros(len(bi)) for _ in range(4)]
     for name, mask in stack_masks(cols, base, inp).items():
-        if not mask.any():
+        rows = np.nonzero(mask)[0]
+        if not len(rows):
             continue
+        key = (bi[rows] * 2 + sp[rows]) * 3 + rc[rows]
+        present = np.zeros(len(base["t"]) * 6, dtype=bool)
+        present[key] = True
+        ukey = np.nonzero(present)[0]
+        pos = np.zeros(len(present), dtype=np.int64)
+        pos[ukey] = np.arange(len(ukey))
+        ub, usp, urc = ukey // 6, (ukey // 3) % 2, ukey % 3
+        t, c, e, b, m = (base[k][ub].astype(float) for k in ("t", "c", "e", "b", "m"))
         st = stack(name, compiled=inp.compiled)
         rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
                              flash=inp.flash_attention)
-        o = micro_batch_operators(np, spec, st, rates, tokens=tokens, seq=s, layers=per_stage, tp=t,
-                                  sp=cols["sp"] == 1, ep=e, expert_tp=expert_tp, full=rc == 2, selective=rc == 1,
-                                  micro_batches=m, flash=inp.flash_attention, expert_load=inp.expert_load,
-                                  a2a=inp.a2a)
+        o = micro_batch_operators(np, spec, st, rates, tokens=b * s / c, seq=s, layers=per_stage_base[ub], tp=t,
+                                  sp=usp == 1, ep=e, expert_tp=base["etp"][ub].astype(float), full=urc == 2,
+                                  selective=urc == 1, micro_batches=m, flash=inp.flash_attention,
+                                  expert_load=inp.expert_load, a2a=inp.a2a)
+        back = pos[key]
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
-            out[i] = np.where(mask, col, out[i])
+            out[i][rows] = np.broadcast_to(col, (len(ukey),))[back]
     return tuple(out)
 
 
@@ -343,7 +391,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     # 1. compute (plan.operator_times, or with a given efficiency plan._flops and compute.elementwise_s)
     tokens = b * s / c
     if inp.efficiency is None:
-        t_c, t_fwd, t_layer_f, t_attn = _operator_columns(inp, base, cols, tokens=tokens, per_stage=per_stage)
+        t_c, t_fwd, t_layer_f, t_attn = _operator_columns(inp, base, cols, per_stage_base=X["per_stage"])
         fwd_share = t_fwd / t_c
     else:
         peak = peak_flops_per_s(inp.gpu, inp.precision)
