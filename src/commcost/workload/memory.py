@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",
-           "ddp_memory_per_gpu", "gemm_input_bytes"]
+           "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -69,8 +69,8 @@ RECOMPUTE_WORKING_FACTOR = 2.0
 """Under full recomputation the layer being recomputed holds its activations and, while its backward
 runs, their gradients: ``A_w = 2 A_none`` (the working set the allocator sees)."""
 SELECTIVE_ALTERNATE_SHARE = 0.5
-"""PyTorch's op-level selective checkpointing (torchtitan ``selective``/``op``) saves every other matmul's
-output and recomputes the rest: about half of a layer's activations."""
+"""An MoE layer under PyTorch's op-level selective checkpointing keeps about half of its activations (no
+published count; dense layers are counted op by op: :func:`alternate_matmul_bytes`)."""
 ALLOCATOR_SLACK = (0.0, 0.15)
 """The caching allocator's reserved memory over the peak allocated: fragmentation and cached blocks,
 0-15% (PyTorch's memory stats on training runs; expandable segments sit at the low end)."""
@@ -134,8 +134,17 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     sbh = s * b * h
     if recompute == "full":
         return 2.0 * sbh / r
-    mask = 1.0 if dropout else 0.0
     kv_local = kv_heads + (tp - kv_heads) * (kv_heads < tp)   # K/V heads replicated when t > n_kv: max(n_kv, t)
+    if recompute == "alternate_matmul":
+        if top_k:   # no published count for an MoE layer under op-level checkpointing: half the layer
+            return SELECTIVE_ALTERNATE_SHARE * layer_activation_bytes(
+                seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_heads=kv_heads, qk_head_dim=qk_head_dim,
+                head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
+                dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
+                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes)
+        return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
+                                      head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
+    mask = 1.0 if dropout else 0.0
     q_in = gemm_input_bytes
     replicated = (4.0 + 2.0 * q_in + 2.0 * mask) * sbh
     attention = (2.0 * s * b * (heads + kv_local) * qk_head_dim + 2.0 * s * b * kv_local * head_dim
@@ -153,6 +162,27 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     else:
         scores = (2.0 + 3.0 * mask) * heads * s * s * b
     return replicated / r + (attention + mlp + scores) / tp
+
+
+def alternate_matmul_bytes(*, seq_local, micro_batch, hidden, heads, kv_local, head_dim, mlp_width, gated: bool,
+                           tp, r):
+    """Bytes one dense layer keeps under PyTorch's op-level selective checkpointing as torchtitan sets it
+    (``selective_ac_option = "op"``; torchtitan ``parallelize_llama.py`` ``_save_list`` and
+    ``_custom_policy``): the output of every other ``aten.mm`` of the layer is saved (the 1st, 3rd, 5th and
+    7th), SDPA's output and fp32 log-sum-exp are saved, the reduce-scatters' outputs are saved, everything
+    else is recomputed; the checkpoint keeps the layer's input. A layer's matmuls, in order: Q, K, V, O,
+    then gate, up, down (gated) or up, down. Saved: Q ``n_q d / t``, V ``n_kv' d / t``, the gate (or up)
+    ``f / t`` and, gated, the down projection's output ``h`` (a partial sum, whole, before its
+    reduce-scatter under TP); SDPA ``n_q d / t`` and ``4 n_q / t`` bytes; with ``t > 1`` the two
+    reduce-scatters' outputs ``2 h / t``; the input ``h / r``. Two bytes an element:
+
+    ``A_op = 2 s'b (h/r + (n_q d + n_kv' d + f + n_q d)/t + [gated] h + [t > 1] 2h/t) + 4 s'b n_q / t``
+
+    (``n_kv' = max(n_kv, t)``). Llama 3.1 8B at s' = 8192, b = 1: 2 x 8192 x 31,744 + 4 x 8192 x 32 =
+    521 MB a layer (half of the layer's activations without recomputation would be 690 MB). Array-safe."""
+    s, b, h = seq_local, micro_batch, hidden
+    widths = (heads * head_dim + kv_local * head_dim + mlp_width + heads * head_dim) / tp
+    return 2.0 * s * b * (h / r + widths + (h if gated else 0.0) + 2.0 * h / tp * (tp > 1)) + 4.0 * s * b * heads / tp
 
 
 def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: float) -> float:
@@ -303,10 +333,11 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                                       grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     s_local = seq / layout.cp
     q_in = gemm_input_bytes(stack, fp8)
-    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute, gemm_input_bytes=q_in)
+    recompute = layout.recompute
+    if stack is not None and stack.selective == "alternate_matmul" and recompute == "selective":
+        recompute = "alternate_matmul"
+    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in)
     none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in)
-    if stack is not None and stack.selective == "alternate_matmul" and layout.recompute == "selective":
-        per_layer = SELECTIVE_ALTERNATE_SHARE * none
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)

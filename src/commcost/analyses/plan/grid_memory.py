@@ -12,7 +12,6 @@ from commcost.workload.memory import CONTEXT_BYTES
 from commcost.workload.memory import GRAD_BYTES
 from commcost.workload.memory import NCCL_BYTES
 from commcost.workload.memory import RECOMPUTE_WORKING_FACTOR
-from commcost.workload.memory import SELECTIVE_ALTERNATE_SHARE
 from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
@@ -60,9 +59,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         for flag in (0, 1):
             none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in)
             for rname in RECOMPUTE:
-                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, rname, q_in)
-                if rname == "selective" and st.selective == "alternate_matmul":
-                    per_layer = SELECTIVE_ALTERNATE_SHARE * none
+                kept = "alternate_matmul" if rname == "selective" and st.selective == "alternate_matmul" else rname
+                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in)
                 working = RECOMPUTE_WORKING_FACTOR * none if rname == "full" else 0.0
                 act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
                                                   held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
