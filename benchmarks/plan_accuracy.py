@@ -228,7 +228,11 @@ def memory_check(results: list[dict]) -> None:
         print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
               f"median signed {statistics.median(es):+6.1%}")
     oom = [r["row"]["id"] for r in results if r["plan"].memory.verdict == "does not fit"]
+    off = [i for i in oom if "cpu_offloading" in next(r["row"]["source"] for r in results if r["row"]["id"] == i)]
     print(f"  runs that ran called \"does not fit\": {len(oom)} of {len(results)}" + (f" ({', '.join(oom)})" if oom else ""))
+    if off:
+        print(f"    of which {len(off)} offload activations to the CPU (the source's recipe; plan does not model it): "
+              + ", ".join(off))
     print()
 
 

@@ -90,3 +90,14 @@ def test_compile_covers_the_loss_only_where_the_stack_compiles_it():
     assert stack("torchtitan-0.0", compiled=True).loss_bytes_per_vocab == 12
     assert stack("torchtitan-0.0", compiled=True).norm_accesses == stack("torchtitan", compiled=True).norm_accesses
     assert stack("torchtitan-0.0").loss_bytes_per_vocab == stack("torchtitan").loss_bytes_per_vocab == 12
+
+
+def test_fused_swiglu_keeps_only_its_input():
+    # a gated MLP keeps per element of f: 6 eager (gate, up, SiLU's output) or 4 fused (the fc1 output only),
+    # plus the down projection's input 2: at s' = 32, b = 1, f = 256, t = 1 the difference is 2 x 32 x 256 = 16,384
+    kw = dict(seq_local=32, micro_batch=1, hidden=64, heads=4, kv_heads=4, qk_head_dim=16, head_dim=16,
+              mlp_width=256, gated=True, tp=1, sequence_parallel=False, dropout=False, flash=True, recompute="none")
+    eager = layer_activation_bytes(**kw)
+    fused = layer_activation_bytes(**kw, gated_bytes=stack("megatron").gated_mlp_saved_bytes)
+    assert eager - fused == pytest.approx(16384, rel=1e-12)
+    assert stack("torchtitan").gated_mlp_saved_bytes == 6 and stack("nemo").gated_mlp_saved_bytes == 4

@@ -2,7 +2,10 @@
 
 **Model states** (Rajbhandari et al. 2020, section 3.1, mixed-precision Adam): per parameter
 ``q_w = 2`` bytes of bf16/fp16 weights, ``q_g = 2`` of gradients and ``K = 12`` of optimizer
-states (fp32 master weights, Adam's first and second moments). A GPU holds ``N_d`` dense and
+states (fp32 master weights, Adam's first and second moments). A stack sets ``q_g``
+(:attr:`~commcost.workload.stacks.Stack.main_grad_bytes`): Megatron-Core keeps its gradient buffer in fp32
+(``main_grad``; Megatron-LM forces ``accumulate_allreduce_grads_in_fp32`` with bf16), ``q_g = 4``; FSDP stacks
+keep fp32 sharded parameters and gradients in place of the master copy (4 + 4 + 8 = 2 + 2 + 12 per parameter). A GPU holds ``N_d`` dense and
 ``N_e`` expert parameters (:func:`params_per_gpu`); ZeRO stage ``z`` divides by the ranks ``D``
 sharing the shard (``d c`` dense, ``d c / e`` experts; a hybrid shard group instead of ``d c``): optimizer states from ``z >= 1``,
 gradients from ``z >= 2``, weights at ``z = 3``: ``Psi (2 + 2 + 12)`` -> ``Psi (2 + 2 + 12/D)``
@@ -14,15 +17,18 @@ parallelism else 1, 2 bytes an element and 1 a dropout mask. Replicated across T
 both norms' inputs ``4 s'bh``, the QKV and MLP inputs ``4 s'bh``, dropout masks after attention
 and MLP ``2 s'bh`` (with dropout). Split by t: Q and K ``2 s'b (n_q + n_kv) d_qk``, V ``2 s'b n_kv d``,
 O's input ``2 s'b n_q d``; the MLP ``4 s'bf`` (two matrices: activation input and output) or
-``8 s'bf`` (gated: gate and up outputs, SiLU output, product); the score softmax ``2 n_q s'^2 b``
+``(6 + 2) s'bf`` (gated: gate and up outputs, SiLU output, product; ``(4 + 2) s'bf`` with a fused SwiGLU); the score softmax ``2 n_q s'^2 b``
 plus, with dropout, its mask ``n_q s'^2 b`` and output ``2 n_q s'^2 b`` -- unless flash attention
 keeps only its fp32 log-sum-exp ``4 n_q s' b``. For GPT-3 (``f = 4h``, dropout, no flash) this
 is exactly Korthikanti's ``s b h (34 + 5 a s / h)`` at t = 1 and ``s b h (10 + 24/t + 5 a s/(h t))``
 without sequence parallelism. An MoE layer replaces the MLP by its ``k`` routed copies of each
 token (the permuted input ``2 k s'bh / r`` and the expert MLP at ``k f_e``), its shared experts
 and fp32 router logits ``4 s'b E / r``.
-Selective recomputation drops the ``s'^2`` terms; full recomputation keeps only each layer's input
-``2 s'bh / r``, plus one layer's full activations while it is recomputed.
+Selective recomputation drops the ``s'^2`` terms (Megatron's core-attention recomputation); PyTorch's op-level
+selective checkpointing (torchtitan) keeps what its policy saves, counted op by op (:func:`alternate_matmul_bytes`);
+full recomputation keeps only each layer's input ``2 s'bh / r``, plus one layer's full activations and their
+gradients while it is recomputed. A fused SwiGLU (Megatron-Core) keeps only its input (``q_g = 4`` instead of 6 per
+element of f).
 
 **Micro-batches in flight** on the first pipeline stage (:func:`in_flight_layers`): 1F1B holds
 ``min(m, p)`` micro-batches of ``L/p`` layers (``L`` layers' worth when ``m >= p``); the
@@ -120,7 +126,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                            qk_head_dim: float, head_dim: float, mlp_width: float, gated: bool, tp: float,
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
                            top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
-                           gemm_input_bytes: float = 2.0) -> float:
+                           gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
@@ -128,6 +134,10 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     saved input takes per element: 2 in bf16, 1 where an fp8 recipe saves the quantized copy
     (Transformer Engine keeps the fp8 input for the weight gradient): the QKV and MLP inputs
     ``2 q_in s'bh``, O's input ``q_in s'b n_q d``, the down projection's input ``q_in s'b f``.
+    ``gated_bytes`` (``q_g``) is what a gated MLP keeps per element of f besides the down projection's input:
+    6 where the activation runs eager (gate and up outputs, SiLU's output: ``F.silu(w1 x) * w3 x``), 4 where a
+    fused SwiGLU saves only its input (Megatron-Core's ``BiasSwiGLUFunction`` saves the fc1 output and
+    recomputes the rest): :attr:`~commcost.workload.stacks.Stack.gated_mlp_saved_bytes`.
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
@@ -141,7 +151,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                 seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_heads=kv_heads, qk_head_dim=qk_head_dim,
                 head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
                 dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
-                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes)
+                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes)
         return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
                                       head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
     mask = 1.0 if dropout else 0.0
@@ -149,7 +159,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     replicated = (4.0 + 2.0 * q_in + 2.0 * mask) * sbh
     attention = (2.0 * s * b * (heads + kv_local) * qk_head_dim + 2.0 * s * b * kv_local * head_dim
                  + q_in * s * b * heads * head_dim)
-    mlp_per_width = (6.0 if gated else 2.0) + q_in
+    mlp_per_width = (gated_bytes if gated else 2.0) + q_in
     if top_k:
         mlp = (mlp_per_width * s * b * top_k * mlp_width + mlp_per_width * s * b * shared_width)
         replicated += 2.0 * top_k * sbh + 4.0 * s * b * experts
@@ -261,17 +271,18 @@ def gpu_capacity_bytes(gpu: str) -> float:
     return gpu_row(gpu)[0]
 
 
-def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float) -> dict:
+def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
+                  gated_bytes: float = 6.0) -> dict:
     return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
-                gemm_input_bytes=gemm_input_bytes)
+                gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes)
 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
-                      gemm_input_bytes: float = 2.0) -> float:
+                      gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0) -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion)."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes), recompute)
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, gated_bytes), recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -327,17 +338,20 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
+    q_g = stack.main_grad_bytes if stack is not None and grad_bytes == GRAD_BYTES else grad_bytes
     w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.shard_dp, weight_bytes=weight_bytes,
-                                      grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
+                                      grad_bytes=q_g, optimizer_bytes=optimizer_bytes)
     w_e, g_e, o_e = model_state_bytes(expert, layout.zero, layout.expert_dp, weight_bytes=weight_bytes,
-                                      grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
+                                      grad_bytes=q_g, optimizer_bytes=optimizer_bytes)
     s_local = seq / layout.cp
     q_in = gemm_input_bytes(stack, fp8)
     recompute = layout.recompute
     if stack is not None and stack.selective == "alternate_matmul" and recompute == "selective":
         recompute = "alternate_matmul"
-    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in)
-    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in)
+    g_b = 6.0 if stack is None else stack.gated_mlp_saved_bytes
+    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
+                                  gated_bytes=g_b)
+    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, gated_bytes=g_b)
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)
@@ -357,8 +371,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load)
     if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
         # the stage stays gathered through the step: its bf16 weights and gradients, whole
-        w_d, g_d = w_d + dense * weight_bytes, g_d + dense * grad_bytes
-        w_e, g_e = w_e + expert * weight_bytes, g_e + expert * grad_bytes
+        w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * GRAD_BYTES
+        w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * GRAD_BYTES
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,

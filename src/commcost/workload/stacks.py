@@ -69,6 +69,13 @@ class Stack:
     (fitted: :mod:`commcost.workload.operators`)."""
     compiled: bool = False
     """torch.compile fuses the element-wise chains (accesses as fused kernels)."""
+    main_grad_bytes: float = 2.0
+    """``q_g`` of the memory model: bytes per parameter of the gradients the stack holds for the optimizer
+    (Megatron-Core's fp32 ``main_grad`` buffer: 4; FSDP stacks' fp32 sharded gradients come with fp32 sharded
+    parameters in place of the master copy, which totals as 2 + 2 + 12: 2)."""
+    gated_mlp_saved_bytes: float = 6.0
+    """Bytes a gated MLP keeps per element of its width besides the down projection's input: 6 eager
+    (gate and up outputs, SiLU's output), 4 with a fused SwiGLU that saves only its input (Megatron-Core)."""
     compile_covers_loss: bool = True
     """torch.compile also compiles the loss (its accesses and bytes as a fused kernel's); False where the stack
     compiles the model's blocks only and the cross-entropy runs eager (torchtitan before 0.1)."""
