@@ -101,3 +101,17 @@ def test_fused_swiglu_keeps_only_its_input():
     fused = layer_activation_bytes(**kw, gated_bytes=stack("megatron").gated_mlp_saved_bytes)
     assert eager - fused == pytest.approx(16384, rel=1e-12)
     assert stack("torchtitan").gated_mlp_saved_bytes == 6 and stack("nemo").gated_mlp_saved_bytes == 4
+
+
+def test_megatron_keeps_fp32_main_grads_and_the_nemo_recipes_bf16():
+    # Megatron-LM with bf16 keeps an fp32 main_grad buffer (4 bytes a parameter, unsharded at ZeRO-1), the NeMo /
+    # Megatron-Bridge performance recipes a bf16 one (2): same weights (2 bytes) and optimizer (12 / D), twice the
+    # gradients
+    L = Layout(dp=4, zero=1, global_batch=4)
+    meg = memory_per_gpu(SPEC, L, seq=S, capacity_bytes=80e9, stack=stack("megatron"))
+    nemo = memory_per_gpu(SPEC, L, seq=S, capacity_bytes=80e9, stack=stack("nemo"))
+    assert meg.gradients_bytes == pytest.approx(2 * nemo.gradients_bytes, rel=1e-12)
+    assert meg.weights_bytes == nemo.weights_bytes and meg.optimizer_bytes == nemo.optimizer_bytes
+    # the weights are bf16 (2 bytes a parameter): the fp32 buffer is twice the weights, the bf16 one equal to them
+    assert meg.gradients_bytes == pytest.approx(2 * meg.weights_bytes, rel=1e-12)
+    assert nemo.gradients_bytes == pytest.approx(nemo.weights_bytes, rel=1e-12)
