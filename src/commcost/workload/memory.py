@@ -42,8 +42,12 @@ FSDP2 with PP) also holds the stage's bf16 weights and gradients whole: ``+ N_st
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one; sequence parallelism's gathered layer input ``2 s'bh``; an MoE layer's token
 buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
-``I`` the load imbalance: the busiest rank receives ``I`` times the mean). Not counted:
-the CUDA context and NCCL workspaces (about 0.5-1 GB), allocator fragmentation.
+``I`` the load imbalance: the busiest rank receives ``I`` times the mean).
+
+**Reserved and on the card** (:class:`MemoryBreakdown`): the caching allocator's slack over the peak allocated
+(:data:`ALLOCATOR_SLACK`), then the CUDA context and NCCL's own buffers outside torch's allocator
+(:data:`CONTEXT_BYTES`, :data:`NCCL_BYTES`), as a low-high range against the card's capacity as the driver
+reports it (gpus.json). Not modelled: activations offloaded to the CPU (Megatron's ``cpu_offloading_num_layers``).
 """
 
 from __future__ import annotations
@@ -219,7 +223,7 @@ class MemoryBreakdown:
     total_bytes: float
     """Sum of the above."""
     capacity_bytes: float
-    """The GPU's memory (gpus.json, decimal GB)."""
+    """The GPU's memory as the driver reports it (gpus.json ``memory_bytes``)."""
     stage: str
     """Which stage is fullest: ``first`` or ``last`` (``only`` without pipelining)."""
     in_flight_layers: float
