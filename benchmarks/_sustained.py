@@ -18,8 +18,16 @@ import commcost.workload.stacks as stacks
 from commcost.analyses.plan.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
-SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200"}
+SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm"}
 """GPUs without Megatron-Core runs of their own take their die's fraction (as kernels.json records)."""
+
+
+STACK_FAMILY = {"torchtitan-0.0": "torchtitan"}
+"""Stack versions that share one training loop and kernels share one ``u_stack`` (fitted on their rows together)."""
+
+
+def family(stack: str) -> str:
+    return STACK_FAMILY.get(stack, stack)
 
 
 def source_of(row: dict) -> str:
@@ -65,8 +73,8 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
         if gpu not in u_gpu and die in u_gpu:
             u_gpu[gpu] = u_gpu[die]
     u_stack = {}
-    for s in {f["stack"] for f in fits} - set(MEGATRON_CORE):
-        u_stack[s] = statistics.median(f["u"] / u_gpu.get(f["gpu"], fallback) for f in fits if f["stack"] == s)
+    for s in {family(f["stack"]) for f in fits} - set(MEGATRON_CORE):
+        u_stack[s] = statistics.median(f["u"] / u_gpu.get(f["gpu"], fallback) for f in fits if family(f["stack"]) == s)
     u_stack[None] = statistics.median(u_stack.values()) if u_stack else 1.0
     return u_gpu, u_stack, fallback
 
@@ -77,7 +85,7 @@ def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:
 
     name = resolve_stack(inp.stack, inp.layout)[0]
     core = 1.0 if name in MEGATRON_CORE else u_stack[None]
-    _set(inp.gpu, name, u_gpu.get(inp.gpu, fallback), u_stack.get(name, core))
+    _set(inp.gpu, name, u_gpu.get(inp.gpu, fallback), u_stack.get(family(name), core))
     return plan(inp, model).step_s
 
 

@@ -150,6 +150,7 @@ def main(argv: list[str]) -> int:
                             err=abs(pr.step_s - measured) / measured))
     fits = leave_one_source_out(results, fit_only="--fit" in argv)
     if "--fit" not in argv:
+        memory_check(results)
         moe_apart(results)
         moe_leave_one_source_out(results, fits)
     if "--rows" in argv or "--fit" not in argv:
@@ -228,6 +229,40 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
               f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
     print()
     return fits
+
+
+GIB = 2**30
+
+
+def memory_check(results: list[dict]) -> None:
+    """Peak memory against the published figure (column ``peak_memory_gib``): the middle of the plan's
+    peak-reserved range (:attr:`~commcost.workload.memory.MemoryBreakdown.reserved_bytes`) against torch's
+    ``max_memory_reserved`` where the source printed it (``memory_stat`` reserved; headline), and against the
+    figures of unstated statistic apart; then every run that ran and is called "does not fit"."""
+    rows = [r for r in results if r["row"].get("peak_memory_gib")]
+    print(f"PEAK MEMORY ({len(rows)} runs with a published figure; plan = middle of the reserved range):")
+    print(f"  {'id':<40}{'stat':>9}{'published':>10}{'allocated':>10}{'reserved':>15}{'err':>8}  verdict")
+    by_stat: dict[str, list[float]] = {}
+    for r in rows:
+        m = r["plan"].memory
+        lo, hi = m.reserved_bytes
+        pub = float(r["row"]["peak_memory_gib"])
+        e = ((lo + hi) / 2 / GIB - pub) / pub
+        stat = r["row"]["memory_stat"] or "unknown"
+        by_stat.setdefault(stat, []).append(e)
+        print(f"  {r['row']['id']:<40}{stat:>9}{pub:>9.1f}G{m.total_bytes / GIB:>9.1f}G{lo / GIB:>7.1f}-{hi / GIB:>5.1f}G"
+              f"{e:>+8.1%}  {m.verdict}")
+    for stat, es in sorted(by_stat.items(), key=lambda kv: kv[0] != "reserved"):
+        a = [abs(x) for x in es]
+        print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
+              f"median signed {statistics.median(es):+6.1%}")
+    oom = [r["row"]["id"] for r in results if r["plan"].memory.verdict == "does not fit"]
+    off = [i for i in oom if "cpu_offloading" in next(r["row"]["source"] for r in results if r["row"]["id"] == i)]
+    print(f"  runs that ran called \"does not fit\": {len(oom)} of {len(results)}" + (f" ({', '.join(oom)})" if oom else ""))
+    if off:
+        print(f"    of which {len(off)} offload activations to the CPU (the source's recipe; plan does not model it): "
+              + ", ".join(off))
+    print()
 
 
 def moe_apart(results: list[dict]) -> None:

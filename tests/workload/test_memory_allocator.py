@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, memory_per_gpu)
+from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes,
+                                     layer_activation_bytes, memory_per_gpu)
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec
@@ -34,10 +35,12 @@ def test_selective_means_what_the_stack_recomputes():
                          stack=stack("megatron"))
     tt = memory_per_gpu(SPEC, Layout(dp=1, recompute="selective"), seq=S, capacity_bytes=80e9,
                         stack=stack("torchtitan"))
-    # the loss: 6 (Megatron) and 10 (autocast cross-entropy) bytes x s V = 32 x 100 -> 19,200 and 32,000
+    # the loss: 6 (Megatron) and 12 (eager cross-entropy on upcast logits) bytes x s V = 32 x 100 -> 19,200 and 38,400
     assert meg.activations_bytes == pytest.approx(2 * 66048 + 19200, rel=1e-12)
-    # PyTorch's op-level selective checkpointing keeps half a layer: 2 x 66,048 / 2 = 66,048
-    assert tt.activations_bytes == pytest.approx(66048 + 32000, rel=1e-12)
+    # PyTorch's op-level selective checkpointing as torchtitan sets it (plain MLP: Q, K, V, O, up, down; the 1st,
+    # 3rd and 5th matmuls saved): 2 s (h + n_q d + n_kv d + f + SDPA's n_q d) + 4 s n_q
+    #   = 2 x 32 x (64 + 64 + 64 + 256 + 64) + 4 x 32 x 4 = 32,768 + 512 = 33,280 a layer, x 2 layers = 66,560
+    assert tt.activations_bytes == pytest.approx(66560 + 38400, rel=1e-12)
     assert none.activations_bytes == pytest.approx(2 * 66048 + 12800, rel=1e-12)
 
 
@@ -63,3 +66,52 @@ def test_reserved_and_card_ranges_and_the_verdict_by_hand():
                             in_flight_layers=1.0)
     # 60 x 1.15 + 3 = 72 GiB <= 80: fits at the high estimate too
     assert small.verdict == "fits"
+
+
+def test_op_level_checkpointing_gated_under_tp_by_hand():
+    # gated MLP (Q, K, V, O, gate, up, down: the 1st, 3rd, 5th, 7th matmuls saved), s' = 16, b = 2, h = 64,
+    # 8 query heads and 2 K/V heads of d = 8, f = 128, t = 4 with sequence parallelism (r = 4):
+    #   n_kv' = max(2, 4) = 4; widths (n_q d + n_kv' d + f + n_q d) / t = (64 + 32 + 128 + 64) / 4 = 72
+    #   the down projection's whole output h = 64; two reduce-scatters 2 h / t = 32; the input h / r = 16
+    #   2 s b (16 + 72 + 64 + 32) = 2 x 32 x 184 = 11,776; log-sum-exp 4 s b n_q / t = 4 x 32 x 2 = 256
+    got = alternate_matmul_bytes(seq_local=16, micro_batch=2, hidden=64, heads=8, kv_local=4, head_dim=8,
+                                 mlp_width=128, gated=True, tp=4, r=4)
+    assert got == pytest.approx(11776 + 256, rel=1e-12)
+    via = layer_activation_bytes(seq_local=16, micro_batch=2, hidden=64, heads=8, kv_heads=2, qk_head_dim=8,
+                                 head_dim=8, mlp_width=128, gated=True, tp=4, sequence_parallel=True,
+                                 dropout=False, flash=True, recompute="alternate_matmul")
+    assert via == got
+
+
+def test_compile_covers_the_loss_only_where_the_stack_compiles_it():
+    # torchtitan >= 0.1 compiles the loss with the model: 4 bytes per token and vocabulary entry (bf16 logits and
+    # their bf16 gradient); torchtitan 0.0 compiles the blocks only: the eager 12 stays
+    assert stack("torchtitan", compiled=True).loss_bytes_per_vocab == 4
+    assert stack("torchtitan-0.0", compiled=True).loss_bytes_per_vocab == 12
+    assert stack("torchtitan-0.0", compiled=True).norm_accesses == stack("torchtitan", compiled=True).norm_accesses
+    assert stack("torchtitan-0.0").loss_bytes_per_vocab == stack("torchtitan").loss_bytes_per_vocab == 12
+
+
+def test_fused_swiglu_keeps_only_its_input():
+    # a gated MLP keeps per element of f: 6 eager (gate, up, SiLU's output) or 4 fused (the fc1 output only),
+    # plus the down projection's input 2: at s' = 32, b = 1, f = 256, t = 1 the difference is 2 x 32 x 256 = 16,384
+    kw = dict(seq_local=32, micro_batch=1, hidden=64, heads=4, kv_heads=4, qk_head_dim=16, head_dim=16,
+              mlp_width=256, gated=True, tp=1, sequence_parallel=False, dropout=False, flash=True, recompute="none")
+    eager = layer_activation_bytes(**kw)
+    fused = layer_activation_bytes(**kw, gated_bytes=stack("megatron").gated_mlp_saved_bytes)
+    assert eager - fused == pytest.approx(16384, rel=1e-12)
+    assert stack("torchtitan").gated_mlp_saved_bytes == 6 and stack("nemo").gated_mlp_saved_bytes == 4
+
+
+def test_megatron_keeps_fp32_main_grads_and_the_nemo_recipes_bf16():
+    # Megatron-LM with bf16 keeps an fp32 main_grad buffer (4 bytes a parameter, unsharded at ZeRO-1), the NeMo /
+    # Megatron-Bridge performance recipes a bf16 one (2): same weights (2 bytes) and optimizer (12 / D), twice the
+    # gradients
+    L = Layout(dp=4, zero=1, global_batch=4)
+    meg = memory_per_gpu(SPEC, L, seq=S, capacity_bytes=80e9, stack=stack("megatron"))
+    nemo = memory_per_gpu(SPEC, L, seq=S, capacity_bytes=80e9, stack=stack("nemo"))
+    assert meg.gradients_bytes == pytest.approx(2 * nemo.gradients_bytes, rel=1e-12)
+    assert meg.weights_bytes == nemo.weights_bytes and meg.optimizer_bytes == nemo.optimizer_bytes
+    # the weights are bf16 (2 bytes a parameter): the fp32 buffer is twice the weights, the bf16 one equal to them
+    assert meg.gradients_bytes == pytest.approx(2 * meg.weights_bytes, rel=1e-12)
+    assert nemo.gradients_bytes == pytest.approx(nemo.weights_bytes, rel=1e-12)

@@ -2,7 +2,10 @@
 
 **Model states** (Rajbhandari et al. 2020, section 3.1, mixed-precision Adam): per parameter
 ``q_w = 2`` bytes of bf16/fp16 weights, ``q_g = 2`` of gradients and ``K = 12`` of optimizer
-states (fp32 master weights, Adam's first and second moments). A GPU holds ``N_d`` dense and
+states (fp32 master weights, Adam's first and second moments). A stack sets ``q_g``
+(:attr:`~commcost.workload.stacks.Stack.main_grad_bytes`): Megatron-Core keeps its gradient buffer in fp32
+(``main_grad``; Megatron-LM forces ``accumulate_allreduce_grads_in_fp32`` with bf16), ``q_g = 4``; FSDP stacks
+keep fp32 sharded parameters and gradients in place of the master copy (4 + 4 + 8 = 2 + 2 + 12 per parameter). A GPU holds ``N_d`` dense and
 ``N_e`` expert parameters (:func:`params_per_gpu`); ZeRO stage ``z`` divides by the ranks ``D``
 sharing the shard (``d c`` dense, ``d c / e`` experts; a hybrid shard group instead of ``d c``): optimizer states from ``z >= 1``,
 gradients from ``z >= 2``, weights at ``z = 3``: ``Psi (2 + 2 + 12)`` -> ``Psi (2 + 2 + 12/D)``
@@ -14,15 +17,18 @@ parallelism else 1, 2 bytes an element and 1 a dropout mask. Replicated across T
 both norms' inputs ``4 s'bh``, the QKV and MLP inputs ``4 s'bh``, dropout masks after attention
 and MLP ``2 s'bh`` (with dropout). Split by t: Q and K ``2 s'b (n_q + n_kv) d_qk``, V ``2 s'b n_kv d``,
 O's input ``2 s'b n_q d``; the MLP ``4 s'bf`` (two matrices: activation input and output) or
-``8 s'bf`` (gated: gate and up outputs, SiLU output, product); the score softmax ``2 n_q s'^2 b``
+``(6 + 2) s'bf`` (gated: gate and up outputs, SiLU output, product; ``(4 + 2) s'bf`` with a fused SwiGLU); the score softmax ``2 n_q s'^2 b``
 plus, with dropout, its mask ``n_q s'^2 b`` and output ``2 n_q s'^2 b`` -- unless flash attention
 keeps only its fp32 log-sum-exp ``4 n_q s' b``. For GPT-3 (``f = 4h``, dropout, no flash) this
 is exactly Korthikanti's ``s b h (34 + 5 a s / h)`` at t = 1 and ``s b h (10 + 24/t + 5 a s/(h t))``
 without sequence parallelism. An MoE layer replaces the MLP by its ``k`` routed copies of each
 token (the permuted input ``2 k s'bh / r`` and the expert MLP at ``k f_e``), its shared experts
 and fp32 router logits ``4 s'b E / r``.
-Selective recomputation drops the ``s'^2`` terms; full recomputation keeps only each layer's input
-``2 s'bh / r``, plus one layer's full activations while it is recomputed.
+Selective recomputation drops the ``s'^2`` terms (Megatron's core-attention recomputation); PyTorch's op-level
+selective checkpointing (torchtitan) keeps what its policy saves, counted op by op (:func:`alternate_matmul_bytes`);
+full recomputation keeps only each layer's input ``2 s'bh / r``, plus one layer's full activations and their
+gradients while it is recomputed. A fused SwiGLU (Megatron-Core) keeps only its input (``q_g = 4`` instead of 6 per
+element of f).
 
 **Micro-batches in flight** on the first pipeline stage (:func:`in_flight_layers`): 1F1B holds
 ``min(m, p)`` micro-batches of ``L/p`` layers (``L`` layers' worth when ``m >= p``); the
@@ -36,8 +42,12 @@ FSDP2 with PP) also holds the stage's bf16 weights and gradients whole: ``+ N_st
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one; sequence parallelism's gathered layer input ``2 s'bh``; an MoE layer's token
 buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
-``I`` the load imbalance: the busiest rank receives ``I`` times the mean). Not counted:
-the CUDA context and NCCL workspaces (about 0.5-1 GB), allocator fragmentation.
+``I`` the load imbalance: the busiest rank receives ``I`` times the mean).
+
+**Reserved and on the card** (:class:`MemoryBreakdown`): the caching allocator's slack over the peak allocated
+(:data:`ALLOCATOR_SLACK`), then the CUDA context and NCCL's own buffers outside torch's allocator
+(:data:`CONTEXT_BYTES`, :data:`NCCL_BYTES`), as a low-high range against the card's capacity as the driver
+reports it (gpus.json). Not modelled: activations offloaded to the CPU (Megatron's ``cpu_offloading_num_layers``).
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",
-           "ddp_memory_per_gpu", "gemm_input_bytes"]
+           "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -69,8 +79,8 @@ RECOMPUTE_WORKING_FACTOR = 2.0
 """Under full recomputation the layer being recomputed holds its activations and, while its backward
 runs, their gradients: ``A_w = 2 A_none`` (the working set the allocator sees)."""
 SELECTIVE_ALTERNATE_SHARE = 0.5
-"""PyTorch's op-level selective checkpointing (torchtitan ``selective``/``op``) saves every other matmul's
-output and recomputes the rest: about half of a layer's activations."""
+"""An MoE layer under PyTorch's op-level selective checkpointing keeps about half of its activations (no
+published count; dense layers are counted op by op: :func:`alternate_matmul_bytes`)."""
 ALLOCATOR_SLACK = (0.0, 0.15)
 """The caching allocator's reserved memory over the peak allocated: fragmentation and cached blocks,
 0-15% (PyTorch's memory stats on training runs; expandable segments sit at the low end)."""
@@ -120,7 +130,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                            qk_head_dim: float, head_dim: float, mlp_width: float, gated: bool, tp: float,
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
                            top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
-                           gemm_input_bytes: float = 2.0) -> float:
+                           gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
@@ -128,19 +138,32 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     saved input takes per element: 2 in bf16, 1 where an fp8 recipe saves the quantized copy
     (Transformer Engine keeps the fp8 input for the weight gradient): the QKV and MLP inputs
     ``2 q_in s'bh``, O's input ``q_in s'b n_q d``, the down projection's input ``q_in s'b f``.
+    ``gated_bytes`` (``q_g``) is what a gated MLP keeps per element of f besides the down projection's input:
+    6 where the activation runs eager (gate and up outputs, SiLU's output: ``F.silu(w1 x) * w3 x``), 4 where a
+    fused SwiGLU saves only its input (Megatron-Core's ``BiasSwiGLUFunction`` saves the fc1 output and
+    recomputes the rest): :attr:`~commcost.workload.stacks.Stack.gated_mlp_saved_bytes`.
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
     sbh = s * b * h
     if recompute == "full":
         return 2.0 * sbh / r
-    mask = 1.0 if dropout else 0.0
     kv_local = kv_heads + (tp - kv_heads) * (kv_heads < tp)   # K/V heads replicated when t > n_kv: max(n_kv, t)
+    if recompute == "alternate_matmul":
+        if top_k:   # no published count for an MoE layer under op-level checkpointing: half the layer
+            return SELECTIVE_ALTERNATE_SHARE * layer_activation_bytes(
+                seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_heads=kv_heads, qk_head_dim=qk_head_dim,
+                head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
+                dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
+                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes)
+        return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
+                                      head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
+    mask = 1.0 if dropout else 0.0
     q_in = gemm_input_bytes
     replicated = (4.0 + 2.0 * q_in + 2.0 * mask) * sbh
     attention = (2.0 * s * b * (heads + kv_local) * qk_head_dim + 2.0 * s * b * kv_local * head_dim
                  + q_in * s * b * heads * head_dim)
-    mlp_per_width = (6.0 if gated else 2.0) + q_in
+    mlp_per_width = (gated_bytes if gated else 2.0) + q_in
     if top_k:
         mlp = (mlp_per_width * s * b * top_k * mlp_width + mlp_per_width * s * b * shared_width)
         replicated += 2.0 * top_k * sbh + 4.0 * s * b * experts
@@ -153,6 +176,27 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     else:
         scores = (2.0 + 3.0 * mask) * heads * s * s * b
     return replicated / r + (attention + mlp + scores) / tp
+
+
+def alternate_matmul_bytes(*, seq_local, micro_batch, hidden, heads, kv_local, head_dim, mlp_width, gated: bool,
+                           tp, r):
+    """Bytes one dense layer keeps under PyTorch's op-level selective checkpointing as torchtitan sets it
+    (``selective_ac_option = "op"``; torchtitan ``parallelize_llama.py`` ``_save_list`` and
+    ``_custom_policy``): the output of every other ``aten.mm`` of the layer is saved (the 1st, 3rd, 5th and
+    7th), SDPA's output and fp32 log-sum-exp are saved, the reduce-scatters' outputs are saved, everything
+    else is recomputed; the checkpoint keeps the layer's input. A layer's matmuls, in order: Q, K, V, O,
+    then gate, up, down (gated) or up, down. Saved: Q ``n_q d / t``, V ``n_kv' d / t``, the gate (or up)
+    ``f / t`` and, gated, the down projection's output ``h`` (a partial sum, whole, before its
+    reduce-scatter under TP); SDPA ``n_q d / t`` and ``4 n_q / t`` bytes; with ``t > 1`` the two
+    reduce-scatters' outputs ``2 h / t``; the input ``h / r``. Two bytes an element:
+
+    ``A_op = 2 s'b (h/r + (n_q d + n_kv' d + f + n_q d)/t + [gated] h + [t > 1] 2h/t) + 4 s'b n_q / t``
+
+    (``n_kv' = max(n_kv, t)``). Llama 3.1 8B at s' = 8192, b = 1: 2 x 8192 x 31,744 + 4 x 8192 x 32 =
+    521 MB a layer (half of the layer's activations without recomputation would be 690 MB). Array-safe."""
+    s, b, h = seq_local, micro_batch, hidden
+    widths = (heads * head_dim + kv_local * head_dim + mlp_width + heads * head_dim) / tp
+    return 2.0 * s * b * (h / r + widths + (h if gated else 0.0) + 2.0 * h / tp * (tp > 1)) + 4.0 * s * b * heads / tp
 
 
 def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: float) -> float:
@@ -179,7 +223,7 @@ class MemoryBreakdown:
     total_bytes: float
     """Sum of the above."""
     capacity_bytes: float
-    """The GPU's memory (gpus.json, decimal GB)."""
+    """The GPU's memory as the driver reports it (gpus.json ``memory_bytes``)."""
     stage: str
     """Which stage is fullest: ``first`` or ``last`` (``only`` without pipelining)."""
     in_flight_layers: float
@@ -231,17 +275,18 @@ def gpu_capacity_bytes(gpu: str) -> float:
     return gpu_row(gpu)[0]
 
 
-def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float) -> dict:
+def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
+                  gated_bytes: float = 6.0) -> dict:
     return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
-                gemm_input_bytes=gemm_input_bytes)
+                gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes)
 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
-                      gemm_input_bytes: float = 2.0) -> float:
+                      gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0) -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion)."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes), recompute)
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, gated_bytes), recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -297,16 +342,20 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
+    q_g = stack.main_grad_bytes if stack is not None and grad_bytes == GRAD_BYTES else grad_bytes
     w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.shard_dp, weight_bytes=weight_bytes,
-                                      grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
+                                      grad_bytes=q_g, optimizer_bytes=optimizer_bytes)
     w_e, g_e, o_e = model_state_bytes(expert, layout.zero, layout.expert_dp, weight_bytes=weight_bytes,
-                                      grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
+                                      grad_bytes=q_g, optimizer_bytes=optimizer_bytes)
     s_local = seq / layout.cp
     q_in = gemm_input_bytes(stack, fp8)
-    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=layout.recompute, gemm_input_bytes=q_in)
-    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in)
-    if stack is not None and stack.selective == "alternate_matmul" and layout.recompute == "selective":
-        per_layer = SELECTIVE_ALTERNATE_SHARE * none
+    recompute = layout.recompute
+    if stack is not None and stack.selective == "alternate_matmul" and recompute == "selective":
+        recompute = "alternate_matmul"
+    g_b = 6.0 if stack is None else stack.gated_mlp_saved_bytes
+    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
+                                  gated_bytes=g_b)
+    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, gated_bytes=g_b)
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)
@@ -326,8 +375,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load)
     if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
         # the stage stays gathered through the step: its bf16 weights and gradients, whole
-        w_d, g_d = w_d + dense * weight_bytes, g_d + dense * grad_bytes
-        w_e, g_e = w_e + expert * weight_bytes, g_e + expert * grad_bytes
+        w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * GRAD_BYTES
+        w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * GRAD_BYTES
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag"]
 
-STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
+STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0")
 """``--stack`` values."""
 
 
@@ -69,6 +69,16 @@ class Stack:
     (fitted: :mod:`commcost.workload.operators`)."""
     compiled: bool = False
     """torch.compile fuses the element-wise chains (accesses as fused kernels)."""
+    main_grad_bytes: float = 2.0
+    """``q_g`` of the memory model: bytes per parameter of the gradients the stack holds for the optimizer
+    (Megatron-Core's fp32 ``main_grad`` buffer: 4; FSDP stacks' fp32 sharded gradients come with fp32 sharded
+    parameters in place of the master copy, which totals as 2 + 2 + 12: 2)."""
+    gated_mlp_saved_bytes: float = 6.0
+    """Bytes a gated MLP keeps per element of its width besides the down projection's input: 6 eager
+    (gate and up outputs, SiLU's output), 4 with a fused SwiGLU that saves only its input (Megatron-Core)."""
+    compile_covers_loss: bool = True
+    """torch.compile also compiles the loss (its accesses and bytes as a fused kernel's); False where the stack
+    compiles the model's blocks only and the cross-entropy runs eager (torchtitan before 0.1)."""
     source: str = ""
     """Where the numbers come from."""
 
@@ -86,7 +96,8 @@ def stack(name: str, *, compiled: bool = False) -> Stack:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(STACKS)})")
     row = {k: v for k, v in rows[name].items()}
     if compiled:
-        row.update({k: v for k, v in _table()["compiled"].items() if k != "source"})
+        loss_keys = () if row.get("compile_covers_loss", True) else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
+        row.update({k: v for k, v in _table()["compiled"].items() if k != "source" and k not in loss_keys})
     return Stack(name=name, compiled=compiled, **row)
 
 

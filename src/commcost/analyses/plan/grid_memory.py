@@ -12,7 +12,6 @@ from commcost.workload.memory import CONTEXT_BYTES
 from commcost.workload.memory import GRAD_BYTES
 from commcost.workload.memory import NCCL_BYTES
 from commcost.workload.memory import RECOMPUTE_WORKING_FACTOR
-from commcost.workload.memory import SELECTIVE_ALTERNATE_SHARE
 from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
@@ -33,7 +32,7 @@ __all__ = ["memory_tables", "memory_grid"]
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     """:func:`commcost.workload.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
-    that depend on one categorical choice each: model states by ZeRO stage (``states[z]``), activations by
+    that depend on one categorical choice each: model states by stack and ZeRO stage (``states[stack][z]``), activations by
     (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3) (``buf[2 sp + z3]``); ``X`` is
     :func:`structure` of ``base``."""
     import numpy as np
@@ -43,11 +42,13 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
     per_stage, dense, expert = X["per_stage"], X["dense"], X["expert"]
     D, E_dp = X["D"].astype(float), X["E_dp"].astype(float)
-    states = []
-    for z in range(4):
-        w_d, g_d, o_d = model_state_bytes(dense, z, D)
-        w_e, g_e, o_e = model_state_bytes(expert, z, E_dp)
-        states.append(w_d + g_d + o_d + w_e + g_e + o_e)
+    states: dict[str, list] = {}
+    for name in _stacks(inp):
+        q_g = stack(name, compiled=inp.compiled).main_grad_bytes
+        for z in range(4):
+            w_d, g_d, o_d = model_state_bytes(dense, z, D, grad_bytes=q_g)
+            w_e, g_e, o_e = model_state_bytes(expert, z, E_dp, grad_bytes=q_g)
+            states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e)
     s_local = s / c
     first_layers = in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m)
     layer_params = (dense + expert) / (per_stage + 1)
@@ -58,11 +59,11 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
         act = acts.setdefault(name, [])
         for flag in (0, 1):
-            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in)
+            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in, st.gated_mlp_saved_bytes)
             for rname in RECOMPUTE:
-                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, rname, q_in)
-                if rname == "selective" and st.selective == "alternate_matmul":
-                    per_layer = SELECTIVE_ALTERNATE_SHARE * none
+                kept = "alternate_matmul" if rname == "selective" and st.selective == "alternate_matmul" else rname
+                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in,
+                                               st.gated_mlp_saved_bytes)
                 working = RECOMPUTE_WORKING_FACTOR * none if rname == "full" else 0.0
                 act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
                                                   held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
@@ -77,7 +78,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
                                     top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load))
     unshard = (dense + expert) * (WEIGHT_BYTES + GRAD_BYTES)   # memory_per_gpu: the stage gathered under PP
-    return dict(states=np.array(states), act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
+    return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
                 unshard=unshard)
 
 
@@ -103,16 +104,20 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
 
-    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
-    states = tables["states"][zero, bi]
     import numpy as np
+
+    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
+    masks = stack_masks(cols, base, inp)
+    states = np.zeros(len(bi))
+    for name, mask in masks.items():
+        states = np.where(mask, tables["states"][name][zero, bi], states)
 
 
     if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
         states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
 
     act = np.zeros(len(bi))
-    for name, mask in stack_masks(cols, base, inp).items():
+    for name, mask in masks.items():
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
 
@@ -122,10 +127,10 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 
-def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in):
+def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in, gated_bytes):
     """:func:`commcost.workload.memory.stage_layer_bytes` with array ``s_local, b, t``."""
     kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
-              dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in)
+              dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in, gated_bytes=gated_bytes)
 
     return layer_mix_bytes(spec, kw, recompute)

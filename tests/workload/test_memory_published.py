@@ -1,0 +1,41 @@
+"""Peak memory against published runs (tests/data/published_runs.csv, column ``peak_memory_gib``): the middle of
+plan's peak-reserved range against torch's ``max_memory_reserved`` where the source printed it. The full table is
+``python benchmarks/plan_accuracy.py`` (section PEAK MEMORY); this holds its figures under bounds."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+
+from conftest import ROOT
+
+from commcost.analyses.plan.plan import plan_memory
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import plan_accuracy  # noqa: E402
+
+GIB = 2**30
+
+
+def _reserved_rows():
+    return [r for r in csv.DictReader(plan_accuracy.DATA.open()) if r["memory_stat"] == "reserved"]
+
+
+def test_peak_reserved_memory_on_published_runs():
+    errs, verdicts = [], []
+    for row in _reserved_rows():
+        inp, _ = plan_accuracy.inputs(row)
+        m = plan_memory(inp)
+        lo, hi = m.reserved_bytes
+        errs.append(((lo + hi) / 2 / GIB - float(row["peak_memory_gib"])) / float(row["peak_memory_gib"]))
+        verdicts.append(m.verdict)
+    a = sorted(abs(e) for e in errs)
+    assert len(a) == 27
+    # measured 4.4% median and 15.2% p90 (the 25th of 27) when written; the issue's bound is 10%
+    assert statistics.median(a) <= 0.10
+    assert a[24] <= 0.20
+    # the signed median stays small (-1.7% when written: 20 of 27 rows a little under)
+    assert abs(statistics.median(errs)) <= 0.05
+    # every one of these runs ran: none is called "does not fit"
+    assert "does not fit" not in verdicts
