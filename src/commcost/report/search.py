@@ -7,6 +7,7 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.core.units import format_bytes, format_seconds
 import csv
 import io
+from commcost.analyses.plan.search_inputs import memory_high_bytes
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.core.optional import pyplot
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from commcost.analyses.plan.search import SearchResult
 
 __all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
-           "plot_pareto", "pareto_front", "layout_words"]
+           "plot_pareto", "pareto_front", "layout_words", "why_not_fastest", "ranking_words"]
 
 
 def layout_words(p: Plan) -> str:
@@ -111,6 +112,42 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
     return ", ".join(parts) or "no layout field"
 
 
+def ranking_words(r: SearchResult) -> str:
+    """How the results are ordered, in words."""
+    h = f"{r.inputs.headroom:.0%}"
+    lead = f"layouts that leave {h} of the card free at the upper end of their memory first"
+    if r.robust_step_s is not None:
+        return (f"ranked robust: {lead}, then by the step at the measured band's upper edge (every collective "
+                "at its class's slowest measured cluster), among the best steps; ties by less memory")
+    if r.pareto is not None:
+        return f"ranked by the step: {lead}; ties by less memory (no measured band for this fabric)"
+    if r.inputs.fragile_last:
+        return f"ranked by {r.inputs.objective}: layouts that leave {h} of the card free first"
+    return f"ranked by {r.inputs.objective} alone (layouts short of {h} memory headroom flagged, not moved)"
+
+
+def why_not_fastest(r: SearchResult) -> str | None:
+    """Why the first result is not the configuration of best objective (:attr:`SearchResult.fastest`),
+    or None when it is: its memory leaves less than the headroom, or its band's upper edge is longer,
+    or (without a band) the tie-break."""
+    if not r.plans or r.fastest is None or r.fastest is r.plans[0]:
+        return None
+    best, fast = r.plans[0], r.fastest
+    gap = best.step_s - fast.step_s
+    text = (f"the fastest nominal layout ({layout_words(fast)}) has a step {format_seconds(max(gap, 0.0))} "
+            f"shorter ({format_seconds(fast.step_s)}), but ")
+    if r.fastest_fragile:
+        cap = fast.memory.capacity_bytes
+        return text + (f"its memory reaches {format_bytes(memory_high_bytes(fast.memory.total_bytes))} of "
+                       f"{format_bytes(cap)} at the upper end (allocator slack, context, NCCL): less than "
+                       f"{r.inputs.headroom:.0%} of the card left free, where this one reaches "
+                       f"{format_bytes(memory_high_bytes(best.memory.total_bytes))}")
+    if r.robust_step_s is not None and r.fastest_robust_step_s is not None:
+        return text + (f"at the measured band's upper edge it takes {format_seconds(r.fastest_robust_step_s)} "
+                       f"against this one's {format_seconds(r.robust_step_s[0])}: it hides more traffic only just")
+    return text + "it ties on the ranked quantity and comes later in the enumeration"
+
+
 def _training(inp, p: Plan):
     """The training run's cost at ``p``'s throughput (:mod:`commcost.analyses.plan.training_cost`); None without tokens."""
     if inp.train_tokens is None:
@@ -133,6 +170,11 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         d["plan_command"] = plan_command(p, plan_prefix)
         if r.robust_step_s is not None:
             d["robust_step_s"] = r.robust_step_s[rank - 1]
+        d["memory_high_bytes"] = memory_high_bytes(p.memory.total_bytes)
+        if r.fragile:
+            d["memory_fragile"] = r.fragile[rank - 1]
+        if r.pareto is not None:
+            d["pareto"] = r.pareto[rank - 1]
         if inp.price_per_gpu_hour > 0:
             d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
         run_cost = _training(inp, p)
@@ -141,13 +183,20 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         results.append(d)
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
            "global_batch": inp.space.global_batch, "objective": inp.objective,
-           "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "evaluated": r.evaluated,
+           "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "ranking": ranking_words(r),
+           "memory_headroom": inp.headroom, "stack": inp.stack, "evaluated": r.evaluated,
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
            "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
            "fixed": {k: (RECOMPUTE[v] if k == "recompute" else v) for k, v in inp.space.fixed}, "results": results}
     if len(r.plans) >= 2:
         out["why_best"] = why_best(r.plans[0], r.plans[1])
+    if r.fastest is not None:
+        out["fastest"] = {"plan_command": plan_command(r.fastest, plan_prefix), "step_s": r.fastest.step_s,
+                          "robust_step_s": r.fastest_robust_step_s, "memory_fragile": r.fastest_fragile,
+                          "memory_high_bytes": memory_high_bytes(r.fastest.memory.total_bytes),
+                          "is_first": bool(r.plans) and r.fastest is r.plans[0]}
+        out["why_not_fastest"] = why_not_fastest(r)
     return out
 
 
@@ -192,9 +241,7 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
                          "recomputation was tried)")
         return wrap_lines("\n".join(lines), width)
     lines.append(f"fabric: {r.plans[0].comm_model}")
-    if r.robust_step_s is not None:
-        lines.append("ranked robust: by the step at the measured band's upper edge (every collective at its class's "
-                     "slowest measured cluster), among the best steps")
+    lines.append(ranking_words(r))
     cols = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
            f"{'optim.':>8} {'memory':>9}"
     table = ["", cols, "      layout" + ("; $/Mtok" if inp.price_per_gpu_hour else "")
@@ -209,6 +256,10 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
             extra.append(f"${usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):.3f}/Mtok")
         if r.robust_step_s is not None:
             extra.append(f"upper edge {format_seconds(r.robust_step_s[i - 1])}")
+        if r.fragile and r.fragile[i - 1]:
+            extra.append(f"FRAGILE: memory within {inp.headroom:.0%} of the card")
+        if r.pareto is not None and not r.pareto[i - 1]:
+            extra.append("off the front (another is faster with less memory)")
         table.append("      " + "; ".join(extra))
     best = r.plans[0]
     m = best.memory
@@ -225,6 +276,9 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
                      f"{format_seconds(r.robust_step_s[0])}")
     elif len(r.plans) >= 2:
         lines.append("  why: " + why_best(best, r.plans[1]))
+    not_fastest = why_not_fastest(r)
+    if not_fastest:
+        lines.append("  why not the fastest: " + not_fastest)
     run_cost = _training(inp, best)
     if run_cost is not None:
         lines.append("  " + render_training(run_cost))
@@ -282,9 +336,16 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         take = np.linspace(0, len(step) - 1, min(len(step), 20000)).astype(int)
         ax.scatter(mem[take] / 1e9, step[take], s=2, alpha=0.15, color="0.5", label="fits (sample)")
         front = pareto_front(mem, step)
-        ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front")
-    if r.plans:
+        ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front (nominal step)")
+    if r.robust_step_s is not None:     # the ranked quantity: the front of the band's upper edge
+        up, mb = np.asarray(r.robust_step_s), np.asarray([p.memory.total_bytes for p in r.plans])
+        front = pareto_front(mb, up)
+        ax.plot(mb[front] / 1e9, up[front], "-s", ms=3, color="C1", label="front at the band's upper edge (ranked)")
+        ax.plot([mb[0] / 1e9], [up[0]], "*", ms=14, color="C3", label="best (ranked at its upper edge)")
+        ax.plot([mb[0] / 1e9], [r.plans[0].step_s], "o", ms=7, mfc="none", color="C3", label="best, nominal step")
+    elif r.plans:
         ax.plot([r.plans[0].memory.total_bytes / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
+    if r.plans:
         ax.axvline(r.plans[0].memory.capacity_bytes / 1e9, ls="--", color="0.3", lw=0.8, label="GPU memory")
     ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
     ax.set_yscale("log")
