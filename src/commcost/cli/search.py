@@ -10,6 +10,7 @@ import shlex
 from commcost.analyses.plan.search import SearchInputs
 from commcost.analyses.plan.search import SearchSpace
 from commcost.analyses.plan.search import parse_fix
+from commcost.analyses.plan.search import published_comparison
 from commcost.analyses.plan.search import rank_robust
 from commcost.analyses.plan.search import robust_candidates
 from commcost.analyses.plan.search import search
@@ -244,8 +245,10 @@ def run(args: argparse.Namespace) -> int:
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
     prefix = plan_prefix(args, seq)
     signum = A.last_interrupt_signal() if result.interrupted else 0
-    print(render_search_json(result, bands, plan_prefix=prefix) if args.json
-          else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C"))
+    published = published_comparison(result, model, resolved.band_topology) if result.plans else None
+    print(render_search_json(result, bands, plan_prefix=prefix, published=published) if args.json
+          else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
+                                  published=published))
     if args.csv:
         write_search_csv(result, args.csv, plan_prefix=prefix)
     if args.plot:

@@ -20,14 +20,16 @@ from commcost.report._width import wrap_lines
 from commcost.report.plan import plan_to_dict
 from commcost.report.training import render_training
 from commcost.report.training import training_to_dict
+from commcost.workload.stacks import STACKS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.plan import Plan
-    from commcost.analyses.plan.search import SearchResult
+    from commcost.analyses.plan.search import PublishedComparison, SearchResult
 
 __all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
-           "plot_pareto", "pareto_front", "layout_words", "why_not_fastest", "ranking_words"]
+           "plot_pareto", "pareto_front", "layout_words", "why_not_fastest", "ranking_words", "published_to_dict",
+           "published_words"]
 
 
 def layout_words(p: Plan) -> str:
@@ -148,6 +150,49 @@ def why_not_fastest(r: SearchResult) -> str | None:
     return text + "it ties on the ranked quantity and comes later in the enumeration"
 
 
+def _gain(published: float, best: float) -> float:
+    """``published / best - 1``: how much longer the published layout's step is than the best's."""
+    return published / best - 1.0
+
+
+def published_to_dict(r: SearchResult, c: PublishedComparison, plan_prefix: tuple[str, ...] = ()) -> dict:
+    """The ``published`` JSON keys (docs/search.md)."""
+    best = r.plans[0] if r.plans else None
+    best_upper = None if r.robust_step_s is None else r.robust_step_s[0]
+    return {"id": c.layout.id, "stack": c.layout.stack, "system": c.layout.system, "source": c.layout.source,
+            "plan_command": plan_command(c.plan, plan_prefix), "step_s": c.plan.step_s,
+            "robust_step_s": c.robust_step_s, "memory_total_bytes": c.plan.memory.total_bytes,
+            "memory_high_bytes": memory_high_bytes(c.plan.memory.total_bytes), "memory_fragile": c.fragile,
+            "memory_fits": c.plan.memory.fits,
+            "gap": None if best is None else _gain(c.plan.step_s, best.step_s),
+            "gap_upper": None if best_upper is None or c.robust_step_s is None
+            else _gain(c.robust_step_s, best_upper),
+            "why": None if best is None or c.plan.step_s <= best.step_s else why_best(best, c.plan)}
+
+
+def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
+    """The text lines comparing the best with the published layout."""
+    p, best = c.plan, r.plans[0]
+    upper = "" if c.robust_step_s is None else f" (upper edge {format_seconds(c.robust_step_s)})"
+    lines = [f"published layout ({c.layout.id}, {c.layout.stack} on {c.layout.system}): {layout_words(p)}",
+             f"  priced here: step {format_seconds(p.step_s)}{upper}, memory {format_bytes(p.memory.total_bytes)}"
+             + (" (does not fit)" if not p.memory.fits else " (fragile)" if c.fragile else "")]
+    gap = _gain(p.step_s, best.step_s)
+    if gap > 0:
+        text = f"  its step is {gap:.1%} longer than the best's"
+        if c.robust_step_s is not None and r.robust_step_s is not None:
+            text += f" ({_gain(c.robust_step_s, r.robust_step_s[0]):+.1%} at the upper edges)"
+        lines.append(text + "; " + why_best(best, p).replace("the runner-up", "the published layout"))
+    else:
+        lines.append(f"  the published layout's step is {-gap:.1%} shorter than the best's: the ranking put "
+                     "robustness (band's upper edge, memory headroom) first")
+    if c.layout.stack != r.inputs.stack and c.layout.stack in STACKS[1:]:
+        lines.append(f"  (priced with this search's stack and options; it ran on {c.layout.stack}: --stack "
+                     f"{c.layout.stack} prices both as that stack runs them)")
+    lines.append(f"  source: {c.layout.source}")
+    return lines
+
+
 def _training(inp, p: Plan):
     """The training run's cost at ``p``'s throughput (:mod:`commcost.analyses.plan.training_cost`); None without tokens."""
     if inp.train_tokens is None:
@@ -157,7 +202,8 @@ def _training(inp, p: Plan):
                          gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)
 
 
-def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> dict:
+def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = (),
+                   published: PublishedComparison | None = None) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.analyses.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
 
@@ -197,6 +243,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
                           "memory_high_bytes": memory_high_bytes(r.fastest.memory.total_bytes),
                           "is_first": bool(r.plans) and r.fastest is r.plans[0]}
         out["why_not_fastest"] = why_not_fastest(r)
+    out["published"] = None if published is None else published_to_dict(r, published, plan_prefix)
     return out
 
 
@@ -206,13 +253,15 @@ def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
-def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> str:
+def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = (),
+                       published: PublishedComparison | None = None) -> str:
     """Strict JSON (no NaN or infinity)."""
 
-    return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix)).rstrip("\n")
+    return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix, published=published)).rstrip("\n")
 
 
-def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C") -> str:
+def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C",
+                       published: PublishedComparison | None = None) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins
     (``stopped_by``: what interrupted an interrupted search, ``Ctrl-C`` or ``SIGTERM``)."""
 
@@ -279,6 +328,8 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
     not_fastest = why_not_fastest(r)
     if not_fastest:
         lines.append("  why not the fastest: " + not_fastest)
+    if published is not None:
+        lines += published_words(r, published)
     run_cost = _training(inp, best)
     if run_cost is not None:
         lines.append("  " + render_training(run_cost))

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
 __all__ = ["STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag", "StackLayouts",
-           "stack_layouts", "layout_runs", "stack_refuses"]
+           "stack_layouts", "layout_runs", "stack_refuses", "PublishedLayout", "published_layouts"]
 
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values."""
@@ -217,3 +217,60 @@ def stack_refuses(rules: StackLayouts | None, fixed: dict[str, int]) -> str | No
     if fixed.get("sp") == 1 and rules.sequence_parallel == "never":
         return f"--stack {rules.name} does not run sequence parallelism (hardware/stacks.json)"
     return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedLayout:
+    """One published training run's layout (``hardware/published_layouts.json``, the layouts of
+    tests/data/published_runs.csv and published_moe_runs.csv with their sources): what a stack's
+    standard recipe, or a paper, ran for one model, GPU count, sequence and batch."""
+
+    id: str
+    """The run's id in tests/data/published_runs.csv (or published_moe_runs.csv)."""
+    stack: str
+    """The stack that ran it (``megatron``, ``nemo``, ``deepspeed``, ``torchtitan``, ``fsdp`` or ``other``)."""
+    model: str
+    """Model preset."""
+    system: str
+    """System preset it ran on."""
+    gpus: int
+    """GPUs W."""
+    seq: int
+    """Sequence length, tokens."""
+    global_batch: int
+    """Sequences per optimizer step."""
+    precision: str
+    """GEMM precision."""
+    tp: int
+    """Tensor-parallel degree."""
+    pp: int
+    """Pipeline stages."""
+    vp: int
+    """Virtual stages per pipeline stage."""
+    cp: int
+    """Context-parallel degree."""
+    ep: int
+    """Expert-parallel degree."""
+    etp: int
+    """Expert tensor parallelism as published (0: not stated, Megatron's default)."""
+    zero: int
+    """ZeRO stage (1: Megatron's distributed optimizer; 3: FSDP)."""
+    sequence_parallel: bool
+    """Megatron sequence parallelism."""
+    recompute: str
+    """``none``, ``selective`` or ``full``."""
+    micro_batch: int
+    """Sequences per micro-batch."""
+    source: str
+    """Where the run is published."""
+
+
+@lru_cache(maxsize=1)
+def _published() -> tuple[PublishedLayout, ...]:
+    return tuple(PublishedLayout(**row) for row in load_preset_file("published_layouts.json")["runs"])
+
+
+def published_layouts(model: str, gpus: int, seq: int, global_batch: int) -> tuple[PublishedLayout, ...]:
+    """The published layouts of ``model`` on ``gpus`` GPUs at this sequence and global batch (exact keys)."""
+    return tuple(r for r in _published() if (r.model, r.gpus, r.seq, r.global_batch) == (model, gpus, seq,
+                                                                                          global_batch))
