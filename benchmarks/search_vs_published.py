@@ -142,7 +142,7 @@ def main(argv: list[str]) -> int:
         if o["gap"] > WITHIN:
             print(f"- {o['id']} ({o['gap']:+.1%}; upper edge {o['gap_upper']:+.1%}): best {layout_words(o['best'])}")
             print(f"    published {layout_words(o['published'])}")
-            print(f"    {why_best(o['best'], o['published'])}")
+            print(f"    {why_best(o['best'], o['published']).replace('the runner-up', 'the published layout')}")
             mb, mp = o["best"].memory, o["published"].memory
             print(f"    memory best {mb.total_bytes / 1e9:.1f} GB vs published {mp.total_bytes / 1e9:.1f} GB of "
                   f"{mb.capacity_bytes / 1e9:.0f} GB")
