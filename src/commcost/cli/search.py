@@ -10,7 +10,7 @@ import shlex
 from commcost.analyses.plan.search import SearchInputs
 from commcost.analyses.plan.search import SearchSpace
 from commcost.analyses.plan.search import parse_fix
-from commcost.analyses.plan.search import published_comparison
+from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.plan.search import rank_robust
 from commcost.analyses.plan.search import robust_candidates
 from commcost.analyses.plan.search import search

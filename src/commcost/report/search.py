@@ -25,7 +25,8 @@ from commcost.workload.stacks import STACKS
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.plan import Plan
-    from commcost.analyses.plan.search import PublishedComparison, SearchResult
+    from commcost.analyses.plan.search import SearchResult
+    from commcost.analyses.plan.search_published import PublishedComparison
 
 __all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
            "plot_pareto", "pareto_front", "layout_words", "why_not_fastest", "ranking_words", "published_to_dict",
