@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
 from commcost.analyses.plan.space import enumerate_space
@@ -111,3 +112,25 @@ def test_cli_stack_flag(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not run ZeRO-1" in err[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(STACKS),
+       rows=st.lists(st.tuples(st.sampled_from([1, 2, 8]), st.sampled_from([1, 4]), st.sampled_from([1, 2]),
+                               st.sampled_from([1, 2]), st.sampled_from([1, 8]), st.integers(0, 3),
+                               st.integers(0, 1)), min_size=1, max_size=12))
+def test_layout_runs_on_columns_is_the_rule_row_by_row(name, rows):
+    rules = stack_layouts(name)
+    cols = np.array(rows).T
+    got = layout_runs(rules, tp=cols[0], pp=cols[1], vp=cols[2], cp=cols[3], ep=cols[4], zero=cols[5], sp=cols[6])
+    for i, (tp, pp, vp, cp, ep, zero, sp) in enumerate(rows):
+        one = bool(layout_runs(rules, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, zero=zero, sp=sp))
+        assert bool(got[i]) == one
+        if rules is not None:   # the rule in words (stacks.json), row by row
+            want = (zero in rules.zero and (pp == 1 or zero in rules.zero_with_pp)
+                    and ((tp, pp, cp) == (1, 1, 1) or zero in rules.zero_with_model_parallel)
+                    and all(d == 1 or getattr(rules, k) for k, d in
+                            (("tp", tp), ("pp", pp), ("vp", vp), ("cp", cp), ("ep", ep)))
+                    and (tp == 1 or {"optional": True, "always": sp == 1, "never": sp == 0}[rules.sequence_parallel])
+                    and (rules.sequence_parallel != "never" or sp == 0))
+            assert one == want
