@@ -21,6 +21,7 @@ from commcost.report.plan import plan_to_dict
 from commcost.report.training import render_training
 from commcost.report.training import training_to_dict
 from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import stacks_running
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -218,6 +219,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         if r.robust_step_s is not None:
             d["robust_step_s"] = r.robust_step_s[rank - 1]
         d["memory_high_bytes"] = memory_high_bytes(p.memory.total_bytes)
+        d["stacks_that_run"] = list(stacks_running(p.inputs.layout))
         if r.fragile:
             d["memory_fragile"] = r.fragile[rank - 1]
         if r.pareto is not None:
@@ -320,6 +322,9 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
               f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
               f"optimizer {format_bytes(m.optimizer_bytes)}, activations {format_bytes(m.activations_bytes)}, buffers "
               f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
+    runs = stacks_running(best.inputs.layout)
+    lines.append("  stacks that run this layout (hardware/stacks.json): " + (", ".join(runs) or "none of them")
+                 + ("" if inp.stack != "auto" else "; --stack NAME searches only one stack's layouts"))
     if len(r.plans) >= 2 and r.robust_step_s is not None and r.plans[1].step_s < best.step_s:
         lines.append(f"  why: the runner-up's step is {format_seconds(best.step_s - r.plans[1].step_s)} shorter, but at "
                      f"the band's upper edge it takes {format_seconds(r.robust_step_s[1])} against the best's "

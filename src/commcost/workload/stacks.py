@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
 __all__ = ["STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag", "StackLayouts",
-           "stack_layouts", "layout_runs", "stack_refuses", "PublishedLayout", "published_layouts"]
+           "stack_layouts", "layout_runs", "stack_refuses", "PublishedLayout", "published_layouts",
+           "stacks_running"]
 
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values."""
@@ -274,3 +275,10 @@ def published_layouts(model: str, gpus: int, seq: int, global_batch: int) -> tup
     """The published layouts of ``model`` on ``gpus`` GPUs at this sequence and global batch (exact keys)."""
     return tuple(r for r in _published() if (r.model, r.gpus, r.seq, r.global_batch) == (model, gpus, seq,
                                                                                           global_batch))
+
+
+def stacks_running(layout: Layout) -> tuple[str, ...]:
+    """The named stacks (``hardware/stacks.json`` ``layouts``) that run ``layout``, in :data:`STACKS` order."""
+    return tuple(name for name in STACKS[1:]
+                 if layout_runs(stack_layouts(name), tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp,
+                                ep=layout.ep, zero=layout.zero, sp=int(layout.sequence_parallel)))

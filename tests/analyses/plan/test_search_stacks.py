@@ -134,3 +134,25 @@ def test_layout_runs_on_columns_is_the_rule_row_by_row(name, rows):
                     and (tp == 1 or {"optional": True, "always": sp == 1, "never": sp == 0}[rules.sequence_parallel])
                     and (rules.sequence_parallel != "never" or sp == 0))
             assert one == want
+
+
+def test_stacks_running_names_who_runs_a_layout(capsys):
+    from commcost.parallel.layout import Layout
+    from commcost.workload.stacks import stacks_running
+
+    # ZeRO-2 with a pipeline: only torchtitan (FSDP2 without resharding after forward, with PP)
+    L = Layout(dp=32, tp=2, pp=2, vp=4, cp=4, zero=2, sequence_parallel=True, global_batch=1024)
+    assert stacks_running(L) == ("torchtitan",)
+    # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed (no interleaving there)
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == ("megatron", "nemo", "deepspeed")
+    # FSDP alone: every stack
+    assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
+                                                                         "fsdp")
+    argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
+            "--seq", "4096", "--top", "2", "--json"]
+    assert main(argv) == 0
+    for r in json.loads(capsys.readouterr().out)["results"]:
+        L = r["layout"]
+        want = stacks_running(Layout(dp=L["dp"], tp=L["tp"], pp=L["pp"], vp=L["vp"], cp=L["cp"], zero=L["zero"],
+                                     sequence_parallel=L["sequence_parallel"], global_batch=64))
+        assert r["stacks_that_run"] == list(want)
