@@ -71,7 +71,9 @@ def write_layouts() -> None:
                       "source is the run's, see tests/data/SOURCES.md). commcost search compares its best with "
                       "the published layout of the same model, GPU count, sequence and global batch."),
            "runs": layout_rows()}
-    LAYOUTS.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    runs = ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in doc["runs"])   # one run a line
+    LAYOUTS.write_text('{\n "_about": ' + json.dumps(doc["_about"], ensure_ascii=False) + ',\n "runs": [\n' + runs
+                       + "\n ]\n}\n", encoding="utf-8")
 
 
 def compare(row: dict, moe: bool, headroom: float = MEMORY_HEADROOM) -> dict:
