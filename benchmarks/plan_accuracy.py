@@ -46,7 +46,7 @@ from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.hardware.registry import system_group, systems
-from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.transformer import model_spec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -125,7 +125,7 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
                      tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1),
-                     stack=row["stack"] if row["stack"] in STACKS else "auto", compiled=row["compile"] == "1",
+                     stack=row["stack"] if row["stack"] in KNOWN_STACKS else "auto", compiled=row["compile"] == "1",
                      **moe)
     return inp, FabricModel(topology=topo)
 

@@ -88,7 +88,7 @@ DIMENSIONLESS = frozenset({
     "r2", "rel_error", "median_abs_rel_error", "max_abs_rel_error", "speedup", "speedup_no_overlap",
     "speedup_partial", "speedup_partial_bounded", "speedup_perfect", "spread", "threshold", "dominance_factor",
     "oversubscription", "spine_oversubscription", "global_batch_growth", "band_ratios", "one_node", "multi_node",
-    "multi_pod", "activations_exceed_memory", "model_states_exceed_memory",
+    "multi_pod", "activations_exceed_memory", "model_states_exceed_memory", "memory_headroom",
     # trace counts and indices
     "world_size", "calls", "calls_dropped", "events", "index", "instances", "ranks", "reference_rank",
     "slowest_rank", "step", "straggler_count", "unmatched_calls",

@@ -80,11 +80,13 @@ def test_tp_blocks_between_one_and_two_per_layer(layers, data, shared):
 ])
 def test_unconstrained_search_of_a_published_235b_run_keeps_expert_parallelism(precision, a2a, overlap):
     # Qwen3-235B-A22B on 256 H100: GBS 2048, seq 4096, the run's precision, dispatcher and all-to-all
-    # overlap; nothing of the layout fixed. Every published layout of it keeps EP > 1 (8 or 32); so must
+    # overlap, the stack both ran (Megatron-Core); nothing of the layout fixed. Every published layout of it
+    # keeps EP > 1 (8 or 32); so must
     # the best one, and it must fit in memory
     topo, _ = system_group("dgx-h100", nodes=32)
     space = SearchSpace(spec=model_spec("qwen3-235b-a22b"), seq=4096, global_batch=2048, gpus=(256,), gpus_per_node=8)
-    r = search(SearchInputs(space=space, gpu="h100-sxm", precision=precision, a2a=a2a, moe_overlap=overlap, top=1),
+    r = search(SearchInputs(space=space, gpu="h100-sxm", precision=precision, a2a=a2a, moe_overlap=overlap, top=1,
+                            stack="megatron"),
                FabricModel(topology=topo))
     best = r.plans[0]
     assert best.inputs.layout.ep > 1 and best.memory.fits

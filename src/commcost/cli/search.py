@@ -10,9 +10,11 @@ import shlex
 from commcost.analyses.plan.search import SearchInputs
 from commcost.analyses.plan.search import SearchSpace
 from commcost.analyses.plan.search import parse_fix
+from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.plan.search import rank_robust
 from commcost.analyses.plan.search import robust_candidates
 from commcost.analyses.plan.search import search
+from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
 from commcost.analyses.plan.space import count_upper_bound
 from commcost.analyses.uncertainty import plan_band
 from commcost.cli.plan import _spec
@@ -71,7 +73,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--rank", choices=("step", "robust", "cost"),
                    help="rank by the step, by the step at its measured band's upper edge (robust: every collective "
                         "at its class's slowest measured cluster; needs a --system preset), or by dollars per "
-                        "million tokens (as --objective cost)")
+                        "million tokens (as --objective cost). Default: robust on a --system preset (else the "
+                        "step), layouts short of the memory headroom last, the step/memory Pareto front first")
+    o.add_argument("--memory-headroom", type=A.fraction, default=MEMORY_HEADROOM, metavar="SHARE",
+                   help="share of the card a layout leaves free at the upper end of its memory estimate, or it is "
+                        f"fragile and ranked last (default {MEMORY_HEADROOM:g})")
     o.add_argument("--price-per-gpu-hour", type=A.positive_float,
                    help="dollars per GPU-hour (--objective cost; with --train-tokens, the run's cost)")
     o.add_argument("--train-tokens", type=A.token_count,
@@ -206,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
         A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
     resolved, G, gpu = resolve_hardware(args, max(gpus))
     model = resolved.comm
-    robust = args.rank == "robust"
-    if robust and resolved.band_topology is None:
+    robust = args.rank == "robust" or (args.rank is None and args.objective == "step")
+    if args.rank == "robust" and resolved.band_topology is None:
         A.fail("--rank robust ranks by the measured band of a --system preset; it has none with --bw/--latency, "
                "--profile or a custom topology")
     fixed = parse_fix(args.fix)
@@ -223,7 +229,9 @@ def run(args: argparse.Namespace) -> int:
                        stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
                        top=robust_candidates(args.top) if robust else args.top,
-                       keep_points=args.plot is not None, train_tokens=args.train_tokens, **moe_inputs(args))
+                       keep_points=args.plot is not None, train_tokens=args.train_tokens,
+                       headroom=args.memory_headroom, fragile_last=args.rank not in ("step", "cost"),
+                       **moe_inputs(args))
     bar = _Progress(not args.no_progress and not args.json)
     try:
         result = search(inp, model, progress=bar)
@@ -237,8 +245,10 @@ def run(args: argparse.Namespace) -> int:
         bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
     prefix = plan_prefix(args, seq)
     signum = A.last_interrupt_signal() if result.interrupted else 0
-    print(render_search_json(result, bands, plan_prefix=prefix) if args.json
-          else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C"))
+    published = published_comparison(result, model, resolved.band_topology) if result.plans else None
+    print(render_search_json(result, bands, plan_prefix=prefix, published=published) if args.json
+          else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
+                                  published=published))
     if args.csv:
         write_search_csv(result, args.csv, plan_prefix=prefix)
     if args.plot:

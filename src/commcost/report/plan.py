@@ -7,6 +7,8 @@ from commcost.core.units import format_bytes, format_seconds
 from dataclasses import replace
 from commcost.analyses.plan.compose import ep_paired_share
 from commcost.analyses.plan.plan import plan_memory
+from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
+from commcost.analyses.plan.search_inputs import memory_fragile
 from commcost.core.xp import SCALAR
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.layout import group_placement
@@ -39,7 +41,8 @@ def advice(p: Plan) -> list[str]:
         fitting = _memory_options(p)
         if fitting:
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)} ({format_bytes(mem.total_bytes)} of "
-                       f"{format_bytes(mem.capacity_bytes)}); these fit without touching tp or pp: "
+                       f"{format_bytes(mem.capacity_bytes)}); these fit, with {MEMORY_HEADROOM:.0%} of the card "
+                       "to spare as search requires, without touching tp or pp: "
                        + "; ".join(f"{label} {format_bytes(need)}" for label, need in fitting))
         else:
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: no ZeRO stage or recomputation "
@@ -69,7 +72,9 @@ def advice(p: Plan) -> list[str]:
 
 def _memory_options(p: Plan) -> list[tuple[str, float]]:
     """Every ZeRO stage above the plan's and every recomputation, alone and together, that brings the
-    plan's memory within the GPU (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
+    plan's memory within the GPU with search's headroom to spare
+    (:func:`commcost.analyses.plan.search_inputs.memory_fragile`: what search would not call fragile)
+    (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
 
 
     L = p.inputs.layout
@@ -85,7 +90,7 @@ def _memory_options(p: Plan) -> list[tuple[str, float]]:
                                                                for lbl, _ in out):
             continue  # the stage fits alone: recomputing as well only costs time
         m2 = plan_memory(replace(p.inputs, layout=replace(L, **change)))
-        if m2.fits:
+        if m2.fits and not memory_fragile(m2.total_bytes, m2.capacity_bytes, MEMORY_HEADROOM):  # as search ranks
             out.append((label, m2.total_bytes))
     return out
 

@@ -7,6 +7,7 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.core.units import format_bytes, format_seconds
 import csv
 import io
+from commcost.analyses.plan.search_inputs import memory_high_bytes
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.core.optional import pyplot
@@ -19,14 +20,18 @@ from commcost.report._width import wrap_lines
 from commcost.report.plan import plan_to_dict
 from commcost.report.training import render_training
 from commcost.report.training import training_to_dict
+from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import stacks_running
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.plan import Plan
     from commcost.analyses.plan.search import SearchResult
+    from commcost.analyses.plan.search_published import PublishedComparison
 
 __all__ = ["search_to_dict", "render_search_json", "render_search_text", "why_best", "write_search_csv", "plan_command",
-           "plot_pareto", "pareto_front", "layout_words"]
+           "plot_pareto", "pareto_front", "layout_words", "why_not_fastest", "ranking_words", "published_to_dict",
+           "published_words"]
 
 
 def layout_words(p: Plan) -> str:
@@ -111,6 +116,85 @@ def _layout_diff(best: Plan, runner: Plan) -> str:
     return ", ".join(parts) or "no layout field"
 
 
+def ranking_words(r: SearchResult) -> str:
+    """How the results are ordered, in words."""
+    h = f"{r.inputs.headroom:.0%}"
+    lead = f"layouts that leave {h} of the card free at the upper end of their memory first"
+    if r.robust_step_s is not None:
+        return (f"ranked robust: {lead}, then by the step at the measured band's upper edge (every collective "
+                "at its class's slowest measured cluster), among the best steps; ties by less memory")
+    if r.pareto is not None:
+        return f"ranked by the step: {lead}; ties by less memory (no measured band for this fabric)"
+    if r.inputs.fragile_last:
+        return f"ranked by {r.inputs.objective}: layouts that leave {h} of the card free first"
+    return f"ranked by {r.inputs.objective} alone (layouts short of {h} memory headroom flagged, not moved)"
+
+
+def why_not_fastest(r: SearchResult) -> str | None:
+    """Why the first result is not the configuration of best objective (:attr:`SearchResult.fastest`),
+    or None when it is: its memory leaves less than the headroom, or its band's upper edge is longer,
+    or (without a band) the tie-break."""
+    if not r.plans or r.fastest is None or r.fastest is r.plans[0]:
+        return None
+    best, fast = r.plans[0], r.fastest
+    gap = best.step_s - fast.step_s
+    text = (f"the fastest nominal layout ({layout_words(fast)}) has a step {format_seconds(max(gap, 0.0))} "
+            f"shorter ({format_seconds(fast.step_s)}), but ")
+    if r.fastest_fragile:
+        cap = fast.memory.capacity_bytes
+        return text + (f"its memory reaches {format_bytes(memory_high_bytes(fast.memory.total_bytes))} of "
+                       f"{format_bytes(cap)} at the upper end (allocator slack, context, NCCL): less than "
+                       f"{r.inputs.headroom:.0%} of the card left free, where this one reaches "
+                       f"{format_bytes(memory_high_bytes(best.memory.total_bytes))}")
+    if r.robust_step_s is not None and r.fastest_robust_step_s is not None:
+        return text + (f"at the measured band's upper edge it takes {format_seconds(r.fastest_robust_step_s)} "
+                       f"against this one's {format_seconds(r.robust_step_s[0])}: it hides more traffic only just")
+    return text + "it ties on the ranked quantity and comes later in the enumeration"
+
+
+def _gain(published: float, best: float) -> float:
+    """``published / best - 1``: how much longer the published layout's step is than the best's."""
+    return published / best - 1.0
+
+
+def published_to_dict(r: SearchResult, c: PublishedComparison, plan_prefix: tuple[str, ...] = ()) -> dict:
+    """The ``published`` JSON keys (docs/search.md)."""
+    best = r.plans[0] if r.plans else None
+    best_upper = None if r.robust_step_s is None else r.robust_step_s[0]
+    return {"id": c.layout.id, "stack": c.layout.stack, "system": c.layout.system, "source": c.layout.source,
+            "plan_command": plan_command(c.plan, plan_prefix), "step_s": c.plan.step_s,
+            "robust_step_s": c.robust_step_s, "memory_total_bytes": c.plan.memory.total_bytes,
+            "memory_high_bytes": memory_high_bytes(c.plan.memory.total_bytes), "memory_fragile": c.fragile,
+            "memory_fits": c.plan.memory.fits,
+            "gap": None if best is None else _gain(c.plan.step_s, best.step_s),
+            "gap_upper": None if best_upper is None or c.robust_step_s is None
+            else _gain(c.robust_step_s, best_upper),
+            "why": None if best is None or c.plan.step_s <= best.step_s else why_best(best, c.plan)}
+
+
+def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
+    """The text lines comparing the best with the published layout."""
+    p, best = c.plan, r.plans[0]
+    upper = "" if c.robust_step_s is None else f" (upper edge {format_seconds(c.robust_step_s)})"
+    lines = [f"published layout ({c.layout.id}, {c.layout.stack} on {c.layout.system}): {layout_words(p)}",
+             f"  priced here: step {format_seconds(p.step_s)}{upper}, memory {format_bytes(p.memory.total_bytes)}"
+             + (" (does not fit)" if not p.memory.fits else " (fragile)" if c.fragile else "")]
+    gap = _gain(p.step_s, best.step_s)
+    if gap > 0:
+        text = f"  its step is {gap:.1%} longer than the best's"
+        if c.robust_step_s is not None and r.robust_step_s is not None:
+            text += f" ({_gain(c.robust_step_s, r.robust_step_s[0]):+.1%} at the upper edges)"
+        lines.append(text + "; " + why_best(best, p).replace("the runner-up", "the published layout"))
+    else:
+        lines.append(f"  the published layout's step is {-gap:.1%} shorter than the best's: the ranking put "
+                     "robustness (band's upper edge, memory headroom) first")
+    if c.layout.stack != r.inputs.stack and c.layout.stack in STACKS[1:]:
+        lines.append(f"  (priced with this search's stack and options; it ran on {c.layout.stack}: --stack "
+                     f"{c.layout.stack} prices both as that stack runs them)")
+    lines.append(f"  source: {c.layout.source}")
+    return lines
+
+
 def _training(inp, p: Plan):
     """The training run's cost at ``p``'s throughput (:mod:`commcost.analyses.plan.training_cost`); None without tokens."""
     if inp.train_tokens is None:
@@ -120,7 +204,8 @@ def _training(inp, p: Plan):
                          gpus=p.inputs.layout.world, price_per_gpu_hour=inp.price_per_gpu_hour or None)
 
 
-def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> dict:
+def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = (),
+                   published: PublishedComparison | None = None) -> dict:
     """The stable JSON keys (docs/search.md): ``results[]`` carry ``plan --json``'s keys (``bands``: the
     :class:`commcost.analyses.uncertainty.PlanBand` of each plan, on a system preset alone, as ``plan`` prints it)."""
 
@@ -133,6 +218,12 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         d["plan_command"] = plan_command(p, plan_prefix)
         if r.robust_step_s is not None:
             d["robust_step_s"] = r.robust_step_s[rank - 1]
+        d["memory_high_bytes"] = memory_high_bytes(p.memory.total_bytes)
+        d["stacks_that_run"] = list(stacks_running(p.inputs.layout))
+        if r.fragile:
+            d["memory_fragile"] = r.fragile[rank - 1]
+        if r.pareto is not None:
+            d["pareto"] = r.pareto[rank - 1]
         if inp.price_per_gpu_hour > 0:
             d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
         run_cost = _training(inp, p)
@@ -141,13 +232,21 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         results.append(d)
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
            "global_batch": inp.space.global_batch, "objective": inp.objective,
-           "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "evaluated": r.evaluated,
+           "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "ranking": ranking_words(r),
+           "memory_headroom": inp.headroom, "stack": inp.stack, "evaluated": r.evaluated,
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
            "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
            "fixed": {k: (RECOMPUTE[v] if k == "recompute" else v) for k, v in inp.space.fixed}, "results": results}
     if len(r.plans) >= 2:
         out["why_best"] = why_best(r.plans[0], r.plans[1])
+    if r.fastest is not None:
+        out["fastest"] = {"plan_command": plan_command(r.fastest, plan_prefix), "step_s": r.fastest.step_s,
+                          "robust_step_s": r.fastest_robust_step_s, "memory_fragile": r.fastest_fragile,
+                          "memory_high_bytes": memory_high_bytes(r.fastest.memory.total_bytes),
+                          "is_first": bool(r.plans) and r.fastest is r.plans[0]}
+        out["why_not_fastest"] = why_not_fastest(r)
+    out["published"] = None if published is None else published_to_dict(r, published, plan_prefix)
     return out
 
 
@@ -157,13 +256,15 @@ def search_to_dict_fixed(space) -> list[tuple[str, object]]:
     return [(k, RECOMPUTE[v] if k == "recompute" else v) for k, v in space.fixed]
 
 
-def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = ()) -> str:
+def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_prefix: tuple[str, ...] = (),
+                       published: PublishedComparison | None = None) -> str:
     """Strict JSON (no NaN or infinity)."""
 
-    return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix)).rstrip("\n")
+    return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix, published=published)).rstrip("\n")
 
 
-def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C") -> str:
+def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C",
+                       published: PublishedComparison | None = None) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins
     (``stopped_by``: what interrupted an interrupted search, ``Ctrl-C`` or ``SIGTERM``)."""
 
@@ -192,9 +293,7 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
                          "recomputation was tried)")
         return wrap_lines("\n".join(lines), width)
     lines.append(f"fabric: {r.plans[0].comm_model}")
-    if r.robust_step_s is not None:
-        lines.append("ranked robust: by the step at the measured band's upper edge (every collective at its class's "
-                     "slowest measured cluster), among the best steps")
+    lines.append(ranking_words(r))
     cols = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
            f"{'optim.':>8} {'memory':>9}"
     table = ["", cols, "      layout" + ("; $/Mtok" if inp.price_per_gpu_hour else "")
@@ -209,6 +308,10 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
             extra.append(f"${usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):.3f}/Mtok")
         if r.robust_step_s is not None:
             extra.append(f"upper edge {format_seconds(r.robust_step_s[i - 1])}")
+        if r.fragile and r.fragile[i - 1]:
+            extra.append(f"FRAGILE: memory within {inp.headroom:.0%} of the card")
+        if r.pareto is not None and not r.pareto[i - 1]:
+            extra.append("off the front (another is faster with less memory)")
         table.append("      " + "; ".join(extra))
     best = r.plans[0]
     m = best.memory
@@ -219,12 +322,20 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
               f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
               f"optimizer {format_bytes(m.optimizer_bytes)}, activations {format_bytes(m.activations_bytes)}, buffers "
               f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
+    runs = stacks_running(best.inputs.layout)
+    lines.append("  stacks that run this layout (hardware/stacks.json): " + (", ".join(runs) or "none of them")
+                 + ("" if inp.stack != "auto" else "; --stack NAME searches only one stack's layouts"))
     if len(r.plans) >= 2 and r.robust_step_s is not None and r.plans[1].step_s < best.step_s:
         lines.append(f"  why: the runner-up's step is {format_seconds(best.step_s - r.plans[1].step_s)} shorter, but at "
                      f"the band's upper edge it takes {format_seconds(r.robust_step_s[1])} against the best's "
                      f"{format_seconds(r.robust_step_s[0])}")
     elif len(r.plans) >= 2:
         lines.append("  why: " + why_best(best, r.plans[1]))
+    not_fastest = why_not_fastest(r)
+    if not_fastest:
+        lines.append("  why not the fastest: " + not_fastest)
+    if published is not None:
+        lines += published_words(r, published)
     run_cost = _training(inp, best)
     if run_cost is not None:
         lines.append("  " + render_training(run_cost))
@@ -282,9 +393,16 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         take = np.linspace(0, len(step) - 1, min(len(step), 20000)).astype(int)
         ax.scatter(mem[take] / 1e9, step[take], s=2, alpha=0.15, color="0.5", label="fits (sample)")
         front = pareto_front(mem, step)
-        ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front")
-    if r.plans:
+        ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front (nominal step)")
+    if r.robust_step_s is not None:     # the ranked quantity: the front of the band's upper edge
+        up, mb = np.asarray(r.robust_step_s), np.asarray([p.memory.total_bytes for p in r.plans])
+        front = pareto_front(mb, up)
+        ax.plot(mb[front] / 1e9, up[front], "-s", ms=3, color="C1", label="front at the band's upper edge (ranked)")
+        ax.plot([mb[0] / 1e9], [up[0]], "*", ms=14, color="C3", label="best (ranked at its upper edge)")
+        ax.plot([mb[0] / 1e9], [r.plans[0].step_s], "o", ms=7, mfc="none", color="C3", label="best, nominal step")
+    elif r.plans:
         ax.plot([r.plans[0].memory.total_bytes / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
+    if r.plans:
         ax.axvline(r.plans[0].memory.capacity_bytes / 1e9, ls="--", color="0.3", lw=0.8, label="GPU memory")
     ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
     ax.set_yscale("log")

@@ -6,6 +6,11 @@ its selective recomputation recomputes, how ZeRO-3 gathers parameters, and the b
 gradient element. ``auto`` (the default) picks the stack a layout implies: ZeRO-3 without tensor or
 pipeline parallelism is how FSDP stacks run (``fsdp``); everything else is priced as Megatron-Core
 (``megatron``). Every plan names the stack it used and why.
+
+Each stack's ``layouts`` entry says which parallel layouts it runs at all (:class:`StackLayouts`: its ZeRO
+stages, with and without a pipeline or model parallelism, and whether it runs TP, PP, interleaving, CP,
+EP and sequence parallelism), each with its source; ``commcost search --stack NAME`` enumerates only
+those (:func:`layout_runs`, applied to whole columns), ``auto`` every layout.
 """
 
 from __future__ import annotations
@@ -20,10 +25,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
-__all__ = ["STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag"]
+__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag", "StackLayouts",
+           "stack_layouts", "layout_runs", "stack_refuses", "PublishedLayout", "published_layouts",
+           "stacks_running"]
 
-STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0")
-"""``--stack`` values."""
+STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
+"""``--stack`` values: the stacks as they are released today."""
+
+PAST_RELEASES = ("torchtitan-0.0",)
+"""Earlier releases that published runs used (``stacks.json`` says how they differ). The library and the
+accuracy benchmarks accept them so that old runs are priced as they ran; ``--stack``, the sensitivity table
+and the stacks a search names offer only :data:`STACKS`."""
+
+KNOWN_STACKS = STACKS + PAST_RELEASES
+"""Every stack ``stacks.json`` describes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,8 +108,8 @@ def stack(name: str, *, compiled: bool = False) -> Stack:
     """The :class:`Stack` ``name`` (not ``auto``), with ``compiled`` taking torch.compile's fused accesses."""
     rows = _table()["stacks"]
     if name not in rows:
-        raise InputError(f"unknown stack {name!r} (valid: {', '.join(STACKS)})")
-    row = {k: v for k, v in rows[name].items()}
+        raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
+    row = {k: v for k, v in rows[name].items() if k != "layouts"}
     if compiled:
         loss_keys = () if row.get("compile_covers_loss", True) else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
         row.update({k: v for k, v in _table()["compiled"].items() if k != "source" and k not in loss_keys})
@@ -103,8 +118,8 @@ def stack(name: str, *, compiled: bool = False) -> Stack:
 
 def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
     """``(stack, why)``: ``name`` itself, or for ``auto`` the stack the layout implies."""
-    if name not in STACKS:
-        raise InputError(f"unknown stack {name!r} (valid: {', '.join(STACKS)})")
+    if name not in KNOWN_STACKS:
+        raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
     if auto_is_fsdp(layout.zero, layout.tp, layout.pp):
@@ -122,3 +137,167 @@ def given_stack_flag(name: str, attribute: str, auto_value):
     """A stack field for a whole search: ``auto_value`` under ``auto`` (what both stacks ``auto`` resolves
     to agree on for the rows it applies to), else the given stack's ``attribute``."""
     return auto_value if name == "auto" else getattr(stack(name), attribute)
+
+
+SEQUENCE_PARALLEL = ("optional", "always", "never")
+"""What a stack does with the sequence under tensor parallelism (:attr:`StackLayouts.sequence_parallel`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackLayouts:
+    """The parallel layouts one stack runs (``layouts`` of its row in ``hardware/stacks.json``)."""
+
+    name: str
+    """Registry key."""
+    zero: tuple[int, ...]
+    """ZeRO stages it runs (0 DDP, 1 optimizer states, 2 and gradients, 3 and weights sharded)."""
+    zero_with_pp: tuple[int, ...]
+    """Stages it runs with a pipeline (``pp > 1``)."""
+    zero_with_model_parallel: tuple[int, ...]
+    """Stages it runs with any of ``tp``, ``pp`` or ``cp`` above 1."""
+    tp: bool
+    """Runs tensor parallelism."""
+    pp: bool
+    """Runs pipeline parallelism."""
+    vp: bool
+    """Runs interleaved (virtual) pipeline stages."""
+    cp: bool
+    """Runs ring context parallelism."""
+    ep: bool
+    """Runs expert parallelism."""
+    sequence_parallel: str
+    """With ``tp > 1``: ``optional``, ``always`` (its TP plan always shards the sequence) or ``never``."""
+    source: str
+    """Where the rules come from."""
+
+    def __post_init__(self) -> None:
+        if self.sequence_parallel not in SEQUENCE_PARALLEL:
+            raise InputError(f"stacks.json {self.name}: sequence_parallel {self.sequence_parallel!r} is not one of "
+                             f"{', '.join(SEQUENCE_PARALLEL)}")
+        for field_name in ("zero_with_pp", "zero_with_model_parallel"):
+            extra = set(getattr(self, field_name)) - set(self.zero)
+            if extra:
+                raise InputError(f"stacks.json {self.name}: {field_name} holds stages {sorted(extra)} "
+                                 f"outside zero {list(self.zero)}")
+
+
+@lru_cache(maxsize=8)
+def stack_layouts(name: str) -> StackLayouts | None:
+    """The layouts stack ``name`` runs; None for ``auto`` (every layout)."""
+    if name not in KNOWN_STACKS:
+        raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
+    if name == "auto":
+        return None
+    row = dict(_table()["stacks"][name]["layouts"])
+    for key in ("zero", "zero_with_pp", "zero_with_model_parallel"):
+        row[key] = tuple(int(z) for z in row[key])
+    return StackLayouts(name=name, **row)
+
+
+def _member(value, allowed: tuple[int, ...]):
+    """``value in allowed``, array-safe (an OR of equalities; False for an empty ``allowed``)."""
+    out = value != value                       # False, or an all-False array of value's shape
+    for a in allowed:
+        out = out | (value == a)
+    return out
+
+
+def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp):
+    """Whether the stack of ``rules`` runs the layout ``(tp, pp, vp, cp, ep, zero, sp)``; every argument a
+    number or a numpy column (the result then a boolean column). ``rules`` None (``auto``): always.
+
+    ``runs = zero in Z  and (pp = 1 or zero in Z_pp) and (tp = pp = cp = 1 or zero in Z_mp)
+    and (tp = 1 or TP) and (pp = 1 or PP) and (vp = 1 or VP) and (cp = 1 or CP) and (ep = 1 or EP)
+    and (tp = 1 or SP rule)``, with the SP rule ``sp`` (always), ``not sp`` (never) or true (optional)."""
+    if rules is None:
+        return (tp == tp) | True
+    data_parallel_only = (tp == 1) & (pp == 1) & (cp == 1)
+    ok = _member(zero, rules.zero) & ((pp == 1) | _member(zero, rules.zero_with_pp)) \
+        & (data_parallel_only | _member(zero, rules.zero_with_model_parallel))
+    for degree, allowed in ((tp, rules.tp), (pp, rules.pp), (vp, rules.vp), (cp, rules.cp), (ep, rules.ep)):
+        if not allowed:
+            ok = ok & (degree == 1)
+    if rules.sequence_parallel == "always":
+        ok = ok & ((tp == 1) | (sp == 1))
+    elif rules.sequence_parallel == "never":
+        ok = ok & (sp == 0)
+    return ok
+
+
+def stack_refuses(rules: StackLayouts | None, fixed: dict[str, int]) -> str | None:
+    """Why the stack of ``rules`` runs no layout with the ``fixed`` dimensions (``--fix``), or None."""
+    if rules is None:
+        return None
+    if "zero" in fixed and fixed["zero"] not in rules.zero:
+        return (f"--stack {rules.name} does not run ZeRO-{fixed['zero']} (it runs "
+                f"{', '.join(f'ZeRO-{z}' for z in rules.zero)}; hardware/stacks.json)")
+    for dim in ("tp", "pp", "vp", "cp", "ep"):
+        if fixed.get(dim, 1) > 1 and not getattr(rules, dim):
+            return f"--stack {rules.name} does not run {dim} > 1 (hardware/stacks.json)"
+    if fixed.get("sp") == 1 and rules.sequence_parallel == "never":
+        return f"--stack {rules.name} does not run sequence parallelism (hardware/stacks.json)"
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedLayout:
+    """One published training run's layout (``hardware/published_layouts.json``, the layouts of
+    tests/data/published_runs.csv and published_moe_runs.csv with their sources): what a stack's
+    standard recipe, or a paper, ran for one model, GPU count, sequence and batch."""
+
+    id: str
+    """The run's id in tests/data/published_runs.csv (or published_moe_runs.csv)."""
+    stack: str
+    """The stack that ran it (``megatron``, ``nemo``, ``deepspeed``, ``torchtitan``, ``fsdp`` or ``other``)."""
+    model: str
+    """Model preset."""
+    system: str
+    """System preset it ran on."""
+    gpus: int
+    """GPUs W."""
+    seq: int
+    """Sequence length, tokens."""
+    global_batch: int
+    """Sequences per optimizer step."""
+    precision: str
+    """GEMM precision."""
+    tp: int
+    """Tensor-parallel degree."""
+    pp: int
+    """Pipeline stages."""
+    vp: int
+    """Virtual stages per pipeline stage."""
+    cp: int
+    """Context-parallel degree."""
+    ep: int
+    """Expert-parallel degree."""
+    etp: int
+    """Expert tensor parallelism as published (0: not stated, Megatron's default)."""
+    zero: int
+    """ZeRO stage (1: Megatron's distributed optimizer; 3: FSDP)."""
+    sequence_parallel: bool
+    """Megatron sequence parallelism."""
+    recompute: str
+    """``none``, ``selective`` or ``full``."""
+    micro_batch: int
+    """Sequences per micro-batch."""
+    source: str
+    """Where the run is published."""
+
+
+@lru_cache(maxsize=1)
+def _published() -> tuple[PublishedLayout, ...]:
+    return tuple(PublishedLayout(**row) for row in load_preset_file("published_layouts.json")["runs"])
+
+
+def published_layouts(model: str, gpus: int, seq: int, global_batch: int) -> tuple[PublishedLayout, ...]:
+    """The published layouts of ``model`` on ``gpus`` GPUs at this sequence and global batch (exact keys)."""
+    return tuple(r for r in _published() if (r.model, r.gpus, r.seq, r.global_batch) == (model, gpus, seq,
+                                                                                          global_batch))
+
+
+def stacks_running(layout: Layout) -> tuple[str, ...]:
+    """The named stacks (``hardware/stacks.json`` ``layouts``) that run ``layout``, in :data:`STACKS` order."""
+    return tuple(name for name in STACKS[1:]
+                 if layout_runs(stack_layouts(name), tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp,
+                                ep=layout.ep, zero=layout.zero, sp=int(layout.sequence_parallel)))

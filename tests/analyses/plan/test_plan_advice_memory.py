@@ -8,6 +8,7 @@ from commcost.comm.model import FlatLinkModel
 from commcost.comm.link import Link
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan, plan_memory
+from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM, memory_high_bytes
 from commcost.report.plan import _memory_options, advice
 from commcost.workload.transformer import model_spec
 
@@ -32,8 +33,11 @@ def test_every_fitting_zero_stage_and_recomputation_is_listed_and_no_other():
             m = plan_memory(replace(p.inputs, layout=replace(L, zero=z, recompute=r)))
             label = (f"ZeRO-{z}" + (" / FSDP" if z == 3 else "")) if r == "none" else \
                 f"--recompute {r}" if z == 0 else f"ZeRO-{z} + --recompute {r}"
-            alone_fits = z > 0 and r != "none" and plan_memory(replace(p.inputs, layout=replace(L, zero=z))).fits
-            if m.fits and not alone_fits:
+            def spare(mb):  # fits with search's headroom: M_hi <= (1 - h) capacity
+                return mb.fits and memory_high_bytes(mb.total_bytes) <= (1 - MEMORY_HEADROOM) * mb.capacity_bytes
+
+            alone_fits = z > 0 and r != "none" and spare(plan_memory(replace(p.inputs, layout=replace(L, zero=z))))
+            if spare(m) and not alone_fits:
                 assert options[label] == m.total_bytes, label
             else:
                 assert label not in options, label

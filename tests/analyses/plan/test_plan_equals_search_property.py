@@ -22,7 +22,7 @@ from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Topology
 from commcost.hardware.registry import system_group, systems
-from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import STACKS, stack_layouts, stack_refuses
 from commcost.workload.transformer import model_spec, model_spec_names
 
 MODELS = tuple(n for n in model_spec_names() if n not in ("megatron-gpt-1008b",))
@@ -72,7 +72,7 @@ def cases(draw):
     gpu = draw(st.sampled_from(GPUS))
     options = dict(gpu=gpu, precision=draw(st.sampled_from(("bf16",) if gpu.startswith("a100") else ("bf16", "fp8"))),
                    efficiency=draw(st.sampled_from((None, None, 0.45))), flash_attention=draw(st.booleans()),
-                   tp_comm_overlap=draw(st.booleans()), stack=draw(st.sampled_from(STACKS)),
+                   tp_comm_overlap=draw(st.booleans()),
                    compiled=draw(st.booleans()))
     if spec.is_moe:
         a2a = draw(st.sampled_from(("nccl", "deepep")))
@@ -89,6 +89,8 @@ def cases(draw):
     _, t, p, v, c, e, d, b, _, te = draw(st.sampled_from(rows))
     fixed = (("tp", t), ("pp", p), ("vp", v), ("cp", c), ("ep", e), ("micro_batch", b), ("etp", te))
     space = SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=G, fixed=fixed)
+    # a stack that runs the drawn layout (--stack refuses a --fix it cannot run)
+    options["stack"] = draw(st.sampled_from([s for s in STACKS if stack_refuses(stack_layouts(s), dict(fixed)) is None]))
     return SearchInputs(space=space, **options), draw(comm_models(kind, G, W, preset)), W, draw(st.randoms(use_true_random=False))
 
 
@@ -98,7 +100,8 @@ def test_plan_on_a_row_equals_the_search_grid(case):
     inp, model, W, rnd = case
     rows, values = evaluate_all(inp, model, W)
     n = len(rows["t"])
-    assert n > 0
+    assert n > 0 or inp.stack != "auto"  # every drawn layout exists; a named stack may run none of its ZeRO/SP options
+    assume(n > 0)
     for i in rnd.sample(range(n), min(n, 4)):
         row = {k: v[i] for k, v in rows.items()}
         p = plan(plan_inputs_of(inp, row), model)

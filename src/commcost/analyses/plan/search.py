@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from commcost.analyses.plan.search_inputs import OBJECTIVES, SearchInputs
+from commcost.analyses.plan.search_inputs import memory_fragile
 from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from commcost.analyses.plan.plan import Plan, PlanInputs
 
 __all__ = ["OBJECTIVES", "SearchSpace", "SearchInputs", "SearchResult", "search", "evaluate_all", "parse_fix", "plan_inputs_of",
-           "objective_value", "rank_robust", "robust_candidates", "RANKS"]
+           "objective_value", "rank_robust", "robust_candidates", "RANKS", "on_front"]
 
 RANKS = ("step", "robust", "cost")
 """``--rank`` values: the step, the step at the measured band's upper edge (:func:`rank_robust`), dollars."""
@@ -85,6 +86,20 @@ class SearchResult:
     its class's slowest measured cluster), the key the plans are ranked by; None otherwise."""
     bands: tuple | None = None
     """With :func:`rank_robust`: each plan's :class:`commcost.analyses.uncertainty.PlanBand` (None: no communication)."""
+    fragile: tuple[bool, ...] = ()
+    """Each plan's memory leaves less than the headroom free at its upper end
+    (:func:`commcost.analyses.plan.search_inputs.memory_fragile`)."""
+    fastest: Plan | None = None
+    """The configuration of best objective among all that fit, fragile or not (the fastest nominal step
+    for ``step``): the one the winner is compared with; it may be left out of :attr:`plans`."""
+    fastest_fragile: bool = False
+    """:attr:`fastest` is fragile (:attr:`fragile`)."""
+    fastest_robust_step_s: float | None = None
+    """With :func:`rank_robust`: :attr:`fastest`'s step at its band's upper edge."""
+    pareto: tuple[bool, ...] | None = None
+    """With :func:`rank_robust`: each plan is on the Pareto front of the ranked step (the band's upper
+    edge, or the step without a band) against memory among the re-ranked plans: no other has both at
+    most its own, one of them smaller."""
 
 
 def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_per_gpu_hour: float = 0.0):
@@ -113,10 +128,45 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
                       fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load)
 
 
+class _Top:
+    """The ``top`` rows of smallest key seen so far, ties in enumeration order (``order``, a running index)."""
+
+    def __init__(self, np, top: int) -> None:
+        self.np, self.top = np, top
+        self.keys = self.steps = self.order = np.zeros(0)
+        self.rows: dict = {}
+
+    def add(self, keys, steps, order, rows: dict) -> None:
+        np = self.np
+        if not len(keys):
+            return
+        keys = np.concatenate([self.keys, keys])
+        if len(keys) > self.top:
+            kth = np.partition(keys, self.top - 1)[self.top - 1]
+            cand = np.nonzero(keys <= kth)[0]
+        else:
+            cand = np.arange(len(keys))
+        every = {c: np.concatenate([self.rows[c], col]) if self.rows else col for c, col in rows.items()}
+        steps, order = np.concatenate([self.steps, steps]), np.concatenate([self.order, order])
+        keep = cand[np.lexsort((order[cand], keys[cand]))][:self.top]
+        self.keys, self.steps, self.order = keys[keep], steps[keep], order[keep]
+        self.rows = {c: col[keep] for c, col in every.items()}
+
+    def entries(self) -> list[tuple[float, float, float, dict]]:
+        """``(key, grid step, order, row)`` best first."""
+        return [(float(self.keys[i]), float(self.steps[i]), float(self.order[i]),
+                 {c: col[i] for c, col in self.rows.items()}) for i in range(len(self.keys))]
+
+
 def search(inp: SearchInputs, model: CommModel, *,
            progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
     """Enumerate, price, filter, rank (module docstring). ``progress(done, total, elapsed_s)`` is called
-    after each numpy pass; Ctrl-C (KeyboardInterrupt) between or inside passes returns the best so far."""
+    after each numpy pass; Ctrl-C (KeyboardInterrupt) between or inside passes returns the best so far.
+
+    The best ``top`` are kept apart for layouts that leave the memory headroom and for fragile ones
+    (:func:`commcost.analyses.plan.search_inputs.memory_fragile`); with ``inp.fragile_last`` the fragile
+    ones come after every other (and only fill ``top``), else both are ranked together by the objective.
+    """
 
     np = require("numpy", "sweep")
 
@@ -126,13 +176,12 @@ def search(inp: SearchInputs, model: CommModel, *,
     pricer = Pricer(model)
     caps = bucket_caps_bytes(space)
     evaluated = feasible = priced = over_states = over_act = 0
-    best_keys = np.zeros(0)
-    best_rows: dict[str, np.ndarray] = {}
-    best_step = np.zeros(0)
+    pools = {False: _Top(np, inp.top), True: _Top(np, inp.top)}      # keyed by fragile
     points: dict[str, list] = {"step_s": [], "memory_bytes": [], "gpus": []}
     interrupted = False
+    seen = 0
     try:
-        grids = [enumerate_space(space, w, inp.moe_overlap) for w in space.gpus]
+        grids = [enumerate_space(space, w, inp.moe_overlap, inp.stack) for w in space.gpus]
         total = sum(len(g["bi"]) for _, g in grids)
         for base, g in grids:
             n = len(g["bi"])
@@ -142,12 +191,14 @@ def search(inp: SearchInputs, model: CommModel, *,
             tables = memory_tables(base, X, inp)
             # pass 1: memory of every configuration (no prices needed); only what fits is priced
             fits = np.zeros(n, dtype=bool)
+            fragile = np.zeros(n, dtype=bool)
             mem_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
                 mem = memory_grid(chunk, tables, inp, base)
                 ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
                 fits[lo:lo + CHUNK_ROWS] = ok
+                fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom)
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
                 states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_bytes"] > mem["capacity_bytes"]
@@ -157,6 +208,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                 over_act += int((~ok & ~states_over).sum())
             # pass 2: price the structural rows that have a feasible configuration, then step times
             live = {k: col[fits] for k, col in g.items()}
+            live_fragile = fragile[fits]
             if mem_all is not None:
                 live_mem = mem_all[fits]
             needed = np.nonzero(np.bincount(live["bi"], minlength=len(base["t"])))[0]
@@ -178,33 +230,46 @@ def search(inp: SearchInputs, model: CommModel, *,
                     points["step_s"].append(step)
                     points["memory_bytes"].append(live_mem[lo:lo + CHUNK_ROWS])
                     points["gpus"].append(W)
-                keys = np.concatenate([best_keys, key])
-                if len(keys) > inp.top:           # the top ones, ties in enumeration order
-                    kth = np.partition(keys, inp.top - 1)[inp.top - 1]
-                    cand = np.nonzero(keys <= kth)[0]
-                else:
-                    cand = np.arange(len(keys))
                 full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
                 full.update({c: chunk[c] for c in ("sp", "rc", "zero", "cap")})
-                rows = {c: np.concatenate([best_rows[c], col]) if best_rows else col for c, col in full.items()}
-                steps = np.concatenate([best_step, step])
-                keep = cand[np.argsort(keys[cand], kind="stable")][:inp.top]
-                best_keys, best_step = keys[keep], steps[keep]
-                best_rows = {c: col[keep] for c, col in rows.items()}
+                order = seen + np.arange(k, dtype=float)
+                seen += k
+                frag = live_fragile[lo:lo + CHUNK_ROWS]
+                for flag, pool in pools.items():
+                    sel = frag if flag else ~frag
+                    pool.add(key[sel], step[sel], order[sel], {c: col[sel] for c, col in full.items()})
                 if progress is not None:
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
         interrupted = True
-    plans = [plan(plan_inputs_of(inp, {c: col[i] for c, col in best_rows.items()}), model)
-             for i in range(len(best_keys))]
-    order = sorted(range(len(plans)), key=lambda i: (objective_value(inp.objective, plans[i].step_s,
-                                                                     plans[i].inputs.layout.world, tokens,
-                                                                     inp.price_per_gpu_hour), i))
+    safe, risky = pools[False].entries(), pools[True].entries()
+    if inp.fragile_last:
+        chosen = safe + risky[:max(inp.top - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
+    else:
+        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:inp.top]
+    plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+    capacity = [p.memory.capacity_bytes for p in plans]
+    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom)) for p, c in zip(plans, capacity)]
+
+    def rank_key(i: int):
+        value = objective_value(inp.objective, plans[i].step_s, plans[i].inputs.layout.world, tokens,
+                                inp.price_per_gpu_hour)
+        return (flags[i], value, chosen[i][2]) if inp.fragile_last else (value, chosen[i][2])
+
+    order = sorted(range(len(plans)), key=rank_key)
+    fastest = min(range(len(plans)), key=lambda i: (rank_key(i)[-2], chosen[i][2]), default=None)
+    if inp.fragile_last and len(safe) >= inp.top and fastest is not None and flags[fastest]:
+        order = [i for i in order if i != fastest][:inp.top]   # kept only to say why it is not first
+    elif fastest is not None and fastest not in order:
+        fastest = None
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
-                        plans=tuple(plans[i] for i in order), grid_step_s=tuple(float(best_step[i]) for i in order),
-                        distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts)
+                        plans=tuple(plans[i] for i in order), grid_step_s=tuple(chosen[i][1] for i in order),
+                        distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts,
+                        fragile=tuple(flags[i] for i in order),
+                        fastest=None if fastest is None else plans[fastest],
+                        fastest_fragile=False if fastest is None else flags[fastest])
 
 
 ROBUST_CANDIDATES_PER_RESULT = 5
@@ -217,19 +282,50 @@ def robust_candidates(top: int) -> int:
     return max(ROBUST_CANDIDATES_PER_RESULT * top, ROBUST_MIN_CANDIDATES)
 
 
+def on_front(step_s: list[float], memory_bytes: list[float]) -> list[bool]:
+    """For each point, whether no other has ``step <= `` and ``memory <=`` its own with one strictly smaller
+    (the step/memory Pareto front; equal points are both on it). O(n^2) over the few plans re-ranked."""
+    n = len(step_s)
+    return [not any(step_s[j] <= step_s[i] and memory_bytes[j] <= memory_bytes[i]
+                    and (step_s[j] < step_s[i] or memory_bytes[j] < memory_bytes[i]) for j in range(n))
+            for i in range(n)]
+
+
 def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> SearchResult:
-    """Re-rank ``result``'s plans (the best steps, :func:`robust_candidates` of them) by the upper edge of
-    their measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective at its class's slowest
-    measured cluster, exposure and bubble re-priced), keep ``top``. A layout whose step hides a lot of
-    traffic only just is fragile: its upper edge is far above its step, and it falls in this ranking."""
+    """Re-rank ``result``'s plans (the best steps, :func:`robust_candidates` of them) and keep ``top``:
+    layouts that leave the memory headroom first (:attr:`SearchResult.fragile`), each group by the
+    upper edge of the measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective
+    at its class's slowest measured cluster, exposure and bubble re-priced; with ``topology`` None, no
+    band: the step), ties by less memory. :attr:`SearchResult.pareto` marks the plans on the front of
+    that ranked step against memory; the first is on it by construction (the least ranked step, the
+    least memory among equals).
 
+    A layout whose step hides a lot of traffic only just is fragile: its upper edge is far above its
+    step, and it falls in this ranking."""
 
-    bands = [plan_band(p.inputs, p, model, topology) for p in result.plans]
-    upper = [p.step_s if b is None else b.step_s[1] for p, b in zip(result.plans, bands)]
-    order = sorted(range(len(upper)), key=lambda i: (upper[i], i))[:top]
-    return replace(result, plans=tuple(result.plans[i] for i in order),
+    def band(p):
+        return None if topology is None else plan_band(p.inputs, p, model, topology)
+
+    def upper_of(p, b):
+        return p.step_s if b is None else b.step_s[1]
+
+    plans = result.plans
+    bands = [band(p) for p in plans]
+    upper = [upper_of(p, b) for p, b in zip(plans, bands)]
+    fragile = result.fragile or tuple(False for _ in plans)
+    memory = [p.memory.total_bytes for p in plans]
+    front = on_front(upper, memory)
+    order = sorted(range(len(upper)), key=lambda i: (fragile[i], upper[i], memory[i], i))[:top]
+    fastest_upper = None
+    if result.fastest is not None:
+        same = [i for i, p in enumerate(plans) if p is result.fastest]
+        fastest_upper = upper[same[0]] if same else upper_of(result.fastest, band(result.fastest))
+    return replace(result, plans=tuple(plans[i] for i in order),
                    grid_step_s=tuple(result.grid_step_s[i] for i in order),
-                   robust_step_s=tuple(upper[i] for i in order), bands=tuple(bands[i] for i in order))
+                   robust_step_s=None if topology is None else tuple(upper[i] for i in order),
+                   bands=None if topology is None else tuple(bands[i] for i in order),
+                   fragile=tuple(fragile[i] for i in order), pareto=tuple(front[i] for i in order),
+                   fastest_robust_step_s=None if topology is None else fastest_upper)
 
 
 def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict, dict]:
@@ -240,7 +336,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     require("numpy", "sweep")
 
     space = inp.space
-    base, g = enumerate_space(space, world, inp.moe_overlap)
+    base, g = enumerate_space(space, world, inp.moe_overlap, inp.stack)
     X = structure(base, space.spec, space.gpus_per_node)
     values = memory_grid(g, memory_tables(base, X, inp), inp, base)
     values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))

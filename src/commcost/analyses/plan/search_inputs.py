@@ -15,9 +15,37 @@ from commcost.analyses.plan.plan import check_moe_options
 from commcost.core.validation import require_count
 from commcost.core.validation import require_finite_positive
 from commcost.workload.compute import precision_class
-from commcost.workload.stacks import STACKS
+from commcost.workload.memory import ALLOCATOR_SLACK
+from commcost.workload.memory import CONTEXT_BYTES
+from commcost.workload.memory import NCCL_BYTES
+from commcost.workload.stacks import KNOWN_STACKS
+from commcost.workload.stacks import stack_layouts
+from commcost.workload.stacks import stack_refuses
 
-__all__ = ["OBJECTIVES", "SearchInputs"]
+__all__ = ["OBJECTIVES", "SearchInputs", "MEMORY_HEADROOM", "memory_high_bytes", "memory_fragile"]
+
+MEMORY_HEADROOM = 0.05
+"""``h``: the share of the card a layout must leave free at the upper end of its memory estimate
+(:func:`memory_fragile`), or it is fragile and ranked after every layout that leaves it. The upper
+end already holds the caching allocator's 15% over the peak allocated, the CUDA context and NCCL's
+buffers (:data:`commcost.workload.memory.ALLOCATOR_SLACK`, ``CONTEXT_BYTES``, ``NCCL_BYTES``); the
+headroom is for what that estimate misses: fragmentation that grows over a run (PyTorch's CUDA
+memory notes: blocks that cannot be split or merged keep ``reserved`` above ``allocated``; the
+``expandable_segments`` setting exists to curb it), memory spikes of the first steps and of
+checkpointing, and the memory model's own error (docs/plan.md: median |error| 16% on 27 runs that
+publish ``max_memory_reserved``). 5% of an 80 GB card is 4 GB."""
+
+
+def memory_high_bytes(total_bytes):
+    """``M_hi = M (1 + a_hi) + C_hi + N_hi``: the upper end of what the card holds for ``M`` bytes the
+    model needs (:attr:`commcost.workload.memory.MemoryBreakdown.device_bytes`, high). Array-safe."""
+    return total_bytes * (1.0 + ALLOCATOR_SLACK[1]) + CONTEXT_BYTES[1] + NCCL_BYTES[1]
+
+
+def memory_fragile(total_bytes, capacity_bytes, headroom):
+    """``M_hi > (1 - h) capacity``: the layout leaves less than the headroom ``h`` of the card free at the
+    upper end of its memory (:func:`memory_high_bytes`). Array-safe."""
+    return memory_high_bytes(total_bytes) > (1.0 - headroom) * capacity_bytes
 
 OBJECTIVES = ("step", "tokens-per-gpu", "cost")
 """``--objective`` values."""
@@ -63,6 +91,12 @@ class SearchInputs:
     """Keep every feasible configuration's ``(step, memory, W)`` (for the Pareto plot)."""
     train_tokens: float | None = None
     """Tokens of a training run to cost for each result (:mod:`commcost.analyses.plan.training_cost`); None: not costed."""
+    headroom: float = MEMORY_HEADROOM
+    """``h``: share of the card a layout leaves free at the upper end of its memory, or it is fragile
+    (:func:`memory_fragile`)."""
+    fragile_last: bool = True
+    """Rank every fragile layout after every layout that is not (the default ranking); False: by the
+    objective alone (``--rank step``/``cost``), fragile layouts flagged but not moved."""
 
     def __post_init__(self) -> None:
 
@@ -79,5 +113,10 @@ class SearchInputs:
                 raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=2, vp=2)
-        if self.stack not in STACKS:
-            raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(STACKS)})")
+        if self.stack not in KNOWN_STACKS:
+            raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(KNOWN_STACKS)})")
+        if not 0.0 <= self.headroom < 1.0:
+            raise InputError(f"memory headroom is a share of the card in [0, 1), got {self.headroom:g}")
+        refusal = stack_refuses(stack_layouts(self.stack), dict(self.space.fixed))
+        if refusal:
+            raise InputError(refusal)

@@ -16,7 +16,11 @@ and :class:`~commcost.parallel.layout.Layout`'s own), applied here to whole colu
   (:func:`commcost.analyses.plan.plan.check_moe_options`);
 * ZeRO stages 1-3 only where some rank shares a shard (``d c > 1`` or ``t d c / (e t_e) > 1``; else they
   equal stage 0); the DP bucket cap only where a bucketed reduction runs (ZeRO 0-2 with a shard shared):
-  DDP's default (first bucket 1 MiB, then 25 MiB) and :data:`BUCKET_CAPS_MIB`.
+  DDP's default (first bucket 1 MiB, then 25 MiB) and :data:`BUCKET_CAPS_MIB`;
+* with a named stack (``--stack NAME``, not ``auto``), only the layouts that stack runs
+  (:func:`commcost.workload.stacks.layout_runs` on the columns: its ZeRO stages, with and without a
+  pipeline or model parallelism, TP, PP, interleaving, CP, EP and its sequence-parallel rule, from
+  ``hardware/stacks.json``).
 
 Not searched (fixed at ``plan``'s defaults): the rank order (``tp-cp-ep-dp-pp``), hybrid sharding,
 TP communication overlap and flash attention (inputs of the whole search).
@@ -29,6 +33,8 @@ from dataclasses import dataclass, field
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
 from commcost.core.validation import require_count
+from commcost.workload.stacks import layout_runs
+from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -218,13 +224,14 @@ def count_upper_bound(space: SearchSpace) -> int:
     return rows * combos
 
 
-def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
+def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto"):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
     ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, enumerated in
     Python); ``cols`` every configuration: ``bi`` the row of ``base`` it expands, ``sp``, ``rc`` the
     :data:`RECOMPUTE` code, ``zero``, ``capi`` the index of its cap in :func:`bucket_caps_bytes` and
-    ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination."""
+    ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination;
+    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring)."""
     import numpy as np
 
 
@@ -244,12 +251,15 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none"):
     expert_tp = base["etp"]
     shared = (d * c > 1) | ((t * d * c) // (e * expert_tp) > 1 if space.spec.experts else False)
     sp_ok = (t > 1) & ((space.seq // c) % t == 0)
+    rules = stack_layouts(stack)
     cap_bytes = np.array(caps, dtype=np.int64) * MiB
     parts: dict[str, list] = {k: [] for k in ("bi", "sp", "rc", "zero", "capi", "cap")}
     for sp, rc, z, ci in combos:
         ok = np.ones(len(t), dtype=bool) if sp == 0 else sp_ok
         if z:
             ok = ok & shared
+        if rules is not None:
+            ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp)
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run

@@ -1,0 +1,66 @@
+"""search against the published layout of the same model, GPU count, sequence and batch."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from conftest import DATA
+
+from commcost.cli import main
+from commcost.hardware import load_preset_file
+from commcost.workload.stacks import published_layouts
+
+
+def test_published_layouts_are_the_csv_rows():
+    # one truth: hardware/published_layouts.json is generated from the two CSV files and agrees with them
+    runs = {r["id"]: r for r in load_preset_file("published_layouts.json")["runs"]}
+    rows = list(csv.DictReader((DATA / "published_runs.csv").open())) \
+        + list(csv.DictReader((DATA / "published_moe_runs.csv").open()))
+    assert len(runs) == len(rows)
+    for row in rows:
+        got = runs[row["id"]]
+        for key in ("model", "system", "stack", "precision", "recompute", "source"):
+            assert got[key] == row[key], (row["id"], key)
+        for key in ("gpus", "seq", "global_batch", "tp", "pp", "vp", "cp", "ep", "zero", "micro_batch"):
+            assert got[key] == int(row[key]), (row["id"], key)
+        assert got["sequence_parallel"] == (row["sequence_parallel"] == "1")
+        if row.get("etp"):
+            assert got["etp"] == int(row["etp"])
+    # NeMo 24.09's Llama 3 70B on 64 GPUs, batch 128 (published_runs.csv nemo-llama3-70b): TP 4 PP 4 CP 2 VP 5
+    (nemo,) = [r for r in published_layouts("llama3-70b", 64, 8192, 128) if r.id == "nemo-llama3-70b"]
+    assert (nemo.tp, nemo.pp, nemo.cp, nemo.vp, nemo.zero, nemo.micro_batch) == (4, 4, 2, 5, 1, 1)
+    assert published_layouts("llama3-70b", 64, 8192, 96) == ()
+
+
+ARGV = ["search", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "64", "--seq", "8192",
+        "--top", "2", "--stack", "nemo", "--tp-comm-overlap"]
+
+
+def test_search_shows_the_published_layout_and_the_gap(capsys):
+    assert main([*ARGV, "--global-batch", "128", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    pub, best = d["published"], d["results"][0]
+    assert pub["id"] == "nemo-llama3-70b" and pub["stack"] == "nemo"
+    # gap = published step / best step - 1, from the printed steps
+    assert pub["gap"] == pytest.approx(pub["step_s"] / best["step_s"] - 1, rel=1e-12)
+    assert pub["gap_upper"] == pytest.approx(pub["robust_step_s"] / best["robust_step_s"] - 1, rel=1e-12)
+    # its command reproduces its step, with the published layout's flags
+    assert main(pub["plan_command"].split()[1:] + ["--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["step_s"] == pub["step_s"] and p["memory"]["total_bytes"] == pub["memory_total_bytes"]
+    assert (p["layout"]["tp"], p["layout"]["pp"], p["layout"]["cp"], p["layout"]["vp"]) == (4, 4, 2, 5)
+    # the published layout is never ahead of the best by more than the ranking's robustness allows:
+    # if its nominal step is shorter, the best wins at the band's upper edge or on memory headroom
+    if pub["gap"] < 0:
+        assert pub["gap_upper"] >= 0 or pub["memory_fragile"]
+    # the text says it
+    assert main([*ARGV, "--global-batch", "128"]) == 0
+    text = capsys.readouterr().out
+    assert "published layout (nemo-llama3-70b, nemo on dgx-h100)" in text and "source: NeMo 24.09" in text
+
+
+def test_no_published_layout_is_null(capsys):
+    assert main([*ARGV, "--global-batch", "96", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["published"] is None

@@ -1,0 +1,158 @@
+"""``search --stack NAME``: only the layouts that stack runs (hardware/stacks.json ``layouts``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
+from commcost.analyses.plan.space import enumerate_space
+from commcost.cli import main
+from commcost.comm.model import FlatLinkModel
+from commcost.comm.topology import Link
+from commcost.core.errors import InputError
+from commcost.hardware import load_preset_file
+from commcost.workload.stacks import STACKS, layout_runs, stack, stack_layouts, stack_refuses
+from commcost.workload.transformer import TransformerSpec
+
+FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6))
+SPEC = TransformerSpec(name="s", layers=8, hidden=512, heads=8, vocab=1024)
+SPACE = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_node=8)
+
+
+def _columns(stack_name: str) -> dict[str, np.ndarray]:
+    base, cols = enumerate_space(SPACE, 16, "none", stack_name)
+    out = {k: base[k][cols["bi"]] for k in ("t", "p", "v", "c", "e")}
+    out.update(zero=cols["zero"], sp=cols["sp"])
+    return out
+
+
+def test_every_named_stack_has_sourced_layouts():
+    rows = load_preset_file("stacks.json")["stacks"]
+    for name in STACKS[1:]:
+        rules = stack_layouts(name)
+        assert rules.source and len(rules.source) > 40, name
+        assert set(rules.zero) <= {0, 1, 2, 3}
+        assert "layouts" in rows[name]
+        assert stack(name).name == name             # the pricing row still loads beside it
+    assert stack_layouts("auto") is None
+
+
+def test_layout_runs_by_hand():
+    mega, titan, fsdp, ds = (stack_layouts(n) for n in ("megatron", "torchtitan", "fsdp", "deepspeed"))
+    one = dict(tp=1, pp=1, vp=1, cp=1, ep=1, sp=0)
+    # Megatron: the distributed optimizer (ZeRO-1) with a pipeline; ZeRO-3 (Megatron-FSDP) only without one
+    assert layout_runs(mega, **{**one, "tp": 8, "pp": 4, "vp": 2, "cp": 2, "zero": 1, "sp": 1})
+    assert not layout_runs(mega, **{**one, "pp": 4, "zero": 3})
+    assert layout_runs(mega, **{**one, "tp": 2, "zero": 3})
+    # torchtitan: no ZeRO-1; DDP only as 1-D parallelism; TP always with sequence parallelism
+    assert not layout_runs(titan, **{**one, "zero": 1})
+    assert layout_runs(titan, **{**one, "zero": 0}) and not layout_runs(titan, **{**one, "tp": 2, "zero": 0, "sp": 1})
+    assert not layout_runs(titan, **{**one, "tp": 2, "zero": 3, "sp": 0})
+    assert layout_runs(titan, **{**one, "tp": 2, "pp": 2, "vp": 2, "cp": 2, "zero": 3, "sp": 1})
+    # FSDP: data parallelism only, ZeRO 0, 2, 3
+    assert [bool(layout_runs(fsdp, **{**one, "zero": z})) for z in range(4)] == [True, False, True, True]
+    assert not layout_runs(fsdp, **{**one, "tp": 2, "zero": 3})
+    # DeepSpeed: ZeRO-2/3 are incompatible with its pipeline engine; no interleaving, no ring CP
+    assert layout_runs(ds, **{**one, "tp": 4, "pp": 4, "zero": 1})
+    assert not layout_runs(ds, **{**one, "pp": 4, "zero": 2})
+    assert not layout_runs(ds, **{**one, "pp": 4, "vp": 2, "zero": 0})
+    assert not layout_runs(ds, **{**one, "cp": 2, "zero": 0})
+    # array-safe: one boolean per row
+    got = layout_runs(ds, tp=np.array([1, 1]), pp=np.array([4, 1]), vp=1, cp=1, ep=1, zero=np.array([2, 2]), sp=0)
+    assert got.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("name", ["megatron", "torchtitan", "fsdp", "deepspeed"])
+def test_enumerated_layouts_are_the_stack_s(name):
+    every, only = _columns("auto"), _columns(name)
+    rules = stack_layouts(name)
+    ok = layout_runs(rules, tp=every["t"], pp=every["p"], vp=every["v"], cp=every["c"], ep=every["e"],
+                     zero=every["zero"], sp=every["sp"])
+    # the stack's space is exactly the rows of the whole space it runs, and is smaller
+    assert len(only["t"]) == int(ok.sum()) < len(every["t"])
+    assert layout_runs(rules, tp=only["t"], pp=only["p"], vp=only["v"], cp=only["c"], ep=only["e"],
+                       zero=only["zero"], sp=only["sp"]).all()
+
+
+def test_search_under_a_stack_returns_only_its_layouts():
+    r = search(SearchInputs(space=SPACE, gpu="h100-sxm", stack="fsdp", top=20), FLAT)
+    assert r.plans
+    for p in r.plans:
+        L = p.inputs.layout
+        assert (L.tp, L.pp, L.cp) == (1, 1, 1) and L.zero in (0, 2, 3)
+    r = search(SearchInputs(space=SPACE, gpu="h100-sxm", stack="torchtitan", top=20), FLAT)
+    for p in r.plans:
+        L = p.inputs.layout
+        assert L.zero != 1 and (L.tp == 1 or L.sequence_parallel)
+
+
+def test_a_fixed_dimension_the_stack_cannot_run_is_refused():
+    assert stack_refuses(stack_layouts("fsdp"), {"tp": 2}) == "--stack fsdp does not run tp > 1 (hardware/stacks.json)"
+    assert "does not run ZeRO-1" in stack_refuses(stack_layouts("torchtitan"), {"zero": 1})
+    assert stack_refuses(None, {"zero": 1}) is None
+    fixed = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_node=8, fixed=(("zero", 1),))
+    with pytest.raises(InputError, match="ZeRO-1"):
+        SearchInputs(space=fixed, gpu="h100-sxm", stack="fsdp")
+
+
+def test_cli_stack_flag(capsys):
+    argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
+            "--seq", "4096", "--top", "3", "--stack", "torchtitan"]
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["stack"] == "torchtitan"
+    for r in d["results"]:
+        assert r["layout"]["zero"] in (0, 2, 3) and "--stack torchtitan" in r["plan_command"]
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--fix", "zero=1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not run ZeRO-1" in err[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(STACKS),
+       rows=st.lists(st.tuples(st.sampled_from([1, 2, 8]), st.sampled_from([1, 4]), st.sampled_from([1, 2]),
+                               st.sampled_from([1, 2]), st.sampled_from([1, 8]), st.integers(0, 3),
+                               st.integers(0, 1)), min_size=1, max_size=12))
+def test_layout_runs_on_columns_is_the_rule_row_by_row(name, rows):
+    rules = stack_layouts(name)
+    cols = np.array(rows).T
+    got = layout_runs(rules, tp=cols[0], pp=cols[1], vp=cols[2], cp=cols[3], ep=cols[4], zero=cols[5], sp=cols[6])
+    for i, (tp, pp, vp, cp, ep, zero, sp) in enumerate(rows):
+        one = bool(layout_runs(rules, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, zero=zero, sp=sp))
+        assert bool(got[i]) == one
+        if rules is not None:   # the rule in words (stacks.json), row by row
+            want = (zero in rules.zero and (pp == 1 or zero in rules.zero_with_pp)
+                    and ((tp, pp, cp) == (1, 1, 1) or zero in rules.zero_with_model_parallel)
+                    and all(d == 1 or getattr(rules, k) for k, d in
+                            (("tp", tp), ("pp", pp), ("vp", vp), ("cp", cp), ("ep", ep)))
+                    and (tp == 1 or {"optional": True, "always": sp == 1, "never": sp == 0}[rules.sequence_parallel])
+                    and (rules.sequence_parallel != "never" or sp == 0))
+            assert one == want
+
+
+def test_stacks_running_names_who_runs_a_layout(capsys):
+    from commcost.parallel.layout import Layout
+    from commcost.workload.stacks import stacks_running
+
+    # ZeRO-2 with a pipeline: only torchtitan (FSDP2 without resharding after forward, with PP)
+    L = Layout(dp=32, tp=2, pp=2, vp=4, cp=4, zero=2, sequence_parallel=True, global_batch=1024)
+    assert stacks_running(L) == ("torchtitan",)
+    # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed (no interleaving there)
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == ("megatron", "nemo", "deepspeed")
+    # FSDP alone: every stack
+    assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
+                                                                         "fsdp")
+    argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
+            "--seq", "4096", "--top", "2", "--json"]
+    assert main(argv) == 0
+    for r in json.loads(capsys.readouterr().out)["results"]:
+        L = r["layout"]
+        want = stacks_running(Layout(dp=L["dp"], tp=L["tp"], pp=L["pp"], vp=L["vp"], cp=L["cp"], zero=L["zero"],
+                                     sequence_parallel=L["sequence_parallel"], global_batch=64))
+        assert r["stacks_that_run"] == list(want)
