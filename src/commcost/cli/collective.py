@@ -7,6 +7,7 @@ import argparse
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_nvls_argument, \
     add_profile_argument, resolve_comm_model
+from commcost.cli.inputs import fabric_flags
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import score_against_preset
 from commcost.comm.algorithms import parse_algorithm
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--op is required (or give --log, whose collective is read from the log)")
     op = parse_collective(args.op)
     requested = parse_algorithm(args.algorithm)
-    resolved = resolve_comm_model(args, op=op.value)
+    resolved = resolve_comm_model(fabric_flags(args), op=op.value)
     comm, P, topo = resolved.comm, resolved.gpus, resolved.topology
     if P < 2:
         raise InputError(f"a collective needs at least 2 GPUs, got {P}")

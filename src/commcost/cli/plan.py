@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
+from commcost.cli.inputs import fabric_flags
 from dataclasses import replace
 from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.plan import plan
@@ -175,9 +176,8 @@ def resolve_hardware(args: argparse.Namespace, gpus: int):
 
     if args.system is None and args.gpu is None:
         A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")
-    args.gpus = gpus
     # a profile is scope-checked per group when it prices one (the groups are smaller than the job)
-    resolved = resolve_comm_model(args, set_gpus=args.profile is None)
+    resolved = resolve_comm_model(fabric_flags(args, gpus=gpus), set_gpus=args.profile is None)
     G = resolved.topology.gpus_per_node if resolved.topology is not None else (args.gpus_per_node or 8)
     gpu = args.gpu or system_gpu(args.system)
     return resolved, G, gpu

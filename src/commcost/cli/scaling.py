@@ -10,6 +10,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_profile_argument, resolve_comm_model
+from commcost.cli.inputs import fabric_flags
 from commcost.analyses.scaling import ScalingInputs
 from commcost.analyses.scaling import scaling_curve
 from commcost.analyses.scaling import seed_analysis
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         if two_tier:
             fabrics = [_two_tier(args, max(gpu_counts))]
         elif custom_fabric:
-            resolved = resolve_comm_model(args, set_gpus=False, gpus_list=gpu_counts)
+            resolved = resolve_comm_model(fabric_flags(args), set_gpus=False, gpus_list=gpu_counts)
             calibrated = resolved if resolved.info is not None else None
             fabrics = [(f"profile {args.profile}" if calibrated is not None else
                         f"{args.bw:g} GB/s, {args.latency:g} us per ring step", resolved.comm, None, None)]

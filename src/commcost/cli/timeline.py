@@ -6,6 +6,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments, resolve_comm_model
+from commcost.cli.inputs import fabric_flags
 from dataclasses import replace
 from commcost.analyses.uncertainty import timeline_band
 from commcost.core.units import BILLION
@@ -122,17 +123,18 @@ def run(args: argparse.Namespace) -> int:
                  "(output head first, embedding last), backward time per layer from its FLOPs")
     else:
         label = "no model shape: gradients arrive at a uniform rate S/W during backward"
-    resolved = resolve_comm_model(args)
+    resolved = resolve_comm_model(fabric_flags(args))
+    gpus = resolved.gpus
     fabric_note = resolved.note
     if resolved.topology is not None:  # name what runs: the algorithm depends on the bucket's size
         ran = []
         for size in (2**20, 25 * 2**20, 256 * 2**20):
-            c = resolved.comm.cost("all_reduce", size, args.gpus, args.algorithm)
+            c = resolved.comm.cost("all_reduce", size, gpus, args.algorithm)
             ran.append(f"{size // 2**20} MiB: {c.algorithm.value}" + (f" ({c.protocol})" if c.protocol else ""))
         fabric_note = "; ".join(filter(None, [fabric_note, "bucket all-reduces run " + ", ".join(ran)]))
     cost = None
     inp = TimelineInputs(
-        gpus=args.gpus, comm=resolved.comm, algorithm=args.algorithm,
+        gpus=gpus, comm=resolved.comm, algorithm=args.algorithm,
         step_s=args.step_ms * MS, params=(args.params or 0.0) * BILLION, shape=shape,
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,

@@ -10,6 +10,7 @@ from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
 from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_comm_model
+from commcost.cli.inputs import fabric_flags
 from commcost.comm.model import BACKENDS
 from commcost.core.errors import InputError
 from commcost.hardware.registry import system_group
@@ -73,13 +74,14 @@ def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_g
         if args.extrapolate:
             A.fail("--extrapolate applies to --profile; there is no profile here")
         return None
+    override = {}
     if args.backend is None:
-        args.backend = backend if backend in BACKENDS else "nccl"
+        override["backend"] = backend if backend in BACKENDS else "nccl"
     if args.system is not None and args.nodes is None:
 
         probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
-        args.nodes = max(1, -(-max_group // probe.gpus_per_node))
-    return resolve_comm_model(args, set_gpus=False)
+        override["nodes"] = max(1, -(-max_group // probe.gpus_per_node))
+    return resolve_comm_model(fabric_flags(args, **override), set_gpus=False)
 
 
 def run(args: argparse.Namespace) -> int:
