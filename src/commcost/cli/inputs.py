@@ -30,7 +30,7 @@ from commcost.comm.model import FlatLinkModel
 from commcost.core.dtypes import bytes_per_element, gradient_bytes
 from commcost.core.units import BILLION, GB, MS, TERA, US
 
-__all__ = ["fabric_flags", "BudgetRequest", "budget_request"]
+__all__ = ["fabric_flags", "BudgetRequest", "budget_request", "TimelineRequest", "timeline_request"]
 
 
 def _si(value, unit: float):
@@ -143,3 +143,94 @@ def _intra_link(args: argparse.Namespace, resolved: Resolved) -> Link:
     latency_s = (args.intra_latency * US if args.intra_latency is not None
                  else flat.latency_s if flat is not None else 0.0)
     return Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=latency_s)
+
+
+class TimelineRequest(namedtuple("TimelineRequest", (
+        "inputs", "resolved", "model_label", "fabric_note", "bucket_auto", "caps", "bucket_cap_bytes",
+        "first_bucket_bytes", "first_bucket_cap_bytes", "plot", "trace_out", "json"))):
+    """``commcost timeline``: ``inputs`` the :class:`~commcost.step.timeline.TimelineInputs`; ``resolved`` the
+    one CommModel; ``model_label`` how gradients arrive; ``fabric_note`` what prices the bucket all-reduces
+    (None for a flat link); ``bucket_auto`` search the caps (``--bucket auto``), else ``caps`` the
+    :class:`~commcost.step.ddp_buckets.DdpBucketCaps` simulated, from ``bucket_cap_bytes`` (``--bucket``;
+    None: DDP's default); ``first_bucket_bytes`` DDP's first cap as an integer (``--first-bucket``, None:
+    DDP's) and ``first_bucket_cap_bytes`` the same before rounding (for the notes); ``plot``, ``trace_out``
+    files to write; ``json`` print JSON."""
+
+    __slots__ = ()
+
+
+_PARAMS_TOLERANCE = 0.10
+"""timeline's --params may differ from a shape's own count by this much (it is then only a cross-check)."""
+
+
+def _timeline_shape(args: argparse.Namespace):
+    """The model shape from --model or --layers/--hidden/--seq, and a label; (None, None) if none."""
+    from dataclasses import replace
+
+    from commcost.workload.shape import ModelShape, model_preset
+
+    explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
+    if args.model is not None:
+        if explicit:
+            A.fail(f"--model sets the shape; drop --{explicit[0]} (only --seq may override a preset)")
+        shape = model_preset(args.model)
+        if args.seq is not None:
+            shape = replace(shape, seq=args.seq)
+        return shape, f"model {args.model}"
+    if args.layers is None and args.hidden is None:
+        if args.seq is not None or args.vocab is not None:
+            A.fail("--seq/--vocab describe a model shape: give --layers and --hidden too (or --model)")
+        return None, None
+    for flag in ("layers", "hidden", "seq"):
+        if getattr(args, flag) is None:
+            A.fail(f"a model shape needs --layers, --hidden and --seq; --{flag} is missing")
+    shape = ModelShape(layers=args.layers, hidden=args.hidden, seq=args.seq,
+                       vocab=args.vocab if args.vocab is not None else 50257)
+    return shape, f"model L = {args.layers}, h = {args.hidden}, s = {args.seq}, V = {shape.vocab}"
+
+
+def timeline_request(args: argparse.Namespace) -> TimelineRequest:
+    """The timeline flags checked and converted once, the CommModel resolved."""
+    from commcost.cli._fabric import bucket_algorithms_note
+    from commcost.core.units import MiB
+    from commcost.report.timeline import timeline_model_label
+    from commcost.step.ddp_buckets import ddp_bucket_caps
+    from commcost.step.timeline import TimelineInputs
+    from commcost.workload.shape import model_params
+
+    if args.plot is not None:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
+    shape, label = _timeline_shape(args)
+    params = None if args.params is None else args.params * BILLION
+    if shape is None and params is None:
+        A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
+    n_shape = None
+    if shape is not None:
+        n_shape = model_params(shape)
+        if params is not None and abs(params - n_shape) > _PARAMS_TOLERANCE * n_shape:
+            A.fail(f"--params {args.params:g} (billions) disagrees with the shape's {n_shape / BILLION:.4g} "
+                   f"billion parameters by more than {_PARAMS_TOLERANCE:.0%}; drop --params or fix the shape")
+    resolved = resolve_comm_model(fabric_flags(args))
+    inp = TimelineInputs(
+        gpus=resolved.gpus, comm=resolved.comm, algorithm=args.algorithm,
+        step_s=args.step_ms * MS, params=params or 0.0, shape=shape,
+        bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
+        grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
+    )
+    shape_flag = "--params" if shape is None else "--model" if args.model is not None else "--layers/--hidden"
+    A.check_bucket_count(shape_flag, inp.message_bytes, 25 * MiB)  # the default, always run
+    auto = args.bucket == "auto"
+    cap_bytes = None if args.bucket is None or auto else args.bucket * MiB
+    if cap_bytes is not None:
+        A.check_bucket_count("--bucket", inp.message_bytes, cap_bytes)
+    first_cap_bytes = _si(args.first_bucket, MiB)
+    first_bytes = None if first_cap_bytes is None else int(first_cap_bytes)
+    if first_bytes is not None and first_bytes < 1:
+        A.fail(f"--first-bucket {args.first_bucket:g} MiB is under one byte")
+    caps = None if auto else ddp_bucket_caps(None if cap_bytes is None else cap_bytes / MiB,
+                                             first_bucket_bytes=first_bytes)
+    return TimelineRequest(
+        inputs=inp, resolved=resolved, model_label=timeline_model_label(label, n_shape),
+        fabric_note=bucket_algorithms_note(resolved, resolved.gpus, args.algorithm), bucket_auto=auto, caps=caps,
+        bucket_cap_bytes=cap_bytes, first_bucket_bytes=first_bytes, first_bucket_cap_bytes=first_cap_bytes,
+        plot=args.plot, trace_out=args.trace_out, json=args.json)
