@@ -30,7 +30,9 @@ from commcost.comm.model import FlatLinkModel
 from commcost.core.dtypes import bytes_per_element, gradient_bytes
 from commcost.core.units import BILLION, GB, MS, TERA, US
 
-__all__ = ["fabric_flags", "BudgetRequest", "budget_request", "TimelineRequest", "timeline_request"]
+__all__ = ["fabric_flags", "BudgetRequest", "budget_request", "TimelineRequest", "timeline_request",
+           "ScalingRequest", "scaling_request", "PlanRequest", "plan_request", "moe_inputs", "model_spec_of",
+           "resolve_hardware"]
 
 
 def _si(value, unit: float):
@@ -234,3 +236,244 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
         fabric_note=bucket_algorithms_note(resolved, resolved.gpus, args.algorithm), bucket_auto=auto, caps=caps,
         bucket_cap_bytes=cap_bytes, first_bucket_bytes=first_bytes, first_bucket_cap_bytes=first_cap_bytes,
         plot=args.plot, trace_out=args.trace_out, json=args.json)
+
+
+class ScalingRequest(namedtuple("ScalingRequest", ("curves", "calibrated", "json", "csv", "plot"))):
+    """``commcost scaling``: ``curves`` one :class:`~commcost.analyses.scaling.ScalingInputs` per model and
+    fabric (None: no analysis flag given, the seed's whole analysis); ``calibrated`` the resolver's answer
+    for a ``--profile`` (its header and JSON), else None; ``json``, ``csv``, ``plot`` how to render."""
+
+    __slots__ = ()
+
+
+_SCALING_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",
+                           "overlap", "overhead_ms", "dtype", "gpus_per_node", "system", "algorithm", "profile",
+                           "backward_fraction")
+
+
+def _custom_pair(args: argparse.Namespace, preset_flag: str, flags: tuple[str, str]) -> bool:
+    """True if the custom flags are given; both or neither, and not with the preset flag."""
+    given = [getattr(args, f.lstrip("-").replace("-", "_")) is not None for f in flags]
+    if not any(given):
+        return False
+    if getattr(args, preset_flag.lstrip("-")) is not None:
+        A.fail(f"{preset_flag} and {'/'.join(flags)} are exclusive: a preset carries its own values")
+    if not all(given):
+        missing = flags[given.index(False)]
+        A.fail(f"{missing} is required with {flags[given.index(True)]}")
+    return True
+
+
+def scaling_request(args: argparse.Namespace) -> ScalingRequest:
+    """The scaling flags checked; every model x fabric as ScalingInputs in SI units."""
+    from commcost.analyses.scaling import ScalingInputs, seed_defaults, seed_fabrics, seed_models
+    from commcost.hardware import lookup
+    from commcost.workload.shape import MODEL_ALIASES, model_params, model_preset, model_preset_names
+
+    if args.plot is not None:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
+    if args.csv is not None:
+        A.check_output_path("--csv", args.csv)
+    if args.profile is not None and args.fabric is not None:
+        A.fail("--profile and --fabric both describe the fabric; give one")
+    registry = [k for k in (args.model or ()) if k not in seed_models()]
+    if registry:
+        names = set(model_preset_names()) | set(MODEL_ALIASES)
+        unknown = [k for k in registry if k not in names]
+        if unknown:
+            A.fail(f"unknown model {unknown[0]!r} (valid: {', '.join(sorted(seed_models()))}; or a registry model "
+                   f"with --compute-ms: {', '.join(sorted(model_preset_names()))})")
+    if registry and args.compute_ms is None:
+        A.fail(f"--model {registry[0]} is a registry model: give its --compute-ms (the seed's models carry their own)")
+    custom_model = bool(args.params is not None or (args.compute_ms is not None and not registry)) and \
+        _custom_pair(args, "--model", ("--params", "--compute-ms"))
+    custom_fabric = args.profile is not None or _custom_pair(args, "--fabric", ("--bw", "--latency"))
+    render = dict(json=args.json, csv=args.csv, plot=args.plot)
+    if all(getattr(args, name) is None for name in _SCALING_ANALYSIS_FLAGS):
+        return ScalingRequest(curves=None, calibrated=None, **render)
+    d = seed_defaults()
+    bytes_per_grad = d.bytes_per_grad if args.dtype is None else bytes_per_element(args.dtype)
+    compute_s = _si(args.compute_ms, MS)
+    if custom_model:
+        models = [(f"{args.params:g} billion params", args.params * BILLION, compute_s)]
+    else:
+        table = seed_models()
+        keys = args.model if args.model is not None else tuple(table)
+        models = [(table[k].name, table[k].params, table[k].compute_s) if k in table
+                  else (k, float(model_params(model_preset(k))), compute_s) for k in keys]
+    gpu_counts = d.gpu_counts if args.gpus is None else tuple(sorted(set(args.gpus)))
+    two_tier = args.system is not None or args.gpus_per_node is not None
+    if two_tier and (custom_fabric or args.fabric is not None):
+        A.fail("--system/--gpus-per-node build the two-tier fabric; drop --fabric/--bw/--latency")
+    calibrated = None
+    if two_tier:
+        fabrics = [_scaling_two_tier(args, max(gpu_counts))]
+    elif custom_fabric:
+        resolved = resolve_comm_model(fabric_flags(args), set_gpus=False, gpus_list=gpu_counts)
+        calibrated = resolved if resolved.info is not None else None
+        fabrics = [(f"profile {args.profile}" if calibrated is not None else
+                    f"{args.bw:g} GB/s, {args.latency:g} us per ring step", resolved.comm, None, None)]
+    else:
+        table_f = seed_fabrics()
+        keys = args.fabric if args.fabric is not None else tuple(table_f)
+        fabrics = [(p.name, FlatLinkModel(link=p.link, backend=args.backend), p.flat_ring_max_gpus,
+                    p.flat_ring_note) for p in (lookup(table_f, k, "fabric") for k in keys)]
+    common = dict(bytes_per_grad=bytes_per_grad, gpu_counts=gpu_counts, algorithm=args.algorithm or "auto",
+                  overhead_s=d.overhead_s if args.overhead_ms is None else args.overhead_ms * MS,
+                  overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
+                  backward_fraction=2.0 / 3.0 if args.backward_fraction is None else args.backward_fraction)
+    curves = tuple(ScalingInputs(model=m_name, fabric=f_name, params=params, compute_s=c_s, comm=comm,
+                                 flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, **common)
+                   for m_name, params, c_s in models for f_name, comm, flat_max, flat_note in fabrics)
+    return ScalingRequest(curves=curves, calibrated=calibrated, **render)
+
+
+def _scaling_two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
+    """``(name, FabricModel, None, None)`` for ``--system`` or the seed's NVLink + InfiniBand."""
+    from commcost.analyses.scaling import seed_two_tier
+    from commcost.comm.model import FabricModel
+    from commcost.hardware.registry import system_topology
+
+    if args.system is not None:
+        G = args.gpus_per_node
+        probe = system_topology(args.system, gpus_per_node=G)
+        nodes = max(1, -(-max_gpus // probe.gpus_per_node))
+        topo = system_topology(args.system, nodes=nodes, gpus_per_node=G)
+        return (args.system, FabricModel(topology=topo, backend=args.backend), None, None)
+    topo = seed_two_tier(args.gpus_per_node, max_gpus)
+    return (topo.name, FabricModel(topology=topo, backend=args.backend), None, None)
+
+
+def moe_inputs(args: argparse.Namespace) -> dict:
+    """The PlanInputs / SearchInputs MoE fields of the parsed flags (``plan`` and ``search``)."""
+    if args.capacity_factor is not None and args.moe_imbalance is not None:
+        A.fail("give --capacity-factor or --moe-imbalance, not both")
+    load = args.capacity_factor or args.moe_imbalance or 1.0
+    if load < 1:
+        A.fail(f"the load imbalance (busiest over mean) is at least 1, got {load:g}")
+    return dict(a2a=args.a2a, fp8_dispatch=args.fp8_dispatch, moe_overlap=args.moe_overlap, expert_load=load)
+
+
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts", "top_k",
+                "expert_ffn_hidden", "moe_layers")
+"""``plan``'s and ``search``'s shape flags (:func:`commcost.cli.plan.add_model_arguments`)."""
+
+
+def model_spec_of(args: argparse.Namespace):
+    """``(TransformerSpec, seq)`` of ``--model`` (and ``--seq``, default the model's training length) or of
+    the explicit shape (``plan`` and ``search``)."""
+    from commcost.hardware import load_preset_file
+    from commcost.workload.transformer import TransformerSpec, model_spec
+
+    shape_flags = [f for f in _SHAPE_FLAGS if getattr(args, f) is not None]
+    if args.model is not None:
+        if shape_flags or args.gated_mlp:
+            A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
+        spec = model_spec(args.model)
+        return spec, args.seq or int(load_preset_file("models.json")[spec.name]["seq_tokens"])
+    for need in ("layers", "hidden", "heads", "seq"):
+        if getattr(args, need) is None:
+            A.fail(f"--{need} is required without --model")
+    kw = {f: getattr(args, f) for f in shape_flags}
+    return TransformerSpec(gated_mlp=args.gated_mlp, **kw), args.seq
+
+
+def resolve_hardware(args: argparse.Namespace, gpus: int) -> tuple[Resolved, int, str]:
+    """``(Resolved, gpus_per_node, gpu preset)`` of ``plan``'s and ``search``'s hardware flags for ``gpus``
+    GPUs: the one resolver's answer (the CommModel, and the preset topology of the measured band where a
+    system preset alone gives the links), the node size, and the GPU that computes."""
+    from commcost.hardware.registry import system_gpu
+
+    if args.system is None and args.gpu is None:
+        A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")
+    # a profile is scope-checked per group when it prices one (the groups are smaller than the job)
+    resolved = resolve_comm_model(fabric_flags(args, gpus=gpus), set_gpus=args.profile is None)
+    G = resolved.topology.gpus_per_node if resolved.topology is not None else (args.gpus_per_node or 8)
+    return resolved, G, args.gpu or system_gpu(args.system)
+
+
+MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
+"""Bounds of ``--measured-tflops`` (TFLOP/s per GPU), as ``--tflops``: past them the measured step
+``model FLOPs / (TFLOP/s * 1e12 * W)`` underflows to 0 or is below any step a GPU can take."""
+
+
+class PlanRequest(namedtuple("PlanRequest", (
+        "inputs", "resolved", "measured_step_s", "save_calibration", "calibration", "calibration_path",
+        "trace_out", "train_tokens", "price_per_gpu_hour", "json"))):
+    """``commcost plan``: ``inputs`` the :class:`~commcost.analyses.plan.plan.PlanInputs` (its efficiency
+    fitted to ``measured_step_s`` where a measurement was given, or read from ``calibration``, the document
+    at ``calibration_path``); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
+    efficiency to; ``trace_out`` a Chrome trace to write; ``train_tokens`` and ``price_per_gpu_hour`` the
+    training run to cost (None: none); ``json`` print JSON."""
+
+    __slots__ = ()
+
+
+def plan_request(args: argparse.Namespace) -> PlanRequest:
+    """The plan flags checked; the layout, the PlanInputs in SI units and its calibrated efficiency."""
+    from dataclasses import replace
+
+    from commcost.analyses.plan.plan import PlanInputs, plan
+    from commcost.calibrate.efficiency import fit_efficiency, load_calibration
+    from commcost.core.units import MiB
+    from commcost.parallel.layout import Layout
+    from commcost.workload.compute import peak_flops_per_s
+
+    spec, seq = model_spec_of(args)
+    cp, tp, pp = args.cp, args.tp, args.pp
+    gpus, dp = args.gpus, args.dp
+    if gpus is None:
+        if dp is None:
+            A.fail("give --gpus (or --dp, with --gpus then dp x tp x pp x cp)")
+        gpus = dp * tp * pp * cp
+    if dp is None:
+        if gpus % (tp * pp * cp):
+            A.fail(f"gpus {gpus} not divisible by tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp}")
+        dp = gpus // (tp * pp * cp)
+    layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=3 if args.fsdp else args.zero,
+                    sequence_parallel=args.sequence_parallel, recompute=args.recompute, micro_batch=args.micro_batch,
+                    global_batch=args.global_batch, order=args.order, shard_group=args.hsdp or 0, etp=args.etp or 0,
+                    uneven_pipeline=args.uneven_pipeline)
+    if layout.world != gpus:
+        A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
+    resolved, G, gpu = resolve_hardware(args, gpus)
+    if args.calibration is not None and not args.calibration.strip():
+        A.fail(f"--calibration {args.calibration!r}: expected a file name, got an empty one")
+    if args.measured_tflops is not None and not MEASURED_TFLOPS_MIN <= args.measured_tflops <= MEASURED_TFLOPS_MAX:
+        A.fail(f"--measured-tflops must be between {MEASURED_TFLOPS_MIN:g} and {MEASURED_TFLOPS_MAX:g} TFLOP/s per GPU, "
+               f"got {args.measured_tflops:.4g}")
+    bucket = _si(args.bucket_mb, MiB)
+    if bucket is not None and bucket < 1:
+        A.fail(f"--bucket-mb must be at least 1 byte (1/1048576 MiB; DDP's int(bucket_cap_mb * 2**20) is otherwise 0), "
+               f"got {args.bucket_mb:.4g} MiB")
+    sources = [f for f in ("efficiency", "mfu", "measured_step_s", "measured_tflops", "calibration")
+               if getattr(args, f) is not None]
+    if len(sources) > 1:
+        A.fail(f"give one of --efficiency, --mfu, --measured-step-s, --measured-tflops, --calibration (got "
+               f"{', '.join('--' + s.replace('_', '-') for s in sources)})")
+    inp = PlanInputs(spec=spec, layout=layout, seq=seq, gpu=gpu, gpus_per_node=G, precision=args.precision,
+                     efficiency=args.efficiency, flash_attention=not args.no_flash_attention,
+                     bucket_cap_bytes=None if bucket is None else int(bucket),
+                     tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
+                     fp8_attention=args.fp8_attention, **moe_inputs(args))
+    model = resolved.comm
+    measured = args.measured_step_s
+    if args.measured_tflops or args.mfu:  # the step a measured (or assumed) model FLOP rate gives
+        flops_per_s = _si(args.measured_tflops, TERA) or args.mfu * peak_flops_per_s(gpu, args.precision)
+        measured = plan(inp, model).model_flops_per_step / (flops_per_s * layout.world)
+    if measured is not None:
+        inp = replace(inp, efficiency=fit_efficiency(inp, model, measured))
+    elif args.save_calibration:
+        A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
+    doc = None
+    if args.calibration is not None:
+        doc = load_calibration(args.calibration)
+        inp = replace(inp, efficiency=float(doc["efficiency"]))
+    if args.trace_out:
+        A.check_output_path("--trace-out", args.trace_out, (".json",))
+    if args.train_tokens is None and args.price_per_gpu_hour is not None:
+        A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
+    return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=measured,
+                       save_calibration=args.save_calibration if measured is not None else None, calibration=doc,
+                       calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
+                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json)

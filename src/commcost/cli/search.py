@@ -15,12 +15,12 @@ from commcost.analyses.plan.search import robust_candidates
 from commcost.analyses.plan.search import search
 from commcost.analyses.plan.space import count_upper_bound
 from commcost.analyses.uncertainty import plan_band
-from commcost.cli.plan import _spec
+from commcost.cli.inputs import model_spec_of as _spec
+from commcost.cli.inputs import moe_inputs
+from commcost.cli.inputs import resolve_hardware
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
 from commcost.cli.plan import add_moe_arguments
-from commcost.cli.plan import moe_inputs
-from commcost.cli.plan import resolve_hardware
 from commcost.report.search import plot_pareto
 from commcost.report.search import render_search_json
 from commcost.report.search import render_search_text
