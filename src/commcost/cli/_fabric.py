@@ -23,7 +23,7 @@ from commcost.core.errors import InputError
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
            "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "warn",
-           "bucket_algorithms_note"]
+           "bucket_algorithms_note", "resolve_trace_model"]
 
 
 def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str | None = None,
@@ -341,3 +341,22 @@ def bucket_algorithms_note(resolved: Resolved, gpus: int, algorithm: str) -> str
         c = resolved.comm.cost("all_reduce", size, gpus, algorithm)
         ran.append(f"{size // 2**20} MiB: {c.algorithm.value}" + (f" ({c.protocol})" if c.protocol else ""))
     return "; ".join(filter(None, [resolved.note, "bucket all-reduces run " + ", ".join(ran)]))
+
+
+def resolve_trace_model(f: FabricFlags | None, *, backend: str | None, max_group: int) -> Resolved | None:
+    """The one resolver's model for ``commcost trace``, or None without model flags (``f`` None). The trace
+    fills what a trace knows: the backend from its distributedInfo (where ``--backend`` is not given), and
+    ``--nodes`` for ``--system`` from its largest group (``ceil(P_max / G)``)."""
+    from commcost.comm.model import BACKENDS
+
+    if f is None:
+        return None
+    override = {}
+    if f.backend is None:
+        override["backend"] = backend if backend in BACKENDS else "nccl"
+    if f.system is not None and f.nodes is None:
+        from commcost.hardware.registry import system_group
+
+        probe, _ = system_group(f.system, gpus_per_node=f.gpus_per_node)
+        override["nodes"] = max(1, -(-max_group // probe.gpus_per_node))
+    return resolve_comm_model(f._replace(**override), set_gpus=False)

@@ -32,7 +32,10 @@ from commcost.core.units import BILLION, GB, MS, TERA, US
 
 __all__ = ["fabric_flags", "BudgetRequest", "budget_request", "TimelineRequest", "timeline_request",
            "ScalingRequest", "scaling_request", "PlanRequest", "plan_request", "moe_inputs", "model_spec_of",
-           "resolve_hardware"]
+           "resolve_hardware", "MeasureRequest", "measure_request", "CollectiveRequest", "CollectiveLogRequest",
+           "collective_request", "SeriesRequest", "fit_request", "validate_request", "TraceRequest", "trace_request",
+           "ListRequest", "presets_request", "SearchRequest", "search_request", "parse_gpus_range", "plan_prefix",
+           "MAX_GPU_COUNTS", "MAX_GLOBAL_BATCH", "MAX_TOP", "MAX_CONFIGURATIONS"]
 
 
 def _si(value, unit: float):
@@ -477,3 +480,296 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                        save_calibration=args.save_calibration if measured is not None else None, calibration=doc,
                        calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
                        price_per_gpu_hour=args.price_per_gpu_hour, json=args.json)
+
+
+class MeasureRequest(namedtuple("MeasureRequest", ("config", "output", "json", "is_rank0"))):
+    """``commcost measure``: ``config`` the :class:`~commcost.calibrate.measure.MeasureConfig` (sizes in
+    bytes on their grid, the backend chosen); ``output`` the file rows are kept in (or None); ``json`` print
+    JSON; ``is_rank0`` this process reports (not one rank of a torchrun job other than rank 0)."""
+
+    __slots__ = ()
+
+
+def measure_request(args: argparse.Namespace) -> MeasureRequest:
+    """The measure flags checked, the size grid built (before torch is imported: a bad range is refused at
+    once), the backend chosen."""
+    import os
+
+    from commcost.calibrate.measure import MeasureConfig, launched_by_torchrun, size_grid, size_quantum_bytes
+    from commcost.comm.collectives import Collective
+    from commcost.core.errors import InputError
+    from commcost.core.optional import require
+    from commcost.core.units import format_bytes
+
+    if args.output:
+        A.check_output_path("-o", args.output)
+    ops = args.ops or (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
+    lo, hi = args.sizes
+    ranks = args.nproc
+    if launched_by_torchrun():
+        try:
+            ranks = int(os.environ["WORLD_SIZE"])
+        except ValueError:
+            A.fail(f"WORLD_SIZE={os.environ['WORLD_SIZE'][:40]!r} is not an integer (set by torchrun)")
+    try:
+        sizes = size_grid(lo, hi, args.factor, quantum_bytes=size_quantum_bytes(tuple(ops), args.dtype, ranks))
+    except InputError as exc:
+        shown = f"{format_bytes(lo, binary=True)}:{format_bytes(hi, binary=True)}".replace(" ", "")
+        A.fail(f"--sizes {shown} --factor {args.factor:.10g}: {exc}")
+    torch = require("torch", "measure")
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    elif backend == "nccl" and not torch.cuda.is_available():
+        A.fail("--backend nccl needs CUDA devices, and torch sees none (torch.cuda.is_available() is False); "
+               "use --backend gloo to measure on CPUs")
+    cfg = MeasureConfig(backend=backend, ops=tuple(ops), sizes_bytes=sizes,
+                        dtype=args.dtype, warmup=args.warmup, iters=args.iters, statistic=args.stat,
+                        timeout_s=args.timeout, nproc=args.nproc)
+    return MeasureRequest(config=cfg, output=args.output, json=args.json,
+                          is_rank0=not launched_by_torchrun() or os.environ.get("RANK") == "0")
+
+
+class CollectiveRequest(namedtuple("CollectiveRequest", ("op", "algorithm", "sizes_bytes", "one_size", "resolved",
+                                                         "json"))):
+    """``commcost collective``: ``op`` the :class:`~commcost.comm.collectives.Collective`, ``algorithm`` the
+    one asked for (``auto``: the fastest), ``sizes_bytes`` the message sizes, ``one_size`` whether ``--size``
+    (one size, its own report) rather than ``--sizes``; ``resolved`` the one CommModel; ``json`` print JSON."""
+
+    __slots__ = ()
+
+
+class CollectiveLogRequest(namedtuple("CollectiveLogRequest", ("log", "op", "gpus", "system", "nodes",
+                                                               "gpus_per_node", "json"))):
+    """``commcost collective --log``: the nccl-tests ``log`` scored against the preset ``system`` (``op``,
+    ``gpus`` select its table; ``nodes``, ``gpus_per_node`` place it, None: from the log and the preset)."""
+
+    __slots__ = ()
+
+
+def collective_request(args: argparse.Namespace):
+    """A :class:`CollectiveLogRequest` with ``--log``, else a :class:`CollectiveRequest`."""
+    from commcost.comm.algorithms import parse_algorithm, parse_collective
+    from commcost.core.errors import InputError
+
+    if args.log is not None:
+        if args.system is None:
+            raise InputError("--log needs --system NAME: the preset to score the log against (see `commcost presets`)")
+        for flag in ("bw", "latency", "profile"):
+            if getattr(args, flag, None) is not None:
+                raise InputError(f"--log scores against a --system preset; --{flag} does not apply")
+        return CollectiveLogRequest(log=args.log, op=parse_collective(args.op) if args.op else None, gpus=args.gpus,
+                                    system=args.system, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                                    json=args.json)
+    if args.op is None:
+        raise InputError("--op is required (or give --log, whose collective is read from the log)")
+    op = parse_collective(args.op)
+    requested = parse_algorithm(args.algorithm)
+    resolved = resolve_comm_model(fabric_flags(args), op=op.value)
+    if resolved.gpus < 2:
+        raise InputError(f"a collective needs at least 2 GPUs, got {resolved.gpus}")
+    return CollectiveRequest(op=op, algorithm=requested, sizes_bytes=(args.size,) if args.size is not None
+                             else args.sizes, one_size=args.size is not None, resolved=resolved, json=args.json)
+
+
+class SeriesRequest(namedtuple("SeriesRequest", (
+        "data", "op", "gpus", "placement", "more", "tiers", "output", "max_regimes", "profile", "plot", "json"),
+        defaults=((), None, None, 3, None, None, False))):
+    """``commcost fit`` and ``validate``: the measurement file ``data`` and the series to use of it (``op``,
+    ``gpus``, ``placement``); fit's ``more`` files and ``tiers`` system (cross-scale), ``output`` profile
+    and ``max_regimes``; validate's ``profile`` and ``plot``; ``json`` print JSON."""
+
+    __slots__ = ()
+
+
+def fit_request(args: argparse.Namespace) -> SeriesRequest:
+    """The fit flags checked."""
+    if args.output:
+        A.check_output_path("-o", args.output)
+    if args.tiers is None and args.more:
+        A.fail(f"several files ({1 + len(args.more)}) are fitted together only with --tiers SYSTEM (cross-scale)")
+    return SeriesRequest(data=args.data, op=args.op, gpus=args.gpus, placement=args.placement, more=tuple(args.more),
+                         tiers=args.tiers, output=args.output, max_regimes=args.max_regimes, json=args.json)
+
+
+def validate_request(args: argparse.Namespace) -> SeriesRequest:
+    """The validate flags checked."""
+    if args.plot:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
+    return SeriesRequest(data=args.data, op=args.op, gpus=args.gpus, placement=args.placement, profile=args.profile,
+                         plot=args.plot, json=args.json)
+
+
+class TraceRequest(namedtuple("TraceRequest", (
+        "path", "round_us", "workers", "scheduler", "show_progress", "fabric", "algorithm", "save_measurement",
+        "steps", "verbose", "json"))):
+    """``commcost trace``: the trace file or directory ``path``, read with ``round_us`` (HTA's rounding) on
+    ``workers`` processes or a Dask ``scheduler``, a line per file read where ``show_progress``; ``fabric``
+    the model flags (None: no model flag given; its backend None: the trace's), ``algorithm`` asked of the
+    model; ``save_measurement`` a file for the measured collectives; ``steps`` per-step rows shown (None:
+    the report's default), ``verbose``, ``json``."""
+
+    __slots__ = ()
+
+
+_TRACE_MODEL_FLAGS = ("profile", "system", "bw", "latency", "nodes", "gpus_per_node")
+
+
+def trace_request(args: argparse.Namespace) -> TraceRequest:
+    """The trace flags checked."""
+    import sys
+
+    if args.save_measurement is not None:
+        A.check_output_path("--save-measurement", args.save_measurement, (".csv", ".json"))
+    if args.scheduler is not None and args.workers != 1:
+        A.fail("--workers and --scheduler: give one (the cluster's workers read the files)")
+    fabric = None
+    if any(getattr(args, f) is not None for f in _TRACE_MODEL_FLAGS):
+        fabric = fabric_flags(args)
+    elif args.extrapolate:
+        A.fail("--extrapolate applies to --profile; there is no profile here")
+    return TraceRequest(path=args.path, round_us=args.hta_rounding, workers=args.workers, scheduler=args.scheduler,
+                        show_progress=args.progress or sys.stderr.isatty(), fabric=fabric, algorithm=args.algorithm,
+                        save_measurement=args.save_measurement, steps=args.steps, verbose=args.verbose,
+                        json=args.json)
+
+
+class ListRequest(namedtuple("ListRequest", ("kind", "json"))):
+    """``commcost presets``: ``kind`` the one kind to list (None: all), ``json`` print JSON."""
+
+    __slots__ = ()
+
+
+def presets_request(args: argparse.Namespace) -> ListRequest:
+    """The presets flags."""
+    return ListRequest(kind=args.kind, json=args.json)
+
+
+MAX_GPU_COUNTS = 64
+"""Most GPU counts one search takes (``--gpus-range``): each is a whole search of its own."""
+MAX_GLOBAL_BATCH = 10**7
+"""Largest ``--global-batch`` searched, sequences (its divisors are the micro-batch choices)."""
+MAX_TOP = 1000
+"""Most configurations ``--top`` shows (each is priced again by ``plan``)."""
+MAX_CONFIGURATIONS = 20_000_000
+"""Most configurations one search enumerates (:func:`commcost.analyses.plan.space.count_upper_bound`, counted
+before enumerating): about a minute at ~500,000 a second and ~1 GB of columns. Past it the search is
+refused with the count, so it never runs for an hour or exhausts memory."""
+
+
+def parse_gpus_range(text: str) -> tuple[int, ...]:
+    """``"256:2048"`` -> ``(256, 512, 1024, 2048)``; ``"64:256:64"`` -> ``(64, 128, 192, 256)``; each
+    count within ``--gpus``'s bounds, and at most :data:`MAX_GPU_COUNTS` of them (counted, not listed)."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or any(len(x.strip()) > 20 for x in parts):
+        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text[:80]!r}")
+    try:
+        nums = [int(x) for x in parts]
+    except ValueError:
+        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text!r}")
+    if min(nums) < 1 or nums[0] > nums[1]:
+        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with 1 <= LO <= HI, got {text!r}")
+    lo, hi = nums[0], nums[1]
+    gpus_max = A.FLAG_BOUNDS["--gpus"][1]
+    if hi > gpus_max:
+        A.fail(f"--gpus-range: HI must be at most {gpus_max:,} GPUs (as --gpus), got {hi:,}")
+    if len(nums) == 3:
+        counts = (hi - lo) // nums[2] + 1
+        if counts > MAX_GPU_COUNTS:
+            A.fail(f"--gpus-range {text} is {counts:,} GPU counts; a search takes at most {MAX_GPU_COUNTS} "
+                   f"(a larger STEP, or LO:HI for LO, 2 LO, 4 LO ...)")
+        return tuple(range(lo, hi + 1, nums[2]))
+    out = []
+    w = lo
+    while w <= hi:
+        out.append(w)
+        w *= 2
+    return tuple(out)
+
+
+def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
+    """Every ``commcost plan`` flag of this search that is not the layout: the model (``--model`` or its
+    shape), ``--seq``, ``--global-batch``, the hardware and the compute flags, shell-quoted; each result's
+    ``plan_command`` is ``commcost plan`` + these + its layout flags."""
+    import shlex
+
+    out: list[str] = []
+
+    def add(flag: str, value) -> None:
+        if value is None or value is False:
+            return
+        out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
+
+    if args.model is not None:
+        add("--model", args.model)
+    else:
+        for f in _SHAPE_FLAGS:
+            add("--" + f.replace("_", "-"), getattr(args, f))
+        add("--gated-mlp", args.gated_mlp)
+    add("--seq", seq)
+    add("--global-batch", args.global_batch)
+    for f in ("system", "gpus_per_node", "no_nvls", "gpu", "bw", "latency", "profile", "extrapolate",
+              "efficiency", "no_flash_attention", "tp_comm_overlap"):
+        add("--" + f.replace("_", "-"), getattr(args, f, None))
+    if args.precision != "bf16":
+        add("--precision", args.precision)
+    if args.stack != "auto":
+        add("--stack", args.stack)
+    add("--compile", args.compile)
+    add("--fp8-attention", args.fp8_attention)
+    return tuple(out)
+
+
+class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust", "top", "plan_prefix", "progress",
+                                                 "json", "csv", "plot"))):
+    """``commcost search``: ``inputs`` the :class:`~commcost.analyses.plan.search_inputs.SearchInputs`;
+    ``resolved`` the one CommModel; ``robust`` rank again by the measured band's upper edge (``--rank
+    robust``) and show ``top``; ``plan_prefix`` the ``commcost plan`` flags each result's command starts
+    with (:func:`plan_prefix`); ``progress`` draw a bar; ``json``, ``csv``, ``plot`` how to render."""
+
+    __slots__ = ()
+
+
+def search_request(args: argparse.Namespace) -> SearchRequest:
+    """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
+    from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
+    from commcost.analyses.plan.space import count_upper_bound
+
+    if args.plot is not None:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
+    if args.global_batch > MAX_GLOBAL_BATCH:
+        A.fail(f"--global-batch must be at most {MAX_GLOBAL_BATCH:,} sequences, got {args.global_batch:,}")
+    if args.top > MAX_TOP:
+        A.fail(f"--top must be at most {MAX_TOP:,} configurations, got {args.top:,}")
+    spec, seq = model_spec_of(args)
+    if (args.gpus is None) == (args.gpus_range is None):
+        A.fail("give --gpus N or --gpus-range LO:HI")
+    gpus = (args.gpus,) if args.gpus is not None else parse_gpus_range(args.gpus_range)
+    objective = args.objective
+    if args.rank is not None:  # --rank step|cost is --objective step|cost; robust ranks steps again
+        objective = "cost" if args.rank == "cost" else "step"
+        if args.objective not in ("step", objective):
+            A.fail(f"--rank {args.rank} ranks by {objective}: drop --objective {args.objective}")
+    if objective == "cost" and args.price_per_gpu_hour is None:
+        A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
+    resolved, G, gpu = resolve_hardware(args, max(gpus))
+    robust = args.rank == "robust"
+    if robust and resolved.band_topology is None:
+        A.fail("--rank robust ranks by the measured band of a --system preset; it has none with --bw/--latency, "
+               "--profile or a custom topology")
+    space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G,
+                        fixed=parse_fix(args.fix), even_pipeline_only=args.even_pipeline_only)
+    estimate = count_upper_bound(space)
+    if estimate > MAX_CONFIGURATIONS:
+        A.fail(f"the space holds up to {estimate:,} configurations ({len(gpus)} GPU count(s)), more than the "
+               f"{MAX_CONFIGURATIONS:,} a search enumerates (about a minute, ~1 GB); fix a dimension "
+               "(--fix tp=8,pp=4), or search fewer GPU counts")
+    inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
+                       flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
+                       stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
+                       objective=objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
+                       top=robust_candidates(args.top) if robust else args.top,
+                       keep_points=args.plot is not None, train_tokens=args.train_tokens, **moe_inputs(args))
+    return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
+                         plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
+                         json=args.json, csv=args.csv, plot=args.plot)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from commcost.cli.inputs import presets_request
 from commcost.hardware import load_preset_file
 from commcost.hardware.registry import PresetEntry
 from commcost.hardware.registry import fabrics
@@ -61,18 +62,15 @@ def model_entries() -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    """List the presets."""
-
-    if args.json:
-
+    """List the presets (:func:`commcost.cli.inputs.presets_request`)."""
+    req = presets_request(args)
+    if req.json:
         aliases = _aliases()
         models = {k: {**v, "aliases": aliases.get(k, [])} for k, v in load_preset_file("models.json").items()
                   if not k.startswith("_")}
         tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems(), "model": models}
-        out = {k: v for k, v in tables.items() if args.kind in (None, k)}
-
-        dump_json(out)
+        dump_json({k: v for k, v in tables.items() if req.kind in (None, k)})
         return 0
-    entries = [e for e in [*preset_entries(), *model_entries()] if args.kind in (None, e.kind)]
+    entries = [e for e in [*preset_entries(), *model_entries()] if req.kind in (None, e.kind)]
     print(render_presets_text(entries))
     return 0
