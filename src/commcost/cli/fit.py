@@ -19,8 +19,6 @@ from commcost.calibrate.tiers import log_group_size
 from commcost.calibrate.tiers import split_log_ranks
 from commcost.calibrate.tiers import tier_fit_to_dict
 from commcost.comm.collectives import Collective
-from commcost.hardware import lookup
-from commcost.hardware.registry import systems
 from commcost.report._json import dump_json
 from commcost.report._json import dumps_json
 from commcost.report.calibrate import fit_to_dict
@@ -93,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_tiers(req: SeriesRequest) -> int:
     """``--tiers SYSTEM``: every file's all-reduce rows as samples on ``ceil(P / G)`` nodes; fit; write."""
-    G = int(lookup(systems(), req.tiers, "system")["gpus_per_node"])
+    G = req.tiers_gpus_per_node
     samples, sources = [], []
     specs = [req.data, *req.more]
     for spec in specs:

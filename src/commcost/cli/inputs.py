@@ -573,11 +573,12 @@ def collective_request(args: argparse.Namespace):
 
 
 class SeriesRequest(namedtuple("SeriesRequest", (
-        "data", "op", "gpus", "placement", "more", "tiers", "output", "max_regimes", "profile", "plot", "json"),
-        defaults=((), None, None, 3, None, None, False))):
+        "data", "op", "gpus", "placement", "more", "tiers", "tiers_gpus_per_node", "output", "max_regimes", "profile",
+        "plot", "json"), defaults=((), None, None, None, 3, None, None, False))):
     """``commcost fit`` and ``validate``: the measurement file ``data`` and the series to use of it (``op``,
-    ``gpus``, ``placement``); fit's ``more`` files and ``tiers`` system (cross-scale), ``output`` profile
-    and ``max_regimes``; validate's ``profile`` and ``plot``; ``json`` print JSON."""
+    ``gpus``, ``placement``); fit's ``more`` files and ``tiers`` system (cross-scale) with its
+    ``tiers_gpus_per_node``, ``output`` profile and ``max_regimes``; validate's ``profile`` and ``plot``;
+    ``json`` print JSON."""
 
     __slots__ = ()
 
@@ -588,8 +589,15 @@ def fit_request(args: argparse.Namespace) -> SeriesRequest:
         A.check_output_path("-o", args.output)
     if args.tiers is None and args.more:
         A.fail(f"several files ({1 + len(args.more)}) are fitted together only with --tiers SYSTEM (cross-scale)")
+    G = None
+    if args.tiers is not None:
+        from commcost.hardware import lookup
+        from commcost.hardware.registry import systems
+
+        G = int(lookup(systems(), args.tiers, "system")["gpus_per_node"])
     return SeriesRequest(data=args.data, op=args.op, gpus=args.gpus, placement=args.placement, more=tuple(args.more),
-                         tiers=args.tiers, output=args.output, max_regimes=args.max_regimes, json=args.json)
+                         tiers=args.tiers, tiers_gpus_per_node=G, output=args.output, max_regimes=args.max_regimes,
+                         json=args.json)
 
 
 def validate_request(args: argparse.Namespace) -> SeriesRequest:
