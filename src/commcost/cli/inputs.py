@@ -24,7 +24,7 @@ from collections import namedtuple
 from commcost.analyses.drill.budget import BudgetInputs
 from commcost.analyses.drill.layer import LayerInputs
 from commcost.cli import _args as A
-from commcost.cli._fabric import FabricFlags, Resolved, resolve_comm_model
+from commcost.cli._fabric import FabricFlags, Resolved, bucket_algorithms_note, resolve_comm_model
 from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.core.dtypes import bytes_per_element, gradient_bytes
@@ -196,7 +196,6 @@ def _timeline_shape(args: argparse.Namespace):
 
 def timeline_request(args: argparse.Namespace) -> TimelineRequest:
     """The timeline flags checked and converted once, the CommModel resolved."""
-    from commcost.cli._fabric import bucket_algorithms_note
     from commcost.core.units import MiB
     from commcost.report.timeline import timeline_model_label
     from commcost.step.ddp_buckets import ddp_bucket_caps
