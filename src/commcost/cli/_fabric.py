@@ -15,10 +15,15 @@ import argparse
 from collections import namedtuple
 
 from commcost.cli import _args as A
+from commcost.cli._args import warn as one_warning
+from commcost.comm.link import Link
+from commcost.comm.model import FlatLinkModel
+from commcost.core.errors import InputError
 
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
-           "add_custom_topology_arguments", "Resolved", "resolve_comm_model", "warn"]
+           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "warn",
+           "bucket_algorithms_note", "resolve_trace_model"]
 
 
 def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str | None = None,
@@ -96,6 +101,27 @@ def add_custom_topology_arguments(f) -> None:
                    help="third tier: extra latency of a network step that crosses the spine, us")
 
 
+class FabricFlags(namedtuple("FabricFlags", (
+        "backend", "profile", "extrapolate", "system", "nodes", "gpus_per_node", "gpus", "no_nvls",
+        "bandwidth_bytes_per_s", "latency_s", "custom_flags", "intra_bandwidth_bytes_per_s", "intra_latency_s",
+        "inter_bandwidth_bytes_per_s", "inter_latency_s", "nvls_bandwidth_bytes_per_s", "nvls_latency_s",
+        "launch_latency_s", "oversubscription", "third_tier_flags", "pod_nodes", "spine_oversubscription",
+        "spine_latency_s", "given"),
+        defaults=("nccl", None, False, None, None, None, None, False, None, None, False, None, None, None, None,
+                  None, 0.0, 0.0, None, False, None, None, None, ()))):
+    """The fabric flags of one command in SI units, built once from the Namespace by
+    :func:`commcost.cli.inputs.fabric_flags` (the one reader of the flags). ``backend``, ``profile``
+    (a path), ``extrapolate``, ``system``, ``nodes``, ``gpus_per_node``, ``gpus`` (None: not given), ``no_nvls``;
+    the flat link ``bandwidth_bytes_per_s``/``latency_s`` (``--bw``/``--latency``); ``custom_flags``: the
+    command has the custom two-tier flags (``collective``), then ``intra_*``, ``inter_*``, ``nvls_*``,
+    ``launch_latency_s`` and ``oversubscription``; ``third_tier_flags``: it has ``--pod-nodes``,
+    ``--spine-oversubscription`` and ``--spine-latency`` (``pod_nodes``, ``spine_oversubscription``,
+    ``spine_latency_s``); ``given``: the flags given, as typed (``--bw``), in the order their errors name
+    them. A named tuple, as :class:`Resolved`: the drill's start-up pays for every dataclass it creates."""
+
+    __slots__ = ()
+
+
 class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology", "band_topology"),
                           defaults=(None, None))):
     """What :func:`resolve_comm_model` built: ``comm`` the CommModel; ``gpus`` the group's ranks P (None
@@ -112,71 +138,55 @@ class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology
 
 def warn(text: str) -> None:
     """One warning line on stderr (held until the run succeeds: :func:`commcost.cli._args.warn`)."""
-    from commcost.cli._args import warn as one_warning
 
     one_warning(text)
 
 
-def _given(args: argparse.Namespace, names) -> list[str]:
-    return [n for n in names if getattr(args, n, None) is not None]
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-_CUSTOM = ("intra_bw", "intra_latency", "inter_bw", "inter_latency", "nvls_bw")
-_THIRD_TIER = ("pod_nodes", "spine_oversubscription", "spine_latency")
+_CUSTOM = ("--intra-bw", "--intra-latency", "--inter-bw", "--inter-latency", "--nvls-bw")
+_THIRD_TIER = ("--pod-nodes", "--spine-oversubscription", "--spine-latency")
 """Third-tier flags: part of a custom topology, or overrides of a system preset's pods and spine."""
 
 
-def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_gpus: bool = True,
+def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool = True,
                        gpus_list: tuple[int, ...] | None = None) -> Resolved:
     """The CommModel of the flags (module docstring). ``set_gpus``: the command has one ``--gpus``
-    (filled from the system or profile when absent); ``gpus_list``: the GPU counts a scaling command
-    will ask for (scope-checked against a profile)."""
-    backend = getattr(args, "backend", "nccl")
-    profile_path = getattr(args, "profile", None)
-    custom = _given(args, _CUSTOM) if hasattr(args, "inter_bw") else []
-    tier3 = _given(args, _THIRD_TIER) if hasattr(args, "pod_nodes") else []
-    flat = _given(args, ("bw", "latency"))
-    system = getattr(args, "system", None)
-    if getattr(args, "no_nvls", False) and system is None:
+    (filled from the system or profile when absent: :attr:`Resolved.gpus`); ``gpus_list``: the GPU counts
+    a scaling command will ask for (scope-checked against a profile)."""
+    custom = [n for n in _CUSTOM if n in f.given] if f.custom_flags else []
+    tier3 = [n for n in _THIRD_TIER if n in f.given] if f.third_tier_flags else []
+    flat = [n for n in ("--bw", "--latency") if n in f.given]
+    if f.no_nvls and f.system is None:
         A.fail("--no-nvls applies to a --system preset (a custom topology has NVLS only with --nvls-bw)")
-    if getattr(args, "extrapolate", False) and profile_path is None:
+    if f.extrapolate and f.profile is None:
         A.fail("--extrapolate applies to --profile; there is no profile here")
-    if profile_path is not None:
+    if f.profile is not None:
         if flat:
             A.fail("--profile replaces --bw and --latency; give either the profile or both numbers")
-        if system is not None or custom or tier3:
+        if f.system is not None or custom or tier3:
             A.fail("--profile and --system (or a custom topology) both describe the fabric; give one")
-        return _resolve_profile(args, op=op, set_gpus=set_gpus, gpus_list=gpus_list)
-    if system is not None:
+        return _resolve_profile(f, op=op, set_gpus=set_gpus, gpus_list=gpus_list)
+    if f.system is not None:
         if flat or custom:
-            A.fail(f"--system {system} takes its links from the preset; drop "
-                   + ", ".join(_flag(n) for n in flat + custom))
+            A.fail(f"--system {f.system} takes its links from the preset; drop " + ", ".join(flat + custom))
         from commcost.comm.model import FabricModel
         from commcost.hardware.registry import system_group
 
-        topo, P = system_group(system, nodes=getattr(args, "nodes", None),
-                               gpus_per_node=getattr(args, "gpus_per_node", None),
-                               gpus=getattr(args, "gpus", None) if set_gpus else None,
-                               oversubscription=getattr(args, "oversubscription", None),
-                               nvls=not getattr(args, "no_nvls", False))
-        topo = _third_tier_override(args, topo)
-        comm = FabricModel(topology=topo, backend=backend)
+        topo, P = system_group(f.system, nodes=f.nodes, gpus_per_node=f.gpus_per_node,
+                               gpus=f.gpus if set_gpus else None, oversubscription=f.oversubscription,
+                               nvls=not f.no_nvls)
+        topo = _third_tier_override(f, topo)
+        comm = FabricModel(topology=topo, backend=f.backend)
         w = None
         if set_gpus:
-            args.gpus = P
             w = comm.scope_warning(op, P)
             if w:
                 warn(w)
         return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",
                         info=None, topology=topo, band_topology=topo)
     if tier3 and not custom:
-        A.fail(f"{', '.join(_flag(n) for n in tier3)} describe a third tier: they need --system (to override its "
+        A.fail(f"{', '.join(tier3)} describe a third tier: they need --system (to override its "
                "pods and spine) or a custom topology (--intra-bw ...)")
-    if getattr(args, "nodes", None) is not None and not custom:
+    if f.nodes is not None and not custom:
         A.fail("--nodes needs --system (a preset to take nodes of) or a custom topology; without it give --gpus")
     if custom:
         if flat:
@@ -184,37 +194,32 @@ def resolve_comm_model(args: argparse.Namespace, *, op: str = "all_reduce", set_
                    "(or --system) instead")
         from commcost.comm.model import FabricModel
 
-        topo, P = _custom_topology(args)
-        return Resolved(comm=FabricModel(topology=topo, backend=backend), gpus=P, note=None, info=None,
+        topo, P = _custom_topology(f)
+        return Resolved(comm=FabricModel(topology=topo, backend=f.backend), gpus=P, note=None, info=None,
                         topology=topo)
-    if getattr(args, "gpus_per_node", None) is not None and hasattr(args, "inter_bw"):
+    if f.gpus_per_node is not None and f.custom_flags:
         A.fail("--gpus-per-node describes a two-tier topology: give --intra-bw/--intra-latency too (or --system)")
-    for name in ("bw", "latency"):
-        if getattr(args, name, None) is None:
+    for name, value in (("bw", f.bandwidth_bytes_per_s), ("latency", f.latency_s)):
+        if value is None:
             A.fail(f"--{name} is required (or --system NAME with --nodes, or --profile FILE)")
-    if set_gpus and getattr(args, "gpus", None) is None:
+    if set_gpus and f.gpus is None:
         A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
-    from commcost.comm.model import FlatLinkModel
-    from commcost.comm.link import Link
-    from commcost.core.units import GB, US
 
-    link = Link(bandwidth_bytes_per_s=args.bw * GB, latency_s=args.latency * US)
-    return Resolved(comm=FlatLinkModel(link=link, backend=backend), gpus=getattr(args, "gpus", None) if set_gpus
-                    else None, note=None, info=None)
+    link = Link(bandwidth_bytes_per_s=f.bandwidth_bytes_per_s, latency_s=f.latency_s)
+    return Resolved(comm=FlatLinkModel(link=link, backend=f.backend), gpus=f.gpus if set_gpus else None,
+                    note=None, info=None)
 
 
-def _resolve_profile(args: argparse.Namespace, *, op: str, set_gpus: bool,
-                     gpus_list: tuple[int, ...] | None) -> Resolved:
+def _resolve_profile(f: FabricFlags, *, op: str, set_gpus: bool, gpus_list: tuple[int, ...] | None) -> Resolved:
     from commcost.calibrate.profile import load_any_profile, profile_model
 
-    profile = load_any_profile(args.profile)
+    profile = load_any_profile(f.profile)
     if not hasattr(profile, "fit"):  # a tier profile: the system's topology with the fitted tiers
-        return _resolve_tier_profile(args, profile, set_gpus=set_gpus, gpus_list=gpus_list)
-    comm = profile_model(profile, extrapolate=bool(getattr(args, "extrapolate", False)))
+        return _resolve_tier_profile(f, profile, set_gpus=set_gpus, gpus_list=gpus_list)
+    comm = profile_model(profile, extrapolate=bool(f.extrapolate))
     fit = profile.fit
-    if set_gpus and getattr(args, "gpus", None) is None:
-        args.gpus = fit.gpus
-    asked = (args.gpus,) if set_gpus else (gpus_list or (fit.gpus,))
+    gpus = (fit.gpus if f.gpus is None else f.gpus) if set_gpus else None
+    asked = (gpus,) if set_gpus else (gpus_list or (fit.gpus,))
     extrapolated = []
     for g in asked:
         w = comm.scope_warning(op, g)
@@ -227,17 +232,16 @@ def _resolve_profile(args: argparse.Namespace, *, op: str, set_gpus: bool,
     if extrapolated:
         warn(extrapolated[-1])
     regimes = len(fit.regimes)
-    note = (f"calibrated profile {args.profile}: {regimes} size regime(s) fitted on {comm.scope.describe()}, "
+    note = (f"calibrated profile {f.profile}: {regimes} size regime(s) fitted on {comm.scope.describe()}, "
             f"R^2 {profile.r2:.4f}; each collective uses the regime holding its size")
     if extrapolated:
         note += "; EXTRAPOLATED beyond its scope (see the warning)"
     info = comm.to_dict() | {"r2": profile.r2, "source": profile.provenance.get("source"),
                              "extrapolated": bool(extrapolated)}
-    return Resolved(comm=comm, gpus=args.gpus if set_gpus else None, note=note, info=info)
+    return Resolved(comm=comm, gpus=gpus, note=note, info=info)
 
 
-def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
-                          gpus_list: tuple[int, ...] | None) -> Resolved:
+def _resolve_tier_profile(f: FabricFlags, fit, *, set_gpus: bool, gpus_list: tuple[int, ...] | None) -> Resolved:
     """A tier profile (``commcost fit --tiers``): :meth:`TierFit.topology` on the nodes asked for (default
     the largest fitted), as a FabricModel; a warning names the parameters used beyond the fitted scales."""
     import math
@@ -246,87 +250,113 @@ def _resolve_tier_profile(args: argparse.Namespace, fit, *, set_gpus: bool,
     from commcost.hardware import lookup
     from commcost.hardware.registry import systems
 
-    G = getattr(args, "gpus_per_node", None) or int(lookup(systems(), fit.system, "system")["gpus_per_node"])
-    gpus = getattr(args, "gpus", None) if set_gpus else None
-    nodes = getattr(args, "nodes", None) or (math.ceil(gpus / G) if gpus else None)
+    G = f.gpus_per_node or int(lookup(systems(), fit.system, "system")["gpus_per_node"])
+    gpus = f.gpus if set_gpus else None
+    nodes = f.nodes or (math.ceil(gpus / G) if gpus else None)
     if nodes is None:
         nodes = math.ceil(max(gpus_list) / G) if gpus_list else max(fit.fitted_nodes)
     topo = fit.topology(nodes)
     if set_gpus:
-        args.gpus = gpus or nodes * G
+        gpus = gpus or nodes * G
     used = fit.extrapolated(nodes)
     where = f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)"
-    note = (f"tier profile {args.profile}: {fit.system} with intra x {fit.intra_bandwidth_scale:.3f}, NIC x "
+    note = (f"tier profile {f.profile}: {fit.system} with intra x {fit.intra_bandwidth_scale:.3f}, NIC x "
             f"{fit.inter_bandwidth_scale:.3f}, network latency x {fit.inter_latency_scale:.3f}"
             + (f", spine oversubscription x {fit.spine_oversubscription_scale:.3f}"
                if fit.spine_oversubscription_scale != 1.0 else "")
             + f", fitted on {where}; used on {nodes} node(s)")
     if used:
-        warning = f"tier profile {args.profile} was fitted on {where}; on {nodes} nodes it extrapolates {', '.join(used)}"
+        warning = f"tier profile {f.profile} was fitted on {where}; on {nodes} nodes it extrapolates {', '.join(used)}"
         warn(warning)
         note += f"; EXTRAPOLATES {', '.join(used)}"
-    info = {"kind": "tier-profile", "path": args.profile, "system": fit.system,
+    info = {"kind": "tier-profile", "path": f.profile, "system": fit.system,
             "intra_bandwidth_scale": fit.intra_bandwidth_scale, "inter_bandwidth_scale": fit.inter_bandwidth_scale,
             "inter_latency_scale": fit.inter_latency_scale,
             "spine_oversubscription_scale": fit.spine_oversubscription_scale, "fitted_nodes": list(fit.fitted_nodes),
             "nodes": nodes, "extrapolates": list(used)}
-    return Resolved(comm=FabricModel(topology=topo, backend=getattr(args, "backend", "nccl")),
-                    gpus=args.gpus if set_gpus else None, note=note, info=info, topology=topo)
+    return Resolved(comm=FabricModel(topology=topo, backend=f.backend), gpus=gpus, note=note, info=info,
+                    topology=topo)
 
 
-def _third_tier_override(args: argparse.Namespace, topo):
+def _third_tier_override(f: FabricFlags, topo):
     """``topo`` with ``--pod-nodes``/``--spine-oversubscription``/``--spine-latency`` in place of its own pods and
     spine: a system preset's (a two-tier preset gets a third tier) or a custom topology's (two tiers until these
     flags); the spine flags need pods to apply to. Flags not given keep ``topo``'s values."""
     from dataclasses import replace
 
-    from commcost.core.units import US
-
-    pod_nodes = getattr(args, "pod_nodes", None)
-    pod_nodes = topo.pod_nodes if pod_nodes is None else pod_nodes
-    spine_o, spine_lat = getattr(args, "spine_oversubscription", None), getattr(args, "spine_latency", None)
-    if spine_o is None and spine_lat is None and pod_nodes == topo.pod_nodes:
+    pod_nodes = topo.pod_nodes if f.pod_nodes is None else f.pod_nodes
+    spine_o, spine_lat_s = f.spine_oversubscription, f.spine_latency_s
+    if spine_o is None and spine_lat_s is None and pod_nodes == topo.pod_nodes:
         return topo
     if pod_nodes is None:
-        where = f"--system {topo.name}" if getattr(args, "system", None) else "this custom topology"
+        where = f"--system {topo.name}" if f.system else "this custom topology"
         A.fail(f"{where} has two tiers: give --pod-nodes too for --spine-oversubscription or --spine-latency "
                "to apply to")
     return replace(topo, pod_nodes=pod_nodes,
                    spine_oversubscription=topo.spine_oversubscription if spine_o is None else spine_o,
-                   spine_latency_s=topo.spine_latency_s if spine_lat is None else spine_lat * US)
+                   spine_latency_s=topo.spine_latency_s if spine_lat_s is None else spine_lat_s)
 
 
-def _custom_topology(args: argparse.Namespace):
+def _custom_topology(f: FabricFlags):
     """``(Topology, P)`` from ``--gpus-per-node``, ``--nodes``, ``--intra-*``/``--inter-*``/``--nvls-*``."""
     from commcost.comm.topology import Link, Topology
-    from commcost.core.errors import InputError
-    from commcost.core.units import GB, US
 
-    gpus = getattr(args, "gpus", None)
-    if args.gpus_per_node is None:
+    gpus = f.gpus
+    if f.gpus_per_node is None:
         raise InputError("a custom topology needs --gpus-per-node")
-    G = args.gpus_per_node
-    nodes = args.nodes
+    G = f.gpus_per_node
+    nodes = f.nodes
     if nodes is None:
         nodes = 1 if gpus is None else -(-gpus // G)
     P = nodes * G if gpus is None else gpus
-    if args.nodes is not None and P > nodes * G:
+    if f.nodes is not None and P > nodes * G:
         raise InputError(f"--gpus {P} does not fit --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")
-    for need in ("intra_bw", "intra_latency"):
-        if getattr(args, need) is None:
-            raise InputError(f"a custom topology needs {_flag(need)}")
-    intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=args.intra_latency * US)
+    for flag, value in (("--intra-bw", f.intra_bandwidth_bytes_per_s), ("--intra-latency", f.intra_latency_s)):
+        if value is None:
+            raise InputError(f"a custom topology needs {flag}")
+    intra = Link(bandwidth_bytes_per_s=f.intra_bandwidth_bytes_per_s, latency_s=f.intra_latency_s)
     if nodes > 1:
-        for need in ("inter_bw", "inter_latency"):
-            if getattr(args, need) is None:
-                raise InputError(f"{nodes} nodes need {_flag(need)} (per-GPU NIC)")
-        inter = Link(bandwidth_bytes_per_s=args.inter_bw * GB, latency_s=args.inter_latency * US)
+        for flag, value in (("--inter-bw", f.inter_bandwidth_bytes_per_s), ("--inter-latency", f.inter_latency_s)):
+            if value is None:
+                raise InputError(f"{nodes} nodes need {flag} (per-GPU NIC)")
+        inter = Link(bandwidth_bytes_per_s=f.inter_bandwidth_bytes_per_s, latency_s=f.inter_latency_s)
     else:
         inter = intra
     nvls = None
-    if args.nvls_bw is not None:
-        nvls = Link(bandwidth_bytes_per_s=args.nvls_bw * GB, latency_s=args.nvls_latency * US)
+    if f.nvls_bandwidth_bytes_per_s is not None:
+        nvls = Link(bandwidth_bytes_per_s=f.nvls_bandwidth_bytes_per_s, latency_s=f.nvls_latency_s)
     topo = Topology(gpus_per_node=G, nodes=nodes, intra=intra, inter=inter, in_network=nvls,
-                    oversubscription=1.0 if args.oversubscription is None else args.oversubscription,
-                    base_latency_s=args.launch_latency * US)
-    return _third_tier_override(args, topo), P
+                    oversubscription=1.0 if f.oversubscription is None else f.oversubscription,
+                    base_latency_s=f.launch_latency_s)
+    return _third_tier_override(f, topo), P
+
+
+def bucket_algorithms_note(resolved: Resolved, gpus: int, algorithm: str) -> str | None:
+    """The resolver's header line (:attr:`Resolved.note`) and, on a topology, which algorithm runs a bucket's
+    all-reduce of 1, 25 and 256 MiB (it depends on the size): what ``timeline`` prints about its fabric."""
+    if resolved.topology is None:
+        return resolved.note
+    ran = []
+    for size in (2**20, 25 * 2**20, 256 * 2**20):
+        c = resolved.comm.cost("all_reduce", size, gpus, algorithm)
+        ran.append(f"{size // 2**20} MiB: {c.algorithm.value}" + (f" ({c.protocol})" if c.protocol else ""))
+    return "; ".join(filter(None, [resolved.note, "bucket all-reduces run " + ", ".join(ran)]))
+
+
+def resolve_trace_model(f: FabricFlags | None, *, backend: str | None, max_group: int) -> Resolved | None:
+    """The one resolver's model for ``commcost trace``, or None without model flags (``f`` None). The trace
+    fills what a trace knows: the backend from its distributedInfo (where ``--backend`` is not given), and
+    ``--nodes`` for ``--system`` from its largest group (``ceil(P_max / G)``)."""
+    from commcost.comm.model import BACKENDS
+
+    if f is None:
+        return None
+    override = {}
+    if f.backend is None:
+        override["backend"] = backend if backend in BACKENDS else "nccl"
+    if f.system is not None and f.nodes is None:
+        from commcost.hardware.registry import system_group
+
+        probe, _ = system_group(f.system, gpus_per_node=f.gpus_per_node)
+        override["nodes"] = max(1, -(-max_group // probe.gpus_per_node))
+    return resolve_comm_model(f._replace(**override), set_gpus=False)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_group_arguments, resolve_comm_model
+from commcost.cli._fabric import add_group_arguments
+from commcost.cli.inputs import budget_request
+from commcost.analyses.drill.budget import communication_budget
+from commcost.report.budget import render_budget_report
+from commcost.report.budget import render_ddp_memory
 
 __all__ = ["add_arguments", "run"]
 
@@ -61,127 +65,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate the combination of flags, resolve the one CommModel, compute, render."""
-    from commcost.analyses.drill.budget import BudgetInputs, communication_budget
-    from commcost.comm.model import FlatLinkModel
-    from commcost.comm.link import Link
-    from commcost.core.units import BILLION, GB, MS, TERA, US
-    from commcost.core.dtypes import bytes_per_element, gradient_bytes
-
-    shape = None
-    if args.model is not None:
-        from commcost.workload.shape import model_params, model_preset
-
-        if args.params is not None:
-            A.fail("--model sets the parameter count; drop --params")
-        shape = model_preset(args.model)  # its tensors: the per-tensor gradient stream (bucket advice)
-        args.params = model_params(shape) / BILLION
-    want_budget = args.params is not None or args.step_ms is not None
-    if not want_budget and not args.layer_ratio:
-        A.fail("nothing to report: give --params (or --model) and --step-ms, or --layer-ratio with --hidden and --seq")
-    if want_budget and (args.params is None or args.step_ms is None):
-        missing = "--params" if args.params is None else "--step-ms"
-        A.fail(f"{missing} is required for the budget report (or use --layer-ratio alone)")
-    if args.layer_ratio and (args.hidden is None or args.seq is None):
-        missing = "--hidden" if args.hidden is None else "--seq"
-        A.fail(f"--layer-ratio needs {missing}")
-    if not args.layer_ratio and (args.hidden is not None or args.seq is not None):
-        A.fail("--hidden/--seq are only used with --layer-ratio")
-    resolved = resolve_comm_model(args)
-    comm, topo = resolved.comm, resolved.topology
-    bytes_per_grad = bytes_per_element(args.dtype)
-    if want_budget:
-        # part (c) simulates PyTorch's default buckets (25 MiB): keep that simulation bounded
-        A.check_bucket_count("--params", gradient_bytes(args.params * BILLION, bytes_per_grad), 25 * 2.0**20)
-    if topo is not None:  # fix (e)3 on the system's own NVLink
-        intra = topo.intra
-        args.gpus_per_node = topo.gpus_per_node
-    else:
-        if args.gpus_per_node is None:
-            args.gpus_per_node = 8
-        latency_s = (args.intra_latency * US if args.intra_latency is not None
-                     else comm.flat_link.latency_s if comm.flat_link is not None else 0.0)
-        intra = Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=latency_s)
-
-    out: dict = {}
-    texts: list[str] = []
-    drill_texts: list[str] = []  # the drill's report: printed as it always was
-    if want_budget:
-        from commcost.report.budget import budget_to_dict, render_budget_text
-
-        budget = communication_budget(BudgetInputs(
-            gpus=args.gpus, comm=comm, params=args.params * BILLION, step_s=args.step_ms * MS,
-            bytes_per_grad=bytes_per_grad, grad_accum=args.grad_accum,
-            backward_fraction=args.backward_fraction, threshold=args.threshold,
-            fix_grad_accum=args.fix_grad_accum, intra_node_comm=FlatLinkModel(link=intra),
-            gpus_per_node=args.gpus_per_node, bucket_caps_bytes=tuple(args.buckets),
-            max_latency_share=args.max_latency_share, tail_budget_fraction=args.tail_budget,
-            algorithm=args.algorithm, shape=shape,
-        ))
-        band = None
-        if resolved.band_topology is not None:  # a system preset alone: the measured band of its class
+    """Parse and resolve (:func:`commcost.cli.inputs.budget_request`), compute, render."""
+    req = budget_request(args)
+    r = req.resolved
+    budget = band = memory = layer = None
+    if req.budget is not None:
+        budget = communication_budget(req.budget)
+        if r.band_topology is not None:  # a system preset alone: the measured band of its class
             from commcost.analyses.uncertainty import budget_band
 
-            band = budget_band(budget, resolved.band_topology)
-        out.update(budget_to_dict(budget, band))
-        if topo is not None:
-            from commcost.report.collective import budget_fabric_note, fabric_to_dict
+            band = budget_band(budget, r.band_topology)
+        if req.memory_gpu is not None:
+            from commcost.workload.memory import ddp_memory_per_gpu, gpu_capacity_bytes
 
-            out["fabric"] = fabric_to_dict(topo, budget.fixes.intra_node.nodes_spanned)
-            texts.append(budget_fabric_note(budget, topo))
-        texts.append(render_budget_text(budget, band))
-        drill_texts.append(texts[-1])
-        gpu = args.gpu
-        if gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
-            from commcost.hardware.registry import system_gpu
+            memory = render_ddp_memory(ddp_memory_per_gpu(req.budget.params), gpu_capacity_bytes(req.memory_gpu),
+                                       req.memory_gpu)
+    if req.layer is not None:
+        from commcost.analyses.drill.layer import layer_ratio  # only with --layer-ratio (start-up)
 
-            gpu = system_gpu(args.system)
-        if gpu is not None:
-            note, out["memory"] = _ddp_memory(args.params * BILLION, gpu)
-            texts.insert(0, note)
-    if args.layer_ratio:
-        from commcost.analyses.drill.layer import LayerInputs, layer_ratio
-        from commcost.report.layer import layer_to_dict, render_layer_text
-
-        layer = layer_ratio(LayerInputs(
-            gpus=args.gpus, comm=comm, hidden=args.hidden, seq=args.seq,
-            micro_batch=args.micro_batch, grad_accum=args.grad_accum,
-            achieved_flops_per_s=args.tflops * TERA, bytes_per_grad=bytes_per_grad,
-            backward_fraction=args.backward_fraction,
-        ))
-        out["layer"] = layer_to_dict(layer)
-        texts.append(render_layer_text(layer, gpus=args.gpus, hidden=args.hidden, seq=args.seq,
-                                       achieved_flops_per_s=args.tflops * TERA,
-                                       backward_fraction=args.backward_fraction,
-                                       grad_accum=args.grad_accum))
-        drill_texts.append(texts[-1])
-    if resolved.note is not None:
-        texts.insert(0, resolved.note)
-        drill_texts.append(resolved.note)  # the profile's header, as the drill command prints it
-    if resolved.info is not None:
-        out["profile"] = resolved.info
-    if args.json:
+        layer = layer_ratio(req.layer)
+    out, text = render_budget_report(budget, band, layer, req.layer, topology=r.topology, memory=memory,
+                                     note=r.note, info=r.info)
+    if req.json:
         from commcost.report._json import dump_json
 
         dump_json(out)
-    else:  # the drill's parts (a)-(g) and the layer ratio keep their format; the notes around them wrap
-        from commcost.report._width import wrap_lines
-
-        print("\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts))
+    else:
+        print(text)
     return 0
-
-
-
-def _ddp_memory(params: float, gpu: str) -> tuple[str, dict]:
-    """Whether pure DDP's model states fit on ``gpu``: 16 N bytes (bf16 weights and gradients, fp32
-    master weights and Adam moments, :func:`commcost.workload.memory.ddp_memory_per_gpu`) against its memory."""
-    from commcost.workload.memory import ddp_memory_per_gpu, gpu_capacity_bytes
-    from commcost.core.units import GB
-
-    need, have = ddp_memory_per_gpu(params), gpu_capacity_bytes(gpu)
-    fits = need <= have
-    text = (f"memory: pure DDP with mixed-precision Adam keeps 16 B per parameter on every GPU = {need / GB:,.1f} GB "
-            f"(before activations) against {have / GB:,.1f} GB on {gpu}: "
-            + ("fits" if fits else "DOES NOT FIT -- shard it (ZeRO/FSDP) or split the model (TP/PP): see `commcost plan`"))
-    return text, {"gpu": gpu, "model_states_bytes": need, "capacity_bytes": have, "fits": fits}
-

@@ -6,23 +6,21 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_nvls_argument, \
-    add_profile_argument, resolve_comm_model
+    add_profile_argument
+from commcost.cli.inputs import CollectiveLogRequest
+from commcost.cli.inputs import collective_request
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import score_against_preset
-from commcost.comm.algorithms import parse_algorithm
-from commcost.comm.algorithms import parse_collective
 from commcost.comm.algorithms import unavailable_algorithms
 from commcost.comm.band import collective_band
 from commcost.comm.topology import place
-from commcost.core.errors import InputError
 from commcost.report._json import dump_json
 from commcost.report.collective import SizeResult
-from commcost.report.collective import fabric_to_dict
+from commcost.report.collective import collective_to_dict
 from commcost.report.collective import preset_score_to_dict
 from commcost.report.collective import render_preset_score_text
 from commcost.report.collective import render_size_text
 from commcost.report.collective import render_table_text
-from commcost.report.collective import size_to_dict
 
 __all__ = ["HELP", "add_arguments", "run", "add_fabric_arguments"]
 
@@ -71,74 +69,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate, resolve the CommModel, price every size under every algorithm the backend runs, render."""
-
-    if args.log is not None:
-        return _run_log(args)
-    if args.op is None:
-        raise InputError("--op is required (or give --log, whose collective is read from the log)")
-    op = parse_collective(args.op)
-    requested = parse_algorithm(args.algorithm)
-    resolved = resolve_comm_model(args, op=op.value)
-    comm, P, topo = resolved.comm, resolved.gpus, resolved.topology
-    if P < 2:
-        raise InputError(f"a collective needs at least 2 GPUs, got {P}")
+    """Parse and resolve (:func:`commcost.cli.inputs.collective_request`), price every size under every
+    algorithm the backend runs, render."""
+    req = collective_request(args)
+    if isinstance(req, CollectiveLogRequest):
+        return _run_log(req)
+    op, requested, r = req.op, req.algorithm, req.resolved
+    comm, P, topo = r.comm, r.gpus, r.topology
     fabric = topo if topo is not None else comm.flat_link
     nodes_used = place(P, topo).nodes if topo is not None else P
-    sizes = (args.size,) if args.size is not None else args.sizes
     results = []
-    for S in sizes:
+    for S in req.sizes_bytes:
         chosen = comm.cost(op, S, P, requested)
         alternatives = comm.candidates(op, S, P)
         if chosen.algorithm not in alternatives:  # a what-if asked for by name
             alternatives = {chosen.algorithm: chosen, **alternatives}
         unavailable = unavailable_algorithms(op, P, fabric) if fabric is not None else {}
-        band = None
-        if resolved.band_topology is not None:  # a system preset alone: the measured spread of its class
-
-            band = collective_band(chosen, resolved.band_topology)
+        # a system preset alone: the measured spread of its class
+        band = None if r.band_topology is None else collective_band(chosen, r.band_topology)
         results.append(SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
                                   unavailable=unavailable, protocol=chosen.protocol, band_s=band))
-    if args.json:
-        if args.size is not None:
-            out = size_to_dict(results[0]) | {"fabric": fabric_to_dict(fabric, nodes_used)}
-        else:
-            out = {"op": op.value, "gpus": P, "requested_algorithm": str(requested),
-                   "fabric": fabric_to_dict(fabric, nodes_used), "rows": [size_to_dict(r) for r in results]}
-        out["model"] = comm.to_dict()
-        if resolved.info is not None:
-            out["profile"] = resolved.info
-
-        dump_json(out)
-        return 0
-    if args.size is not None:
-        print(render_size_text(results[0], fabric, nodes_used, resolved.note))
+    if req.json:
+        dump_json(collective_to_dict(results, op=op, gpus=P, requested=requested, fabric=fabric,
+                                     nodes_used=nodes_used, one_size=req.one_size, model=comm.to_dict(),
+                                     profile=r.info))
+    elif req.one_size:
+        print(render_size_text(results[0], fabric, nodes_used, r.note))
     else:
-        print(render_table_text(results, fabric, nodes_used, resolved.note))
+        print(render_table_text(results, fabric, nodes_used, r.note))
     return 0
 
 
-def _run_log(args: argparse.Namespace) -> int:
+def _run_log(req: CollectiveLogRequest) -> int:
     """``--log FILE --system NAME``: the log's sizes, measured vs the preset, and the verdict."""
-
-    if args.system is None:
-        raise InputError("--log needs --system NAME: the preset to score the log against (see `commcost presets`)")
-    for flag in ("bw", "latency", "profile"):
-        if getattr(args, flag, None) is not None:
-            raise InputError(f"--log scores against a --system preset; --{flag} does not apply")
-    series = load_series(args.log, op=parse_collective(args.op) if args.op else None, gpus=args.gpus)
+    series = load_series(req.log, op=req.op, gpus=req.gpus)
     for warning in series.warnings:
         A.warn(warning)
-    nodes = args.nodes
+    nodes = req.nodes
     if nodes is None:  # the hosts the log lists, where it lists them
         runs = series.provenance.get("runs", [])
         listed = {r.get("nodes") for r in runs if r.get("gpus") == series.gpus and r.get("nodes")}
         nodes = listed.pop() if len(listed) == 1 else None
-    score = score_against_preset(series.samples, op=series.op, gpus=series.gpus, system=args.system,
-                                 nodes=nodes, gpus_per_node=args.gpus_per_node)
-    if args.json:
-
-        dump_json(preset_score_to_dict(score, args.log))
+    score = score_against_preset(series.samples, op=series.op, gpus=series.gpus, system=req.system,
+                                 nodes=nodes, gpus_per_node=req.gpus_per_node)
+    if req.json:
+        dump_json(preset_score_to_dict(score, req.log))
     else:
-        print(render_preset_score_text(score, args.log))
+        print(render_preset_score_text(score, req.log))
     return 0

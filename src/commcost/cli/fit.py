@@ -19,13 +19,14 @@ from commcost.calibrate.tiers import log_group_size
 from commcost.calibrate.tiers import split_log_ranks
 from commcost.calibrate.tiers import tier_fit_to_dict
 from commcost.comm.collectives import Collective
-from commcost.hardware import lookup
-from commcost.hardware.registry import systems
 from commcost.report._json import dump_json
 from commcost.report._json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
 import commcost
+from commcost.cli.inputs import SeriesRequest
+from commcost.cli.inputs import fit_request
+from commcost.report.calibrate import render_tier_fit_text
 
 __all__ = ["HELP", "add_arguments", "run", "add_selection_arguments"]
 
@@ -65,46 +66,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read, fit, write the profile, render."""
-
-    if args.output:
-        A.check_output_path("-o", args.output)
-    if args.tiers is not None:
-        return _run_tiers(args)
-    if args.more:
-        A.fail(f"several files ({1 + len(args.more)}) are fitted together only with --tiers SYSTEM (cross-scale)")
-    series = load_series(args.data, op=args.op, gpus=args.gpus, placement=args.placement)
+    """Parse (:func:`commcost.cli.inputs.fit_request`), read, fit, write the profile, render."""
+    req = fit_request(args)
+    if req.tiers is not None:
+        return _run_tiers(req)
+    series = load_series(req.data, op=req.op, gpus=req.gpus, placement=req.placement)
     for warning in series.warnings:
         A.warn(warning)
-    fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=args.max_regimes)
+    fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=req.max_regimes)
     quality = compare(fit, series.samples)
     single_fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=1)
     single = compare(single_fit, series.samples)
-    if args.output:
+    if req.output:
         provenance = dict(series.provenance)
-
         provenance.setdefault("created", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         provenance["commcost_version"] = commcost.__version__
-        save_profile(Profile.from_fit(fit, quality, provenance), args.output)
-    if args.json:
-
-        dump_json(fit_to_dict(fit, quality, series, single, single_fit, args.output))
+        save_profile(Profile.from_fit(fit, quality, provenance), req.output)
+    if req.json:
+        dump_json(fit_to_dict(fit, quality, series, single, single_fit, req.output))
     else:
-        print(render_fit_text(fit, quality, series, single, single_fit, args.output), end="")
+        print(render_fit_text(fit, quality, series, single, single_fit, req.output), end="")
     return 0
 
 
-def _run_tiers(args: argparse.Namespace) -> int:
+def _run_tiers(req: SeriesRequest) -> int:
     """``--tiers SYSTEM``: every file's all-reduce rows as samples on ``ceil(P / G)`` nodes; fit; write."""
-
-
-    G = int(lookup(systems(), args.tiers, "system")["gpus_per_node"])
+    G = req.tiers_gpus_per_node
     samples, sources = [], []
-    specs = [args.data, *args.more]
+    specs = [req.data, *req.more]
     for spec in specs:
         path, given = split_log_ranks(spec)
-        ranks = log_group_size(path, given, args.gpus, len(specs))  # each log at its own group size
-        series = load_series(path, op=args.op or Collective.ALL_REDUCE, gpus=ranks, placement=args.placement)
+        ranks = log_group_size(path, given, req.gpus, len(specs))  # each log at its own group size
+        series = load_series(path, op=req.op or Collective.ALL_REDUCE, gpus=ranks, placement=req.placement)
         if series.op is not Collective.ALL_REDUCE:
             A.fail(f"{path}: --tiers fits all-reduce tables, this one is {series.op.value}")
         for warning in series.warnings:
@@ -115,24 +108,12 @@ def _run_tiers(args: argparse.Namespace) -> int:
         sources.append({"source": str(path), "gpus": series.gpus, "nodes": nodes})
     if not samples:
         A.fail("no all-reduce rows of 1 MiB or more to fit the tiers to")
-    fit = fit_tiers(args.tiers, samples)
+    fit = fit_tiers(req.tiers, samples)
     out = tier_fit_to_dict(fit, {"sources": sources, "rows_fitted": len(samples), "min_size_bytes": 2**20})
-    if args.output:
-        write_atomic(args.output, dumps_json(out, what="tier profile"))
-    if args.json:
+    if req.output:
+        write_atomic(req.output, dumps_json(out, what="tier profile"))
+    if req.json:
         dump_json(out)
-        return 0
-    print(f"commcost fit --tiers {args.tiers}: {len(samples)} all-reduce rows >= 1 MiB on "
-          f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)\n"
-          f"  intra-node (and NVLS) bandwidth x {fit.intra_bandwidth_scale:.3f}, NIC bandwidth x "
-          f"{fit.inter_bandwidth_scale:.3f}, network step latency x {fit.inter_latency_scale:.3f}"
-          + (f", spine oversubscription x {fit.spine_oversubscription_scale:.3f}"
-             if "spine_oversubscription_scale" not in fit.not_fitted and fit.spine_oversubscription_scale != 1.0
-             else "")
-          + " of the preset's\n"
-          + (f"  not fitted (no row depends on them): {', '.join(fit.not_fitted)}\n" if fit.not_fitted else "")
-          + f"  median |error| on the rows fitted: {100 * fit.median_abs_error:.1f}%"
-          + (f"\n  profile written to {args.output}: --profile predicts any node count through {args.tiers}'s "
-             "topology and names what it extrapolates" if args.output else ""))
+    else:
+        print(render_tier_fit_text(fit, req.tiers, len(samples), req.output))
     return 0
-

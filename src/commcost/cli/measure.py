@@ -8,20 +8,12 @@ import time
 
 from commcost.cli import _args as A
 from dataclasses import asdict
-import os
 import signal
 import threading
 from commcost.calibrate.data import write_measurement
-from commcost.calibrate.measure import MeasureConfig
 from commcost.calibrate.measure import MeasurementFailed
-from commcost.calibrate.measure import launched_by_torchrun
 from commcost.calibrate.measure import measure
-from commcost.calibrate.measure import size_grid
-from commcost.calibrate.measure import size_quantum_bytes
-from commcost.comm.collectives import Collective
-from commcost.core.errors import InputError
-from commcost.core.optional import require
-from commcost.core.units import format_bytes
+from commcost.cli.inputs import measure_request
 from commcost.report._json import dump_json
 from commcost.report.calibrate import render_measurement_text
 
@@ -81,75 +73,47 @@ class _Bar:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure, keeping rows on disk as they complete; render on rank 0."""
-
-
+    """Parse (:func:`commcost.cli.inputs.measure_request`), measure keeping rows on disk as they complete,
+    render on rank 0."""
     _terminate_as_interrupt()
-    if args.output:
-        A.check_output_path("-o", args.output)
-    ops = args.ops or (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
-    lo, hi = args.sizes
-    ranks = args.nproc
-    if launched_by_torchrun():
-        try:
-            ranks = int(os.environ["WORLD_SIZE"])
-        except ValueError:
-            A.fail(f"WORLD_SIZE={os.environ['WORLD_SIZE'][:40]!r} is not an integer (set by torchrun)")
-    try:  # the grid is checked before torch is imported: a bad range is refused at once
-        sizes = size_grid(lo, hi, args.factor, quantum_bytes=size_quantum_bytes(tuple(ops), args.dtype, ranks))
-    except InputError as exc:
-        A.fail(f"--sizes {_shown_range(lo, hi)} --factor {args.factor:.10g}: {exc}")
-    torch = require("torch", "measure")
-    backend = args.backend
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-    elif backend == "nccl" and not torch.cuda.is_available():
-        A.fail("--backend nccl needs CUDA devices, and torch sees none (torch.cuda.is_available() is False); "
-               "use --backend gloo to measure on CPUs")
-    cfg = MeasureConfig(backend=backend, ops=tuple(ops), sizes_bytes=sizes,
-                        dtype=args.dtype, warmup=args.warmup, iters=args.iters, statistic=args.stat,
-                        timeout_s=args.timeout, nproc=args.nproc)
-    is_rank0 = not launched_by_torchrun() or os.environ.get("RANK") == "0"
+    req = measure_request(args)
+    keep = req.output if req.is_rank0 else None  # the file rank 0 keeps the rows in
     kept = [0]
-
-    def kept_note() -> str:
-        if not (args.output and is_rank0):
-            return "nothing was written (no -o)"
-        if kept[0]:
-            return f"{kept[0]} completed row(s) kept in {args.output}"
-        return f"no size had completed; {args.output} was not written"
-    A.on_interrupt(kept_note)
+    A.on_interrupt(lambda: _kept_note(keep, kept[0]))
 
     def on_row(m) -> None:  # type: ignore[no-untyped-def]
         kept[0] = len(m.rows)
-        if args.output and is_rank0:
-            write_measurement(m, args.output)
+        if keep:
+            write_measurement(m, keep)
 
-    bar = _Bar() if is_rank0 else (lambda done, total, label: None)
+    bar = _Bar() if req.is_rank0 else (lambda done, total, label: None)
     try:
-        m = measure(cfg, on_row=on_row, on_progress=bar)
+        m = measure(req.config, on_row=on_row, on_progress=bar)
     except MeasurementFailed as exc:
-        where = f"; {kept[0]} completed row(s) kept in {args.output}" if args.output and kept[0] else ""
+        where = f"; {kept[0]} completed row(s) kept in {req.output}" if req.output and kept[0] else ""
         print(f"{A.PROG}: error: measurement failed: {exc}{where}", file=sys.stderr)
         return 1
-    if not is_rank0:
+    if not req.is_rank0:
         return 0
-    if args.output:
-        write_measurement(m, args.output)
-    if args.json:
-
+    if req.output:
+        write_measurement(m, req.output)
+    if req.json:
         dump_json({"version": 1, "kind": "commcost-measurement", "provenance": m.provenance,
                    "rows": [asdict(r) for r in m.rows]})
     else:
         print(render_measurement_text(m), end="")
-        if args.output:
-            print(f"# written: {args.output}")
+        if req.output:
+            print(f"# written: {req.output}")
     return 0
 
 
-def _shown_range(lo: float, hi: float) -> str:
-
-    return f"{format_bytes(lo, binary=True)}:{format_bytes(hi, binary=True)}".replace(" ", "")
+def _kept_note(path: str | None, rows: int) -> str:
+    """What an interrupted run leaves behind (``path``: the file rank 0 keeps rows in)."""
+    if not path:
+        return "nothing was written (no -o)"
+    if rows:
+        return f"{rows} completed row(s) kept in {path}"
+    return f"no size had completed; {path} was not written"
 
 
 def _terminate_as_interrupt() -> None:

@@ -5,34 +5,21 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from dataclasses import replace
-from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.sensitivity import sensitivity
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
-from commcost.calibrate.efficiency import calibration_note
-from commcost.calibrate.efficiency import fit_efficiency
-from commcost.calibrate.efficiency import load_calibration
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
-from commcost.cli._fabric import resolve_comm_model
-from commcost.core.units import MiB
-from commcost.hardware.registry import model_row
-from commcost.hardware.registry import system_gpu
-from commcost.parallel.layout import Layout
+from commcost.cli.inputs import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
+from commcost.report.plan import plan_run_notes
 from commcost.report.plan import render_plan_json
 from commcost.report.plan import render_plan_text
-from commcost.report.training import render_training
-from commcost.report.training import training_to_dict
-from commcost.workload.compute import peak_flops_per_s
-from commcost.workload.transformer import TransformerSpec
-from commcost.workload.transformer import model_spec
 
-__all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "add_hardware_arguments", "run",
-           "resolve_hardware"]
+__all__ = ["HELP", "EXAMPLES", "add_arguments", "add_model_arguments", "add_hardware_arguments",
+           "add_moe_arguments", "run"]
 
 HELP = "one parallel training configuration: step time, breakdown, TFLOP/s, MFU, memory per GPU, advice"
 
@@ -142,135 +129,25 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
                      help="measured load imbalance, busiest expert's tokens over the mean (default 1: balanced)")
 
 
-def moe_inputs(args: argparse.Namespace) -> dict:
-    """The PlanInputs / SearchInputs MoE fields of the parsed flags."""
-    if args.capacity_factor is not None and args.moe_imbalance is not None:
-        A.fail("give --capacity-factor or --moe-imbalance, not both")
-    load = args.capacity_factor or args.moe_imbalance or 1.0
-    if load < 1:
-        A.fail(f"the load imbalance (busiest over mean) is at least 1, got {load:g}")
-    return dict(a2a=args.a2a, fp8_dispatch=args.fp8_dispatch, moe_overlap=args.moe_overlap, expert_load=load)
-
-
-def _spec(args: argparse.Namespace):
-
-    shape_flags = [f for f in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts",
-                               "top_k", "expert_ffn_hidden", "moe_layers") if getattr(args, f) is not None]
-    if args.model is not None:
-        if shape_flags or args.gated_mlp:
-            A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
-        spec = model_spec(args.model)
-        return spec, args.seq or int(model_row(spec.name)["seq_tokens"])
-    for need in ("layers", "hidden", "heads", "seq"):
-        if getattr(args, need) is None:
-            A.fail(f"--{need} is required without --model")
-    kw = {f: getattr(args, f) for f in shape_flags}
-    return TransformerSpec(gated_mlp=args.gated_mlp, **kw), args.seq
-
-
-def resolve_hardware(args: argparse.Namespace, gpus: int):
-    """``(Resolved, gpus_per_node, gpu preset)``: the one resolver's answer
-    (:func:`commcost.cli._fabric.resolve_comm_model`: the CommModel, and the preset topology of the
-    measured band where a system preset alone gives the links), the node size, and the GPU that computes."""
-
-    if args.system is None and args.gpu is None:
-        A.fail("--gpu NAME is needed with --bw/--latency or --profile (which GPU computes)")
-    args.gpus = gpus
-    # a profile is scope-checked per group when it prices one (the groups are smaller than the job)
-    resolved = resolve_comm_model(args, set_gpus=args.profile is None)
-    G = resolved.topology.gpus_per_node if resolved.topology is not None else (args.gpus_per_node or 8)
-    gpu = args.gpu or system_gpu(args.system)
-    return resolved, G, gpu
-
-
-MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
-"""Bounds of ``--measured-tflops`` (TFLOP/s per GPU), as ``--tflops``: past them the measured step
-``model FLOPs / (TFLOP/s * 1e12 * W)`` underflows to 0 or is below any step a GPU can take."""
-
-
 def run(args: argparse.Namespace) -> int:
-    """Parse, plan, (calibrate), render."""
-
-    spec, seq = _spec(args)
-    cp, tp, pp = args.cp, args.tp, args.pp
-    gpus = args.gpus
-    if gpus is None:
-        if args.dp is None:
-            A.fail("give --gpus (or --dp, with --gpus then dp x tp x pp x cp)")
-        gpus = args.dp * tp * pp * cp
-    dp = args.dp
-    if dp is None:
-        if gpus % (tp * pp * cp):
-            A.fail(f"gpus {gpus} not divisible by tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp}")
-        dp = gpus // (tp * pp * cp)
-    zero = 3 if args.fsdp else args.zero
-    layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=zero, sequence_parallel=args.sequence_parallel,
-                    recompute=args.recompute, micro_batch=args.micro_batch, global_batch=args.global_batch, order=args.order,
-                    shard_group=args.hsdp or 0, etp=args.etp or 0,
-                    uneven_pipeline=args.uneven_pipeline)
-    if layout.world != gpus:
-        A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
-    resolved, G, gpu = resolve_hardware(args, gpus)
-    model = resolved.comm
-    if args.calibration is not None and not args.calibration.strip():
-        A.fail(f"--calibration {args.calibration!r}: expected a file name, got an empty one")
-    if args.measured_tflops is not None and not MEASURED_TFLOPS_MIN <= args.measured_tflops <= MEASURED_TFLOPS_MAX:
-        A.fail(f"--measured-tflops must be between {MEASURED_TFLOPS_MIN:g} and {MEASURED_TFLOPS_MAX:g} TFLOP/s per GPU, "
-               f"got {args.measured_tflops:.4g}")
-    if args.bucket_mb is not None and args.bucket_mb * MiB < 1:
-        A.fail(f"--bucket-mb must be at least 1 byte (1/1048576 MiB; DDP's int(bucket_cap_mb * 2**20) is otherwise 0), "
-               f"got {args.bucket_mb:.4g} MiB")
-    sources = [f for f in ("efficiency", "mfu", "measured_step_s", "measured_tflops", "calibration")
-               if getattr(args, f) is not None]
-    if len(sources) > 1:
-        A.fail(f"give one of --efficiency, --mfu, --measured-step-s, --measured-tflops, --calibration (got "
-               f"{', '.join('--' + s.replace('_', '-') for s in sources)})")
-    bucket = None if args.bucket_mb is None else int(args.bucket_mb * MiB)
-    inp = PlanInputs(spec=spec, layout=layout, seq=seq, gpu=gpu, gpus_per_node=G, precision=args.precision,
-                     efficiency=args.efficiency, flash_attention=not args.no_flash_attention, bucket_cap_bytes=bucket,
-                     tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
-                     fp8_attention=args.fp8_attention, **moe_inputs(args))
-    notes: list[str] = []
-    extra: dict = {}
-    measured = args.measured_step_s
-    if args.measured_tflops or args.mfu:
-        tflops = args.measured_tflops or args.mfu * peak_flops_per_s(gpu, args.precision) / 1e12
-        base = plan(inp, model)
-        measured = base.model_flops_per_step / (tflops * 1e12 * layout.world)
-    if measured is not None:
-        eta = fit_efficiency(inp, model, measured)
-        inp = replace(inp, efficiency=eta)
-        notes.append(f"calibration: efficiency {eta:.4f} reproduces the step of {measured:.6g} s")
-        extra["calibration"] = {"efficiency": eta, "measured_step_s": measured}
-        if args.save_calibration:
-            save_calibration(args.save_calibration, inp, eta, measured)
-            notes.append(f"saved to {args.save_calibration}")
-    elif args.save_calibration:
-        A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
-    if args.calibration is not None:
-        doc = load_calibration(args.calibration)
-        inp = replace(inp, efficiency=float(doc["efficiency"]))
-        notes.append(calibration_note(doc, inp))
-        extra["calibration"] = {"path": args.calibration, "efficiency": doc["efficiency"], "note": notes[-1]}
-    if args.trace_out:
-        A.check_output_path("--trace-out", args.trace_out, (".json",))
+    """Parse and resolve (:func:`commcost.cli.inputs.plan_request`, which fits the efficiency to a
+    measurement), plan, render."""
+    req = plan_request(args)
+    inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology
+    if req.save_calibration:
+        save_calibration(req.save_calibration, inp, inp.efficiency, req.measured_step_s)
     result = plan(inp, model)
-    band = None
-    if resolved.band_topology is not None:  # a system preset alone: the measured band of each class
-
-        band = plan_band(inp, result, model, resolved.band_topology)
-    if args.trace_out:
-
-        write_trace(args.trace_out, plan_chrome_trace(result))
-        notes.append(f"Chrome trace of the step's accounting written to {args.trace_out}")
-    if args.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
-        run_cost = training_cost(tokens=args.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
-                                 gpus=layout.world, price_per_gpu_hour=args.price_per_gpu_hour)
-        extra["training"] = training_to_dict(run_cost)
-        notes.append(render_training(run_cost))
-    elif args.price_per_gpu_hour is not None:
-        A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
-
+    # a system preset alone: the measured band of each class
+    band = None if band_topology is None else plan_band(inp, result, model, band_topology)
+    if req.trace_out:
+        write_trace(req.trace_out, plan_chrome_trace(result))
+    run_cost = None
+    if req.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
+        run_cost = training_cost(tokens=req.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
+                                 gpus=inp.layout.world, price_per_gpu_hour=req.price_per_gpu_hour)
+    notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
+                                  calibration=req.calibration, calibration_path=req.calibration_path,
+                                  trace_out=req.trace_out, run_cost=run_cost)
     sens = sensitivity(inp, model)
-    print(render_plan_json(result, extra, band, sens) if args.json else render_plan_text(result, notes, band, sens))
+    print(render_plan_json(result, extra, band, sens) if req.json else render_plan_text(result, notes, band, sens))
     return 0

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from commcost.hardware.registry import PresetEntry
-from commcost.hardware.registry import fabrics
-from commcost.hardware.registry import gpus
-from commcost.hardware.registry import models as model_rows
+from commcost.cli.inputs import presets_request
 from commcost.hardware.registry import preset_entries
-from commcost.hardware.registry import systems
 from commcost.report._json import dump_json
 from commcost.report.collective import render_presets_text
-from commcost.hardware.registry import MODEL_ALIASES
-from commcost.workload.transformer import model_spec
-from commcost.workload.transformer import model_spec_names
+from commcost.report.presets import model_entries
+from commcost.report.presets import presets_to_dict
 
-__all__ = ["HELP", "add_arguments", "run", "model_entries"]
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "list the known GPUs, fabrics, systems and models, with their numbers and sources"
 
@@ -33,45 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the preset tables as one JSON object (SI units)")
 
 
-def _aliases() -> dict[str, list[str]]:
-    """Registry name -> the other names ``--model`` accepts for it (:data:`commcost.hardware.registry.MODEL_ALIASES`)."""
-
-    out: dict[str, list[str]] = {}
-    for alias, name in MODEL_ALIASES.items():
-        out.setdefault(name, []).append(alias)
-    return out
-
-
-def model_entries() -> list:
-    """Every model of ``hardware/models.json`` as a :class:`commcost.hardware.registry.PresetEntry` (kind ``model``):
-    parameters, shape, training sequence, aliases, and whether ``budget``/``timeline`` can lay it out."""
-
-    table, aliases = model_rows(), _aliases()
-    out = []
-    for name in model_spec_names():
-        spec, row = model_spec(name), table[name]
-        size = (f"{spec.params / 1e9:,.4g}B params ({spec.active_params / 1e9:,.3g}B active, {row['experts']} experts)"
-                if spec.is_moe else f"{spec.params / 1e9:,.4g}B params")
-        also = aliases.get(name)
-        where = "plan, search, budget, timeline" if row.get("timeline", True) else "plan, search"
-        out.append(PresetEntry(kind="model", name=name, source=row["source"], summary=(
-            f"{size}, {row['layers']} layers, hidden {row['hidden']}, {row['heads']} heads, seq {row['seq_tokens']}"
-            f"; --model in {where}" + (f"; budget/timeline/scaling also take {', '.join(also)}" if also else ""))))
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
-    """List the presets."""
-
-    if args.json:
-
-        aliases = _aliases()
-        models = {k: {**v, "aliases": aliases.get(k, [])} for k, v in model_rows().items()}
-        tables = {"gpu": gpus(), "fabric": fabrics(), "system": systems(), "model": models}
-        out = {k: v for k, v in tables.items() if args.kind in (None, k)}
-
-        dump_json(out)
+    """List the presets (:func:`commcost.cli.inputs.presets_request`)."""
+    req = presets_request(args)
+    if req.json:
+        dump_json(presets_to_dict(req.kind))
         return 0
-    entries = [e for e in [*preset_entries(), *model_entries()] if args.kind in (None, e.kind)]
+    entries = [e for e in [*preset_entries(), *model_entries()] if req.kind in (None, e.kind)]
     print(render_presets_text(entries))
     return 0

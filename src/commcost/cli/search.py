@@ -6,23 +6,17 @@ import argparse
 import sys
 
 from commcost.cli import _args as A
-import shlex
-from commcost.analyses.plan.search import SearchInputs
-from commcost.analyses.plan.search import SearchSpace
-from commcost.analyses.plan.search import parse_fix
-from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.plan.search import rank_robust
-from commcost.analyses.plan.search import robust_candidates
 from commcost.analyses.plan.search import search
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
-from commcost.analyses.plan.space import count_upper_bound
+from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.uncertainty import plan_band
-from commcost.cli.plan import _spec
+from commcost.cli.inputs import MAX_CONFIGURATIONS, MAX_GLOBAL_BATCH, MAX_GPU_COUNTS, MAX_TOP  # noqa: F401 (re-exported)
+from commcost.cli.inputs import parse_gpus_range
+from commcost.cli.inputs import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
 from commcost.cli.plan import add_moe_arguments
-from commcost.cli.plan import moe_inputs
-from commcost.cli.plan import resolve_hardware
 from commcost.report.search import plot_pareto
 from commcost.report.search import render_search_json
 from commcost.report.search import render_search_text
@@ -89,85 +83,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts", "top_k",
-                "expert_ffn_hidden", "moe_layers")
-"""``plan``'s shape flags (:func:`commcost.cli.plan.add_model_arguments`)."""
-
-
-def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
-    """Every ``commcost plan`` flag of this search that is not the layout: the model (``--model`` or its
-    shape), ``--seq``, ``--global-batch``, the hardware and the compute flags, shell-quoted; each result's
-    ``plan_command`` is ``commcost plan`` + these + its layout flags."""
-
-    out: list[str] = []
-
-    def add(flag: str, value) -> None:
-        if value is None or value is False:
-            return
-        out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
-
-    if args.model is not None:
-        add("--model", args.model)
-    else:
-        for f in _SHAPE_FLAGS:
-            add("--" + f.replace("_", "-"), getattr(args, f))
-        add("--gated-mlp", args.gated_mlp)
-    add("--seq", seq)
-    add("--global-batch", args.global_batch)
-    for f in ("system", "gpus_per_node", "no_nvls", "gpu", "bw", "latency", "profile", "extrapolate",
-              "efficiency", "no_flash_attention", "tp_comm_overlap"):
-        add("--" + f.replace("_", "-"), getattr(args, f, None))
-    if args.precision != "bf16":
-        add("--precision", args.precision)
-    if args.stack != "auto":
-        add("--stack", args.stack)
-    add("--compile", args.compile)
-    add("--fp8-attention", args.fp8_attention)
-    return tuple(out)
-
-
-MAX_GPU_COUNTS = 64
-"""Most GPU counts one search takes (``--gpus-range``): each is a whole search of its own."""
-MAX_GLOBAL_BATCH = 10**7
-"""Largest ``--global-batch`` searched, sequences (its divisors are the micro-batch choices)."""
-MAX_TOP = 1000
-"""Most configurations ``--top`` shows (each is priced again by ``plan``)."""
-MAX_CONFIGURATIONS = 20_000_000
-"""Most configurations one search enumerates (:func:`commcost.analyses.plan.space.count_upper_bound`, counted
-before enumerating): about a minute at ~500,000 a second and ~1 GB of columns. Past it the search is
-refused with the count, so it never runs for an hour or exhausts memory."""
-
-
-def parse_gpus_range(text: str) -> tuple[int, ...]:
-    """``"256:2048"`` -> ``(256, 512, 1024, 2048)``; ``"64:256:64"`` -> ``(64, 128, 192, 256)``; each
-    count within ``--gpus``'s bounds, and at most :data:`MAX_GPU_COUNTS` of them (counted, not listed)."""
-    parts = text.split(":")
-    if len(parts) not in (2, 3) or any(len(x.strip()) > 20 for x in parts):
-        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text[:80]!r}")
-    try:
-        nums = [int(x) for x in parts]
-    except ValueError:
-        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with integers, got {text!r}")
-    if min(nums) < 1 or nums[0] > nums[1]:
-        A.fail(f"--gpus-range takes LO:HI or LO:HI:STEP with 1 <= LO <= HI, got {text!r}")
-    lo, hi = nums[0], nums[1]
-    gpus_max = A.FLAG_BOUNDS["--gpus"][1]
-    if hi > gpus_max:
-        A.fail(f"--gpus-range: HI must be at most {gpus_max:,} GPUs (as --gpus), got {hi:,}")
-    if len(nums) == 3:
-        counts = (hi - lo) // nums[2] + 1
-        if counts > MAX_GPU_COUNTS:
-            A.fail(f"--gpus-range {text} is {counts:,} GPU counts; a search takes at most {MAX_GPU_COUNTS} "
-                   f"(a larger STEP, or LO:HI for LO, 2 LO, 4 LO ...)")
-        return tuple(range(lo, hi + 1, nums[2]))
-    out = []
-    w = lo
-    while w <= hi:
-        out.append(w)
-        w *= 2
-    return tuple(out)
-
-
 class _Progress:
     """A bar on stderr, drawn once the search has run a second (and only on a terminal)."""
 
@@ -191,68 +106,29 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse, search, render."""
-
-    if args.plot is not None:
-        A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    if args.global_batch > MAX_GLOBAL_BATCH:
-        A.fail(f"--global-batch must be at most {MAX_GLOBAL_BATCH:,} sequences, got {args.global_batch:,}")
-    if args.top > MAX_TOP:
-        A.fail(f"--top must be at most {MAX_TOP:,} configurations, got {args.top:,}")
-    spec, seq = _spec(args)
-    if (args.gpus is None) == (args.gpus_range is None):
-        A.fail("give --gpus N or --gpus-range LO:HI")
-    gpus = (args.gpus,) if args.gpus is not None else parse_gpus_range(args.gpus_range)
-    if args.rank is not None:  # --rank step|cost is --objective step|cost; robust ranks steps again
-        objective = "cost" if args.rank == "cost" else "step"
-        if args.objective not in ("step", objective):
-            A.fail(f"--rank {args.rank} ranks by {objective}: drop --objective {args.objective}")
-        args.objective = objective
-    if args.objective == "cost" and args.price_per_gpu_hour is None:
-        A.fail("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
-    resolved, G, gpu = resolve_hardware(args, max(gpus))
-    model = resolved.comm
-    robust = args.rank == "robust" or (args.rank is None and args.objective == "step")
-    if args.rank == "robust" and resolved.band_topology is None:
-        A.fail("--rank robust ranks by the measured band of a --system preset; it has none with --bw/--latency, "
-               "--profile or a custom topology")
-    fixed = parse_fix(args.fix)
-    space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G, fixed=fixed,
-                        even_pipeline_only=args.even_pipeline_only)
-    estimate = count_upper_bound(space)
-    if estimate > MAX_CONFIGURATIONS:
-        A.fail(f"the space holds up to {estimate:,} configurations ({len(gpus)} GPU count(s)), more than the "
-               f"{MAX_CONFIGURATIONS:,} a search enumerates (about a minute, ~1 GB); fix a dimension "
-               "(--fix tp=8,pp=4), or search fewer GPU counts")
-    inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
-                       flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
-                       stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
-                       objective=args.objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
-                       top=robust_candidates(args.top) if robust else args.top,
-                       keep_points=args.plot is not None, train_tokens=args.train_tokens,
-                       headroom=args.memory_headroom, fragile_last=args.rank not in ("step", "cost"),
-                       **moe_inputs(args))
-    bar = _Progress(not args.no_progress and not args.json)
+    """Parse and resolve (:func:`commcost.cli.inputs.search_request`), search, render."""
+    req = search_request(args)
+    model, band_topology = req.resolved.comm, req.resolved.band_topology
+    bar = _Progress(req.progress)
     try:
-        result = search(inp, model, progress=bar)
+        result = search(req.inputs, model, progress=bar)
     finally:
         bar.close()
-    if robust:
-        result = rank_robust(result, model, resolved.band_topology, args.top)
+    if req.robust:
+        result = rank_robust(result, model, band_topology, req.top)
     bands = result.bands
-    if bands is None and args.json and resolved.band_topology is not None:  # results[] carry plan --json's keys, band included
-
-        bands = tuple(plan_band(p.inputs, p, model, resolved.band_topology) for p in result.plans)
-    prefix = plan_prefix(args, seq)
+    if bands is None and req.json and band_topology is not None:  # results[] carry plan --json's keys, band included
+        bands = tuple(plan_band(p.inputs, p, model, band_topology) for p in result.plans)
+    prefix = req.plan_prefix
     signum = A.last_interrupt_signal() if result.interrupted else 0
-    published = published_comparison(result, model, resolved.band_topology) if result.plans else None
-    print(render_search_json(result, bands, plan_prefix=prefix, published=published) if args.json
+    published = published_comparison(result, model, band_topology) if result.plans else None
+    print(render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
                                   published=published))
-    if args.csv:
-        write_search_csv(result, args.csv, plan_prefix=prefix)
-    if args.plot:
-        plot_pareto(result, args.plot)
-        if not args.json:
-            print(f"plot: {args.plot}")
+    if req.csv:
+        write_search_csv(result, req.csv, plan_prefix=prefix)
+    if req.plot:
+        plot_pareto(result, req.plot)
+        if not req.json:
+            print(f"plot: {req.plot}")
     return 128 + signum if result.interrupted else 0

@@ -5,33 +5,20 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from commcost.cli._fabric import add_group_arguments, resolve_comm_model
-from dataclasses import replace
+from commcost.cli._fabric import add_group_arguments
+from commcost.cli.inputs import timeline_request
 from commcost.analyses.uncertainty import timeline_band
-from commcost.core.units import BILLION
-from commcost.core.units import MS
-from commcost.core.units import MiB
 from commcost.report._json import dump_json
-from commcost.report._width import wrap_lines
-from commcost.report.bucket_advice import bucket_advice_to_dict
-from commcost.report.bucket_advice import render_bucket_advice
 from commcost.report.chrome_trace import write_timeline_trace
 from commcost.report.plot_timeline import plot_timeline
 from commcost.report.timeline import TimelineContext
-from commcost.report.timeline import render_sweep_text
-from commcost.report.timeline import render_timeline_text
-from commcost.report.timeline import sweep_to_dict
-from commcost.report.timeline import timeline_to_dict
+from commcost.report.timeline import caps_note
+from commcost.report.timeline import render_timeline_report
 from commcost.step.bucket_advice import recommend_buckets
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.sweep import sweep_buckets
-from commcost.step.timeline import TimelineInputs
 from commcost.step.timeline import gradient_stream
 from commcost.step.timeline import simulate_timeline
-from commcost.workload.shape import ModelShape
-from commcost.workload.shape import bytes_per_element
-from commcost.workload.shape import model_params
-from commcost.workload.shape import model_preset
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -43,10 +30,6 @@ EXAMPLES = (
     '--profile cluster.profile.json --model gpt3-1.3b --step-ms 300 --grad-accum 4 --json',
 )
 """Command lines shown at the end of ``--help``."""
-
-_PARAMS_TOLERANCE = 0.10
-"""--params may differ from a shape's own count by this much (it is then only a cross-check)."""
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``budget`` flags that apply, plus buckets, optimizer time, model shape and plot."""
@@ -81,117 +64,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "chrome://tracing, `commcost trace`)")
 
 
-def _shape(args: argparse.Namespace):
-    """The model shape from --model or --layers/--hidden/--seq, and a label; (None, label) if none."""
-
-
-    explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
-    if args.model is not None:
-        if explicit:
-            A.fail(f"--model sets the shape; drop --{explicit[0]} (only --seq may override a preset)")
-        shape = model_preset(args.model)
-        if args.seq is not None:
-            shape = replace(shape, seq=args.seq)
-        return shape, f"model {args.model}"
-    if args.layers is None and args.hidden is None:
-        if args.seq is not None or args.vocab is not None:
-            A.fail("--seq/--vocab describe a model shape: give --layers and --hidden too (or --model)")
-        return None, None
-    for flag in ("layers", "hidden", "seq"):
-        if getattr(args, flag) is None:
-            A.fail(f"a model shape needs --layers, --hidden and --seq; --{flag} is missing")
-    shape = ModelShape(layers=args.layers, hidden=args.hidden, seq=args.seq,
-                       vocab=args.vocab if args.vocab is not None else 50257)
-    return shape, f"model L = {args.layers}, h = {args.hidden}, s = {args.seq}, V = {shape.vocab}"
-
-
 def run(args: argparse.Namespace) -> int:
-    """Validate the flags, simulate, render."""
-
-    if args.plot is not None:
-        A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    shape, label = _shape(args)
-    if shape is None and args.params is None:
-        A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
-    if shape is not None:
-        n_shape = model_params(shape)
-        if args.params is not None and abs(args.params * BILLION - n_shape) > _PARAMS_TOLERANCE * n_shape:
-            A.fail(f"--params {args.params:g} (billions) disagrees with the shape's {n_shape / BILLION:.4g} "
-                   f"billion parameters by more than {_PARAMS_TOLERANCE:.0%}; drop --params or fix the shape")
-        label = (f"{label}: {n_shape:,} params, gradients ready layer by layer in reverse "
-                 "(output head first, embedding last), backward time per layer from its FLOPs")
-    else:
-        label = "no model shape: gradients arrive at a uniform rate S/W during backward"
-    resolved = resolve_comm_model(args)
-    fabric_note = resolved.note
-    if resolved.topology is not None:  # name what runs: the algorithm depends on the bucket's size
-        ran = []
-        for size in (2**20, 25 * 2**20, 256 * 2**20):
-            c = resolved.comm.cost("all_reduce", size, args.gpus, args.algorithm)
-            ran.append(f"{size // 2**20} MiB: {c.algorithm.value}" + (f" ({c.protocol})" if c.protocol else ""))
-        fabric_note = "; ".join(filter(None, [fabric_note, "bucket all-reduces run " + ", ".join(ran)]))
-    cost = None
-    inp = TimelineInputs(
-        gpus=args.gpus, comm=resolved.comm, algorithm=args.algorithm,
-        step_s=args.step_ms * MS, params=(args.params or 0.0) * BILLION, shape=shape,
-        bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
-        grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
-    )
-    S_total = inp.message_bytes
-    shape_flag = "--params" if shape is None else "--model" if args.model is not None else "--layers/--hidden"
-    A.check_bucket_count(shape_flag, S_total, 25 * MiB)  # the default, always run
-    if args.bucket not in (None, "auto"):
-        A.check_bucket_count("--bucket", S_total, args.bucket * MiB)
-    first_bytes = int(args.first_bucket * MiB) if args.first_bucket is not None else None
-    if first_bytes is not None and first_bytes < 1:
-        A.fail(f"--first-bucket {args.first_bucket:g} MiB is under one byte")
+    """Parse and resolve (:func:`commcost.cli.inputs.timeline_request`), simulate, render."""
+    req = timeline_request(args)
+    inp, r = req.inputs, req.resolved
     stream = gradient_stream(inp)
-    default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream, allreduce_s=cost)
-
-    def band_of(tl):
-        """The measured band of the timeline shown: a system preset alone (commcost.analyses.uncertainty)."""
-        if resolved.band_topology is None:
-            return None
-
-        return timeline_band(inp, tl, resolved.band_topology)
-
-    if args.bucket == "auto":
-        sweep = sweep_buckets(inp, first_bucket_bytes=first_bytes, allreduce_s=cost)
-        advice = sweep.advice  # the one bucket advice: the sweep's grid is its grid
-        note = ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)" if first_bytes is None
-                else f"first bucket fixed at {args.first_bucket:g} MiB")
-        band = band_of(sweep.best)
-        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note, band=band)
-        out, text, best = sweep_to_dict(sweep, default, band), render_sweep_text(ctx, sweep, default), sweep.best
+    default = simulate_timeline(inp, ddp_bucket_caps(None), stream=stream)
+    if req.bucket_auto:
+        sweep = sweep_buckets(inp, first_bucket_bytes=req.first_bucket_bytes)
+        advice, best = sweep.advice, sweep.best  # the one bucket advice: the sweep's grid is its grid
     else:
-        caps = ddp_bucket_caps(None if args.bucket is None else args.bucket, first_bucket_bytes=first_bytes)
-        if args.bucket is None:
-            note = "DDP's default: cap 25 MiB, first bucket 1 MiB (bucket_cap_mb=None)"
-        else:
-            note = f"cap {args.bucket:g} MiB, first bucket {caps.first_bucket_cap_bytes / MiB:g} MiB"
-            if first_bytes is None:
-                note += " (an explicit bucket_cap_mb drops torch 2.13's 1 MiB first bucket; omit --bucket for the default)"
-        note += ("\n  (steady state: DDP runs its first iteration as one bucket, then rebuilds the buckets "
-                 "in gradient-ready order)")
         sweep = None
-        advice = recommend_buckets(inp, stream=stream, allreduce_s=cost, first_bucket_bytes=first_bytes)
-        best = simulate_timeline(inp, caps, stream=stream, allreduce_s=cost)
-        band = band_of(best)
-        ctx = TimelineContext(inputs=inp, model_label=label, caps_note=note, fabric_note=fabric_note, band=band)
-        out, text = timeline_to_dict(best, band), render_timeline_text(ctx, best)
-    out["bucket_advice"] = bucket_advice_to_dict(advice)
-    if sweep is None:  # --bucket auto prints it beside its curve
-        text += "\n  bucket advice: " + render_bucket_advice(advice)
-    if args.plot:
-        plot_timeline(args.plot, best, sweep, default if sweep is not None else None)
-    if args.trace_out:
-        write_timeline_trace(args.trace_out, best, inp)
-    if resolved.info is not None:
-        out["profile"] = resolved.info
-    if args.json:
-
+        advice = recommend_buckets(inp, stream=stream, first_bucket_bytes=req.first_bucket_bytes)
+        best = simulate_timeline(inp, req.caps, stream=stream)
+    # the measured band of the timeline shown: a system preset alone (commcost.analyses.uncertainty)
+    band = None if r.band_topology is None else timeline_band(inp, best, r.band_topology)
+    note = caps_note(auto=req.bucket_auto, caps=req.caps, bucket_cap_bytes=req.bucket_cap_bytes,
+                     first_bucket_cap_bytes=req.first_bucket_cap_bytes)
+    ctx = TimelineContext(inputs=inp, model_label=req.model_label, caps_note=note, fabric_note=req.fabric_note,
+                          band=band)
+    out, text = render_timeline_report(ctx, best, default, sweep, advice, plot=req.plot, info=r.info)
+    if req.plot:
+        plot_timeline(req.plot, best, sweep, default if sweep is not None else None)
+    if req.trace_out:
+        write_timeline_trace(req.trace_out, best, inp)
+    if req.json:
         dump_json(out)
     else:
-
-        print(wrap_lines(text + (f"\n\n  plot written to {args.plot}" if args.plot else "")))
+        print(text)
     return 0

@@ -9,20 +9,20 @@ import sys
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
 from commcost.calibrate.data import write_measurement
-from commcost.cli._fabric import resolve_comm_model
-from commcost.comm.model import BACKENDS
+from commcost.cli._fabric import resolve_trace_model
+from commcost.cli.inputs import trace_request
 from commcost.core.errors import InputError
-from commcost.hardware.registry import system_group
 from commcost.report._json import dump_json
 from commcost.report.trace import STEPS_SHOWN
-from commcost.report.trace import fit_lines
+from commcost.report.trace import render_trace_tail
+from commcost.report.trace import trace_extra_dict
 from commcost.report.trace import render_trace_text
 from commcost.report.trace import trace_to_dict
 from commcost.trace.collectives import rows_to_measurement
 from commcost.trace.summary import analyze_trace
 from commcost.trace.summary import predict_rows
 
-__all__ = ["HELP", "EXAMPLES", "add_arguments", "run", "comm_model_from_args"]
+__all__ = ["HELP", "EXAMPLES", "add_arguments", "run"]
 
 HELP = "read PyTorch profiler (Kineto) traces: overlap, exposed communication, stragglers, collectives vs a model"
 
@@ -61,74 +61,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="whose algorithms auto chooses among (default: the trace's distributedInfo, else nccl)")
 
 
-_MODEL_FLAGS = ("profile", "system", "bw", "latency", "nodes", "gpus_per_node")
-
-
-def comm_model_from_args(args: argparse.Namespace, *, backend: str | None, max_group: int):
-    """The one resolver's model (:func:`commcost.cli._fabric.resolve_comm_model`), or None without
-    model flags. The trace fills what a trace knows: ``--backend`` from its distributedInfo, and
-    ``--nodes`` for ``--system`` from its largest group (``ceil(P_max / G)``)."""
-
-    if not any(getattr(args, f) is not None for f in _MODEL_FLAGS):
-        if args.extrapolate:
-            A.fail("--extrapolate applies to --profile; there is no profile here")
-        return None
-    if args.backend is None:
-        args.backend = backend if backend in BACKENDS else "nccl"
-    if args.system is not None and args.nodes is None:
-
-        probe, _ = system_group(args.system, gpus_per_node=args.gpus_per_node)
-        args.nodes = max(1, -(-max_group // probe.gpus_per_node))
-    return resolve_comm_model(args, set_gpus=False)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Read, measure, optionally price and save, render."""
-
-    if args.save_measurement is not None:
-        A.check_output_path("--save-measurement", args.save_measurement, (".csv", ".json"))
-    if args.scheduler is not None and args.workers != 1:
-        A.fail("--workers and --scheduler: give one (the cluster's workers read the files)")
-    show = args.progress or sys.stderr.isatty()
-    summary = analyze_trace(args.path, round_us=args.hta_rounding, workers=args.workers, scheduler=args.scheduler,
-                            progress=_progress if show else None)
+    """Parse (:func:`commcost.cli.inputs.trace_request`), read, measure, optionally price and save, render."""
+    req = trace_request(args)
+    summary = analyze_trace(req.path, round_us=req.round_us, workers=req.workers, scheduler=req.scheduler,
+                            progress=_progress if req.show_progress else None)
     max_group = max((r.group_size for r in summary.rows), default=1)
-    resolved = comm_model_from_args(args, backend=summary.backend, max_group=max_group)
+    resolved = resolve_trace_model(req.fabric, backend=summary.backend, max_group=max_group)
     model = resolved.comm if resolved is not None else None
     transfer = summary.cross.row_transfer_s() if summary.cross is not None else None
-    preds = (predict_rows(summary.rows, model, algorithm=args.algorithm, transfer_s=transfer)
+    preds = (predict_rows(summary.rows, model, algorithm=req.algorithm, transfer_s=transfer)
              if model is not None else None)
     saved = None
-    if args.save_measurement is not None:
-
+    if req.save_measurement is not None:
         m = rows_to_measurement(list(summary.rows), {
             "source": summary.path, "source_kind": "kineto-trace", "backend": summary.backend,
             "world_size": summary.world_size, "ranks": len(summary.ranks),
             "note": "time_s is the median over the trace's calls of that op and size (all ranks)"})
         if not m.rows:
             raise InputError(f"{summary.path}: no collective on 2 or more ranks with a size and a time to save")
-        write_measurement(m, args.save_measurement)
-        saved = (args.save_measurement, len(m.rows))
-    if args.json:
-        out = trace_to_dict(summary, preds, model)
-        if resolved is not None and resolved.info is not None:
-            out["profile"] = resolved.info
-        if saved:
-            out["saved_measurement"] = {"path": saved[0], "rows": saved[1]}
-
-        dump_json(out)
+        write_measurement(m, req.save_measurement)
+        saved = (req.save_measurement, len(m.rows))
+    note = resolved.note if resolved is not None else None
+    if req.json:
+        dump_json(trace_to_dict(summary, preds, model) | trace_extra_dict(resolved.info if resolved else None, saved))
     else:
-        text = render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if args.steps is None else args.steps,
-                                 verbose=args.verbose)
-        tail = []
-        if resolved is not None and resolved.note:
-            tail.append(f"  {resolved.note}")
-        if saved:
-            tail += ["", f"measurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"]
-        if tail:
-
-            text += "\n" + "\n".join(fit_lines(tail))
-        print(text)
+        print(render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if req.steps is None else req.steps,
+                                verbose=req.verbose) + render_trace_tail(note, saved))
     if summary.failed:
         _warn_failures(summary)
     return 0

@@ -6,6 +6,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli.fit import add_selection_arguments
+from commcost.cli.inputs import validate_request
 from pathlib import Path
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import AlphaBetaFit
@@ -36,24 +37,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, predict, compare, render."""
-
-
-    if args.plot:
-        A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    profile = load_profile(args.profile)
-    series = load_series(args.data, op=args.op or profile.fit.op, gpus=args.gpus, placement=args.placement)
+    """Parse (:func:`commcost.cli.inputs.validate_request`), load, predict, compare, render."""
+    req = validate_request(args)
+    profile = load_profile(req.profile)
+    series = load_series(req.data, op=req.op or profile.fit.op, gpus=req.gpus, placement=req.placement)
     for warning in series.warnings:
         A.warn(warning)
     model = AlphaBetaFit(op=series.op, algorithm=profile.fit.algorithm, gpus=series.gpus,
                          regimes=profile.fit.regimes)
     comparison = compare(model, series.samples)
-    if args.plot:
-        plot_validate(model, comparison, args.plot,
-                      f"{series.op}, {series.gpus} ranks: {Path(args.data).name} vs {Path(args.profile).name}")
-    if args.json:
-
-        dump_json(validate_to_dict(profile, model, comparison, series, args.plot))
+    if req.plot:
+        plot_validate(model, comparison, req.plot,
+                      f"{series.op}, {series.gpus} ranks: {Path(req.data).name} vs {Path(req.profile).name}")
+    if req.json:
+        dump_json(validate_to_dict(profile, model, comparison, series, req.plot))
     else:
-        print(render_validate_text(profile, model, comparison, series, args.plot), end="")
+        print(render_validate_text(profile, model, comparison, series, req.plot), end="")
     return 0

@@ -9,13 +9,15 @@ from __future__ import annotations
 from commcost.step.buckets import BucketRow
 from commcost.analyses.drill.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
+from commcost.report._width import wrap_lines
+from commcost.report.layer import layer_to_dict, render_layer_text
 from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.analyses.uncertainty import BudgetBand
 
-__all__ = ["render_budget_text", "budget_to_dict"]
+__all__ = ["render_budget_text", "budget_to_dict", "render_ddp_memory", "render_budget_report"]
 
 
 
@@ -414,3 +416,51 @@ def _simulated_dict(b: Budget) -> dict[str, object]:
         "good_bucket_bytes": list(ov.choice.good_caps_bytes),
         "tolerance_s": ov.choice.tolerance_s, "rule": ov.choice.rule,
     }
+
+
+def render_ddp_memory(need_bytes: float, have_bytes: float, gpu: str) -> tuple[str, dict]:
+    """Whether pure DDP's model states fit on ``gpu``: ``need_bytes`` = 16 N (bf16 weights and gradients,
+    fp32 master weights and Adam moments, :func:`commcost.workload.memory.ddp_memory_per_gpu`) against
+    its memory ``have_bytes``; the text line and the JSON object."""
+    fits = need_bytes <= have_bytes
+    text = (f"memory: pure DDP with mixed-precision Adam keeps 16 B per parameter on every GPU = "
+            f"{need_bytes / GB:,.1f} GB (before activations) against {have_bytes / GB:,.1f} GB on {gpu}: "
+            + ("fits" if fits else "DOES NOT FIT -- shard it (ZeRO/FSDP) or split the model (TP/PP): see `commcost plan`"))
+    return text, {"gpu": gpu, "model_states_bytes": need_bytes, "capacity_bytes": have_bytes, "fits": fits}
+
+
+def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, topology=None, memory=None,
+                         note: str | None = None, info: dict | None = None) -> tuple[dict, str]:
+    """The whole ``commcost budget`` report as ``(JSON object, text)``: the fabric's note (a system), the
+    drill's parts (a)-(g) (``budget``, with its measured ``band``), the memory line (``memory``: the
+    :func:`render_ddp_memory` pair), the layer ratio (``layer`` of ``layer_inputs``) and the profile's
+    header ``note``/``info``. The drill's parts and the layer ratio keep their format; the notes around
+    them wrap to the terminal."""
+    out: dict = {}
+    texts: list[str] = []
+    drill_texts: list[str] = []  # the drill's report: printed as it always was
+    if budget is not None:
+        out.update(budget_to_dict(budget, band))
+        if topology is not None:
+            from commcost.report.collective import budget_fabric_note, fabric_to_dict
+
+            out["fabric"] = fabric_to_dict(topology, budget.fixes.intra_node.nodes_spanned)
+            texts.append(budget_fabric_note(budget, topology))
+        texts.append(render_budget_text(budget, band))
+        drill_texts.append(texts[-1])
+        if memory is not None:
+            line, out["memory"] = memory
+            texts.insert(0, line)
+    if layer is not None:
+        i = layer_inputs
+        out["layer"] = layer_to_dict(layer)
+        texts.append(render_layer_text(layer, gpus=i.gpus, hidden=i.hidden, seq=i.seq,
+                                       achieved_flops_per_s=i.achieved_flops_per_s,
+                                       backward_fraction=i.backward_fraction, grad_accum=i.grad_accum))
+        drill_texts.append(texts[-1])
+    if note is not None:
+        texts.insert(0, note)
+        drill_texts.append(note)  # the profile's header, as the drill command prints it
+    if info is not None:
+        out["profile"] = info
+    return out, "\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts)

@@ -219,3 +219,20 @@ def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> 
     """:func:`validate_figure` saved to ``path`` (.png or .svg)."""
 
     save_figure_atomic(validate_figure(model, c, title), path, dpi=120)
+
+
+def render_tier_fit_text(fit, system: str, rows: int, output: str | None = None) -> str:
+    """``commcost fit --tiers SYSTEM``: the fitted scales of :class:`commcost.calibrate.tiers.TierFit` over the
+    preset's, the ``rows`` fitted, the median error, and where the profile was written (``output``)."""
+    return (f"commcost fit --tiers {system}: {rows} all-reduce rows >= 1 MiB on "
+            f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)\n"
+            f"  intra-node (and NVLS) bandwidth x {fit.intra_bandwidth_scale:.3f}, NIC bandwidth x "
+            f"{fit.inter_bandwidth_scale:.3f}, network step latency x {fit.inter_latency_scale:.3f}"
+            + (f", spine oversubscription x {fit.spine_oversubscription_scale:.3f}"
+               if "spine_oversubscription_scale" not in fit.not_fitted and fit.spine_oversubscription_scale != 1.0
+               else "")
+            + " of the preset's\n"
+            + (f"  not fitted (no row depends on them): {', '.join(fit.not_fitted)}\n" if fit.not_fitted else "")
+            + f"  median |error| on the rows fitted: {100 * fit.median_abs_error:.1f}%"
+            + (f"\n  profile written to {output}: --profile predicts any node count through {system}'s "
+               "topology and names what it extrapolates" if output else ""))

@@ -21,7 +21,7 @@ from commcost.report._band import band_side
 from commcost.report._width import terminal_width
 from commcost.report._width import wrap_lines
 
-__all__ = ["SizeResult", "render_size_text", "render_table_text", "size_to_dict",
+__all__ = ["SizeResult", "collective_to_dict", "render_size_text", "render_table_text", "size_to_dict",
            "fabric_to_dict", "render_presets_text", "budget_fabric_note", "render_preset_score_text",
            "preset_score_to_dict"]
 
@@ -248,3 +248,18 @@ def preset_score_to_dict(score: Any, source: str) -> dict[str, Any]:
             "rows": [{"message_bytes": r.message_bytes, "measured_s": r.measured_s, "predicted_s": r.predicted_s,
                       "error": r.error, "algorithm": r.algorithm, "in_band": r.in_band} for r in score.rows],
             "speed_of_class": {label: score.speed_in(lo, hi) for label, lo, hi in _verdict_ranges()}}
+
+
+def collective_to_dict(results: list[SizeResult], *, op, gpus: int, requested, fabric, nodes_used: int,
+                       one_size: bool, model: dict, profile: dict | None = None) -> dict[str, Any]:
+    """``commcost collective --json``: one size's object (``one_size``) or the table's (``op``, ``gpus``,
+    ``requested_algorithm``, ``rows``), with the ``fabric``, the CommModel's ``model`` and a ``profile``."""
+    if one_size:
+        out = size_to_dict(results[0]) | {"fabric": fabric_to_dict(fabric, nodes_used)}
+    else:
+        out = {"op": op.value, "gpus": gpus, "requested_algorithm": str(requested),
+               "fabric": fabric_to_dict(fabric, nodes_used), "rows": [size_to_dict(r) for r in results]}
+    out["model"] = model
+    if profile is not None:
+        out["profile"] = profile
+    return out

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from commcost.analyses.drill.layer import LayerRatio
 from commcost.core.units import TERA, format_fraction as pct, format_mb_mib, format_seconds as t
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the drill without --layer-ratio never loads the layer model
+    from commcost.analyses.drill.layer import LayerRatio
 
 __all__ = ["render_layer_text", "layer_to_dict"]
 

@@ -19,13 +19,15 @@ from commcost.report._json import dumps_json
 from commcost.report._width import wrap_lines
 from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report.bucket_advice import render_bucket_advice
+from commcost.report.training import render_training, training_to_dict
+from commcost.calibrate.efficiency import calibration_note
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.plan import Plan
     from commcost.analyses.uncertainty import PlanBand
 
-__all__ = ["plan_to_dict", "render_plan_json", "render_plan_text", "advice"]
+__all__ = ["plan_to_dict", "render_plan_json", "render_plan_text", "advice", "plan_run_notes"]
 
 MFU_CONVENTION = ("model FLOPs = 3 x forward: 2 per multiply-accumulate of every weight matrix a token passes "
                   "(active experts, logits), attention scores over the full s x s square, no recomputation "
@@ -312,3 +314,28 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         lines += ["", *extra_lines]
 
     return wrap_lines("\n".join(lines))
+
+
+def plan_run_notes(*, inputs, measured_step_s: float | None = None, saved_to: str | None = None,
+                   calibration: dict | None = None, calibration_path: str | None = None,
+                   trace_out: str | None = None, run_cost=None) -> tuple[list[str], dict]:
+    """The lines ``commcost plan`` prints under its report and the JSON objects beside it: the efficiency
+    fitted to ``measured_step_s`` (and the file it was ``saved_to``), or the saved ``calibration`` read from
+    ``calibration_path``; the Chrome trace written to ``trace_out``; the training run's cost ``run_cost``."""
+    notes: list[str] = []
+    extra: dict = {}
+    if measured_step_s is not None:
+        eta = inputs.efficiency
+        notes.append(f"calibration: efficiency {eta:.4f} reproduces the step of {measured_step_s:.6g} s")
+        extra["calibration"] = {"efficiency": eta, "measured_step_s": measured_step_s}
+        if saved_to:
+            notes.append(f"saved to {saved_to}")
+    if calibration is not None:
+        notes.append(calibration_note(calibration, inputs))
+        extra["calibration"] = {"path": calibration_path, "efficiency": calibration["efficiency"], "note": notes[-1]}
+    if trace_out:
+        notes.append(f"Chrome trace of the step's accounting written to {trace_out}")
+    if run_cost is not None:
+        extra["training"] = training_to_dict(run_cost)
+        notes.append(render_training(run_cost))
+    return notes, extra

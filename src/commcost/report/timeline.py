@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from commcost.report.bucket_advice import render_bucket_advice
+from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
+from commcost.report._width import wrap_lines
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline, TimelineInputs
 from commcost.core.units import GB, MS, MiB, format_fraction as pct, format_seconds as t
@@ -20,7 +21,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from commcost.analyses.uncertainty import TimelineBand
 
-__all__ = ["TimelineContext", "render_timeline_text", "render_sweep_text", "timeline_to_dict", "sweep_to_dict"]
+__all__ = ["TimelineContext", "render_timeline_text", "render_sweep_text", "timeline_to_dict", "sweep_to_dict",
+           "timeline_model_label", "caps_note", "render_timeline_report"]
 
 _ROWS_HEAD = 5
 _ROWS_TAIL = 5
@@ -225,3 +227,46 @@ def sweep_to_dict(sw: BucketSweep, default: Timeline, band: TimelineBand | None 
                               "first_bucket_bytes": default.first_bucket_cap_bytes,
                               "step_s": default.step_s, "exposed_s": default.exposed_s, "wire_s": default.wire_s}
     return out
+
+
+def timeline_model_label(label: str | None, params: int | None) -> str:
+    """How gradients arrive: layer by layer in reverse for a model shape (``label``, with its ``params``
+    count), else at a uniform rate."""
+    if label is None:
+        return "no model shape: gradients arrive at a uniform rate S/W during backward"
+    return (f"{label}: {params:,} params, gradients ready layer by layer in reverse "
+            "(output head first, embedding last), backward time per layer from its FLOPs")
+
+
+def caps_note(*, auto: bool, caps=None, bucket_cap_bytes: float | None = None,
+              first_bucket_cap_bytes: float | None = None) -> str:
+    """How the bucket caps were chosen: searched (``auto``), DDP's default (no ``bucket_cap_bytes``), or
+    explicit (``caps``, the :class:`~commcost.step.ddp_buckets.DdpBucketCaps` simulated)."""
+    if auto:
+        return ("each cap as an explicit bucket_cap_mb (torch 2.13: first bucket = cap)"
+                if first_bucket_cap_bytes is None else f"first bucket fixed at {first_bucket_cap_bytes / MiB:g} MiB")
+    if bucket_cap_bytes is None:
+        note = "DDP's default: cap 25 MiB, first bucket 1 MiB (bucket_cap_mb=None)"
+    else:
+        note = f"cap {bucket_cap_bytes / MiB:g} MiB, first bucket {caps.first_bucket_cap_bytes / MiB:g} MiB"
+        if first_bucket_cap_bytes is None:
+            note += " (an explicit bucket_cap_mb drops torch 2.13's 1 MiB first bucket; omit --bucket for the default)"
+    return note + ("\n  (steady state: DDP runs its first iteration as one bucket, then rebuilds the buckets "
+                   "in gradient-ready order)")
+
+
+def render_timeline_report(ctx: TimelineContext, best: Timeline, default: Timeline, sweep: BucketSweep | None,
+                           advice, *, plot: str | None = None, info: dict | None = None) -> tuple[dict, str]:
+    """The whole ``commcost timeline`` report as ``(JSON object, text)``: the sweep (``sweep``, with
+    ``--bucket auto``) or the one timeline ``best``, the bucket ``advice``, where the plot went, and the
+    profile's JSON ``info``."""
+    if sweep is not None:
+        out, text = sweep_to_dict(sweep, default, ctx.band), render_sweep_text(ctx, sweep, default)
+    else:
+        out, text = timeline_to_dict(best, ctx.band), render_timeline_text(ctx, best)
+    out["bucket_advice"] = bucket_advice_to_dict(advice)
+    if sweep is None:  # --bucket auto prints it beside its curve
+        text += "\n  bucket advice: " + render_bucket_advice(advice)
+    if info is not None:
+        out["profile"] = info
+    return out, wrap_lines(text + (f"\n\n  plot written to {plot}" if plot else ""))

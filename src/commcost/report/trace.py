@@ -14,7 +14,8 @@ from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
 from commcost.core.units import MS, format_bytes, format_rate, format_seconds
 
-__all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width", "fit_lines"]
+__all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width", "fit_lines", "render_trace_tail",
+           "trace_extra_dict"]
 
 STEPS_SHOWN = 8
 """Per-step rows shown per rank in the text (JSON has all)."""
@@ -307,3 +308,24 @@ def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width:
         lines.append(f"median |error| = median over rows of |predicted - measured| / measured (measured: {against}): "
                      + (f"{100 * m:.1f}% over {priced} row(s)" if m is not None else "no row priced"))
     return lines
+
+
+def render_trace_tail(note: str | None, saved: tuple[str, int] | None) -> str:
+    """The lines under the trace's report: the model's header ``note`` and the measurement ``saved``
+    (path, rows); empty when neither."""
+    tail = []
+    if note:
+        tail.append(f"  {note}")
+    if saved:
+        tail += ["", f"measurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"]
+    return "\n" + "\n".join(fit_lines(tail)) if tail else ""
+
+
+def trace_extra_dict(profile: dict | None, saved: tuple[str, int] | None) -> dict:
+    """The JSON keys beside the trace's: the profile's (``profile``) and the measurement ``saved``."""
+    out: dict = {}
+    if profile is not None:
+        out["profile"] = profile
+    if saved:
+        out["saved_measurement"] = {"path": saved[0], "rows": saved[1]}
+    return out
