@@ -279,6 +279,14 @@ def open_fraction(text: str) -> float:
     return value
 
 
+def efficiency(text: str) -> float:
+    """A compute efficiency: a fraction of peak in [1e-3, 1] (:func:`commcost.core.validation.require_efficiency`)."""
+    value = _number(text)
+    if not 1e-3 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction of peak between 0.001 and 1, got {text!r}")
+    return value
+
+
 def _int(text: str, minimum: int) -> int:
     if len(text.strip()) > 40:  # int() of a 5,000-digit string is refused by Python anyway
         raise argparse.ArgumentTypeError(f"expected an integer <= {MAX_INT:.0e}, got {len(text.strip())} characters")

@@ -88,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hardware_arguments(p)
     c = p.add_argument_group("compute")
     c.add_argument("--precision", default="bf16", help="bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
-    c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")
+    c.add_argument("--efficiency", type=A.efficiency, help="achieved fraction of peak on executed FLOPs")
     c.add_argument("--mfu", type=A.open_fraction, help="assume this MFU: fits the efficiency that gives it")
     c.add_argument("--measured-step-s", type=A.positive_float, help="calibrate: a measured step time, seconds")
     c.add_argument("--measured-tflops", type=A.positive_float, help="calibrate: measured model TFLOP/s per GPU")

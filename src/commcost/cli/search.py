@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hardware_arguments(p)
     c = p.add_argument_group("compute")
     c.add_argument("--precision", default="bf16", help="GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
-    c.add_argument("--efficiency", type=A.open_fraction, help="achieved fraction of peak on executed FLOPs")
+    c.add_argument("--efficiency", type=A.efficiency, help="achieved fraction of peak on executed FLOPs")
     c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
     c.add_argument("--stack", default="auto", choices=("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp"),
                    help="training stack: its kernels, recomputation and ZeRO-3 gathers (default auto: from the layout)")

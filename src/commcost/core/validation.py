@@ -10,7 +10,11 @@ import math
 
 from commcost.core.errors import InputError
 
-__all__ = ["require_finite_positive", "require_count", "require_fraction"]
+__all__ = ["require_finite_positive", "require_count", "require_fraction", "require_efficiency", "EFFICIENCY_MIN"]
+
+EFFICIENCY_MIN = 1e-3
+"""Lowest compute efficiency (fraction of peak) accepted: 0.1% of peak is far below any real run (published
+MFUs are 20-60%); below it a step overflows to no meaningful number."""
 
 
 def require_finite_positive(name: str, value: float, *, allow_zero: bool = False) -> None:
@@ -39,3 +43,10 @@ def require_fraction(name: str, value: float, *, allow_zero: bool = False) -> No
     require_finite_positive(name, value, allow_zero=allow_zero)
     if value > 1:
         raise InputError(f"{name} must be in {'[0' if allow_zero else '(0'}, 1], got {value:g}")
+
+
+def require_efficiency(value: float) -> None:
+    """Raise :class:`InputError` unless the compute efficiency ``value`` is in [:data:`EFFICIENCY_MIN`, 1]."""
+    require_finite_positive("efficiency", value)
+    if not EFFICIENCY_MIN <= value <= 1:
+        raise InputError(f"efficiency is a fraction of peak, between {EFFICIENCY_MIN:g} and 1, got {value:g}")

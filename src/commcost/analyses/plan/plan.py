@@ -53,7 +53,7 @@ from commcost.analyses.plan.compose import MOE_OVERLAPS
 from commcost.analyses.plan.compose import layer_flops
 from commcost.analyses.plan.compose import micro_batch_flops
 from commcost.analyses.plan.compose import optimizer_s
-from commcost.core.validation import require_count
+from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.core.xp import SCALAR
 from commcost.parallel.context import context_ops
@@ -146,9 +146,7 @@ class PlanInputs:
         require_count("gpus_per_node", self.gpus_per_node)
         precision_class(self.precision)
         if self.efficiency is not None:
-            require_finite_positive("efficiency", self.efficiency)
-            if self.efficiency > 1:
-                raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
+            require_efficiency(self.efficiency)
         resolve_stack(self.stack, self.layout)
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=self.layout.pp, vp=self.layout.vp)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from commcost.analyses.plan.space import SearchSpace
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import check_moe_options
-from commcost.core.validation import require_count
+from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.workload.compute import precision_class
 from commcost.workload.memory import ALLOCATOR_SLACK
@@ -108,9 +108,7 @@ class SearchInputs:
         if self.objective == "cost" and not self.price_per_gpu_hour > 0:
             raise InputError("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
         if self.efficiency is not None:
-            require_finite_positive("efficiency", self.efficiency)
-            if self.efficiency > 1:
-                raise InputError(f"efficiency is a fraction of peak, at most 1, got {self.efficiency:g}")
+            require_efficiency(self.efficiency)
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=2, vp=2)
         if self.stack not in KNOWN_STACKS:
