@@ -207,17 +207,7 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
     if fit_only:
         S.restore()
         return fits
-    signed = []
-    by_source: dict[str, list[float]] = {}
-    for r in results:
-        if r["inp"].spec.is_moe:
-            continue
-        src = S.source_of(r["row"])
-        g, st, f = S.fit([x for x in fits if x["source"] != src])
-        e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
-        signed.append(e)
-        by_source.setdefault(src, []).append(e)
-    S.restore()
+    signed, by_source = _leave_one_source_out(results, fits, moe=False)
     absd = [abs(e) for e in signed]
     print()
     print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(signed)} runs, {len(by_source)} sources; each source predicted with "
@@ -298,14 +288,15 @@ def moe_apart(results: list[dict]) -> None:
     print()
 
 
-def moe_leave_one_source_out(results: list[dict], fits: list[dict]) -> None:
-    """The MoE headline: every MoE row (recipe settings) predicted with the sustained fractions fitted on
-    the dense rows of the other sources (no MoE row is ever fitted), signed, with the share too fast."""
+def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -> tuple[list[float], dict]:
+    """Signed errors of the dense (or MoE) rows, each predicted with the sustained fractions fitted on the
+    other sources' dense rows, and the same errors by source."""
     import _sustained as S
 
-    signed, by_source = [], {}
+    signed: list[float] = []
+    by_source: dict[str, list[float]] = {}
     for r in results:
-        if not r["inp"].spec.is_moe:
+        if r["inp"].spec.is_moe != moe:
             continue
         src = S.source_of(r["row"])
         g, st, f = S.fit([x for x in fits if x["source"] != src])
@@ -313,6 +304,14 @@ def moe_leave_one_source_out(results: list[dict], fits: list[dict]) -> None:
         signed.append(e)
         by_source.setdefault(src, []).append(e)
     S.restore()
+    return signed, by_source
+
+
+def moe_leave_one_source_out(results: list[dict], fits: list[dict]) -> None:
+    """The MoE headline: every MoE row (recipe settings) predicted with the sustained fractions fitted on
+    the dense rows of the other sources (no MoE row is ever fitted), signed, with the share too fast."""
+
+    signed, by_source = _leave_one_source_out(results, fits, moe=True)
     if not signed:
         return
     absd = [abs(e) for e in signed]
