@@ -128,3 +128,14 @@ def test_the_drill_loads_only_its_own_modules():
         loaded = {m for m in r.stderr.split() if m == "commcost" or m.startswith("commcost.")}
         assert loaded <= DRILL_PATH, sorted(loaded - DRILL_PATH)
         assert "commcost.cli.budget" in loaded
+
+
+def test_every_test_file_named_in_the_source_and_docs_exists():
+    # docstrings and docs point at the tests that pin a formula; a moved test must not leave them dangling
+    import re
+
+    named = set()
+    for path in [*PKG.rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]:
+        named.update((path.name, p) for p in re.findall(r"tests/[A-Za-z0-9_/]+\.py", path.read_text()))
+    missing = sorted(f"{where}: {p}" for where, p in named if not (ROOT / p).exists())
+    assert not missing, missing

@@ -13,7 +13,7 @@ code-search index since the wheel ships no C++ source. The C++ behaviour is
 confirmed against the wheel itself: ``dist._compute_bucket_assignment_by_size``
 on real modules, and a single-process gloo ``DistributedDataParallel`` whose
 logging data (``bucket_sizes``, ``rebuilt_per_bucket_param_indices``) shows
-iteration 0 and the rebuild (``tests/test_ddp_buckets_torch.py``).
+iteration 0 and the rebuild (``tests/step/test_ddp_buckets_torch.py``).
 
 1. **Caps.** ``_BucketCapacityConfig.create``: ``bucket_cap_mb`` is in MiB
    (``int(bucket_cap_mb * 1024 * 1024)`` bytes), default 25 when it is ``None``.

@@ -37,7 +37,7 @@ The model (README, "Timeline"):
   sum moves by ``W c/S - T(c)`` per bucket, one sign all along, so only
   ``j = 0``, the first and last full bucket and the last bucket can be the
   maximum: ``E`` in O(1) per cap (:func:`uniform_end_s`), used by the bucket sweep
-  and the budget, checked against the simulation (tests/test_timeline_closed_form.py).
+  and the budget, checked against the simulation (tests/step/test_timeline_closed_form.py).
 
 The all-reduce cost is one function of the message size, ``allreduce_s``; by
 default :func:`comm_allreduce_cost`, the all-reduce of the inputs' CommModel

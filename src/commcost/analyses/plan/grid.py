@@ -6,7 +6,7 @@ The composition is not restated here: :func:`evaluate_grid` calls the kernels ``
 :mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). What is stated column-wise here is what
 builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
 placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
-``tests/search/test_search_equals_plan.py`` checks that every configuration of several spaces
+``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
 

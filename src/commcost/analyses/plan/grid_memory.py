@@ -2,7 +2,7 @@
 structural row from the same array-safe kernels it calls (:func:`commcost.workload.memory.model_state_bytes`,
 :func:`~commcost.workload.memory.layer_activation_bytes`, :func:`~commcost.workload.memory.in_flight_layers`,
 :func:`~commcost.workload.memory.stage_activation_bytes`, :func:`~commcost.workload.memory.buffer_bytes`) and gathered
-per configuration (``tests/search/test_search_equals_plan.py`` pins it to ``plan``'s)."""
+per configuration (``tests/analyses/plan/test_search_equals_plan.py`` pins it to ``plan``'s)."""
 
 from __future__ import annotations
 from commcost.analyses.plan.space import RECOMPUTE
