@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
-           "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes",
+           "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes"]
 
 WEIGHT_BYTES = 2.0
@@ -237,10 +237,8 @@ class MemoryBreakdown:
 
     @property
     def device_bytes(self) -> tuple[float, float]:
-        """What the card holds: reserved plus the CUDA context and NCCL's buffers (:data:`CONTEXT_BYTES`,
-        :data:`NCCL_BYTES`), low and high."""
-        lo, hi = self.reserved_bytes
-        return lo + CONTEXT_BYTES[0] + NCCL_BYTES[0], hi + CONTEXT_BYTES[1] + NCCL_BYTES[1]
+        """What the card holds, low and high (:func:`device_bytes_range`)."""
+        return device_bytes_range(self.total_bytes)
 
     @property
     def verdict(self) -> str:
@@ -268,6 +266,13 @@ class MemoryBreakdown:
                 "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
                 "device_bytes": list(self.device_bytes), "verdict": self.verdict,
                 "stage": self.stage, "in_flight_layers": self.in_flight_layers}
+
+
+def device_bytes_range(total_bytes):
+    """``M (1 + a) + C + N`` at the low and at the high end: what the card holds for ``M`` bytes allocated,
+    the caching allocator's slack :data:`ALLOCATOR_SLACK`, the CUDA context :data:`CONTEXT_BYTES` and NCCL's
+    buffers :data:`NCCL_BYTES`. Array-safe (search calls it on columns)."""
+    return tuple(total_bytes * (1.0 + a) + c + n for a, c, n in zip(ALLOCATOR_SLACK, CONTEXT_BYTES, NCCL_BYTES))
 
 
 def gpu_capacity_bytes(gpu: str) -> float:

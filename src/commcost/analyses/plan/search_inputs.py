@@ -15,9 +15,7 @@ from commcost.analyses.plan.plan import check_moe_options
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.workload.compute import precision_class
-from commcost.workload.memory import ALLOCATOR_SLACK
-from commcost.workload.memory import CONTEXT_BYTES
-from commcost.workload.memory import NCCL_BYTES
+from commcost.workload.memory import device_bytes_range
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.stacks import stack_layouts
 from commcost.workload.stacks import stack_refuses
@@ -38,14 +36,15 @@ publish ``max_memory_reserved``). 5% of an 80 GB card is 4 GB."""
 
 def memory_high_bytes(total_bytes):
     """``M_hi = M (1 + a_hi) + C_hi + N_hi``: the upper end of what the card holds for ``M`` bytes the
-    model needs (:attr:`commcost.workload.memory.MemoryBreakdown.device_bytes`, high). Array-safe."""
-    return total_bytes * (1.0 + ALLOCATOR_SLACK[1]) + CONTEXT_BYTES[1] + NCCL_BYTES[1]
+    model needs (:func:`commcost.workload.memory.device_bytes_range`, high). Array-safe."""
+    return device_bytes_range(total_bytes)[1]
 
 
 def memory_fragile(total_bytes, capacity_bytes, headroom):
     """``M_hi > (1 - h) capacity``: the layout leaves less than the headroom ``h`` of the card free at the
     upper end of its memory (:func:`memory_high_bytes`). Array-safe."""
     return memory_high_bytes(total_bytes) > (1.0 - headroom) * capacity_bytes
+
 
 OBJECTIVES = ("step", "tokens-per-gpu", "cost")
 """``--objective`` values."""
