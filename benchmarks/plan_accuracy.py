@@ -208,15 +208,10 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
         S.restore()
         return fits
     signed, by_source = _leave_one_source_out(results, fits, moe=False)
-    absd = [abs(e) for e in signed]
     print()
     print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(signed)} runs, {len(by_source)} sources; each source predicted with "
           "fractions fitted without it):")
-    print(f"  median |err| {statistics.median(absd):.1%}, p90 {p90(absd):.1%}, median signed "
-          f"{statistics.median(signed):+.1%}, too fast {sum(e < 0 for e in signed) / len(signed):.0%}")
-    for src, es in sorted(by_source.items()):
-        print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
-              f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
+    _print_errors(signed, by_source)
     print()
     return fits
 
@@ -288,6 +283,16 @@ def moe_apart(results: list[dict]) -> None:
     print()
 
 
+def _print_errors(signed: list[float], by_source: dict) -> None:
+    """The headline (median |error|, p90, signed median, share too fast), then one line per source."""
+    absd = [abs(e) for e in signed]
+    print(f"  median |err| {statistics.median(absd):.1%}, p90 {p90(absd):.1%}, median signed "
+          f"{statistics.median(signed):+.1%}, too fast {sum(e < 0 for e in signed) / len(signed):.0%}")
+    for src, es in sorted(by_source.items()):
+        print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
+              f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
+
+
 def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -> tuple[list[float], dict]:
     """Signed errors of the dense (or MoE) rows, each predicted with the sustained fractions fitted on the
     other sources' dense rows, and the same errors by source."""
@@ -314,14 +319,9 @@ def moe_leave_one_source_out(results: list[dict], fits: list[dict]) -> None:
     signed, by_source = _leave_one_source_out(results, fits, moe=True)
     if not signed:
         return
-    absd = [abs(e) for e in signed]
     print(f"LEAVE-ONE-SOURCE-OUT, MoE ({len(signed)} runs, {len(by_source)} sources; recipe settings, fractions "
           "fitted on the other sources' dense rows):")
-    print(f"  median |err| {statistics.median(absd):.1%}, p90 {p90(absd):.1%}, median signed "
-          f"{statistics.median(signed):+.1%}, too fast {sum(e < 0 for e in signed) / len(signed):.0%}")
-    for src, es in sorted(by_source.items()):
-        print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
-              f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
+    _print_errors(signed, by_source)
     print()
 
 
