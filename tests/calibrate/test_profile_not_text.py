@@ -5,16 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_commcost
-
-
-def _one_error_line(r) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
-    assert "Traceback" not in r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    assert r.stdout == ""
-    return lines[0]
+from conftest import one_error_line, run_commcost
 
 
 @pytest.fixture
@@ -31,12 +22,12 @@ def not_utf8(tmp_path):
     ["collective", "--op", "all_reduce", "--size", "1GB"],
 ])
 def test_binary_profile_is_one_line(argv, not_utf8):
-    line = _one_error_line(run_commcost(*argv, "--profile", not_utf8))
+    line = one_error_line(run_commcost(*argv, "--profile", not_utf8))
     assert "not UTF-8" in line and not_utf8 in line
 
 
 def test_validate_with_binary_profile_is_one_line(tmp_path, not_utf8):
     data = tmp_path / "m.log"
     data.write_text("x\n")
-    line = _one_error_line(run_commcost("validate", str(data), "--profile", not_utf8))
+    line = one_error_line(run_commcost("validate", str(data), "--profile", not_utf8))
     assert "not UTF-8" in line
