@@ -778,7 +778,8 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                        stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
                        top=robust_candidates(args.top) if robust else args.top,
-                       keep_points=args.plot is not None, train_tokens=args.train_tokens, headroom=args.memory_headroom, fragile_last=args.rank not in ("step", "cost"),
+                       keep_points=args.plot is not None, train_tokens=args.train_tokens,
+                       headroom=args.memory_headroom, fragile_last=args.rank not in ("step", "cost"),
                        **moe_inputs(args))
     return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
                          plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
