@@ -113,6 +113,7 @@ from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INT
                                 TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
 from commcost.core.validation import require_count, require_finite_positive
+from commcost.core.xp import is_array, namespace_of
 
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
@@ -277,26 +278,17 @@ def _pow2(x: int) -> bool:
     return x >= 1 and x & (x - 1) == 0
 
 
-def _is_array(x) -> bool:
-    return hasattr(x, "shape")
+_is_array = is_array
 
 
 def _max(a, b):
     """``max(a, b)`` of floats, element-wise when either is a numpy array (the array path, :func:`totals_many`)."""
-    if _is_array(a) or _is_array(b):
-        import numpy as np
-
-        return np.maximum(a, b)
-    return max(a, b)
+    return namespace_of(a, b).maximum(a, b)
 
 
 def _min(a, b):
     """``min(a, b)`` of floats, element-wise when either is a numpy array."""
-    if _is_array(a) or _is_array(b):
-        import numpy as np
-
-        return np.minimum(a, b)
-    return min(a, b)
+    return namespace_of(a, b).minimum(a, b)
 
 
 def _tree_correction(protocol: Protocol, S):

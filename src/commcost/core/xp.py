@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SCALAR", "ScalarNamespace"]
+__all__ = ["SCALAR", "ScalarNamespace", "is_array", "namespace_of"]
 
 
 class ScalarNamespace:
@@ -40,3 +40,18 @@ class ScalarNamespace:
 
 SCALAR = ScalarNamespace()
 """The scalar namespace ``plan`` passes as ``xp``."""
+
+
+def is_array(x) -> bool:
+    """Whether ``x`` is a numpy array (anything with a ``shape``), not a float."""
+    return hasattr(x, "shape")
+
+
+def namespace_of(*values):
+    """``numpy`` when any of ``values`` is an array, else :data:`SCALAR`: for code that takes floats or
+    columns without an ``xp`` argument (the collective formulas of :mod:`commcost.comm.algorithms`)."""
+    if any(is_array(v) for v in values):
+        import numpy
+
+        return numpy
+    return SCALAR
