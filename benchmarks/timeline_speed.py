@@ -41,9 +41,10 @@ def best_of(fn):
 
 def main() -> int:
     link = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
+    spec, seq = model_preset("llama2-70b")
     cases = {
         "70B uniform rate": TimelineInputs(gpus=256, comm=FlatLinkModel(link=link), step_s=4.0, params=70e9),
-        "llama2-70b shape": TimelineInputs(gpus=256, comm=FlatLinkModel(link=link), step_s=4.0, shape=model_preset("llama2-70b")),
+        "llama2-70b shape": TimelineInputs(gpus=256, comm=FlatLinkModel(link=link), step_s=4.0, shape=spec, seq=seq),
     }
     caps = ddp_bucket_caps(25)
     print(f"{'case':<34} {'buckets':>8} {'wall (best of %d)' % REPEATS:>18} {'per bucket':>11} {'target/wall':>12}")

@@ -21,3 +21,11 @@ def test_unknown_name_raises_attribute_error():
         assert "no_such_thing" in str(exc)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_one_shape_class_for_every_command():
+    # the timeline's preset is the registry's TransformerSpec itself; the old second class is gone
+    spec, seq = commcost.model_preset("llama2-7b")
+    assert isinstance(spec, commcost.TransformerSpec) and spec == commcost.model_spec("llama2-7b")
+    assert seq == 4096  # llama2-7b's training length in models.json
+    assert "ModelShape" not in commcost.__all__ and not hasattr(commcost, "ModelShape")

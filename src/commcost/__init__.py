@@ -70,7 +70,6 @@ _EXPORTS: dict[str, str] = {
     "BucketChoice": "commcost.step.timeline",
     "simulate_timeline": "commcost.step.timeline",
     "sweep_buckets": "commcost.step.sweep",
-    "ModelShape": "commcost.workload.shape",
     "model_params": "commcost.workload.shape",
     "model_preset": "commcost.workload.shape",
     # fabrics: two-tier topologies, algorithms, presets (one entry point: collective_cost)

@@ -26,8 +26,9 @@ def _flat(bandwidth_bytes_per_s, latency_s):
 DRILL = TimelineInputs(gpus=32, comm=_flat(25e9, 20e-6), step_s=0.4,
                        params=1.3e9)
 # llama2-7b layer by layer on a fast link with a 1.2 s step: the tail is ~2 ms of 1.2 s
+LLAMA2_7B, LLAMA2_7B_SEQ = model_preset("llama2-7b")
 SHAPED = TimelineInputs(gpus=32, comm=_flat(400e9, 5e-6), step_s=1.2,
-                        shape=model_preset("llama2-7b"))
+                        shape=LLAMA2_7B, seq=LLAMA2_7B_SEQ)
 
 
 @pytest.fixture(scope="module")
@@ -307,8 +308,8 @@ def test_zoom_labels_each_bucket_in_view_with_its_size():
 
     # llama2-70b layer by layer, 10 s step: the tail is the 128 MiB attention bucket, then the
     # 500 MiB embedding; both get their size above the bar
-    inp = TimelineInputs(gpus=64, comm=_flat(400e9, 5e-6), step_s=10.0,
-                         shape=model_preset("llama2-70b"))
+    spec, seq = model_preset("llama2-70b")
+    inp = TimelineInputs(gpus=64, comm=_flat(400e9, 5e-6), step_s=10.0, shape=spec, seq=seq)
     tl = simulate_timeline(inp)
     fig = timeline_figure(tl)
     ax = _ax(fig, "zoom")

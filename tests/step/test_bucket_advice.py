@@ -55,8 +55,9 @@ def test_per_tensor_advice_cannot_beat_the_embeddings_all_reduce():
     # llama2-13b's embedding is its last gradient, V h = 32000 x 5120 = 163,840,000 params, 2 B each:
     # 327,680,000 B in the last bucket whatever the cap; a 20 s step, so the stream keeps up. Flat link P = 32, a = 20 us, B = 25 GB/s:
     # T = 2(P-1)a + 2(P-1)/P * S/B = 1.24 ms + 1.9375 * 13.1072 ms = 1.24 + 25.3952 = 26.6352 ms
+    spec, seq = model_preset("llama2-13b")
     inp = TimelineInputs(gpus=32, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)),
-                         step_s=20.0, shape=model_preset("llama2-13b"))
+                         step_s=20.0, shape=spec, seq=seq)
     a = recommend_buckets(inp)
     assert a.stream == STREAM_PER_TENSOR
     assert a.exposed_s >= 26.6352e-3 * (1 - 1e-9)

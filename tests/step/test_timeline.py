@@ -12,7 +12,7 @@ from commcost.core.errors import InputError
 from commcost.step.sweep import sweep_buckets
 from commcost.step.timeline import TimelineInputs, bucket_grid, gradient_stream, simulate_timeline
 from commcost.comm.topology import Link
-from commcost.workload.shape import ModelShape
+from commcost.workload.transformer import TransformerSpec
 
 # Hand cases: P = 2, a = 1 ms, so T(c) = 2(P-1)a + 2(P-1)/P c/B = 2 ms + c/B.
 # N = 50e6 bf16 -> S = 100e6 B; step 0.3 s, f_b = 2/3 -> W = 0.2 s, t_0 = 0.1 s;
@@ -94,9 +94,9 @@ def test_tiny_shape_ready_times_follow_backward_flops():
     # backward FLOPs/token: layer 4*(2*4 + 2*4 + 2*16) + 8*2*1 = 208; head 4*3*2 = 24; total 232
     # ready (share of W): head 24/232; final norm 24/232; down (24 + 208*16/52)/232 = 88/232;
     #   up (24+128)/232; ln2 (24+136)/232; O 160+16 -> 176/232; V 192; K 208; Q 224; ln1 232; embedding 1
-    shape = ModelShape(layers=1, hidden=2, seq=1, vocab=3)
+    shape = TransformerSpec(layers=1, hidden=2, heads=1, vocab=3)
     s = gradient_stream(TimelineInputs(gpus=2, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=1e9, latency_s=0)),
-                                       step_s=1.0, shape=shape, bytes_per_grad=2))
+                                       step_s=1.0, shape=shape, seq=1, bytes_per_grad=2))
     assert s.tensor_bytes == tuple(2 * n for n in (6, 2, 16, 16, 2, 4, 4, 4, 4, 2, 6))
     expected = [24, 24, 88, 152, 160, 176, 192, 208, 224, 232, 232]
     assert s.ready_fraction == pytest.approx([e / 232 for e in expected])
@@ -104,9 +104,9 @@ def test_tiny_shape_ready_times_follow_backward_flops():
 
 
 def test_tied_embedding_gradient_is_ready_last_and_head_has_no_tensor():
-    shape = ModelShape(layers=2, hidden=8, seq=4, vocab=100, tied_embeddings=True)
+    shape = TransformerSpec(layers=2, hidden=8, heads=1, vocab=100, tied_embeddings=True)
     s = gradient_stream(TimelineInputs(gpus=2, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=1e9, latency_s=0)),
-                                       step_s=1.0, shape=shape))
+                                       step_s=1.0, shape=shape, seq=4))
     assert s.tensor_bytes[-1] == 2 * 100 * 8 and s.ready_fraction[-1] == 1.0
     assert s.tensor_bytes[0] == 2 * 8         # final norm first: no head tensor
 
@@ -153,9 +153,9 @@ _inputs = st.builds(
 )
 
 
-def _build(d, shape=None):
+def _build(d, shape=None, seq=0):
     inp = TimelineInputs(gpus=d["gpus"], comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=d["bw"], latency_s=d["lat"])),
-                         step_s=d["step"], params=d["params"], shape=shape, backward_fraction=d["fb"],
+                         step_s=d["step"], params=d["params"], shape=shape, seq=seq, backward_fraction=d["fb"],
                          grad_accum=d["k"], optimizer_s=d["opt"])
     return inp, DdpBucketCaps(bucket_cap_bytes=d["cap"], first_bucket_cap_bytes=d["first"])
 
@@ -184,8 +184,8 @@ def test_invariants_uniform_rate(d):
 @given(_inputs, st.integers(1, 6), st.integers(1, 64), st.integers(1, 64), st.integers(2, 5000),
        st.booleans(), st.booleans())
 def test_invariants_with_a_model_shape(d, layers, hidden, seq, vocab, tied, gated):
-    shape = ModelShape(layers=layers, hidden=hidden, seq=seq, vocab=vocab, tied_embeddings=tied, gated_mlp=gated)
-    inp, caps = _build(d, shape)
+    shape = TransformerSpec(layers=layers, hidden=hidden, heads=1, vocab=vocab, tied_embeddings=tied, gated_mlp=gated)
+    inp, caps = _build(d, shape, seq)
     _check_invariants(simulate_timeline(inp, caps))
 
 

@@ -1,12 +1,18 @@
-"""``workload/shape.py`` refuses a shape too large to model before anything builds its layers (issue 10,
-item 5): in the library alone, and through the timeline's shape flags."""
+"""The timeline refuses a shape too large to model before anything builds its layers (issue 10, item 5):
+in the library alone (``TimelineInputs``, ``BudgetInputs``: :func:`commcost.workload.shape.check_timeline_shape`),
+and through the timeline's shape flags."""
 
 from __future__ import annotations
 
 import pytest
 
 from commcost.core.errors import InputError
-from commcost.workload.shape import MAX_LAYERS, ModelShape
+from commcost.analyses.drill.budget import BudgetInputs
+from commcost.comm.link import Link
+from commcost.comm.model import FlatLinkModel
+from commcost.step.timeline import TimelineInputs
+from commcost.workload.shape import MAX_LAYERS
+from commcost.workload.transformer import TransformerSpec
 from conftest import run_commcost, one_error_line
 
 
@@ -18,10 +24,17 @@ def test_timeline_shape_too_large_to_simulate_names_the_shape_flags():
     assert line.startswith("commcost: error: --layers/--hidden: a 9.6e+13-byte gradient") and "1,048,576" in line
 
 
-def test_model_shape_guard_runs_before_the_per_layer_model():
+FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6))
+
+
+@pytest.mark.parametrize("inputs", [
+    lambda spec: TimelineInputs(gpus=8, comm=FLAT, step_s=1.0, shape=spec, seq=2048),
+    lambda spec: BudgetInputs(gpus=8, comm=FLAT, params=1e9, step_s=1.0, shape=spec, seq=2048),
+], ids=["timeline", "budget"])
+def test_model_shape_guard_runs_before_the_per_layer_model(inputs):
     # the library refuses alone (a notebook user has no flags): O(1) closed-form count, no layer list
     with pytest.raises(InputError, match=f"layers must be at most {MAX_LAYERS:,}, got 10,000,000"):
-        ModelShape(layers=10_000_000, hidden=2048, seq=2048)
+        inputs(TransformerSpec(layers=10_000_000, hidden=2048, heads=1))
     # 10,000 layers of 12 h^2 = 12e12 params each at h = 1e6 is 1.2e17 > 1e15
     with pytest.raises(InputError, match="1.2e\\+17 parameters; at most 1e\\+15"):
-        ModelShape(layers=10_000, hidden=10**6, seq=2048)
+        inputs(TransformerSpec(layers=10_000, hidden=10**6, heads=1))

@@ -133,7 +133,7 @@ FLAG_BOUNDS: dict[str, tuple[float, float, str]] = {
     "--micro-batch": (1, 10**6, "sequences"),
     "--hidden": (1, 10**6, ""),
     "--seq": (1, 10**8, "tokens"),
-    "--layers": (1, 10_000, "layers"),  # workload.MAX_LAYERS
+    "--layers": (1, 10_000, "layers"),  # workload.shape.MAX_LAYERS (the timeline's guard)
     "--vocab": (1, 10**8, "tokens"),
     "--max-regimes": (1, 100, "regimes"),
     "--nproc": (1, 1024, "ranks"),

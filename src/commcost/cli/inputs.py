@@ -86,14 +86,14 @@ class BudgetRequest(namedtuple("BudgetRequest", ("budget", "layer", "resolved", 
 
 def budget_request(args: argparse.Namespace) -> BudgetRequest:
     """The budget flags checked in the order the drill reports them, converted once."""
-    shape, params = None, args.params
+    shape, seq, params = None, 0, args.params
     params_n = None if params is None else params * BILLION
     if args.model is not None:
         from commcost.workload.shape import model_params, model_preset
 
         if params is not None:
             A.fail("--model sets the parameter count; drop --params")
-        shape = model_preset(args.model)  # its tensors: the per-tensor gradient stream (bucket advice)
+        shape, seq = model_preset(args.model)  # its tensors: the per-tensor gradient stream (bucket advice)
         params = params_n = float(model_params(shape))
     want_budget = params is not None or args.step_ms is not None
     if not want_budget and not args.layer_ratio:
@@ -121,7 +121,7 @@ def budget_request(args: argparse.Namespace) -> BudgetRequest:
             fix_grad_accum=args.fix_grad_accum, intra_node_comm=FlatLinkModel(link=_intra_link(args, resolved)),
             gpus_per_node=topo.gpus_per_node if topo is not None else args.gpus_per_node or 8,
             bucket_caps_bytes=tuple(args.buckets), max_latency_share=args.max_latency_share,
-            tail_budget_fraction=args.tail_budget, algorithm=args.algorithm, shape=shape,
+            tail_budget_fraction=args.tail_budget, algorithm=args.algorithm, shape=shape, seq=seq,
         )
         memory_gpu = args.gpu
         if memory_gpu is None and args.system is not None:  # presets load only with a system (drill start-up)
@@ -170,29 +170,29 @@ _PARAMS_TOLERANCE = 0.10
 
 
 def _timeline_shape(args: argparse.Namespace):
-    """The model shape from --model or --layers/--hidden/--seq, and a label; (None, None) if none."""
-    from dataclasses import replace
-
-    from commcost.workload.shape import ModelShape, model_preset
+    """``(spec, seq, label)``: the :class:`~commcost.workload.transformer.TransformerSpec` of --model (its
+    training length unless --seq) or of --layers/--hidden/--seq[/--vocab] (one head: only the ratio
+    n_kv/n_q matters to the timeline), checked as the timeline checks it; (None, 0, None) if none."""
+    from commcost.workload.shape import check_timeline_shape, model_preset
+    from commcost.workload.transformer import TransformerSpec
 
     explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
     if args.model is not None:
         if explicit:
             A.fail(f"--model sets the shape; drop --{explicit[0]} (only --seq may override a preset)")
-        shape = model_preset(args.model)
-        if args.seq is not None:
-            shape = replace(shape, seq=args.seq)
-        return shape, f"model {args.model}"
+        spec, seq = model_preset(args.model)
+        return spec, args.seq if args.seq is not None else seq, f"model {args.model}"
     if args.layers is None and args.hidden is None:
         if args.seq is not None or args.vocab is not None:
             A.fail("--seq/--vocab describe a model shape: give --layers and --hidden too (or --model)")
-        return None, None
+        return None, 0, None
     for flag in ("layers", "hidden", "seq"):
         if getattr(args, flag) is None:
             A.fail(f"a model shape needs --layers, --hidden and --seq; --{flag} is missing")
-    shape = ModelShape(layers=args.layers, hidden=args.hidden, seq=args.seq,
-                       vocab=args.vocab if args.vocab is not None else 50257)
-    return shape, f"model L = {args.layers}, h = {args.hidden}, s = {args.seq}, V = {shape.vocab}"
+    spec = TransformerSpec(layers=args.layers, hidden=args.hidden, heads=1,
+                           vocab=args.vocab if args.vocab is not None else 50257)
+    check_timeline_shape(spec, args.seq)  # before the other flags, as the shape flags come first
+    return spec, args.seq, f"model L = {args.layers}, h = {args.hidden}, s = {args.seq}, V = {spec.vocab}"
 
 
 def timeline_request(args: argparse.Namespace) -> TimelineRequest:
@@ -205,7 +205,7 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
 
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    shape, label = _timeline_shape(args)
+    shape, seq, label = _timeline_shape(args)
     params = None if args.params is None else args.params * BILLION
     if shape is None and params is None:
         A.fail("give --params (billions), or a model shape with --model or --layers/--hidden/--seq")
@@ -218,7 +218,7 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
     resolved = resolve_comm_model(fabric_flags(args))
     inp = TimelineInputs(
         gpus=resolved.gpus, comm=resolved.comm, algorithm=args.algorithm,
-        step_s=args.step_ms * MS, params=params or 0.0, shape=shape,
+        step_s=args.step_ms * MS, params=params or 0.0, shape=shape, seq=seq,
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
@@ -304,7 +304,7 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
         table = seed_models()
         keys = args.model if args.model is not None else tuple(table)
         models = [(table[k].name, table[k].params, table[k].compute_s) if k in table
-                  else (k, float(model_params(model_preset(k))), compute_s) for k in keys]
+                  else (k, float(model_params(model_preset(k)[0])), compute_s) for k in keys]
     gpu_counts = d.gpu_counts if args.gpus is None else tuple(sorted(set(args.gpus)))
     two_tier = args.system is not None or args.gpus_per_node is not None
     if two_tier and (custom_fabric or args.fabric is not None):

@@ -1,6 +1,6 @@
 """Element sizes and the gradient message: the drill's part (a), ``S = N * bytes_per_grad``.
 
-A module of its own, without dataclasses, so the drill's start-up does not build the model-shape
+A module of its own, without dataclasses, so the drill's start-up does not build the per-layer
 classes of :mod:`commcost.workload.shape` it never uses.
 """
 

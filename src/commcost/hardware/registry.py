@@ -1,9 +1,9 @@
 """Presets (GPUs, fabrics, systems, models) and the topology a system preset gives.
 
 The one reader of each preset file: ``gpus()``, ``fabrics()``, ``systems()`` and ``models()``
-(with the model aliases, :data:`MODEL_ALIASES`, resolved by :func:`model_key`). Every shape class
-(:class:`commcost.workload.transformer.TransformerSpec`, and the timeline's
-:class:`commcost.workload.shape.ModelShape` built from it) gets its row from here.
+(with the model aliases, :data:`MODEL_ALIASES`, resolved by :func:`model_key`). The one shape class
+(:class:`commcost.workload.transformer.TransformerSpec`, which every command, the DDP timeline
+included, works on) gets its row from here.
 
 The numbers live in ``commcost/hardware/{gpus,fabrics,systems,models}.json`` (STYLE.md,
 conventions 2 and 6): every number has its unit in its key, bandwidths say

@@ -13,8 +13,9 @@ The model (README, "Timeline"):
   So the simulation is ``O(buckets)`` whatever ``k`` is.
 * **Gradient arrival.** Gradients become ready in reverse layer order. Without a
   model shape they arrive at a uniform rate: byte ``x`` of ``S`` is ready at
-  ``t_0 + W x/S``. With a shape (:class:`commcost.workload.shape.ModelShape`) each
-  layer's backward lasts ``W * F_l / sum F`` (``F_l`` its backward FLOPs: output
+  ``t_0 + W x/S``. With a shape (a :class:`commcost.workload.transformer.TransformerSpec`
+  and its sequence length, laid out by :func:`commcost.workload.shape.transformer_gradient_layers`)
+  each layer's backward lasts ``W * F_l / sum F`` (``F_l`` its backward FLOPs: output
   head first, embedding last with ~0 FLOPs), and within a layer its tensors
   arrive in reverse forward order, in proportion to their size.
 * **Buckets.** As DDP after its first-iteration rebuild (:mod:`commcost.step.ddp_buckets`):
@@ -78,7 +79,7 @@ AllReduceCost = Callable[[float], float]
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
-    from commcost.workload.shape import ModelShape
+    from commcost.workload.transformer import TransformerSpec
 
 MAX_SIMULATED_BUCKETS = 1 << 20
 """The most buckets a bucket-by-bucket timeline is asked to simulate (more would take minutes and
@@ -111,8 +112,12 @@ class TimelineInputs:
     """Compute-only time of one micro-batch, t_c, seconds."""
     params: float = 0.0
     """Parameters N (a count); ignored when ``shape`` is given (then N comes from the shape)."""
-    shape: ModelShape | None = None
-    """Model shape for per-layer gradients and compute; None means a uniform gradient rate."""
+    shape: TransformerSpec | None = None
+    """The model for per-layer gradients and compute (a dense spec the timeline lays out exactly:
+    :func:`commcost.workload.shape.fits_timeline`); None means a uniform gradient rate."""
+    seq: int = 0
+    """Training sequence length s, tokens, with a ``shape`` (sets attention's share of backward compute);
+    unused without one."""
     bytes_per_grad: int = 2
     """Bytes per gradient element (bf16: 2)."""
     backward_fraction: float = 2.0 / 3.0
@@ -132,13 +137,17 @@ class TimelineInputs:
         require_fraction("backward_fraction", self.backward_fraction)
         if self.shape is None:
             require_finite_positive("params", self.params)
+        else:
+            from commcost.workload.shape import check_timeline_shape  # only with a shape (drill start-up)
+
+            check_timeline_shape(self.shape, self.seq)
 
     @property
     def message_bytes(self) -> float:
         """S = N * bytes_per_grad, with N from the shape when there is one."""
         if self.shape is None:
             return gradient_bytes(self.params, self.bytes_per_grad)
-        from commcost.workload.shape import model_params  # only with a model shape (start-up: no shape classes)
+        from commcost.workload.shape import model_params  # only with a model shape (drill start-up)
 
         n = model_params(self.shape)
         return gradient_bytes(n, self.bytes_per_grad)
@@ -167,7 +176,7 @@ def gradient_stream(inp: TimelineInputs) -> GradientStream:
         return GradientStream(tensor_bytes=(), ready_fraction=(), total_bytes=inp.message_bytes)
     from commcost.workload.shape import transformer_gradient_layers
 
-    layers = transformer_gradient_layers(inp.shape)
+    layers = transformer_gradient_layers(inp.shape, inp.seq)
     total_flops = sum(layer.backward_flops_per_token for layer in layers)
     sizes: list[int] = []
     ready_flops: list[float] = []

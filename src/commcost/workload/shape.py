@@ -46,10 +46,11 @@ def transformer_layer_train_flops(hidden: int, seq: int, tokens: float) -> tuple
 
 # --- Per-layer gradients and backward compute (the DDP timeline) ------------------
 #
-# A decoder-only transformer, layer by layer, for the bucket timeline. Symbols:
-# ``L`` layers, ``h`` hidden, ``f`` MLP inner size, ``V`` vocabulary, ``s``
-# sequence length, ``n_q``/``n_kv`` query/key-value heads (grouped-query
-# attention when ``n_kv < n_q``).
+# A decoder-only transformer (:class:`commcost.workload.transformer.TransformerSpec`, the one shape class
+# of every command), layer by layer, for the bucket timeline. Symbols: ``L`` layers, ``h`` hidden, ``f``
+# MLP inner size, ``V`` vocabulary, ``s`` sequence length (carried beside the spec:
+# ``TimelineInputs.seq``), ``n_q``/``n_kv`` query/key-value heads (grouped-query attention when
+# ``n_kv < n_q``).
 #
 # * parameter tensors of one layer, in forward order: [ln_1], Q, K, V (K and V
 #   ``h * h n_kv/n_q`` each), O, [ln_2], MLP up (and gate when gated), MLP down;
@@ -61,73 +62,55 @@ def transformer_layer_train_flops(hidden: int, seq: int, tokens: float) -> tuple
 #   (the two backward GEMMs of the ``6N`` rule); attention's score and value
 #   products ``8 h s`` per layer (two thirds of nanoGPT's ``12 h s``); norms,
 #   biases and the embedding look-up ~0 (element-wise / a scatter-add).
+#
+# This module never imports :mod:`commcost.workload.transformer` (nor the registry) at its top: the
+# drill's ``--layer-ratio`` loads it for the formulas above, and its start-up loads no model classes.
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from commcost.workload.transformer import TransformerSpec
 
-__all__ += ["ModelShape", "GradientLayer", "transformer_gradient_layers", "model_params",
+__all__ += ["GradientLayer", "transformer_gradient_layers", "model_params", "check_timeline_shape",
             "MAX_LAYERS", "MAX_MODEL_PARAMS"]
 
 MAX_LAYERS = 10_000
-"""Most transformer layers a shape may have (the deepest published models have a few hundred); the
-timeline builds one object per layer, so 10**10 layers would take minutes and gigabytes."""
+"""Most transformer layers the timeline lays out (the deepest published models have a few hundred); it
+builds one object per layer, so 10**10 layers would take minutes and gigabytes."""
 MAX_MODEL_PARAMS = 1e15
-"""Most parameters a shape may have (a thousand times the largest published dense models), as
+"""Most parameters the timeline models (a thousand times the largest published dense models), as
 ``--params`` allows at most 10**6 billion."""
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelShape:
-    """A decoder-only transformer's shape (the timeline's ``--layers/--hidden`` or a preset)."""
 
-    layers: int
-    """Transformer layers L."""
-    hidden: int
-    """Hidden size h."""
-    seq: int
-    """Training sequence length s, tokens (sets attention's share of backward compute)."""
-    vocab: int = 50257
-    """Vocabulary V (default GPT-2's BPE)."""
-    ffn_hidden: int = 0
-    """MLP inner size f; 0 means 4h."""
-    gated_mlp: bool = False
-    """Three MLP matrices (SwiGLU, as Llama) instead of two."""
-    heads: int = 1
-    """Query heads n_q (only the ratio n_kv/n_q matters)."""
-    kv_heads: int = 0
-    """Key/value heads n_kv; 0 means n_q (no grouped-query attention)."""
-    max_positions: int = 0
-    """Rows of a learned position embedding (GPT-2: 1024); 0 for none (rotary)."""
-    tied_embeddings: bool = False
-    """Output head shares the embedding matrix (GPT-2) -- its gradient is then ready last."""
-    biases: bool = False
-    """Linear layers and norms carry biases (GPT-2); otherwise weight-only norms (Llama)."""
+def fits_timeline(spec: TransformerSpec) -> bool:
+    """True when the timeline lays ``spec`` out exactly: a dense model (no experts) whose attention
+    is the Q K V O formula with heads of width ``h / n_q`` and no QK-norm. The rest (mixture-of-experts,
+    multi-latent attention, QK-norm, heads wider than ``h/n_q``) are for ``commcost plan``. The
+    ``"timeline"`` flag of ``models.json`` says the same for each row (a test holds them equal)."""
+    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params
+            and spec.d * spec.heads == spec.hidden and spec.d_qk == spec.d)
 
-    def __post_init__(self) -> None:
-        for name in ("layers", "hidden", "seq", "vocab", "heads"):
-            require_count(name, getattr(self, name))
-        for name in ("ffn_hidden", "kv_heads", "max_positions"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InputError(f"{name} must be an integer >= 0, got {value!r}")
-        if self.kv_heads > self.heads:
-            raise InputError(f"kv_heads ({self.kv_heads}) must not exceed heads ({self.heads})")
-        if self.layers > MAX_LAYERS:
-            raise InputError(f"layers must be at most {MAX_LAYERS:,}, got {self.layers:,}" if self.layers < 10**30
-                             else f"layers must be at most {MAX_LAYERS:,}, got an integer of "
-                                  f"{len(str(self.layers))} digits")
-        n = model_params(self)  # O(1): checked before anything builds the per-layer model
-        if n > MAX_MODEL_PARAMS:
-            raise InputError(f"the shape L = {self.layers:,}, h = {self.hidden:.4g}, s = {self.seq:.4g}, "
-                             f"V = {self.vocab:.4g} has {float(n):.3g} parameters; at most {MAX_MODEL_PARAMS:.0e} "
-                             "are modelled")
 
-    @property
-    def ffn(self) -> int:
-        """MLP inner size f (``4h`` unless given)."""
-        return self.ffn_hidden or 4 * self.hidden
+def _refuse_unfit(spec: TransformerSpec, name: str) -> None:
+    if not fits_timeline(spec):
+        raise InputError(f"model {name!r} is not a plain dense transformer the DDP timeline can lay out "
+                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {name}")
 
-    @property
-    def kv_hidden(self) -> int:
-        """Width of K and V, ``h * n_kv / n_q``."""
-        return self.hidden * (self.kv_heads or self.heads) // self.heads
+
+def check_timeline_shape(spec: TransformerSpec, seq: int) -> None:
+    """Refuse what the timeline cannot lay out, before anything builds the per-layer model: a spec
+    :func:`fits_timeline` rejects, a sequence length under 1, more than :data:`MAX_LAYERS` layers or more
+    than :data:`MAX_MODEL_PARAMS` parameters (:func:`model_params`, O(1) in ``L``)."""
+    _refuse_unfit(spec, spec.name)
+    require_count("seq", seq)
+    if spec.layers > MAX_LAYERS:
+        raise InputError(f"layers must be at most {MAX_LAYERS:,}, got {spec.layers:,}" if spec.layers < 10**30
+                         else f"layers must be at most {MAX_LAYERS:,}, got an integer of "
+                              f"{len(str(spec.layers))} digits")
+    n = model_params(spec)
+    if n > MAX_MODEL_PARAMS:
+        raise InputError(f"the shape L = {spec.layers:,}, h = {spec.hidden:.4g}, s = {seq:.4g}, "
+                         f"V = {spec.vocab:.4g} has {float(n):.3g} parameters; at most {MAX_MODEL_PARAMS:.0e} "
+                         "are modelled")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,8 +130,8 @@ class GradientLayer:
         return sum(self.tensor_params)
 
 
-def _layer_tensors(m: ModelShape) -> tuple[int, ...]:
-    h, f, kv = m.hidden, m.ffn, m.kv_hidden
+def _layer_tensors(m: TransformerSpec) -> tuple[int, ...]:
+    h, f, kv = m.hidden, m.ffn, m.kv_width
     norm = (h, h) if m.biases else (h,)
     out: list[int] = [*norm]
     for width in (h, kv, kv):                       # Q, K, V
@@ -161,13 +144,14 @@ def _layer_tensors(m: ModelShape) -> tuple[int, ...]:
     return tuple(out)
 
 
-def transformer_gradient_layers(m: ModelShape) -> tuple[GradientLayer, ...]:
-    """The model's layers in forward order, embedding first (see the comment above)."""
-    h, s, V = m.hidden, m.seq, m.vocab
+def transformer_gradient_layers(m: TransformerSpec, seq: int) -> tuple[GradientLayer, ...]:
+    """The layers of ``m`` trained at sequence length ``seq``, in forward order, embedding first (see the
+    comment above). ``m`` must fit the timeline (:func:`check_timeline_shape`)."""
+    h, s, V = m.hidden, seq, m.vocab
     embedding = (V * h,) + ((m.max_positions * h,) if m.max_positions else ())
     layers = [GradientLayer(name="embedding", tensor_params=embedding, backward_flops_per_token=0.0)]
     tensors = _layer_tensors(m)
-    matrix_params = 2 * h * h + 2 * h * m.kv_hidden + (3 if m.gated_mlp else 2) * h * m.ffn
+    matrix_params = 2 * h * h + 2 * h * m.kv_width + (3 if m.gated_mlp else 2) * h * m.ffn
     for i in range(m.layers):
         layers.append(GradientLayer(name=f"layer {i}", tensor_params=tensors,
                                     backward_flops_per_token=4.0 * matrix_params + 8.0 * h * s))
@@ -179,10 +163,11 @@ def transformer_gradient_layers(m: ModelShape) -> tuple[GradientLayer, ...]:
     return tuple(layers)
 
 
-def model_params(m: ModelShape) -> int:
-    """Total parameters N of the shape (each tensor counted once; a tied head adds none): the sum over
-    :func:`transformer_gradient_layers`, in closed form (the L layers are alike), so O(1) in L:
-    ``N = V h [+ s_max h] + L * sum(layer tensors) + final norm + [V h]``."""
+def model_params(m: TransformerSpec) -> int:
+    """Total parameters N as the timeline lays ``m`` out (each tensor counted once; a tied head adds none):
+    the sum over :func:`transformer_gradient_layers`, in closed form (the L layers are alike), so O(1) in L:
+    ``N = V h [+ s_max h] + L * sum(layer tensors) + final norm + [V h]``. Equal to ``m.params`` for every
+    registry model the timeline takes (tests/workload/test_shape_spec.py)."""
     h, V = m.hidden, m.vocab
     embedding = V * h + m.max_positions * h
     final_norm = 2 * h if m.biases else h
@@ -190,50 +175,25 @@ def model_params(m: ModelShape) -> int:
     return embedding + m.layers * sum(_layer_tensors(m)) + final_norm + head
 
 
-def fits_timeline(spec: TransformerSpec) -> bool:  # noqa: F821 (not imported: off the drill's start-up path)
-    """True when :class:`ModelShape` represents ``spec`` exactly: a dense model (no experts) whose attention
-    is the Q K V O formula with heads of width ``h / n_q`` and no QK-norm. The rest (mixture-of-experts,
-    multi-latent attention, QK-norm, heads wider than ``h/n_q``) are for ``commcost plan``. The
-    ``"timeline"`` flag of ``models.json`` says the same for each row (a test holds them equal)."""
-    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params
-            and spec.d * spec.heads == spec.hidden and spec.d_qk == spec.d)
-
-
-def shape_from_spec(spec: TransformerSpec, *, seq: int) -> ModelShape:  # noqa: F821 (as above)
-    """The timeline's view of ``spec`` at training sequence length ``seq``: the same layers, widths,
-    vocabulary, embeddings and biases (one registry, one shape: :class:`ModelShape` is built from the
-    :class:`TransformerSpec` every command reads). Refuses a spec :func:`fits_timeline` rejects."""
-    if not fits_timeline(spec):
-        raise InputError(f"model {spec.name!r} is not a plain dense transformer the DDP timeline can lay out "
-                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {spec.name}")
-    return ModelShape(
-        layers=spec.layers, hidden=spec.hidden, seq=seq, vocab=spec.vocab, ffn_hidden=spec.ffn_hidden,
-        gated_mlp=spec.gated_mlp, heads=spec.heads, kv_heads=spec.kv_heads, max_positions=spec.max_positions,
-        tied_embeddings=spec.tied_embeddings, biases=spec.biases,
-    )
-
-
 def model_preset_names() -> tuple[str, ...]:
-    """Names of the model presets in ``hardware/models.json`` that a :class:`ModelShape` represents
-    exactly (:func:`fits_timeline`; the rest are for ``commcost plan``,
-    :mod:`commcost.workload.transformer`)."""
+    """Names of the model presets in ``hardware/models.json`` the timeline lays out exactly
+    (:func:`fits_timeline`; the rest are for ``commcost plan``)."""
     from commcost.hardware.registry import models  # lazy: not on the drill's path
     from commcost.workload.transformer import spec_from_row
     return tuple(k for k, row in models().items() if fits_timeline(spec_from_row(k, row)))
 
 
-def model_preset(name: str) -> ModelShape:
-    """The :class:`ModelShape` of preset ``name`` (exact key or an alias of
-    :data:`commcost.hardware.registry.MODEL_ALIASES`; unknown names list the valid ones), built from its
-    :class:`TransformerSpec` at the row's training sequence length ``seq_tokens``."""
+def model_preset(name: str) -> tuple[TransformerSpec, int]:
+    """``(spec, seq)``: the :class:`~commcost.workload.transformer.TransformerSpec` of preset ``name`` (exact
+    key or an alias of :data:`commcost.hardware.registry.MODEL_ALIASES`; unknown names list the valid ones)
+    and its training sequence length ``seq_tokens``, as the timeline takes them (``TimelineInputs(shape=spec,
+    seq=seq, ...)``). Refuses a model :func:`fits_timeline` rejects, naming it as given."""
     from commcost.hardware.registry import model_key, model_row  # lazy: not on the drill's path
     from commcost.workload.transformer import spec_from_row
     row = model_row(name, "model preset")
     spec = spec_from_row(model_key(name), row)
-    if not fits_timeline(spec):
-        raise InputError(f"model {name!r} is not a plain dense transformer the DDP timeline can lay out "
-                         f"(mixture-of-experts or a non-standard attention); use commcost plan --model {name}")
-    return shape_from_spec(spec, seq=row["seq_tokens"])
+    _refuse_unfit(spec, name)
+    return spec, row["seq_tokens"]
 
 
-__all__ += ["fits_timeline", "shape_from_spec", "model_preset", "model_preset_names"]
+__all__ += ["fits_timeline", "model_preset", "model_preset_names"]

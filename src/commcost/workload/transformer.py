@@ -1,10 +1,11 @@
 """Transformer shapes for parallel plans: dense or mixture-of-experts, parameters and FLOPs.
 
-:class:`commcost.workload.shape.ModelShape` is the DDP timeline's view (parameter tensors in
-forward order). A parallel plan needs more: attention heads of their own width, grouped-query
-and multi-latent attention, mixture-of-experts layers, and FLOPs split by what each parallel
-dimension divides. :class:`TransformerSpec` holds that; the registry is the same
-``hardware/models.json`` (one registry of models, STYLE.md item 11), read by
+:class:`TransformerSpec` is the one shape class of every command: a parallel plan needs attention
+heads of their own width, grouped-query and multi-latent attention, mixture-of-experts layers, and
+FLOPs split by what each parallel dimension divides; the DDP timeline lays a dense spec out tensor by
+tensor (:func:`commcost.workload.shape.transformer_gradient_layers`, with the sequence length carried
+beside the spec, and :func:`commcost.workload.shape.fits_timeline` saying which specs it takes).
+The registry is ``hardware/models.json`` (one registry of models, STYLE.md item 11), read by
 :func:`commcost.hardware.registry.models` alone; :func:`model_spec` builds a spec from its row.
 
 Symbols: ``L`` layers (``L_d`` dense, ``L_m`` MoE), ``h`` hidden, ``n_q``/``n_kv`` query and

@@ -59,7 +59,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from typing import Literal
 
-    from commcost.workload.shape import ModelShape
+    from commcost.workload.transformer import TransformerSpec
 
 __all__ = [
     "DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S", "BudgetInputs", "StepAnalysis",
@@ -112,10 +112,13 @@ class BudgetInputs:
     """GPU counts for part (g); empty means :func:`scaling_gpu_counts`."""
     algorithm: str = "auto"
     """Algorithm asked of ``comm`` (``auto``: the backend's fastest per size, as NCCL's tuner picks)."""
-    shape: ModelShape | None = None
+    shape: TransformerSpec | None = None
     """The model's shape when known (``--model``): the simulated overlap and the bucket advice then use
-    its per-tensor gradient stream (:mod:`commcost.step.bucket_advice`); ``params`` must be its count.
-    None: gradients at a uniform rate."""
+    its per-tensor gradient stream (:mod:`commcost.step.bucket_advice`); ``params`` must be its count
+    (:func:`commcost.workload.shape.model_params`). None: gradients at a uniform rate."""
+    seq: int = 0
+    """Training sequence length s, tokens, with a ``shape`` (the timeline's :attr:`TimelineInputs.seq`);
+    unused without one."""
 
     def __post_init__(self) -> None:
         require_count("gpus", self.gpus)
@@ -142,6 +145,10 @@ class BudgetInputs:
             raise InputError(f"comm must be a CommModel, got {type(self.comm).__name__}")
         if self.intra_node_comm is None and self.comm.flat_link is None:
             raise InputError("intra_node_comm is needed when comm is not a flat link")
+        if self.shape is not None:
+            from commcost.workload.shape import check_timeline_shape  # only with a model (drill start-up)
+
+            check_timeline_shape(self.shape, self.seq)
 
 
 def scaling_gpu_counts(gpus: int) -> tuple[int, ...]:
@@ -471,6 +478,6 @@ def budget_timeline_inputs(inp: BudgetInputs) -> TimelineInputs:
     """The :class:`TimelineInputs` of this budget: the same CommModel, gradient and step, so
     ``commcost timeline`` with the same flags simulates exactly this step."""
     return TimelineInputs(gpus=inp.gpus, comm=inp.comm, step_s=inp.step_s, params=inp.params, shape=inp.shape,
-                          bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
+                          seq=inp.seq, bytes_per_grad=inp.bytes_per_grad, backward_fraction=inp.backward_fraction,
                           grad_accum=inp.grad_accum, algorithm=inp.algorithm)
 
