@@ -53,8 +53,24 @@ def test_rate_forms_agree(gb):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(min_value=0, max_value=1e7, allow_nan=False))
+@given(st.just(0.0) | st.floats(min_value=1e-6, max_value=1e7, allow_nan=False))
 def test_latency_forms_agree(us):
     assert nonneg_latency_us(f"{us!r}") == us
     assert parse_time_s(f"{us / 1000!r}ms") == pytest.approx(us * 1e-6, rel=1e-12, abs=1e-300)
     assert math.isfinite(parse_time_s(f"{us!r}us"))
+
+
+@pytest.mark.parametrize("text", ["5e-324", "1e-7", "0.0009ns"])
+def test_latency_below_a_picosecond_is_one_line(text):
+    # 5e-324 us = 5e-330 s underflows to 0 s: the budget printed "the bandwidth term is infx the latency
+    # term" before the 1 ps floor (LATENCY_MIN_S = 1e-12 s = 1e-6 us); 0.0009 ns = 9e-7 us < 1e-6 us
+    line = one_error_line(run_tool("--gpus", "32", "--bw", "25", "--latency", text, "--params", "1.3",
+                                   "--step-ms", "400"))
+    assert "argument --latency:" in line and "at least 1e-06 us" in line
+
+
+def test_latency_of_a_picosecond_prices():
+    # 1e-6 us = 1 ps: latency term 2(P-1)a = 62 ps; bandwidth term 201.5 ms (README); ratio ~3.2e9, finite
+    r = run_tool("--gpus", "32", "--bw", "25", "--latency", "1e-6", "--params", "1.3", "--step-ms", "400")
+    assert r.returncode == 0, r.stderr
+    assert "bandwidth-bound: the bandwidth term is 3.25e+09x the latency term" in r.stdout

@@ -59,3 +59,12 @@ def test_a_system_budget_with_its_band_is_strict_json_with_units():
     assert numbers_without_a_unit(d) == []
     assert d["allreduce"]["band_s"] == pytest.approx(list(band.allreduce_s))
     assert "measured band" in render_budget_text(b, band)
+
+
+def test_a_zero_latency_term_is_named_not_divided_by():
+    # a = 0 s: latency term 2(P-1)a = 0, so "bandwidth term / latency term" has no finite value; the line
+    # says the latency term is 0 instead of printing "infx" (every printed number stays finite)
+    zero = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=0.0))
+    text = render_budget_text(communication_budget(BudgetInputs(gpus=32, comm=zero, params=1.3e9, step_s=0.4)))
+    assert "bandwidth-bound: the latency term is 0" in text
+    assert "inf" not in text

@@ -340,8 +340,9 @@ def rate_gb_per_s(text: str) -> float:
 
 def _latency_value_us(text: str) -> float:
     """A latency in microseconds: ``"20"`` (bare: us, the drill's unit), ``"20us"``, ``"0.02ms"``,
-    ``"500ns"``; between 0 and 10 s (:data:`commcost.core.units.LATENCY_MAX_S`)."""
-    from commcost.core.units import LATENCY_MAX_S, US, parse_time_s
+    ``"500ns"``; 0, or between 1 ps and 10 s (:data:`commcost.core.units.LATENCY_MIN_S`,
+    :data:`~commcost.core.units.LATENCY_MAX_S`)."""
+    from commcost.core.units import LATENCY_MAX_S, LATENCY_MIN_S, US, parse_time_s
 
     if _bare_number(text):
         value = _number(text)  # as typed, so the drill's numbers are exactly what they were
@@ -353,6 +354,9 @@ def _latency_value_us(text: str) -> float:
     if not 0 <= value <= LATENCY_MAX_S / US:
         raise argparse.ArgumentTypeError(f"must be between 0 and {LATENCY_MAX_S / US:g} us "
                                          f"({LATENCY_MAX_S:g} s), got {text!r}")
+    if 0 < value < LATENCY_MIN_S / US:
+        raise argparse.ArgumentTypeError(f"a non-zero latency must be at least {LATENCY_MIN_S / US:g} us "
+                                         f"({LATENCY_MIN_S:g} s), got {text!r}")
     return value
 
 

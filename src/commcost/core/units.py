@@ -18,7 +18,7 @@ __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
     "US", "MS", "BILLION", "TERA",
     "parse_size_bytes", "parse_rate_bytes_per_s", "parse_time_s",
-    "RATE_MIN_BYTES_PER_S", "RATE_MAX_BYTES_PER_S", "LATENCY_MAX_S",
+    "RATE_MIN_BYTES_PER_S", "RATE_MAX_BYTES_PER_S", "LATENCY_MAX_S", "LATENCY_MIN_S",
     "format_bytes", "format_mb_mib", "format_seconds", "format_rate", "format_fraction",
 ]
 
@@ -67,6 +67,10 @@ RATE_MAX_BYTES_PER_S = 1e15
 """Fastest rate commcost prices, 1 PB/s (over a thousand times an NVLink 5 GPU's 1.8 TB/s)."""
 LATENCY_MAX_S = 10.0
 """Largest per-step latency commcost prices, 10 s (a thousand times a slow TCP hop)."""
+LATENCY_MIN_S = 1e-12
+"""Smallest non-zero per-step latency commcost prices, 1 ps (light crosses 0.3 mm in it; every real
+hop is over 10**5 times longer). Below it a latency in microseconds underflows towards 0 s in SI and
+the term ratios overflow."""
 
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY_PREFIX = {"K": KiB, "k": KiB, "M": MiB, "G": GiB, "T": TiB}

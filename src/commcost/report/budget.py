@@ -6,6 +6,8 @@ field's docstring states.
 
 from __future__ import annotations
 
+import math
+
 from commcost.step.buckets import BucketRow
 from commcost.analyses.drill.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
@@ -71,7 +73,8 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
     if T.dominant != "none":
         other = "latency" if T.dominant == "bandwidth" else "bandwidth"
         factor = f"{T.dominance_factor:,.1f}" if T.dominance_factor < 1e6 else f"{T.dominance_factor:.3g}"
-        add(f"    {T.dominant}-bound: the {T.dominant} term is {factor}x the {other} term")
+        add(f"    {T.dominant}-bound: the {T.dominant} term is {factor}x the {other} term"
+            if math.isfinite(T.dominance_factor) else f"    {T.dominant}-bound: the {other} term is 0")
     add("")
     add(f"(c) step fraction   T / (k*step) = {t(T.total_s)} / {t(st.compute_s)} = {pct(st.comm_fraction)}")
     add(f"    fully exposed       k*step / (k*step + T)     = {pct(st.efficiency_exposed)}")
