@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from commcost.core.errors import InputError
+from commcost.core.xp import SCALAR
 from commcost.parallel.layout import Layout, check_layout, group_ranks_per_node, layout_group
 
 
@@ -13,7 +14,7 @@ def test_placement_strides():
     L = Layout(dp=4, tp=8, pp=2, global_batch=8)
     assert layout_group(L, "tp", 8) == (8, 8)       # tp innermost: a whole node
     assert layout_group(L, "dp", 8) == (4, 1)       # stride 8: one rank per node
-    assert group_ranks_per_node(4, 2, 8) == 4 and group_ranks_per_node(8, 2, 8) == 4
+    assert group_ranks_per_node(SCALAR, 4, 2, 8) == 4 and group_ranks_per_node(SCALAR, 8, 2, 8) == 4
     Lt = Layout(dp=4, tp=8, pp=2, global_batch=8, order="dp-tp-cp-ep-pp")
     assert layout_group(Lt, "dp", 8) == (4, 4) and layout_group(Lt, "tp", 8) == (8, 2)
 
