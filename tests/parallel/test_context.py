@@ -29,3 +29,17 @@ def test_cp_message_kernel_scalar_and_columns():
     assert cp_message_bytes(SCALAR, tp=2, **kw) == 4_194_304
     assert cp_message_bytes(SCALAR, tp=16, **kw) == 1_048_576
     assert cp_message_bytes(np, tp=np.array([2.0, 16.0]), **kw).tolist() == [4_194_304, 1_048_576]
+
+
+def test_cp_rings_kernel_scalar_and_columns():
+    import numpy as np
+
+    from commcost.core.xp import SCALAR
+    from commcost.parallel.context import cp_rings_per_step
+
+    # m (L/p) passes: m = 4, 10 layers, 3 passes (forward 1, backward 2) -> 120; full recomputation 4 -> 160
+    assert cp_rings_per_step(SCALAR, micro_batches=4, layers_per_stage=10, full=False) == 120
+    assert cp_rings_per_step(SCALAR, micro_batches=4, layers_per_stage=10, full=True) == 160
+    cols = cp_rings_per_step(np, micro_batches=np.array([4.0, 4.0]), layers_per_stage=np.array([10.0, 10.0]),
+                             full=np.array([False, True]))
+    assert cols.tolist() == [120, 160]

@@ -61,3 +61,16 @@ def test_expert_tp_rule_scalar_and_columns():
     cols = expert_tp_gather_bytes(np, size_bytes=np.array([1e6, 1e6, 1e6]), expert_tp=np.array([4, 8, 6]),
                                   tp=np.array([2.0, 2.0, 4.0]), sequence_parallel=np.array([True, False, False]))
     assert cols.tolist() == [4e6, 4e6, 1.5e6]
+
+
+def test_expert_counts_kernel_scalar_and_columns():
+    import numpy as np
+
+    from commcost.parallel.expert import expert_counts_per_step
+
+    # P = m L_m/p = 4 * 8 = 32 visits; 2 passes: forward dispatches 32 * 1, the rest 32 * 3 = 96, expert-TP 64;
+    # full recomputation (3 passes): 64, 128, 96
+    assert expert_counts_per_step(pairs=32, passes=2) == (32, 96, 64)
+    assert expert_counts_per_step(pairs=32, passes=3) == (64, 128, 96)
+    cols = expert_counts_per_step(pairs=np.array([32.0, 32.0]), passes=np.array([2, 3]))
+    assert [c.tolist() for c in cols] == [[32, 64], [96, 128], [64, 96]]

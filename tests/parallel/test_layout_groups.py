@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.parallel.layout import (DEFAULT_ORDER, Layout, check_layout, dense_sizes, expert_data_parallel, group_of,
-                                      group_ranks_per_node, layout_group, leaves_node, order_stride, pair_ranks)
+                                      group_ranks_per_node, layer_passes, layout_group, leaves_node, order_stride,
+                                      pair_ranks)
 
 
 def test_placement_strides():
@@ -88,3 +89,9 @@ def test_group_of_columns_equal_layout_group(data):
         want = [layout_group(L, dim, G) for L in layouts]
         assert list(zip(np.broadcast_to(size, len(layouts)).tolist(),
                         np.broadcast_to(rpn, len(layouts)).tolist())) == want
+
+
+def test_layer_passes_scalar_and_columns():
+    # forward + backward = 2; full recomputation adds the recomputed forward: 3
+    assert layer_passes(SCALAR, False) == 2 and layer_passes(SCALAR, True) == 3
+    assert layer_passes(np, np.array([False, True])).tolist() == [2, 3]

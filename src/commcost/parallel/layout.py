@@ -36,7 +36,7 @@ from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout", "group_of", "pair_ranks",
-           "leaves_node", "order_stride", "dense_sizes", "expert_sizes", "expert_data_parallel"]
+           "leaves_node", "order_stride", "dense_sizes", "expert_sizes", "expert_data_parallel", "layer_passes"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
@@ -277,6 +277,12 @@ def group_placement(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, 
 def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
     """:func:`pair_ranks` of ``dim``'s group (pp, cp)."""
     return pair_ranks(SCALAR, *layout_group(layout, dim, gpus_per_node))
+
+
+def layer_passes(xp, full):
+    """Passes of a micro-batch through a layer that run its TP and expert collectives: forward and
+    backward, and the recomputed forward under full recomputation (``full``): 3, else 2. Array-safe."""
+    return xp.where(full, 3, 2)
 
 
 def stage_layers(layers: int, layout: Layout) -> float:

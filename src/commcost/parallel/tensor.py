@@ -27,7 +27,8 @@ all-reduces (``b s`` floats) are omitted: under 0.1% of one layer's.
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.parallel.layout import CommOp, Layout, layout_group
+from commcost.core.xp import SCALAR
+from commcost.parallel.layout import CommOp, Layout, layer_passes, layout_group
 
 __all__ = ["tensor_ops", "tp_blocks_per_stage", "tp_message_bytes", "tp_count_per_step"]
 
@@ -62,7 +63,7 @@ def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float
         return ()
     size, rpn = layout_group(L, "tp", gpus_per_node)
     S = tp_message_bytes(micro_batch=L.micro_batch, seq=seq, cp=L.cp, hidden=hidden, activation_bytes=activation_bytes)
-    passes = 3 if L.recompute == "full" else 2          # forward, backward (+ recomputed forward)
+    passes = layer_passes(SCALAR, L.recompute == "full")
     # one per block and pass: attention, dense (or shared) MLP
     per_layer = tp_count_per_step(micro_batches=L.micro_batches, layers_per_stage=layers_per_stage,
                                   moe_layers_per_stage=moe_layers_per_stage, shared_experts=shared_experts,

@@ -26,16 +26,19 @@ from commcost.analyses.plan.grid_memory import stack_masks
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.context import cp_message_bytes
+from commcost.parallel.context import cp_rings_per_step
 from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 from commcost.parallel.dispatch import a2a_part_columns
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.expert import dispatch_elements
+from commcost.parallel.expert import expert_counts_per_step
 from commcost.parallel.expert import expert_tp_gather_bytes
 from commcost.parallel.expert import expert_tp_gathers
 from commcost.parallel.expert import moe_layers_per_stage
 from commcost.parallel.layout import DEFAULT_ORDER
 from commcost.parallel.layout import group_of
 from commcost.parallel.layout import heaviest_stage_layers
+from commcost.parallel.layout import layer_passes
 from commcost.parallel.layout import leaves_node
 from commcost.parallel.layout import pair_ranks
 from commcost.parallel.pipeline import pp_message_bytes
@@ -409,7 +412,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                                             rate_flops_per_s=peak * inp.efficiency, elementwise_s=t_ew)
     hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
-    passes = np.where(full, 3.0, 2.0)
+    passes = layer_passes(np, full)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers,
                                          layers_per_stage=per_stage)
     count_tp = tp_count_per_step(micro_batches=m, layers_per_stage=per_stage, moe_layers_per_stage=moe_per_stage,
@@ -421,7 +424,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                            passes=passes, overlap=inp.tp_comm_overlap)
         ex_tp += x
         critical_mb += x / m
-    ex_cp = K.cp_exposed_s(np, rings=m * per_stage * np.where(full, 4.0, 3.0), cp=c, one_s=X["T_cp"][bi],
+    ex_cp = K.cp_exposed_s(np, rings=cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
+                           cp=c, one_s=X["T_cp"][bi],
                            attention_s=t_attn)
     critical_mb += ex_cp / m
     if spec.moe_layer_count == 0:                                  # dense: no expert all-to-all
@@ -431,7 +435,8 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
         T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
         T_etp = np.where(sp == 1, X["T_etp1"][bi], X["T_etp0"][bi])
-        wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c + pairs * passes * T_etp
+        n_d, n_c, n_etp = expert_counts_per_step(pairs=pairs, passes=passes)
+        wire_ep = n_d * T_d + n_c * T_c + n_etp * T_etp
         # with nothing overlapped the kernel is (1 - 0) W + 0 (...) = W exactly
         ex_ep = wire_ep if inp.moe_overlap == "none" else K.ep_exposed_s(
             np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
