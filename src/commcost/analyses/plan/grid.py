@@ -3,9 +3,11 @@
 The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
 (:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
 :func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
-:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). What is stated column-wise here is what
-builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
-placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
+:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). The collectives to price come from the array functions
+the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`commcost.parallel.tensor`,
+:mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.pipeline`,
+:mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
+(:func:`commcost.parallel.layout.group_of` under the default rank order).
 ``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
