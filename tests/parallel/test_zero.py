@@ -22,3 +22,22 @@ def test_zero_collectives():
                         grad_bytes=2, weight_bytes=2, gpus_per_node=8)
     assert ag3.count_per_step == 88 and rs3.count_per_step == 44
     assert ag3.size_bytes == pytest.approx(2e9 / 11)
+
+
+def test_zero3_unit_kernels_scalar_and_columns():
+    import numpy as np
+
+    from commcost.parallel.zero import zero3_gather_bytes, zero3_scatter_bytes, zero3_units
+
+    # 10 layers + embedding/head = 11 units; 1.1e9 params: 1e8 a unit; gathered as bf16 in g = 4 gathers:
+    # 1e8 * 2 / 4 = 5e7 B each; scattered in fp32 gradients: 1e8 * 4 = 4e8 B
+    assert zero3_units(10) == 11
+    assert zero3_gather_bytes(params=1.1e9, units=11, weight_bytes=2.0, gathers_per_layer=4) == pytest.approx(5e7)
+    assert zero3_scatter_bytes(params=1.1e9, units=11, grad_bytes=4.0) == pytest.approx(4e8)
+    units = zero3_units(np.array([10.0, 4.0]))                     # 11, 5
+    assert units.tolist() == [11, 5]
+    # 2.2e9 / 11 * 2 / 1 = 4e8; 1e9 / 5 * 2 / 1 = 4e8; scatters 2.2e9 / 11 * 2 = 4e8, 1e9 / 5 * 2 = 4e8
+    params = np.array([2.2e9, 1e9])
+    assert zero3_gather_bytes(params=params, units=units, weight_bytes=2.0, gathers_per_layer=1) == \
+        pytest.approx([4e8, 4e8])
+    assert zero3_scatter_bytes(params=params, units=units, grad_bytes=2.0) == pytest.approx([4e8, 4e8])

@@ -37,16 +37,14 @@ ranks_per_node)`` (``plan`` passes the model's, ``search`` its memoised :class:`
 
 from __future__ import annotations
 
-import math
-
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.hardware import lookup
 from commcost.hardware.registry import kernels
 
-__all__ = ["A2A_KINDS", "FP8_DISPATCH_BYTES", "DISPATCH_SMS", "nodes_hit", "a2a_parts", "a2a_one_s", "check_a2a",
-           "comm_sm_share"]
+__all__ = ["A2A_KINDS", "FP8_DISPATCH_BYTES", "DISPATCH_SMS", "nodes_hit", "a2a_part_columns", "a2a_parts", "a2a_one_s",
+           "check_a2a", "comm_sm_share"]
 
 A2A_KINDS = ("nccl", "deepep")
 """``--a2a`` values."""
@@ -85,19 +83,30 @@ def nodes_hit(xp, *, experts: int, top_k: int, nodes):
     return nodes * (1.0 - miss)
 
 
+def a2a_part_columns(xp, kind: str, *, size_bytes, group, ranks_per_node, experts: int, top_k: int):
+    """The all-to-alls one dispatch (or combine) of buffer ``S = size_bytes`` may run, all at once, as
+    ``(size, group, ranks per node, runs)`` (module docstring): nccl, ``((S, e, g, True),)``; deepep
+    ``((S r_hit / k, e or g, g, True), (S n_hit / k, n, 1, n > 1))``: the NVLink part over the whole
+    group inside one node (``n = 1``), over the node's ``g`` ranks otherwise, and the network part where
+    the group spans ``n = ceil(e / g) > 1`` nodes. Array-safe in ``size_bytes, group, ranks_per_node``."""
+    g = xp.minimum(ranks_per_node, group)
+    if kind == "nccl":
+        return ((size_bytes, group, g, True),)
+    n = -(-group // g)
+    cross = n > 1
+    per_rank = size_bytes * nodes_hit(xp, experts=experts, top_k=top_k, nodes=group) / top_k
+    per_node = size_bytes * nodes_hit(xp, experts=experts, top_k=top_k, nodes=n) / top_k
+    return ((per_rank, xp.where(cross, g, group), g, True), (per_node, n, 1, cross))
+
+
 def a2a_parts(kind: str, *, size_bytes: float, group: int, ranks_per_node: int, experts: int,
               top_k: int) -> tuple[tuple[float, int, int], ...]:
-    """The all-to-alls one dispatch (or combine) of buffer ``S = size_bytes`` runs, as ``(size, group,
-    ranks per node)``, all at once (module docstring): nccl, ``((S, e, g),)``; deepep inside one node,
-    ``((S r_hit / k, e, g),)``; across ``n > 1`` nodes ``((S r_hit / k, g, g), (S n_hit / k, n, 1))``."""
-    g = min(ranks_per_node, group)
-    n = math.ceil(group / g)
-    if kind == "nccl":
-        return ((size_bytes, group, g),)
-    per_rank = size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=group) / top_k
-    if n == 1:
-        return ((per_rank, group, g),)
-    return ((per_rank, g, g), (size_bytes * nodes_hit(SCALAR, experts=experts, top_k=top_k, nodes=n) / top_k, n, 1))
+    """The ``(size, group, ranks per node)`` of the parts of :func:`a2a_part_columns` that run, on one
+    layout: nccl, ``((S, e, g),)``; deepep inside one node, ``((S r_hit / k, e, g),)``; across ``n > 1``
+    nodes ``((S r_hit / k, g, g), (S n_hit / k, n, 1))``."""
+    return tuple((S, P, r) for S, P, r, runs in a2a_part_columns(
+        SCALAR, kind, size_bytes=size_bytes, group=group, ranks_per_node=ranks_per_node, experts=experts,
+        top_k=top_k) if runs)
 
 
 def a2a_one_s(price, kind: str, *, size_bytes: float, group: int, ranks_per_node: int, experts: int,

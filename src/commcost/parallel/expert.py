@@ -24,15 +24,50 @@ counts only attention's pair there (and the shared experts', which are TP-split 
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.parallel.layout import CommOp, Layout, layout_group
+from commcost.core.xp import SCALAR
+from commcost.parallel.layout import CommOp, Layout, layer_passes, layout_group
 
-__all__ = ["expert_ops", "expert_tp_ops", "dispatch_tokens"]
+__all__ = ["expert_ops", "expert_tp_ops", "dispatch_tokens", "dispatch_elements", "moe_layers_per_stage",
+           "expert_tp_gathers", "expert_tp_gather_bytes", "expert_counts_per_step"]
 
 
-def dispatch_tokens(layout: Layout, seq: int) -> float:
-    """``T = b (s/c) / t'``: tokens one rank dispatches per micro-batch and MoE layer."""
-    L = layout
-    return L.micro_batch * (seq / L.cp) / (L.tp if L.sequence_parallel else 1)
+def moe_layers_per_stage(*, moe_layers: int, layers: int, layers_per_stage):
+    """``L_m/p = (L_m / L) (L/p)``: MoE layers on the heaviest stage, the model's share of MoE layers
+    times the stage's layers. Array-safe."""
+    return moe_layers / layers * layers_per_stage
+
+
+def dispatch_tokens(xp, *, micro_batch, seq: int, cp, tp, sequence_parallel):
+    """``T = b (s/c) / t'``: tokens one rank dispatches per micro-batch and MoE layer (``t' = t`` with
+    sequence parallelism, else 1). Array-safe in the sizes and ``sequence_parallel``."""
+    return micro_batch * (seq / cp) / xp.where(sequence_parallel, tp, 1.0)
+
+
+def dispatch_elements(xp, *, micro_batch, seq: int, cp, tp, sequence_parallel, top_k: int, hidden: int,
+                      expert_load: float):
+    """``T k h I``: elements of one rank's all-to-all buffer (``S = T k h I q``, module docstring).
+    Array-safe."""
+    return dispatch_tokens(xp, micro_batch=micro_batch, seq=seq, cp=cp, tp=tp,
+                           sequence_parallel=sequence_parallel) * top_k * hidden * expert_load
+
+
+def expert_counts_per_step(*, pairs, passes):
+    """``(P (passes - 1), P (passes + 1), P passes)`` with ``P = m L_m/p`` MoE layer visits per step:
+    the forward dispatches (the ones an fp8 dispatch shrinks), the other all-to-alls (forward combine,
+    backward dispatch and combine) and each expert-TP collective (module docstring). Array-safe."""
+    return pairs * (passes - 1), pairs * (passes + 1), pairs * passes
+
+
+def expert_tp_gathers(*, expert_tp, tp, sequence_parallel):
+    """Whether the expert-TP group gathers and scatters (sequence parallelism, or ``t_e > t``) rather
+    than all-reducing (module docstring). Array-safe (``sequence_parallel`` a bool or a boolean column)."""
+    return sequence_parallel | (expert_tp > tp)
+
+
+def expert_tp_gather_bytes(xp, *, size_bytes, expert_tp, tp, sequence_parallel):
+    """``g S``: the expert-TP all-gather's (and reduce-scatter's) message, ``g = t_e`` with sequence
+    parallelism, else ``t_e / t`` (module docstring). Array-safe."""
+    return xp.where(sequence_parallel, expert_tp, expert_tp / tp) * size_bytes
 
 
 def expert_ops(*, layout: Layout, hidden: int, seq: int, top_k: int, moe_layers_per_stage: float,
@@ -46,8 +81,10 @@ def expert_ops(*, layout: Layout, hidden: int, seq: int, top_k: int, moe_layers_
     if moe_layers_per_stage == 0:
         return ()
     size, rpn = layout_group(L, "ep", gpus_per_node)
-    per_element = dispatch_tokens(L, seq) * top_k * hidden * expert_load
-    passes = 3 if L.recompute == "full" else 2
+    per_element = dispatch_elements(SCALAR, micro_batch=L.micro_batch, seq=seq, cp=L.cp, tp=L.tp,
+                                    sequence_parallel=L.sequence_parallel, top_k=top_k, hidden=hidden,
+                                    expert_load=expert_load)
+    passes = layer_passes(SCALAR, L.recompute == "full")
     pairs = L.micro_batches * moe_layers_per_stage
     a2a = () if L.ep == 1 else _a2a_ops(per_element=per_element, activation_bytes=activation_bytes,
                                         dispatch_bytes=dispatch_bytes, size=size, rpn=rpn, pairs=pairs, passes=passes)
@@ -61,12 +98,12 @@ def _a2a_ops(*, per_element, activation_bytes, dispatch_bytes, size, rpn, pairs,
         return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
                        group_size=size, ranks_per_node=rpn, count_per_step=pairs * 2 * passes, critical=True,
                        what="token dispatch and combine, forward and backward, per MoE layer"),)
-    forward = passes - 1
+    forward, rest, _ = expert_counts_per_step(pairs=pairs, passes=passes)
     return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * dispatch_bytes,
-                   group_size=size, ranks_per_node=rpn, count_per_step=pairs * forward, critical=True,
+                   group_size=size, ranks_per_node=rpn, count_per_step=forward, critical=True,
                    what="token dispatch, forward (fp8), per MoE layer"),
             CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
-                   group_size=size, ranks_per_node=rpn, count_per_step=pairs * (2 * passes - forward), critical=True,
+                   group_size=size, ranks_per_node=rpn, count_per_step=rest, critical=True,
                    what="token combine forward, dispatch and combine backward, per MoE layer"))
 
 
@@ -78,12 +115,12 @@ def expert_tp_ops(L: Layout, *, per_element: float, activation_bytes: float, pai
         return ()
     group, rpn = layout_group(L, "etp", gpus_per_node)
     S = per_element * activation_bytes
-    n = pairs * passes
-    if L.sequence_parallel or te > L.tp:
-        g = te if L.sequence_parallel else te / L.tp
-        return (CommOp(dimension="ep", op=Collective.ALL_GATHER, size_bytes=g * S, group_size=group, ranks_per_node=rpn,
+    n = expert_counts_per_step(pairs=pairs, passes=passes)[2]
+    if expert_tp_gathers(expert_tp=te, tp=L.tp, sequence_parallel=L.sequence_parallel):
+        gS = expert_tp_gather_bytes(SCALAR, size_bytes=S, expert_tp=te, tp=L.tp, sequence_parallel=L.sequence_parallel)
+        return (CommOp(dimension="ep", op=Collective.ALL_GATHER, size_bytes=gS, group_size=group, ranks_per_node=rpn,
                        count_per_step=n, critical=True, what="expert-TP gather of the dispatched tokens, per MoE layer"),
-                CommOp(dimension="ep", op=Collective.REDUCE_SCATTER, size_bytes=g * S, group_size=group,
+                CommOp(dimension="ep", op=Collective.REDUCE_SCATTER, size_bytes=gS, group_size=group,
                        ranks_per_node=rpn, count_per_step=n, critical=True,
                        what="expert-TP scatter of the experts' outputs, per MoE layer"))
     return (CommOp(dimension="ep", op=Collective.ALL_REDUCE, size_bytes=S, group_size=group, ranks_per_node=rpn,

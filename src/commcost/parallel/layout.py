@@ -35,7 +35,8 @@ from commcost.core.validation import require_count
 from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
-           "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout"]
+           "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout", "group_of", "pair_ranks",
+           "leaves_node", "order_stride", "dense_sizes", "expert_sizes", "expert_data_parallel", "layer_passes"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
@@ -160,31 +161,20 @@ class Layout:
 
     @property
     def expert_dp(self) -> int:
-        """``t d c / (e t_e)``: ranks holding the same expert shard."""
-        return self.tp * self.dp * self.cp // (self.ep * self.expert_tp)
+        """``t d c / (e t_e)``: ranks holding the same expert shard (:func:`expert_data_parallel`)."""
+        return expert_data_parallel(tp=self.tp, dp=self.dp, cp=self.cp, ep=self.ep, expert_tp=self.expert_tp)
 
     def stride(self, dim: Dimension) -> int:
-        """Rank stride of ``dim``: the product of the sizes of the dimensions inside it in :attr:`order`."""
-        k = 1
-        for d in self.order.split("-"):
-            if d == dim:
-                return k
-            if d != "ep":
-                k *= getattr(self, d)
-        raise InputError(f"unknown dimension {dim!r}")  # pragma: no cover - order validated
+        """Rank stride of ``dim``: the product of the sizes of the dimensions inside it in :attr:`order`
+        (:func:`order_stride` of :func:`dense_sizes`)."""
+        return order_stride(self.order, dense_sizes(tp=self.tp, cp=self.cp, dp=self.dp, pp=self.pp), dim)
 
     def expert_stride(self, dim: str) -> int:
         """Rank stride of the expert layers' ``dim`` (``etp``, ``ep`` or ``edp``): the product of the
         expert sizes (tp as ``t_e``, cp as 1, ep as e, dp as ``d_e``) inside it in :attr:`order`
-        (Megatron-Core's expert ``RankGenerator``, module docstring)."""
-        sizes = {"tp": self.expert_tp, "cp": 1, "ep": self.ep, "dp": self.expert_dp, "pp": self.pp}
-        name = {"etp": "tp", "ep": "ep", "edp": "dp"}[dim]
-        k = 1
-        for d in self.order.split("-"):
-            if d == name:
-                return k
-            k *= sizes[d]
-        raise InputError(f"unknown dimension {dim!r}")  # pragma: no cover - order validated
+        (Megatron-Core's expert ``RankGenerator``, module docstring; :func:`expert_sizes`)."""
+        sizes = expert_sizes(expert_tp=self.expert_tp, ep=self.ep, expert_dp=self.expert_dp, pp=self.pp)
+        return order_stride(self.order, sizes, EXPERT_DIMENSIONS[dim])
 
     def to_dict(self) -> dict:
         """The ``layout.*`` JSON keys."""
@@ -195,35 +185,86 @@ class Layout:
                 "shard_group": self.shard_dp if self.zero else None}
 
 
-def group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
+def expert_data_parallel(*, tp, dp, cp, ep, expert_tp):
+    """``d_e = t d c / (e t_e)``: ranks holding the same expert shard. Array-safe (integer columns)."""
+    return tp * dp * cp // (ep * expert_tp)
+
+
+def dense_sizes(*, tp, cp, dp, pp) -> dict:
+    """The dense layers' size of each dimension of ``order`` (ep folds onto the d c ranks: 1)."""
+    return {"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp}
+
+
+def expert_sizes(*, expert_tp, ep, expert_dp, pp) -> dict:
+    """The expert layers' size of each dimension of ``order`` (module docstring): tp as ``t_e``, cp as 1,
+    ep as e, dp as ``d_e``."""
+    return {"tp": expert_tp, "cp": 1, "ep": ep, "dp": expert_dp, "pp": pp}
+
+
+EXPERT_DIMENSIONS = {"etp": "tp", "ep": "ep", "edp": "dp"}
+"""The expert layers' groups and the dimension of ``order`` each one varies along."""
+
+
+def order_stride(order: str, sizes: dict, dim: str):
+    """Rank stride of ``dim``: the product of ``sizes`` of the dimensions inside it in ``order``
+    (innermost first). Array-safe in ``sizes``."""
+    k = 1
+    for d in order.split("-"):
+        if d == dim:
+            return k
+        k = k * sizes[d]
+    raise InputError(f"unknown dimension {dim!r}")  # pragma: no cover - order validated
+
+
+def group_ranks_per_node(xp, size, stride, gpus_per_node: int):
     """Ranks of a group of ``size`` ranks at rank stride ``stride`` that share a node of ``G`` GPUs:
-    ``min(n, G / k)`` for ``k < G``, else 1 (module docstring)."""
-    if stride >= gpus_per_node:
-        return 1
-    return max(1, min(size, gpus_per_node // stride))
+    ``min(n, G / k)`` for ``k < G``, else 1 (module docstring). Array-safe in ``size, stride``."""
+    return xp.where(stride >= gpus_per_node, 1,
+                    xp.maximum(1, xp.minimum(size, gpus_per_node // xp.maximum(stride, 1))))
 
 
-def _dp_stride(layout: Layout) -> int:
-    """Stride of the d x c ranks: cp's or dp's, whichever is inside (dp's when c = 1)."""
-    return min(layout.stride("dp"), layout.stride("cp")) if layout.cp > 1 else layout.stride("dp")
+def pair_ranks(xp, size, ranks_per_node):
+    """Ranks per node of the point-to-point pairs of a group of ``size`` with ``ranks_per_node`` on a
+    node: 2 when the whole group sits in one node, else 1 (a ring or chain that leaves the node has a
+    pair crossing it, and the slowest pair sets the pace). Array-safe."""
+    return xp.where((size > 1) & (ranks_per_node >= size), 2, 1)
+
+
+def leaves_node(size, ranks_per_node):
+    """Whether a group of ``size`` with ``ranks_per_node`` on a node spans more than one node
+    (``n > 1`` and ``rpn < n``). Array-safe."""
+    return (size > 1) & (ranks_per_node < size)
+
+
+def group_of(xp, dim: str, *, order: str, tp, cp, dp, pp, ep, expert_tp, gpus_per_node: int, shard=None):
+    """``(size, ranks_per_node)`` of ``dim``'s group from the sizes (ints or integer columns):
+    ``tp``, ``pp``, ``cp``; ``ep``, ``etp`` and ``edp``, the expert layers' groups at their strides in
+    :func:`expert_sizes`; ``dp``, the gradient group of the dense weights (``d c`` ranks, at the stride
+    of cp or dp, whichever is inside); ``shard`` and ``replica``, hybrid sharding's groups (``shard``
+    ranks, default ``d c``; ``d c / shard`` replicas). Array-safe in the sizes (module docstring)."""
+    if dim in EXPERT_DIMENSIONS:
+        edp = expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep, expert_tp=expert_tp)
+        size = {"ep": ep, "etp": expert_tp, "edp": edp}[dim]
+        stride = order_stride(order, expert_sizes(expert_tp=expert_tp, ep=ep, expert_dp=edp, pp=pp),
+                              EXPERT_DIMENSIONS[dim])
+    elif dim in ("dp", "shard", "replica"):
+        sizes = dense_sizes(tp=tp, cp=cp, dp=dp, pp=pp)
+        k_dp = order_stride(order, sizes, "dp")
+        inner = xp.where(cp > 1, xp.minimum(k_dp, order_stride(order, sizes, "cp")), k_dp)
+        grad = dp * cp
+        shard = grad if shard is None else shard
+        size, stride = {"dp": (grad, inner), "shard": (shard, inner), "replica": (grad // shard, inner * shard)}[dim]
+    else:
+        size, stride = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}[dim], \
+            order_stride(order, dense_sizes(tp=tp, cp=cp, dp=dp, pp=pp), dim)
+    return size, group_ranks_per_node(xp, size, stride, gpus_per_node)
 
 
 def layout_group(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int]:
-    """``(size, ranks_per_node)`` of ``dim``'s group: ``tp``, ``pp``, ``cp``; ``ep``, ``etp`` and ``edp``,
-    the expert layers' groups at their :meth:`Layout.expert_stride`; ``dp``, the gradient group of the
-    dense weights (d c ranks)."""
-    if dim in ("ep", "etp", "edp"):
-        size = {"ep": layout.ep, "etp": layout.expert_tp, "edp": layout.expert_dp}[dim]
-        return size, group_ranks_per_node(size, layout.expert_stride(dim), gpus_per_node)
-    if dim == "dp":
-        return layout.grad_dp, group_ranks_per_node(layout.grad_dp, _dp_stride(layout), gpus_per_node)
-    if dim == "shard":
-        return layout.shard_dp, group_ranks_per_node(layout.shard_dp, _dp_stride(layout), gpus_per_node)
-    if dim == "replica":
-        return layout.replicas, group_ranks_per_node(layout.replicas, _dp_stride(layout) * layout.shard_dp,
-                                                     gpus_per_node)
-    size = getattr(layout, dim)
-    return size, group_ranks_per_node(size, layout.stride(dim), gpus_per_node)
+    """``(size, ranks_per_node)`` of ``dim``'s group (:func:`group_of` of the layout's sizes)."""
+    L = layout
+    return group_of(SCALAR, dim, order=L.order, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
+                    expert_tp=L.expert_tp, gpus_per_node=gpus_per_node, shard=L.shard_dp)
 
 
 def group_placement(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, int, int]:
@@ -234,11 +275,14 @@ def group_placement(layout: Layout, dim: str, gpus_per_node: int) -> tuple[int, 
 
 
 def pair_ranks_per_node(layout: Layout, dim: str, gpus_per_node: int) -> int:
-    """Ranks per node of the point-to-point pairs of ``dim`` (pp, cp): 2 when the whole group
-    sits in one node, else 1 (a ring or chain that leaves the node has a pair crossing it, and the
-    slowest pair sets the pace)."""
-    size, rpn = layout_group(layout, dim, gpus_per_node)
-    return 2 if size > 1 and rpn >= size else 1
+    """:func:`pair_ranks` of ``dim``'s group (pp, cp)."""
+    return pair_ranks(SCALAR, *layout_group(layout, dim, gpus_per_node))
+
+
+def layer_passes(xp, full):
+    """Passes of a micro-batch through a layer that run its TP and expert collectives: forward and
+    backward, and the recomputed forward under full recomputation (``full``): 3, else 2. Array-safe."""
+    return xp.where(full, 3, 2)
 
 
 def stage_layers(layers: int, layout: Layout) -> float:

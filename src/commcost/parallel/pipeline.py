@@ -19,7 +19,13 @@ from __future__ import annotations
 from commcost.comm.collectives import Collective
 from commcost.parallel.layout import CommOp, Layout, pair_ranks_per_node
 
-__all__ = ["pipeline_ops", "exposed_p2p_count"]
+__all__ = ["pipeline_ops", "exposed_p2p_count", "pp_message_bytes"]
+
+
+def pp_message_bytes(*, micro_batch, seq: int, cp, hidden: int, activation_bytes: float, tp):
+    """``S = b (s/c) h q / t``: one stage-boundary send, the 1/t slice of a micro-batch's activations
+    (module docstring). Array-safe in the layout's sizes."""
+    return micro_batch * (seq / cp) * hidden * activation_bytes / tp
 
 
 def pipeline_ops(*, layout: Layout, hidden: int, seq: int, activation_bytes: float,
@@ -28,7 +34,8 @@ def pipeline_ops(*, layout: Layout, hidden: int, seq: int, activation_bytes: flo
     L = layout
     if L.pp == 1:
         return ()
-    S = L.micro_batch * (seq / L.cp) * hidden * activation_bytes / L.tp
+    S = pp_message_bytes(micro_batch=L.micro_batch, seq=seq, cp=L.cp, hidden=hidden,
+                         activation_bytes=activation_bytes, tp=L.tp)
     return (CommOp(dimension="pp", op=Collective.SEND_RECV, size_bytes=S, group_size=2,
                    ranks_per_node=pair_ranks_per_node(L, "pp", gpus_per_node),
                    count_per_step=2.0 * L.micro_batches * L.vp, critical=True,

@@ -27,9 +27,10 @@ all-reduces (``b s`` floats) are omitted: under 0.1% of one layer's.
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.parallel.layout import CommOp, Layout, layout_group
+from commcost.core.xp import SCALAR
+from commcost.parallel.layout import CommOp, Layout, layer_passes, layout_group
 
-__all__ = ["tensor_ops", "tp_blocks_per_stage"]
+__all__ = ["tensor_ops", "tp_blocks_per_stage", "tp_message_bytes", "tp_count_per_step"]
 
 
 def tp_blocks_per_stage(*, layers_per_stage, moe_layers_per_stage, shared_experts: int):
@@ -37,6 +38,20 @@ def tp_blocks_per_stage(*, layers_per_stage, moe_layers_per_stage, shared_expert
     attention and dense MLP of every layer, less the MLP of each MoE layer without shared experts
     (module docstring). Array-safe in the layer counts (STYLE.md item 12)."""
     return 2.0 * layers_per_stage - moe_layers_per_stage * (1.0 if shared_experts == 0 else 0.0)
+
+
+def tp_message_bytes(*, micro_batch, seq: int, cp, hidden: int, activation_bytes: float):
+    """``S = b (s/c) h q``: one TP collective's message, the activations of one micro-batch on a TP rank
+    before the split (module docstring). Array-safe in the layout's sizes."""
+    return micro_batch * (seq / cp) * hidden * activation_bytes
+
+
+def tp_count_per_step(*, micro_batches, layers_per_stage, moe_layers_per_stage, shared_experts: int, passes):
+    """``m n_b passes``: each TP collective one GPU issues per step (one per block and pass,
+    :func:`tp_blocks_per_stage`). Array-safe."""
+    return micro_batches * tp_blocks_per_stage(layers_per_stage=layers_per_stage,
+                                               moe_layers_per_stage=moe_layers_per_stage,
+                                               shared_experts=shared_experts) * passes
 
 
 def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float, activation_bytes: float,
@@ -47,11 +62,12 @@ def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float
     if L.tp == 1:
         return ()
     size, rpn = layout_group(L, "tp", gpus_per_node)
-    S = L.micro_batch * (seq / L.cp) * hidden * activation_bytes
-    passes = 3 if L.recompute == "full" else 2          # forward, backward (+ recomputed forward)
-    blocks = tp_blocks_per_stage(layers_per_stage=layers_per_stage, moe_layers_per_stage=moe_layers_per_stage,
-                                 shared_experts=shared_experts)
-    per_layer = L.micro_batches * blocks * passes  # one per block and pass: attention, dense (or shared) MLP
+    S = tp_message_bytes(micro_batch=L.micro_batch, seq=seq, cp=L.cp, hidden=hidden, activation_bytes=activation_bytes)
+    passes = layer_passes(SCALAR, L.recompute == "full")
+    # one per block and pass: attention, dense (or shared) MLP
+    per_layer = tp_count_per_step(micro_batches=L.micro_batches, layers_per_stage=layers_per_stage,
+                                  moe_layers_per_stage=moe_layers_per_stage, shared_experts=shared_experts,
+                                  passes=passes)
     if not L.sequence_parallel:
         return (CommOp(dimension="tp", op=Collective.ALL_REDUCE, size_bytes=S, group_size=size,
                        ranks_per_node=rpn, count_per_step=per_layer, critical=True,

@@ -38,7 +38,24 @@ from __future__ import annotations
 from commcost.comm.collectives import Collective
 from commcost.parallel.layout import CommOp, Layout, layout_group
 
-__all__ = ["zero_ops"]
+__all__ = ["zero_ops", "zero3_units", "zero3_gather_bytes", "zero3_scatter_bytes"]
+
+
+def zero3_units(layers_per_stage):
+    """Units ZeRO-3 gathers one at a time on a stage: its layers and its embedding/head, ``L/p + 1``.
+    Array-safe."""
+    return layers_per_stage + 1
+
+
+def zero3_gather_bytes(*, params, units, weight_bytes: float, gathers_per_layer):
+    """``G q_w / (u g)``: one ZeRO-3 all-gather, a unit's weights in ``g`` gathers (module docstring).
+    Array-safe."""
+    return params / units * weight_bytes / gathers_per_layer
+
+
+def zero3_scatter_bytes(*, params, units, grad_bytes: float):
+    """``G q_g / u``: one ZeRO-3 reduce-scatter, a unit's gradients (module docstring). Array-safe."""
+    return params / units * grad_bytes
 
 
 def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_gpu: float, layers_per_stage: float,
@@ -61,16 +78,19 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0, critical=False,
                               what=f"updated {kind} weights (overlaps the next step's first forward)"))
         elif L.zero == 3:
-            units = layers_per_stage + 1                 # the layers and the stage's embedding/head
+            units = zero3_units(layers_per_stage)
             per = params / units
             m = 1 if once_per_step else L.micro_batches   # rounds of gathers and scatters per step
             g = gathers_per_layer
-            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=per * weight_bytes / g,
+            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER,
+                              size_bytes=zero3_gather_bytes(params=params, units=units, weight_bytes=weight_bytes,
+                                                            gathers_per_layer=g),
                               group_size=D, ranks_per_node=rpn,
                               count_per_step=(1.0 if once_per_step else 2.0) * m * units * g, critical=False,
                               what=f"{kind} weights of one layer before its forward and its backward (prefetched"
                                    + (f"; {g} gathers per layer, one per parameter tensor)" if g > 1 else ")")))
-            out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=per * grad_bytes,
+            out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER,
+                              size_bytes=zero3_scatter_bytes(params=params, units=units, grad_bytes=grad_bytes),
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0 * m * units, critical=False,
                               what=f"{kind} gradients of one layer after its backward"))
             R, rrpn = layout_group(L, "replica", gpus_per_node)

@@ -13,6 +13,7 @@ from commcost.core.xp import SCALAR
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.layout import group_placement
 from commcost.parallel.layout import layout_group
+from commcost.parallel.layout import leaves_node
 from commcost.report._band import band_range
 from commcost.report._band import band_side
 from commcost.report._json import dumps_json
@@ -213,7 +214,7 @@ def expert_placement(p: Plan) -> list[dict]:
     if not inp.spec.is_moe:
         return []
     G = inp.gpus_per_node
-    crossing = [d for d in ("tp", "cp", "ep") if getattr(L, d) > 1 and layout_group(L, d, G)[1] < getattr(L, d)]
+    crossing = [d for d in ("tp", "cp", "ep") if leaves_node(*layout_group(L, d, G))]
     out = []
     for dim in ("ep", "etp", "edp"):
         size, rpn, nodes = group_placement(L, dim, G)

@@ -3,9 +3,11 @@
 The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
 (:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
 :func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
-:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). What is stated column-wise here is what
-builds the collectives to price: their message sizes and counts (:mod:`commcost.parallel`) and the
-placement of :mod:`commcost.parallel.layout` (ranks per node, groups crossing nodes, shard groups).
+:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). The collectives to price come from the array functions
+the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`commcost.parallel.tensor`,
+:mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.pipeline`,
+:mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
+(:func:`commcost.parallel.layout.group_of` under the default rank order).
 ``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
@@ -25,11 +27,28 @@ from commcost.analyses.plan.compose import nic_share
 from commcost.analyses.plan.grid_memory import stack_masks
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.hardware.registry import gpu_row
+from commcost.parallel.context import cp_message_bytes
+from commcost.parallel.context import cp_rings_per_step
 from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
+from commcost.parallel.dispatch import a2a_part_columns
 from commcost.parallel.dispatch import comm_sm_share
-from commcost.parallel.dispatch import nodes_hit
+from commcost.parallel.expert import dispatch_elements
+from commcost.parallel.expert import expert_counts_per_step
+from commcost.parallel.expert import expert_tp_gather_bytes
+from commcost.parallel.expert import expert_tp_gathers
+from commcost.parallel.expert import moe_layers_per_stage
+from commcost.parallel.layout import DEFAULT_ORDER
+from commcost.parallel.layout import group_of
 from commcost.parallel.layout import heaviest_stage_layers
-from commcost.parallel.tensor import tp_blocks_per_stage
+from commcost.parallel.layout import layer_passes
+from commcost.parallel.layout import leaves_node
+from commcost.parallel.layout import pair_ranks
+from commcost.parallel.pipeline import pp_message_bytes
+from commcost.parallel.tensor import tp_count_per_step
+from commcost.parallel.tensor import tp_message_bytes
+from commcost.parallel.zero import zero3_gather_bytes
+from commcost.parallel.zero import zero3_scatter_bytes
+from commcost.parallel.zero import zero3_units
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
@@ -113,20 +132,6 @@ def unique_rows(mat):
     return srt[new], inv
 
 
-def _ranks_per_node(size, stride, G):
-    """:func:`commcost.parallel.layout.group_ranks_per_node` over arrays: ``min(n, G/k)`` for ``k < G``, else 1."""
-    import numpy as np
-
-    return np.where(stride >= G, 1, np.maximum(1, np.minimum(size, G // np.maximum(stride, 1))))
-
-
-def _pair_rpn(size, stride, G):
-    """:func:`commcost.parallel.layout.pair_ranks_per_node`: 2 when the whole group sits in one node."""
-    import numpy as np
-
-    return np.where((size > 1) & (_ranks_per_node(size, stride, G) >= size), 2, 1)
-
-
 def structure(base: dict, spec, G: int) -> dict:
     """Per structural row: stage layers, placement, parameters per GPU and shard groups (all that does
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
@@ -134,23 +139,22 @@ def structure(base: dict, spec, G: int) -> dict:
 
 
     t, p, c, e, d = (base[k] for k in ("t", "p", "c", "e", "d"))
-    Lr = spec.layers
-    per_stage = heaviest_stage_layers(np, Lr, p, base["v"])
-    # placement (layout.layout_group under the default order tp-cp-ep-dp-pp): strides t (cp, dp), t c d (pp);
-    # the expert layers' (Layout.expert_stride): t_e (ep), t_e e (edp)
+    per_stage = heaviest_stage_layers(np, spec.layers, p, base["v"])
     expert_tp = base["etp"]
-    ep_stride = expert_tp
-    tp_rpn = _ranks_per_node(t, 1, G)
-    ep_rpn = _ranks_per_node(e, ep_stride, G)
-    crossing = ((t > 1) & (tp_rpn < t)).astype(float) + ((c > 1) & (_ranks_per_node(c, t, G) < c)) \
-        + ((e > 1) & (ep_rpn < e))
+
+    def group(dim):
+        """``(size, ranks per node)`` of every row's ``dim`` group under the default order."""
+        return group_of(np, dim, order=DEFAULT_ORDER, tp=t, cp=c, dp=d, pp=p, ep=e, expert_tp=expert_tp,
+                        gpus_per_node=G)
+
+    (_, tp_rpn), (_, cp_rpn), (_, ep_rpn) = group("tp"), group("cp"), group("ep")
+    crossing = leaves_node(t, tp_rpn).astype(float) + leaves_node(c, cp_rpn) + leaves_node(e, ep_rpn)
     dense, expert = stage_params(np, spec, layers_held=per_stage, pp=p, tp=t, ep=e, expert_tp=expert_tp)
-    D = d * c                                                   # d c: dense shard group
-    E_dp = t * d * c // (e * expert_tp)                          # expert-data-parallel group
+    D, D_rpn = group("dp")                                      # d c: dense shard group
+    E_dp, E_rpn = group("edp")                                  # expert-data-parallel group
     return dict(per_stage=per_stage, expert_tp=expert_tp, tp_rpn=tp_rpn, ep_rpn=ep_rpn, crossing=crossing,
-                etp_rpn=_ranks_per_node(expert_tp, 1, G),
-                cp_pair=_pair_rpn(c, t, G), pp_pair=_pair_rpn(p, t * c * d, G), dense=dense, expert=expert,
-                D=D, D_rpn=_ranks_per_node(D, t, G), E_dp=E_dp, E_rpn=_ranks_per_node(E_dp, ep_stride * e, G))
+                etp_rpn=group("etp")[1], cp_pair=pair_ranks(np, c, cp_rpn), pp_pair=pair_ranks(np, *group("pp")),
+                dense=dense, expert=expert, D=D, D_rpn=D_rpn, E_dp=E_dp, E_rpn=E_rpn)
 
 
 def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tuple[int, ...],
@@ -181,59 +185,57 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
                                   np.broadcast_to(rpn, (nb,))[on])
         return T
 
-    S_tp = b * (s / c) * spec.hidden * q                          # parallel/tensor.py
+    S_tp = tp_message_bytes(micro_batch=b, seq=s, cp=c, hidden=spec.hidden, activation_bytes=q)
     for op, name, used in ((Collective.ALL_REDUCE, "T_tp_ar", need["sp0"]), (Collective.ALL_GATHER, "T_tp_ag", need["sp1"]),
                            (Collective.REDUCE_SCATTER, "T_tp_rs", need["sp1"])):
         X[name] = col(op, S_tp, ti, X["tp_rpn"], (ti > 1) & used)
-    w_kv = np.maximum(1.0, spec.n_kv / t) * spec.d                # parallel/context.py
-    X["T_cp"] = col(Collective.SEND_RECV, 2.0 * b * (s / c) * w_kv * q, 2, X["cp_pair"], ci > 1)
-    ep_on = (ei > 1) & (spec.moe_layer_count > 0)                 # parallel/expert.py, without and with SP
+    X["T_cp"] = col(Collective.SEND_RECV, cp_message_bytes(np, micro_batch=b, seq=s, cp=c, tp=t, kv_heads=spec.n_kv,
+                                                           head_dim=spec.d, activation_bytes=q),
+                    2, X["cp_pair"], ci > 1)
+    ep_on = (ei > 1) & (spec.moe_layer_count > 0)                 # the expert collectives, without and with SP
     q_d = FP8_DISPATCH_BYTES if inp.fp8_dispatch else q            # plan.dispatch_bytes
+    te, moe = base["etp"], spec.moe_layer_count > 0
     for flag, used in ((0, need["sp0"]), (1, need["sp1"])):
-        per_element = (b * (s / c) / (t if flag else 1.0)) * spec.top_k * spec.hidden * inp.expert_load
+        per_element = dispatch_elements(np, micro_batch=b, seq=s, cp=c, tp=t, sequence_parallel=bool(flag),
+                                        top_k=spec.top_k, hidden=spec.hidden, expert_load=inp.expert_load)
         for name, q_x in (("d", q_d), ("c", q)):
             X[f"T_ep{name}{flag}"] = _a2a_column(col, inp, per_element * q_x, ei, X["ep_rpn"], ep_on & used)
-        # parallel/expert.expert_tp_ops: all-gather + reduce-scatter of g S (SP, or t_e > t), else an all-reduce of S
-        te, moe = base["etp"], spec.moe_layer_count > 0
-        gather = (te > 1) & ((te > ti) | (flag == 1)) & moe & used
-        g = te if flag else te / t
-        X[f"T_etp{flag}"] = (col(Collective.ALL_GATHER, g * per_element * q, te, X["etp_rpn"], gather)
-                             + col(Collective.REDUCE_SCATTER, g * per_element * q, te, X["etp_rpn"], gather)
-                             + col(Collective.ALL_REDUCE, per_element * q, te, X["etp_rpn"],
-                                   (te > 1) & ~((te > ti) | (flag == 1)) & moe & used))
-    X["T_pp"] = col(Collective.SEND_RECV, b * (s / c) * spec.hidden * q / t, 2, X["pp_pair"], pi > 1)  # pipeline.py
+        gathers = expert_tp_gathers(expert_tp=te, tp=ti, sequence_parallel=bool(flag))
+        S = per_element * q
+        gS = expert_tp_gather_bytes(np, size_bytes=S, expert_tp=te, tp=t, sequence_parallel=bool(flag))
+        etp_on = (te > 1) & moe & used
+        X[f"T_etp{flag}"] = (col(Collective.ALL_GATHER, gS, te, X["etp_rpn"], etp_on & gathers)
+                             + col(Collective.REDUCE_SCATTER, gS, te, X["etp_rpn"], etp_on & gathers)
+                             + col(Collective.ALL_REDUCE, S, te, X["etp_rpn"], etp_on & ~gathers))
+    X["T_pp"] = col(Collective.SEND_RECV, pp_message_bytes(micro_batch=b, seq=s, cp=c, hidden=spec.hidden,
+                                                           activation_bytes=q, tp=t), 2, X["pp_pair"], pi > 1)
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
-    units = X["per_stage"] + 1                                    # parallel/zero.py, ZeRO-3
+    units = zero3_units(X["per_stage"])
     # a layer's gathers, one after another (1 under auto: fsdp and megatron gather per layer)
     g = given_stack_flag(inp.stack, "zero3_gathers_per_layer", 1)
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
         on = (P > 1) & (params > 0) & need["z3"]
-        X["T3_ag"] += g * col(Collective.ALL_GATHER, params / units / g * WEIGHT_BYTES, P, rpn, on)
-        X["T3_rs"] += col(Collective.REDUCE_SCATTER, params / units * q_g, P, rpn, on)
+        X["T3_ag"] += g * col(Collective.ALL_GATHER, zero3_gather_bytes(params=params, units=units,
+                                                                        weight_bytes=WEIGHT_BYTES, gathers_per_layer=g),
+                              P, rpn, on)
+        X["T3_rs"] += col(Collective.REDUCE_SCATTER, zero3_scatter_bytes(params=params, units=units, grad_bytes=q_g),
+                          P, rpn, on)
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
     return X
 
 
 def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
-    """:func:`commcost.parallel.dispatch.a2a_one_s` on columns: nccl, one all-to-all of ``S`` over the EP
-    group; deepep, one copy per destination rank over NVLink ``(S r_hit / k, g, g)`` (over the whole
-    group inside one node) and, where the group spans ``n > 1`` nodes, the larger of that and the
-    network one ``(S n_hit / k, n, 1)`` (each distinct one priced once)."""
+    """:func:`commcost.parallel.dispatch.a2a_one_s` on columns: the slowest of the parts of
+    :func:`commcost.parallel.dispatch.a2a_part_columns` that run (each distinct one priced once)."""
     import numpy as np
 
-
     spec = inp.space.spec
-    if inp.a2a == "nccl":
-        return col(Collective.ALL_TO_ALL, size, group, rpn, on)
-    g = np.minimum(rpn, group)
-    n = -(-group // g)
-    cross = n > 1
-    ranks_hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=group.astype(float))
-    intra = col(Collective.ALL_TO_ALL, size * ranks_hit / spec.top_k, np.where(cross, g, group), g, on)
-    hit = nodes_hit(np, experts=spec.experts, top_k=spec.top_k, nodes=n.astype(float))
-    inter = col(Collective.ALL_TO_ALL, size * hit / spec.top_k, n, 1, on & cross)
-    return np.maximum(intra, inter)
+    out = 0.0
+    for S, P, r, runs in a2a_part_columns(np, inp.a2a, size_bytes=size, group=group, ranks_per_node=rpn,
+                                          experts=spec.experts, top_k=spec.top_k):
+        out = np.maximum(out, col(Collective.ALL_TO_ALL, S, P, r, on & runs))
+    return out
 
 
 def needed(cols: dict, nb: int, ncaps: int) -> dict:
@@ -412,9 +414,11 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                                             rate_flops_per_s=peak * inp.efficiency, elementwise_s=t_ew)
     hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
-    passes = np.where(full, 3.0, 2.0)
-    count_tp = m * tp_blocks_per_stage(layers_per_stage=per_stage, moe_layers_per_stage=spec.moe_layer_count
-                                       / spec.layers * per_stage, shared_experts=spec.shared_experts) * passes
+    passes = layer_passes(np, full)
+    moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers,
+                                         layers_per_stage=per_stage)
+    count_tp = tp_count_per_step(micro_batches=m, layers_per_stage=per_stage, moe_layers_per_stage=moe_per_stage,
+                                 shared_experts=spec.shared_experts, passes=passes)
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
@@ -422,17 +426,19 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                            passes=passes, overlap=inp.tp_comm_overlap)
         ex_tp += x
         critical_mb += x / m
-    ex_cp = K.cp_exposed_s(np, rings=m * per_stage * np.where(full, 4.0, 3.0), cp=c, one_s=X["T_cp"][bi],
+    ex_cp = K.cp_exposed_s(np, rings=cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
+                           cp=c, one_s=X["T_cp"][bi],
                            attention_s=t_attn)
     critical_mb += ex_cp / m
     if spec.moe_layer_count == 0:                                  # dense: no expert all-to-all
         ex_ep = np.zeros(n)
     else:
-        pairs = m * (spec.moe_layer_count / spec.layers * per_stage)   # parallel/expert.py's counts
+        pairs = m * moe_per_stage                                  # MoE layer passes, as expert_ops counts them
         T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
         T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
         T_etp = np.where(sp == 1, X["T_etp1"][bi], X["T_etp0"][bi])
-        wire_ep = pairs * (passes - 1) * T_d + pairs * (passes + 1) * T_c + pairs * passes * T_etp
+        n_d, n_c, n_etp = expert_counts_per_step(pairs=pairs, passes=passes)
+        wire_ep = n_d * T_d + n_c * T_c + n_etp * T_etp
         # with nothing overlapped the kernel is (1 - 0) W + 0 (...) = W exactly
         ex_ep = wire_ep if inp.moe_overlap == "none" else K.ep_exposed_s(
             np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
@@ -446,7 +452,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     once = z3 & (p > 1) & given_stack_flag(inp.stack, "zero3_unshard_under_pp", False)
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
                                        layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
-    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=per_stage + 1, micro_batches=m, gather_s=T_ag,
+    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
                                      rounds=np.where(once, 1.0, m))
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)

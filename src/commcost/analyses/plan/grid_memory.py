@@ -7,6 +7,7 @@ per configuration (``tests/analyses/plan/test_search_equals_plan.py`` pins it to
 from __future__ import annotations
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.hardware.registry import gpu_row
+from commcost.parallel.zero import zero3_units
 from commcost.workload.compute import precision_class
 from commcost.workload.memory import CONTEXT_BYTES
 from commcost.workload.memory import GRAD_BYTES
@@ -51,7 +52,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
             states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e)
     s_local = s / c
     first_layers = in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m)
-    layer_params = (dense + expert) / (per_stage + 1)
+    layer_params = (dense + expert) / zero3_units(per_stage)       # a ZeRO-3 unit's parameters
     acts: dict[str, list] = {}
     buf = []
     for name in _stacks(inp):

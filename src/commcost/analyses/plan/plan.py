@@ -45,7 +45,7 @@ from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
-from commcost.parallel.layout import CommOp, Layout, check_layout, layout_group, stage_layers
+from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
 from commcost.workload.transformer import TransformerSpec
@@ -64,8 +64,10 @@ from commcost.parallel.dispatch import a2a_parts
 from commcost.parallel.dispatch import check_a2a
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.expert import expert_ops
+from commcost.parallel.expert import moe_layers_per_stage
 from commcost.parallel.pipeline import pipeline_ops
 from commcost.parallel.tensor import tensor_ops
+from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
 from commcost.step.bucket_advice import recommend_buckets
 from commcost.step.ddp_buckets import ddp_bucket_caps
@@ -285,7 +287,7 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     spec, L, s, G, q = inp.spec, inp.layout, inp.seq, inp.gpus_per_node, inp.activation_bytes
     per_stage = stage_layers(spec.layers, L)
     dense, expert = params_per_gpu(spec, L)
-    moe_per_stage = spec.moe_layer_count / spec.layers * per_stage
+    moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers, layers_per_stage=per_stage)
     ops = [*tensor_ops(layout=L, hidden=spec.hidden, seq=s, layers_per_stage=per_stage, activation_bytes=q,
                        gpus_per_node=G, moe_layers_per_stage=moe_per_stage, shared_experts=spec.shared_experts),
            *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
@@ -355,8 +357,8 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
             warnings.append(w)
         priced.append((op, c.total_s, c.algorithm.value))
     G = inp.gpus_per_node
-    crossing = sum(1 for dim in ("tp", "cp", "ep") if getattr(L, dim) > 1 and layout_group(L, dim, G)[1] < getattr(L, dim))
-    passes = 3 if L.recompute == "full" else 2
+    crossing = sum(leaves_node(*layout_group(L, dim, G)) for dim in ("tp", "cp", "ep"))
+    passes = layer_passes(SCALAR, L.recompute == "full")
     lines: list[CommLine] = []
     critical_mb = 0.0
     dp_ops, advice = [], []
@@ -385,7 +387,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
             continue
         lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=n * T, exposed_s=exposed))
     if L.zero == 3:
-        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=per_stage + 1, t_layer_f=t_layer_f,
+        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=zero3_units(per_stage), t_layer_f=t_layer_f,
                                              gathers=zero3_gathers_per_layer(inp), once=zero3_once_per_step(inp))
         critical_mb += zero3_mb
         lines += zero3_lines

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
 from commcost.core.validation import require_count
+from commcost.parallel.layout import expert_data_parallel
 from commcost.workload.stacks import layout_runs
 from commcost.workload.stacks import stack_layouts
 
@@ -249,7 +250,8 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     base["m"] = space.global_batch // (base["b"] * base["d"])
     t, c, d, e = base["t"], base["c"], base["d"], base["e"]
     expert_tp = base["etp"]
-    shared = (d * c > 1) | ((t * d * c) // (e * expert_tp) > 1 if space.spec.experts else False)
+    shared = (d * c > 1) | (expert_data_parallel(tp=t, dp=d, cp=c, ep=e, expert_tp=expert_tp) > 1
+                            if space.spec.experts else False)
     sp_ok = (t > 1) & ((space.seq // c) % t == 0)
     rules = stack_layouts(stack)
     cap_bytes = np.array(caps, dtype=np.int64) * MiB
