@@ -154,3 +154,21 @@ def test_all_gather_at_256_ranks_falls_behind_all_reduce_as_measured():
 def test_rccl_presets_run_the_ring_not_pat():
     with pytest.raises(InputError, match="RCCL presets run the ring"):
         collective_cost("all_gather", 2 ** 20, 4, system_topology("mi355x-roce", nodes=4, gpus_per_node=1), "pat")
+
+
+def test_point_to_point_protocol_is_nccls_size_rule_never_ll128():
+    # NCCL src/enqueue.cc addP2pToPlan: LL while a peer's bytes are <= NCCL_P2P_LL_THRESHOLD = 16 KiB, else Simple;
+    # LL128 is never used for point-to-point. All-to-all on 8 ranks: a peer gets S / 8, so the switch is at
+    # S = 8 * 16384 = 131072 bytes (LL at 131072, Simple at 131080); a send/recv switches at S = 16384.
+    topo = system_topology("mi355x-roce", nodes=2)
+    one = system_topology("mi355x-roce", nodes=1)
+    for fabric, P in ((one, 8), (topo, 16)):
+        at = protocol_costs("all_to_all", 16384 * P, P, fabric, "direct")
+        above = protocol_costs("all_to_all", 16384 * P + 8 * P, P, fabric, "direct")
+        assert list(at)[0].value == "ll" and list(above)[0].value == "simple"
+        assert all(p.value != "ll128" for p in (*at, *above))
+        # collective_cost runs the protocol the rule picks, even where another one is priced faster
+        assert collective_cost("all_to_all", 16384 * P + 8 * P, P, fabric).total_s == pytest.approx(
+            above[list(above)[0]].total_s)
+    assert list(protocol_costs("send_recv", 16384, 2, topo, "direct"))[0].value == "ll"
+    assert list(protocol_costs("send_recv", 16392, 2, topo, "direct"))[0].value == "simple"

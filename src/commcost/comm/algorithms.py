@@ -118,6 +118,7 @@ from commcost.core.xp import is_array, namespace_of
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm", "available_algorithms", "totals_many",
+    "P2P_LL_THRESHOLD_BYTES", "p2p_uses_ll",
 ]
 
 AUTO = "auto"
@@ -197,6 +198,21 @@ loss grows with ``r``. Derived on the tuning tables (benchmarks/accuracy_nccl_te
 OCI GB300 2 racks x 64 (r = 64, two 400 Gb/s ports per GPU, one driven): 0.5 * 2**34 / 357.610 ms =
 24.02 GB/s = 0.511, c = (1/0.511 - 1)/56 = 0.01708; median 0.01477. The benchmark re-derives it leaving
 each system out."""
+
+
+P2P_LL_THRESHOLD_BYTES = 16384
+"""NCCL runs a point-to-point transfer (every peer of an all-to-all, a send/recv) with LL when its bytes per
+channel are at most ``NCCL_P2P_LL_THRESHOLD`` = 16 KiB, otherwise with Simple, and never with LL128: src/enqueue.cc
+``addP2pToPlan``, ``protoLL &= bytes <= nChannels * ncclParamP2pLLThreshold()``,
+``protocol = protoLL ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE``. A peer's transfer gets one channel per
+``minPartSize`` = ``p2pChunkSize / 8`` (one node) or ``/ 2`` (across nodes) of its bytes, at least 64 KiB with
+NCCL's default chunk sizes, so the rule is: LL when the bytes to one peer (``S / P`` for an all-to-all, ``S`` for
+a send/recv) are at most 16 KiB, Simple above. P2P bypasses the tuner: no ranking by modelled time."""
+
+
+def p2p_uses_ll(peer_bytes):
+    """True where NCCL sends ``peer_bytes`` to one peer with LL (:data:`P2P_LL_THRESHOLD_BYTES`); array-safe."""
+    return peer_bytes <= P2P_LL_THRESHOLD_BYTES
 
 
 def fan_in_efficiency(remote_peers: int, slowdown_per_peer: float | None = None) -> float:
@@ -563,8 +579,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
-        if p is Protocol.LL128 and not pm.ll128_enabled:
-            continue
+        if p is Protocol.LL128 and (not pm.ll128_enabled or alg is Algorithm.DIRECT):
+            continue  # point-to-point never runs LL128 (P2P_LL_THRESHOLD_BYTES)
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
         view = _protocol_view(topo, t, eff, nic_share)
         if one_per_node and not tree:
@@ -598,6 +614,10 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         out[p] = (lat, bw)
         if ranked:
             ranking[p] = nccl_lat + bw
+    if alg is Algorithm.DIRECT:  # NCCL's size rule, not its tuner, picks a point-to-point protocol
+        ll = p2p_uses_ll(S / P if op is Collective.ALL_TO_ALL else S)
+        ranking[Protocol.LL] = 1.0 - 1.0 * ll
+        ranking[Protocol.SIMPLE] = 1.0 * ll
     return out, ranking
 
 
