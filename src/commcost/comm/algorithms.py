@@ -86,7 +86,7 @@ NCCL's ``ncclTopoTuneModel``/``ncclTopoGetAlgoTime`` do: LL's bus bandwidth is
 capped at ``llMaxBw``; the tree's bandwidth is multiplied by NCCL's
 ``treeCorrectionFactor`` (about 0.5 to 0.9 between 256 KiB and 128 MiB, where
 trees do not reach their model bandwidth); ring Simple all-reduce across nodes
-pays ``1.4 x`` its latency. In-network (NVLS) is Simple only, with NCCL's latency
+pays ``1.4 x`` its latency (``1.9 x`` on Volta). In-network (NVLS) is Simple only, with NCCL's latency
 (no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS moves a
 message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
 GPU, NCCL's defaults), and the last loop (the whole message, if smaller) crosses
@@ -109,8 +109,8 @@ from dataclasses import fields
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
-                                RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
-                                TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
+                                RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
+                                TREE_TERMS, Protocol, ProtocolTerms, ring_simple_plateau_factor, tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
 from commcost.core.validation import require_count, require_finite_positive
 from commcost.core.xp import is_array, namespace_of
@@ -610,7 +610,7 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if tree and op is Collective.ALL_REDUCE:
             bw = bw / _tree_correction(p, S)
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
-            lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
+            lat *= ring_simple_plateau_factor(pm.gpu_generation)
         out[p] = (lat, bw)
         if ranked:
             ranking[p] = nccl_lat + bw
