@@ -29,7 +29,8 @@ halving_doubling   ``t_0 + k[log2 g a_i + log2 n a_e]``             ``k[(g-1)/g 
 hierarchical (AR)  ``t_0 + 2(g-1) a_i + 2(n-1) a_e``                ``2(g-1)/g S/B_i + 2(n-1)/n (S/g) o/B_e``
 in_network (AR)    ``t_0 + 2 a_v + 2 ceil(log2 n) a_e``            ``max(S/B_v, E(n)/W)`` (SHARP: ``S/W``)
                    (SHARP: ``2 a_e``)
-direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1)/P S/B_i, (P-g_min)/P S o/B_e)``
+direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1-u)/P S/B_i, u/P S/B_u,
+                                                                    (P-g_min)/P S o/B_e)`` (``u`` unlinked peers)
 direct (send/recv) ``t_0 + a``                                      ``S/B`` on the link joining the two ranks
 =================  ===============================================  =============================================
 
@@ -479,7 +480,10 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
         else:  # concurrent peers: one step per tier, and the proxy posts each remote peer's transfer in turn
             lat = a_i + (a_e + post_s * (P - g) + (a_s if P > pod_ranks else 0.0) if n > 1 else 0.0)
-        bw = (g - 1) / P * S / (B_i * p2p_efficiency)
+        u = topo.unlinked_peers if g == topo.gpus_per_node else 0  # peers reached through host memory (DGX-1)
+        bw = (g - 1 - u) / P * S / (B_i * p2p_efficiency)
+        if u:
+            bw = _max(bw, u / P * S / topo.unlinked_bandwidth_bytes_per_s)
         if n > 1:
             bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
