@@ -47,11 +47,11 @@ def _pooled(rows, side, op="all_reduce"):
 
 
 def test_held_out_meets_the_issue_targets(rows):
-    # all-reduce rows; measured at this commit: 5.1% over 75 rows (74 before issue 20, less the A3 Mega table's
-    # 14 that moved to tuning, plus the held-out 2-node MI355X table's 15), 7.1% over 1-64 MiB, 55% too fast,
-    # band covers 91%
+    # all-reduce rows; measured at this commit: 5.2% over 94 rows (74 before issue 20, less the A3 Mega table's
+    # 14 that moved to tuning, plus the held-out MI355X AINIC system's 2-node 15 and 1-node 11, and OCI GB200's 8),
+    # 7.1% over 1-64 MiB, 54% too fast, band covers 88%
     median, mid, fast, band, n = _pooled(rows, "heldout")
-    assert n == 75
+    assert n == 94
     assert median <= 0.15
     assert mid <= 0.25
     assert 0.35 <= fast <= 0.65   # no systematic sign (issue 14 found 153 of 163 = 94% too fast)
@@ -80,11 +80,13 @@ def _median_fast(rows, op, scope):
 
 
 def test_all_to_all_leave_one_system_out_meets_issue_20(loso_rows):
-    # measured at this commit: across nodes 3.1% over 21 rows, 57% too fast; inside one node 4.5% over 8, 50%
+    # measured at this commit: across nodes 3.2% over 25 rows, 40% too fast (the held-out OCI GB200 racks: 2 racks
+    # +75%, 3 racks +144%, the fan-in slowdown derived on MI355X and GB300 does not hold there); inside one node
+    # 6.4% over 22 (the held-out MI355X AINIC 1-node table's 8 rows of 1-128 MiB: 16.1%, all too fast), 64% too fast
     median, fast, n = _median_fast(loso_rows, "all_to_all", "multi_node")
-    assert n == 21 and median <= 0.10 and 0.35 <= fast <= 0.65
+    assert n == 25 and median <= 0.10 and 0.35 <= fast <= 0.65
     median, fast, n = _median_fast(loso_rows, "all_to_all", "one_node")
-    assert n == 8 and median <= 0.10
+    assert n == 22 and median <= 0.10
 
 
 def test_all_gather_across_nodes(rows, loso_rows):

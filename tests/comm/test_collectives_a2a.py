@@ -154,3 +154,53 @@ def test_all_gather_at_256_ranks_falls_behind_all_reduce_as_measured():
 def test_rccl_presets_run_the_ring_not_pat():
     with pytest.raises(InputError, match="RCCL presets run the ring"):
         collective_cost("all_gather", 2 ** 20, 4, system_topology("mi355x-roce", nodes=4, gpus_per_node=1), "pat")
+
+
+def test_point_to_point_protocol_is_nccls_size_rule_never_ll128():
+    # NCCL src/enqueue.cc addP2pToPlan: LL while a peer's bytes are <= NCCL_P2P_LL_THRESHOLD = 16 KiB, else Simple;
+    # LL128 is never used for point-to-point. All-to-all on 8 ranks: a peer gets S / 8, so the switch is at
+    # S = 8 * 16384 = 131072 bytes (LL at 131072, Simple at 131080); a send/recv switches at S = 16384.
+    topo = system_topology("mi355x-roce", nodes=2)
+    one = system_topology("mi355x-roce", nodes=1)
+    for fabric, P in ((one, 8), (topo, 16)):
+        at = protocol_costs("all_to_all", 16384 * P, P, fabric, "direct")
+        above = protocol_costs("all_to_all", 16384 * P + 8 * P, P, fabric, "direct")
+        assert list(at)[0].value == "ll" and list(above)[0].value == "simple"
+        assert all(p.value != "ll128" for p in (*at, *above))
+        # collective_cost runs the protocol the rule picks, even where another one is priced faster
+        assert collective_cost("all_to_all", 16384 * P + 8 * P, P, fabric).total_s == pytest.approx(
+            above[list(above)[0]].total_s)
+    assert list(protocol_costs("send_recv", 16384, 2, topo, "direct"))[0].value == "ll"
+    assert list(protocol_costs("send_recv", 16392, 2, topo, "direct"))[0].value == "simple"
+
+
+def test_dgx1_all_to_all_reaches_its_unlinked_peers_through_host_memory():
+    # DGX-1 V100: 3 of a GPU's 7 peers have no NVLink; NCCL sends to them through host memory, each GPU at
+    # PCI_BW 12 GB/s / 2 GPUs per PCIe switch = 6 GB/s. 8 ranks, S = 2**30, Simple (S/8 per peer > 16 KiB):
+    #   NVLink part  4/8 * 2**30 / (120e9 * 0.906) = 4.939 ms;  host part  3/8 * 2**30 / 6e9 = 67.109 ms
+    #   latency      t_0 + a_i = 8.4 + 1.9 * 3.4/1.9 = 11.8 us        -> 67.1207 ms, busbw 7/8 2**30 / t = 14.0 GB/s
+    topo = system_topology("dgx-1-v100", nodes=1)
+    assert (topo.unlinked_peers, topo.unlinked_bandwidth_bytes_per_s) == (3, 6e9)
+    c = collective_cost("all_to_all", 2 ** 30, 8, topo)
+    assert c.bandwidth_s == pytest.approx(3 / 8 * 2 ** 30 / 6e9)
+    assert c.latency_s == pytest.approx(11.8e-6)
+    # a part-node group is taken as placed on a linked quad: 4 ranks, the NVLink term only,
+    # 3/4 * 2**30 / (120e9 * 0.906) = 7.4064 ms
+    from commcost.hardware.registry import system_group
+    quad, P = system_group("dgx-1-v100", nodes=1, gpus=4, gpus_per_node=4)
+    assert quad.unlinked_peers == 0
+    assert collective_cost("all_to_all", 2 ** 30, P, quad).bandwidth_s == pytest.approx(
+        3 / 4 * 2 ** 30 / (120e9 * P2P_EFFICIENCY))
+    # rings never use the unlinked pairs: the all-gather is unchanged (7/8 2**30 / 120e9 = 7.8297 ms)
+    assert collective_cost("all_gather", 2 ** 30, 8, topo).bandwidth_s == pytest.approx(7 / 8 * 2 ** 30 / 120e9)
+
+
+def test_unlinked_peers_are_validated():
+    import dataclasses
+
+    topo = system_topology("dgx-1-v100", nodes=1)
+    for bad in (-1, 8, 2.5, True):
+        with pytest.raises(InputError, match="unlinked_peers"):
+            dataclasses.replace(topo, unlinked_peers=bad)
+    with pytest.raises(InputError, match="unlinked_bandwidth_bytes_per_s"):
+        dataclasses.replace(topo, unlinked_bandwidth_bytes_per_s=0.0)

@@ -186,3 +186,11 @@ def test_one_a100_node_agrees_with_pytorchs_port_of_ncclls_tuner(S):
     theirs = inductor_estimator("dgx-a100")(S, 8)
     assert ours.algorithm is Algorithm.RING
     assert theirs == pytest.approx(ours.total_s, rel=0.05)
+
+
+def test_ring_simple_plateau_factor_is_1_9_on_volta():
+    # NCCL ncclTopoGetAlgoTime: lat *= minCompCap < 80 ? 1.9 : 1.4. dgx-1-v100, 2 nodes, P = 16, ring Simple:
+    # t_0 8.4 + 28 intra steps * max(1.9 * 3.4/1.9, 3 x 1 us of NCCL's net overhead on its Intel host)
+    #   + 2 net steps * 4 * 14/4 = 8.4 + 95.2 + 28 = 131.6 us, times 1.9 = 250.04 us
+    c = protocol_costs(AR, 2**30, 16, system_topology("dgx-1-v100", nodes=2), "ring")[Protocol.SIMPLE]
+    assert c.latency_s == pytest.approx(250.04 * US)

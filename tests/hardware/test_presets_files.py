@@ -29,7 +29,7 @@ def test_every_number_has_a_unit_in_its_key_and_every_entry_a_source(file_name):
         for key in numbers(entry):
             assert key.endswith(UNIT_SUFFIXES) or key in ("gpus_per_node", "oversubscription", "full_bandwidth_nodes", "slowdown_per_node_doubling",
                                               "nvls_channels_one_node", "nvls_channels_more_nodes", "pod_nodes",
-                                              "spine_oversubscription", "nics_per_gpu"), \
+                                              "spine_oversubscription", "nics_per_gpu", "unlinked_peers"), \
                 f"{file_name}:{name}.{key} has no unit in its key"
 
 

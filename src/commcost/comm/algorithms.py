@@ -29,7 +29,8 @@ halving_doubling   ``t_0 + k[log2 g a_i + log2 n a_e]``             ``k[(g-1)/g 
 hierarchical (AR)  ``t_0 + 2(g-1) a_i + 2(n-1) a_e``                ``2(g-1)/g S/B_i + 2(n-1)/n (S/g) o/B_e``
 in_network (AR)    ``t_0 + 2 a_v + 2 ceil(log2 n) a_e``            ``max(S/B_v, E(n)/W)`` (SHARP: ``S/W``)
                    (SHARP: ``2 a_e``)
-direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1)/P S/B_i, (P-g_min)/P S o/B_e)``
+direct (A2A)       ``t_0 + (g-1) a_i + (P-g) a_e``                  ``max((g-1-u)/P S/B_i, u/P S/B_u,
+                                                                    (P-g_min)/P S o/B_e)`` (``u`` unlinked peers)
 direct (send/recv) ``t_0 + a``                                      ``S/B`` on the link joining the two ranks
 =================  ===============================================  =============================================
 
@@ -86,7 +87,7 @@ NCCL's ``ncclTopoTuneModel``/``ncclTopoGetAlgoTime`` do: LL's bus bandwidth is
 capped at ``llMaxBw``; the tree's bandwidth is multiplied by NCCL's
 ``treeCorrectionFactor`` (about 0.5 to 0.9 between 256 KiB and 128 MiB, where
 trees do not reach their model bandwidth); ring Simple all-reduce across nodes
-pays ``1.4 x`` its latency. In-network (NVLS) is Simple only, with NCCL's latency
+pays ``1.4 x`` its latency (``1.9 x`` on Volta). In-network (NVLS) is Simple only, with NCCL's latency
 (no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS moves a
 message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
 GPU, NCCL's defaults), and the last loop (the whole message, if smaller) crosses
@@ -109,8 +110,8 @@ from dataclasses import fields
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
-                                RING_SIMPLE_MULTINODE_LATENCY_FACTOR, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
-                                TREE_TERMS, Protocol, ProtocolTerms, tree_correction)
+                                RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
+                                TREE_TERMS, Protocol, ProtocolTerms, ring_simple_plateau_factor, tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
 from commcost.core.validation import require_count, require_finite_positive
 from commcost.core.xp import is_array, namespace_of
@@ -118,6 +119,7 @@ from commcost.core.xp import is_array, namespace_of
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm", "available_algorithms", "totals_many",
+    "P2P_LL_THRESHOLD_BYTES", "p2p_uses_ll",
 ]
 
 AUTO = "auto"
@@ -197,6 +199,21 @@ loss grows with ``r``. Derived on the tuning tables (benchmarks/accuracy_nccl_te
 OCI GB300 2 racks x 64 (r = 64, two 400 Gb/s ports per GPU, one driven): 0.5 * 2**34 / 357.610 ms =
 24.02 GB/s = 0.511, c = (1/0.511 - 1)/56 = 0.01708; median 0.01477. The benchmark re-derives it leaving
 each system out."""
+
+
+P2P_LL_THRESHOLD_BYTES = 16384
+"""NCCL runs a point-to-point transfer (every peer of an all-to-all, a send/recv) with LL when its bytes per
+channel are at most ``NCCL_P2P_LL_THRESHOLD`` = 16 KiB, otherwise with Simple, and never with LL128: src/enqueue.cc
+``addP2pToPlan``, ``protoLL &= bytes <= nChannels * ncclParamP2pLLThreshold()``,
+``protocol = protoLL ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE``. A peer's transfer gets one channel per
+``minPartSize`` = ``p2pChunkSize / 8`` (one node) or ``/ 2`` (across nodes) of its bytes, at least 64 KiB with
+NCCL's default chunk sizes, so the rule is: LL when the bytes to one peer (``S / P`` for an all-to-all, ``S`` for
+a send/recv) are at most 16 KiB, Simple above. P2P bypasses the tuner: no ranking by modelled time."""
+
+
+def p2p_uses_ll(peer_bytes):
+    """True where NCCL sends ``peer_bytes`` to one peer with LL (:data:`P2P_LL_THRESHOLD_BYTES`); array-safe."""
+    return peer_bytes <= P2P_LL_THRESHOLD_BYTES
 
 
 def fan_in_efficiency(remote_peers: int, slowdown_per_peer: float | None = None) -> float:
@@ -463,7 +480,10 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
             lat = (g - 1) * a_i + (P - g) * a_e + (P - pod_ranks) * a_s
         else:  # concurrent peers: one step per tier, and the proxy posts each remote peer's transfer in turn
             lat = a_i + (a_e + post_s * (P - g) + (a_s if P > pod_ranks else 0.0) if n > 1 else 0.0)
-        bw = (g - 1) / P * S / (B_i * p2p_efficiency)
+        u = topo.unlinked_peers if g == topo.gpus_per_node else 0  # peers reached through host memory (DGX-1)
+        bw = (g - 1 - u) / P * S / (B_i * p2p_efficiency)
+        if u:
+            bw = _max(bw, u / P * S / topo.unlinked_bandwidth_bytes_per_s)
         if n > 1:
             bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
@@ -563,8 +583,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
-        if p is Protocol.LL128 and not pm.ll128_enabled:
-            continue
+        if p is Protocol.LL128 and (not pm.ll128_enabled or alg is Algorithm.DIRECT):
+            continue  # point-to-point never runs LL128 (P2P_LL_THRESHOLD_BYTES)
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
         view = _protocol_view(topo, t, eff, nic_share)
         if one_per_node and not tree:
@@ -594,10 +614,14 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if tree and op is Collective.ALL_REDUCE:
             bw = bw / _tree_correction(p, S)
         if (alg is Algorithm.RING and p is Protocol.SIMPLE and n > 1 and op is Collective.ALL_REDUCE):
-            lat *= RING_SIMPLE_MULTINODE_LATENCY_FACTOR
+            lat *= ring_simple_plateau_factor(pm.gpu_generation)
         out[p] = (lat, bw)
         if ranked:
             ranking[p] = nccl_lat + bw
+    if alg is Algorithm.DIRECT:  # NCCL's size rule, not its tuner, picks a point-to-point protocol
+        ll = p2p_uses_ll(S / P if op is Collective.ALL_TO_ALL else S)
+        ranking[Protocol.LL] = 1.0 - 1.0 * ll
+        ranking[Protocol.SIMPLE] = 1.0 * ll
     return out, ranking
 
 

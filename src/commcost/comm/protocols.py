@@ -45,7 +45,8 @@ from commcost.core.validation import require_count, require_finite_positive
 __all__ = [
     "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",
     "REFERENCE_INTRA_STEP_S", "REFERENCE_INTER_STEP_S", "REFERENCE_BASE_S",
-    "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "tree_correction", "PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S",
+    "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "RING_SIMPLE_MULTINODE_LATENCY_FACTOR_VOLTA", "ring_simple_plateau_factor",
+    "tree_correction", "PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S",
 ]
 
 
@@ -124,6 +125,14 @@ REFERENCE_BASE_S = 8.4 * US
 
 RING_SIMPLE_MULTINODE_LATENCY_FACTOR = 1.4
 """``ncclTopoGetAlgoTime``: ring Simple all-reduce across nodes, ``lat *= 1.4`` ("plateau effect of ring", sm80+)."""
+RING_SIMPLE_MULTINODE_LATENCY_FACTOR_VOLTA = 1.9
+"""The same plateau factor before sm80: ``lat *= comm->minCompCap < 80 ? 1.9 : 1.4`` (NVIDIA/nccl
+src/graph/tuning.cc ``ncclTopoGetAlgoTime``); applies to the ``volta`` generation (V100, sm70)."""
+
+
+def ring_simple_plateau_factor(gpu_generation: str | None) -> float:
+    """NCCL's ring Simple all-reduce latency factor across nodes for a GPU generation (1.9 on Volta, 1.4 after)."""
+    return RING_SIMPLE_MULTINODE_LATENCY_FACTOR_VOLTA if gpu_generation == "volta" else RING_SIMPLE_MULTINODE_LATENCY_FACTOR
 
 # ncclTopoGetAlgoTime: "Trees are not perfectly sticking to the model for medium sizes. Applying a
 # static correction factor is not ideal but works quite well." Index i is a message of 64 * 2**i bytes.

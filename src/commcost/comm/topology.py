@@ -92,6 +92,14 @@ class Topology:
     cost (GPUDirect-TCPX/TCPXO, where the data or its control path crosses the host's TCP stack): the latency
     term of such a collective is ``max(latency, t_f)`` (:func:`commcost.comm.algorithms.collective_cost`). A
     fabric property (fabrics.json ``collective_floor_s``, with its source); 0: no floor (RDMA fabrics)."""
+    unlinked_peers: int = 0
+    """``u``: GPUs of a full node a GPU has no direct intra-node link to (DGX-1's hybrid cube-mesh: 3 of the other
+    7, all behind the other CPU socket). NCCL sends to them through host memory (its SHM transport: point-to-point
+    is off across CPU sockets, src/graph/paths.cc ``p2pLevel = PATH_PXB``), at ``unlinked_bandwidth_bytes_per_s``;
+    rings avoid them. Applies to a group that fills its nodes (a part-node group is taken as placed on linked
+    GPUs). 0: every GPU of a node is linked to every other (NVSwitch, a full mesh)."""
+    unlinked_bandwidth_bytes_per_s: float = 0.0
+    """``B_u``: each GPU's share of the path to its unlinked peers, bytes/s per direction (0 when ``u`` is 0)."""
     protocols: ProtocolModel | None = None
     """NCCL's protocol model (LL / LL128 / Simple, :mod:`commcost.comm.protocols`): each algorithm
     runs under the fastest protocol for the size, and ``auto`` chooses among the algorithms
@@ -120,6 +128,11 @@ class Topology:
         require_finite_positive("spine_latency_s", self.spine_latency_s, allow_zero=True)
         require_count("nics_per_gpu", self.nics_per_gpu)
         require_finite_positive("network_floor_s", self.network_floor_s, allow_zero=True)
+        if isinstance(self.unlinked_peers, bool) or not isinstance(self.unlinked_peers, int) or not (
+                0 <= self.unlinked_peers < self.gpus_per_node):
+            raise InputError(f"unlinked_peers must be an integer in [0, gpus_per_node), got {self.unlinked_peers!r}")
+        require_finite_positive("unlinked_bandwidth_bytes_per_s", self.unlinked_bandwidth_bytes_per_s,
+                                allow_zero=self.unlinked_peers == 0)
         if self.pod_nodes is None and (self.spine_oversubscription != 1 or self.spine_latency_s != 0):
             raise InputError("spine_oversubscription and spine_latency_s describe a third tier: give pod_nodes too")
         if self.protocols is not None:
