@@ -126,7 +126,7 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
                      tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1),
                      stack=row["stack"] if row["stack"] in KNOWN_STACKS else "auto", compiled=row["compile"] == "1",
-                     **moe)
+                     cpu_offload_layers=int(row.get("cpu_offload_layers") or 0), **moe)
     return inp, FabricModel(topology=topo)
 
 
@@ -242,11 +242,15 @@ def memory_check(results: list[dict]) -> None:
         print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
               f"median signed {statistics.median(es):+6.1%}")
     oom = [r["row"]["id"] for r in results if r["plan"].memory.verdict == "does not fit"]
-    off = [i for i in oom if "cpu_offloading" in next(r["row"]["source"] for r in results if r["row"]["id"] == i)]
     print(f"  runs that ran called \"does not fit\": {len(oom)} of {len(results)}" + (f" ({', '.join(oom)})" if oom else ""))
-    if off:
-        print(f"    of which {len(off)} offload activations to the CPU (the source's recipe; plan does not model it): "
-              + ", ".join(off))
+    off = [r for r in results if r["inp"].cpu_offload_layers]
+    for r in off:   # column cpu_offload_layers: the recipe offloads N layers' activations (workload/offload.py)
+        m, pr = r["plan"].memory, r["plan"]
+        stall = pr.compute_by_operator.get("offload_s", 0.0)
+        print(f"  {r['row']['id']}: {r['inp'].cpu_offload_layers} of {r['inp'].spec.layers} layers offloaded, "
+              f"{m.offloaded_bytes / GIB:.1f} GiB per micro-batch to the host, device "
+              f"{m.device_bytes[0] / GIB:.0f}-{m.device_bytes[1] / GIB:.0f} of {m.capacity_bytes / GIB:.0f} GiB "
+              f"({m.verdict}), copies exposed {stall:.3f} s of {pr.step_s:.2f} s")
     print()
 
 

@@ -47,7 +47,11 @@ buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k
 **Reserved and on the card** (:class:`MemoryBreakdown`): the caching allocator's slack over the peak allocated
 (:data:`ALLOCATOR_SLACK`), then the CUDA context and NCCL's own buffers outside torch's allocator
 (:data:`CONTEXT_BYTES`, :data:`NCCL_BYTES`), as a low-high range against the card's capacity as the driver
-reports it (gpus.json). Not modelled: activations offloaded to the CPU (Megatron's ``cpu_offloading_num_layers``).
+reports it (gpus.json).
+
+**Activation offloading** (Megatron-Core ``cpu_offloading_num_layers = N``, :mod:`commcost.workload.offload`): the
+GPU holds ``L - N`` layers' worth of the micro-batch's activations instead of ``L``; the ``N A`` bytes offloaded
+per micro-batch are :attr:`MemoryBreakdown.offloaded_bytes`.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from dataclasses import dataclass
 from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
+from commcost.workload.offload import resident_layers
 from commcost.parallel.layout import stage_layers
 
 TYPE_CHECKING = False
@@ -228,6 +233,8 @@ class MemoryBreakdown:
     """Which stage is fullest: ``first`` or ``last`` (``only`` without pipelining)."""
     in_flight_layers: float
     """Layers' worth of one micro-batch's activations that stage holds."""
+    offloaded_bytes: float = 0.0
+    """Activation bytes one micro-batch copies to host memory and back (``N A``; 0 without offloading)."""
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
@@ -265,7 +272,8 @@ class MemoryBreakdown:
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits, "margin_bytes": self.margin_bytes,
                 "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
                 "device_bytes": list(self.device_bytes), "verdict": self.verdict,
-                "stage": self.stage, "in_flight_layers": self.in_flight_layers}
+                "stage": self.stage, "in_flight_layers": self.in_flight_layers,
+                "offloaded_bytes": self.offloaded_bytes}
 
 
 def device_bytes_range(total_bytes):
@@ -340,10 +348,11 @@ def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_par
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
-                   fp8: bool = False, expert_load: float = 1.0) -> MemoryBreakdown:
+                   fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
-    saved quantized (None: the bf16 formula with fp32 logits)."""
+    saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
+    go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -364,7 +373,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)
-    first_layers = in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)
+    first_layers = resident_layers(in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp,
+                                                    micro_batches=layout.micro_batches), offloaded_layers)
     act, first_fullest = stage_activation_bytes(
         SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=held,
         layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
@@ -386,7 +396,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
-                           capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held)
+                           capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,
+                           offloaded_bytes=offloaded_layers * per_layer)
 
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:
