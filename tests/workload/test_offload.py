@@ -61,3 +61,25 @@ def test_memory_of_the_gb200_llama3_70b_recipe_by_hand():
     assert whole.activations_bytes - half.activations_bytes == pytest.approx(145_122_918_400, rel=1e-12)
     assert (whole.in_flight_layers, half.in_flight_layers) == (80, 40)
     assert whole.verdict == "does not fit" and half.verdict != "does not fit"
+
+
+def test_deepspeed_zero3_buffers_are_bounded_by_hand():
+    # GPT-3 530B shapes (h 20,480, f 4h, 128 heads, V 51,200), t = 1: a layer holds 12 h^2 = 5,033,164,800
+    # parameters; the largest matrix is h x 4h = 1,677,721,600 (> V h = 1,048,576,000).
+    # Without a bound: 2 layers' fp16 weights + one layer's fp16 gradients = 3 x 2 x 5,033,164,800 = 30,198,988,800 B.
+    # DeepSpeed (M = 1e9 live, R = 5e8 bucket): min(2 N, max(M, N_max)) = 1,677,721,600 weights and
+    # min(N, max(R, N_max)) = 1,677,721,600 gradients, 2 bytes each: 6,710,886,400 B.
+    from commcost.core.xp import SCALAR as xp
+    from commcost.workload.memory import buffer_bytes, largest_matrix_params
+
+    spec = model_spec("megatron-gpt-529.6b")
+    assert largest_matrix_params(spec, 1) == 1_677_721_600
+    kw = dict(pp=1, micro_batch=1, seq_local=2048, hidden=20480, tp=1, zero3=True, layer_params=5_033_164_800,
+              sequence_parallel=False)
+    assert buffer_bytes(xp, **kw) == 30_198_988_800
+    assert buffer_bytes(xp, **kw, live_params=1e9, reduce_bucket_params=5e8,
+                        largest_params=1_677_721_600) == 6_710_886_400
+    # a small layer (Llama 3 8B: 218,112,000 per layer) stays under both bounds: unchanged
+    small = dict(kw, layer_params=218_112_000)
+    assert buffer_bytes(xp, **small, live_params=1e9, reduce_bucket_params=5e8, largest_params=525_336_576) \
+        == buffer_bytes(xp, **small) == 6 * 218_112_000

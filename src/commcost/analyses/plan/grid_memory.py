@@ -16,6 +16,7 @@ from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
 from commcost.workload.memory import in_flight_layers
+from commcost.workload.memory import largest_matrix_params
 from commcost.workload.memory import layer_mix_bytes
 from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import stage_activation_bytes
@@ -78,7 +79,11 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
             buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
                                     zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
-                                    top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load))
+                                    top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load,
+                                    live_params=given_stack_flag(inp.stack, "zero3_live_params", None),
+                                    reduce_bucket_params=given_stack_flag(inp.stack, "zero3_reduce_bucket_params",
+                                                                          None),
+                                    largest_params=largest_matrix_params(spec, t)))
     unshard = (dense + expert) * (WEIGHT_BYTES + GRAD_BYTES)   # memory_per_gpu: the stage gathered under PP
     return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
                 unshard=unshard)
