@@ -212,6 +212,11 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
     print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(signed)} runs, {len(by_source)} sources; each source predicted with "
           "fractions fitted without it):")
     _print_errors(signed, by_source)
+    long = [r["loso"] for r in results if not r["inp"].spec.is_moe and r["inp"].seq >= 16384]
+    if long:
+        a = [abs(e) for e in long]
+        print(f"  seq >= 16K: n={len(long)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed "
+              f"{statistics.median(long):+.1%}, too fast {sum(e < 0 for e in long) / len(long):.0%}")
     print()
     return fits
 
@@ -310,6 +315,7 @@ def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -
         src = S.source_of(r["row"])
         g, st, f = S.fit([x for x in fits if x["source"] != src])
         e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
+        r["loso"] = e
         signed.append(e)
         by_source.setdefault(src, []).append(e)
     S.restore()
