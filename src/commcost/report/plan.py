@@ -81,7 +81,9 @@ def _memory_options(p: Plan) -> list[tuple[str, float]]:
 
     L = p.inputs.layout
     zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]
-    recomputes = [r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
+    # Megatron-Core does not recompute while it offloads activations (commcost.workload.offload): no recompute option
+    recomputes = [] if p.inputs.cpu_offload_layers else [
+        r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
     changes: list[tuple[str, dict]] = [(f"ZeRO-{z}" + (" / FSDP" if z == 3 else ""), {"zero": z}) for z in zeros]
     changes += [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
     changes += [(f"ZeRO-{z} + --recompute {r}", {"zero": z, "recompute": r}) for z in zeros for r in recomputes]

@@ -73,3 +73,15 @@ def test_search_prices_offloading_as_plan_does():
             got = float(values[key][i])
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, row, got, want)
     assert stalled > 0
+
+
+def test_plan_command_with_offloading_that_does_not_fit(capsys):
+    # the memory advice offers no recomputation while activations are offloaded (Megatron-Core forbids both):
+    # asking for it must not turn into an error
+    from commcost.cli import main
+
+    rc = main(["plan", "--model", "llama3-70b", "--system", "gb200-nvl72", "--gpus", "64", "--zero", "1",
+               "--micro-batch", "2", "--global-batch", "256", "--seq", "8192", "--cpu-offload-layers", "10"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "DOES NOT FIT" in out and "10 layers' activations offloaded" in out
+    assert "--recompute" not in out.split("advice:")[1].split("\n\n")[0]
