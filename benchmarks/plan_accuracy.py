@@ -126,7 +126,7 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
                      tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1),
                      stack=row["stack"] if row["stack"] in KNOWN_STACKS else "auto", compiled=row["compile"] == "1",
-                     **moe)
+                     cpu_offload_layers=int(row.get("cpu_offload_layers") or 0), **moe)
     return inp, FabricModel(topology=topo)
 
 
@@ -212,6 +212,11 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
     print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(signed)} runs, {len(by_source)} sources; each source predicted with "
           "fractions fitted without it):")
     _print_errors(signed, by_source)
+    long = [r["loso"] for r in results if not r["inp"].spec.is_moe and r["inp"].seq >= 16384]
+    if long:
+        a = [abs(e) for e in long]
+        print(f"  seq >= 16K: n={len(long)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed "
+              f"{statistics.median(long):+.1%}, too fast {sum(e < 0 for e in long) / len(long):.0%}")
     print()
     return fits
 
@@ -242,11 +247,15 @@ def memory_check(results: list[dict]) -> None:
         print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
               f"median signed {statistics.median(es):+6.1%}")
     oom = [r["row"]["id"] for r in results if r["plan"].memory.verdict == "does not fit"]
-    off = [i for i in oom if "cpu_offloading" in next(r["row"]["source"] for r in results if r["row"]["id"] == i)]
     print(f"  runs that ran called \"does not fit\": {len(oom)} of {len(results)}" + (f" ({', '.join(oom)})" if oom else ""))
-    if off:
-        print(f"    of which {len(off)} offload activations to the CPU (the source's recipe; plan does not model it): "
-              + ", ".join(off))
+    off = [r for r in results if r["inp"].cpu_offload_layers]
+    for r in off:   # column cpu_offload_layers: the recipe offloads N layers' activations (workload/offload.py)
+        m, pr = r["plan"].memory, r["plan"]
+        stall = pr.compute_by_operator.get("offload_s", 0.0)
+        print(f"  {r['row']['id']}: {r['inp'].cpu_offload_layers} of {r['inp'].spec.layers} layers offloaded, "
+              f"{m.offloaded_bytes / GIB:.1f} GiB per micro-batch to the host, device "
+              f"{m.device_bytes[0] / GIB:.0f}-{m.device_bytes[1] / GIB:.0f} of {m.capacity_bytes / GIB:.0f} GiB "
+              f"({m.verdict}), copies exposed {stall:.3f} s of {pr.step_s:.2f} s")
     print()
 
 
@@ -306,6 +315,7 @@ def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -
         src = S.source_of(r["row"])
         g, st, f = S.fit([x for x in fits if x["source"] != src])
         e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
+        r["loso"] = e
         signed.append(e)
         by_source.setdefault(src, []).append(e)
     S.restore()

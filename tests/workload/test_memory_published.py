@@ -39,3 +39,14 @@ def test_peak_reserved_memory_on_published_runs():
     assert abs(statistics.median(errs)) <= 0.05
     # every one of these runs ran: none is called "does not fit"
     assert "does not fit" not in verdicts
+
+
+def test_runs_that_offload_activations_fit():
+    # published_runs.csv column cpu_offload_layers: the Megatron-Bridge GB200/GB300 Llama 3 70B recipes offload
+    # 40 and 20 of 80 layers' activations; without the offload both read "does not fit" (303 GiB allocated)
+    rows = [r for r in csv.DictReader(plan_accuracy.DATA.open()) if r.get("cpu_offload_layers")]
+    assert sorted(r["id"] for r in rows) == ["mb-gb200-llama3-70b", "mb-gb300-llama3-70b"]
+    for row in rows:
+        inp, _ = plan_accuracy.inputs(row)
+        assert inp.cpu_offload_layers == int(row["cpu_offload_layers"])
+        assert plan_memory(inp).verdict != "does not fit", row["id"]

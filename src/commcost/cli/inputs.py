@@ -459,7 +459,8 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                      efficiency=args.efficiency, flash_attention=not args.no_flash_attention,
                      bucket_cap_bytes=None if bucket is None else int(bucket),
                      tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
-                     fp8_attention=args.fp8_attention, **moe_inputs(args))
+                     fp8_attention=args.fp8_attention, cpu_offload_layers=args.cpu_offload_layers,
+                     **moe_inputs(args))
     model = resolved.comm
     measured = args.measured_step_s
     if args.measured_tflops or args.mfu:  # the step a measured (or assumed) model FLOP rate gives
@@ -726,6 +727,8 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
         add("--stack", args.stack)
     add("--compile", args.compile)
     add("--fp8-attention", args.fp8_attention)
+    if args.cpu_offload_layers:
+        add("--cpu-offload-layers", args.cpu_offload_layers)
     return tuple(out)
 
 
@@ -780,7 +783,7 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                        top=robust_candidates(args.top) if robust else args.top,
                        keep_points=args.plot is not None, train_tokens=args.train_tokens,
                        headroom=args.memory_headroom, fragile_last=args.rank not in ("step", "cost"),
-                       **moe_inputs(args))
+                       cpu_offload_layers=args.cpu_offload_layers, **moe_inputs(args))
     return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
                          plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
                          json=args.json, csv=args.csv, plot=args.plot)

@@ -102,6 +102,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")
     c.add_argument("--tp-comm-overlap", action="store_true",
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
+    c.add_argument("--cpu-offload-layers", type=int, default=0, metavar="N",
+                   help="offload N layers' activations to host memory (Megatron-Core cpu_offloading_num_layers; "
+                        "pp 1, no recompute)")
     c.add_argument("--bucket-mb", type=A.positive_float, help="data-parallel bucket cap, MiB (default DDP's 25)")
     t = p.add_argument_group("training cost")
     t.add_argument("--train-tokens", type=A.token_count, help="tokens to train on (2e12, 2T, 300B): days and GPU-hours")

@@ -62,6 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")
     c.add_argument("--tp-comm-overlap", action="store_true",
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
+    c.add_argument("--cpu-offload-layers", type=int, default=0, metavar="N",
+                   help="offload N layers' activations to host memory (with --fix pp=1,recompute=none)")
     o = p.add_argument_group("objective and output")
     o.add_argument("--objective", choices=("step", "tokens-per-gpu", "cost"), default="step",
                    help="rank by step time, tokens/s/GPU, or dollars per million tokens (default step)")

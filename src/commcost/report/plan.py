@@ -82,7 +82,9 @@ def _memory_options(p: Plan) -> list[tuple[str, float]]:
 
     L = p.inputs.layout
     zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]
-    recomputes = [r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
+    # Megatron-Core does not recompute while it offloads activations (commcost.workload.offload): no recompute option
+    recomputes = [] if p.inputs.cpu_offload_layers else [
+        r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
     changes: list[tuple[str, dict]] = [(f"ZeRO-{z}" + (" / FSDP" if z == 3 else ""), {"zero": z}) for z in zeros]
     changes += [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
     changes += [(f"ZeRO-{z} + --recompute {r}", {"zero": z, "recompute": r}) for z in zeros for r in recomputes]
@@ -178,7 +180,8 @@ def _band_lines(p: Plan, band: PlanBand) -> list[str]:
 
 _OPERATOR_NAMES = {"gemm_s": "GEMMs (projections, MLP)", "attention_s": "attention core",
                    "elementwise_s": "element-wise (HBM-bound)", "head_s": "output head and loss",
-                   "casts_s": "fp8 casts", "recompute_s": "recomputation"}
+                   "casts_s": "fp8 casts", "recompute_s": "recomputation",
+                   "offload_s": "waiting for host copies"}
 
 
 def _operator_lines(p: Plan) -> list[str]:
@@ -294,6 +297,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
         f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
         f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
+        *([f"  {inp.cpu_offload_layers} layers' activations offloaded: {format_bytes(mem.offloaded_bytes)} per "
+           "micro-batch to host memory and back"] if inp.cpu_offload_layers else []),
         f"  peak allocated {format_bytes(mem.total_bytes)}; reserved "
         f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
         f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "

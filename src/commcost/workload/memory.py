@@ -40,14 +40,20 @@ The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
 FSDP2 with PP) also holds the stage's bf16 weights and gradients whole: ``+ N_stage (q_w + q_g)``.
 
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
-the gradients of one; sequence parallelism's gathered layer input ``2 s'bh``; an MoE layer's token
+the gradients of one (a stack that bounds them, DeepSpeed's ``stage3_max_live_parameters`` ``M`` and
+``reduce_bucket_size`` ``R``: ``min(2 N_layer, max(M, N_max)) q_w + min(N_layer, max(R, N_max)) q_g``, ``N_max`` the
+largest weight matrix, :func:`largest_matrix_params`, gathered and reduced whole); sequence parallelism's gathered layer input ``2 s'bh``; an MoE layer's token
 buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
 ``I`` the load imbalance: the busiest rank receives ``I`` times the mean).
 
 **Reserved and on the card** (:class:`MemoryBreakdown`): the caching allocator's slack over the peak allocated
 (:data:`ALLOCATOR_SLACK`), then the CUDA context and NCCL's own buffers outside torch's allocator
 (:data:`CONTEXT_BYTES`, :data:`NCCL_BYTES`), as a low-high range against the card's capacity as the driver
-reports it (gpus.json). Not modelled: activations offloaded to the CPU (Megatron's ``cpu_offloading_num_layers``).
+reports it (gpus.json).
+
+**Activation offloading** (Megatron-Core ``cpu_offloading_num_layers = N``, :mod:`commcost.workload.offload`): the
+GPU holds ``L - N`` layers' worth of the micro-batch's activations instead of ``L``; the ``N A`` bytes offloaded
+per micro-batch are :attr:`MemoryBreakdown.offloaded_bytes`.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from dataclasses import dataclass
 from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
+from commcost.workload.offload import resident_layers
 from commcost.parallel.layout import stage_layers
 
 TYPE_CHECKING = False
@@ -67,7 +74,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
-           "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes"]
+           "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -228,6 +235,8 @@ class MemoryBreakdown:
     """Which stage is fullest: ``first`` or ``last`` (``only`` without pipelining)."""
     in_flight_layers: float
     """Layers' worth of one micro-batch's activations that stage holds."""
+    offloaded_bytes: float = 0.0
+    """Activation bytes one micro-batch copies to host memory and back (``N A``; 0 without offloading)."""
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
@@ -265,7 +274,8 @@ class MemoryBreakdown:
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits, "margin_bytes": self.margin_bytes,
                 "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
                 "device_bytes": list(self.device_bytes), "verdict": self.verdict,
-                "stage": self.stage, "in_flight_layers": self.in_flight_layers}
+                "stage": self.stage, "in_flight_layers": self.in_flight_layers,
+                "offloaded_bytes": self.offloaded_bytes}
 
 
 def device_bytes_range(total_bytes):
@@ -325,25 +335,40 @@ def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, 
 
 def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_params, sequence_parallel,
                  weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES, top_k: float = 0.0,
-                 expert_load: float = 1.0):
+                 expert_load: float = 1.0, live_params=None, reduce_bucket_params=None, largest_params=0.0):
     """Communication buffers (module docstring): pipeline send/receive ``4 S_pp = 4 x 2 b s' h / t``
-    with ``p > 1``; ZeRO-3's prefetch ``N_layer (2 q_w + q_g)``; sequence parallelism's gathered input
-    ``2 s'bh``; with experts (``top_k = k > 0``) the dispatcher's send and receive token buffers
-    ``4 k s'bh I / r``. Array-safe."""
+    with ``p > 1``; ZeRO-3's prefetch ``N_layer (2 q_w + q_g)``, or with a stack's bounds (``live_params`` ``M``,
+    ``reduce_bucket_params`` ``R``, ``largest_params`` ``N_max``) ``min(2 N_layer, max(M, N_max)) q_w +
+    min(N_layer, max(R, N_max)) q_g``; sequence parallelism's gathered input ``2 s'bh``; with experts
+    (``top_k = k > 0``) the dispatcher's send and receive token buffers ``4 k s'bh I / r``. Array-safe."""
     r = xp.where(sequence_parallel, tp, 1.0)
+    gathered, grads = 2.0 * layer_params, layer_params
+    if live_params is not None:
+        gathered = xp.minimum(gathered, xp.maximum(live_params, largest_params))
+    if reduce_bucket_params is not None:
+        grads = xp.minimum(grads, xp.maximum(reduce_bucket_params, largest_params))
     return (xp.where(pp > 1, 4.0 * micro_batch * seq_local * hidden * 2.0 / tp, 0.0)
-            + xp.where(zero3, layer_params * (2 * weight_bytes + grad_bytes), 0.0)
+            + xp.where(zero3, gathered * weight_bytes + grads * grad_bytes, 0.0)
             + xp.where(sequence_parallel, 2.0 * seq_local * micro_batch * hidden, 0.0)
             + 4.0 * top_k * seq_local * micro_batch * hidden * expert_load / r)
+
+
+def largest_matrix_params(spec: TransformerSpec, tp):
+    """``N_max = max(V h, h n_q d, h f, h f_e) / t``: the largest weight matrix a GPU gathers whole under ZeRO-3
+    (the vocabulary embedding, an attention projection, a dense or expert MLP matrix; split by TP). Array-safe in ``tp``."""
+    h = spec.hidden
+    widths = [spec.vocab, spec.heads * spec.d, spec.ffn] + ([spec.expert_ffn] if spec.is_moe else [])
+    return h * max(widths) / tp
 
 
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
-                   fp8: bool = False, expert_load: float = 1.0) -> MemoryBreakdown:
+                   fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
-    saved quantized (None: the bf16 formula with fp32 logits)."""
+    saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
+    go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -364,7 +389,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)
-    first_layers = in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp, micro_batches=layout.micro_batches)
+    first_layers = resident_layers(in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp,
+                                                    micro_batches=layout.micro_batches), offloaded_layers)
     act, first_fullest = stage_activation_bytes(
         SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=held,
         layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
@@ -377,7 +403,10 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
                            tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / (held + 1),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
-                           grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load)
+                           grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load,
+                           live_params=None if stack is None else stack.zero3_live_params,
+                           reduce_bucket_params=None if stack is None else stack.zero3_reduce_bucket_params,
+                           largest_params=largest_matrix_params(spec, layout.tp))
     if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
         # the stage stays gathered through the step: its bf16 weights and gradients, whole
         w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * GRAD_BYTES
@@ -386,7 +415,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     total = states + act + buffers
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
-                           capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held)
+                           capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,
+                           offloaded_bytes=offloaded_layers * per_layer)
 
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:

@@ -91,6 +91,11 @@ class Stack:
     gated_mlp_saved_bytes: float = 6.0
     """Bytes a gated MLP keeps per element of its width besides the down projection's input: 6 eager
     (gate and up outputs, SiLU's output), 4 with a fused SwiGLU that saves only its input (Megatron-Core)."""
+    zero3_live_params: float | None = None
+    """ZeRO-3's bound on the gathered parameters resident at once (DeepSpeed's ``stage3_max_live_parameters``);
+    None: the two-layer prefetch window (FSDP's, Megatron-FSDP's) alone (:func:`commcost.workload.memory.buffer_bytes`)."""
+    zero3_reduce_bucket_params: float | None = None
+    """ZeRO-3's gradient bucket, parameters (DeepSpeed's ``reduce_bucket_size``); None: one layer's gradients."""
     compile_covers_loss: bool = True
     """torch.compile also compiles the loss (its accesses and bytes as a fused kernel's); False where the stack
     compiles the model's blocks only and the cross-entropy runs eager (torchtitan before 0.1)."""

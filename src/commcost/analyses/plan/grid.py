@@ -24,6 +24,7 @@ from __future__ import annotations
 from commcost.comm.collectives import Collective
 from commcost.workload.stacks import given_stack_flag
 from commcost.analyses.plan.compose import nic_share
+from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import stack_masks
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.hardware.registry import gpu_row
@@ -59,6 +60,8 @@ from commcost.workload.compute import elementwise_time_s
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import stage_params
+from commcost.workload.offload import host_link_bytes_per_s
+from commcost.workload.offload import offload_exposed_s
 from commcost.workload.operators import kernel_rates
 from commcost.workload.operators import micro_batch_operators
 from commcost.workload.stacks import stack
@@ -412,6 +415,10 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                                             layer_flops=tokens * f_layer / t,
                                                             attention_flops=tokens * attn / t,
                                                             rate_flops_per_s=peak * inp.efficiency, elementwise_s=t_ew)
+    if inp.cpu_offload_layers:   # plan: the wait for the activations' host copies joins t_c
+        t_c = t_c + offload_exposed_s(np, offloaded_bytes=offloaded_bytes(cols, base, inp),
+                                      host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
+                                      backward_s=t_c - t_fwd)
     hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = layer_passes(np, full)

@@ -17,9 +17,11 @@ from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
 from commcost.workload.memory import in_flight_layers
+from commcost.workload.memory import largest_matrix_params
 from commcost.workload.memory import layer_mix_bytes
 from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import stage_activation_bytes
+from commcost.workload.offload import resident_layers
 from commcost.workload.stacks import auto_is_fsdp
 from commcost.workload.stacks import given_stack_flag
 from commcost.workload.stacks import stack
@@ -28,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.search_inputs import SearchInputs
 
-__all__ = ["memory_tables", "memory_grid"]
+__all__ = ["memory_tables", "memory_grid", "offloaded_bytes"]
 
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
@@ -51,7 +53,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
             w_e, g_e, o_e = model_state_bytes(expert, z, E_dp, grad_bytes=q_g)
             states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e)
     s_local = s / c
-    first_layers = in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m)
+    first_layers = resident_layers(in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m),
+                                   inp.cpu_offload_layers)
     layer_params = (dense + expert) / zero3_units(per_stage)       # a ZeRO-3 unit's parameters
     acts: dict[str, list] = {}
     buf = []
@@ -77,7 +80,11 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
             buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
                                     zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
-                                    top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load))
+                                    top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load,
+                                    live_params=given_stack_flag(inp.stack, "zero3_live_params", None),
+                                    reduce_bucket_params=given_stack_flag(inp.stack, "zero3_reduce_bucket_params",
+                                                                          None),
+                                    largest_params=largest_matrix_params(spec, t)))
     unshard = (dense + expert) * (WEIGHT_BYTES + GRAD_BYTES)   # memory_per_gpu: the stage gathered under PP
     return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
                 unshard=unshard)
@@ -126,6 +133,26 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + NCCL_BYTES[0],
                 states_bytes=states, activations_bytes=act,
                 capacity_bytes=gpu_row(inp.gpu)[0])
+
+
+def offloaded_bytes(cols: dict, base: dict, inp: SearchInputs):
+    """``N A`` of every configuration: the activation bytes one micro-batch offloads to host memory
+    (:attr:`commcost.workload.memory.MemoryBreakdown.offloaded_bytes`; 0 without ``cpu_offload_layers``)."""
+    import numpy as np
+
+    bi, sp = cols["bi"], cols["sp"]
+    out = np.zeros(len(bi))
+    if not inp.cpu_offload_layers:
+        return out
+    spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
+    t, c, b = (base[k][bi].astype(float) for k in ("t", "c", "b"))
+    for name, mask in stack_masks(cols, base, inp).items():
+        st = stack(name, compiled=inp.compiled)
+        q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
+        for flag in (0, 1):
+            per = _stage_layer_bytes(spec, s / c, b, t, bool(flag), flash, "none", q_in, st.gated_mlp_saved_bytes)
+            out = np.where(mask & (sp == flag), inp.cpu_offload_layers * per, out)
+    return out
 
 
 def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in, gated_bytes):

@@ -10,7 +10,9 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    ``r`` the recomputation (full: ``f_layer``; selective: the score products);
    ``t_c = F_mb / (P_peak eta) + Q_mb / (B_hbm eta_hbm)`` (:mod:`commcost.workload.compute`), the second term the
    memory-bound element-wise kernels (:func:`commcost.workload.compute.elementwise_bytes_per_token`): ``Q_mb`` their HBM bytes
-   per micro-batch, forward, twice that backward (and once more with full recomputation).
+   per micro-batch, forward, twice that backward (and once more with full recomputation). With activation
+   offloading (``cpu_offload_layers`` ``N``, :mod:`commcost.workload.offload`) ``t_c`` also holds the wait for the
+   host copies, ``max(0, N A / B_h - t_fwd) + max(0, N A / B_h - t_bwd)`` (``compute_by_operator`` ``offload_s``).
 2. **Critical communication per micro-batch**: TP collectives in full, EP's all-to-alls (NCCL or
    node-aware, :mod:`commcost.parallel.dispatch`) in full or, with ``--moe-overlap``, down to the
    bound of :func:`commcost.analyses.plan.compose.ep_exposed_s`, CP's ring
@@ -77,6 +79,9 @@ from commcost.step.timeline import evaluate_caps
 from commcost.workload.compute import mfu_frontier
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.compute import precision_class
+from commcost.workload.offload import check_cpu_offload
+from commcost.workload.offload import host_link_bytes_per_s
+from commcost.workload.offload import offload_exposed_s
 from commcost.workload.operators import kernel_rates
 from commcost.workload.operators import micro_batch_operators
 from commcost.workload.stacks import resolve_stack
@@ -141,6 +146,9 @@ class PlanInputs:
     """``I``: the busiest rank's routed tokens over the mean (1 balanced, as the published benchmarks
     force routing; the capacity factor with tokens padded to capacity; or a measured max/mean). It
     scales the expert GEMMs' rows and the all-to-all bytes of the busiest rank."""
+    cpu_offload_layers: int = 0
+    """``N``: layers whose activations go to host memory and back (Megatron-Core ``cpu_offloading_num_layers``,
+    :mod:`commcost.workload.offload`); 0 keeps every activation on the GPU."""
 
     def __post_init__(self) -> None:
 
@@ -154,6 +162,10 @@ class PlanInputs:
                           expert_load=self.expert_load, pp=self.layout.pp, vp=self.layout.vp)
         check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
                      kv_heads=self.spec.n_kv, seq=self.seq, experts=self.spec.experts)
+        check_cpu_offload(self.cpu_offload_layers, layers=self.spec.layers, pp=self.layout.pp,
+                          recompute=self.layout.recompute)
+        if self.cpu_offload_layers:
+            host_link_bytes_per_s(self.gpu)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -339,6 +351,14 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share, layer_flops=f_layer,
                                                             attention_flops=f_attn, rate_flops_per_s=peak * eta,
                                                             elementwise_s=elementwise_s(inp))
+    mem = plan_memory(inp)
+    if inp.cpu_offload_layers:
+        stall = offload_exposed_s(SCALAR, offloaded_bytes=mem.offloaded_bytes,
+                                  host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
+                                  backward_s=t_c - t_fwd)
+        t_c += stall
+        if by_operator:
+            by_operator["offload_s"] = L.micro_batches * stall
     m, p, v = L.micro_batches, L.pp, L.vp
     per_stage = stage_layers(spec.layers, L)
     ops = collective_ops(inp)
@@ -404,7 +424,6 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
-    mem = plan_memory(inp)
     frontier = mfu_frontier(inp.gpu, inp.precision)
     if frontier is not None and tflops * 1e12 / peak > frontier[0]:
         warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "
@@ -433,7 +452,7 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
     st = plan_stack(inp)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
                           flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16",
-                          expert_load=inp.expert_load)
+                          expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers)
 
 
 def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:

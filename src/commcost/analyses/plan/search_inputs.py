@@ -16,6 +16,8 @@ from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.workload.compute import precision_class
 from commcost.workload.memory import device_bytes_range
+from commcost.workload.offload import check_cpu_offload
+from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.stacks import stack_layouts
 from commcost.workload.stacks import stack_refuses
@@ -96,6 +98,9 @@ class SearchInputs:
     fragile_last: bool = True
     """Rank every fragile layout after every layout that is not (the default ranking); False: by the
     objective alone (``--rank step``/``cost``), fragile layouts flagged but not moved."""
+    cpu_offload_layers: int = 0
+    """``N`` layers' activations offloaded to host memory (as ``plan --cpu-offload-layers``); Megatron-Core runs it
+    only without a pipeline and without recomputation, so the space must fix ``pp=1`` and ``recompute=none``."""
 
     def __post_init__(self) -> None:
 
@@ -114,6 +119,13 @@ class SearchInputs:
             raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(KNOWN_STACKS)})")
         if not 0.0 <= self.headroom < 1.0:
             raise InputError(f"memory headroom is a share of the card in [0, 1), got {self.headroom:g}")
+        if self.cpu_offload_layers:
+            fixed = dict(self.space.fixed)
+            if fixed.get("pp") != 1 or fixed.get("recompute") != 0:
+                raise InputError("--cpu-offload-layers runs only without a pipeline and without recomputation "
+                                 "(Megatron-Core): add --fix pp=1,recompute=none")
+            check_cpu_offload(self.cpu_offload_layers, layers=self.space.spec.layers, pp=1, recompute="none")
+            host_link_bytes_per_s(self.gpu)
         refusal = stack_refuses(stack_layouts(self.stack), dict(self.space.fixed))
         if refusal:
             raise InputError(refusal)
