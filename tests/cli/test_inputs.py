@@ -10,7 +10,10 @@ import pytest
 
 from commcost.cli import _args as A
 from commcost.cli import budget, collective, plan, timeline
-from commcost.cli.inputs import budget_request, collective_request, fabric_flags, plan_request, timeline_request
+from commcost.cli.inputs import budget_request, fabric_flags
+from commcost.cli.inputs_comm import collective_request
+from commcost.cli.inputs_plan import plan_request
+from commcost.cli.inputs_step import timeline_request
 
 
 def _ns(module, *argv: str) -> argparse.Namespace:

@@ -12,7 +12,7 @@ from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
-from commcost.cli.inputs import plan_request
+from commcost.cli.inputs_plan import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
 from commcost.report.plan import plan_run_notes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from commcost.cli.inputs import presets_request
+from commcost.cli.inputs_comm import presets_request
 from commcost.hardware.registry import preset_entries
 from commcost.report._json import dump_json
 from commcost.report.collective import render_presets_text

@@ -10,7 +10,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_profile_argument
-from commcost.cli.inputs import scaling_request
+from commcost.cli.inputs_step import scaling_request
 from commcost.analyses.scaling import scaling_curve
 from commcost.analyses.scaling import seed_analysis
 from commcost.report._files import write_atomic

@@ -6,7 +6,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli.fit import add_selection_arguments
-from commcost.cli.inputs import validate_request
+from commcost.cli.inputs_comm import validate_request
 from pathlib import Path
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import AlphaBetaFit
