@@ -1,5 +1,5 @@
-"""The input builder (:mod:`commcost.cli.inputs`): flags in the drill's units become SI once, the
-Namespace is never written, and refusals keep their messages."""
+"""The input builder (:mod:`commcost.cli.inputs` and its ``inputs_*`` siblings): flags in the drill's
+units become SI once, the Namespace is never written, and refusals keep their messages."""
 
 from __future__ import annotations
 

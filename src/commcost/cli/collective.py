@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.collective_request`), price every size under every
+    """Parse and resolve (:func:`commcost.cli.inputs_comm.collective_request`), price every size under every
     algorithm the backend runs, render."""
     req = collective_request(args)
     if isinstance(req, CollectiveLogRequest):

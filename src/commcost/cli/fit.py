@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.fit_request`), read, fit, write the profile, render."""
+    """Parse (:func:`commcost.cli.inputs_comm.fit_request`), read, fit, write the profile, render."""
     req = fit_request(args)
     if req.tiers is not None:
         return _run_tiers(req)

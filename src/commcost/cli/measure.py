@@ -73,7 +73,7 @@ class _Bar:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.measure_request`), measure keeping rows on disk as they complete,
+    """Parse (:func:`commcost.cli.inputs_comm.measure_request`), measure keeping rows on disk as they complete,
     render on rank 0."""
     _terminate_as_interrupt()
     req = measure_request(args)

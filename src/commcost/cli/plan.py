@@ -131,7 +131,7 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.plan_request`, which fits the efficiency to a
+    """Parse and resolve (:func:`commcost.cli.inputs_plan.plan_request`, which fits the efficiency to a
     measurement), plan, render."""
     req = plan_request(args)
     inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology

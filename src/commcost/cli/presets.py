@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """List the presets (:func:`commcost.cli.inputs.presets_request`)."""
+    """List the presets (:func:`commcost.cli.inputs_comm.presets_request`)."""
     req = presets_request(args)
     if req.json:
         dump_json(presets_to_dict(req.kind))

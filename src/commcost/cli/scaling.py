@@ -77,7 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.scaling_request`), compute every curve, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_step.scaling_request`), compute every curve, render."""
     req = scaling_request(args)
     if req.curves is None:
         results, overlap = seed_analysis()

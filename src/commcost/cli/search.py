@@ -107,7 +107,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.search_request`), search, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_plan.search_request`), search, render."""
     req = search_request(args)
     model, band_topology = req.resolved.comm, req.resolved.band_topology
     bar = _Progress(req.progress)

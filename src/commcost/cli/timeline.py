@@ -65,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.timeline_request`), simulate, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_step.timeline_request`), simulate, render."""
     req = timeline_request(args)
     inp, r = req.inputs, req.resolved
     stream = gradient_stream(inp)

@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.trace_request`), read, measure, optionally price and save, render."""
+    """Parse (:func:`commcost.cli.inputs_comm.trace_request`), read, measure, optionally price and save, render."""
     req = trace_request(args)
     summary = analyze_trace(req.path, round_us=req.round_us, workers=req.workers, scheduler=req.scheduler,
                             progress=_progress if req.show_progress else None)
