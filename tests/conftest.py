@@ -30,6 +30,15 @@ def run_commcost(*args: str) -> subprocess.CompletedProcess:
                           env=env, cwd=ROOT, timeout=120)
 
 
+def parse_flags(module, *argv: str):
+    """The argparse Namespace a subcommand ``module`` (``commcost.cli.<name>``) parses from ``argv``."""
+    from commcost.cli import _args
+
+    p = _args.Parser(prog="t")
+    module.add_arguments(p)
+    return p.parse_args(list(argv))
+
+
 @pytest.fixture
 def tool():
     return run_tool

@@ -1,22 +1,16 @@
-"""The input builder (:mod:`commcost.cli.inputs`): flags in the drill's units become SI once, the
-Namespace is never written, and refusals keep their messages."""
+"""The input builder's shared part (:mod:`commcost.cli.inputs`: fabric flags, budget): flags in the drill's
+units become SI once, the Namespace is never written, and refusals keep their messages. Its siblings are
+tested in test_inputs_step.py, test_inputs_plan.py and test_inputs_comm.py."""
 
 from __future__ import annotations
 
-import argparse
 import copy
 
 import pytest
 
-from commcost.cli import _args as A
-from commcost.cli import budget, collective, plan, timeline
-from commcost.cli.inputs import budget_request, collective_request, fabric_flags, plan_request, timeline_request
-
-
-def _ns(module, *argv: str) -> argparse.Namespace:
-    p = A.Parser(prog="t")
-    module.add_arguments(p)
-    return p.parse_args(list(argv))
+from commcost.cli import budget, collective
+from commcost.cli.inputs import budget_request, fabric_flags
+from conftest import parse_flags as _ns
 
 
 def test_fabric_flags_convert_once_to_si():
@@ -63,31 +57,3 @@ def test_budget_refusals_keep_their_messages(capsys):
         budget_request(_ns(budget, "--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1"))
     assert e.value.code == 2
     assert "--step-ms is required for the budget report (or use --layer-ratio alone)" in capsys.readouterr().err
-
-
-def test_timeline_request_converts_mib_and_ms_once():
-    ns = _ns(timeline, "--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400",
-             "--bucket", "50", "--first-bucket", "2", "--optimizer-ms", "5")
-    req = timeline_request(ns)
-    assert req.bucket_cap_bytes == 50 * 2**20 and req.first_bucket_bytes == 2 * 2**20
-    assert req.caps.bucket_cap_bytes == 50 * 2**20 and req.caps.first_bucket_cap_bytes == 2 * 2**20
-    assert req.inputs.step_s == pytest.approx(0.4) and req.inputs.optimizer_s == pytest.approx(0.005)
-    assert not req.bucket_auto and req.fabric_note is None  # a flat link names no algorithm per size
-
-
-def test_plan_request_resolves_the_gpus_without_writing_them():
-    ns = _ns(plan, "--model", "llama2-7b", "--system", "dgx-h100", "--dp", "4", "--tp", "2", "--global-batch", "256",
-             "--bucket-mb", "50")
-    req = plan_request(ns)
-    assert ns.gpus is None
-    assert req.inputs.layout.world == 8  # dp x tp = 4 x 2
-    assert req.inputs.bucket_cap_bytes == 50 * 2**20
-    assert req.measured_step_s is None and req.save_calibration is None
-
-
-def test_collective_request_needs_two_gpus():
-    from commcost.core.errors import InputError
-
-    with pytest.raises(InputError, match="a collective needs at least 2 GPUs, got 1"):
-        collective_request(_ns(collective, "--op", "all_reduce", "--size", "1MiB", "--gpus", "1", "--bw", "25",
-                               "--latency", "5"))

@@ -110,8 +110,9 @@ class FabricFlags(namedtuple("FabricFlags", (
         defaults=("nccl", None, False, None, None, None, None, False, None, None, False, None, None, None, None,
                   None, 0.0, 0.0, None, False, None, None, None, ()))):
     """The fabric flags of one command in SI units, built once from the Namespace by
-    :func:`commcost.cli.inputs.fabric_flags` (the one reader of the flags). ``backend``, ``profile``
-    (a path), ``extrapolate``, ``system``, ``nodes``, ``gpus_per_node``, ``gpus`` (None: not given), ``no_nvls``;
+    :func:`commcost.cli.inputs.fabric_flags` (the input builder, ``cli/inputs*.py``, is the one reader of
+    the flags). ``backend``, ``profile`` (a path), ``extrapolate``, ``system``, ``nodes``, ``gpus_per_node``,
+    ``gpus`` (None: not given), ``no_nvls``;
     the flat link ``bandwidth_bytes_per_s``/``latency_s`` (``--bw``/``--latency``); ``custom_flags``: the
     command has the custom two-tier flags (``collective``), then ``intra_*``, ``inter_*``, ``nvls_*``,
     ``launch_latency_s`` and ``oversubscription``; ``third_tier_flags``: it has ``--pod-nodes``,

@@ -7,8 +7,8 @@ import argparse
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_custom_topology_arguments, add_nvls_argument, \
     add_profile_argument
-from commcost.cli.inputs import CollectiveLogRequest
-from commcost.cli.inputs import collective_request
+from commcost.cli.inputs_comm import CollectiveLogRequest
+from commcost.cli.inputs_comm import collective_request
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import score_against_preset
 from commcost.comm.algorithms import unavailable_algorithms
@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.collective_request`), price every size under every
+    """Parse and resolve (:func:`commcost.cli.inputs_comm.collective_request`), price every size under every
     algorithm the backend runs, render."""
     req = collective_request(args)
     if isinstance(req, CollectiveLogRequest):

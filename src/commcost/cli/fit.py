@@ -24,8 +24,8 @@ from commcost.report._json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
 import commcost
-from commcost.cli.inputs import SeriesRequest
-from commcost.cli.inputs import fit_request
+from commcost.cli.inputs_comm import SeriesRequest
+from commcost.cli.inputs_comm import fit_request
 from commcost.report.calibrate import render_tier_fit_text
 
 __all__ = ["HELP", "add_arguments", "run", "add_selection_arguments"]
@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.fit_request`), read, fit, write the profile, render."""
+    """Parse (:func:`commcost.cli.inputs_comm.fit_request`), read, fit, write the profile, render."""
     req = fit_request(args)
     if req.tiers is not None:
         return _run_tiers(req)

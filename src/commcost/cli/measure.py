@@ -13,7 +13,7 @@ import threading
 from commcost.calibrate.data import write_measurement
 from commcost.calibrate.measure import MeasurementFailed
 from commcost.calibrate.measure import measure
-from commcost.cli.inputs import measure_request
+from commcost.cli.inputs_comm import measure_request
 from commcost.report._json import dump_json
 from commcost.report.calibrate import render_measurement_text
 
@@ -73,7 +73,7 @@ class _Bar:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.measure_request`), measure keeping rows on disk as they complete,
+    """Parse (:func:`commcost.cli.inputs_comm.measure_request`), measure keeping rows on disk as they complete,
     render on rank 0."""
     _terminate_as_interrupt()
     req = measure_request(args)

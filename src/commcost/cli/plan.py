@@ -12,7 +12,7 @@ from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
-from commcost.cli.inputs import plan_request
+from commcost.cli.inputs_plan import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
 from commcost.report.plan import plan_run_notes
@@ -134,7 +134,7 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.plan_request`, which fits the efficiency to a
+    """Parse and resolve (:func:`commcost.cli.inputs_plan.plan_request`, which fits the efficiency to a
     measurement), plan, render."""
     req = plan_request(args)
     inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from commcost.cli.inputs import presets_request
+from commcost.cli.inputs_comm import presets_request
 from commcost.hardware.registry import preset_entries
 from commcost.report._json import dump_json
 from commcost.report.collective import render_presets_text
@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """List the presets (:func:`commcost.cli.inputs.presets_request`)."""
+    """List the presets (:func:`commcost.cli.inputs_comm.presets_request`)."""
     req = presets_request(args)
     if req.json:
         dump_json(presets_to_dict(req.kind))

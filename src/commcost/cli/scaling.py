@@ -10,7 +10,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_profile_argument
-from commcost.cli.inputs import scaling_request
+from commcost.cli.inputs_step import scaling_request
 from commcost.analyses.scaling import scaling_curve
 from commcost.analyses.scaling import seed_analysis
 from commcost.report._files import write_atomic
@@ -77,7 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.scaling_request`), compute every curve, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_step.scaling_request`), compute every curve, render."""
     req = scaling_request(args)
     if req.curves is None:
         results, overlap = seed_analysis()

@@ -12,9 +12,9 @@ from commcost.analyses.plan.search import search
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
 from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.uncertainty import plan_band
-from commcost.cli.inputs import MAX_CONFIGURATIONS, MAX_GLOBAL_BATCH, MAX_GPU_COUNTS, MAX_TOP  # noqa: F401 (re-exported)
-from commcost.cli.inputs import parse_gpus_range
-from commcost.cli.inputs import search_request
+from commcost.cli.inputs_plan import MAX_CONFIGURATIONS, MAX_GLOBAL_BATCH, MAX_GPU_COUNTS, MAX_TOP  # noqa: F401 (re-exported)
+from commcost.cli.inputs_plan import parse_gpus_range
+from commcost.cli.inputs_plan import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
 from commcost.cli.plan import add_moe_arguments
@@ -109,7 +109,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.search_request`), search, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_plan.search_request`), search, render."""
     req = search_request(args)
     model, band_topology = req.resolved.comm, req.resolved.band_topology
     bar = _Progress(req.progress)

@@ -6,7 +6,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments
-from commcost.cli.inputs import timeline_request
+from commcost.cli.inputs_step import timeline_request
 from commcost.analyses.uncertainty import timeline_band
 from commcost.report._json import dump_json
 from commcost.report.chrome_trace import write_timeline_trace
@@ -65,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs.timeline_request`), simulate, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_step.timeline_request`), simulate, render."""
     req = timeline_request(args)
     inp, r = req.inputs, req.resolved
     stream = gradient_stream(inp)

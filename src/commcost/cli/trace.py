@@ -10,7 +10,7 @@ from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
 from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_trace_model
-from commcost.cli.inputs import trace_request
+from commcost.cli.inputs_comm import trace_request
 from commcost.core.errors import InputError
 from commcost.report._json import dump_json
 from commcost.report.trace import STEPS_SHOWN
@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.trace_request`), read, measure, optionally price and save, render."""
+    """Parse (:func:`commcost.cli.inputs_comm.trace_request`), read, measure, optionally price and save, render."""
     req = trace_request(args)
     summary = analyze_trace(req.path, round_us=req.round_us, workers=req.workers, scheduler=req.scheduler,
                             progress=_progress if req.show_progress else None)

@@ -6,7 +6,7 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli.fit import add_selection_arguments
-from commcost.cli.inputs import validate_request
+from commcost.cli.inputs_comm import validate_request
 from pathlib import Path
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import AlphaBetaFit
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse (:func:`commcost.cli.inputs.validate_request`), load, predict, compare, render."""
+    """Parse (:func:`commcost.cli.inputs_comm.validate_request`), load, predict, compare, render."""
     req = validate_request(args)
     profile = load_profile(req.profile)
     series = load_series(req.data, op=req.op or profile.fit.op, gpus=req.gpus, placement=req.placement)
