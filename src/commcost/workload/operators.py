@@ -17,7 +17,11 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
   with ``s_k = s/2`` keys per query under the causal mask (``s`` without flash attention, which
   computes the whole square), backward ``2.5 F_a``; at ``eta_a(s, d) = eta_max s/(s + s_0)
   min(1, (d/(d + 32))/(128/160))`` of the bf16 peak (the fp8 peak with ``--fp8-attention``), with
-  ``eta_max`` of the kernel the stack calls (FlashAttention-2, or FA3/cuDNN class).
+  ``eta_max`` of the kernel the stack calls (FlashAttention-2, or FA3/cuDNN class). Under context
+  parallelism ``c`` the kernels run on the chunks of the ring (Transformer Engine's
+  ``AttnFuncWithCPAndKVP2P``: ``c`` steps, each on ``s/c`` local queries against one received block of
+  ``s/c`` keys, or half of either under the load-balanced causal split), so ``eta_a`` is taken at the
+  kernel's sequence ``s/c`` (the FLOPs, summed over the steps, are unchanged).
 * **Sustained fraction** ``u`` (``kernels.json`` ``sustained``): the kernel rates above are measured
   one kernel at a time; a training loop on every GPU of a node at once runs them at ``u`` of that
   (clocks held down by the power limit, launch gaps, synchronisation). Every rate is multiplied by
@@ -154,12 +158,13 @@ def attention_efficiency(xp, r: KernelRates, *, seq, head_dim: float):
     return r.attention_forward_efficiency * s_factor * d_factor, r.attention_backward_efficiency * s_factor * d_factor
 
 
-def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool):
+def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool, cp=1.0):
     """``(forward, backward)`` of the attention core: ``F_a = 4 n s_k n_q/t (d_qk + d)/2`` at
-    ``eta_a`` (module docstring); ``s_k = s/2`` with flash attention's causal skip, else ``s``."""
+    ``eta_a(s/c, d)`` (module docstring; ``c = cp``, the context-parallel ring's kernels run on ``s/c``
+    tokens); ``s_k = s/2`` with flash attention's causal skip, else ``s``."""
     keys = seq * (0.5 if flash else 1.0)
     flops = 2.0 * tokens * keys * heads_local * (d_qk + d_v)
-    eta_f, eta_b = attention_efficiency(xp, r, seq=seq, head_dim=d_v)
+    eta_f, eta_b = attention_efficiency(xp, r, seq=seq / cp, head_dim=d_v)
     return (flops / (r.attention_peak_flops_per_s * eta_f),
             ATTENTION_BACKWARD_PER_FORWARD * flops / (r.attention_peak_flops_per_s * eta_b))
 
@@ -275,9 +280,10 @@ def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, 
 
 def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, *, tokens, seq, layers, tp, sp: bool,
                           ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True,
-                          expert_load=1.0, a2a: str = "nccl") -> OperatorTimes:
+                          expert_load=1.0, a2a: str = "nccl", cp=1.0) -> OperatorTimes:
     """One micro-batch of ``tokens = b s / c`` on the slowest stage (``layers = L/p`` of them, and the
-    head): every operator of the module docstring. ``full`` and ``selective`` say the recomputation
+    head): every operator of the module docstring (``cp``: the context-parallel ``c`` the attention
+    kernels' sequence is split by). ``full`` and ``selective`` say the recomputation
     (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step."""
     fractions = []
     if spec.dense_layer_count:
@@ -297,7 +303,7 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
         cast = cast + frac * FP8_CAST_BYTES * (mk + 2.0 * mn + weights) / r.hbm_bytes_per_s
     cast = cast * r.fp8
     a_f, a_b = attention_s(xp, r, tokens=tokens, seq=seq, heads_local=spec.heads / tp, d_qk=spec.d_qk, d_v=spec.d,
-                           flash=flash)
+                           flash=flash, cp=cp)
     # the head: logits GEMM (M = n, N = V/t, K = h) and the loss over V/t
     h_f, h_b = gemm_train_s(xp, r, m=tokens, n=spec.vocab / tp, k=spec.hidden)
     loss = 2.0 * tokens * st.loss_accesses_per_vocab * spec.vocab / tp / r.hbm_bytes_per_s

@@ -462,7 +462,8 @@ def operator_times(inp: PlanInputs):
                                  layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,
                                  expert_tp=L.expert_tp, full=L.recompute == "full",
                                  selective=L.recompute == "selective", micro_batches=L.micro_batches,
-                                 flash=inp.flash_attention, expert_load=inp.expert_load, a2a=inp.a2a)
+                                 flash=inp.flash_attention, expert_load=inp.expert_load, a2a=inp.a2a,
+                                 cp=L.cp)
 
 
 def zero3_gathers_per_layer(inp: PlanInputs) -> int:
