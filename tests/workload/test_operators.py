@@ -116,3 +116,17 @@ def test_kernels_agree_on_floats_and_columns():
     for i, m in enumerate(ms):
         assert col[i] == gemm_s(SCALAR, r, m=float(m), n=4096.0, k=4096.0)
     assert math.isfinite(float(col.sum()))
+
+
+def test_alternate_matmul_recomputes_the_matmuls_memory_does_not_keep_by_hand():
+    # torchtitan's op-level policy keeps the 1st, 3rd, 5th and 7th aten.mm of a layer (Q, V, gate, down;
+    # memory.alternate_matmul_bytes) and recomputes K, O and up. Llama 3 8B (h 4096, 8 KV heads of 128,
+    # f 14336, gated): (4096 x 1024 + 4096 x 4096 + 4096 x 14336) / (4096 x (4096 + 2 x 1024 + 4096)
+    # + 3 x 4096 x 14336) = (1024 + 4096 + 14336) / (10240 + 43008) = 19456 / 53248 = 0.365384...
+    from commcost.workload.operators import alternate_matmul_recompute_share
+    from commcost.workload.transformer import TransformerSpec
+    llama = TransformerSpec(layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256, gated_mlp=True)
+    assert alternate_matmul_recompute_share(llama) == pytest.approx(19456 / 53248, rel=1e-12)
+    # non-gated MHA (Q, K, V, O, up, down; f = 4h): K, O, down = (1 + 1 + 4) / (4 + 8) = 0.5
+    gpt = TransformerSpec(layers=2, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False)
+    assert alternate_matmul_recompute_share(gpt) == pytest.approx(0.5, rel=1e-12)

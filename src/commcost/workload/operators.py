@@ -34,7 +34,10 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
   (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step.
 
 Recomputation adds a forward: full, of every operator; selective, the attention core (Megatron) or
-every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing).
+every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing):
+the matmuls :func:`commcost.workload.memory.alternate_matmul_bytes` does not keep, the 2nd, 4th and 6th
+of a dense layer (K, O, and up or down), their share of the layer's GEMM forward by FLOPs
+(:func:`alternate_matmul_recompute_share`); half of it in MoE layers.
 
 Every function is array-safe (STYLE.md item 12): ``commcost plan`` calls them on floats
 (:data:`commcost.core.xp.SCALAR`), ``commcost search`` on numpy columns.
@@ -60,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
-           "LOCAL_SORT_PASSES", "local_sort_passes"]
+           "LOCAL_SORT_PASSES", "local_sort_passes", "alternate_matmul_recompute_share"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -244,6 +247,23 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
     return fwd, bwd, (mk, mn, kn)
 
 
+def alternate_matmul_recompute_share(spec: TransformerSpec) -> float:
+    """``rho``: the share of a dense layer's forward GEMM FLOPs that op-level selective checkpointing
+    (torchtitan's ``_custom_policy``: every other ``aten.mm`` saved) recomputes. A layer's matmuls in
+    order are Q, K, V, O, then gate, up, down (gated) or up, down; the 1st, 3rd, 5th and 7th are saved
+    (:func:`commcost.workload.memory.alternate_matmul_bytes`, the same list), the 2nd, 4th and 6th
+    recomputed: K ``h n_kv d``, O ``n_q d h`` and the up (gated) or down projection ``h f``:
+
+    ``rho = (h n_kv d + n_q d h + h f) / (A_attn + (1 + [gated]) h f + h f)``
+
+    (``A_attn`` the attention matrices' parameters). Llama 3.1 8B: ``(4096 x 1024 + 4096^2 + 4096 x
+    14336) / (4096 x 10240 + 3 x 4096 x 14336) = 79.69M / 218.10M = 0.365``; non-gated MHA (MPT): K, O and
+    down, ``6 h^2 / 12 h^2 = 0.5``."""
+    h, f = spec.hidden, spec.ffn
+    mlp = (2.0 if spec.gated_mlp else 1.0) * h * f + h * f
+    return (h * spec.kv_width + spec.q_width * h + h * f) / (spec.attention_matrix_params + mlp)
+
+
 LOCAL_SORT_PASSES = 1.0
 """Extra permutation passes of Megatron-Core's ``alltoall`` dispatcher when a rank holds more than one
 expert: after the all-to-all the received tokens arrive grouped by source rank and are sorted by local
@@ -290,11 +310,13 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
         fractions.append((spec.dense_layer_count / spec.layers, False))
     if spec.moe_layer_count:
         fractions.append((spec.moe_layer_count / spec.layers, True))
-    g_f = g_b = e_f = cast = 0.0
+    g_f = g_b = e_f = cast = g_sel = 0.0
+    rho = alternate_matmul_recompute_share(spec)
     for frac, moe in fractions:
         a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe, sp=sp,
                                           expert_load=expert_load)
         g_f, g_b = g_f + frac * a, g_b + frac * b
+        g_sel = g_sel + frac * (0.5 if moe else rho) * a
         sort = local_sort_passes(xp, a2a=a2a, experts=spec.experts, ep=ep) if moe else 0.0
         e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe,
                                               sort_passes=sort) \
@@ -316,7 +338,7 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     if st.selective == "attention":
         sel = a_f
     else:
-        sel = 0.5 * g_f + e_f
+        sel = g_sel + e_f
     rec = layers * xp.where(full, layer_f, xp.where(selective, sel, 0.0))
     compute = gemm + attention + elementwise + head + casts + rec
     forward = layers * layer_f + h_f + loss + casts / 3.0
