@@ -11,6 +11,12 @@ the same at the band's upper edge, and whether the published layout is fragile (
 Then the share within 10%, the median gap, and for the rows past 10% what differs and why
 (:func:`commcost.report.search.why_best`).
 
+Last, the published layouts that share one setup (model, system, GPUs, sequence, batch, precision and
+the stack's options: :func:`setup_key`): each one's MEASURED step over the fastest measured one of its
+setup, beside the same ratio PREDICTED by ``plan``. The measured ratio is a floor on the gap a perfect
+model would report for that row (search's best is at least as fast as the setup's fastest published
+layout), and the predicted ratio against it checks the model's relative cost of layouts on real pairs.
+
 ``--write-layouts`` rewrites src/commcost/hardware/published_layouts.json from the two CSV files
 (the table ``commcost search`` compares its best with; tests check the two agree).
 
@@ -29,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from plan_accuracy import DATA, MOE_DATA, RECIPE_MOE, inputs  # noqa: E402
+from plan_accuracy import DATA, MOE_DATA, RECIPE_MOE, inputs, published_step_s  # noqa: E402
 
 from commcost.analyses.plan.plan import plan  # noqa: E402
 from commcost.analyses.plan.search import (SearchInputs, SearchSpace, rank_robust, robust_candidates,  # noqa: E402
@@ -76,6 +82,39 @@ def write_layouts() -> None:
                        + "\n ]\n}\n", encoding="utf-8")
 
 
+def setup_key(row: dict) -> tuple:
+    """What search holds fixed for a row: everything but the layout (the stack and its options too)."""
+    return tuple(row.get(k) for k in ("model", "system", "gpus", "seq", "global_batch", "precision", "stack", "compile",
+                                      "flash_attention", "a2a", "moe_overlap", "etp", "expert_load")) \
+        + ("asynctp" in row["id"],)
+
+
+def same_setup(out: list[dict], rows: dict) -> None:
+    """Measured against predicted gap to the fastest measured published layout of the same setup."""
+    groups: dict = {}
+    for o in out:
+        groups.setdefault(setup_key(rows[o["id"]]), []).append(o)
+    pairs = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        fastest = min(group, key=lambda o: published_step_s(rows[o["id"]]))
+        base_measured, base_predicted = published_step_s(rows[fastest["id"]]), fastest["published"].step_s
+        for o in group:
+            if o is not fastest:
+                pairs.append((o, published_step_s(rows[o["id"]]) / base_measured - 1,
+                              o["published"].step_s / base_predicted - 1, fastest["id"]))
+    if not pairs:
+        return
+    print()
+    print("published layouts of one setup, against its fastest measured one (measured = a floor on the gap):")
+    for o, measured, predicted, fastest in pairs:
+        print(f"  {o['id']:<34}{o['split']:>8}  measured {measured:+7.1%}  predicted {predicted:+7.1%}  vs {fastest}")
+    print(f"  {len(pairs)} rows: {sum(m > WITHIN for _, m, _, _ in pairs)} measured past 10%; median |predicted - "
+          f"measured| {statistics.median(abs(p - m) for _, m, p, _ in pairs):.1%}, same order in "
+          f"{sum((p > 0) == (m > 0) for _, m, p, _ in pairs)} of {len(pairs)}")
+
+
 def compare(row: dict, moe: bool, headroom: float = MEMORY_HEADROOM) -> dict:
     """One row: search (default ranking) against the published layout."""
     pinp, model = inputs(row)
@@ -115,6 +154,7 @@ def main(argv: list[str]) -> int:
     headroom = float(argv[argv.index("--headroom") + 1]) if "--headroom" in argv else MEMORY_HEADROOM
     rows = [(r, False) for r in csv.DictReader(DATA.open())] + [(r, True) for r in csv.DictReader(MOE_DATA.open())]
     out = []
+    by_id = {row["id"]: row for row, _ in rows}
     for row, moe in rows:
         if (only and row["id"] not in only) or (split and row["split"] != split) or (moe and "--dense" in argv):
             continue
@@ -150,6 +190,7 @@ def main(argv: list[str]) -> int:
             mb, mp = o["best"].memory, o["published"].memory
             print(f"    memory best {mb.total_bytes / 1e9:.1f} GB vs published {mp.total_bytes / 1e9:.1f} GB of "
                   f"{mb.capacity_bytes / 1e9:.0f} GB")
+    same_setup(done, by_id)
     return 0
 
 

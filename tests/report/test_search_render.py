@@ -65,3 +65,20 @@ def test_why_best_names_the_gap_with_units(result):
         assert any(unit in text.split(" faster")[0] for unit in (" s ", " ms ", " us ", " ns "))
     else:
         assert text.startswith("the best and the runner-up tie on the step")
+
+
+def test_csv_takes_every_rows_keys(tmp_path, monkeypatch):
+    # bucket_advice is None where no buckets run and a dict where they do: the header holds both rows'
+    # keys (a first row without buckets once made the writer refuse the second)
+    import csv
+
+    import commcost.report.search as R
+    monkeypatch.setattr(R, "search_to_dict", lambda r, plan_prefix=(): {"results": [
+        {"rank": 1, "bucket_advice": None}, {"rank": 2, "bucket_advice": {"recommended_bytes": 5}}]})
+    path = tmp_path / "top.csv"
+    R.write_search_csv(None, str(path))
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert reader.fieldnames == ["rank", "bucket_advice", "bucket_advice.recommended_bytes"]
+    assert [r["bucket_advice.recommended_bytes"] for r in rows] == ["", "5"]

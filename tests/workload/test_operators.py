@@ -75,6 +75,18 @@ def test_attention_efficiency_curve_by_hand():
     assert f400 == pytest.approx(flops / (1e15 * 0.5 * 0.5 * (64 / 96) / (128 / 160)), rel=1e-12)
 
 
+
+def test_attention_under_context_parallelism_runs_at_the_chunk_length_by_hand():
+    # CP c = 4 at s = 1600 (s_0 = 400): each rank holds n = s/c = 400 queries; the FLOPs over the ring's
+    # steps are those of 400 queries against s/2 = 800 keys: 2 x 400 x 800 x 1 x 256 = 1.6384e8; the
+    # kernels run on s/c = 400 tokens, so eta = 0.5 x 400/(400 + 400) = 0.25 (not 0.5 x 1600/2000 = 0.4)
+    r = rates(seq_half_tokens=400.0)
+    fwd, bwd = attention_s(SCALAR, r, tokens=400, seq=1600, heads_local=1, d_qk=128, d_v=128, flash=True, cp=4)
+    assert fwd == pytest.approx(1.6384e8 / (1e15 * 0.25), rel=1e-12)
+    assert bwd == pytest.approx(2.5 * 1.6384e8 / (1e15 * 0.4 * 0.5), rel=1e-12)
+    one, _ = attention_s(SCALAR, r, tokens=400, seq=1600, heads_local=1, d_qk=128, d_v=128, flash=True)
+    assert one == pytest.approx(1.6384e8 / (1e15 * 0.4), rel=1e-12)
+
 @settings(max_examples=60, deadline=None)
 @given(m=st.integers(1, 20000), n=st.integers(1, 20000), k=st.integers(1, 20000), dm=st.integers(1, 5000))
 def test_gemm_time_monotone_in_each_dimension(m, n, k, dm):
@@ -104,3 +116,17 @@ def test_kernels_agree_on_floats_and_columns():
     for i, m in enumerate(ms):
         assert col[i] == gemm_s(SCALAR, r, m=float(m), n=4096.0, k=4096.0)
     assert math.isfinite(float(col.sum()))
+
+
+def test_alternate_matmul_recomputes_the_matmuls_memory_does_not_keep_by_hand():
+    # torchtitan's op-level policy keeps the 1st, 3rd, 5th and 7th aten.mm of a layer (Q, V, gate, down;
+    # memory.alternate_matmul_bytes) and recomputes K, O and up. Llama 3 8B (h 4096, 8 KV heads of 128,
+    # f 14336, gated): (4096 x 1024 + 4096 x 4096 + 4096 x 14336) / (4096 x (4096 + 2 x 1024 + 4096)
+    # + 3 x 4096 x 14336) = (1024 + 4096 + 14336) / (10240 + 43008) = 19456 / 53248 = 0.365384...
+    from commcost.workload.operators import alternate_matmul_recompute_share
+    from commcost.workload.transformer import TransformerSpec
+    llama = TransformerSpec(layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256, gated_mlp=True)
+    assert alternate_matmul_recompute_share(llama) == pytest.approx(19456 / 53248, rel=1e-12)
+    # non-gated MHA (Q, K, V, O, up, down; f = 4h): K, O, down = (1 + 1 + 4) / (4 + 8) = 0.5
+    gpt = TransformerSpec(layers=2, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False)
+    assert alternate_matmul_recompute_share(gpt) == pytest.approx(0.5, rel=1e-12)

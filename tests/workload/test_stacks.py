@@ -38,3 +38,16 @@ def test_unknown_stack_lists_the_valid_ones():
 def test_a_given_stack_flag_reads_the_stack():
     assert given_stack_flag("auto", "grad_bytes", 99) == 99
     assert given_stack_flag("megatron", "grad_bytes", 99) == stack("megatron").grad_bytes
+
+
+def test_torchtitan_before_0_1_keeps_weights_gathered_only_under_a_pipeline():
+    # torchtitan before PR #822 (2025-02-06) resharded after the forward unless pp_enabled: ZeRO-2
+    # (weights kept gathered) only with pp > 1; today's torchtitan runs it either way
+    from commcost.workload.stacks import layout_runs, stack_layouts
+    old, new = stack_layouts("torchtitan-0.0"), stack_layouts("torchtitan")
+    one = dict(tp=1, vp=1, cp=1, ep=1, sp=0)
+    assert not layout_runs(old, pp=1, zero=2, **one)
+    assert layout_runs(old, pp=1, zero=3, **one)
+    assert layout_runs(old, pp=2, zero=2, **one)
+    assert layout_runs(new, pp=1, zero=2, **one)
+    assert old.zero_without_pp == (0, 3) and new.zero_without_pp == new.zero

@@ -5,8 +5,9 @@ Each of the ``c`` ranks holds ``s/c`` tokens (two chunks, load-balanced for the 
 Per layer and micro-batch the forward passes K and V around the ring in ``c - 1`` steps, each
 step a send/recv of ``S = 2 b (s/c) w_kv q`` bytes (``w_kv = max(1, n_kv/t) d``: the K and V
 heads on this TP rank); the backward passes K, V and their gradients, ``2 (c - 1)`` steps; full
-recomputation repeats the forward ring. The ring overlaps attention compute of the chunk in
-hand: exposed per layer ``max(0, T_ring - T_attention)`` (computed in :mod:`commcost.analyses.plan.plan`).
+recomputation repeats the forward ring. Each step's transfer overlaps the attention compute of the
+step in hand: exposed per ring ``(c - 1) max(0, T - T_attention / c)``
+(:func:`commcost.analyses.plan.compose.cp_exposed_s`).
 """
 
 from __future__ import annotations

@@ -360,7 +360,9 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
 
     buf = io.StringIO(newline="")
     if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        # every row's keys, in first-seen order: a nested value may be absent (None) in one row and a
+        # dict in another (``bucket_advice`` only where buckets run)
+        w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for row in rows for k in row)), restval="")
         w.writeheader()
         w.writerows(rows)
     write_atomic(path, buf.getvalue())

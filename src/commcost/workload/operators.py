@@ -17,7 +17,11 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
   with ``s_k = s/2`` keys per query under the causal mask (``s`` without flash attention, which
   computes the whole square), backward ``2.5 F_a``; at ``eta_a(s, d) = eta_max s/(s + s_0)
   min(1, (d/(d + 32))/(128/160))`` of the bf16 peak (the fp8 peak with ``--fp8-attention``), with
-  ``eta_max`` of the kernel the stack calls (FlashAttention-2, or FA3/cuDNN class).
+  ``eta_max`` of the kernel the stack calls (FlashAttention-2, or FA3/cuDNN class). Under context
+  parallelism ``c`` the kernels run on the chunks of the ring (Transformer Engine's
+  ``AttnFuncWithCPAndKVP2P``: ``c`` steps, each on ``s/c`` local queries against one received block of
+  ``s/c`` keys, or half of either under the load-balanced causal split), so ``eta_a`` is taken at the
+  kernel's sequence ``s/c`` (the FLOPs, summed over the steps, are unchanged).
 * **Sustained fraction** ``u`` (``kernels.json`` ``sustained``): the kernel rates above are measured
   one kernel at a time; a training loop on every GPU of a node at once runs them at ``u`` of that
   (clocks held down by the power limit, launch gaps, synchronisation). Every rate is multiplied by
@@ -30,7 +34,10 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
   (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step.
 
 Recomputation adds a forward: full, of every operator; selective, the attention core (Megatron) or
-every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing).
+every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing):
+the matmuls :func:`commcost.workload.memory.alternate_matmul_bytes` does not keep, the 2nd, 4th and 6th
+of a dense layer (K, O, and up or down), their share of the layer's GEMM forward by FLOPs
+(:func:`alternate_matmul_recompute_share`); half of it in MoE layers.
 
 Every function is array-safe (STYLE.md item 12): ``commcost plan`` calls them on floats
 (:data:`commcost.core.xp.SCALAR`), ``commcost search`` on numpy columns.
@@ -56,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
-           "LOCAL_SORT_PASSES", "local_sort_passes"]
+           "LOCAL_SORT_PASSES", "local_sort_passes", "alternate_matmul_recompute_share"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -154,12 +161,13 @@ def attention_efficiency(xp, r: KernelRates, *, seq, head_dim: float):
     return r.attention_forward_efficiency * s_factor * d_factor, r.attention_backward_efficiency * s_factor * d_factor
 
 
-def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool):
+def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool, cp=1.0):
     """``(forward, backward)`` of the attention core: ``F_a = 4 n s_k n_q/t (d_qk + d)/2`` at
-    ``eta_a`` (module docstring); ``s_k = s/2`` with flash attention's causal skip, else ``s``."""
+    ``eta_a(s/c, d)`` (module docstring; ``c = cp``, the context-parallel ring's kernels run on ``s/c``
+    tokens); ``s_k = s/2`` with flash attention's causal skip, else ``s``."""
     keys = seq * (0.5 if flash else 1.0)
     flops = 2.0 * tokens * keys * heads_local * (d_qk + d_v)
-    eta_f, eta_b = attention_efficiency(xp, r, seq=seq, head_dim=d_v)
+    eta_f, eta_b = attention_efficiency(xp, r, seq=seq / cp, head_dim=d_v)
     return (flops / (r.attention_peak_flops_per_s * eta_f),
             ATTENTION_BACKWARD_PER_FORWARD * flops / (r.attention_peak_flops_per_s * eta_b))
 
@@ -239,6 +247,23 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
     return fwd, bwd, (mk, mn, kn)
 
 
+def alternate_matmul_recompute_share(spec: TransformerSpec) -> float:
+    """``rho``: the share of a dense layer's forward GEMM FLOPs that op-level selective checkpointing
+    (torchtitan's ``_custom_policy``: every other ``aten.mm`` saved) recomputes. A layer's matmuls in
+    order are Q, K, V, O, then gate, up, down (gated) or up, down; the 1st, 3rd, 5th and 7th are saved
+    (:func:`commcost.workload.memory.alternate_matmul_bytes`, the same list), the 2nd, 4th and 6th
+    recomputed: K ``h n_kv d``, O ``n_q d h`` and the up (gated) or down projection ``h f``:
+
+    ``rho = (h n_kv d + n_q d h + h f) / (A_attn + (1 + [gated]) h f + h f)``
+
+    (``A_attn`` the attention matrices' parameters). Llama 3.1 8B: ``(4096 x 1024 + 4096^2 + 4096 x
+    14336) / (4096 x 10240 + 3 x 4096 x 14336) = 79.69M / 218.10M = 0.365``; non-gated MHA (MPT): K, O and
+    down, ``6 h^2 / 12 h^2 = 0.5``."""
+    h, f = spec.hidden, spec.ffn
+    mlp = (2.0 if spec.gated_mlp else 1.0) * h * f + h * f
+    return (h * spec.kv_width + spec.q_width * h + h * f) / (spec.attention_matrix_params + mlp)
+
+
 LOCAL_SORT_PASSES = 1.0
 """Extra permutation passes of Megatron-Core's ``alltoall`` dispatcher when a rank holds more than one
 expert: after the all-to-all the received tokens arrive grouped by source rank and are sorted by local
@@ -275,20 +300,23 @@ def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, 
 
 def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, *, tokens, seq, layers, tp, sp: bool,
                           ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True,
-                          expert_load=1.0, a2a: str = "nccl") -> OperatorTimes:
+                          expert_load=1.0, a2a: str = "nccl", cp=1.0) -> OperatorTimes:
     """One micro-batch of ``tokens = b s / c`` on the slowest stage (``layers = L/p`` of them, and the
-    head): every operator of the module docstring. ``full`` and ``selective`` say the recomputation
+    head): every operator of the module docstring (``cp``: the context-parallel ``c`` the attention
+    kernels' sequence is split by). ``full`` and ``selective`` say the recomputation
     (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step."""
     fractions = []
     if spec.dense_layer_count:
         fractions.append((spec.dense_layer_count / spec.layers, False))
     if spec.moe_layer_count:
         fractions.append((spec.moe_layer_count / spec.layers, True))
-    g_f = g_b = e_f = cast = 0.0
+    g_f = g_b = e_f = cast = g_sel = 0.0
+    rho = alternate_matmul_recompute_share(spec)
     for frac, moe in fractions:
         a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe, sp=sp,
                                           expert_load=expert_load)
         g_f, g_b = g_f + frac * a, g_b + frac * b
+        g_sel = g_sel + frac * (0.5 if moe else rho) * a
         sort = local_sort_passes(xp, a2a=a2a, experts=spec.experts, ep=ep) if moe else 0.0
         e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe,
                                               sort_passes=sort) \
@@ -297,7 +325,7 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
         cast = cast + frac * FP8_CAST_BYTES * (mk + 2.0 * mn + weights) / r.hbm_bytes_per_s
     cast = cast * r.fp8
     a_f, a_b = attention_s(xp, r, tokens=tokens, seq=seq, heads_local=spec.heads / tp, d_qk=spec.d_qk, d_v=spec.d,
-                           flash=flash)
+                           flash=flash, cp=cp)
     # the head: logits GEMM (M = n, N = V/t, K = h) and the loss over V/t
     h_f, h_b = gemm_train_s(xp, r, m=tokens, n=spec.vocab / tp, k=spec.hidden)
     loss = 2.0 * tokens * st.loss_accesses_per_vocab * spec.vocab / tp / r.hbm_bytes_per_s
@@ -310,7 +338,7 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     if st.selective == "attention":
         sel = a_f
     else:
-        sel = 0.5 * g_f + e_f
+        sel = g_sel + e_f
     rec = layers * xp.where(full, layer_f, xp.where(selective, sel, 0.0))
     compute = gemm + attention + elementwise + head + casts + rec
     forward = layers * layer_f + h_f + loss + casts / 3.0

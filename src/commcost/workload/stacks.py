@@ -160,6 +160,8 @@ class StackLayouts:
     """Stages it runs with a pipeline (``pp > 1``)."""
     zero_with_model_parallel: tuple[int, ...]
     """Stages it runs with any of ``tp``, ``pp`` or ``cp`` above 1."""
+    zero_without_pp: tuple[int, ...]
+    """Stages it runs without a pipeline (``pp = 1``); ``zero`` unless ``stacks.json`` says otherwise."""
     tp: bool
     """Runs tensor parallelism."""
     pp: bool
@@ -179,7 +181,7 @@ class StackLayouts:
         if self.sequence_parallel not in SEQUENCE_PARALLEL:
             raise InputError(f"stacks.json {self.name}: sequence_parallel {self.sequence_parallel!r} is not one of "
                              f"{', '.join(SEQUENCE_PARALLEL)}")
-        for field_name in ("zero_with_pp", "zero_with_model_parallel"):
+        for field_name in ("zero_with_pp", "zero_with_model_parallel", "zero_without_pp"):
             extra = set(getattr(self, field_name)) - set(self.zero)
             if extra:
                 raise InputError(f"stacks.json {self.name}: {field_name} holds stages {sorted(extra)} "
@@ -194,7 +196,8 @@ def stack_layouts(name: str) -> StackLayouts | None:
     if name == "auto":
         return None
     row = dict(_table()["stacks"][name]["layouts"])
-    for key in ("zero", "zero_with_pp", "zero_with_model_parallel"):
+    row.setdefault("zero_without_pp", row["zero"])
+    for key in ("zero", "zero_with_pp", "zero_with_model_parallel", "zero_without_pp"):
         row[key] = tuple(int(z) for z in row[key])
     return StackLayouts(name=name, **row)
 
@@ -211,13 +214,14 @@ def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp):
     """Whether the stack of ``rules`` runs the layout ``(tp, pp, vp, cp, ep, zero, sp)``; every argument a
     number or a numpy column (the result then a boolean column). ``rules`` None (``auto``): always.
 
-    ``runs = zero in Z  and (pp = 1 or zero in Z_pp) and (tp = pp = cp = 1 or zero in Z_mp)
+    ``runs = zero in Z  and (pp = 1 or zero in Z_pp) and (pp > 1 or zero in Z_1) and (tp = pp = cp = 1 or zero in Z_mp)
     and (tp = 1 or TP) and (pp = 1 or PP) and (vp = 1 or VP) and (cp = 1 or CP) and (ep = 1 or EP)
     and (tp = 1 or SP rule)``, with the SP rule ``sp`` (always), ``not sp`` (never) or true (optional)."""
     if rules is None:
         return (tp == tp) | True
     data_parallel_only = (tp == 1) & (pp == 1) & (cp == 1)
     ok = _member(zero, rules.zero) & ((pp == 1) | _member(zero, rules.zero_with_pp)) \
+        & ((pp > 1) | _member(zero, rules.zero_without_pp)) \
         & (data_parallel_only | _member(zero, rules.zero_with_model_parallel))
     for degree, allowed in ((tp, rules.tp), (pp, rules.pp), (vp, rules.vp), (cp, rules.cp), (ep, rules.ep)):
         if not allowed:

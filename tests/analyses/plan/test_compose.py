@@ -65,8 +65,9 @@ def test_hand_values():
     assert K.tp_exposed_s(SCALAR, count=12.0, one_s=1e-3, layer_fwd_s=8e-3, passes=3.0, overlap=True) == 0.0
     assert K.tp_exposed_s(SCALAR, count=12.0, one_s=3e-3, layer_fwd_s=8e-3, passes=3.0, overlap=True) \
         == 8 * 1e-3 + 0.0
-    # cp: 10 rings of (4-1) x 2 ms behind 5 ms of attention: 10 x 1 ms
-    assert abs(K.cp_exposed_s(SCALAR, rings=10.0, cp=4, one_s=2e-3, attention_s=5e-3) - 10e-3) < 1e-15
+    # cp: 10 rings of (4-1) steps of 2 ms, each behind one step of 5/4 = 1.25 ms of attention:
+    # 10 x 3 x 0.75 ms = 22.5 ms (not 10 x (6 - 5) ms: the last step's compute has nothing to hide)
+    assert abs(K.cp_exposed_s(SCALAR, rings=10.0, cp=4, one_s=2e-3, attention_s=5e-3) - 22.5e-3) < 1e-15
     # pipeline: 1F1B, p = 4, m = 8: bubble 3 t_mb
     assert K.pipeline_terms(micro_batches=8, pp=4, vp=1, compute_mb_s=1.0, critical_mb_s=0.5) == (8.0, 1.5, 4.5)
     # Adam: 28 bytes per parameter of the shard, 1e9 over 8 ranks at ZeRO-1 on 3.5e12 B/s

@@ -98,7 +98,8 @@ def test_pp_exposed_transfers_by_hand():
 def test_cp_ring_exposed_is_what_attention_cannot_hide():
     from commcost.analyses.plan.plan import _flops
     # c = 2, one ring step per pass of S = 2 b (s/c) n_kv d q = 2 * 1 * 4096 * 1024 * 2 = 16,777,216 B:
-    # T = S / 1 GB/s = 16.78 ms; exposed per layer and pass max(0, T - t_attention), 3 passes, 8 layers, m = 1
+    # T = S / 1 GB/s = 16.78 ms; exposed per layer and pass (c-1) max(0, T - t_attention/c), 3 passes, 8 layers,
+    # m = 1
     spec = TransformerSpec(layers=8, hidden=1024, heads=8, vocab=32000)
     inp = PlanInputs(spec=spec, layout=Layout(dp=1, cp=2, global_batch=1), seq=8192, gpu="h100-sxm",
                      gpus_per_node=8, efficiency=0.5)
@@ -107,7 +108,7 @@ def test_cp_ring_exposed_is_what_attention_cannot_hide():
     T = 16_777_216 / 1e9
     t_attn = _flops(inp)[3] / (989.4e12 * 0.5)
     assert cp.one_s == pytest.approx(T)
-    assert cp.exposed_s == pytest.approx(8 * 3 * max(0.0, T - t_attn))
+    assert cp.exposed_s == pytest.approx(8 * 3 * 1 * max(0.0, T - t_attn / 2))
     assert cp.comm.count_per_step == 8 * 3
 
 

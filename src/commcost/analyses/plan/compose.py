@@ -138,9 +138,15 @@ def ep_exposed_s(xp, *, wire_s, pairs, layer_fwd_s, passes, paired_share, sm_sha
 
 
 def cp_exposed_s(xp, *, rings, cp, one_s, attention_s):
-    """CP's ring per step: ``rings max(0, (c-1) T - t_attention)``, one ring of ``c - 1`` send/recv
-    steps per layer and pass hidden behind that layer's attention (``rings = m (L/p) passes``)."""
-    return rings * xp.maximum(0.0, (cp - 1) * one_s - attention_s)
+    """CP's ring per step: ``rings (c-1) max(0, T - t_attention / c)``, one ring of ``c - 1`` send/recv
+    steps per layer and pass (``rings = m (L/p) passes``), each hidden only behind the one step of
+    attention it runs beside: the ring computes ``c`` steps of ``t_attention / c`` (equal under the
+    load-balanced causal split) and sends the next step's block while computing the current one, so the
+    last step's compute hides nothing (Transformer Engine's ``AttnFuncWithCPAndKVP2P``: "overlap
+    current-step compute with next-step communication"; Liu et al. 2023, Ring Attention, section 3:
+    the block's compute must outlast the block's transfer). Backward rings (K, V and dK, dV: two
+    transfers a step) hide behind the backward's steps, ``t_b = 2 t_f``: per transfer the same bound."""
+    return rings * (cp - 1) * xp.maximum(0.0, one_s - attention_s / cp)
 
 
 def pp_exposed_s(*, pp, micro_batches, vp, one_s):

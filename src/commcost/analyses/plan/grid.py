@@ -368,7 +368,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
         o = micro_batch_operators(np, spec, st, rates, tokens=b * s / c, seq=s, layers=per_stage_base[ub], tp=t,
                                   sp=usp == 1, ep=e, expert_tp=base["etp"][ub].astype(float), full=urc == 2,
                                   selective=urc == 1, micro_batches=m, flash=inp.flash_attention,
-                                  expert_load=inp.expert_load, a2a=inp.a2a)
+                                  expert_load=inp.expert_load, a2a=inp.a2a, cp=c)
         back = pos[key]
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
             out[i][rows] = np.broadcast_to(col, (len(ukey),))[back]

@@ -16,7 +16,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
 2. **Critical communication per micro-batch**: TP collectives in full, EP's all-to-alls (NCCL or
    node-aware, :mod:`commcost.parallel.dispatch`) in full or, with ``--moe-overlap``, down to the
    bound of :func:`commcost.analyses.plan.compose.ep_exposed_s`, CP's ring
-   ``max(0, (c-1) T - t_attention)`` per layer and pass, ZeRO-3's per-layer gathers
+   ``(c-1) max(0, T - t_attention/c)`` per layer and pass, ZeRO-3's per-layer gathers
    ``max(0, T - t_layer)``; ``t_mb = t_c + that``.
 3. **Pipeline** (:mod:`commcost.step.schedule`): ``m t_mb + (p-1) t_mb / v``, plus the point-to-point
    transfers on the critical path (:func:`commcost.parallel.pipeline.exposed_p2p_count`).
@@ -483,7 +483,8 @@ def operator_times(inp: PlanInputs):
                                  layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,
                                  expert_tp=L.expert_tp, full=L.recompute == "full",
                                  selective=L.recompute == "selective", micro_batches=L.micro_batches,
-                                 flash=inp.flash_attention, expert_load=inp.expert_load, a2a=inp.a2a)
+                                 flash=inp.flash_attention, expert_load=inp.expert_load, a2a=inp.a2a,
+                                 cp=L.cp)
 
 
 def zero3_gathers_per_layer(inp: PlanInputs) -> int:
