@@ -110,4 +110,4 @@ def run(args: argparse.Namespace) -> int:
         plot_pareto(result, req.plot)
         if not req.json:
             print(f"plot: {req.plot}")
-    return 128 + signum if result.interrupted else 0
+    return A.signal_exit_status(signum) if result.interrupted else 0

@@ -16,6 +16,7 @@ from commcost.report._json import dump_json
 from commcost.report.trace import STEPS_SHOWN
 from commcost.report.trace import render_trace_tail
 from commcost.report.trace import trace_extra_dict
+from commcost.report.trace import failed_ranks_warning
 from commcost.report.trace import render_trace_text
 from commcost.report.trace import trace_to_dict
 from commcost.trace.collectives import rows_to_measurement
@@ -87,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         dump_json(trace_to_dict(summary, preds, model) | trace_extra_dict(resolved.info if resolved else None, saved))
     else:
         print(render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if req.steps is None else req.steps,
-                                verbose=req.verbose) + render_trace_tail(note, saved))
+                                verbose=req.verbose), end="")
+        print(render_trace_tail(note, saved))
     if summary.failed:
         _warn_failures(summary)
     return 0
@@ -102,7 +104,4 @@ def _warn_failures(summary) -> None:
     """The rank files that could not be read, in one warning line on stderr: the report of the
     others is printed and the run ends 0 (a job's report is not lost to one truncated file; the
     text and the JSON ``failed_ranks`` say which were left out)."""
-    f = summary.failed
-    n = len(f) + len(summary.ranks)
-    A.warn(f"{len(f)} of {n} rank files not read ({'; '.join(x.message for x in f)}); the report covers the "
-           f"other {len(summary.ranks)}")
+    A.warn(failed_ranks_warning(summary))
