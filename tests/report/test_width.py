@@ -69,3 +69,20 @@ def test_wrap_command_pastes_as_one_command():
     assert all(len(x) <= 40 for x in out[1:]) and all(x.endswith(" \\") for x in out[:-1])
     joined = " ".join(x.rstrip("\\").strip() for x in out)
     assert joined == "best: " + cmd
+
+
+def test_wrap_prints_a_no_break_space_as_a_space_on_short_and_long_lines():
+    assert wrap("a\xa0\xa0b", 40) == ["a  b"]
+    out = wrap("  name\xa0\xa0\xa0" + "word " * 10, 20, hang="       ")
+    # 'name' padded to col 9 stays glued to the first word; continuations at 2 + 7 = 9
+    assert out[0].startswith("  name   word") and all("\xa0" not in x for x in out)
+    assert all(x.startswith(" " * 9 + "word") for x in out[1:]) and all(len(x) <= 20 for x in out)
+
+
+def test_presets_fit_80_columns_and_keep_each_name_beside_its_numbers():
+    lines = _lines("presets")
+    assert len(lines) > 200 and max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
+    assert "  a100-sxm4-80gb   312 TFLOP/s dense bf16, 85 GB, 2.039 TB/s HBM" in lines  # name column: 16 + 1
+    wide = _lines("presets", columns="400")  # the same entries, fewer lines
+    assert len(wide) < len(lines) and sum(ln.lstrip().startswith("source:") for ln in wide) == sum(
+        ln.lstrip().startswith("source:") for ln in lines)

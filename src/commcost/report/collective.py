@@ -19,6 +19,7 @@ from commcost.calibrate.fit import MID_SIZE_RANGE_BYTES
 from commcost.report._band import band_range
 from commcost.report._band import band_side
 from commcost.report._width import terminal_width
+from commcost.report._width import wrap
 from commcost.report._width import wrap_lines
 
 __all__ = ["SizeResult", "collective_to_dict", "render_size_text", "render_table_text", "size_to_dict",
@@ -188,8 +189,16 @@ def fabric_to_dict(fabric: Link | Topology | None, nodes_used: int) -> dict[str,
             "spine_latency_s": f.spine_latency_s}
 
 
-def render_presets_text(entries: list[PresetEntry]) -> str:
-    """``commcost presets``: name, numbers, source; grouped by kind."""
+PRESET_NAME_CELLS = 16
+"""Width of the name column of ``commcost presets``; a longer name pushes its numbers right."""
+
+
+def render_presets_text(entries: list[PresetEntry], width: int | None = None) -> str:
+    """``commcost presets``: name, numbers, source; grouped by kind. Each entry's numbers and its source
+    wrap to ``width`` (default :func:`commcost.report._width.terminal_width`): the numbers under their
+    column, the source (often a paragraph) under the name, where it has most of the width."""
+    width = width or terminal_width()
+    column = " " * (PRESET_NAME_CELLS + 1)  # continuation lines start under the numbers
     lines: list[str] = []
     kind = None
     for e in entries:
@@ -198,8 +207,9 @@ def render_presets_text(entries: list[PresetEntry]) -> str:
                 lines.append("")
             kind = e.kind
             lines.append(f"{kind}s:")
-        lines.append(f"  {e.name:<16} {e.summary}")
-        lines.append(f"  {'':<16} source: {e.source}")
+        name = f"{e.name:<{PRESET_NAME_CELLS}} ".replace(" ", "\xa0")  # its padding is kept, not broken
+        lines += wrap(f"  {name}{e.summary}", width, hang=column)
+        lines += wrap(f"    source: {e.source}", width)
     return "\n".join(lines)
 
 
