@@ -37,15 +37,30 @@ def test_fits_80_columns(args):
     assert len(lines) > 10 and _wide_share(lines) <= 0.05, [ln for ln in lines if len(ln) > 80]
 
 
-def test_budget_notes_fit_and_the_drill_parts_keep_their_format():
-    lines = _lines("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200")
-    start = lines.index(next(ln for ln in lines if ln.startswith("commcost budget: all-reduce")))
-    notes = lines[:start]
-    assert len(notes) > 5 and _wide_share(notes) == 0
-    # parts (a)-(g) are the drill's format, the same at any width
-    wide = _lines("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200",
-                  columns="300")
-    assert lines[start:] == wide[wide.index(lines[start]):]
+SYSTEM_BUDGET = ("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200")
+DRILL_BUDGET = ("budget", "--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400",
+                "--buckets", "1,8,16,25,100")
+
+
+@pytest.mark.parametrize("args", [SYSTEM_BUDGET, (*SYSTEM_BUDGET, "--layer-ratio", "--hidden", "4096", "--seq", "4096"),
+                                  ("budget", "--system", "dgx-a100", "--nodes", "4", "--model", "llama2-13b",
+                                   "--step-ms", "2000")], ids=["h100", "layer-ratio", "a100"])
+def test_budget_on_a_system_fits_80_columns(args):
+    lines = _lines(*args)
+    assert len(lines) > 50 and max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
+    # (f) and (g) keep a table row per bucket cap and per P, narrower ("lat %", "batch")
+    heads = [ln.split() for ln in lines if ln.split()[:2] in (["cap", "count"], ["P", "latency"])]
+    assert heads == [["cap", "count", "latency", "bandwidth", "lat", "%", "total", "T/step", "exposed"],
+                     ["P", "latency", "bandwidth", "total", "T", "T/step", "S*", "batch"]]
+    if "--layer-ratio" in args:
+        assert any(ln.startswith("layer ratio:") for ln in lines)
+    wide = _lines(*args, columns="300")  # a wide terminal keeps the full tables
+    assert any("latency total" in ln for ln in wide)
+
+
+def test_the_drill_keeps_its_format_at_any_width():
+    assert _lines(*DRILL_BUDGET) == _lines(*DRILL_BUDGET, columns="300") == _lines(*DRILL_BUDGET, columns="40")
+    assert any(len(ln) > 80 for ln in _lines(*DRILL_BUDGET))  # (f)'s full table: not narrowed, not wrapped
 
 
 def test_a_wide_terminal_keeps_the_collective_table_on_one_line_per_size():
