@@ -8,10 +8,10 @@ Bandwidths print in decimal GB/s, as nccl-tests does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
-from commcost.comm.collectives import Algorithm, CollectiveCost
+from commcost.analyses.collective import SizeResult
+from commcost.comm.collectives import CollectiveCost
 from commcost.hardware.registry import PresetEntry
 from commcost.comm.topology import Link, Topology
 from commcost.core.units import GB, US, format_bytes, format_seconds as t
@@ -25,26 +25,6 @@ from commcost.report._width import wrap_lines
 __all__ = ["SizeResult", "collective_to_dict", "render_size_text", "render_table_text", "size_to_dict",
            "fabric_to_dict", "render_presets_text", "budget_fabric_note", "render_preset_score_text",
            "preset_score_to_dict"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SizeResult:
-    """What the command computed for one message size."""
-
-    chosen: CollectiveCost
-    """The cost under the requested algorithm (or the fastest, for ``auto``)."""
-    requested: str
-    """The ``--algorithm`` value (``auto`` or an algorithm name)."""
-    alternatives: dict[Algorithm, CollectiveCost]
-    """Every algorithm that can run this collective here."""
-    unavailable: dict[Algorithm, str]
-    """Modelled algorithms that cannot, with the reason."""
-    protocol: str | None = None
-    """NCCL protocol (ll, ll128, simple) the chosen algorithm runs with, where the fabric has
-    a protocol model (system presets); None elsewhere."""
-    band_s: tuple[float, float] | None = None
-    """``(low, high)``: where measured clusters of this class fall around the prediction
-    (:func:`commcost.comm.band.collective_band`; system presets only), seconds."""
 
 
 def _gbps(x: float) -> str:
