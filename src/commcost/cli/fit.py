@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-import datetime as dt
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import compare
 from commcost.calibrate.fit import fit_alpha_beta
 from commcost.calibrate.profile import Profile
 from commcost.calibrate.profile import save_profile
+from commcost.calibrate.profile import stamped_provenance
 from commcost.calibrate.profile import write_atomic
 from commcost.calibrate.tiers import MIN_TIER_SIZE_BYTES
 from commcost.calibrate.tiers import fit_tiers
@@ -23,7 +23,6 @@ from commcost.report._json import dump_json
 from commcost.report._json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
-import commcost
 from commcost.cli.inputs import SeriesRequest
 from commcost.cli.inputs import fit_request
 from commcost.report.calibrate import render_tier_fit_text
@@ -78,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
     single_fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=1)
     single = compare(single_fit, series.samples)
     if req.output:
-        provenance = dict(series.provenance)
-        provenance.setdefault("created", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-        provenance["commcost_version"] = commcost.__version__
-        save_profile(Profile.from_fit(fit, quality, provenance), req.output)
+        save_profile(Profile.from_fit(fit, quality, stamped_provenance(series.provenance)), req.output)
     if req.json:
         dump_json(fit_to_dict(fit, quality, series, single, single_fit, req.output))
     else:
