@@ -78,3 +78,16 @@ def test_sweep_bar_on_a_terminal_redraws_one_line_and_ends_it():
     bar(4, 4, "done")                      # finished before the delay: drawn anyway, with a newline
     text = err.getvalue()
     assert text.startswith("\r[" + "#" * 30 + "] 4/4 done") and text.endswith("\n") and len(text) == 1 + 80 + 1
+
+
+def test_search_text_fits_the_terminal():
+    # 9,168,000 configurations at 1,234,567/s: the full line is 8 + 30 + 2 + 6 + 2 + 19 + 2 + 11 = 80 columns
+    # plus the 23-column Ctrl-C hint
+    full = search_progress_text(9_168_000, 9_168_000, 9_168_000 / 1_234_567)
+    assert full.endswith("(Ctrl-C: best so far)") and len(full) == 103
+    assert search_progress_text(9_168_000, 9_168_000, 9_168_000 / 1_234_567, 120) == full
+    at_80 = search_progress_text(9_168_000, 9_168_000, 9_168_000 / 1_234_567, 80)
+    assert at_80 == full[:-len("  (Ctrl-C: best so far)")] and len(at_80) == 80
+    # 60 columns: the bar narrows by 80 - 60 = 20 cells, to 10
+    at_60 = search_progress_text(9_168_000, 9_168_000, 9_168_000 / 1_234_567, 60)
+    assert at_60.startswith("search [" + "#" * 10 + "] 100.0%") and len(at_60) == 60

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
+from commcost.report._width import terminal_width
+
 __all__ = ["fraction_done", "bar_cells", "tenths_done", "rate_per_s", "sweep_progress_text",
            "search_progress_text", "SweepBar", "SearchBar"]
 
@@ -46,11 +48,19 @@ def sweep_progress_text(done: int, total: int, label: str) -> str:
     return f"[{'#' * filled}{'.' * (BAR_CELLS - filled)}] {done}/{total} {label}"
 
 
-def search_progress_text(done: int, total: int, elapsed_s: float) -> str:
-    """``search [####   ]  12.5%  1,000/8,000  2,000/s  (Ctrl-C: best so far)``."""
-    bar = "#" * bar_cells(done, total)
-    return (f"search [{bar:<{BAR_CELLS}}] {fraction_done(done, total):5.1%}  {done:,}/{total:,}  "
-            f"{rate_per_s(done, elapsed_s):,.0f}/s  (Ctrl-C: best so far)")
+def search_progress_text(done: int, total: int, elapsed_s: float, width: int | None = None) -> str:
+    """``search [####   ]  12.5%  1,000/8,000  2,000/s  (Ctrl-C: best so far)``, within ``width``
+    columns where given (a ``\\r`` line wider than the terminal would leave a line per redraw): first
+    the Ctrl-C hint goes, then the bar narrows (to 10 cells at least)."""
+    counts = (f"{fraction_done(done, total):5.1%}  {done:,}/{total:,}  "
+              f"{rate_per_s(done, elapsed_s):,.0f}/s")
+    hint = "  (Ctrl-C: best so far)"
+    cells = BAR_CELLS
+    line = f"search [{'#' * bar_cells(done, total, cells):<{cells}}] {counts}"
+    if width is None or len(line) + len(hint) <= width:
+        return line + hint
+    cells = max(10, cells - (len(line) - width))
+    return f"search [{'#' * bar_cells(done, total, cells):<{cells}}] {counts}"
 
 
 class SweepBar:
@@ -93,7 +103,7 @@ class SearchBar:
     def __call__(self, done: int, total: int, elapsed_s: float) -> None:
         if not self.enabled or elapsed_s < self.DELAY_S or total <= 0:
             return
-        self.stream.write("\r" + search_progress_text(done, total, elapsed_s))
+        self.stream.write("\r" + search_progress_text(done, total, elapsed_s, terminal_width()))
         self.stream.flush()
         self.drawn = True
 
