@@ -117,3 +117,20 @@ def test_a_fifo_is_refused(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     line = one_error_line(run_commcost("fit", str(tmp_path / "pipe")))
     assert "not a regular file" in line
+
+
+def test_listed_nodes_is_the_one_node_count_the_log_names_for_the_series():
+    from commcost.calibrate.data import Series
+    from commcost.calibrate.fit import Sample
+    from commcost.comm.collectives import Collective
+
+    def series(runs):
+        return Series(op=Collective.ALL_REDUCE, gpus=16, samples=(Sample(size_bytes=1.0, time_s=1.0),),
+                      source_kind="nccl-tests", provenance={"runs": runs})
+
+    two = {"gpus": 16, "nodes": 2}
+    assert series([two, two]).listed_nodes == 2
+    assert series([two, {"gpus": 8, "nodes": 1}]).listed_nodes == 2        # another group size's run: not this series
+    assert series([two, {"gpus": 16, "nodes": 4}]).listed_nodes is None    # two counts: cannot tell
+    assert series([{"gpus": 16, "nodes": None}]).listed_nodes is None      # no hosts listed
+    assert series([]).listed_nodes is None

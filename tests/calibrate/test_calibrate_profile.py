@@ -135,3 +135,17 @@ def test_an_integer_past_the_digit_limit_names_the_field(tmp_path):
     text = json.dumps(profile_to_dict(ib_profile())).replace('"gpus": 16', '"gpus": ' + "1" * 5000)
     with pytest.raises(InputError, match=r"bad.json: field 'gpus' is an integer of more than 4300 digits"):
         load_profile(write(tmp_path, text))
+
+
+def test_stamped_provenance_keeps_the_source_date_and_names_this_version():
+    import datetime as dt
+
+    import commcost
+    from commcost.calibrate.profile import stamped_provenance
+
+    now = dt.datetime(2026, 12, 2, 11, 30, 5, 123456, tzinfo=dt.timezone.utc)
+    src = {"source": "a.log", "commcost_version": "0.0.1"}
+    out = stamped_provenance(src, now=now)
+    assert out == {"source": "a.log", "created": "2026-12-02T11:30:05+00:00", "commcost_version": commcost.__version__}
+    assert src == {"source": "a.log", "commcost_version": "0.0.1"}  # a copy: the series' own is untouched
+    assert stamped_provenance({"created": "2025-01-01"}, now=now)["created"] == "2025-01-01"

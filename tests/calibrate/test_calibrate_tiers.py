@@ -80,3 +80,25 @@ def test_a_tier_that_bounds_no_sample_is_not_fitted():
     assert (fit.inter_bandwidth_scale, fit.inter_latency_scale) == (1.0, 1.0)
     assert fit.intra_bandwidth_scale == pytest.approx(1 / 1.05, rel=0.02)
     assert fit.extrapolated(8) == ()
+
+
+def test_nodes_spanned_is_the_ceiling_of_ranks_per_node():
+    from commcost.calibrate.tiers import nodes_spanned
+
+    # ceil(8/8) = 1; ceil(9/8) = 2; ceil(16/8) = 2; ceil(12/6) = 2; ceil(13/6) = 3; ceil(1/72) = 1
+    assert [nodes_spanned(p, g) for p, g in ((8, 8), (9, 8), (16, 8), (12, 6), (13, 6), (1, 72))] == [1, 2, 2, 2, 3, 1]
+    with pytest.raises(InputError):
+        nodes_spanned(8, 0)
+
+
+def test_log_tier_samples_keep_rows_from_1_mib_and_carry_the_nodes():
+    from commcost.calibrate.fit import Sample
+    from commcost.calibrate.tiers import MIN_TIER_SIZE_BYTES, log_tier_samples
+
+    rows = [Sample(size_bytes=2**19, time_s=1e-4), Sample(size_bytes=2**20, time_s=2e-4),
+            Sample(size_bytes=2**24, time_s=3e-3)]
+    nodes, out = log_tier_samples(rows, gpus=12, gpus_per_node=8)
+    # 12 ranks, 8 per node: ceil(12/8) = 2 nodes; 512 KiB < 1 MiB is dropped, 1 MiB and 16 MiB kept
+    assert MIN_TIER_SIZE_BYTES == 1_048_576
+    assert nodes == 2
+    assert [(s.nodes, s.gpus, s.message_bytes, s.time_s) for s in out] == [(2, 12, 2**20, 2e-4), (2, 12, 2**24, 3e-3)]

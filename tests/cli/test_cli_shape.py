@@ -25,6 +25,16 @@ def exempt(name: str) -> bool:
     return name in (BUILDER, "_args.py") or (name.startswith(stem + "_") and name.endswith(".py"))
 
 
+def resolver(name: str) -> bool:
+    """Whether ``cli/<name>`` belongs to the parse and resolve layer (flag types and bounds, SI conversion,
+    the fabric resolver, the dispatcher): converting units there is its job. Every other module of
+    ``cli/`` is a subcommand whose functions only call and render: no arithmetic (:func:`arithmetic`)."""
+    return exempt(name) or name in ("_fabric.py", "__init__.py")
+
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+
+
 def _namespace_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
     names = set()
     for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
@@ -66,6 +76,68 @@ def run_lengths() -> dict[str, int]:
 
 def reads_per_module() -> dict[str, tuple[list[int], list[int]]]:
     return {p.name: namespace_access(ast.parse(p.read_text())) for p in sorted(CLI.glob("*.py"))}
+
+
+def _constant(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _constant(node.left) and _constant(node.right)
+    return isinstance(node, ast.Constant)
+
+
+def _text_or_list(node: ast.AST) -> bool:
+    """A string, f-string or list/tuple display: ``+`` on it joins, it does not compute."""
+    return isinstance(node, (ast.JoinedStr, ast.List, ast.Tuple, ast.ListComp)) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def arithmetic(tree: ast.AST) -> list[str]:
+    """``function:line: expression`` for each sum, difference, product, quotient, power or remainder
+    inside a function, each augmented assignment, and each ``math.*`` call; a constant expression
+    (``25 * 2.0**20`` as a flag's default) and ``+`` joining text or lists are not arithmetic."""
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC) and not _constant(node):
+                if isinstance(node.op, ast.Add) and (_text_or_list(node.left) or _text_or_list(node.right)):
+                    continue
+                if isinstance(node.op, ast.Mod) and _text_or_list(node.left):  # "%s" % x
+                    continue
+            elif not (isinstance(node, ast.AugAssign) and isinstance(node.op, _ARITHMETIC)) and not (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "math"):
+                continue
+            found.append(f"{fn.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_subcommands_do_no_arithmetic():
+    """Nodes from GPUs, a bar's fraction, an exit status: each is a library (or ``_args``) function the
+    subcommand calls (``fit --tiers`` -> :func:`commcost.calibrate.tiers.log_tier_samples`, the bars ->
+    :mod:`commcost.report.progress`)."""
+    found = {p.name: a for p in sorted(CLI.glob("*.py")) if not resolver(p.name)
+             and (a := arithmetic(ast.parse(p.read_text())))}
+    assert not found, f"arithmetic in cli/ subcommands (move it into the library): {found}"
+
+
+def test_the_arithmetic_finder_finds():
+    """A planted case of each kind is found, and the allowed forms are not (so the test above can fail)."""
+    src = ("import math\n"
+           "def run(args):\n"
+           "    nodes = math.ceil(series.gpus / G)\n"        # line 3: the call and the quotient
+           "    filled = int(30 * done / max(total, 1))\n"  # line 4: the product and the quotient
+           "    n += 1\n"                                    # line 5
+           "    code = 128 + signum\n"                       # line 6
+           "    default = 25 * 2.0**20\n"                    # constant: allowed
+           "    text = 'a' + b\n"                            # joins text: allowed
+           "    rows = [x] + more\n"                         # joins lists: allowed
+           "    return f'{a}{b}'\n")
+    found = arithmetic(ast.parse(src))
+    assert sorted(int(f.split(":")[1]) for f in found) == [3, 3, 4, 4, 5, 6], found
+    assert any("math.ceil" in f for f in found) and any("128 + signum" in f for f in found)
 
 
 def test_every_run_is_at_most_40_lines():

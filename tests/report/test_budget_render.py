@@ -68,3 +68,42 @@ def test_a_zero_latency_term_is_named_not_divided_by():
     text = render_budget_text(communication_budget(BudgetInputs(gpus=32, comm=zero, params=1.3e9, step_s=0.4)))
     assert "bandwidth-bound: the latency term is 0" in text
     assert "inf" not in text
+
+
+def _rows(text: str, head: list[str]) -> list[list[str]]:
+    """The table under the header whose first words are ``head``: each row's cells (a number and its unit
+    as one cell)."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.split()[:len(head)] == head)
+    out = []
+    for ln in lines[start + 1:]:
+        words = ln.split()
+        if not words or not (words[0][0].isdigit()):
+            break
+        cells = []
+        for w in words:
+            if cells and w in ("us", "ms", "s", "MiB", "MB"):
+                cells[-1] += " " + w
+            else:
+                cells.append(w)
+        out.append(cells)
+    return out
+
+
+def test_a_system_budget_fits_80_columns_with_the_same_numbers_as_the_full_tables(drill):
+    topo, P = system_group("dgx-h100", nodes=2)
+    b = communication_budget(BudgetInputs(gpus=P, comm=FabricModel(topology=topo), params=1.3e9, step_s=0.4,
+                                          intra_node_comm=FlatLinkModel(link=topo.intra),
+                                          gpus_per_node=topo.gpus_per_node))
+    narrow, full = render_budget_text(b, width=80), render_budget_text(b, width=300)
+    assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, full.splitlines()))
+    # (f): cap, count, one bucket's latency and bandwidth, latency share, total, T/step; the full table's
+    # "latency total" (its 6th cell) is left out of the narrow one
+    f_rows = _rows(full, ["cap", "count"])
+    assert len(f_rows) >= 2 and len(f_rows[0]) == 9  # cap, count, latency, bandwidth, share, latency total, ...
+    for n, f in zip(_rows(narrow, ["cap", "count"]), f_rows, strict=True):
+        assert n == f[:5] + f[6:]
+    # (g): every cell the same, the global batch last ("0.25x")
+    assert _rows(narrow, ["P", "latency"]) == _rows(full, ["P", "latency"]) and len(_rows(full, ["P", "latency"])) > 3
+    # the drill's flat link: one text at any width
+    assert render_budget_text(drill, width=40) == render_budget_text(drill, width=300)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from commcost.comm.algorithms import unavailable_algorithms
-from commcost.comm.band import collective_band
+from commcost.analyses.collective import price_sizes
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import place
 from commcost.hardware.registry import preset_entries, system_group
-from commcost.report.collective import (SizeResult, fabric_to_dict, render_presets_text, render_size_text,
+from commcost.report.collective import (fabric_to_dict, render_presets_text, render_size_text,
                                         render_table_text, size_to_dict)
 from conftest import numbers_without_a_unit, strict_round_trip, wide_lines
 
@@ -21,14 +20,9 @@ S = 64 * 2**20  # 67,108,864 B
 
 
 def _result(comm, size, P, requested, fabric, topology=None):
-    chosen = comm.cost(Collective.ALL_REDUCE, size, P, requested)
-    alternatives = comm.candidates(Collective.ALL_REDUCE, size, P)
-    if chosen.algorithm not in alternatives:
-        alternatives = {chosen.algorithm: chosen, **alternatives}
-    band = collective_band(chosen, topology) if topology is not None else None
-    return SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
-                      unavailable=unavailable_algorithms(Collective.ALL_REDUCE, P, fabric), protocol=chosen.protocol,
-                      band_s=band)
+    """One size as ``commcost collective`` prices it (:func:`commcost.analyses.collective.price_sizes`)."""
+    (r,) = price_sizes(comm, Collective.ALL_REDUCE, [size], P, requested, fabric=fabric, band_topology=topology)
+    return r
 
 
 def test_one_size_on_the_drill_link_by_hand(monkeypatch):

@@ -68,3 +68,13 @@ def test_with_a_model_the_prediction_is_strict_json(summary):
     # error = (predicted - measured) / measured = (114.86 - 100) / 100 = 14.9%
     assert row["error"] == pytest.approx((2 * 5e-6 + 1_048_576 / 10e9 - 100e-6) / 100e-6)
     assert wide_lines(render_trace_text(summary, preds, model, width=80)) == []
+
+
+def test_failed_ranks_warning_counts_the_files():
+    from types import SimpleNamespace
+
+    from commcost.report.trace import failed_ranks_warning
+
+    s = SimpleNamespace(failed=[SimpleNamespace(message="rank3.json: truncated")], ranks=[0, 1, 2])
+    # 1 failed + 3 read = 4 files
+    assert failed_ranks_warning(s) == "1 of 4 rank files not read (rank3.json: truncated); the report covers the other 3"

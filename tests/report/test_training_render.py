@@ -32,5 +32,9 @@ def test_dict_by_hand_and_strict():
     assert d["days"] == pytest.approx(2e12 / 4000 / 3600 / 1024 / 24)
     assert d["cost"] == pytest.approx(2e12 / 4000 / 3600 * 2.5)
     assert (d["tokens"], d["gpus"], d["tokens_per_s_per_gpu"], d["price_per_gpu_hour"]) == (2e12, 1024, 4000.0, 2.5)
-    # every key but "cost" names its unit (tokens, days, hours, per GPU-hour); "cost" is dollars by its docstring only
-    assert strict_round_trip(training_to_dict(training_cost(tokens=1e9, tokens_per_s_per_gpu=1.0, gpus=1)))["cost"] is None
+    # the dollar amounts under names with their unit too; the first names stay for readers of them
+    # C = 138,888.9 GPU-hours x $2.50 = $347,222.2
+    assert d["cost_usd"] == d["cost"] == pytest.approx(347_222.2, abs=0.1)
+    assert d["price_usd_per_gpu_hour"] == d["price_per_gpu_hour"] == 2.5
+    free = strict_round_trip(training_to_dict(training_cost(tokens=1e9, tokens_per_s_per_gpu=1.0, gpus=1)))
+    assert free["cost"] is None and free["cost_usd"] is None and free["price_usd_per_gpu_hour"] is None

@@ -37,15 +37,30 @@ def test_fits_80_columns(args):
     assert len(lines) > 10 and _wide_share(lines) <= 0.05, [ln for ln in lines if len(ln) > 80]
 
 
-def test_budget_notes_fit_and_the_drill_parts_keep_their_format():
-    lines = _lines("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200")
-    start = lines.index(next(ln for ln in lines if ln.startswith("commcost budget: all-reduce")))
-    notes = lines[:start]
-    assert len(notes) > 5 and _wide_share(notes) == 0
-    # parts (a)-(g) are the drill's format, the same at any width
-    wide = _lines("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200",
-                  columns="300")
-    assert lines[start:] == wide[wide.index(lines[start]):]
+SYSTEM_BUDGET = ("budget", "--system", "dgx-h100", "--nodes", "4", "--model", "llama2-7b", "--step-ms", "1200")
+DRILL_BUDGET = ("budget", "--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400",
+                "--buckets", "1,8,16,25,100")
+
+
+@pytest.mark.parametrize("args", [SYSTEM_BUDGET, (*SYSTEM_BUDGET, "--layer-ratio", "--hidden", "4096", "--seq", "4096"),
+                                  ("budget", "--system", "dgx-a100", "--nodes", "4", "--model", "llama2-13b",
+                                   "--step-ms", "2000")], ids=["h100", "layer-ratio", "a100"])
+def test_budget_on_a_system_fits_80_columns(args):
+    lines = _lines(*args)
+    assert len(lines) > 50 and max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
+    # (f) and (g) keep a table row per bucket cap and per P, narrower ("lat %", "batch")
+    heads = [ln.split() for ln in lines if ln.split()[:2] in (["cap", "count"], ["P", "latency"])]
+    assert heads == [["cap", "count", "latency", "bandwidth", "lat", "%", "total", "T/step", "exposed"],
+                     ["P", "latency", "bandwidth", "total", "T", "T/step", "S*", "batch"]]
+    if "--layer-ratio" in args:
+        assert any(ln.startswith("layer ratio:") for ln in lines)
+    wide = _lines(*args, columns="300")  # a wide terminal keeps the full tables
+    assert any("latency total" in ln for ln in wide)
+
+
+def test_the_drill_keeps_its_format_at_any_width():
+    assert _lines(*DRILL_BUDGET) == _lines(*DRILL_BUDGET, columns="300") == _lines(*DRILL_BUDGET, columns="40")
+    assert any(len(ln) > 80 for ln in _lines(*DRILL_BUDGET))  # (f)'s full table: not narrowed, not wrapped
 
 
 def test_a_wide_terminal_keeps_the_collective_table_on_one_line_per_size():
@@ -69,3 +84,20 @@ def test_wrap_command_pastes_as_one_command():
     assert all(len(x) <= 40 for x in out[1:]) and all(x.endswith(" \\") for x in out[:-1])
     joined = " ".join(x.rstrip("\\").strip() for x in out)
     assert joined == "best: " + cmd
+
+
+def test_wrap_prints_a_no_break_space_as_a_space_on_short_and_long_lines():
+    assert wrap("a\xa0\xa0b", 40) == ["a  b"]
+    out = wrap("  name\xa0\xa0\xa0" + "word " * 10, 20, hang="       ")
+    # 'name' padded to col 9 stays glued to the first word; continuations at 2 + 7 = 9
+    assert out[0].startswith("  name   word") and all("\xa0" not in x for x in out)
+    assert all(x.startswith(" " * 9 + "word") for x in out[1:]) and all(len(x) <= 20 for x in out)
+
+
+def test_presets_fit_80_columns_and_keep_each_name_beside_its_numbers():
+    lines = _lines("presets")
+    assert len(lines) > 200 and max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
+    assert "  a100-sxm4-80gb   312 TFLOP/s dense bf16, 85 GB, 2.039 TB/s HBM" in lines  # name column: 16 + 1
+    wide = _lines("presets", columns="400")  # the same entries, fewer lines
+    assert len(wide) < len(lines) and sum(ln.lstrip().startswith("source:") for ln in wide) == sum(
+        ln.lstrip().startswith("source:") for ln in lines)

@@ -9,7 +9,7 @@ from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.core.errors import InputError
 from commcost.core.units import US
-from commcost.trace.summary import analyze_trace, median_abs_error, predict_rows
+from commcost.trace.summary import analyze_trace, median_abs_error, predict_rows, trace_measurement
 
 from _kineto import TraceBuilder
 
@@ -56,3 +56,21 @@ def test_the_same_rank_twice_is_refused(tmp_path):
         b.write(tmp_path / name)
     with pytest.raises(InputError, match="rank 0 again"):
         analyze_trace(tmp_path)
+
+
+def test_trace_measurement_by_hand(tmp_path):
+    m = trace_measurement(analyze_trace(_two_ranks(tmp_path)))
+    (row,) = m.rows
+    # 262,144 float32 ("Float", as the profiler names it) = 1,048,576 B; count = 1,048,576 / 4 B = 262,144
+    # elements; 100 us on both ranks
+    assert (row.op, row.gpus, row.size_bytes, row.count, row.dtype) == ("all_reduce", 2, 1_048_576, 262_144, "Float")
+    assert row.time_s == pytest.approx(100 * US)
+    assert m.provenance["source_kind"] == "kineto-trace" and m.provenance["ranks"] == 2
+
+
+def test_trace_measurement_without_a_collective_is_refused(tmp_path):
+    b = TraceBuilder(rank=0)
+    b.compute(0, 10)
+    b.write(tmp_path / "rank0.json")
+    with pytest.raises(InputError, match="no collective on 2 or more ranks"):
+        trace_measurement(analyze_trace(tmp_path))

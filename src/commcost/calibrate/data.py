@@ -109,6 +109,14 @@ class Series:
     rows: int = 0
     """Rows read for this series; a size measured in several rows is one sample (their median)."""
 
+    @property
+    def listed_nodes(self) -> int | None:
+        """The nodes the source lists for this series' runs (a nccl-tests log's hosts under ``# Using
+        devices``) when they name one count; None when it lists none, or several."""
+        runs = self.provenance.get("runs", [])
+        listed = {r.get("nodes") for r in runs if r.get("gpus") == self.gpus and r.get("nodes")}
+        return listed.pop() if len(listed) == 1 else None
+
 
 def _to_csv(m: Measurement) -> str:
     buf = io.StringIO()

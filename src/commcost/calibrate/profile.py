@@ -27,12 +27,14 @@ bandwidth and alpha) that every command accepts through ``--profile``.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import commcost
 from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.core.errors import InputError
@@ -47,7 +49,8 @@ from commcost.core.errors import long_integer_field
 SIZE_MAX_BYTES = 2.0**60
 """Largest size a profile's regime edge may name, 1 EiB (as the ``--size`` flags)."""
 
-__all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict", "write_atomic"]
+__all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict", "write_atomic",
+           "stamped_provenance"]
 
 PROFILE_VERSION = 1
 """The profile schema this code reads and writes."""
@@ -88,6 +91,16 @@ class Profile:
         return cls(fit=fit, r2=quality.r2, median_abs_rel_error=quality.median_abs_rel_error,
                    max_abs_rel_error=quality.max_abs_rel_error, points=len(quality.points),
                    provenance=dict(provenance))
+
+
+def stamped_provenance(provenance: dict[str, Any], *, now=None) -> dict[str, Any]:
+    """A copy of ``provenance`` as a profile written now keeps it: ``created`` (UTC, to the second; the
+    source's own date where it has one) and ``commcost_version`` (this version, always). ``now``: the
+    time to stamp (default the clock)."""
+    out = dict(provenance)
+    out.setdefault("created", (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"))
+    out["commcost_version"] = commcost.__version__
+    return out
 
 
 def profile_to_dict(profile: Profile) -> dict[str, Any]:

@@ -47,7 +47,8 @@ from commcost.calibrate.nccl_tests import parse_nccl_tests
 from commcost.hardware.registry import system_group
 from commcost.hardware.registry import system_topology
 
-__all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology"]
+__all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology", "nodes_spanned", "log_tier_samples",
+           "MIN_TIER_SIZE_BYTES"]
 
 _LOG_RANGE = math.log(8.0)
 """Each multiplier is searched in [1/8, 8]."""
@@ -55,6 +56,9 @@ MIN_SENSITIVITY = 0.25
 """A multiplier is fitted only where some sample's time moves by at least 0.25 ln-units per ln-unit of it."""
 PRIOR_WEIGHT = (0.05 / 0.30) ** 2
 """``(sigma_t / sigma_s)^2``: 5% measurement scatter in ``ln t`` against a 30% prior spread of each multiplier."""
+MIN_TIER_SIZE_BYTES = 2**20
+"""Rows of a log below 1 MiB are not fitted (``commcost fit --tiers``): the tiers' bandwidths and the
+network step latency are what the fit moves, and sizes from 1 MiB up carry both."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +79,24 @@ class TierSample:
         require_count("gpus", self.gpus)
         require_finite_positive("message_bytes", self.message_bytes)
         require_finite_positive("time_s", self.time_s)
+
+
+def nodes_spanned(gpus: int, gpus_per_node: int) -> int:
+    """``ceil(P / G)``: the nodes a group of ``P`` ranks spans, packed ``G`` to a node (as nccl-tests'
+    ``mpirun`` fills nodes)."""
+    require_count("gpus", gpus)
+    require_count("gpus_per_node", gpus_per_node)
+    return -(-gpus // gpus_per_node)
+
+
+def log_tier_samples(samples, *, gpus: int, gpus_per_node: int,
+                     min_size_bytes: int = MIN_TIER_SIZE_BYTES) -> tuple[int, list[TierSample]]:
+    """One log's all-reduce rows as :class:`TierSample` s: ``(nodes, samples)`` with ``nodes =``
+    :func:`nodes_spanned` ``(gpus, gpus_per_node)``, keeping the rows of at least ``min_size_bytes``
+    (``samples``: :class:`commcost.calibrate.fit.Sample` s, each with ``size_bytes`` and ``time_s``)."""
+    nodes = nodes_spanned(gpus, gpus_per_node)
+    return nodes, [TierSample(nodes=nodes, gpus=gpus, message_bytes=s.size_bytes, time_s=s.time_s)
+                   for s in samples if s.size_bytes >= min_size_bytes]
 
 
 def scaled_topology(topo: Topology, s_i: float, s_e: float, m_e: float, m_s: float = 1.0) -> Topology:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import re
 
 from commcost.cli._args import (PROG, Parser, clear_interrupt_notes, fail, hold_warnings, interrupt_note,
-                                release_warnings)
+                                release_warnings, signal_exit_status)
 from commcost.core.errors import InputError
 
 __all__ = ["main", "budget_main", "SUBCOMMANDS", "NON_FINITE_PATTERN", "find_non_finite_token"]
@@ -99,7 +99,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
         signum = getattr(exc, "signum", 2)
         what = "terminated (SIGTERM)" if signum == 15 else "interrupted"
         print(f"{PROG}: {what}{'; ' + note if note else ''}", file=sys.stderr)
-        return 128 + signum
+        return signal_exit_status(signum)
     except BrokenPipeError:
         # the reader (head, less) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")

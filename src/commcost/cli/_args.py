@@ -28,7 +28,7 @@ __all__ = [
     "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
     "check_bounds",
     "on_interrupt", "interrupt_note", "clear_interrupt_notes", "Terminated", "MAX_INT", "OUTPUT_FLAGS", "SIZE_MAX_BYTES",
-    "last_interrupt_signal", "hold_warnings", "release_warnings",
+    "last_interrupt_signal", "signal_exit_status", "hold_warnings", "release_warnings",
 ]
 
 PROG = "commcost"
@@ -191,6 +191,12 @@ _LAST_SIGNAL = [2]
 def last_interrupt_signal() -> int:
     """The signal of this run's last interruption: 15 after a :class:`Terminated`, else 2 (SIGINT)."""
     return _LAST_SIGNAL[0]
+
+
+def signal_exit_status(signum: int) -> int:
+    """``128 + signum``: the exit status of a run a signal ended, as a shell reports it (130 for
+    Ctrl-C, 143 for SIGTERM; docs/exit-codes.md)."""
+    return 128 + signum
 
 
 _INTERRUPT_NOTES: list = []

@@ -11,11 +11,9 @@ from commcost.cli.inputs_comm import CollectiveLogRequest
 from commcost.cli.inputs_comm import collective_request
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import score_against_preset
-from commcost.comm.algorithms import unavailable_algorithms
-from commcost.comm.band import collective_band
-from commcost.comm.topology import place
+from commcost.analyses.collective import nodes_used
+from commcost.analyses.collective import price_sizes
 from commcost.report._json import dump_json
-from commcost.report.collective import SizeResult
 from commcost.report.collective import collective_to_dict
 from commcost.report.collective import preset_score_to_dict
 from commcost.report.collective import render_preset_score_text
@@ -77,26 +75,16 @@ def run(args: argparse.Namespace) -> int:
     op, requested, r = req.op, req.algorithm, req.resolved
     comm, P, topo = r.comm, r.gpus, r.topology
     fabric = topo if topo is not None else comm.flat_link
-    nodes_used = place(P, topo).nodes if topo is not None else P
-    results = []
-    for S in req.sizes_bytes:
-        chosen = comm.cost(op, S, P, requested)
-        alternatives = comm.candidates(op, S, P)
-        if chosen.algorithm not in alternatives:  # a what-if asked for by name
-            alternatives = {chosen.algorithm: chosen, **alternatives}
-        unavailable = unavailable_algorithms(op, P, fabric) if fabric is not None else {}
-        # a system preset alone: the measured spread of its class
-        band = None if r.band_topology is None else collective_band(chosen, r.band_topology)
-        results.append(SizeResult(chosen=chosen, requested=str(requested), alternatives=alternatives,
-                                  unavailable=unavailable, protocol=chosen.protocol, band_s=band))
+    nodes = nodes_used(P, topo)
+    results = price_sizes(comm, op, req.sizes_bytes, P, requested, fabric=fabric, band_topology=r.band_topology)
     if req.json:
         dump_json(collective_to_dict(results, op=op, gpus=P, requested=requested, fabric=fabric,
-                                     nodes_used=nodes_used, one_size=req.one_size, model=comm.to_dict(),
+                                     nodes_used=nodes, one_size=req.one_size, model=comm.to_dict(),
                                      profile=r.info))
     elif req.one_size:
-        print(render_size_text(results[0], fabric, nodes_used, r.note))
+        print(render_size_text(results[0], fabric, nodes, r.note))
     else:
-        print(render_table_text(results, fabric, nodes_used, r.note))
+        print(render_table_text(results, fabric, nodes, r.note))
     return 0
 
 
@@ -105,11 +93,7 @@ def _run_log(req: CollectiveLogRequest) -> int:
     series = load_series(req.log, op=req.op, gpus=req.gpus)
     for warning in series.warnings:
         A.warn(warning)
-    nodes = req.nodes
-    if nodes is None:  # the hosts the log lists, where it lists them
-        runs = series.provenance.get("runs", [])
-        listed = {r.get("nodes") for r in runs if r.get("gpus") == series.gpus and r.get("nodes")}
-        nodes = listed.pop() if len(listed) == 1 else None
+    nodes = req.nodes if req.nodes is not None else series.listed_nodes  # else the hosts the log lists
     score = score_against_preset(series.samples, op=series.op, gpus=series.gpus, system=req.system,
                                  nodes=nodes, gpus_per_node=req.gpus_per_node)
     if req.json:

@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-import datetime as dt
-import math
 from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import compare
 from commcost.calibrate.fit import fit_alpha_beta
 from commcost.calibrate.profile import Profile
 from commcost.calibrate.profile import save_profile
+from commcost.calibrate.profile import stamped_provenance
 from commcost.calibrate.profile import write_atomic
-from commcost.calibrate.tiers import TierSample
+from commcost.calibrate.tiers import MIN_TIER_SIZE_BYTES
 from commcost.calibrate.tiers import fit_tiers
 from commcost.calibrate.tiers import log_group_size
+from commcost.calibrate.tiers import log_tier_samples
 from commcost.calibrate.tiers import split_log_ranks
 from commcost.calibrate.tiers import tier_fit_to_dict
 from commcost.comm.collectives import Collective
@@ -23,7 +23,6 @@ from commcost.report._json import dump_json
 from commcost.report._json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
-import commcost
 from commcost.cli.inputs_comm import SeriesRequest
 from commcost.cli.inputs_comm import fit_request
 from commcost.report.calibrate import render_tier_fit_text
@@ -78,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
     single_fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=1)
     single = compare(single_fit, series.samples)
     if req.output:
-        provenance = dict(series.provenance)
-        provenance.setdefault("created", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-        provenance["commcost_version"] = commcost.__version__
-        save_profile(Profile.from_fit(fit, quality, provenance), req.output)
+        save_profile(Profile.from_fit(fit, quality, stamped_provenance(series.provenance)), req.output)
     if req.json:
         dump_json(fit_to_dict(fit, quality, series, single, single_fit, req.output))
     else:
@@ -90,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_tiers(req: SeriesRequest) -> int:
-    """``--tiers SYSTEM``: every file's all-reduce rows as samples on ``ceil(P / G)`` nodes; fit; write."""
+    """``--tiers SYSTEM``: every file's all-reduce rows as samples on the nodes it spans
+    (:func:`commcost.calibrate.tiers.log_tier_samples`); fit; write."""
     G = req.tiers_gpus_per_node
     samples, sources = [], []
     specs = [req.data, *req.more]
@@ -102,14 +99,14 @@ def _run_tiers(req: SeriesRequest) -> int:
             A.fail(f"{path}: --tiers fits all-reduce tables, this one is {series.op.value}")
         for warning in series.warnings:
             A.warn(warning)
-        nodes = math.ceil(series.gpus / G)
-        samples += [TierSample(nodes=nodes, gpus=series.gpus, message_bytes=s.size_bytes, time_s=s.time_s)
-                    for s in series.samples if s.size_bytes >= 2**20]
+        nodes, rows = log_tier_samples(series.samples, gpus=series.gpus, gpus_per_node=G)
+        samples.extend(rows)
         sources.append({"source": str(path), "gpus": series.gpus, "nodes": nodes})
     if not samples:
         A.fail("no all-reduce rows of 1 MiB or more to fit the tiers to")
     fit = fit_tiers(req.tiers, samples)
-    out = tier_fit_to_dict(fit, {"sources": sources, "rows_fitted": len(samples), "min_size_bytes": 2**20})
+    out = tier_fit_to_dict(fit, {"sources": sources, "rows_fitted": len(samples),
+                                 "min_size_bytes": MIN_TIER_SIZE_BYTES})
     if req.output:
         write_atomic(req.output, dumps_json(out, what="tier profile"))
     if req.json:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from commcost.cli import _args as A
 from dataclasses import asdict
@@ -16,6 +15,7 @@ from commcost.calibrate.measure import measure
 from commcost.cli.inputs_comm import measure_request
 from commcost.report._json import dump_json
 from commcost.report.calibrate import render_measurement_text
+from commcost.report.progress import SweepBar
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -51,27 +51,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the measurement as one JSON object")
 
 
-class _Bar:
-    """A progress bar on stderr, shown once the sweep has run a couple of seconds."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.shown = -1
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if time.monotonic() - self.start < 2.0 and done < total:
-            return
-        width = 30
-        filled = int(width * done / max(total, 1))
-        text = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}"
-        if self.tty:
-            print(f"\r{text:<80}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-        elif 10 * done // max(total, 1) != self.shown:  # not a terminal: at most ~11 lines
-            print(text, file=sys.stderr, flush=True)
-        self.shown = 10 * done // max(total, 1)
-
-
 def run(args: argparse.Namespace) -> int:
     """Parse (:func:`commcost.cli.inputs_comm.measure_request`), measure keeping rows on disk as they complete,
     render on rank 0."""
@@ -86,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         if keep:
             write_measurement(m, keep)
 
-    bar = _Bar() if req.is_rank0 else (lambda done, total, label: None)
+    bar = SweepBar() if req.is_rank0 else (lambda done, total, label: None)
     try:
         m = measure(req.config, on_row=on_row, on_progress=bar)
     except MeasurementFailed as exc:

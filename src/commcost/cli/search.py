@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from commcost.cli import _args as A
 from commcost.workload.stacks import STACKS
@@ -22,6 +21,7 @@ from commcost.report.search import plot_pareto
 from commcost.report.search import render_search_json
 from commcost.report.search import render_search_text
 from commcost.report.search import write_search_csv
+from commcost.report.progress import SearchBar
 
 __all__ = ["HELP", "add_arguments", "run", "parse_gpus_range"]
 
@@ -86,33 +86,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-class _Progress:
-    """A bar on stderr, drawn once the search has run a second (and only on a terminal)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.drawn = False
-
-    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
-        if not self.enabled or elapsed_s < 1.0 or total <= 0:
-            return
-        frac = min(1.0, done / total)
-        bar = "#" * int(30 * frac)
-        rate = done / elapsed_s if elapsed_s > 0 else 0.0
-        sys.stderr.write(f"\rsearch [{bar:<30}] {frac:5.1%}  {done:,}/{total:,}  {rate:,.0f}/s  (Ctrl-C: best so far)")
-        sys.stderr.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            sys.stderr.write("\n")
-
-
 def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_plan.search_request`), search, render."""
     req = search_request(args)
     model, band_topology = req.resolved.comm, req.resolved.band_topology
-    bar = _Progress(req.progress)
+    bar = SearchBar(req.progress)
     try:
         result = search(req.inputs, model, progress=bar)
     finally:
@@ -134,4 +112,4 @@ def run(args: argparse.Namespace) -> int:
         plot_pareto(result, req.plot)
         if not req.json:
             print(f"plot: {req.plot}")
-    return 128 + signum if result.interrupted else 0
+    return A.signal_exit_status(signum) if result.interrupted else 0

@@ -11,16 +11,16 @@ from commcost.cli._fabric import add_profile_argument, add_system_arguments
 from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_trace_model
 from commcost.cli.inputs_comm import trace_request
-from commcost.core.errors import InputError
 from commcost.report._json import dump_json
 from commcost.report.trace import STEPS_SHOWN
 from commcost.report.trace import render_trace_tail
 from commcost.report.trace import trace_extra_dict
+from commcost.report.trace import failed_ranks_warning
 from commcost.report.trace import render_trace_text
 from commcost.report.trace import trace_to_dict
-from commcost.trace.collectives import rows_to_measurement
 from commcost.trace.summary import analyze_trace
 from commcost.trace.summary import predict_rows
+from commcost.trace.summary import trace_measurement
 
 __all__ = ["HELP", "EXAMPLES", "add_arguments", "run"]
 
@@ -74,12 +74,7 @@ def run(args: argparse.Namespace) -> int:
              if model is not None else None)
     saved = None
     if req.save_measurement is not None:
-        m = rows_to_measurement(list(summary.rows), {
-            "source": summary.path, "source_kind": "kineto-trace", "backend": summary.backend,
-            "world_size": summary.world_size, "ranks": len(summary.ranks),
-            "note": "time_s is the median over the trace's calls of that op and size (all ranks)"})
-        if not m.rows:
-            raise InputError(f"{summary.path}: no collective on 2 or more ranks with a size and a time to save")
+        m = trace_measurement(summary)
         write_measurement(m, req.save_measurement)
         saved = (req.save_measurement, len(m.rows))
     note = resolved.note if resolved is not None else None
@@ -87,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         dump_json(trace_to_dict(summary, preds, model) | trace_extra_dict(resolved.info if resolved else None, saved))
     else:
         print(render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if req.steps is None else req.steps,
-                                verbose=req.verbose) + render_trace_tail(note, saved))
+                                verbose=req.verbose), end="")
+        print(render_trace_tail(note, saved))
     if summary.failed:
         _warn_failures(summary)
     return 0
@@ -102,7 +98,4 @@ def _warn_failures(summary) -> None:
     """The rank files that could not be read, in one warning line on stderr: the report of the
     others is printed and the run ends 0 (a job's report is not lost to one truncated file; the
     text and the JSON ``failed_ranks`` say which were left out)."""
-    f = summary.failed
-    n = len(f) + len(summary.ranks)
-    A.warn(f"{len(f)} of {n} rank files not read ({'; '.join(x.message for x in f)}); the report covers the "
-           f"other {len(summary.ranks)}")
+    A.warn(failed_ranks_warning(summary))

@@ -34,10 +34,11 @@ def terminal_width() -> int:
 def wrap(line: str, width: int | None = None, *, hang: str = "  ") -> list[str]:
     """``line`` cut at spaces into lines of at most ``width`` (default :func:`terminal_width`); the
     continuation lines keep the line's indent plus ``hang``. A number stays with its unit; a word
-    too long for any line (a path) stays on the line it starts, rather than leave a stub behind."""
+    too long for any line (a path) stays on the line it starts, rather than leave a stub behind. A
+    no-break space (``\xa0``) in ``line`` glues what it joins and is printed as a space."""
     width = width or terminal_width()
     if len(line) <= width:
-        return [line]
+        return [line.replace("\xa0", " ")]
     indent = line[:len(line) - len(line.lstrip(" "))]
     glued = line.strip(" ")
     for phrase in _GLUE:

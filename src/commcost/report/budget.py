@@ -11,7 +11,7 @@ import math
 from commcost.step.buckets import BucketRow
 from commcost.analyses.drill.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
-from commcost.report._width import wrap_lines
+from commcost.report._width import terminal_width, wrap_lines
 from commcost.report.layer import layer_to_dict, render_layer_text
 from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
 
@@ -32,11 +32,17 @@ def _ran(c) -> str:
     return c.algorithm.value + (f" ({c.protocol} protocol)" if c.protocol else "")
 
 
-def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
+def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | None = None) -> str:
     """The drill report, parts (a) to (g); with ``band`` (a system preset alone) the measured band of
-    T and of the exposed time beside them (:mod:`commcost.analyses.uncertainty`)."""
+    T and of the exposed time beside them (:mod:`commcost.analyses.uncertainty`).
+
+    On the drill's flat link the report is printed as it always was, at any width. On a fabric or a
+    profile it fits ``width`` (default :func:`commcost.report._width.terminal_width`): prose wraps,
+    and the tables of (f) and (g) drop to narrower columns where the full ones do not fit."""
     i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
     P, link = i.gpus, i.comm.flat_link
+    width = None if link is not None else (width or terminal_width())
+    tables: set[str] = set()  # table rows: kept whole when the prose is wrapped
     lines: list[str] = []
     add = lines.append
     model = (f"N = {i.params / 1e9:g} billion params ({i.bytes_per_grad} B per gradient), "
@@ -156,10 +162,19 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None) -> str:
         add(f"       usually not available: {P} ranks span ceil({P}/{i.gpus_per_node}) = "
             f"{n.nodes_spanned} nodes, and the fast intra-node links are taken by tensor parallelism")
     add("")
-    add(_buckets_text(b))
+    add(_buckets_text(b, width, tables))
     add("")
-    add(_scaling_text(b))
-    return "\n".join(lines)
+    add(_scaling_text(b, width, tables))
+    text = "\n".join(lines)
+    return text if width is None else wrap_lines(text, width, keep=tables.__contains__)
+
+
+def _table(full: list[str], narrow, width: int | None, tables: set[str]) -> list[str]:
+    """``full`` (header and rows), or ``narrow()`` where ``width`` is set and a full row is wider; the
+    chosen rows are added to ``tables`` (never wrapped)."""
+    rows = full if width is None or max(map(len, full)) <= width else narrow()
+    tables.update(rows)
+    return rows
 
 
 def _band_cell(point_s: float, edges: tuple[float, float]) -> str:
@@ -193,7 +208,7 @@ def _verdict_sentence(b: Budget) -> str:
             "so part of it is exposed however well it overlaps.")
 
 
-def _buckets_text(b: Budget) -> str:
+def _buckets_text(b: Budget, width: int | None = None, tables: set[str] | None = None) -> str:
     i, bt = b.inputs, b.buckets
     adv = bt.advice
     flat = i.comm.flat_link is not None
@@ -201,14 +216,15 @@ def _buckets_text(b: Budget) -> str:
            if flat else f"(f) buckets  crossover S* (one bucket's latency term = its bandwidth term) = "
                         f"{bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}",
            "    total = count * 2(P-1)a + 2(P-1)/P * S/B" if flat else
-           "    total = (count-1) T(cap) + T(last bucket), each all-reduce from the fabric's model",
-           f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
-           f"{'latency total':>14} {'total':>12} {'T/step':>7}" + _exposed_header(b)]
+           "    total = (count-1) T(cap) + T(last bucket), each all-reduce from the fabric's model"]
+    full = [f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
+            f"{'latency total':>14} {'total':>12} {'T/step':>7}" + _exposed_header(b)]
     for r in bt.rows:
-        out.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>18} "
-                   f"{t(r.one_bucket.bandwidth_s):>11} {pct(r.latency_share):>10} "
-                   f"{t(r.latency_total_s):>14} {t(r.total_s):>12} "
-                   f"{pct(r.total_s / b.step.compute_s):>7}" + _exposed_cell(b, r))
+        full.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>18} "
+                    f"{t(r.one_bucket.bandwidth_s):>11} {pct(r.latency_share):>10} "
+                    f"{t(r.latency_total_s):>14} {t(r.total_s):>12} "
+                    f"{pct(r.total_s / b.step.compute_s):>7}" + _exposed_cell(b, r))
+    out += _table(full, lambda: _buckets_narrow(b), width, set() if tables is None else tables)
     if b.overlap is not None:
         out.append("    exposed: simulated all-reduce time left after backward ends, each cap as an explicit "
                    f"bucket_cap_mb (torch 2.13: first bucket = cap), {_stream_words(b)}")
@@ -241,16 +257,34 @@ def _buckets_text(b: Budget) -> str:
     return "\n".join(out)
 
 
-def _scaling_text(b: Budget) -> str:
+def _buckets_narrow(b: Budget) -> list[str]:
+    """(f)'s table in about 76 columns: one bucket's latency and bandwidth terms, its latency share,
+    the total, T/step, exposed; the latency total is left to ``--json`` (``buckets.rows[].latency_total_s``)."""
+    exposed = f" {'exposed':>9}" if b.overlap is not None else ""
+    out = [f"    {'cap':>9} {'count':>7} {'latency':>9} {'bandwidth':>9} {'lat %':>6} {'total':>9} "
+           f"{'T/step':>7}" + exposed]
+    for r in b.buckets.rows:
+        cell = ""
+        if b.overlap is not None:
+            e = b.overlap.exposed_by_cap_s[b.buckets.rows.index(r)]
+            cell = f" {t(e) if e is not None else 'n/a':>9}"
+        out.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>9} "
+                   f"{t(r.one_bucket.bandwidth_s):>9} {pct(r.latency_share):>6} {t(r.total_s):>9} "
+                   f"{pct(r.total_s / b.step.compute_s):>7}" + cell)
+    return out
+
+
+def _scaling_text(b: Budget, width: int | None = None, tables: set[str] | None = None) -> str:
     flat = b.inputs.comm.flat_link is not None
-    out = ["(g) scaling on the same fabric (per-GPU batch fixed)",
-           f"    {'P':>6} {'latency 2(P-1)a' if flat else 'latency':>16} {'bandwidth':>11} {'total T':>10} "
-           f"{'T/step':>8} {'S* = P*a*B' if flat else 'S*':>12} {'global batch':>13}"]
+    out = ["(g) scaling on the same fabric (per-GPU batch fixed)"]
+    full = [f"    {'P':>6} {'latency 2(P-1)a' if flat else 'latency':>16} {'bandwidth':>11} {'total T':>10} "
+            f"{'T/step':>8} {'S* = P*a*B' if flat else 'S*':>12} {'global batch':>13}"]
     for r in b.scaling:
         mark = "  <- this run" if r.gpus == b.inputs.gpus else ""
-        out.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
-                   f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
-                   f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
+        full.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
+                    f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
+                    f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
+    out += _table(full, lambda: _scaling_narrow(b), width, set() if tables is None else tables)
     if b.bandwidth_limit_s is not None:
         out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
                    "latency term grows linearly in P; S* grows with P, so fixed buckets drift "
@@ -263,6 +297,17 @@ def _scaling_text(b: Budget) -> str:
                    "still grows with P; the global batch grows with P and may pass the critical batch size "
                    "long before communication stops the run")
     return "\n".join(out)
+
+
+def _scaling_narrow(b: Budget) -> list[str]:
+    """(g)'s table in at most 80 columns (the same columns, narrower; ``batch`` is the global batch)."""
+    out = [f"    {'P':>6} {'latency':>9} {'bandwidth':>10} {'total T':>9} {'T/step':>7} {'S*':>9} {'batch':>6}"]
+    for r in b.scaling:
+        mark = "  <- this run" if r.gpus == b.inputs.gpus else ""
+        out.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>9} {t(r.allreduce.bandwidth_s):>10} "
+                   f"{t(r.allreduce.total_s):>9} {pct(r.comm_fraction):>7} "
+                   f"{r.crossover_bytes / MB:>6,.1f} MB {r.global_batch_growth:>5g}x{mark}")
+    return out
 
 
 def _pair(x: tuple[float, float] | None) -> list[float] | None:
@@ -437,11 +482,13 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
     """The whole ``commcost budget`` report as ``(JSON object, text)``: the fabric's note (a system), the
     drill's parts (a)-(g) (``budget``, with its measured ``band``), the memory line (``memory``: the
     :func:`render_ddp_memory` pair), the layer ratio (``layer`` of ``layer_inputs``) and the profile's
-    header ``note``/``info``. The drill's parts and the layer ratio keep their format; the notes around
-    them wrap to the terminal."""
+    header ``note``/``info``. On the drill's flat link the drill's parts and the layer ratio keep their
+    format at any width; everything else fits the terminal (:func:`render_budget_text`)."""
     out: dict = {}
     texts: list[str] = []
-    drill_texts: list[str] = []  # the drill's report: printed as it always was
+    drill_texts: list[str] = []  # the drill's report (fitted to the terminal off the flat link by its renderer)
+    comm = budget.inputs.comm if budget is not None else layer_inputs.comm if layer_inputs is not None else None
+    flat = comm is None or comm.flat_link is not None
     if budget is not None:
         out.update(budget_to_dict(budget, band))
         if topology is not None:
@@ -460,10 +507,12 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
         texts.append(render_layer_text(layer, gpus=i.gpus, hidden=i.hidden, seq=i.seq,
                                        achieved_flops_per_s=i.achieved_flops_per_s,
                                        backward_fraction=i.backward_fraction, grad_accum=i.grad_accum))
-        drill_texts.append(texts[-1])
+        if flat:
+            drill_texts.append(texts[-1])
     if note is not None:
         texts.insert(0, note)
-        drill_texts.append(note)  # the profile's header, as the drill command prints it
+        if flat:
+            drill_texts.append(note)  # the profile's header, as the drill command prints it
     if info is not None:
         out["profile"] = info
     return out, "\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts)

@@ -8,10 +8,10 @@ Bandwidths print in decimal GB/s, as nccl-tests does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
-from commcost.comm.collectives import Algorithm, CollectiveCost
+from commcost.analyses.collective import SizeResult
+from commcost.comm.collectives import CollectiveCost
 from commcost.hardware.registry import PresetEntry
 from commcost.comm.topology import Link, Topology
 from commcost.core.units import GB, US, format_bytes, format_seconds as t
@@ -19,31 +19,12 @@ from commcost.calibrate.fit import MID_SIZE_RANGE_BYTES
 from commcost.report._band import band_range
 from commcost.report._band import band_side
 from commcost.report._width import terminal_width
+from commcost.report._width import wrap
 from commcost.report._width import wrap_lines
 
 __all__ = ["SizeResult", "collective_to_dict", "render_size_text", "render_table_text", "size_to_dict",
            "fabric_to_dict", "render_presets_text", "budget_fabric_note", "render_preset_score_text",
            "preset_score_to_dict"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SizeResult:
-    """What the command computed for one message size."""
-
-    chosen: CollectiveCost
-    """The cost under the requested algorithm (or the fastest, for ``auto``)."""
-    requested: str
-    """The ``--algorithm`` value (``auto`` or an algorithm name)."""
-    alternatives: dict[Algorithm, CollectiveCost]
-    """Every algorithm that can run this collective here."""
-    unavailable: dict[Algorithm, str]
-    """Modelled algorithms that cannot, with the reason."""
-    protocol: str | None = None
-    """NCCL protocol (ll, ll128, simple) the chosen algorithm runs with, where the fabric has
-    a protocol model (system presets); None elsewhere."""
-    band_s: tuple[float, float] | None = None
-    """``(low, high)``: where measured clusters of this class fall around the prediction
-    (:func:`commcost.comm.band.collective_band`; system presets only), seconds."""
 
 
 def _gbps(x: float) -> str:
@@ -188,8 +169,16 @@ def fabric_to_dict(fabric: Link | Topology | None, nodes_used: int) -> dict[str,
             "spine_latency_s": f.spine_latency_s}
 
 
-def render_presets_text(entries: list[PresetEntry]) -> str:
-    """``commcost presets``: name, numbers, source; grouped by kind."""
+PRESET_NAME_CELLS = 16
+"""Width of the name column of ``commcost presets``; a longer name pushes its numbers right."""
+
+
+def render_presets_text(entries: list[PresetEntry], width: int | None = None) -> str:
+    """``commcost presets``: name, numbers, source; grouped by kind. Each entry's numbers and its source
+    wrap to ``width`` (default :func:`commcost.report._width.terminal_width`): the numbers under their
+    column, the source (often a paragraph) under the name, where it has most of the width."""
+    width = width or terminal_width()
+    column = " " * (PRESET_NAME_CELLS + 1)  # continuation lines start under the numbers
     lines: list[str] = []
     kind = None
     for e in entries:
@@ -198,8 +187,9 @@ def render_presets_text(entries: list[PresetEntry]) -> str:
                 lines.append("")
             kind = e.kind
             lines.append(f"{kind}s:")
-        lines.append(f"  {e.name:<16} {e.summary}")
-        lines.append(f"  {'':<16} source: {e.source}")
+        name = f"{e.name:<{PRESET_NAME_CELLS}} ".replace(" ", "\xa0")  # its padding is kept, not broken
+        lines += wrap(f"  {name}{e.summary}", width, hang=column)
+        lines += wrap(f"    source: {e.source}", width)
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
 from commcost.core.units import MS, format_bytes, format_rate, format_seconds
 
 __all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width", "fit_lines", "render_trace_tail",
-           "trace_extra_dict"]
+           "trace_extra_dict", "failed_ranks_warning"]
 
 STEPS_SHOWN = 8
 """Per-step rows shown per rank in the text (JSON has all)."""
@@ -319,6 +319,15 @@ def render_trace_tail(note: str | None, saved: tuple[str, int] | None) -> str:
     if saved:
         tail += ["", f"measurement written to {saved[0]} ({saved[1]} rows; `commcost fit {saved[0]}` fits it)"]
     return "\n" + "\n".join(fit_lines(tail)) if tail else ""
+
+
+def failed_ranks_warning(summary) -> str:
+    """The warning for the rank files ``summary`` could not read (``summary.failed``), naming each
+    and how many of the job's files the report covers."""
+    f = summary.failed
+    n = len(f) + len(summary.ranks)
+    return (f"{len(f)} of {n} rank files not read ({'; '.join(x.message for x in f)}); the report covers the "
+            f"other {len(summary.ranks)}")
 
 
 def trace_extra_dict(profile: dict | None, saved: tuple[str, int] | None) -> dict:

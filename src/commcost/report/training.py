@@ -10,11 +10,12 @@ __all__ = ["training_to_dict", "render_training"]
 
 
 def training_to_dict(c: TrainingCost) -> dict[str, object]:
-    """The ``training`` JSON object: ``tokens``, ``days``, ``gpu_hours``, ``cost`` (dollars; null without a
-    price), ``price_per_gpu_hour``, ``tokens_per_s_per_gpu``, ``gpus``."""
+    """The ``training`` JSON object: ``tokens``, ``days``, ``gpu_hours``, ``cost_usd`` (US dollars; null
+    without a price), ``price_usd_per_gpu_hour``, ``tokens_per_s_per_gpu``, ``gpus``; and ``cost`` and
+    ``price_per_gpu_hour``, the same two numbers under their first names (kept for readers of those)."""
     return {"tokens": c.tokens, "days": c.days, "gpu_hours": c.gpu_hours, "cost": c.cost,
             "price_per_gpu_hour": c.price_per_gpu_hour, "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu,
-            "gpus": c.gpus}
+            "gpus": c.gpus, "cost_usd": c.cost, "price_usd_per_gpu_hour": c.price_per_gpu_hour}
 
 
 def _tokens(n: float) -> str:

@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 from commcost.core.errors import InputError
 from commcost.comm.collectives import Collective
 from commcost.trace.analysis import RankSummary, Stragglers, stragglers
-from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective_rows, sized_calls
+from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective_rows, rows_to_measurement, sized_calls
 from commcost.trace.cross_rank import CrossRank, cross_rank
 from commcost.trace.parallel import RankFailure, run_ranks
 from commcost.trace.reader import trace_files
 from commcost.trace.advice import trace_advice
 
 __all__ = ["Prediction", "UnsizedRow", "RankDetail", "TraceSummary", "analyze_trace", "predict_rows",
-           "median_abs_error"]
+           "median_abs_error", "trace_measurement"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,3 +213,17 @@ def median_abs_error(predictions: list[Prediction]) -> float | None:
     """``median |e|`` over the priced rows; None when none was priced."""
     errs = [abs(p.error) for p in predictions if p.error is not None]
     return statistics.median(errs) if errs else None
+
+
+def trace_measurement(summary: TraceSummary):
+    """The trace's collectives as a :class:`commcost.calibrate.data.Measurement` that ``commcost fit``
+    reads (``trace --save-measurement``): each (op, size, group) row's median time over its calls,
+    with the trace's provenance. Raises :class:`InputError` where no collective on 2 or more ranks has
+    a size and a time."""
+    m = rows_to_measurement(list(summary.rows), {
+        "source": summary.path, "source_kind": "kineto-trace", "backend": summary.backend,
+        "world_size": summary.world_size, "ranks": len(summary.ranks),
+        "note": "time_s is the median over the trace's calls of that op and size (all ranks)"})
+    if not m.rows:
+        raise InputError(f"{summary.path}: no collective on 2 or more ranks with a size and a time to save")
+    return m

@@ -44,7 +44,7 @@ def test_drill_command_with_profile_names_it(tmp_path):
     path = drill_profile(tmp_path)
     r = run_tool("--params", "1.3", "--step-ms", "400", "--profile", str(path), "--buckets", "25")
     assert r.returncode == 0, r.stderr
-    first = r.stdout.splitlines()[0]
+    first = " ".join(r.stdout.split("\n\n")[0].split())  # the header, wrapped to 80 columns
     assert first.startswith(f"calibrated profile {path}: 2 size regime(s) fitted on all_reduce over 32 ranks")
     # (b) with P = 32, a = 60 us (the regime holding 2.6 GB): latency term 2 * 31 * 60 us = 3.72 ms
     assert "3.72 ms" in r.stdout
@@ -58,7 +58,7 @@ def test_other_group_size_is_refused_then_extrapolated_with_a_warning(tmp_path):
     r = run_tool("--gpus", "256", "--profile", str(path), "--extrapolate", *DRILL)
     assert r.returncode == 0, r.stderr
     assert "warning" in r.stderr and "256 ranks (> 32)" in r.stderr and "extrapolated" in r.stderr
-    assert "EXTRAPOLATED" in r.stdout.splitlines()[0]
+    assert "EXTRAPOLATED" in r.stdout.split("\n\n")[0]  # the header (wrapped to 80 columns)
 
 
 def one_line(r, fragment):

@@ -270,23 +270,3 @@ def test_pareto_plot(tmp_path, capsys):
     # hand case: (1, 5) (2, 3) (3, 4) (4, 1): (3, 4) is beaten by (2, 3)
     x, y = np.array([3.0, 1.0, 4.0, 2.0]), np.array([4.0, 5.0, 1.0, 3.0])
     assert list(pareto_front(x, y)) == [1, 3, 2]
-
-
-def test_progress_bar_after_one_second(monkeypatch):
-    import io
-
-    from commcost.cli.search import _Progress
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    err = Tty()
-    monkeypatch.setattr("sys.stderr", err)
-    bar = _Progress(True)
-    bar(10, 100, 0.5)                      # under a second: nothing drawn
-    assert err.getvalue() == ""
-    bar(50, 100, 2.0)
-    bar.close()
-    text = err.getvalue()
-    assert "50.0%" in text and "50/100" in text and "25/s" in text and text.endswith("\n")
