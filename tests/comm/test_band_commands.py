@@ -53,7 +53,14 @@ def test_budget_on_a_preset_prints_the_band_of_T_from_the_class_ratios():
     assert d["allreduce"]["band_ratios"] == [r_lo, r_hi]
     assert d["allreduce"]["band_s"] == pytest.approx([r_lo * T, r_hi * T], rel=1e-12)
     text = run_tool(*DGX2, *STEP).stdout
-    line = next(ln for ln in text.splitlines() if "measured band" in ln)
+    lines = text.splitlines()
+    i = next(i for i, ln in enumerate(lines) if "measured band" in ln)
+    line = lines[i]  # with the lines it wraps onto (80 columns off a terminal): indented deeper than it
+    indent = len(line) - len(line.lstrip())
+    for more in lines[i + 1:]:
+        if len(more) - len(more.lstrip()) <= indent:
+            break
+        line += " " + more.strip()
     assert f"T = {format_seconds(r_lo * T)} - {format_seconds(r_hi * T)} on measured clusters of this class" in line
     assert "multi_node" in line and "above the prediction" not in line  # r_lo <= 1 <= r_hi: it brackets T
 
