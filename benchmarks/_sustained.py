@@ -20,6 +20,13 @@ from commcost.analyses.plan.plan import plan
 MEGATRON_CORE = ("megatron", "nemo")
 SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm"}
 """GPUs without Megatron-Core runs of their own take their die's fraction (as kernels.json records)."""
+SAME_CHIP = {"a800-sxm4-80gb": "a100-sxm4-80gb", "h800-sxm": "h100-sxm"}
+"""Export variants: the same die at the same clocks, memory and HBM bandwidth, only NVLink cut (gpus.json).
+Their runs are fitted together with their chip's, and take its fraction (as kernels.json records)."""
+
+
+def chip(gpu: str) -> str:
+    return SAME_CHIP.get(gpu, gpu)
 
 
 STACK_FAMILY = {"torchtitan-0.0": "torchtitan"}
@@ -66,9 +73,12 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
     the median of the other non-Megatron-Core stacks' (entry ``None``), a GPU without the median over GPUs."""
     core = [f for f in fits if f["stack"] in MEGATRON_CORE]
     u_gpu = {}
-    for g in {f["gpu"] for f in core}:
-        u_gpu[g] = statistics.median(f["u"] for f in core if f["gpu"] == g)
+    for g in {chip(f["gpu"]) for f in core}:
+        u_gpu[g] = statistics.median(f["u"] for f in core if chip(f["gpu"]) == g)
     fallback = statistics.median(u_gpu.values()) if u_gpu else 1.0
+    for gpu, same in SAME_CHIP.items():
+        if same in u_gpu:
+            u_gpu[gpu] = u_gpu[same]
     for gpu, die in SAME_DIE.items():
         if gpu not in u_gpu and die in u_gpu:
             u_gpu[gpu] = u_gpu[die]

@@ -8,6 +8,8 @@ import pytest
 
 from commcost import InputError
 from commcost.hardware import load_preset_file
+from commcost import collective_cost
+from commcost.comm.collectives import Algorithm, Collective
 from commcost.hardware.registry import fabrics, gpus, preset_entries, system_group, system_topology, systems
 
 UNIT_SUFFIXES = ("_bytes", "_bytes_per_s", "_flops_per_s", "_s")
@@ -147,3 +149,54 @@ def test_pcie_nodes_run_without_ll128():
     assert set(pcie) == {Protocol.LL, Protocol.SIMPLE}
     nvl = protocol_costs("all_reduce", 2 ** 24, 16, system_topology("dgx-a100", nodes=2), "ring")
     assert Protocol.LL128 in nvl
+
+
+def test_export_variants_are_their_chip_with_nvlink_cut():
+    # A800 = A100 SXM4 80GB and H800 = H100 SXM5 with 8 NVLinks instead of 12 / 18 (400 GB/s bidirectional)
+    g = gpus()
+    for variant, chip in (("a800-sxm4-80gb", "a100-sxm4-80gb"), ("h800-sxm", "h100-sxm")):
+        for key in ("dense_bf16_flops_per_s", "memory_bytes", "memory_bandwidth_bytes_per_s", "host_link_bytes_per_s"):
+            assert g[variant][key] == g[chip][key], (variant, key)
+    # 400 GB/s bidirectional = 200 GB/s per direction = 8 links x 25 GB/s
+    assert fabrics()["nvlink3_a800"]["line_bandwidth_bytes_per_s"] == 8 * 25e9
+    assert fabrics()["nvlink4_h800"]["line_bandwidth_bytes_per_s"] == 8 * 25e9
+
+
+def test_dgx_a800_and_hgx_h800_topology_numbers():
+    a = system_topology("dgx-a800", nodes=2)
+    # NCCL topo.h: SM80 20.0 GB/s x 8 links = 160; HDR 200 Gb/s port: 23.5 GB/s (as dgx-a100); no NVLS on NVSwitch gen2
+    assert (a.gpus_per_node, a.intra.bandwidth_bytes_per_s, a.inter.bandwidth_bytes_per_s) == (8, 160e9, 23.5e9)
+    assert a.in_network is None
+    h = system_topology("hgx-h800", nodes=2)
+    # SM90 20.6 GB/s x 8 links = 164.8; NVLS algbw 215 / (2 x 7/8) = 122.857 -> 122.9 GB/s (NVIDIA/nccl#1374)
+    assert h.intra.bandwidth_bytes_per_s == pytest.approx(8 * 20.6e9)
+    assert h.in_network is not None and h.in_network.bandwidth_bytes_per_s == pytest.approx(215e9 / 1.75, rel=1e-3)
+    assert h.inter.bandwidth_bytes_per_s == 23.5e9
+
+
+def test_dgx_a800_one_node_ring_all_reduce_by_hand():
+    # P = 8, S = 1 GiB, ring Simple: t_0 8.4 + 14 steps x 3.4 us = 56.0 us (NCCL ring Simple on NVLink);
+    # 2(P-1)/P S / B = 1.75 x 1,073,741,824 / 160e9 = 11,744.0 us; bus bandwidth 1.75 S / t_bw = 160 GB/s,
+    # 2/3 of dgx-a100's 240 (12 links)
+    S = 2**30
+    c = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("dgx-a800"), "ring")
+    assert c.latency_s == pytest.approx(56.0e-6)
+    assert c.bandwidth_s == pytest.approx(11_744.0e-6, rel=1e-4)
+    assert 1.75 * S / c.bandwidth_s == pytest.approx(160e9)
+    ref = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("dgx-a100"), "ring")
+    assert c.bandwidth_s / ref.bandwidth_s == pytest.approx(1.5)
+
+
+def test_hgx_h800_one_node_all_reduce_takes_nvls_by_hand():
+    # ring Simple: 56.0 us + 1.75 x 2**30 / 164.8e9 = 56.0 + 11,401.9 us = 11,457.9 us
+    # NVLS: 2 x 11.5 = 23 us + (S + L) / 122.9e9, fill L = 16 channels x 128 KiB x 8 = 16 MiB:
+    #       (1,073,741,824 + 16,777,216) / 122.9e9 = 8,873.2 us -> 8,896.2 us: NVLS wins (as on H800 NCCL's default)
+    S, topo = 2**30, system_topology("hgx-h800")
+    ring = collective_cost(Collective.ALL_REDUCE, S, 8, topo, "ring")
+    assert ring.total_s == pytest.approx(11_457.9e-6, rel=1e-4)
+    best = collective_cost(Collective.ALL_REDUCE, S, 8, topo)
+    assert best.algorithm is Algorithm.IN_NETWORK
+    assert best.total_s == pytest.approx(8_896.2e-6, rel=1e-4)
+    # NVLS off (NCCL_NVLS_ENABLE=0): the ring
+    off = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("hgx-h800", nvls=False))
+    assert off.algorithm is not Algorithm.IN_NETWORK

@@ -42,6 +42,12 @@ def test_selective_means_what_the_stack_recomputes():
     #   = 2 x 32 x (64 + 64 + 64 + 256 + 64) + 4 x 32 x 4 = 32,768 + 512 = 33,280 a layer, x 2 layers = 66,560
     assert tt.activations_bytes == pytest.approx(66560 + 38400, rel=1e-12)
     assert none.activations_bytes == pytest.approx(2 * 66048 + 12800, rel=1e-12)
+    # PyTorch FSDP stacks checkpoint modules: selective is the attention module (llm-foundry's
+    # activation_checkpointing_target), which keeps its input (the QKV input, counted in 8 sbh) and drops
+    # Q, K, V, O's input (16,384) and the log-sum-exp (512): 66,048 - 16,896 = 49,152 a layer, x 2 = 98,304;
+    # the loss: 4 bytes (fused cross-entropy) x s V = 12,800
+    fs = memory_per_gpu(SPEC, Layout(dp=1, recompute="selective"), seq=S, capacity_bytes=80e9, stack=stack("fsdp"))
+    assert fs.activations_bytes == pytest.approx(98304 + 12800, rel=1e-12)
 
 
 def test_reserved_and_card_ranges_and_the_verdict_by_hand():

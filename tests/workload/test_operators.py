@@ -130,3 +130,24 @@ def test_alternate_matmul_recomputes_the_matmuls_memory_does_not_keep_by_hand():
     # non-gated MHA (Q, K, V, O, up, down; f = 4h): K, O, down = (1 + 1 + 4) / (4 + 8) = 0.5
     gpt = TransformerSpec(layers=2, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False)
     assert alternate_matmul_recompute_share(gpt) == pytest.approx(0.5, rel=1e-12)
+
+
+def test_attention_module_checkpointing_recomputes_the_projections_and_the_core_by_hand():
+    # llm-foundry's activation_checkpointing_target (the fsdp stack's selective): the attention module's forward
+    # again. h 1024, 8 heads (MHA), n = 2048 tokens, t = 1, rates(): 1 PFLOP/s, 100 SMs, tiles 128 x 256, K_0 256
+    #   QKV (2048, 3072, 1024): 16 x 12 = 192 tiles -> 2 waves: 2 x 2 x 128 x 256 x 1280 x 100 / 1e15 = 16.777216 us
+    #       (memory: (2048 x 1024 + 1024 x 3072 + 2048 x 3072) x 2 / 2e12 = 11.53 us, below)
+    #   O   (2048, 1024, 1024): 16 x 4 = 64 tiles -> 1 wave: 8.388608 us (memory 5.24 us)
+    from commcost.workload.operators import attention_projections_forward_s, micro_batch_operators
+    from commcost.workload.stacks import stack
+    from commcost.workload.transformer import TransformerSpec
+    spec = TransformerSpec(layers=2, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False)
+    r = rates()
+    assert attention_projections_forward_s(SCALAR, r, spec, n=2048.0, tp=1.0) == pytest.approx(25.165824e-6)
+    kw = dict(tokens=2048.0, seq=2048.0, layers=2.0, tp=1.0, sp=False, full=False, micro_batches=1)
+    st = stack("fsdp")
+    assert st.selective == "attention_module"
+    t = micro_batch_operators(SCALAR, spec, st, r, selective=True, **kw)
+    # 2 layers x (projections + the attention core's forward)
+    assert t.recompute_s == pytest.approx(2 * (25.165824e-6 + t.attention_forward_s), rel=1e-12)
+    assert micro_batch_operators(SCALAR, spec, st, r, selective=False, **kw).recompute_s == 0.0

@@ -26,6 +26,9 @@ token (the permuted input ``2 k s'bh / r`` and the expert MLP at ``k f_e``), its
 and fp32 router logits ``4 s'b E / r``.
 Selective recomputation drops the ``s'^2`` terms (Megatron's core-attention recomputation); PyTorch's op-level
 selective checkpointing (torchtitan) keeps what its policy saves, counted op by op (:func:`alternate_matmul_bytes`);
+checkpointing the attention module (llm-foundry's ``activation_checkpointing_target``, ``attention_module``) keeps
+the module's input (the QKV GEMM's input, already counted) and drops what it holds inside: Q, K, V, the output
+projection's input and the scores or flash attention's log-sum-exp;
 full recomputation keeps only each layer's input ``2 s'bh / r``, plus one layer's full activations and their
 gradients while it is recomputed. A fused SwiGLU (Megatron-Core) keeps only its input (``q_g = 4`` instead of 6 per
 element of f).
@@ -74,7 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
-           "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params"]
+           "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
+           "selective_kept"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -176,13 +180,24 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
         replicated += 2.0 * top_k * sbh + 4.0 * s * b * experts
     else:
         mlp = mlp_per_width * s * b * mlp_width
-    if flash:
+    if recompute == "attention_module":
+        attention = 0.0
+        scores = 0.0
+    elif flash:
         scores = 4.0 * heads * s * b
     elif recompute == "selective":
         scores = 0.0
     else:
         scores = (2.0 + 3.0 * mask) * heads * s * s * b
     return replicated / r + (attention + mlp + scores) / tp
+
+
+def selective_kept(selective: str) -> str:
+    """The ``recompute`` of :func:`layer_activation_bytes` for a stack's selective recomputation
+    (:attr:`commcost.workload.stacks.Stack.selective`): Megatron's core-attention recomputation is
+    ``selective``; PyTorch's op-level checkpointing ``alternate_matmul``; module-level checkpointing of the
+    attention block ``attention_module``."""
+    return "selective" if selective == "attention" else selective
 
 
 def alternate_matmul_bytes(*, seq_local, micro_batch, hidden, heads, kv_local, head_dim, mlp_width, gated: bool,
@@ -380,8 +395,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     s_local = seq / layout.cp
     q_in = gemm_input_bytes(stack, fp8)
     recompute = layout.recompute
-    if stack is not None and stack.selective == "alternate_matmul" and recompute == "selective":
-        recompute = "alternate_matmul"
+    if stack is not None and recompute == "selective":
+        recompute = selective_kept(stack.selective)
     g_b = 6.0 if stack is None else stack.gated_mlp_saved_bytes
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
                                   gated_bytes=g_b)

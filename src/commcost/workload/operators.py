@@ -33,11 +33,13 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
 * **fp8 casts** (fp8, mxfp8, nvfp4 recipes): each GEMM's input and output gradient are quantized
   (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step.
 
-Recomputation adds a forward: full, of every operator; selective, the attention core (Megatron) or
+Recomputation adds a forward: full, of every operator; selective, the attention core (Megatron),
 every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing):
 the matmuls :func:`commcost.workload.memory.alternate_matmul_bytes` does not keep, the 2nd, 4th and 6th
 of a dense layer (K, O, and up or down), their share of the layer's GEMM forward by FLOPs
-(:func:`alternate_matmul_recompute_share`); half of it in MoE layers.
+(:func:`alternate_matmul_recompute_share`); half of it in MoE layers; or the attention module
+(module-level checkpointing of the attention block, llm-foundry's ``activation_checkpointing_target``):
+the QKV and output projections' forward and the attention core's (:func:`attention_projections_forward_s`).
 
 Every function is array-safe (STYLE.md item 12): ``commcost plan`` calls them on floats
 (:data:`commcost.core.xp.SCALAR`), ``commcost search`` on numpy columns.
@@ -63,7 +65,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
-           "LOCAL_SORT_PASSES", "local_sort_passes", "alternate_matmul_recompute_share"]
+           "LOCAL_SORT_PASSES", "local_sort_passes", "alternate_matmul_recompute_share",
+           "attention_projections_forward_s"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -247,6 +250,14 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
     return fwd, bwd, (mk, mn, kn)
 
 
+def attention_projections_forward_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp):
+    """Forward of one layer's attention projections: QKV ``(n, (A_attn - w_q h)/h / t, h)`` and the output
+    projection ``(n, h, w_q / t)``, the first two GEMMs of :func:`_layer_gemms` (dense and MoE layers alike)."""
+    h = spec.hidden
+    qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
+    return gemm_s(xp, r, m=n, n=qkv_n / tp, k=h) + gemm_s(xp, r, m=n, n=h, k=spec.q_width / tp)
+
+
 def alternate_matmul_recompute_share(spec: TransformerSpec) -> float:
     """``rho``: the share of a dense layer's forward GEMM FLOPs that op-level selective checkpointing
     (torchtitan's ``_custom_policy``: every other ``aten.mm`` saved) recomputes. A layer's matmuls in
@@ -337,6 +348,8 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     casts = layers * cast
     if st.selective == "attention":
         sel = a_f
+    elif st.selective == "attention_module":
+        sel = attention_projections_forward_s(xp, r, spec, n=tokens, tp=tp) + a_f
     else:
         sel = g_sel + e_f
     rec = layers * xp.where(full, layer_f, xp.where(selective, sel, 0.0))

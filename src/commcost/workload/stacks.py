@@ -60,8 +60,9 @@ class Stack:
     loss_accesses_per_vocab: float
     """Accesses per token and vocabulary entry of the logits' cross-entropy, forward."""
     selective: str
-    """What selective recomputation recomputes: ``attention`` (the attention core) or
-    ``alternate_matmul`` (every other matmul's forward and every element-wise forward)."""
+    """What selective recomputation recomputes: ``attention`` (the attention core),
+    ``alternate_matmul`` (every other matmul's forward and every element-wise forward) or
+    ``attention_module`` (the attention block: QKV and output projections and the core)."""
     zero3_gathers_per_layer: int
     """All-gathers ZeRO-3 issues per layer and pass (FSDP: 1 per wrapped block)."""
     grad_bytes: float

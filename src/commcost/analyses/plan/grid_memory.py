@@ -20,6 +20,7 @@ from commcost.workload.memory import in_flight_layers
 from commcost.workload.memory import largest_matrix_params
 from commcost.workload.memory import layer_mix_bytes
 from commcost.workload.memory import model_state_bytes
+from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
 from commcost.workload.offload import resident_layers
 from commcost.workload.stacks import auto_is_fsdp
@@ -65,7 +66,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         for flag in (0, 1):
             none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in, st.gated_mlp_saved_bytes)
             for rname in RECOMPUTE:
-                kept = "alternate_matmul" if rname == "selective" and st.selective == "alternate_matmul" else rname
+                kept = selective_kept(st.selective) if rname == "selective" else rname
                 per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in,
                                                st.gated_mlp_saved_bytes)
                 working = RECOMPUTE_WORKING_FACTOR * none if rname == "full" else 0.0
