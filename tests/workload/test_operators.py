@@ -181,22 +181,4 @@ def test_the_mpt_presets_fuse_their_norms():
     # scripts/train/benchmarking/submit_benchmarks.py sets norm_type low_precision_layernorm for every MPT run
     from commcost.workload.transformer import model_spec
     assert all(model_spec(f"mpt-{s}").fused_norm for s in ("1b", "3b", "7b", "13b", "30b", "70b"))
-    # and the yamls' attn_impl triton, which the script does not override
-    assert all(model_spec(f"mpt-{s}").attention_kernel == "triton" for s in ("1b", "3b", "7b", "13b", "30b", "70b"))
     assert not model_spec("llama3-8b").fused_norm
-
-
-def test_flashattention_in_triton_runs_at_fa2s_rate_over_the_papers_slowdown_by_hand():
-    # kernels.json: A100 FA2 eta_max 0.70 forward, 0.55 backward; FlashAttention-2 is 1.3-1.5x faster than the
-    # Triton port forward (1.4 taken) and 2x backward: 0.70 / 1.4 = 0.5, 0.55 / 2 = 0.275
-    from commcost.core.errors import InputError
-    from commcost.workload.operators import kernel_rates
-    from commcost.workload.stacks import stack
-    st = stack("fsdp")
-    r = kernel_rates("a100-sxm4-80gb", "bf16", st, kernel="triton")
-    assert (r.attention_forward_efficiency, r.attention_backward_efficiency) == pytest.approx((0.5, 0.275), rel=1e-12)
-    fa2 = kernel_rates("a100-sxm4-80gb", "bf16", st)
-    assert (fa2.attention_forward_efficiency, fa2.attention_backward_efficiency) == (0.70, 0.55)
-    assert kernel_rates("a100-sxm4-80gb", "bf16", st, kernel="triton", flash=False).attention_forward_efficiency == 0.6
-    with pytest.raises(InputError, match="unknown attention kernel"):
-        kernel_rates("a100-sxm4-80gb", "bf16", st, kernel="xformers")

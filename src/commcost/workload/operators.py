@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from commcost.workload.stacks import Stack
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["KernelRates", "kernel_rates", "ATTENTION_KERNELS", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
+__all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
            "LOCAL_SORT_PASSES", "local_sort_passes", "FUSED_NORM_ACCESSES", "alternate_matmul_recompute_share",
            "attention_projections_forward_s"]
@@ -119,30 +119,19 @@ def _table() -> dict:
 _OPERAND_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
-ATTENTION_KERNELS = ("fa2", "fa3", "triton", "math")
-"""Attention kernels priced: FlashAttention-2, the FA3/cuDNN class, FlashAttention in Triton (``eta_max`` of FA2
-divided by its published speed-up, ``kernels.json`` ``attention.triton_slowdown_vs_fa2``) and the math kernel."""
-
-
 @lru_cache(maxsize=256)
 def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = False,
-                 flash: bool = True, kernel: str = "") -> KernelRates:
+                 flash: bool = True) -> KernelRates:
     """The :class:`KernelRates` of GPU preset ``gpu`` at ``precision`` under stack ``st`` (its attention
-    kernel, or ``kernel`` where the model's code names its own, ``TransformerSpec.attention_kernel``;
-    ``u = u_gpu u_stack``)."""
+    kernel; ``u = u_gpu u_stack``)."""
 
     t = _table()
     row = lookup(t["gpus"], gpu, "GPU (kernels.json)")
     cls = precision_class(precision)
     if cls not in row["gemm_efficiency"]:
         raise InputError(f"{gpu} has no {precision} GEMM efficiency in kernels.json")
-    name = (kernel or st.attention_kernel) if flash else "math"
-    if name not in ATTENTION_KERNELS:
-        raise InputError(f"unknown attention kernel {name!r} (valid: {', '.join(ATTENTION_KERNELS)})")
-    fwd, bwd = row["attention"]["fa2" if name == "triton" else name]
-    if name == "triton":
-        slow_fwd, slow_bwd = t["attention"]["triton_slowdown_vs_fa2"]
-        fwd, bwd = fwd / slow_fwd, bwd / slow_bwd
+    kernel = st.attention_kernel if flash else "math"
+    fwd, bwd = row["attention"][kernel]
     if fwd <= 0:   # no flash kernel on this GPU: the math kernel
         fwd, bwd = row["attention"]["math"]
     u = float(row.get("sustained", 1.0)) * st.sustained

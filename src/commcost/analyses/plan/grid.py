@@ -364,7 +364,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
         t, c, e, b, m = (base[k][ub].astype(float) for k in ("t", "c", "e", "b", "m"))
         st = stack(name, compiled=inp.compiled)
         rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
-                             flash=inp.flash_attention, kernel=spec.attention_kernel)
+                             flash=inp.flash_attention)
         o = micro_batch_operators(np, spec, st, rates, tokens=b * s / c, seq=s, layers=per_stage_base[ub], tp=t,
                                   sp=usp == 1, ep=e, expert_tp=base["etp"][ub].astype(float), full=urc == 2,
                                   selective=urc == 1, micro_batches=m, flash=inp.flash_attention,

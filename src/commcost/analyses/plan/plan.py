@@ -478,7 +478,7 @@ def operator_times(inp: PlanInputs):
     spec, L = inp.spec, inp.layout
     st = plan_stack(inp)
     rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
-                         flash=inp.flash_attention, kernel=spec.attention_kernel)
+                         flash=inp.flash_attention)
     return micro_batch_operators(SCALAR, spec, st, rates, tokens=L.micro_batch * inp.seq / L.cp, seq=inp.seq,
                                  layers=stage_layers(spec.layers, L), tp=L.tp, sp=L.sequence_parallel, ep=L.ep,
                                  expert_tp=L.expert_tp, full=L.recompute == "full",
