@@ -151,3 +151,34 @@ def test_attention_module_checkpointing_recomputes_the_projections_and_the_core_
     # 2 layers x (projections + the attention core's forward)
     assert t.recompute_s == pytest.approx(2 * (25.165824e-6 + t.attention_forward_s), rel=1e-12)
     assert micro_batch_operators(SCALAR, spec, st, r, selective=False, **kw).recompute_s == 0.0
+
+
+def test_a_model_with_fused_norms_reads_and_writes_each_norm_once_by_hand():
+    # MPT as llm-foundry's benchmarks run it (norm_type low_precision_layernorm: one F.layer_norm kernel) under the
+    # fsdp stack, whose eager norms make 6 accesses per element. h 1024, f 4096 (GeLU, 2 accesses), n = 2048 tokens,
+    # t = 1, no dropout, learned positions (no rotary), flash attention. Forward bytes of one layer
+    # = 2 n (2 a_norm h + 6 h + 2 f):
+    #   eager norms  2 x 2048 x (12 x 1024 + 6 x 1024 + 8192) = 4096 x 26624 = 109,051,904 bytes
+    #   fused norms  2 x 2048 x ( 4 x 1024 + 6 x 1024 + 8192) = 4096 x 18432 =  75,497,472 bytes
+    # at rates()' 2e12 B/s: 54.525952 us and 37.748736 us; the element-wise total is 3 forwards per layer, 2 layers.
+    from dataclasses import replace
+    from commcost.workload.operators import FUSED_NORM_ACCESSES, micro_batch_operators
+    from commcost.workload.stacks import stack
+    from commcost.workload.transformer import TransformerSpec
+    st = stack("fsdp")
+    assert st.norm_accesses == 6 and FUSED_NORM_ACCESSES == 2
+    spec = TransformerSpec(layers=2, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False,
+                           max_positions=2048, biases=True)
+    kw = dict(tokens=2048.0, seq=2048.0, layers=2.0, tp=1.0, sp=False, full=False, selective=False, micro_batches=1)
+    eager = micro_batch_operators(SCALAR, spec, st, rates(), **kw)
+    fused = micro_batch_operators(SCALAR, replace(spec, fused_norm=True), st, rates(), **kw)
+    assert eager.elementwise_s == pytest.approx(2 * 3 * 54.525952e-6, rel=1e-12)
+    assert fused.elementwise_s == pytest.approx(2 * 3 * 37.748736e-6, rel=1e-12)
+    assert fused.gemm_s == eager.gemm_s
+
+
+def test_the_mpt_presets_fuse_their_norms():
+    # scripts/train/benchmarking/submit_benchmarks.py sets norm_type low_precision_layernorm for every MPT run
+    from commcost.workload.transformer import model_spec
+    assert all(model_spec(f"mpt-{s}").fused_norm for s in ("1b", "3b", "7b", "13b", "30b", "70b"))
+    assert not model_spec("llama3-8b").fused_norm

@@ -65,11 +65,15 @@ if TYPE_CHECKING:
 
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
-           "LOCAL_SORT_PASSES", "local_sort_passes", "alternate_matmul_recompute_share",
+           "LOCAL_SORT_PASSES", "local_sort_passes", "FUSED_NORM_ACCESSES", "alternate_matmul_recompute_share",
            "attention_projections_forward_s"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
+FUSED_NORM_ACCESSES = 2.0
+"""HBM accesses per element of a norm that runs as one kernel: read the input, write the output (the per-row
+mean and inverse deviation it keeps are ``1/h`` of that). ``torch.nn.functional.layer_norm`` is one native
+CUDA kernel (aten ``native_layer_norm``), as are Megatron's and Transformer Engine's fused norms."""
 FP8_CAST_BYTES = 3.0
 """Read a 2-byte element, write a 1-byte one."""
 
@@ -292,7 +296,8 @@ def local_sort_passes(xp, *, a2a: str, experts: int, ep):
 def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, flash: bool, moe: bool,
                        sort_passes=0.0):
     """Forward HBM bytes of one layer's element-wise operators (2-byte elements): norms
-    ``2 a_norm h``, residual adds ``6 h``, dropout ``5 h`` (with dropout) over ``r`` (t with sequence
+    ``2 a_norm h`` (``a_norm`` the stack's, or :data:`FUSED_NORM_ACCESSES` for a model whose code fuses its
+    norms, ``TransformerSpec.fused_norm``), residual adds ``6 h``, dropout ``5 h`` (with dropout) over ``r`` (t with sequence
     parallelism, else 1); the activation ``a_act f'`` and rotary ``a_rot (w_q + w_kv)`` over t; MoE
     permutation and unpermutation ``4 k h (1 + P_sort)`` over r (each a read and a write of the ``k``
     copies; ``P_sort`` the dispatcher's sort by local expert, :func:`local_sort_passes`), and the router's
@@ -303,7 +308,8 @@ def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, 
     width = (spec.top_k + spec.shared_experts) * spec.expert_ffn if moe else spec.ffn
     act = st.activation_accesses_gated if spec.gated_mlp else st.activation_accesses
     rotary = st.rotary_accesses * (spec.q_width + spec.kv_width) * (spec.max_positions == 0)
-    rep = (2.0 * st.norm_accesses + 6.0 + 5.0 * spec.dropout) * h + (
+    norm = FUSED_NORM_ACCESSES if spec.fused_norm else st.norm_accesses
+    rep = (2.0 * norm + 6.0 + 5.0 * spec.dropout) * h + (
         4.0 * spec.top_k * h * (1.0 + sort_passes) + 6.0 * spec.experts if moe else 0.0)
     scores = (2.0 + 2.5 * spec.dropout) * spec.heads * seq * (not flash)
     return 2.0 * n * (rep / r + (act * width + rotary + scores) / tp)

@@ -74,6 +74,10 @@ class TransformerSpec:
     """Rows of a learned position embedding; 0 for rotary."""
     biases: bool = False
     """Linear layers and norms carry biases (GPT-2/3)."""
+    fused_norm: bool = False
+    """The model's own code runs each norm as one kernel whatever the stack (llm-foundry's MPT as its
+    benchmarks run it: ``norm_type`` ``low_precision_layernorm``, ``F.layer_norm`` in bf16 with autocast off):
+    :data:`commcost.workload.operators.FUSED_NORM_ACCESSES` in place of the stack's ``norm_accesses``."""
     qk_norm: bool = False
     """Per-head RMSNorm on Q and K (Qwen3): 2 d parameters per layer."""
     dropout: bool = False
@@ -272,7 +276,7 @@ class TransformerSpec:
 _ROW_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv_heads",
                "head_dim": "head_dim", "qk_head_dim": "qk_head_dim", "ffn_hidden": "ffn_hidden",
                "gated_mlp": "gated_mlp", "vocab": "vocab", "tied_embeddings": "tied_embeddings",
-               "max_positions": "max_positions", "biases": "biases", "qk_norm": "qk_norm",
+               "max_positions": "max_positions", "biases": "biases", "fused_norm": "fused_norm", "qk_norm": "qk_norm",
                "dropout": "dropout", "experts": "experts", "top_k": "top_k",
                "expert_ffn_hidden": "expert_ffn_hidden", "shared_experts": "shared_experts",
                "moe_layers": "moe_layers", "attention_params": "attention_params", "source": "source"}
