@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from commcost.workload.memory import layer_activation_bytes, model_state_bytes, in_flight_layers
+from commcost.workload.memory import in_flight_layers, layer_activation_bytes, model_state_bytes, stack_saved_kwargs
+from commcost.workload.stacks import stack
+from commcost.workload.transformer import model_spec
 
 
 def _gpt_layer(**kw):
@@ -41,3 +43,39 @@ def test_in_flight_layers():
     assert in_flight_layers(layers=96, pp=8, vp=1, micro_batches=64) == 96
     assert in_flight_layers(layers=96, pp=8, vp=4, micro_batches=64) == pytest.approx(117)
     assert in_flight_layers(layers=96, pp=8, vp=1, micro_batches=2) == 24
+
+
+def test_eager_norm_and_rotary_saved_bytes_llama2_7b():
+    # HF transformers' LlamaRMSNorm keeps an fp32 copy of its input and the bf16 normalized tensor (q_n = 6), its
+    # unfused rotary the pre-rotary Q, K and their rotate_half copies (n_rot = 2). Llama 2 7B, s = 4096, b = 1,
+    # h = 4096 = 32 x 128, n_kv = 32, f = 11008, t = 1, flash, no dropout; sbh = 4096 x 4096 = 16,777,216:
+    #   norms and GEMM inputs (2 x 6 + 2 x 2) sbh = 16 sbh; Q, K (1 + 2) x 2 x 2 sbh = 12 sbh, V 2 sbh, O's input 2 sbh;
+    #   MLP (6 + 2) s f = 8 x 4096 x 11008 = 360,710,144; log-sum-exp 4 x 32 x 4096 = 524,288
+    #   32 x 16,777,216 + 360,710,144 + 524,288 = 898,105,344
+    kw = dict(seq_local=4096, micro_batch=1, hidden=4096, heads=32, kv_heads=32, qk_head_dim=128, head_dim=128,
+              mlp_width=11008, gated=True, tp=1, sequence_parallel=False, dropout=False, flash=True, recompute="none")
+    assert layer_activation_bytes(**kw, norm_saved_bytes=6.0, rotary_saved_copies=2.0) == 898_105_344
+    # fused norm and rotary (2, 0): (4 + 4) sbh + (4 + 2 + 2) sbh = 16 sbh -> 268,435,456 + 360,710,144 + 524,288
+    assert layer_activation_bytes(**kw) == 629_669_888
+    # the deepspeed stack carries the eager values; Megatron-Core the fused ones
+    assert stack_saved_kwargs(stack("deepspeed")) == dict(gated_bytes=6.0, norm_saved_bytes=6.0,
+                                                           rotary_saved_copies=2.0)
+    assert stack_saved_kwargs(stack("megatron")) == dict(gated_bytes=4.0, norm_saved_bytes=2.0,
+                                                          rotary_saved_copies=0.0)
+    # with TP 2 and sequence parallelism the norms split by r = 2, Q and K (and their copies) by t = 2
+    tp2 = dict(kw, tp=2, sequence_parallel=True)
+    extra = (layer_activation_bytes(**tp2, norm_saved_bytes=6.0, rotary_saved_copies=2.0)
+             - layer_activation_bytes(**tp2))
+    # (2 x 4 sbh) / 2 + (2 x 2 x 2 sbh) / 2 = 4 sbh + 4 sbh = 8 x 16,777,216
+    assert extra == 134_217_728
+
+
+def test_eager_norm_and_rotary_apply_to_rmsnorm_rotary_models_only():
+    # GPT-3 (LayerNorm with biases, learned positions) and BLOOM (LayerNorm with biases, ALiBi) keep the defaults
+    # under the deepspeed stack; Llama 2 (RMSNorm, rotary) takes the stack's eager values
+    ds = stack("deepspeed")
+    for name in ("gpt3-175b", "bloom-176b"):
+        assert stack_saved_kwargs(ds, model_spec(name)) == dict(gated_bytes=6.0, norm_saved_bytes=2.0,
+                                                                rotary_saved_copies=0.0)
+    assert stack_saved_kwargs(ds, model_spec("llama2-7b")) == dict(gated_bytes=6.0, norm_saved_bytes=6.0,
+                                                                   rotary_saved_copies=2.0)

@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept"]
+           "selective_kept", "stack_saved_kwargs"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -141,7 +141,8 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                            qk_head_dim: float, head_dim: float, mlp_width: float, gated: bool, tp: float,
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
                            top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
-                           gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0) -> float:
+                           gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0, norm_saved_bytes: float = 2.0,
+                           rotary_saved_copies: float = 0.0) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
@@ -153,6 +154,12 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     6 where the activation runs eager (gate and up outputs, SiLU's output: ``F.silu(w1 x) * w3 x``), 4 where a
     fused SwiGLU saves only its input (Megatron-Core's ``BiasSwiGLUFunction`` saves the fc1 output and
     recomputes the rest): :attr:`~commcost.workload.stacks.Stack.gated_mlp_saved_bytes`.
+    ``norm_saved_bytes`` (``q_n``) is what each of the two norms keeps per element of h besides its output: 2 (its
+    bf16 input; fused norms) or 6 where an eager RMSNorm upcasts (the fp32 copy of its input and the bf16 normalized
+    tensor the weight multiplies): ``2 q_n s'bh / r``. ``rotary_saved_copies`` (``n_rot``) are the extra copies of Q and
+    K an unfused rotary embedding keeps (``q cos + rotate_half(q) sin`` saves the pre-rotary Q and its rotate_half):
+    ``2 n_rot s'b (n_q + n_kv') d_qk / t``; 0 with a fused rotary kernel
+    (:attr:`~commcost.workload.stacks.Stack.norm_saved_bytes`, :attr:`~commcost.workload.stacks.Stack.rotary_saved_copies`).
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
@@ -166,14 +173,15 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                 seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_heads=kv_heads, qk_head_dim=qk_head_dim,
                 head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
                 dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
-                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes)
+                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes,
+                norm_saved_bytes=norm_saved_bytes, rotary_saved_copies=rotary_saved_copies)
         return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
                                       head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
     mask = 1.0 if dropout else 0.0
     q_in = gemm_input_bytes
-    replicated = (4.0 + 2.0 * q_in + 2.0 * mask) * sbh
-    attention = (2.0 * s * b * (heads + kv_local) * qk_head_dim + 2.0 * s * b * kv_local * head_dim
-                 + q_in * s * b * heads * head_dim)
+    replicated = (2.0 * norm_saved_bytes + 2.0 * q_in + 2.0 * mask) * sbh
+    attention = (2.0 * (1.0 + rotary_saved_copies) * s * b * (heads + kv_local) * qk_head_dim
+                 + 2.0 * s * b * kv_local * head_dim + q_in * s * b * heads * head_dim)
     mlp_per_width = (gated_bytes if gated else 2.0) + q_in
     if top_k:
         mlp = (mlp_per_width * s * b * top_k * mlp_width + mlp_per_width * s * b * shared_width)
@@ -305,18 +313,33 @@ def gpu_capacity_bytes(gpu: str) -> float:
     return gpu_row(gpu)[0]
 
 
+def stack_saved_kwargs(stack: Stack | None, spec: TransformerSpec | None = None) -> dict:
+    """What the stack's kernels keep for backward, as :func:`layer_activation_bytes` arguments: ``gated_bytes``,
+    ``norm_saved_bytes``, ``rotary_saved_copies`` (None: the defaults). The eager norm applies to a model of the
+    Llama family's RMSNorm (no biases: ``spec.biases`` marks GPT's and BLOOM's LayerNorm), the rotary copies to a
+    model with rotary positions (no learned position embedding, no biases); without ``spec`` both apply. One place
+    for plan and search."""
+    if stack is None:
+        return dict(gated_bytes=6.0, norm_saved_bytes=2.0, rotary_saved_copies=0.0)
+    rms = spec is None or not spec.biases
+    rotary = rms and (spec is None or spec.max_positions == 0)
+    return dict(gated_bytes=stack.gated_mlp_saved_bytes, norm_saved_bytes=stack.norm_saved_bytes if rms else 2.0,
+                rotary_saved_copies=stack.rotary_saved_copies if rotary else 0.0)
+
+
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
-                  gated_bytes: float = 6.0) -> dict:
+                  saved: dict | None = None) -> dict:
     return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
-                gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes)
+                gemm_input_bytes=gemm_input_bytes, **(saved or stack_saved_kwargs(None)))
 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
-                      gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0) -> float:
-    """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion)."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, gated_bytes), recompute)
+                      gemm_input_bytes: float = 2.0, saved: dict | None = None) -> float:
+    """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion);
+    ``saved`` the stack's :func:`stack_saved_kwargs`."""
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved), recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -397,10 +420,10 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     recompute = layout.recompute
     if stack is not None and recompute == "selective":
         recompute = selective_kept(stack.selective)
-    g_b = 6.0 if stack is None else stack.gated_mlp_saved_bytes
+    saved = stack_saved_kwargs(stack, spec)
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
-                                  gated_bytes=g_b)
-    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, gated_bytes=g_b)
+                                  saved=saved)
+    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)

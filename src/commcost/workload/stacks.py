@@ -92,6 +92,13 @@ class Stack:
     gated_mlp_saved_bytes: float = 6.0
     """Bytes a gated MLP keeps per element of its width besides the down projection's input: 6 eager
     (gate and up outputs, SiLU's output), 4 with a fused SwiGLU that saves only its input (Megatron-Core)."""
+    norm_saved_bytes: float = 2.0
+    """Bytes each norm keeps per element of h besides its output: 2 (the bf16 input; fused norms), 6 where an eager
+    RMSNorm upcasts (HF transformers' ``LlamaRMSNorm``: the fp32 copy of its input, 4, and the bf16 normalized tensor
+    the weight multiplies, 2)."""
+    rotary_saved_copies: float = 0.0
+    """Extra copies of Q and K an unfused rotary embedding keeps: 2 for ``q * cos + rotate_half(q) * sin`` (the
+    pre-rotary tensor and its ``rotate_half``), 0 with a fused rotary kernel."""
     zero3_live_params: float | None = None
     """ZeRO-3's bound on the gathered parameters resident at once (DeepSpeed's ``stage3_max_live_parameters``);
     None: the two-layer prefetch window (FSDP's, Megatron-FSDP's) alone (:func:`commcost.workload.memory.buffer_bytes`)."""
