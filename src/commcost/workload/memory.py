@@ -68,6 +68,7 @@ from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.offload import resident_layers
 from commcost.parallel.layout import stage_layers
+from commcost.parallel.zero import zero3_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -439,7 +440,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     else:
         stage, layers_held = ("first", first_layers) if first_fullest else ("last", held)
     buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
-                           tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / (held + 1),
+                           tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / zero3_units(held),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
                            grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load,
                            live_params=None if stack is None else stack.zero3_live_params,
