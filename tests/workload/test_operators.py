@@ -219,3 +219,41 @@ def test_the_recipe_picks_its_cast_bytes():
     assert kernel_rates("gb300", "nvfp4", st).cast_bytes == NVFP4_CAST_BYTES
     for p in ("fp8", "mxfp8"):
         assert kernel_rates("gb300", p, st).cast_bytes == (FP8_CAST_BYTES, 2 * FP8_CAST_BYTES, FP8_CAST_BYTES)
+
+
+def test_a_bf16_head_under_a_low_precision_recipe_by_hand():
+    # Megatron-Core's output layer is its own ColumnParallelLinear, outside Transformer Engine's recipe: bf16.
+    # Head GEMMs of n = 2048 tokens, V = 1000, h = 1024 (t = 1), at 1e15 FLOP/s, 2-byte operands, 100 SMs:
+    #   forward (2048, 1000, 1024): 16 x 4 = 64 tiles, one wave: 65,536 x (1024 + 256) x 100 / 1e15 = 8.388608 us
+    #   dgrad   (2048, 1024, 1000): 64 tiles: 65,536 x (1000 + 256) x 100 / 1e15 = 8.2313216 us
+    #   wgrad   (1024, 1000, 2048): 8 x 4 = 32 tiles: 65,536 x (2048 + 256) x 100 / 1e15 = 15.0994944 us
+    #   (memory: at most (2048 x 1024 + 1024 x 1000 + 2048 x 1000) x 2 / 2e12 = 5.169 us, below each): 31.719424 us.
+    # The fp8 rate 2e15 with 1-byte operands halves each (memory 2.58 us still below): 15.859712 us.
+    from commcost.workload.operators import micro_batch_operators
+    from commcost.workload.stacks import stack
+    from commcost.workload.transformer import TransformerSpec
+    spec = TransformerSpec(layers=1, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False,
+                           max_positions=2048, biases=True)
+    kw = dict(tokens=2048.0, seq=2048.0, layers=1.0, tp=1.0, sp=False, full=False, selective=False, micro_batches=1)
+    st = stack("megatron")
+    fp8 = rates(gemm_flops_per_s=2e15, gemm_operand_bytes=1.0, fp8=True)
+    low = micro_batch_operators(SCALAR, spec, st, fp8, **kw)
+    bf16_head = micro_batch_operators(SCALAR, spec, st, rates(gemm_flops_per_s=2e15, gemm_operand_bytes=1.0, fp8=True,
+                                                              head_gemm_flops_per_s=1e15, head_operand_bytes=2.0), **kw)
+    assert bf16_head.head_s - low.head_s == pytest.approx(31.719424e-6 - 15.859712e-6, rel=1e-9)
+    assert bf16_head.gemm_s == low.gemm_s and bf16_head.casts_s == low.casts_s
+
+
+def test_megatron_core_stacks_keep_the_head_in_bf16():
+    from commcost.hardware.registry import kernels
+    from commcost.workload.compute import peak_flops_per_s
+    from commcost.workload.operators import kernel_rates
+    from commcost.workload.stacks import stack
+    row = kernels()["gpus"]["h100-sxm"]
+    for name in ("megatron", "nemo"):
+        r = kernel_rates("h100-sxm", "fp8", stack(name))
+        assert r.head_gemm_flops_per_s == pytest.approx(row["sustained"] * 989.4e12 * row["gemm_efficiency"]["bf16"])
+        assert r.head_operand_bytes == 2.0
+    r = kernel_rates("h100-sxm", "fp8", stack("torchtitan"))
+    assert r.head_gemm_flops_per_s == r.gemm_flops_per_s and r.head_operand_bytes == 1.0
+    assert peak_flops_per_s("h100-sxm", "bf16") == 989.4e12
