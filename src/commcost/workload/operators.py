@@ -50,7 +50,6 @@ Every function is array-safe (STYLE.md item 12): ``commcost plan`` calls them on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from dataclasses import replace
 from functools import lru_cache
 
 from commcost.core.errors import InputError
@@ -120,11 +119,6 @@ class KernelRates:
     """``B_hbm eta_hbm``: sustained HBM bandwidth of element-wise kernels."""
     fp8: bool
     """The recipe quantizes GEMM inputs (fp8, mxfp8, nvfp4): casts are priced."""
-    head_gemm_flops_per_s: float | None = None
-    """The output head's GEMM rate: ``gemm_flops_per_s``, or the bf16 rate where the stack keeps the head out of the
-    low-precision recipe (:attr:`commcost.workload.stacks.Stack.low_precision_head`); None: ``gemm_flops_per_s``."""
-    head_operand_bytes: float | None = None
-    """Bytes per operand element of the head's GEMMs (None: ``gemm_operand_bytes``)."""
     cast_bytes: tuple = _FP8_CASTS
     """``(B_x, B_dy, B_w)``: HBM bytes per element of a GEMM input, output gradient and weight its casts move
     (fp8 and mxfp8: :data:`FP8_CAST_BYTES`, the gradient cast twice; nvfp4: :data:`NVFP4_CAST_BYTES`)."""
@@ -159,7 +153,6 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
     if fwd <= 0:   # no flash kernel on this GPU: the math kernel
         fwd, bwd = row["attention"]["math"]
     u = float(row.get("sustained", 1.0)) * st.sustained
-    head_cls = cls if st.low_precision_head else "bf16"
     attn_peak = u * peak_flops_per_s(gpu, precision if fp8_attention else "bf16")
     return KernelRates(gemm_flops_per_s=u * peak_flops_per_s(gpu, precision) * row["gemm_efficiency"][cls],
                        gemm_operand_bytes=_OPERAND_BYTES[cls], attention_peak_flops_per_s=attn_peak,
@@ -167,8 +160,6 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
                        tile_m=float(t["gemm"]["tile_m"]), tile_n=float(t["gemm"]["tile_n"]),
                        k_overhead=float(t["gemm"]["k_overhead"]),
                        hbm_bytes_per_s=u * gpu_row(gpu)[1] * HBM_EFFICIENCY, fp8=cls != "bf16",
-                       head_gemm_flops_per_s=u * peak_flops_per_s(gpu, precision if head_cls == cls else "bf16")
-                       * row["gemm_efficiency"][head_cls], head_operand_bytes=_OPERAND_BYTES[head_cls],
                        cast_bytes=NVFP4_CAST_BYTES if cls == "fp4" else _FP8_CASTS,
                        seq_half_tokens=float(t["attention"]["seq_half_tokens"]),
                        head_dim_half=float(t["attention"]["head_dim_half"]), source=row["source"])
@@ -373,9 +364,7 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     a_f, a_b = attention_s(xp, r, tokens=tokens, seq=seq, heads_local=spec.heads / tp, d_qk=spec.d_qk, d_v=spec.d,
                            flash=flash, cp=cp)
     # the head: logits GEMM (M = n, N = V/t, K = h) and the loss over V/t
-    rh = r if r.head_gemm_flops_per_s is None else replace(
-        r, gemm_flops_per_s=r.head_gemm_flops_per_s, gemm_operand_bytes=r.head_operand_bytes)
-    h_f, h_b = gemm_train_s(xp, rh, m=tokens, n=spec.vocab / tp, k=spec.hidden)
+    h_f, h_b = gemm_train_s(xp, r, m=tokens, n=spec.vocab / tp, k=spec.hidden)
     loss = 2.0 * tokens * st.loss_accesses_per_vocab * spec.vocab / tp / r.hbm_bytes_per_s
     head = h_f + h_b + 3.0 * loss
     layer_f = g_f + a_f + e_f

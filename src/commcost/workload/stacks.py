@@ -79,10 +79,6 @@ class Stack:
     gradients once, on the last backward (torchtitan's FSDP2 with PP): one gather and one scatter per
     layer and step, the stage's weights and gradients held unsharded."""
     fp8_saves_inputs: bool = False
-    low_precision_head: bool = True
-    """The output head's GEMMs run at the recipe's GEMM precision (fp8, mxfp8, nvfp4) like the layers'; False where the
-    stack's head is outside the low-precision recipe and runs in bf16 (Megatron-Core: ``GPTModel.output_layer`` is
-    ``tensor_parallel.ColumnParallelLinear``, Megatron's own layer, not a Transformer Engine module)."""
     """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
     sustained: float = 1.0
     """``u_stack``: the share of the kernels' benchmark rates this stack's training loop sustains
