@@ -182,3 +182,40 @@ def test_the_mpt_presets_fuse_their_norms():
     from commcost.workload.transformer import model_spec
     assert all(model_spec(f"mpt-{s}").fused_norm for s in ("1b", "3b", "7b", "13b", "30b", "70b"))
     assert not model_spec("llama3-8b").fused_norm
+
+
+def test_nvfp4_casts_by_hand():
+    # Transformer Engine's NVFP4 recipe quantizes each GEMM input and output gradient for both uses: amax of the
+    # input and of its Hadamard-transformed transpose in one read (2 B), row-wise cast (read 2, write 0.5 + 1/16
+    # of a 1-byte E4M3 scale), fused transform + column-wise cast (the same): 2 + 2 x 2.5625 = 7.125 B per element;
+    # a weight (no transform): amax read 2, one cast reads 2 and writes both copies 2 x 0.5625: 5.125 B.
+    # MPT-like layer, h 1024, f 4096 (not gated, MHA), t = 1, n = 2048 tokens, 1 layer, m = 4 micro-batches.
+    # GEMMs (M, N, K): QKV (n, 3h, h), O (n, h, h), up (n, f, h), down (n, h, f):
+    #   MK = n (h + h + h + f) = 2048 x 7168 = 14,680,064
+    #   MN = n (3h + h + f + h) = 2048 x 9216 = 18,874,368
+    #   KN = 3h^2 + h^2 + 2 h f = 4 x 1,048,576 + 8,388,608 = 12,582,912; per micro-batch / 4 = 3,145,728
+    # nvfp4: 7.125 x 14,680,064 + 7.125 x 18,874,368 + 5.125 x 3,145,728 = 104,595,456 + 134,479,872 + 16,121,856
+    #        = 255,197,184 B at 2e12 B/s = 127.598592 us
+    # fp8:   3 x 14,680,064 + 6 x 18,874,368 + 3 x 3,145,728 = 44,040,192 + 113,246,208 + 9,437,184
+    #        = 166,723,584 B = 83.361792 us
+    from commcost.workload.operators import FP8_CAST_BYTES, NVFP4_CAST_BYTES, micro_batch_operators
+    from commcost.workload.stacks import stack
+    from commcost.workload.transformer import TransformerSpec
+    assert NVFP4_CAST_BYTES == (7.125, 7.125, 5.125)
+    spec = TransformerSpec(layers=1, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False,
+                           max_positions=2048, biases=True)
+    kw = dict(tokens=2048.0, seq=2048.0, layers=1.0, tp=1.0, sp=False, full=False, selective=False, micro_batches=4)
+    st = stack("megatron")
+    fp4 = micro_batch_operators(SCALAR, spec, st, rates(fp8=True, cast_bytes=NVFP4_CAST_BYTES), **kw)
+    fp8 = micro_batch_operators(SCALAR, spec, st, rates(fp8=True, cast_bytes=(FP8_CAST_BYTES, 6.0, 3.0)), **kw)
+    assert fp4.casts_s == pytest.approx(127.598592e-6, rel=1e-12)
+    assert fp8.casts_s == pytest.approx(83.361792e-6, rel=1e-12)
+
+
+def test_the_recipe_picks_its_cast_bytes():
+    from commcost.workload.operators import FP8_CAST_BYTES, NVFP4_CAST_BYTES, kernel_rates
+    from commcost.workload.stacks import stack
+    st = stack("nemo")
+    assert kernel_rates("gb300", "nvfp4", st).cast_bytes == NVFP4_CAST_BYTES
+    for p in ("fp8", "mxfp8"):
+        assert kernel_rates("gb300", p, st).cast_bytes == (FP8_CAST_BYTES, 2 * FP8_CAST_BYTES, FP8_CAST_BYTES)

@@ -31,7 +31,9 @@ bandwidth, ``eta_hbm`` :data:`commcost.workload.compute.HBM_EFFICIENCY`):
   stack makes (:mod:`commcost.workload.stacks`): fused kernels read and write once, eager composites once
   per primitive. Backward is twice the forward's traffic.
 * **fp8 casts** (fp8, mxfp8, nvfp4 recipes): each GEMM's input and output gradient are quantized
-  (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step.
+  (read 2 bytes, write 1: ``3 (MK + 2MN)``), the weights ``3 KN`` once per micro-batch or per step; nvfp4
+  (Transformer Engine's recipe: amax, row-wise cast, Hadamard-transformed column-wise cast)
+  ``7.125 (MK + MN) + 5.125 KN`` (:data:`NVFP4_CAST_BYTES`).
 
 Recomputation adds a forward: full, of every operator; selective, the attention core (Megatron),
 every other GEMM's forward and the element-wise forward (PyTorch's op-level selective checkpointing):
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
            "LOCAL_SORT_PASSES", "local_sort_passes", "FUSED_NORM_ACCESSES", "alternate_matmul_recompute_share",
-           "attention_projections_forward_s"]
+           "attention_projections_forward_s", "FP8_CAST_BYTES", "NVFP4_CAST_BYTES"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -76,6 +78,19 @@ mean and inverse deviation it keeps are ``1/h`` of that). ``torch.nn.functional.
 CUDA kernel (aten ``native_layer_norm``), as are Megatron's and Transformer Engine's fused norms."""
 FP8_CAST_BYTES = 3.0
 """Read a 2-byte element, write a 1-byte one."""
+_FP8_CASTS = (FP8_CAST_BYTES, 2.0 * FP8_CAST_BYTES, FP8_CAST_BYTES)
+NVFP4_CAST_BYTES = (2.0 + 2.0 * (2.0 + 0.5 + 1.0 / 16.0), 2.0 + 2.0 * (2.0 + 0.5 + 1.0 / 16.0),
+                    2.0 + 2.0 + 2.0 * (0.5 + 1.0 / 16.0))
+"""HBM bytes per element to quantize a GEMM input, an output gradient and a weight to NVFP4 for both the row-wise
+(forward, data gradient) and the column-wise (weight gradient) use, as Transformer Engine's default NVFP4 recipe runs
+it (``transformer_engine/pytorch/csrc/quantizer.cpp``, ``NVFP4Quantizer::quantize_impl``; the recipe's random
+Hadamard transform on inputs and gradients, not on weights: ``common/recipe/__init__.py`` ``NVFP4BlockScaling``).
+Inputs and gradients: the amax of the input and of its transformed transpose in one read
+(``nvte_hadamard_transform_amax``: 2), the row-wise quantization (read 2, write 0.5 and one 1-byte E4M3 scale per
+16 elements) and the fused Hadamard transform and column-wise cast (the same again): ``2 + 2 (2 + 0.5 + 1/16) =
+7.125``. Weights (2-D 16 x 16 blocks, no transform): the amax (read 2), then one kernel reads once and writes both
+copies with their scales: ``2 + 2 + 2 (0.5 + 1/16) = 5.125``. Summed as :data:`FP8_CAST_BYTES` is for fp8:
+``B_x MK + B_dy MN + B_w KN``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +119,9 @@ class KernelRates:
     """``B_hbm eta_hbm``: sustained HBM bandwidth of element-wise kernels."""
     fp8: bool
     """The recipe quantizes GEMM inputs (fp8, mxfp8, nvfp4): casts are priced."""
+    cast_bytes: tuple = _FP8_CASTS
+    """``(B_x, B_dy, B_w)``: HBM bytes per element of a GEMM input, output gradient and weight its casts move
+    (fp8 and mxfp8: :data:`FP8_CAST_BYTES`, the gradient cast twice; nvfp4: :data:`NVFP4_CAST_BYTES`)."""
     seq_half_tokens: float
     """``s_0`` of the attention efficiency curve."""
     head_dim_half: float
@@ -142,6 +160,7 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
                        tile_m=float(t["gemm"]["tile_m"]), tile_n=float(t["gemm"]["tile_n"]),
                        k_overhead=float(t["gemm"]["k_overhead"]),
                        hbm_bytes_per_s=u * gpu_row(gpu)[1] * HBM_EFFICIENCY, fp8=cls != "bf16",
+                       cast_bytes=NVFP4_CAST_BYTES if cls == "fp4" else _FP8_CASTS,
                        seq_half_tokens=float(t["attention"]["seq_half_tokens"]),
                        head_dim_half=float(t["attention"]["head_dim_half"]), source=row["source"])
 
@@ -339,7 +358,8 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
                                               sort_passes=sort) \
             / r.hbm_bytes_per_s
         weights = kn / (1.0 if st.fp8_weight_cast_per_micro_batch else micro_batches)
-        cast = cast + frac * FP8_CAST_BYTES * (mk + 2.0 * mn + weights) / r.hbm_bytes_per_s
+        b_x, b_dy, b_w = r.cast_bytes
+        cast = cast + frac * (b_x * mk + b_dy * mn + b_w * weights) / r.hbm_bytes_per_s
     cast = cast * r.fp8
     a_f, a_b = attention_s(xp, r, tokens=tokens, seq=seq, heads_local=spec.heads / tp, d_qk=spec.d_qk, d_v=spec.d,
                            flash=flash, cp=cp)
