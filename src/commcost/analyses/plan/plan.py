@@ -338,10 +338,12 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     stack_name, stack_src = resolve_stack(inp.stack, L)
     F_mb, fwd_share, f_layer, f_attn = _flops(inp)
     by_operator: dict = {}
+    tp_partners = None
     if inp.efficiency is None:
         ops_t = operator_times(inp)
         t_c, t_fwd, t_layer_f, t_attn = (ops_t.compute_s, ops_t.forward_s, ops_t.layer_forward_s,
                                          ops_t.attention_forward_s)
+        tp_partners = ops_t.tp_partners_s if plan_stack(inp).tp_overlap_per_gemm else None
         fwd_share = t_fwd / t_c
         eta = F_mb / (peak * t_c)
         eta_src = f"operator model (hardware/kernels.json), stack {stack_name}: executed FLOPs / (peak x compute)"
@@ -392,7 +394,9 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         n = op.count_per_step
         if op.dimension == "tp":
             exposed = K.tp_exposed_s(SCALAR, count=n, one_s=T, layer_fwd_s=t_layer_f, passes=passes,
-                                     overlap=inp.tp_comm_overlap)
+                                     overlap=inp.tp_comm_overlap,
+                                     partners_s=K.tp_partners_s(gathers=op.op == Collective.ALL_GATHER,
+                                                                partners_s=tp_partners))
             critical_mb += exposed / m
         elif op.dimension == "ep":    # the EP lines share the exposed time by their wire time
             exposed = ep_exposed * (n * T / ep_wire) if ep_wire > 0 else 0.0
