@@ -45,6 +45,7 @@ from commcost.parallel.layout import layer_passes
 from commcost.parallel.layout import leaves_node
 from commcost.parallel.layout import pair_ranks
 from commcost.parallel.pipeline import pp_message_bytes
+from commcost.parallel.tensor import regather_passes
 from commcost.parallel.tensor import tp_count_per_step
 from commcost.parallel.tensor import tp_message_bytes
 from commcost.parallel.zero import zero3_gather_bytes
@@ -434,8 +435,11 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                  shared_experts=spec.shared_experts, passes=passes)
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
+    regather = regather_passes(np, selective=given_stack_flag(inp.stack, "selective", "attention"),
+                               recompute_selective=rc == 1)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        x = K.tp_exposed_s(np, count=count_tp, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
+        count = count_tp if name != "T_tp_ag" else count_tp * (passes + regather) / passes
+        x = K.tp_exposed_s(np, count=count, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
                            passes=passes, overlap=inp.tp_comm_overlap,
                            partners_s=K.tp_partners_s(gathers=name == "T_tp_ag", partners_s=tp_partners))
         ex_tp += x

@@ -68,6 +68,7 @@ from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.expert import expert_ops
 from commcost.parallel.expert import moe_layers_per_stage
 from commcost.parallel.pipeline import pipeline_ops
+from commcost.parallel.tensor import regather_passes
 from commcost.parallel.tensor import tensor_ops
 from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
@@ -300,8 +301,11 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     per_stage = stage_layers(spec.layers, L)
     dense, expert = params_per_gpu(spec, L)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers, layers_per_stage=per_stage)
+    regather = regather_passes(SCALAR, selective=plan_stack(inp).selective,
+                               recompute_selective=L.recompute == "selective")
     ops = [*tensor_ops(layout=L, hidden=spec.hidden, seq=s, layers_per_stage=per_stage, activation_bytes=q,
-                       gpus_per_node=G, moe_layers_per_stage=moe_per_stage, shared_experts=spec.shared_experts),
+                       gpus_per_node=G, moe_layers_per_stage=moe_per_stage, shared_experts=spec.shared_experts,
+                       regather_passes=regather),
            *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
                         activation_bytes=q, gpus_per_node=G),
            *expert_ops(layout=L, hidden=spec.hidden, seq=s, top_k=spec.top_k,
