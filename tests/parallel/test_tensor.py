@@ -24,6 +24,21 @@ def test_tp_sequence_parallel_and_full_recompute():
     assert ag.size_bytes == rs.size_bytes == 1_048_576 and ag.count_per_step == rs.count_per_step == 96
 
 
+def test_op_level_selective_checkpointing_gathers_again():
+    # torchtitan's op-level SAC saves reduce-scatter outputs, not all-gather outputs: the all-gathers run a third
+    # pass. Selective, SP: 2 passes -> 4 * 4 * 2 * 2 = 64 reduce-scatters; all-gathers 64 x (2 + 1) / 2 = 96
+    from commcost.core.xp import SCALAR
+    from commcost.parallel.tensor import regather_passes
+
+    assert regather_passes(SCALAR, selective="alternate_matmul", recompute_selective=True) == 1.0
+    assert regather_passes(SCALAR, selective="alternate_matmul", recompute_selective=False) == 0.0
+    assert regather_passes(SCALAR, selective="attention", recompute_selective=True) == 0.0
+    L = Layout(dp=4, tp=2, global_batch=16, sequence_parallel=True, recompute="selective")
+    ag, rs = tensor_ops(layout=L, hidden=512, seq=1024, layers_per_stage=4, activation_bytes=2, gpus_per_node=8,
+                        regather_passes=1.0)
+    assert (ag.count_per_step, rs.count_per_step) == (96, 64)
+
+
 def test_tp_message_and_count_kernels_scalar_and_columns():
     import numpy as np
 

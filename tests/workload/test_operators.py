@@ -219,3 +219,24 @@ def test_the_recipe_picks_its_cast_bytes():
     assert kernel_rates("gb300", "nvfp4", st).cast_bytes == NVFP4_CAST_BYTES
     for p in ("fp8", "mxfp8"):
         assert kernel_rates("gb300", p, st).cast_bytes == (FP8_CAST_BYTES, 2 * FP8_CAST_BYTES, FP8_CAST_BYTES)
+
+
+def test_tp_partner_gemms_whole_and_decomposed_by_hand():
+    # h 1024, 8 heads (MHA), f 4096 (not gated), n = 2048 tokens, t = 2; rates(): 1 PFLOP/s, 100 SMs, tiles
+    # 128 x 256, K_0 256 (every GEMM below is math-bound: its memory time is under its math time)
+    #   QKV  (2048, 1536, 1024): 16 x 6 = 96 tiles, 1 wave: 65,536 x 1,280 x 100 / 1e15 = 8.388608 us;
+    #        decomposed 2 x (1024, 1536, 1024): 48 tiles, 1 wave each: 16.777216 us
+    #   O    (2048, 1024, 512): 64 tiles, 1 wave: 65,536 x 768 x 100 / 1e15 = 5.0331648 us; 2 x 32 tiles: 10.0663296
+    #   up   (2048, 2048, 1024): 128 tiles, 2 waves: 16.777216 us; 2 x (1024, 2048, 1024), 64 tiles: 16.777216
+    #   down (2048, 1024, 2048): 64 tiles, 1 wave: 65,536 x 2,304 x 100 / 1e15 = 15.0994944 us; 2 x 1 wave: 30.1989888
+    from commcost.workload.operators import micro_batch_operators, tp_partner_gemms_s
+    from commcost.workload.stacks import stack
+    from commcost.workload.transformer import TransformerSpec
+    spec = TransformerSpec(layers=2, hidden=1024, heads=8, ffn_hidden=4096, vocab=1000, gated_mlp=False)
+    got = tp_partner_gemms_s(SCALAR, rates(), spec, n=2048.0, tp=2.0, moe=False)
+    us = (8.388608, 5.0331648, 16.777216, 15.0994944, 16.777216, 10.0663296, 16.777216, 30.1989888)
+    assert got == pytest.approx(tuple(x * 1e-6 for x in us), rel=1e-12)
+    t = micro_batch_operators(SCALAR, spec, stack("torchtitan"), rates(), tokens=2048.0, seq=2048.0, layers=2.0,
+                              tp=2.0, sp=True, full=False, selective=False, micro_batches=1)
+    assert t.tp_partners_s == pytest.approx(got, rel=1e-12)
+

@@ -54,10 +54,21 @@ def tp_count_per_step(*, micro_batches, layers_per_stage, moe_layers_per_stage, 
                                                shared_experts=shared_experts) * passes
 
 
+def regather_passes(xp, *, selective, recompute_selective):
+    """``1`` where op-level selective checkpointing re-runs the sequence-parallel all-gathers in the backward, else
+    ``0``: torchtitan's ``_save_list`` (``torchtitan/distributed/activation_checkpoint.py``; ``parallelize_llama.py``
+    before) saves ``reduce_scatter_tensor``'s output but not ``all_gather_into_tensor``'s, so the gathered input
+    of the QKV and up projections, which their weight gradients need, is gathered again (the stacks whose
+    ``selective`` is ``alternate_matmul``). Array-safe in ``recompute_selective``."""
+    return xp.where(recompute_selective, 1.0, 0.0) * (1.0 if selective == "alternate_matmul" else 0.0)
+
+
 def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float, activation_bytes: float,
-               gpus_per_node: int, moe_layers_per_stage: float = 0.0, shared_experts: int = 0) -> tuple[CommOp, ...]:
+               gpus_per_node: int, moe_layers_per_stage: float = 0.0, shared_experts: int = 0,
+               regather_passes: float = 0.0) -> tuple[CommOp, ...]:
     """The TP collectives one GPU issues per step (module docstring); empty when t = 1.
-    ``moe_layers_per_stage`` (``L_m/p``) of the stage's layers are MoE, with ``shared_experts`` (``E_s``)."""
+    ``moe_layers_per_stage`` (``L_m/p``) of the stage's layers are MoE, with ``shared_experts`` (``E_s``).
+    ``regather_passes``: passes of the sequence-parallel all-gathers alone on top (:func:`regather_passes`)."""
     L = layout
     if L.tp == 1:
         return ()
@@ -73,7 +84,7 @@ def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float
                        ranks_per_node=rpn, count_per_step=per_layer, critical=True,
                        what="layer activations (forward) and their gradients (backward), after attention and the dense MLP"),)
     return (CommOp(dimension="tp", op=Collective.ALL_GATHER, size_bytes=S, group_size=size, ranks_per_node=rpn,
-                   count_per_step=per_layer, critical=True,
+                   count_per_step=per_layer * (passes + regather_passes) / passes, critical=True,
                    what="sequence-parallel all-gather before attention and MLP, each pass"),
             CommOp(dimension="tp", op=Collective.REDUCE_SCATTER, size_bytes=S, group_size=size, ranks_per_node=rpn,
                    count_per_step=per_layer, critical=True,

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
            "LOCAL_SORT_PASSES", "local_sort_passes", "FUSED_NORM_ACCESSES", "alternate_matmul_recompute_share",
-           "attention_projections_forward_s", "FP8_CAST_BYTES", "NVFP4_CAST_BYTES"]
+           "attention_projections_forward_s", "FP8_CAST_BYTES", "NVFP4_CAST_BYTES", "tp_partner_gemms_s"]
 
 ATTENTION_BACKWARD_PER_FORWARD = 2.5
 """FlashAttention's backward FLOPs per forward FLOP (recomputes the scores: 5 matmuls against 2)."""
@@ -222,6 +222,9 @@ class OperatorTimes:
     """``t_f``: one layer's forward (hides TP and ZeRO-3 collectives)."""
     attention_forward_s: object
     """One layer's attention-core forward (hides CP's ring)."""
+    tp_partners_s: tuple = (0.0,) * 8
+    """One layer's forward of the four GEMMs its TP collectives overlap with, whole and decomposed
+    (:func:`tp_partner_gemms_s`)."""
 
     def by_operator(self) -> dict:
         """The named parts (``plan``'s ``compute_by_operator``)."""
@@ -271,6 +274,39 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
         fwd, bwd = fwd + a, bwd + b
         mk, mn, kn = mk + c * m_ * k_, mn + c * m_ * n_, kn + c * k_ * n_
     return fwd, bwd, (mk, mn, kn)
+
+
+def tp_partner_gemms_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, moe: bool, ep=1.0, expert_tp=1.0,
+                       sp=False, expert_load=1.0):
+    """``(t_qkv, t_o, t_up, t_down, t'_qkv, t'_o, t'_up, t'_down)``: forward of the GEMMs a layer's TP
+    collectives overlap with, when they overlap, whole (``t``) and decomposed (``t'``). PyTorch's async
+    TP and Transformer Engine's userbuffers pair each collective with one GEMM, not with the layer: each
+    all-gather feeds one GEMM, which runs on each rank's shard of the rows as it arrives
+    (``torch.ops.symm_mem.fused_all_gather_matmul``; TE ``ub_overlap_ag`` on ``qkv_fprop`` and ``fc1_fprop``),
+    each reduce-scatter drains the GEMM that produces it, one destination rank's rows at a time
+    (``fused_matmul_reduce_scatter``; TE ``ub_overlap_rs`` on ``proj_fprop`` and ``fc2_fprop``). The QKV and
+    up (gate and up) projections take the all-gathers, the output and down projections the
+    reduce-scatters; the GEMMs of :func:`_layer_gemms` (in MoE layers the routed experts' grouped GEMMs,
+    not decomposed). Decomposed, a GEMM runs as ``t`` GEMMs of ``M/t`` rows, each with its own waves:
+    ``t' = t gemm(M/t, N, K)`` (wave quantization of the smaller GEMMs). The backward's collectives pair
+    with the data-gradient GEMM of the same projection (TE ``qkv_dgrad``, ``fc1_dgrad``; the same FLOPs as
+    the forward), so the forward times serve both passes."""
+    h = spec.hidden
+    qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
+    mult = 2.0 if spec.gated_mlp else 1.0
+    shapes = [(qkv_n / tp, h), (h, spec.q_width / tp)]
+    if not moe:
+        shapes += [(mult * spec.ffn / tp, h), (h, spec.ffn / tp)]
+    whole = [gemm_s(xp, r, m=n, n=n_, k=k_) for n_, k_ in shapes]
+    split = [tp * gemm_s(xp, r, m=n / tp, n=n_, k=k_) for n_, k_ in shapes]
+    if moe:
+        f, local = spec.expert_ffn, spec.experts / ep
+        rows = expert_rows(xp, n=n, tp=tp, sp=sp, ep=ep, expert_tp=expert_tp, experts=spec.experts,
+                           top_k=spec.top_k, expert_load=expert_load)
+        experts = [gemm_s(xp, r, m=rows, n=mult * f / expert_tp, k=h, count=local),
+                   gemm_s(xp, r, m=rows, n=h, k=f / expert_tp, count=local)]
+        whole, split = whole + experts, split + experts
+    return (*whole, *split)
 
 
 def attention_projections_forward_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp):
@@ -347,12 +383,15 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     if spec.moe_layer_count:
         fractions.append((spec.moe_layer_count / spec.layers, True))
     g_f = g_b = e_f = cast = g_sel = 0.0
+    partners = (0.0,) * 8
     rho = alternate_matmul_recompute_share(spec)
     for frac, moe in fractions:
         a, b, (mk, mn, kn) = _layer_gemms(xp, r, spec, n=tokens, tp=tp, ep=ep, expert_tp=expert_tp, moe=moe, sp=sp,
                                           expert_load=expert_load)
         g_f, g_b = g_f + frac * a, g_b + frac * b
         g_sel = g_sel + frac * (0.5 if moe else rho) * a
+        partners = tuple(p + frac * q for p, q in zip(partners, tp_partner_gemms_s(
+            xp, r, spec, n=tokens, tp=tp, moe=moe, ep=ep, expert_tp=expert_tp, sp=sp, expert_load=expert_load)))
         sort = local_sort_passes(xp, a2a=a2a, experts=spec.experts, ep=ep) if moe else 0.0
         e_f = e_f + frac * _elementwise_bytes(xp, spec, st, n=tokens, tp=tp, sp=sp, seq=seq, flash=flash, moe=moe,
                                               sort_passes=sort) \
@@ -383,4 +422,4 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     forward = layers * layer_f + h_f + loss + casts / 3.0
     return OperatorTimes(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, head_s=head, casts_s=casts,
                          recompute_s=rec, compute_s=compute, forward_s=forward, layer_forward_s=layer_f,
-                         attention_forward_s=a_f)
+                         attention_forward_s=a_f, tp_partners_s=partners)

@@ -107,6 +107,11 @@ class Stack:
     compile_covers_loss: bool = True
     """torch.compile also compiles the loss (its accesses and bytes as a fused kernel's); False where the stack
     compiles the model's blocks only and the cross-entropy runs eager (torchtitan before 0.1)."""
+    tp_overlap_per_gemm: bool = False
+    """With TP communication overlap, each collective runs beside the one GEMM it is fused with, micro-pipelined
+    (PyTorch's async TP: :func:`commcost.workload.operators.tp_partner_gemms_s`); False: beside a quarter of the
+    layer's pass (:data:`commcost.analyses.plan.compose.TP_OVERLAP_SHARE`), Transformer Engine's userbuffers,
+    which also overlap the backward's collectives in bulk with the other gradient GEMM."""
     source: str = ""
     """Where the numbers come from."""
 

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 from hypothesis import given, strategies as st
+from pytest import approx
 
 import commcost.analyses.plan.compose as K
 from commcost.workload.memory import buffer_bytes, stage_activation_bytes
@@ -39,6 +40,8 @@ def _both(kernel, **kw):
 def test_kernels_give_the_same_number_on_floats_and_columns(T, t_f, t_attn, count, overlap, passes):
     cases = [
         (K.tp_exposed_s, dict(count=count, one_s=T, layer_fwd_s=t_f, passes=passes, overlap=overlap)),
+        (K.tp_exposed_s, dict(count=count, one_s=T, layer_fwd_s=t_f, passes=passes, overlap=overlap,
+                              partners_s=((t_f, t_attn), (t_attn, t_f)))),
         (K.cp_exposed_s, dict(rings=count, cp=4.0, one_s=T, attention_s=t_attn)),
         (K.gather_exposed_s, dict(gather_s=T, fwd_s=t_f)),
         (K.nic_share, dict(crossing=2.0, ranks_per_node=1.0, group=4.0)),
@@ -65,6 +68,21 @@ def test_hand_values():
     assert K.tp_exposed_s(SCALAR, count=12.0, one_s=1e-3, layer_fwd_s=8e-3, passes=3.0, overlap=True) == 0.0
     assert K.tp_exposed_s(SCALAR, count=12.0, one_s=3e-3, layer_fwd_s=8e-3, passes=3.0, overlap=True) \
         == 8 * 1e-3 + 0.0
+    # per GEMM (async TP): 8 collectives of 3 ms, in turn beside GEMMs of 2 ms (2.5 ms decomposed) and 5 ms
+    # (5.5 ms decomposed): the first pair takes max(3, 2.5) = 3 ms of which 2 are the GEMM's, 1 ms exposed; the
+    # second max(3, 5.5) = 5.5 ms, 0.5 ms over the GEMM (its decomposition's loss): 8/2 x (1 + 0.5) ms = 6 ms
+    pairs = ((2e-3, 2.5e-3), (5e-3, 5.5e-3))
+    assert K.tp_exposed_s(SCALAR, count=8.0, one_s=3e-3, layer_fwd_s=1.0, passes=2.0, overlap=True,
+                          partners_s=pairs) == approx(6e-3, rel=1e-12)
+    assert K.tp_exposed_s(SCALAR, count=8.0, one_s=3e-3, layer_fwd_s=1.0, passes=2.0, overlap=False,
+                          partners_s=pairs) == 24e-3
+    # the all-gathers take the QKV and up projections, the reduce-scatters the output and down projections
+    assert K.tp_partners_s(gathers=True, partners_s=(1, 2, 3, 4, 5, 6, 7, 8)) == ((1, 5), (3, 7))
+    assert K.tp_partners_s(gathers=False, partners_s=(1, 2, 3, 4, 5, 6, 7, 8)) == ((2, 6), (4, 8))
+    assert K.tp_partners_s(gathers=True, partners_s=None) is None
+    # no collective (the all-reduce column of a sequence-parallel row): nothing, not the decomposition's loss
+    assert K.tp_exposed_s(SCALAR, count=8.0, one_s=0.0, layer_fwd_s=1.0, passes=2.0, overlap=True,
+                          partners_s=pairs) == 0.0
     # cp: 10 rings of (4-1) steps of 2 ms, each behind one step of 5/4 = 1.25 ms of attention:
     # 10 x 3 x 0.75 ms = 22.5 ms (not 10 x (6 - 5) ms: the last step's compute has nothing to hide)
     assert abs(K.cp_exposed_s(SCALAR, rings=10.0, cp=4, one_s=2e-3, attention_s=5e-3) - 22.5e-3) < 1e-15

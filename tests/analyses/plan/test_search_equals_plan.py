@@ -50,6 +50,8 @@ CASES = [
     # (--stack fsdp enumerates data-parallel layouts only, hardware/stacks.json: every one is compared)
     (TINY, 1024, 64, 16, _fabric(16), True, False, 1, dict(stack="fsdp", precision="fp8")),
     (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="nemo", precision="fp8")),
+    # torchtitan's async TP: each TP collective beside the GEMM it is fused with (stacks.json tp_overlap_per_gemm)
+    (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="torchtitan", precision="fp8")),
     # 6 GPUs per node (issue 21): tp 4 and the dp/ep groups straddle nodes
     (TINY, 1024, 24, 24, _six_per_node(24), True, False, 3),
     (TINY_MOE, 512, 24, 24, _six_per_node(24), True, False, 5),

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
-           "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "MOE_OVERLAPS",
+           "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "tp_partners_s", "MOE_OVERLAPS",
            "ep_paired_share", "ep_exposed_s", "cp_exposed_s", "pp_exposed_s",
            "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction",
            "dp_accumulated_micro_batches", "nic_share", "zero2_micro_batch_exposed_s", "gather_exposed_s", "optimizer_s", "step_s",
@@ -40,7 +40,7 @@ BACKWARD_PER_FORWARD = 2.0
 """``t_b = 2 t_f``: a layer's backward runs twice its forward's FLOPs."""
 TP_OVERLAP_SHARE = 0.25
 """With ``--tp-comm-overlap`` each TP collective of a layer's pass hides behind a quarter of that
-pass's compute (``PlanInputs.tp_comm_overlap``)."""
+pass's compute (``PlanInputs.tp_comm_overlap``), unless the stack overlaps per GEMM (:func:`tp_exposed_s`)."""
 
 
 # 1. compute per micro-batch on the slowest stage
@@ -85,17 +85,34 @@ def full_exposed_s(*, count, one_s):
     return count * one_s
 
 
-def tp_exposed_s(xp, *, count, one_s, layer_fwd_s, passes, overlap: bool):
+def tp_exposed_s(xp, *, count, one_s, layer_fwd_s, passes, overlap: bool, partners_s=None):
     """TP per step: ``count T`` in full, or with ``overlap`` each collective of a forward pass hidden
     behind a quarter of it and each of a backward pass behind a quarter of ``t_b``:
     ``n_f max(0, T - t_f/4) + (count - n_f) max(0, T - t_b/4)``, ``n_f = count (passes - 1)/passes``
-    (``passes``: 2, or 3 with full recomputation)."""
+    (``passes``: 2, or 3 with full recomputation). With ``partners_s`` (a stack that overlaps per GEMM,
+    :func:`tp_partners_s`) each collective runs beside the one GEMM it is fused with instead, in turn: the
+    pair takes the longer of the collective and the decomposed GEMM ``t'_i``, of which the GEMM's own time
+    ``t_i`` is already counted: ``(count / k) sum_i max(0, max(T, t'_i) - t_i)`` over its ``k`` partners."""
     if not overlap:
         return full_exposed_s(count=count, one_s=one_s)
+    if partners_s is not None:
+        per = sum(xp.maximum(0.0, xp.maximum(one_s, d) - w) for w, d in partners_s)
+        return xp.where(one_s > 0.0, count / len(partners_s) * per, 0.0)     # no collective, no decomposition
     layer_bwd_s = BACKWARD_PER_FORWARD * layer_fwd_s
     fwd_n = count * (passes - 1) / passes
     return (fwd_n * xp.maximum(0.0, one_s - layer_fwd_s * TP_OVERLAP_SHARE)
             + (count - fwd_n) * xp.maximum(0.0, one_s - layer_bwd_s * TP_OVERLAP_SHARE))
+
+
+def tp_partners_s(*, gathers: bool, partners_s):
+    """``((t_i, t'_i), ...)``: the GEMMs an all-gather (``gathers``: QKV and up) or a reduce-scatter /
+    all-reduce (output and down) runs beside, of ``partners_s = (t_qkv, t_o, t_up, t_down, t'_qkv, t'_o,
+    t'_up, t'_down)`` (:func:`commcost.workload.operators.tp_partner_gemms_s`); None without them (a stack
+    that overlaps per pass, or a given efficiency)."""
+    if partners_s is None:
+        return None
+    pick = (0, 2) if gathers else (1, 3)
+    return tuple((partners_s[i], partners_s[i + 4]) for i in pick)
 
 
 MOE_OVERLAPS = ("none", "1f1b", "dualpipe")

@@ -45,6 +45,7 @@ from commcost.parallel.layout import layer_passes
 from commcost.parallel.layout import leaves_node
 from commcost.parallel.layout import pair_ranks
 from commcost.parallel.pipeline import pp_message_bytes
+from commcost.parallel.tensor import regather_passes
 from commcost.parallel.tensor import tp_count_per_step
 from commcost.parallel.tensor import tp_message_bytes
 from commcost.parallel.zero import zero3_gather_bytes
@@ -339,7 +340,8 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
 
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_base):
-    """``(t_c, t_fwd, t_f, t_attention)`` of every row: :func:`commcost.workload.operators.micro_batch_operators`
+    """``(t_c, t_fwd, t_f, t_attention, partners)`` of every row (``partners``: the TP collectives' partner
+    GEMMs, ``OperatorTimes.tp_partners_s``): :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
     takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`). The operators depend on
     the structural row, SP and recomputation only (not ZeRO or the bucket cap): each distinct
@@ -349,7 +351,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
 
     spec, s = inp.space.spec, inp.space.seq
     bi, sp, rc = cols["bi"], cols["sp"], cols["rc"]
-    out = [np.zeros(len(bi)) for _ in range(4)]
+    out = [np.zeros(len(bi)) for _ in range(12)]
     for name, mask in stack_masks(cols, base, inp).items():
         rows = np.nonzero(mask)[0]
         if not len(rows):
@@ -370,9 +372,10 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
                                   selective=urc == 1, micro_batches=m, flash=inp.flash_attention,
                                   expert_load=inp.expert_load, a2a=inp.a2a, cp=c)
         back = pos[key]
-        for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s)):
+        for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s,
+                                 *o.tp_partners_s)):
             out[i][rows] = np.broadcast_to(col, (len(ukey),))[back]
-    return tuple(out)
+    return (*out[:4], tuple(out[4:]))
 
 
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
@@ -396,9 +399,13 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     # 1. compute (plan.operator_times, or with a given efficiency plan._flops and compute.elementwise_s)
     tokens = b * s / c
     if inp.efficiency is None:
-        t_c, t_fwd, t_layer_f, t_attn = _operator_columns(inp, base, cols, per_stage_base=X["per_stage"])
+        t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
+                                                                       per_stage_base=X["per_stage"])
+        if not given_stack_flag(inp.stack, "tp_overlap_per_gemm", False):
+            tp_partners = None
         fwd_share = t_fwd / t_c
     else:
+        tp_partners = None
         peak = peak_flops_per_s(inp.gpu, inp.precision)
         f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
         F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
@@ -428,9 +435,13 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                  shared_experts=spec.shared_experts, passes=passes)
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
+    regather = regather_passes(np, selective=given_stack_flag(inp.stack, "selective", "attention"),
+                               recompute_selective=rc == 1)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        x = K.tp_exposed_s(np, count=count_tp, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
-                           passes=passes, overlap=inp.tp_comm_overlap)
+        count = count_tp if name != "T_tp_ag" else count_tp * (passes + regather) / passes
+        x = K.tp_exposed_s(np, count=count, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
+                           passes=passes, overlap=inp.tp_comm_overlap,
+                           partners_s=K.tp_partners_s(gathers=name == "T_tp_ag", partners_s=tp_partners))
         ex_tp += x
         critical_mb += x / m
     ex_cp = K.cp_exposed_s(np, rings=cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),

@@ -68,6 +68,7 @@ from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.expert import expert_ops
 from commcost.parallel.expert import moe_layers_per_stage
 from commcost.parallel.pipeline import pipeline_ops
+from commcost.parallel.tensor import regather_passes
 from commcost.parallel.tensor import tensor_ops
 from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
@@ -300,8 +301,11 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
     per_stage = stage_layers(spec.layers, L)
     dense, expert = params_per_gpu(spec, L)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers, layers_per_stage=per_stage)
+    regather = regather_passes(SCALAR, selective=plan_stack(inp).selective,
+                               recompute_selective=L.recompute == "selective")
     ops = [*tensor_ops(layout=L, hidden=spec.hidden, seq=s, layers_per_stage=per_stage, activation_bytes=q,
-                       gpus_per_node=G, moe_layers_per_stage=moe_per_stage, shared_experts=spec.shared_experts),
+                       gpus_per_node=G, moe_layers_per_stage=moe_per_stage, shared_experts=spec.shared_experts,
+                       regather_passes=regather),
            *context_ops(layout=L, kv_heads=spec.n_kv, head_dim=spec.d, seq=s, layers_per_stage=per_stage,
                         activation_bytes=q, gpus_per_node=G),
            *expert_ops(layout=L, hidden=spec.hidden, seq=s, top_k=spec.top_k,
@@ -338,10 +342,12 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     stack_name, stack_src = resolve_stack(inp.stack, L)
     F_mb, fwd_share, f_layer, f_attn = _flops(inp)
     by_operator: dict = {}
+    tp_partners = None
     if inp.efficiency is None:
         ops_t = operator_times(inp)
         t_c, t_fwd, t_layer_f, t_attn = (ops_t.compute_s, ops_t.forward_s, ops_t.layer_forward_s,
                                          ops_t.attention_forward_s)
+        tp_partners = ops_t.tp_partners_s if plan_stack(inp).tp_overlap_per_gemm else None
         fwd_share = t_fwd / t_c
         eta = F_mb / (peak * t_c)
         eta_src = f"operator model (hardware/kernels.json), stack {stack_name}: executed FLOPs / (peak x compute)"
@@ -392,7 +398,9 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         n = op.count_per_step
         if op.dimension == "tp":
             exposed = K.tp_exposed_s(SCALAR, count=n, one_s=T, layer_fwd_s=t_layer_f, passes=passes,
-                                     overlap=inp.tp_comm_overlap)
+                                     overlap=inp.tp_comm_overlap,
+                                     partners_s=K.tp_partners_s(gathers=op.op == Collective.ALL_GATHER,
+                                                                partners_s=tp_partners))
             critical_mb += exposed / m
         elif op.dimension == "ep":    # the EP lines share the exposed time by their wire time
             exposed = ep_exposed * (n * T / ep_wire) if ep_wire > 0 else 0.0
