@@ -283,7 +283,9 @@ def _recompute_refusal(rules: StackLayouts, recompute: str) -> str:
 
 
 def layout_refusal(name: str, layout: Layout) -> str | None:
-    """Why stack ``name`` does not run ``layout`` (one line for ``plan``), or None; ``auto`` runs every layout."""
+    """Why stack ``name`` does not run ``layout`` (the one line ``commcost plan --stack NAME`` refuses it with), or
+    None; ``auto`` runs every layout. The library itself prices any layout under any stack (what-ifs such as
+    the sensitivity table's other stacks); the command refuses what a user of that stack cannot run."""
     rules = stack_layouts(name)
     if rules is None:
         return None
@@ -295,7 +297,7 @@ def layout_refusal(name: str, layout: Layout) -> str | None:
                             sp=int(L.sequence_parallel)):
         return first
     if L.tp > 1 and rules.sequence_parallel == "always" and not L.sequence_parallel:
-        return f"--stack {rules.name} runs tp > 1 only with sequence parallelism (--sp; hardware/stacks.json)"
+        return f"--stack {rules.name} runs tp > 1 only with sequence parallelism (--sequence-parallel; hardware/stacks.json)"
     where = ("with a pipeline (pp > 1)" if L.pp > 1 and L.zero not in rules.zero_with_pp
              else "without a pipeline (pp = 1)" if L.pp == 1 and L.zero not in rules.zero_without_pp
              else "with tp, pp or cp > 1")

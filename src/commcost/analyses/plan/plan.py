@@ -85,7 +85,6 @@ from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.offload import offload_exposed_s
 from commcost.workload.operators import kernel_rates
 from commcost.workload.operators import micro_batch_operators
-from commcost.workload.stacks import layout_refusal
 from commcost.workload.stacks import resolve_stack
 from commcost.workload.stacks import stack
 import commcost.analyses.plan.compose as K
@@ -160,9 +159,6 @@ class PlanInputs:
         if self.efficiency is not None:
             require_efficiency(self.efficiency)
         resolve_stack(self.stack, self.layout)
-        refusal = layout_refusal(self.stack, self.layout)
-        if refusal:
-            raise InputError(refusal)
         check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
                           expert_load=self.expert_load, pp=self.layout.pp, vp=self.layout.vp)
         check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
