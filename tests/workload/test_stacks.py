@@ -82,6 +82,9 @@ def test_megatron_2021_refuses_by_hand():
     assert not layout_runs(rules, **one, recompute="selective")
     assert not layout_runs(rules, **{**one, "sp": 1}) and not layout_runs(rules, **{**one, "zero": 1})
     assert not layout_runs(rules, **{**one, "cp": 2})
+    # interleaving over 2 stages: v2.6 asserts pipeline-model-parallel-size > 2
+    assert rules.vp_min_pp == 3 and not layout_runs(rules, **{**one, "pp": 2})
+    assert layout_runs(rules, **{**one, "pp": 2, "vp": 1}) and layout_runs(stack_layouts("megatron"), **{**one, "pp": 2})
 
     def L(**kw):
         return Layout(**{"dp": 1, "global_batch": 8, **kw})
@@ -94,9 +97,31 @@ def test_megatron_2021_refuses_by_hand():
         "--stack megatron-2021 does not run ZeRO-1 (it runs ZeRO-0; hardware/stacks.json)")
     assert layout_refusal("megatron-2021", L(dp=2, cp=2)) == (
         "--stack megatron-2021 does not run cp > 1 (hardware/stacks.json)")
+    assert layout_refusal("megatron-2021", L(pp=2, vp=2)) == (
+        "--stack megatron-2021 interleaves (vp > 1) only over 3 or more pipeline stages (hardware/stacks.json)")
     # the other layout rules, in words: megatron's ZeRO-3 under a pipeline, torchtitan's TP without SP
     assert layout_refusal("megatron", L(dp=2, pp=2, zero=3)) == (
         "--stack megatron does not run ZeRO-3 with a pipeline (pp > 1) (hardware/stacks.json)")
     assert layout_refusal("torchtitan", L(tp=2)) == (
         "--stack torchtitan runs tp > 1 only with sequence parallelism (--sequence-parallel; hardware/stacks.json)")
     assert layout_refusal("auto", L(tp=8, sequence_parallel=True, recompute="selective")) is None
+
+
+def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
+    # Megatron-DeepSpeed as MT-NLG (2021) and BLOOM (2022) ran it: no --sequence-parallel and no
+    # --recompute-granularity before microsoft's upstream merge of 2023-07-04; kernels and loop as deepspeed
+    from dataclasses import fields
+
+    from commcost.workload.stacks import PAST_RELEASES, layout_runs, stack_layouts
+    assert "deepspeed-2022" in PAST_RELEASES
+    old, new = stack("deepspeed-2022"), stack("deepspeed")
+    for f in fields(old):
+        if f.name not in ("name", "source"):
+            assert getattr(old, f.name) == getattr(new, f.name), f.name
+    rules, today = stack_layouts("deepspeed-2022"), stack_layouts("deepspeed")
+    assert rules.sequence_parallel == "never" and rules.recompute == ("none", "full")
+    assert (rules.zero, rules.zero_with_pp, rules.vp, rules.cp) == (today.zero, today.zero_with_pp, False, False)
+    one = dict(tp=8, pp=35, vp=1, cp=1, ep=1, zero=1)
+    assert layout_runs(rules, **one, sp=0, recompute="full") and not layout_runs(rules, **one, sp=1)
+    assert not layout_runs(rules, **one, sp=0, recompute="selective")
+    assert layout_runs(today, **one, sp=1, recompute="selective")

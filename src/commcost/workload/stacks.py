@@ -32,7 +32,7 @@ __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
-PAST_RELEASES = ("torchtitan-0.0", "megatron-2021")
+PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "deepspeed-2022")
 """Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
 on that release can paste the advice); the sensitivity table and the stacks a search names offer only
@@ -194,6 +194,8 @@ class StackLayouts:
     """Where the rules come from."""
     recompute: tuple[str, ...] = RECOMPUTATIONS
     """The activation recomputation it runs (``stacks.json`` ``recompute``, where given; else all three)."""
+    vp_min_pp: int = 2
+    """The fewest pipeline stages it interleaves (``vp > 1``) over (``stacks.json`` ``vp_min_pp``, where given)."""
 
     def __post_init__(self) -> None:
         if self.sequence_parallel not in SEQUENCE_PARALLEL:
@@ -209,7 +211,7 @@ class StackLayouts:
                                  f"outside zero {list(self.zero)}")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=16)
 def stack_layouts(name: str) -> StackLayouts | None:
     """The layouts stack ``name`` runs; None for ``auto`` (every layout)."""
     if name not in KNOWN_STACKS:
@@ -240,8 +242,8 @@ def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp, rec
 
     ``runs = zero in Z  and (pp = 1 or zero in Z_pp) and (pp > 1 or zero in Z_1) and (tp = pp = cp = 1 or zero in Z_mp)
     and (tp = 1 or TP) and (pp = 1 or PP) and (vp = 1 or VP) and (cp = 1 or CP) and (ep = 1 or EP)
-    and (tp = 1 or SP rule) and recompute in R``, with the SP rule ``sp`` (always), ``not sp`` (never) or true
-    (optional)."""
+    and (vp = 1 or pp >= p_vp) and (tp = 1 or SP rule) and recompute in R``, with the SP rule ``sp`` (always),
+    ``not sp`` (never) or true (optional), ``p_vp`` :attr:`StackLayouts.vp_min_pp` and ``R`` its recomputation."""
     if rules is None:
         return (tp == tp) | True
     if recompute is not None and recompute not in rules.recompute:
@@ -253,6 +255,8 @@ def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp, rec
     for degree, allowed in ((tp, rules.tp), (pp, rules.pp), (vp, rules.vp), (cp, rules.cp), (ep, rules.ep)):
         if not allowed:
             ok = ok & (degree == 1)
+    if rules.vp_min_pp > 2:
+        ok = ok & ((vp == 1) | (pp >= rules.vp_min_pp))
     if rules.sequence_parallel == "always":
         ok = ok & ((tp == 1) | (sp == 1))
     elif rules.sequence_parallel == "never":
@@ -272,6 +276,9 @@ def stack_refuses(rules: StackLayouts | None, fixed: dict[str, int]) -> str | No
             return f"--stack {rules.name} does not run {dim} > 1 (hardware/stacks.json)"
     if fixed.get("sp") == 1 and rules.sequence_parallel == "never":
         return f"--stack {rules.name} does not run sequence parallelism (hardware/stacks.json)"
+    if fixed.get("vp", 1) > 1 and fixed.get("pp", rules.vp_min_pp) < rules.vp_min_pp:
+        return (f"--stack {rules.name} interleaves (vp > 1) only over {rules.vp_min_pp} or more pipeline stages "
+                f"(hardware/stacks.json)")
     if "recompute" in fixed and RECOMPUTATIONS[fixed["recompute"]] not in rules.recompute:
         return _recompute_refusal(rules, RECOMPUTATIONS[fixed["recompute"]])
     return None
