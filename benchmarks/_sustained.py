@@ -29,8 +29,9 @@ def chip(gpu: str) -> str:
     return SAME_CHIP.get(gpu, gpu)
 
 
-STACK_FAMILY = {"torchtitan-0.0": "torchtitan"}
-"""Stack versions that share one training loop and kernels share one ``u_stack`` (fitted on their rows together)."""
+STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "deepspeed-2022": "deepspeed"}
+"""Stack versions that share one training loop and kernels share one ``u_stack`` (fitted on their rows together;
+Megatron-LM of 2021 is Megatron-Core's reference, ``u_stack`` 1, and its rows fit ``u_gpu`` with it)."""
 
 
 def family(stack: str) -> str:
@@ -71,7 +72,7 @@ def row_fraction(inp, model, measured_s: float) -> float | None:
 def fit(fits: list[dict]) -> tuple[dict, dict, float]:
     """``(u_gpu, u_stack, fallback u_gpu)`` from rows ``{gpu, stack, u}``; a stack without rows takes
     the median of the other non-Megatron-Core stacks' (entry ``None``), a GPU without the median over GPUs."""
-    core = [f for f in fits if f["stack"] in MEGATRON_CORE]
+    core = [f for f in fits if family(f["stack"]) in MEGATRON_CORE]
     u_gpu = {}
     for g in {chip(f["gpu"]) for f in core}:
         u_gpu[g] = statistics.median(f["u"] for f in core if chip(f["gpu"]) == g)
@@ -94,7 +95,7 @@ def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:
     from commcost.workload.stacks import resolve_stack
 
     name = resolve_stack(inp.stack, inp.layout)[0]
-    core = 1.0 if name in MEGATRON_CORE else u_stack[None]
+    core = 1.0 if family(name) in MEGATRON_CORE else u_stack[None]
     _set(inp.gpu, name, u_gpu.get(inp.gpu, fallback), u_stack.get(family(name), core))
     return plan(inp, model).step_s
 

@@ -51,3 +51,77 @@ def test_torchtitan_before_0_1_keeps_weights_gathered_only_under_a_pipeline():
     assert layout_runs(old, pp=2, zero=2, **one)
     assert layout_runs(new, pp=1, zero=2, **one)
     assert old.zero_without_pp == (0, 3) and new.zero_without_pp == new.zero
+
+
+def test_megatron_2021_is_megatron_priced_with_2021_layouts():
+    # Megatron-LM v2.6 (2021-08): DDP only, TP, PP and interleaving, no SP / selective (2022-04/05),
+    # no distributed optimizer (2022-02), no CP (2023-10), no experts; kernels and loop as megatron
+    from dataclasses import fields
+
+    from commcost.workload.stacks import PAST_RELEASES, stack_layouts
+    assert "megatron-2021" in PAST_RELEASES
+    old, new = stack("megatron-2021"), stack("megatron")
+    for f in fields(old):
+        if f.name not in ("name", "source"):
+            assert getattr(old, f.name) == getattr(new, f.name), f.name
+    rules = stack_layouts("megatron-2021")
+    assert rules.zero == rules.zero_with_pp == rules.zero_with_model_parallel == (0,)
+    assert (rules.tp, rules.pp, rules.vp, rules.cp, rules.ep) == (True, True, True, False, False)
+    assert rules.sequence_parallel == "never" and rules.recompute == ("none", "full")
+    for name in ("v2.6", "2022-02-10", "2022-04-28", "2022-05-16", "2023-10-12"):
+        assert name in rules.source
+    # stacks without a recompute entry run all three
+    assert stack_layouts("megatron").recompute == ("none", "selective", "full")
+
+
+def test_megatron_2021_refuses_by_hand():
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    rules = stack_layouts("megatron-2021")
+    one = dict(tp=8, pp=4, vp=2, cp=1, ep=1, zero=0, sp=0)
+    assert layout_runs(rules, **one, recompute="full") and layout_runs(rules, **one, recompute="none")
+    assert not layout_runs(rules, **one, recompute="selective")
+    assert not layout_runs(rules, **{**one, "sp": 1}) and not layout_runs(rules, **{**one, "zero": 1})
+    assert not layout_runs(rules, **{**one, "cp": 2})
+    # interleaving over 2 stages: v2.6 asserts pipeline-model-parallel-size > 2
+    assert rules.vp_min_pp == 3 and not layout_runs(rules, **{**one, "pp": 2})
+    assert layout_runs(rules, **{**one, "pp": 2, "vp": 1}) and layout_runs(stack_layouts("megatron"), **{**one, "pp": 2})
+
+    def L(**kw):
+        return Layout(**{"dp": 1, "global_batch": 8, **kw})
+    assert layout_refusal("megatron-2021", L(tp=8, pp=4, vp=2, recompute="full")) is None
+    assert layout_refusal("megatron-2021", L(tp=8, sequence_parallel=True)) == (
+        "--stack megatron-2021 does not run sequence parallelism (hardware/stacks.json)")
+    assert layout_refusal("megatron-2021", L(tp=8, recompute="selective")) == (
+        "--stack megatron-2021 does not run selective recomputation (it runs none, full; hardware/stacks.json)")
+    assert layout_refusal("megatron-2021", L(dp=8, zero=1)) == (
+        "--stack megatron-2021 does not run ZeRO-1 (it runs ZeRO-0; hardware/stacks.json)")
+    assert layout_refusal("megatron-2021", L(dp=2, cp=2)) == (
+        "--stack megatron-2021 does not run cp > 1 (hardware/stacks.json)")
+    assert layout_refusal("megatron-2021", L(pp=2, vp=2)) == (
+        "--stack megatron-2021 interleaves (vp > 1) only over 3 or more pipeline stages (hardware/stacks.json)")
+    # the other layout rules, in words: megatron's ZeRO-3 under a pipeline, torchtitan's TP without SP
+    assert layout_refusal("megatron", L(dp=2, pp=2, zero=3)) == (
+        "--stack megatron does not run ZeRO-3 with a pipeline (pp > 1) (hardware/stacks.json)")
+    assert layout_refusal("torchtitan", L(tp=2)) == (
+        "--stack torchtitan runs tp > 1 only with sequence parallelism (--sequence-parallel; hardware/stacks.json)")
+    assert layout_refusal("auto", L(tp=8, sequence_parallel=True, recompute="selective")) is None
+
+
+def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
+    # Megatron-DeepSpeed as MT-NLG (2021) and BLOOM (2022) ran it: no --sequence-parallel and no
+    # --recompute-granularity before microsoft's upstream merge of 2023-07-04; kernels and loop as deepspeed
+    from dataclasses import fields
+
+    from commcost.workload.stacks import PAST_RELEASES, layout_runs, stack_layouts
+    assert "deepspeed-2022" in PAST_RELEASES
+    old, new = stack("deepspeed-2022"), stack("deepspeed")
+    for f in fields(old):
+        if f.name not in ("name", "source"):
+            assert getattr(old, f.name) == getattr(new, f.name), f.name
+    rules, today = stack_layouts("deepspeed-2022"), stack_layouts("deepspeed")
+    assert rules.sequence_parallel == "never" and rules.recompute == ("none", "full")
+    assert (rules.zero, rules.zero_with_pp, rules.vp, rules.cp) == (today.zero, today.zero_with_pp, False, False)
+    one = dict(tp=8, pp=35, vp=1, cp=1, ep=1, zero=1)
+    assert layout_runs(rules, **one, sp=0, recompute="full") and not layout_runs(rules, **one, sp=1)
+    assert not layout_runs(rules, **one, sp=0, recompute="selective")
+    assert layout_runs(today, **one, sp=1, recompute="selective")

@@ -26,6 +26,7 @@ from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
 from commcost.parallel.layout import Layout
 from commcost.workload.compute import peak_flops_per_s
+from commcost.workload.stacks import layout_refusal
 from commcost.workload.transformer import TransformerSpec, model_spec
 
 __all__ = ["moe_inputs", "model_spec_of", "resolve_hardware", "PlanRequest", "plan_request", "parse_gpus_range",
@@ -133,6 +134,9 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                      tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
                      fp8_attention=args.fp8_attention, cpu_offload_layers=args.cpu_offload_layers,
                      **moe_inputs(args))
+    refusal = layout_refusal(args.stack, layout)   # a named stack's user cannot run what it does not run
+    if refusal:
+        A.fail(refusal)
     model = resolved.comm
     measured = args.measured_step_s
     if args.measured_tflops or args.mfu:  # the step a measured (or assumed) model FLOP rate gives

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import KNOWN_STACKS
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.sensitivity import sensitivity
 from commcost.analyses.plan.training_cost import training_cost
@@ -96,7 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--save-calibration", metavar="FILE", help="write the fitted efficiency to FILE")
     c.add_argument("--calibration", metavar="FILE", help="use the efficiency of a saved calibration")
     c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
-    c.add_argument("--stack", default="auto", choices=STACKS,
+    c.add_argument("--stack", default="auto", choices=KNOWN_STACKS,
                    help="training stack: its kernels, recomputation and ZeRO-3 gathers (default auto: from the layout)")
     c.add_argument("--compile", action="store_true", help="torch.compile fuses the element-wise operators")
     c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")

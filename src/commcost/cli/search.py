@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import KNOWN_STACKS
 from commcost.analyses.plan.search import rank_robust
 from commcost.analyses.plan.search import search
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--precision", default="bf16", help="GEMM precision: bf16, fp16, fp8, mxfp8, nvfp4 (default bf16)")
     c.add_argument("--efficiency", type=A.efficiency, help="achieved fraction of peak on executed FLOPs")
     c.add_argument("--no-flash-attention", action="store_true", help="attention materialises the s x s scores")
-    c.add_argument("--stack", default="auto", choices=STACKS,
+    c.add_argument("--stack", default="auto", choices=KNOWN_STACKS,
                    help="training stack: its kernels, recomputation and ZeRO-3 gathers (default auto: from the layout)")
     c.add_argument("--compile", action="store_true", help="torch.compile fuses the element-wise operators")
     c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")

@@ -20,7 +20,7 @@ from commcost.report._width import wrap_lines
 from commcost.report.plan import plan_to_dict
 from commcost.report.training import render_training
 from commcost.report.training import training_to_dict
-from commcost.workload.stacks import STACKS
+from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.stacks import stacks_running
 
 TYPE_CHECKING = False
@@ -188,7 +188,7 @@ def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
     else:
         lines.append(f"  the published layout's step is {-gap:.1%} shorter than the best's: the ranking put "
                      "robustness (band's upper edge, memory headroom) first")
-    if c.layout.stack != r.inputs.stack and c.layout.stack in STACKS[1:]:
+    if c.layout.stack != r.inputs.stack and c.layout.stack in KNOWN_STACKS[1:]:
         lines.append(f"  (priced with this search's stack and options; it ran on {c.layout.stack}: --stack "
                      f"{c.layout.stack} prices both as that stack runs them)")
     lines.append(f"  source: {c.layout.source}")

@@ -26,16 +26,17 @@ if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
 __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag", "StackLayouts",
-           "stack_layouts", "layout_runs", "stack_refuses", "PublishedLayout", "published_layouts",
+           "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
            "stacks_running"]
 
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
-PAST_RELEASES = ("torchtitan-0.0",)
-"""Earlier releases that published runs used (``stacks.json`` says how they differ). The library and the
-accuracy benchmarks accept them so that old runs are priced as they ran; ``--stack``, the sensitivity table
-and the stacks a search names offer only :data:`STACKS`."""
+PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "deepspeed-2022")
+"""Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
+accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
+on that release can paste the advice); the sensitivity table and the stacks a search names offer only
+:data:`STACKS`."""
 
 KNOWN_STACKS = STACKS + PAST_RELEASES
 """Every stack ``stacks.json`` describes."""
@@ -159,6 +160,8 @@ def given_stack_flag(name: str, attribute: str, auto_value):
 
 SEQUENCE_PARALLEL = ("optional", "always", "never")
 """What a stack does with the sequence under tensor parallelism (:attr:`StackLayouts.sequence_parallel`)."""
+RECOMPUTATIONS = ("none", "selective", "full")
+"""Activation recomputation a stack may run (:attr:`StackLayouts.recompute`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,11 +192,18 @@ class StackLayouts:
     """With ``tp > 1``: ``optional``, ``always`` (its TP plan always shards the sequence) or ``never``."""
     source: str
     """Where the rules come from."""
+    recompute: tuple[str, ...] = RECOMPUTATIONS
+    """The activation recomputation it runs (``stacks.json`` ``recompute``, where given; else all three)."""
+    vp_min_pp: int = 2
+    """The fewest pipeline stages it interleaves (``vp > 1``) over (``stacks.json`` ``vp_min_pp``, where given)."""
 
     def __post_init__(self) -> None:
         if self.sequence_parallel not in SEQUENCE_PARALLEL:
             raise InputError(f"stacks.json {self.name}: sequence_parallel {self.sequence_parallel!r} is not one of "
                              f"{', '.join(SEQUENCE_PARALLEL)}")
+        extra = set(self.recompute) - set(RECOMPUTATIONS)
+        if extra:
+            raise InputError(f"stacks.json {self.name}: recompute {sorted(extra)} is not one of {', '.join(RECOMPUTATIONS)}")
         for field_name in ("zero_with_pp", "zero_with_model_parallel", "zero_without_pp"):
             extra = set(getattr(self, field_name)) - set(self.zero)
             if extra:
@@ -201,7 +211,7 @@ class StackLayouts:
                                  f"outside zero {list(self.zero)}")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=16)
 def stack_layouts(name: str) -> StackLayouts | None:
     """The layouts stack ``name`` runs; None for ``auto`` (every layout)."""
     if name not in KNOWN_STACKS:
@@ -212,6 +222,8 @@ def stack_layouts(name: str) -> StackLayouts | None:
     row.setdefault("zero_without_pp", row["zero"])
     for key in ("zero", "zero_with_pp", "zero_with_model_parallel", "zero_without_pp"):
         row[key] = tuple(int(z) for z in row[key])
+    if "recompute" in row:
+        row["recompute"] = tuple(row["recompute"])
     return StackLayouts(name=name, **row)
 
 
@@ -223,15 +235,19 @@ def _member(value, allowed: tuple[int, ...]):
     return out
 
 
-def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp):
-    """Whether the stack of ``rules`` runs the layout ``(tp, pp, vp, cp, ep, zero, sp)``; every argument a
-    number or a numpy column (the result then a boolean column). ``rules`` None (``auto``): always.
+def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None):
+    """Whether the stack of ``rules`` runs the layout ``(tp, pp, vp, cp, ep, zero, sp)`` with ``recompute``
+    (one of :data:`RECOMPUTATIONS`, or None: not asked); every argument but ``recompute`` a number or a numpy
+    column (the result then a boolean column). ``rules`` None (``auto``): always.
 
     ``runs = zero in Z  and (pp = 1 or zero in Z_pp) and (pp > 1 or zero in Z_1) and (tp = pp = cp = 1 or zero in Z_mp)
     and (tp = 1 or TP) and (pp = 1 or PP) and (vp = 1 or VP) and (cp = 1 or CP) and (ep = 1 or EP)
-    and (tp = 1 or SP rule)``, with the SP rule ``sp`` (always), ``not sp`` (never) or true (optional)."""
+    and (vp = 1 or pp >= p_vp) and (tp = 1 or SP rule) and recompute in R``, with the SP rule ``sp`` (always),
+    ``not sp`` (never) or true (optional), ``p_vp`` :attr:`StackLayouts.vp_min_pp` and ``R`` its recomputation."""
     if rules is None:
         return (tp == tp) | True
+    if recompute is not None and recompute not in rules.recompute:
+        return (tp == tp) & False
     data_parallel_only = (tp == 1) & (pp == 1) & (cp == 1)
     ok = _member(zero, rules.zero) & ((pp == 1) | _member(zero, rules.zero_with_pp)) \
         & ((pp > 1) | _member(zero, rules.zero_without_pp)) \
@@ -239,6 +255,8 @@ def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp):
     for degree, allowed in ((tp, rules.tp), (pp, rules.pp), (vp, rules.vp), (cp, rules.cp), (ep, rules.ep)):
         if not allowed:
             ok = ok & (degree == 1)
+    if rules.vp_min_pp > 2:
+        ok = ok & ((vp == 1) | (pp >= rules.vp_min_pp))
     if rules.sequence_parallel == "always":
         ok = ok & ((tp == 1) | (sp == 1))
     elif rules.sequence_parallel == "never":
@@ -258,7 +276,39 @@ def stack_refuses(rules: StackLayouts | None, fixed: dict[str, int]) -> str | No
             return f"--stack {rules.name} does not run {dim} > 1 (hardware/stacks.json)"
     if fixed.get("sp") == 1 and rules.sequence_parallel == "never":
         return f"--stack {rules.name} does not run sequence parallelism (hardware/stacks.json)"
+    if fixed.get("vp", 1) > 1 and fixed.get("pp", rules.vp_min_pp) < rules.vp_min_pp:
+        return (f"--stack {rules.name} interleaves (vp > 1) only over {rules.vp_min_pp} or more pipeline stages "
+                f"(hardware/stacks.json)")
+    if "recompute" in fixed and RECOMPUTATIONS[fixed["recompute"]] not in rules.recompute:
+        return _recompute_refusal(rules, RECOMPUTATIONS[fixed["recompute"]])
     return None
+
+
+def _recompute_refusal(rules: StackLayouts, recompute: str) -> str:
+    return (f"--stack {rules.name} does not run {recompute} recomputation (it runs "
+            f"{', '.join(rules.recompute)}; hardware/stacks.json)")
+
+
+def layout_refusal(name: str, layout: Layout) -> str | None:
+    """Why stack ``name`` does not run ``layout`` (the one line ``commcost plan --stack NAME`` refuses it with), or
+    None; ``auto`` runs every layout. The library itself prices any layout under any stack (what-ifs such as
+    the sensitivity table's other stacks); the command refuses what a user of that stack cannot run."""
+    rules = stack_layouts(name)
+    if rules is None:
+        return None
+    L = layout
+    fixed = {"zero": L.zero, "tp": L.tp, "pp": L.pp, "vp": L.vp, "cp": L.cp, "ep": L.ep,
+             "sp": int(L.sequence_parallel), "recompute": RECOMPUTATIONS.index(L.recompute)}
+    first = stack_refuses(rules, fixed)
+    if first or layout_runs(rules, tp=L.tp, pp=L.pp, vp=L.vp, cp=L.cp, ep=L.ep, zero=L.zero,
+                            sp=int(L.sequence_parallel)):
+        return first
+    if L.tp > 1 and rules.sequence_parallel == "always" and not L.sequence_parallel:
+        return f"--stack {rules.name} runs tp > 1 only with sequence parallelism (--sequence-parallel; hardware/stacks.json)"
+    where = ("with a pipeline (pp > 1)" if L.pp > 1 and L.zero not in rules.zero_with_pp
+             else "without a pipeline (pp = 1)" if L.pp == 1 and L.zero not in rules.zero_without_pp
+             else "with tp, pp or cp > 1")
+    return f"--stack {rules.name} does not run ZeRO-{L.zero} {where} (hardware/stacks.json)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,12 +26,17 @@ def _run_printed(command: str) -> dict:
     ("--layers", "32", "--hidden", "4096", "--heads", "32", "--ffn-hidden", "11008", "--vocab", "32000",
      "--gated-mlp", "--seq", "4096", "--bw", "50", "--latency", "10us", "--gpu", "h100-sxm", "--gpus", "64",
      "--global-batch", "512", "--efficiency", "0.45", "--precision", "fp8", "--tp-comm-overlap"),
-], ids=["system", "flat-shape"])
+    # a past release (Megatron-LM of 2021): its advice pastes, the stack travels with it
+    ("--model", "megatron-gpt-1.7b", "--system", "dgx-a100", "--gpus", "32", "--seq", "2048", "--global-batch", "512",
+     "--precision", "fp16", "--stack", "megatron-2021"),
+], ids=["system", "flat-shape", "past-release"])
 def test_results_plan_command_reproduces_the_step(flags):
     r = run_commcost("search", *flags, "--top", "3", "--json", "--no-progress")
     assert r.returncode == 0, r.stderr
     results = json.loads(r.stdout)["results"]
     for res in results[:2]:
+        if "--stack" in flags:
+            assert "--stack megatron-2021" in res["plan_command"]
         got = _run_printed(res["plan_command"])
         assert got["step_s"] == pytest.approx(res["step_s"], rel=1e-12)
         assert got["layout"] == res["layout"] and got["model"] == res["model"] and got["seq"] == res["seq"]

@@ -22,7 +22,7 @@ from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Topology
 from commcost.hardware.registry import system_group, systems
-from commcost.workload.stacks import STACKS, stack_layouts, stack_refuses
+from commcost.workload.stacks import KNOWN_STACKS, stack_layouts, stack_refuses
 from commcost.workload.transformer import model_spec, model_spec_names
 
 MODELS = tuple(n for n in model_spec_names() if n not in ("megatron-gpt-1008b",))
@@ -89,8 +89,8 @@ def cases(draw):
     _, t, p, v, c, e, d, b, _, te = draw(st.sampled_from(rows))
     fixed = (("tp", t), ("pp", p), ("vp", v), ("cp", c), ("ep", e), ("micro_batch", b), ("etp", te))
     space = SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=G, fixed=fixed)
-    # a stack that runs the drawn layout (--stack refuses a --fix it cannot run)
-    options["stack"] = draw(st.sampled_from([s for s in STACKS if stack_refuses(stack_layouts(s), dict(fixed)) is None]))
+    # a stack that runs the drawn layout (--stack refuses a --fix it cannot run), past releases included
+    options["stack"] = draw(st.sampled_from([s for s in KNOWN_STACKS if stack_refuses(stack_layouts(s), dict(fixed)) is None]))
     return SearchInputs(space=space, **options), draw(comm_models(kind, G, W, preset)), W, draw(st.randoms(use_true_random=False))
 
 

@@ -26,7 +26,7 @@ SPACE = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_n
 def _columns(stack_name: str) -> dict[str, np.ndarray]:
     base, cols = enumerate_space(SPACE, 16, "none", stack_name)
     out = {k: base[k][cols["bi"]] for k in ("t", "p", "v", "c", "e")}
-    out.update(zero=cols["zero"], sp=cols["sp"])
+    out.update(zero=cols["zero"], sp=cols["sp"], rc=cols["rc"])
     return out
 
 
@@ -76,6 +76,59 @@ def test_enumerated_layouts_are_the_stack_s(name):
     assert len(only["t"]) == int(ok.sum()) < len(every["t"])
     assert layout_runs(rules, tp=only["t"], pp=only["p"], vp=only["v"], cp=only["c"], ep=only["e"],
                        zero=only["zero"], sp=only["sp"]).all()
+
+
+def test_megatron_2021_space_has_no_sp_cp_zero1_or_selective():
+    only = _columns("megatron-2021")
+    assert len(only["t"]) > 0
+    assert set(only["zero"].tolist()) == {0} and set(only["sp"].tolist()) == {0}
+    assert set(only["c"].tolist()) == {1} and set(only["rc"].tolist()) == {0, 2}   # none and full
+    assert set(only["t"].tolist()) > {1} and set(only["p"].tolist()) > {1} and set(only["v"].tolist()) > {1}
+    # v2.6 interleaves only over pp > 2 (arguments.py asserts it): no pp 2 with vp > 1
+    assert not ((only["p"] == 2) & (only["v"] > 1)).any() and ((only["p"] == 4) & (only["v"] > 1)).any()
+    # by hand: the rows of the whole space with ZeRO-0, no SP, no CP, recompute none, less those interleaving
+    # over 2 stages -- once for none and once for full (the two recompute codes multiply the same rows)
+    fixed = (("zero", 0), ("sp", 0), ("cp", 1), ("recompute", 0))
+    space = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_node=8, fixed=fixed)
+    base, cols = enumerate_space(space, 16, "none", "auto")
+    p, v = base["p"][cols["bi"]], base["v"][cols["bi"]]
+    assert len(only["t"]) == 2 * int(((v == 1) | (p > 2)).sum()) > 0
+
+
+def test_plan_equals_search_under_megatron_2021():
+    from commcost.analyses.plan.plan import plan
+    r = search(SearchInputs(space=SPACE, gpu="a100-sxm4-80gb", stack="megatron-2021", top=8), FLAT)
+    assert r.plans
+    for p in r.plans:
+        L = p.inputs.layout
+        assert L.zero == 0 and not L.sequence_parallel and L.cp == 1 and L.recompute in ("none", "full")
+        again = plan(p.inputs, FLAT)
+        assert again.step_s == pytest.approx(p.step_s, rel=1e-12)
+        assert again.memory.total_bytes == pytest.approx(p.memory.total_bytes, rel=1e-12)
+
+
+def test_cli_refuses_what_megatron_2021_cannot_run(capsys):
+    plan_argv = ["plan", "--model", "megatron-gpt-18.4b", "--system", "dgx-a100", "--gpus", "256",
+                 "--global-batch", "1024", "--seq", "2048", "--precision", "fp16", "--stack", "megatron-2021",
+                 "--tp", "8"]
+    for extra, words in ((["--sequence-parallel"], "does not run sequence parallelism"),
+                         (["--recompute", "selective"], "does not run selective recomputation"),
+                         (["--zero", "1"], "does not run ZeRO-1"), (["--cp", "2"], "does not run cp > 1")):
+        with pytest.raises(SystemExit) as e:
+            main([*plan_argv, *extra])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("commcost: error: --stack megatron-2021 ") and words in err[0]
+    assert main([*plan_argv, "--recompute", "full", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stack"] == "megatron-2021"
+    search_argv = ["search", "--model", "megatron-gpt-1.7b", "--system", "dgx-a100", "--gpus", "32",
+                   "--global-batch", "512", "--seq", "2048", "--precision", "fp16", "--top", "3",
+                   "--stack", "megatron-2021", "--no-progress"]
+    with pytest.raises(SystemExit) as e:
+        main([*search_argv, "--fix", "recompute=selective"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not run selective recomputation" in err[0]
 
 
 def test_search_under_a_stack_returns_only_its_layouts():
