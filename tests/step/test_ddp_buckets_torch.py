@@ -7,7 +7,11 @@ shows the iteration-0 bucket and the buckets it rebuilds from the gradient-ready
 order.
 """
 
+import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -105,67 +109,92 @@ def _parse_indices(text):
     return [[int(i) for i in part.split()] for part in text.split(",")]
 
 
-@pytest.mark.parametrize("bucket_cap_mb", [None, 0.05, 0.2])
-def test_real_ddp_runs_one_bucket_first_then_rebuilds_in_ready_order(bucket_cap_mb):
-    torch = _torch()
+CHILD_TIMEOUT_S = 120
+"""A real DDP run here takes about a second; gloo's single-process group once hung in a full suite run
+(a thread waiting forever in the same process as the tests before it), so each run has its own
+interpreter, a timeout and one retry."""
+
+
+def _ddp_in_child(case: str, bucket_cap_mb) -> dict:
+    """What :func:`_child` prints for ``case``, run in a fresh interpreter (subprocess.run kills it at the
+    timeout: no child is left behind)."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    for _ in range(2):
+        try:
+            r = subprocess.run([sys.executable, __file__, case, json.dumps(bucket_cap_mb)], capture_output=True,
+                               text=True, timeout=CHILD_TIMEOUT_S, env=env)
+        except subprocess.TimeoutExpired:
+            continue
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout)
+    pytest.fail(f"the gloo DDP run of {case!r} hung twice ({CHILD_TIMEOUT_S} s each)")
+
+
+def _child(case: str, bucket_cap_mb) -> dict:
+    """One real single-process gloo DDP run: the gradient-ready order of the first backward, DDP's logging
+    data after the first and after the third iteration, and every parameter's bytes."""
+    import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     torch.manual_seed(0)
-    m, batch = _gpt_like(torch, layers=4, h=128, vocab=3000)
+    if case == "rebuild":
+        m, batch = _gpt_like(torch, layers=4, h=128, vocab=3000)
+        kwargs = {}
+    else:  # "unused": find_unused_parameters=True on four Linear(600, 600)
+        m = torch.nn.Sequential(*[torch.nn.Linear(600, 600) for _ in range(4)])
+        batch = lambda: torch.randn(4, 600)  # noqa: E731
+        kwargs = {"find_unused_parameters": True}
     params = list(m.parameters())
     index = {id(p): i for i, p in enumerate(params)}
     ready = []
     for p in params:
         p.register_post_accumulate_grad_hook(lambda p: ready.append(index[id(p)]))
+    keys = ("bucket_sizes", "rebuilt_bucket_sizes", "rebuilt_per_bucket_param_indices")
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        ddp = DDP(m, bucket_cap_mb=bucket_cap_mb)
+        ddp = DDP(m, bucket_cap_mb=bucket_cap_mb, **kwargs)
         ddp(batch()).sum().backward()
         first_order = list(ready)
-        data = ddp._get_ddp_logging_data()
-        # iteration 0: one bucket holding every gradient (limits [sys.maxsize])
-        caps = ddp_bucket_caps(bucket_cap_mb)
-        ours0 = initial_buckets([_nbytes(p) for p in params], caps)
-        assert [int(s) for s in str(data["bucket_sizes"]).split(",")] == [sum(_nbytes(p) for p in params)]
-        assert len(ours0) == 1
+        first = {k: str(v) for k, v in ddp._get_ddp_logging_data().items() if k in keys}
         for _ in range(2):
             ddp(batch()).sum().backward()
-        data = ddp._get_ddp_logging_data()
+        last = {k: str(v) for k, v in ddp._get_ddp_logging_data().items() if k in keys}
     finally:
         dist.destroy_process_group()
+    return {"first_order": first_order, "first": first, "last": last, "nbytes": [_nbytes(p) for p in params]}
+
+
+@pytest.mark.parametrize("bucket_cap_mb", [None, 0.05, 0.2])
+def test_real_ddp_runs_one_bucket_first_then_rebuilds_in_ready_order(bucket_cap_mb):
+    _torch()
+    run = _ddp_in_child("rebuild", bucket_cap_mb)
+    nbytes, first_order, data0, data = run["nbytes"], run["first_order"], run["first"], run["last"]
+    # iteration 0: one bucket holding every gradient (limits [sys.maxsize])
+    caps = ddp_bucket_caps(bucket_cap_mb)
+    ours0 = initial_buckets(nbytes, caps)
+    assert [int(s) for s in data0["bucket_sizes"].split(",")] == [sum(nbytes)]
+    assert len(ours0) == 1
     theirs = _parse_indices(data["rebuilt_per_bucket_param_indices"])
-    ours = rebuilt_buckets([_nbytes(p) for p in params], first_order, caps)
+    ours = rebuilt_buckets(nbytes, first_order, caps)
     assert [list(b) for b in ours] == theirs
     assert len(theirs) > 1
-    sizes = [int(s) for s in str(data["rebuilt_bucket_sizes"]).split(",")]
-    assert sizes == [sum(_nbytes(params[i]) for i in b) for b in ours]
+    sizes = [int(s) for s in data["rebuilt_bucket_sizes"].split(",")]
+    assert sizes == [sum(nbytes[i] for i in b) for b in ours]
     # the first rebuilt bucket holds the first-ready gradients (the output head)
-    assert theirs[0][0] == len(params) - 1
+    assert theirs[0][0] == len(nbytes) - 1
 
 
 def test_real_ddp_with_find_unused_parameters_keeps_the_small_bucket_last():
-    torch = _torch()
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    nn = torch.nn
-    m = nn.Sequential(*[nn.Linear(600, 600) for _ in range(4)])
-    batch = lambda: torch.randn(4, 600)  # noqa: E731
-    params = list(m.parameters())
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        ddp = DDP(m, bucket_cap_mb=None, find_unused_parameters=True)
-        for _ in range(2):
-            ddp(batch()).sum().backward()
-        data = ddp._get_ddp_logging_data()
-    finally:
-        dist.destroy_process_group()
+    _torch()
+    run = _ddp_in_child("unused", None)
+    nbytes, data = run["nbytes"], run["last"]
     # module order, limits [1 MiB, 25 MiB]: weight 0 is 600*600*4 = 1,440,000 B >= 1 MiB -> bucket [0];
     # the other 7 tensors (4,327,200 B) stay under 25 MiB -> [1..7]; reversed: [1..7] first, [0] last
-    ours = initial_buckets([_nbytes(p) for p in params], ddp_bucket_caps(None), find_unused_parameters=True)
+    ours = initial_buckets(nbytes, ddp_bucket_caps(None), find_unused_parameters=True)
     assert ours == ((1, 2, 3, 4, 5, 6, 7), (0,))
-    assert [int(s) for s in str(data["bucket_sizes"]).split(",")] == \
-        [sum(_nbytes(params[i]) for i in b) for b in ours]
-    assert "rebuilt_bucket_sizes" not in data or not data["rebuilt_bucket_sizes"]
+    assert [int(s) for s in data["bucket_sizes"].split(",")] == [sum(nbytes[i] for i in b) for b in ours]
+    assert not data.get("rebuilt_bucket_sizes")
 
 
 @pytest.mark.parametrize("bucket_cap_mb", [None, 25, 0.5, 100])
@@ -176,3 +205,7 @@ def test_caps_match_torchs_bucket_capacity_config(bucket_cap_mb):
     ours = ddp_bucket_caps(bucket_cap_mb)
     assert (ours.bucket_cap_bytes, ours.first_bucket_cap_bytes) == \
         (theirs.bucket_bytes_cap, theirs.first_bucket_bytes_cap)
+
+
+if __name__ == "__main__":  # the child of _ddp_in_child: python this_file CASE BUCKET_CAP_MB_JSON
+    print(json.dumps(_child(sys.argv[1], json.loads(sys.argv[2]))))
