@@ -53,17 +53,24 @@ def test_torchtitan_before_0_1_keeps_weights_gathered_only_under_a_pipeline():
     assert old.zero_without_pp == (0, 3) and new.zero_without_pp == new.zero
 
 
-def test_megatron_2021_is_megatron_priced_with_2021_layouts():
-    # Megatron-LM v2.6 (2021-08): DDP only, TP, PP and interleaving, no SP / selective (2022-04/05),
-    # no distributed optimizer (2022-02), no CP (2023-10), no experts; kernels and loop as megatron
+def _priced_as_today(release: str, family: str) -> None:
+    """A past release is a stack ``--stack`` accepts, priced field for field as today's ``family``: only
+    its layout rules (``hardware/stacks.json`` ``layouts``) differ."""
     from dataclasses import fields
 
-    from commcost.workload.stacks import PAST_RELEASES, stack_layouts
-    assert "megatron-2021" in PAST_RELEASES
-    old, new = stack("megatron-2021"), stack("megatron")
+    from commcost.workload.stacks import PAST_RELEASES
+    assert release in PAST_RELEASES
+    old, new = stack(release), stack(family)
     for f in fields(old):
         if f.name not in ("name", "source"):
             assert getattr(old, f.name) == getattr(new, f.name), f.name
+
+
+def test_megatron_2021_is_megatron_priced_with_2021_layouts():
+    # Megatron-LM v2.6 (2021-08): DDP only, TP, PP and interleaving, no SP / selective (2022-04/05),
+    # no distributed optimizer (2022-02), no CP (2023-10), no experts; kernels and loop as megatron
+    from commcost.workload.stacks import stack_layouts
+    _priced_as_today("megatron-2021", "megatron")
     rules = stack_layouts("megatron-2021")
     assert rules.zero == rules.zero_with_pp == rules.zero_with_model_parallel == (0,)
     assert (rules.tp, rules.pp, rules.vp, rules.cp, rules.ep) == (True, True, True, False, False)
@@ -110,14 +117,8 @@ def test_megatron_2021_refuses_by_hand():
 def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
     # Megatron-DeepSpeed as MT-NLG (2021) and BLOOM (2022) ran it: no --sequence-parallel and no
     # --recompute-granularity before microsoft's upstream merge of 2023-07-04; kernels and loop as deepspeed
-    from dataclasses import fields
-
-    from commcost.workload.stacks import PAST_RELEASES, layout_runs, stack_layouts
-    assert "deepspeed-2022" in PAST_RELEASES
-    old, new = stack("deepspeed-2022"), stack("deepspeed")
-    for f in fields(old):
-        if f.name not in ("name", "source"):
-            assert getattr(old, f.name) == getattr(new, f.name), f.name
+    from commcost.workload.stacks import layout_runs, stack_layouts
+    _priced_as_today("deepspeed-2022", "deepspeed")
     rules, today = stack_layouts("deepspeed-2022"), stack_layouts("deepspeed")
     assert rules.sequence_parallel == "never" and rules.recompute == ("none", "full")
     assert (rules.zero, rules.zero_with_pp, rules.vp, rules.cp) == (today.zero, today.zero_with_pp, False, False)
