@@ -82,15 +82,6 @@ def test_a_tier_that_bounds_no_sample_is_not_fitted():
     assert fit.extrapolated(8) == ()
 
 
-def test_nodes_spanned_is_the_ceiling_of_ranks_per_node():
-    from commcost.calibrate.tiers import nodes_spanned
-
-    # ceil(8/8) = 1; ceil(9/8) = 2; ceil(16/8) = 2; ceil(12/6) = 2; ceil(13/6) = 3; ceil(1/72) = 1
-    assert [nodes_spanned(p, g) for p, g in ((8, 8), (9, 8), (16, 8), (12, 6), (13, 6), (1, 72))] == [1, 2, 2, 2, 3, 1]
-    with pytest.raises(InputError):
-        nodes_spanned(8, 0)
-
-
 def test_log_tier_samples_keep_rows_from_1_mib_and_carry_the_nodes():
     from commcost.calibrate.fit import Sample
     from commcost.calibrate.tiers import MIN_TIER_SIZE_BYTES, log_tier_samples

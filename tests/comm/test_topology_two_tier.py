@@ -58,3 +58,12 @@ def test_flat_link_is_one_gpu_per_node():
 
 def test_total_gpus():
     assert topo().total_gpus == 32
+
+
+def test_nodes_spanned_is_the_ceiling_of_ranks_per_node():
+    from commcost.comm.topology import nodes_spanned
+
+    # ceil(8/8) = 1; ceil(9/8) = 2; ceil(16/8) = 2; ceil(12/6) = 2; ceil(13/6) = 3; ceil(1/72) = 1
+    assert [nodes_spanned(p, g) for p, g in ((8, 8), (9, 8), (16, 8), (12, 6), (13, 6), (1, 72))] == [1, 2, 2, 2, 3, 1]
+    with pytest.raises(InputError):
+        nodes_spanned(8, 0)

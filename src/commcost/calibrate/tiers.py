@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from commcost.comm.algorithms import collective_cost
-from commcost.comm.topology import Link, Topology, pods_spanned
+from commcost.comm.topology import Link, Topology, nodes_spanned, pods_spanned
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count, require_finite_positive
 from pathlib import Path
@@ -79,14 +79,6 @@ class TierSample:
         require_count("gpus", self.gpus)
         require_finite_positive("message_bytes", self.message_bytes)
         require_finite_positive("time_s", self.time_s)
-
-
-def nodes_spanned(gpus: int, gpus_per_node: int) -> int:
-    """``ceil(P / G)``: the nodes a group of ``P`` ranks spans, packed ``G`` to a node (as nccl-tests'
-    ``mpirun`` fills nodes)."""
-    require_count("gpus", gpus)
-    require_count("gpus_per_node", gpus_per_node)
-    return -(-gpus // gpus_per_node)
 
 
 def log_tier_samples(samples, *, gpus: int, gpus_per_node: int,

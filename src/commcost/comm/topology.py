@@ -38,7 +38,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from commcost.comm.protocols import ProtocolModel
 
-__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "network_oversubscription", "pods_spanned"]
+__all__ = ["Link", "Topology", "Placement", "place", "as_topology", "network_oversubscription", "pods_spanned",
+           "nodes_spanned"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,6 +184,14 @@ def place(gpus: int, topology: Topology) -> Placement:
     g = min(gpus, G)
     return Placement(gpus=gpus, nodes=n, gpus_per_node=g, min_gpus_per_node=gpus - (n - 1) * G,
                      pods=pods_spanned(topology, n))
+
+
+def nodes_spanned(gpus: int, gpus_per_node: int) -> int:
+    """``ceil(P / G)``: the nodes a group of ``P`` ranks spans, packed ``G`` to a node (as nccl-tests'
+    ``mpirun`` fills nodes)."""
+    require_count("gpus", gpus)
+    require_count("gpus_per_node", gpus_per_node)
+    return -(-gpus // gpus_per_node)
 
 
 def pods_spanned(topology: Topology, nodes: int) -> int:
