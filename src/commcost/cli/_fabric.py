@@ -245,17 +245,16 @@ def _resolve_profile(f: FabricFlags, *, op: str, set_gpus: bool, gpus_list: tupl
 def _resolve_tier_profile(f: FabricFlags, fit, *, set_gpus: bool, gpus_list: tuple[int, ...] | None) -> Resolved:
     """A tier profile (``commcost fit --tiers``): :meth:`TierFit.topology` on the nodes asked for (default
     the largest fitted), as a FabricModel; a warning names the parameters used beyond the fitted scales."""
-    import math
-
     from commcost.comm.model import FabricModel
+    from commcost.comm.topology import nodes_spanned
     from commcost.hardware import lookup
     from commcost.hardware.registry import systems
 
     G = f.gpus_per_node or int(lookup(systems(), fit.system, "system")["gpus_per_node"])
     gpus = f.gpus if set_gpus else None
-    nodes = f.nodes or (math.ceil(gpus / G) if gpus else None)
+    nodes = f.nodes or (nodes_spanned(gpus, G) if gpus else None)
     if nodes is None:
-        nodes = math.ceil(max(gpus_list) / G) if gpus_list else max(fit.fitted_nodes)
+        nodes = nodes_spanned(max(gpus_list), G) if gpus_list else max(fit.fitted_nodes)
     topo = fit.topology(nodes)
     if set_gpus:
         gpus = gpus or nodes * G
@@ -300,7 +299,7 @@ def _third_tier_override(f: FabricFlags, topo):
 
 def _custom_topology(f: FabricFlags):
     """``(Topology, P)`` from ``--gpus-per-node``, ``--nodes``, ``--intra-*``/``--inter-*``/``--nvls-*``."""
-    from commcost.comm.topology import Link, Topology
+    from commcost.comm.topology import Link, Topology, nodes_spanned
 
     gpus = f.gpus
     if f.gpus_per_node is None:
@@ -308,7 +307,7 @@ def _custom_topology(f: FabricFlags):
     G = f.gpus_per_node
     nodes = f.nodes
     if nodes is None:
-        nodes = 1 if gpus is None else -(-gpus // G)
+        nodes = 1 if gpus is None else nodes_spanned(gpus, G)
     P = nodes * G if gpus is None else gpus
     if f.nodes is not None and P > nodes * G:
         raise InputError(f"--gpus {P} does not fit --nodes {nodes} x --gpus-per-node {G} = {nodes * G}")
