@@ -355,8 +355,9 @@ def resolve_trace_model(f: FabricFlags | None, *, backend: str | None, max_group
     if f.backend is None:
         override["backend"] = backend if backend in BACKENDS else "nccl"
     if f.system is not None and f.nodes is None:
+        from commcost.comm.topology import nodes_spanned
         from commcost.hardware.registry import system_group
 
         probe, _ = system_group(f.system, gpus_per_node=f.gpus_per_node)
-        override["nodes"] = max(1, -(-max_group // probe.gpus_per_node))
+        override["nodes"] = nodes_spanned(max(1, max_group), probe.gpus_per_node)
     return resolve_comm_model(f._replace(**override), set_gpus=False)

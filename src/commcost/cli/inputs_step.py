@@ -16,6 +16,7 @@ from commcost.cli import _args as A
 from commcost.cli._fabric import bucket_algorithms_note, resolve_comm_model
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.comm.model import FabricModel, FlatLinkModel
+from commcost.comm.topology import nodes_spanned
 from commcost.core.dtypes import bytes_per_element
 from commcost.core.units import BILLION, MS, MiB
 from commcost.hardware import lookup
@@ -201,7 +202,7 @@ def _scaling_two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
     if args.system is not None:
         G = args.gpus_per_node
         probe = system_topology(args.system, gpus_per_node=G)
-        nodes = max(1, -(-max_gpus // probe.gpus_per_node))
+        nodes = nodes_spanned(max(1, max_gpus), probe.gpus_per_node)
         topo = system_topology(args.system, nodes=nodes, gpus_per_node=G)
         return (args.system, FabricModel(topology=topo, backend=args.backend), None, None)
     topo = seed_two_tier(args.gpus_per_node, max_gpus)
