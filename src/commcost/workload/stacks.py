@@ -35,8 +35,8 @@ STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "deepspeed-2022")
 """Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
-on that release can paste the advice); the sensitivity table and the stacks a search names offer only
-:data:`STACKS`."""
+on that release can paste the advice); the sensitivity table offers only :data:`STACKS`, the stacks a search
+names (:func:`stacks_running`) list them after today's."""
 
 KNOWN_STACKS = STACKS + PAST_RELEASES
 """Every stack ``stacks.json`` describes."""
@@ -369,7 +369,10 @@ def published_layouts(model: str, gpus: int, seq: int, global_batch: int) -> tup
 
 
 def stacks_running(layout: Layout) -> tuple[str, ...]:
-    """The named stacks (``hardware/stacks.json`` ``layouts``) that run ``layout``, in :data:`STACKS` order."""
-    return tuple(name for name in STACKS[1:]
+    """The named stacks (``hardware/stacks.json`` ``layouts``) that run ``layout`` with its recomputation,
+    today's releases (:data:`STACKS` order) then the past ones (:data:`PAST_RELEASES`): a user on a past
+    release learns whether it runs the layout too."""
+    return tuple(name for name in KNOWN_STACKS[1:]
                  if layout_runs(stack_layouts(name), tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp,
-                                ep=layout.ep, zero=layout.zero, sp=int(layout.sequence_parallel)))
+                                ep=layout.ep, zero=layout.zero, sp=int(layout.sequence_parallel),
+                                recompute=layout.recompute))

@@ -195,17 +195,25 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
 
     # ZeRO-2 with a pipeline: only torchtitan (FSDP2 without resharding after forward, with PP)
     L = Layout(dp=32, tp=2, pp=2, vp=4, cp=4, zero=2, sequence_parallel=True, global_batch=1024)
-    assert stacks_running(L) == ("torchtitan",)
-    # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed (no interleaving there)
-    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == ("megatron", "nemo", "deepspeed")
-    # FSDP alone: every stack
+    assert stacks_running(L) == ("torchtitan", "torchtitan-0.0")
+    # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed, today's and 2022's (Megatron-LM
+    # of 2021 ran DDP only)
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == ("megatron", "nemo", "deepspeed",
+                                                                                   "deepspeed-2022")
+    # DDP with TP and PP: the 2021 release too; with selective recomputation neither past Megatron (none or full)
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, global_batch=64)) == ("megatron", "nemo", "deepspeed",
+                                                                                   "megatron-2021", "deepspeed-2022")
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, recompute="selective", global_batch=64)) == (
+        "megatron", "nemo", "deepspeed")
+    # FSDP alone: every stack but Megatron-LM of 2021 (DDP only)
     assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
-                                                                         "fsdp")
+                                                                         "fsdp", "torchtitan-0.0", "deepspeed-2022")
     argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
             "--seq", "4096", "--top", "2", "--json"]
     assert main(argv) == 0
     for r in json.loads(capsys.readouterr().out)["results"]:
         L = r["layout"]
         want = stacks_running(Layout(dp=L["dp"], tp=L["tp"], pp=L["pp"], vp=L["vp"], cp=L["cp"], zero=L["zero"],
-                                     sequence_parallel=L["sequence_parallel"], global_batch=64))
+                                     sequence_parallel=L["sequence_parallel"], recompute=L["recompute"],
+                                     global_batch=64))
         assert r["stacks_that_run"] == list(want)
