@@ -3,6 +3,7 @@ layout, unknown names list the valid ones."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from commcost.core.errors import InputError
@@ -126,3 +127,26 @@ def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
     assert layout_runs(rules, **one, sp=0, recompute="full") and not layout_runs(rules, **one, sp=1)
     assert not layout_runs(rules, **one, sp=0, recompute="selective")
     assert layout_runs(today, **one, sp=1, recompute="selective")
+
+
+def test_torchtitan_0_0_accumulates_only_through_a_pipeline():
+    # torchtitan before PR #1238 (2025-05): a step is one forward and backward of the local batch B / d
+    # without a pipeline; a pipeline schedule splits it into micro-batches (issue #292, 2024-11-05)
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    rules = stack_layouts("torchtitan-0.0")
+    assert not rules.accumulation and stack_layouts("torchtitan").accumulation and stack_layouts("megatron").accumulation
+    one = dict(tp=1, vp=1, cp=1, ep=1, zero=3, sp=0)
+    assert layout_runs(rules, pp=1, micro_batches=1, **one)
+    assert not layout_runs(rules, pp=1, micro_batches=2, **one)
+    assert layout_runs(rules, pp=2, micro_batches=8, **one)       # the pipeline splits the local batch
+    assert layout_runs(rules, pp=1, **one)                          # m not asked
+    assert layout_runs(stack_layouts("torchtitan"), pp=1, micro_batches=2, **one)
+    got = layout_runs(rules, pp=np.array([1, 1, 4]), micro_batches=np.array([1, 4, 4]), **one)
+    assert got.tolist() == [True, False, True]
+    # global batch 16 over dp 8: the local batch 16 / 8 = 2 is the micro-batch
+    assert layout_refusal("torchtitan-0.0", Layout(dp=8, zero=3, micro_batch=2, global_batch=16)) is None
+    assert layout_refusal("torchtitan-0.0", Layout(dp=8, zero=3, micro_batch=1, global_batch=16)) == (
+        "--stack torchtitan-0.0 does not accumulate gradients without a pipeline: each step is one forward and "
+        "backward of the local batch, micro-batch = global batch / dp = 16 / 8 = 2 (--micro-batch 2), not 1 "
+        "(hardware/stacks.json)")
+    assert layout_refusal("torchtitan", Layout(dp=8, zero=3, micro_batch=1, global_batch=16)) is None

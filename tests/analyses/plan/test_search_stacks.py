@@ -107,6 +107,23 @@ def test_plan_equals_search_under_megatron_2021():
         assert again.memory.total_bytes == pytest.approx(p.memory.total_bytes, rel=1e-12)
 
 
+def test_torchtitan_0_0_space_accumulates_only_through_a_pipeline():
+    base, cols = enumerate_space(SPACE, 16, "none", "torchtitan-0.0")
+    p, m, b, d = (base[k][cols["bi"]] for k in ("p", "m", "b", "d"))
+    assert len(p) > 0 and (m[p == 1] == 1).all() and (m[p > 1] > 1).any()
+    # without a pipeline the micro-batch is the local batch B / d (global batch 16)
+    assert (b[p == 1] * d[p == 1] == 16).all()
+    # by hand: today's torchtitan's rows less those without a pipeline and m > 1
+    tb, tc = enumerate_space(SPACE, 16, "none", "torchtitan")
+    tp_, tm = tb["p"][tc["bi"]], tb["m"][tc["bi"]]
+    past = stack_layouts("torchtitan-0.0")
+    kept = layout_runs(past, tp=tb["t"][tc["bi"]], pp=tp_, vp=tb["v"][tc["bi"]], cp=tb["c"][tc["bi"]],
+                       ep=tb["e"][tc["bi"]], zero=tc["zero"], sp=tc["sp"])      # its ZeRO rule without a pipeline
+    assert len(p) == int((kept & ((tp_ > 1) | (tm == 1))).sum())
+    r = search(SearchInputs(space=SPACE, gpu="h100-sxm", stack="torchtitan-0.0", top=8), FLAT)
+    assert r.plans and all(q.inputs.layout.pp > 1 or q.inputs.layout.micro_batches == 1 for q in r.plans)
+
+
 def test_cli_refuses_what_megatron_2021_cannot_run(capsys):
     plan_argv = ["plan", "--model", "megatron-gpt-18.4b", "--system", "dgx-a100", "--gpus", "256",
                  "--global-batch", "1024", "--seq", "2048", "--precision", "fp16", "--stack", "megatron-2021",
