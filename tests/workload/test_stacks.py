@@ -130,7 +130,7 @@ def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
 
 
 def test_torchtitan_0_0_accumulates_only_through_a_pipeline():
-    # torchtitan before PR #1238 (2025-05): a step is one forward and backward of the local batch B / d
+    # torchtitan before PR #1238 (2025-06-05): a step is one forward and backward of the local batch B / d
     # without a pipeline; a pipeline schedule splits it into micro-batches (issue #292, 2024-11-05)
     from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
     rules = stack_layouts("torchtitan-0.0")
