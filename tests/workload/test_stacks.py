@@ -150,3 +150,18 @@ def test_torchtitan_0_0_accumulates_only_through_a_pipeline():
         "backward of the local batch, micro-batch = global batch / dp = 16 / 8 = 2 (--micro-batch 2), not 1 "
         "(hardware/stacks.json)")
     assert layout_refusal("torchtitan", Layout(dp=8, zero=3, micro_batch=1, global_batch=16)) is None
+
+
+def test_fsdp_2023_is_fsdp_with_whole_block_checkpointing_only():
+    # llm-foundry at 061f2c7 (2023-10) checkpointed every MPTBlock or none; activation_checkpointing_target (the
+    # module-level choice fsdp prices as selective) came with PR #951, 2024-02-08
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    _priced_as_today("fsdp-2023", "fsdp")
+    rules, today = stack_layouts("fsdp-2023"), stack_layouts("fsdp")
+    assert rules.recompute == ("none", "full") and today.recompute == ("none", "selective", "full")
+    assert (rules.zero, rules.tp, rules.pp, rules.sequence_parallel) == (today.zero, today.tp, today.pp,
+                                                                         today.sequence_parallel)
+    one = dict(tp=1, pp=1, vp=1, cp=1, ep=1, zero=3, sp=0)
+    assert layout_runs(rules, **one, recompute="full") and not layout_runs(rules, **one, recompute="selective")
+    assert layout_refusal("fsdp-2023", Layout(dp=8, zero=3, recompute="selective", global_batch=8)) == (
+        "--stack fsdp-2023 does not run selective recomputation (it runs none, full; hardware/stacks.json)")

@@ -222,9 +222,13 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
                                                                                    "megatron-2021", "deepspeed-2022")
     assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, recompute="selective", global_batch=64)) == (
         "megatron", "nemo", "deepspeed")
-    # FSDP alone: every stack but Megatron-LM of 2021 (DDP only)
+    # FSDP alone: every stack but Megatron-LM of 2021 (DDP only); with selective recomputation not the 2023 FSDP
+    # stacks (whole blocks only) nor Megatron-DeepSpeed of 2022
     assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
-                                                                         "fsdp", "torchtitan-0.0", "deepspeed-2022")
+                                                                         "fsdp", "torchtitan-0.0", "deepspeed-2022",
+                                                                         "fsdp-2023")
+    assert stacks_running(Layout(dp=64, zero=3, recompute="selective", global_batch=64)) == (
+        "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0")
     argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
             "--seq", "4096", "--top", "2", "--json"]
     assert main(argv) == 0
