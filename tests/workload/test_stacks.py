@@ -165,3 +165,18 @@ def test_fsdp_2023_is_fsdp_with_whole_block_checkpointing_only():
     assert layout_runs(rules, **one, recompute="full") and not layout_runs(rules, **one, recompute="selective")
     assert layout_refusal("fsdp-2023", Layout(dp=8, zero=3, recompute="selective", global_batch=8)) == (
         "--stack fsdp-2023 does not run selective recomputation (it runs none, full; hardware/stacks.json)")
+
+
+def test_megatron_2022_is_megatron_without_cp_ep_or_megatron_fsdp():
+    # Megatron-LM of 2022-06 (Korthikanti et al. 2022's code): distributed optimizer, SP and selective recomputation
+    # in; CP (2023-10), expert parallelism and Megatron-FSDP (ZeRO-2/3) not yet; interleaving still over pp > 2
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    _priced_as_today("megatron-2022", "megatron")
+    rules = stack_layouts("megatron-2022")
+    assert (rules.zero, rules.cp, rules.ep, rules.vp_min_pp) == ((0, 1), False, False, 3)
+    assert rules.sequence_parallel == "optional" and rules.recompute == ("none", "selective", "full")
+    one = dict(tp=8, pp=8, vp=1, cp=1, ep=1, zero=1, sp=1)
+    assert layout_runs(rules, **one, recompute="selective") and not layout_runs(rules, **{**one, "zero": 3})
+    assert not layout_runs(rules, **{**one, "cp": 2}) and not layout_runs(rules, **{**one, "pp": 2, "vp": 2})
+    assert layout_refusal("megatron-2022", Layout(dp=4, cp=2, global_batch=8)) == (
+        "--stack megatron-2022 does not run cp > 1 (hardware/stacks.json)")
