@@ -30,7 +30,7 @@ def chip(gpu: str) -> str:
 
 
 STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "megatron-2022": "megatron",
-                "deepspeed-2022": "deepspeed", "fsdp-2023": "fsdp"}
+                "megatron-2024": "megatron", "nemo-2024": "nemo", "deepspeed-2022": "deepspeed", "fsdp-2023": "fsdp"}
 """Stack versions that share one training loop and kernels share one ``u_stack`` (fitted on their rows together;
 Megatron-LM of 2021 is Megatron-Core's reference, ``u_stack`` 1, and its rows fit ``u_gpu`` with it)."""
 

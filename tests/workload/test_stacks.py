@@ -180,3 +180,22 @@ def test_megatron_2022_is_megatron_without_cp_ep_or_megatron_fsdp():
     assert not layout_runs(rules, **{**one, "cp": 2}) and not layout_runs(rules, **{**one, "pp": 2, "vp": 2})
     assert layout_refusal("megatron-2022", Layout(dp=4, cp=2, global_batch=8)) == (
         "--stack megatron-2022 does not run cp > 1 (hardware/stacks.json)")
+
+
+@pytest.mark.parametrize("release, family, vp_min_pp", [("megatron-2024", "megatron", 3), ("nemo-2024", "nemo", 2)])
+def test_the_2024_megatrons_have_no_megatron_fsdp(release, family, vp_min_pp):
+    # Megatron-FSDP (--use-custom-fsdp) first shipped in Megatron-Core 0.12.0 (2025-05-06): FlagPerf's Megatron-Core
+    # 0.6.0 / FlagScale of 2023-12 and NeMo 24.09-25.02 ran DDP or the distributed optimizer; core 0.6.0 still
+    # interleaved only over pp > 2 (PP = 2 came 2024-05-31)
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    _priced_as_today(release, family)
+    rules, today = stack_layouts(release), stack_layouts(family)
+    assert rules.zero == (0, 1) and today.zero == (0, 1, 2, 3) and rules.vp_min_pp == vp_min_pp
+    assert (rules.cp, rules.ep, rules.sequence_parallel, rules.recompute) == (today.cp, today.ep,
+                                                                              today.sequence_parallel, today.recompute)
+    one = dict(tp=1, pp=1, vp=1, cp=2, ep=1, sp=0)
+    assert layout_runs(rules, **one, zero=1) and not layout_runs(rules, **one, zero=3)
+    assert layout_runs(today, **one, zero=3)
+    assert layout_runs(rules, tp=1, pp=2, vp=2, cp=1, ep=1, zero=1, sp=0) == (vp_min_pp == 2)
+    assert layout_refusal(release, Layout(dp=8, zero=3, global_batch=8)) == (
+        f"--stack {release} does not run ZeRO-3 (it runs ZeRO-0, ZeRO-1; hardware/stacks.json)")
