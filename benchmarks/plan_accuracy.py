@@ -106,6 +106,20 @@ for _id in ("mb-gb300-qwen3-30b", "mb-gb200-qwen3-30b", "mb-gb300-qwen3-235b", "
 dispatch inside one node, ``--a2a deepep``)."""
 
 
+_LLAMA3_SPLIT = ("Llama Team 2024 (arXiv 2407.21783) Section 3.3.2: 'To balance the pipeline, we reduce one "
+                 "Transformer layer each from the first and the last stages'")
+SPLIT_COUNTS_ENDS = {
+    "bloom-176b-384": "bigscience-workshop/bigscience train/tr11-176B-ml/README.md: --pp-partition-method "
+                      "'type:transformer|embedding' (bigscience-workshop/Megatron-DeepSpeed megatron/model/"
+                      "gpt_model.py GPTModelPipe: the embedding layers counted with the transformer blocks in "
+                      "DeepSpeed's partition)",
+    "llama3-405b-8k-8192": _LLAMA3_SPLIT, "llama3-405b-8k-16384": _LLAMA3_SPLIT,
+    "llama3-405b-128k-16384": _LLAMA3_SPLIT,
+}
+"""Rows whose pipeline split counts the embedding and the head as a layer each (``Layout.split_counts_ends``), with
+the recipe or paper that says so."""
+
+
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:
     """The row's plan inputs; MoE rows with the recipe's settings (``moe``, default :data:`RECIPE_MOE`)."""
     spec = model_spec(row["model"])
@@ -119,10 +133,11 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     moe = dict(moe) if spec.is_moe else {}
     W, tp, pp, cp, vp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
     pv = pp * vp
+    ends = row["id"] in SPLIT_COUNTS_ENDS
     layout = Layout(dp=W // (tp * pp * cp), tp=tp, pp=pp, vp=vp, cp=cp, ep=int(row["ep"]), zero=int(row["zero"]),
                     sequence_parallel=row["sequence_parallel"] == "1", recompute=row["recompute"],
                     micro_batch=int(row["micro_batch"]), global_batch=int(row["global_batch"]),
-                    uneven_pipeline=spec.layers % pv != 0, etp=moe.pop("etp", 0))
+                    uneven_pipeline=(spec.layers + 2 * ends) % pv != 0, split_counts_ends=ends, etp=moe.pop("etp", 0))
     sysp = systems()[row["system"]]
     G = int(sysp["gpus_per_node"])
     topo, _ = system_group(row["system"], nodes=-(-W // G))
