@@ -18,7 +18,8 @@ import commcost.workload.stacks as stacks
 from commcost.analyses.plan.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
-SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm", "b200-700w": "b200"}
+SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm", "b200-700w": "b200", "gb200": "b200",
+            "gb300": "b300", "mi300x": "mi325x"}
 """GPUs without Megatron-Core runs of their own take their die's fraction (as kernels.json records)."""
 SAME_CHIP = {"a800-sxm4-80gb": "a100-sxm4-80gb", "h800-sxm": "h100-sxm"}
 """Export variants: the same die at the same clocks, memory and HBM bandwidth, only NVLink cut (gpus.json).
