@@ -48,11 +48,11 @@ def _pooled(rows, side, op="all_reduce"):
 
 
 def test_held_out_meets_the_issue_targets(rows):
-    # all-reduce rows; measured at this commit: 6.1% over 109 rows (74 before issue 20, less the A3 Mega table's
-    # 14 that moved to tuning, plus the held-out MI355X AINIC system's 2-node 15 and 1-node 11, OCI GB200's 8 and
-    # the Vultr B200 2-node table's 15), 7.7% over 1-64 MiB, 51% too fast, band covers 83%
+    # all-reduce rows; measured at this commit: 6.4% over 123 rows (74 before issue 20, less the A3 Mega table's
+    # 14 that moved to tuning, plus the held-out MI355X AINIC system's 2-node 15 and 1-node 11, OCI GB200's 8,
+    # the Vultr B200 2-node table's 15 and Voltage Park's 4-node 14), 8.0% over 1-64 MiB, 55% too fast, band 85%
     median, mid, fast, band, n = _pooled(rows, "heldout")
-    assert n == 109
+    assert n == 123
     assert median <= 0.15
     assert mid <= 0.25
     assert 0.35 <= fast <= 0.65   # no systematic sign (issue 14 found 153 of 163 = 94% too fast)
