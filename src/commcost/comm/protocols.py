@@ -166,7 +166,9 @@ def tree_correction(protocol: Protocol, message_bytes: float) -> float:
     return table[i] + (x - i) * (hi - table[i])
 
 
-# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (2.27+): the most bus bandwidth ONE channel
+# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (as of 2.29.7; the Blackwell ring LL128 row moved:
+# 2 x 36.7 = 73.4 on N1/N2/N4 in 2.25-2.28.3, N2 34.6 from 2.28.7, 34.5/34.6/34.5 in 2.29.2, 40 from 2.29.7,
+# so on Blackwell the LL128 caps, one node's included, bind only for NCCL 2.28.7 and later): the most bus bandwidth ONE channel
 # reaches, GB/s, for a group on one node, two nodes, more (N1/N2/N4). ncclTopoTuneModel caps
 #   ring LL128:  busBw = min(busBw * 0.92, nChannels * perChMaxRingLL128Bw)
 #   tree (all):  busBw = min(busBw * 0.92, nChannels * perChMaxTreeBw)
@@ -296,8 +298,9 @@ class ProtocolModel:
     def one_node_ring_ll128_cap_bytes_per_s(self, channels: int) -> float | None:
         """``channels x perChMaxRingLL128Bw`` of a group in one node (the N1 column): NCCL caps ring LL128 with
         the searched ring's channel count there too (tuning.cc: ``index2 = nNodes - 1``), ``channels`` from
-        :func:`one_node_ring_graph`. Blackwell: 16 x 40 = 640 GB/s, below LL128's 0.92 x 720 = 662; Hopper
-        12 x 36.7 = 440 and Ampere 12 x 20 = 240 stay above 0.92 of theirs. None without a generation."""
+        :func:`one_node_ring_graph`. Blackwell: 16 x 40 = 640 GB/s, below LL128's 0.92 x 720 = 662 (NCCL 2.29.7+;
+        2.29.2's 34.5 gives 552, 2.25-2.28's 73.4 gives 1174, which does not bind); Hopper 12 x 36.7 = 440 and
+        Ampere 12 x 20 = 240 stay above 0.92 of theirs. None without a generation."""
         if self.gpu_generation is None:
             return None
         return channels * PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S[self.gpu_generation]["ring_ll128"][0] * 1e9
