@@ -168,7 +168,8 @@ def tree_correction(protocol: Protocol, message_bytes: float) -> float:
 
 # NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (as of 2.29.7; the Blackwell ring LL128 row moved:
 # 2 x 36.7 = 73.4 on N1/N2/N4 in 2.25-2.28.3, N2 34.6 from 2.28.7, 34.5/34.6/34.5 in 2.29.2, 40 from 2.29.7,
-# so on Blackwell the LL128 caps, one node's included, bind only for NCCL 2.28.7 and later): the most bus bandwidth ONE channel
+# so on Blackwell the two-node LL128 cap binds from NCCL 2.28.7 on, the one-node one from 2.29.2): the most bus
+# bandwidth ONE channel
 # reaches, GB/s, for a group on one node, two nodes, more (N1/N2/N4). ncclTopoTuneModel caps
 #   ring LL128:  busBw = min(busBw * 0.92, nChannels * perChMaxRingLL128Bw)
 #   tree (all):  busBw = min(busBw * 0.92, nChannels * perChMaxTreeBw)
