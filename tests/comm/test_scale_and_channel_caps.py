@@ -109,6 +109,16 @@ def test_one_node_ring_graph_is_nccls_search(nvlink_bytes_per_s, generation, cha
     assert b == pytest.approx(channel_bytes_per_s)
 
 
+@settings(max_examples=200, deadline=None)
+@given(nvlink_gb_per_s=st.floats(3.0, 2000.0), generation=st.sampled_from(["volta", "ampere", "hopper", "blackwell"]))
+def test_one_node_ring_graph_never_exceeds_the_link(nvlink_gb_per_s, generation):
+    # the searched channels each take b_c of every GPU's link to the switch: c b_c <= B, at most 32 channels
+    # (below the slowest speed, 3 or 18 GB/s, one channel at the link's own rate)
+    c, b = one_node_ring_graph(nvlink_gb_per_s * 1e9, generation)
+    assert 1 <= c <= 32
+    assert c * b <= nvlink_gb_per_s * 1e9 * (1 + 1e-9)
+
+
 def test_ring_ll128_in_one_blackwell_node_is_capped_per_channel():
     # one HGX B200 node, 32 MiB on 8 GPUs: the searched ring has 16 channels, so NCCL caps ring LL128 at
     # 16 x perChMaxRingLL128Bw(Blackwell, N1) = 16 x 40 = 640 GB/s of bus bandwidth, below LL128's own
