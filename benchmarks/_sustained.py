@@ -30,9 +30,11 @@ def chip(gpu: str) -> str:
     return SAME_CHIP.get(gpu, gpu)
 
 
-STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "deepspeed-2022": "deepspeed"}
-"""Stack versions that share one training loop and kernels share one ``u_stack`` (fitted on their rows together;
-Megatron-LM of 2021 is Megatron-Core's reference, ``u_stack`` 1, and its rows fit ``u_gpu`` with it)."""
+STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "megatron-2023": "megatron",
+                "deepspeed-2022": "deepspeed"}
+"""Stack versions that share one training loop share one ``u_stack`` (fitted on their rows together;
+Megatron-LM of 2021 and of 2023 (the legacy local transformer: its own kernels, priced as such, in Megatron's
+training loop) take Megatron-Core's reference, ``u_stack`` 1, and their rows fit ``u_gpu`` with it)."""
 
 
 def family(stack: str) -> str:
