@@ -240,3 +240,41 @@ def test_tp_partner_gemms_whole_and_decomposed_by_hand():
                               tp=2.0, sp=True, full=False, selective=False, micro_batches=1)
     assert t.tp_partners_s == pytest.approx(got, rel=1e-12)
 
+
+
+def test_megatron_2023s_local_transformer_runs_eager_norm_swiglu_and_rotary_by_hand():
+    # The legacy local transformer (stack megatron-2023): eager fp32-upcast RMSNorm 18 accesses, eager SwiGLU 5,
+    # eager rotary 12, against megatron's fused 2, 3 and 2. h 1024, 8 heads of d 128 (w_q 1024), 2 KV heads
+    # (w_kv 256), gated f 2048, rotary positions, no dropout, n 2048, t 1. Forward bytes of one layer
+    # = 2 n ((2 a_norm + 6) h + a_act f + a_rot (w_q + w_kv)):
+    #   megatron-2023  2 x 2048 x (42 x 1024 + 5 x 2048 + 12 x 1280) = 4096 x 68608 = 281,018,368 bytes
+    #   megatron       2 x 2048 x (10 x 1024 + 3 x 2048 +  2 x 1280) = 4096 x 18944 =  77,594,624 bytes
+    # at rates()' 2e12 B/s: 140.509184 us and 38.797312 us; the element-wise total is 3 forwards per layer, 2 layers.
+    from commcost.workload.operators import micro_batch_operators
+    from commcost.workload.stacks import stack
+    from commcost.workload.transformer import TransformerSpec
+    old, new = stack("megatron-2023"), stack("megatron")
+    assert (old.norm_accesses, old.activation_accesses_gated, old.rotary_accesses) == (18, 5, 12)
+    assert (new.norm_accesses, new.activation_accesses_gated, new.rotary_accesses) == (2, 3, 2)
+    spec = TransformerSpec(layers=2, hidden=1024, heads=8, kv_heads=2, ffn_hidden=2048, vocab=1000, gated_mlp=True)
+    assert (spec.q_width, spec.kv_width) == (1024, 256)
+    kw = dict(tokens=2048.0, seq=2048.0, layers=2.0, tp=1.0, sp=False, full=False, selective=False, micro_batches=1)
+    local = micro_batch_operators(SCALAR, spec, old, rates(), **kw)
+    fused = micro_batch_operators(SCALAR, spec, new, rates(), **kw)
+    assert local.elementwise_s == pytest.approx(2 * 3 * 140.509184e-6, rel=1e-12)
+    assert fused.elementwise_s == pytest.approx(2 * 3 * 38.797312e-6, rel=1e-12)
+    assert local.gemm_s == fused.gemm_s
+
+
+def test_megatron_2023_calls_flashattention_2_on_hopper():
+    # --use-flash-attn in the local transformer is flash_attn_varlen_func (FlashAttention-2): kernels.json's fa2 row,
+    # H800 (the H100 die) 0.36 / 0.30 of the bf16 peak, where megatron's Transformer Engine runs cuDNN (fa3 row,
+    # 0.68 / 0.50); on A100 both rows are FlashAttention-2's 0.70 / 0.55
+    from commcost.workload.operators import kernel_rates
+    from commcost.workload.stacks import stack
+    old = kernel_rates("h800-sxm", "bf16", stack("megatron-2023"))
+    new = kernel_rates("h800-sxm", "bf16", stack("megatron"))
+    assert (old.attention_forward_efficiency, old.attention_backward_efficiency) == (0.36, 0.30)
+    assert (new.attention_forward_efficiency, new.attention_backward_efficiency) == (0.68, 0.50)
+    a100 = kernel_rates("a100-sxm4-80gb", "bf16", stack("megatron-2023"))
+    assert (a100.attention_forward_efficiency, a100.attention_backward_efficiency) == (0.70, 0.55)

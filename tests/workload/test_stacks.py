@@ -199,3 +199,39 @@ def test_the_2024_megatrons_have_no_megatron_fsdp(release, family, vp_min_pp):
     assert layout_runs(rules, tp=1, pp=2, vp=2, cp=1, ep=1, zero=1, sp=0) == (vp_min_pp == 2)
     assert layout_refusal(release, Layout(dp=8, zero=3, global_batch=8)) == (
         f"--stack {release} does not run ZeRO-3 (it runs ZeRO-0, ZeRO-1; hardware/stacks.json)")
+def test_megatron_2023_is_the_local_transformer_in_megatrons_loop():
+    # Megatron-LM before e7b74a4b7e (2024-04-02) and FlagScale 6fc099c: the legacy local transformer's kernels
+    # (FlashAttention-2, eager RMSNorm / SwiGLU / rotary), Megatron's training loop, fp32 main gradients
+    from commcost.workload.stacks import PAST_RELEASES, stack_layouts
+    assert "megatron-2023" in PAST_RELEASES
+    old, new = stack("megatron-2023"), stack("megatron")
+    assert old.attention_kernel == "fa2" and new.attention_kernel == "fa3"
+    for name in ("selective", "loss_accesses_per_vocab", "loss_bytes_per_vocab", "main_grad_bytes", "grad_bytes",
+                 "sustained", "zero3_gathers_per_layer"):
+        assert getattr(old, name) == getattr(new, name), name
+    # what the eager modules keep: the fp32 copy of a norm's input and its bf16 output (4 + 2), the pre-rotary
+    # tensor and its rotate_half (2 copies), gate, up and SiLU outputs (6)
+    assert (old.norm_saved_bytes, old.rotary_saved_copies, old.gated_mlp_saved_bytes) == (6, 2, 6)
+    for name in ("e7b74a4b7e", "2024-04-02", "6fc099c", "flash_attn_varlen_func"):
+        assert name in old.source
+    rules = stack_layouts("megatron-2023")
+    assert rules.zero == rules.zero_with_pp == rules.zero_with_model_parallel == (0, 1)
+    assert (rules.tp, rules.pp, rules.vp, rules.cp, rules.ep) == (True, True, True, False, True)
+    assert rules.sequence_parallel == "optional" and rules.recompute == ("none", "selective", "full")
+    assert rules.vp_min_pp == 3
+
+
+def test_megatron_2023_refuses_by_hand():
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    rules = stack_layouts("megatron-2023")
+    one = dict(tp=8, pp=4, vp=2, cp=1, ep=1, zero=1, sp=1)
+    assert layout_runs(rules, **one, recompute="selective")
+    assert not layout_runs(rules, **{**one, "cp": 2}) and not layout_runs(rules, **{**one, "zero": 3})
+
+    def L(**kw):
+        return Layout(**{"dp": 1, "global_batch": 8, **kw})
+    assert layout_refusal("megatron-2023", L(tp=8, pp=4, sequence_parallel=True)) is None
+    assert layout_refusal("megatron-2023", L(dp=2, cp=2)) == (
+        "--stack megatron-2023 does not run cp > 1 (hardware/stacks.json)")
+    assert layout_refusal("megatron-2023", L(dp=8, zero=3)) == (
+        "--stack megatron-2023 does not run ZeRO-3 (it runs ZeRO-0, ZeRO-1; hardware/stacks.json)")

@@ -32,8 +32,8 @@ __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
-PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2024", "nemo-2024", "deepspeed-2022",
-                 "fsdp-2023")
+PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
+                 "deepspeed-2022", "fsdp-2023")
 """Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
 on that release can paste the advice); the sensitivity table offers only :data:`STACKS`, the stacks a search
@@ -336,7 +336,7 @@ class PublishedLayout:
     id: str
     """The run's id in tests/data/published_runs.csv (or published_moe_runs.csv)."""
     stack: str
-    """The stack that ran it (``megatron``, ``nemo``, ``deepspeed``, ``torchtitan``, ``fsdp`` or ``other``)."""
+    """The stack that ran it (``megatron``, ``nemo``, ``deepspeed``, ``torchtitan``, ``fsdp``, a past release of one, ``other`` (a PyTorch stack without an entry) or ``jax`` (MaxText, Pax))."""
     model: str
     """Model preset."""
     system: str
