@@ -113,6 +113,10 @@ class Stack:
     (PyTorch's async TP: :func:`commcost.workload.operators.tp_partner_gemms_s`); False: beside a quarter of the
     layer's pass (:data:`commcost.analyses.plan.compose.TP_OVERLAP_SHARE`), Transformer Engine's userbuffers,
     which also overlap the backward's collectives in bulk with the other gradient GEMM."""
+    fp8_weight_cache_bytes: float = 0.0
+    """``q_8``: bytes per layer parameter an fp8 recipe keeps cast across the micro-batches of a step (Transformer
+    Engine's fp8 weight and its transpose, 1 + 1, cached on the first micro-batch: 2); 0 where the weights are cast
+    anew in every forward (torchao)."""
     source: str = ""
     """Where the numbers come from."""
 

@@ -46,7 +46,7 @@ from functools import lru_cache
 from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
-from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
+from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, nvls_capable, params_per_gpu
 from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
@@ -460,7 +460,8 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
     st = plan_stack(inp)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
                           flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16",
-                          expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers)
+                          expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers,
+                          gpus_per_node=inp.gpus_per_node, nvls=nvls_capable(inp.gpu))
 
 
 def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:
