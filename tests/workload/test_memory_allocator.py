@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes,
+                                     fp8_weight_cache_bytes,
                                      layer_activation_bytes, memory_per_gpu)
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import stack
@@ -121,3 +122,32 @@ def test_megatron_keeps_fp32_main_grads_and_the_nemo_recipes_bf16():
     # the weights are bf16 (2 bytes a parameter): the fp32 buffer is twice the weights, the bf16 one equal to them
     assert meg.gradients_bytes == pytest.approx(2 * meg.weights_bytes, rel=1e-12)
     assert nemo.gradients_bytes == pytest.approx(nemo.weights_bytes, rel=1e-12)
+
+
+def test_fsdp2_accumulates_the_unsharded_gradients_in_fp32_under_pp_by_hand():
+    # 4 layers of 49,280 parameters (attention 16,384 + MLP 32,768 + two norms 128) on 2 stages: a stage holds
+    # 2 layers and the larger end, max(embedding 6,400, head 6,400 + final norm 64) = 6,464 -> N = 105,024.
+    # FSDP2 over d = 2: the bf16 weight shard 2 N / 2 = 105,024 and the stage gathered whole 2 N = 210,048;
+    # gradients: the shard 2 N / 2 = 105,024 and the unsharded gradients accumulated in reduce_dtype fp32,
+    # 4 N = 420,096 (torchtitan; bf16 would be 210,048)
+    spec = TransformerSpec(layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=100)
+    L = Layout(dp=2, pp=2, zero=3, global_batch=8)
+    m = memory_per_gpu(spec, L, seq=S, capacity_bytes=80e9, stack=stack("torchtitan"))
+    assert m.weights_bytes == pytest.approx(105_024 + 210_048, rel=1e-12)
+    assert m.gradients_bytes == pytest.approx(105_024 + 420_096, rel=1e-12)
+
+
+def test_transformer_engine_keeps_fp8_weights_and_transposes_by_hand():
+    # Megatron with TE under an fp8 recipe: 2 bytes (fp8 weight + fp8 transpose) per layer parameter,
+    # 2 layers x 49,280 = 98,560 -> 197,120 bytes more weights than in bf16 (embeddings and head are not TE layers)
+    meg = stack("megatron")
+    assert fp8_weight_cache_bytes(98_560, True, meg) == 197_120
+    assert fp8_weight_cache_bytes(98_560, False, meg) == 0
+    assert fp8_weight_cache_bytes(98_560, True, stack("torchtitan")) == 0   # torchao casts every forward
+    bf16 = memory_per_gpu(SPEC, Layout(dp=1), seq=S, capacity_bytes=80e9, stack=meg)
+    fp8 = memory_per_gpu(SPEC, Layout(dp=1), seq=S, capacity_bytes=80e9, stack=meg, fp8=True)
+    assert fp8.weights_bytes - bf16.weights_bytes == pytest.approx(197_120, rel=1e-12)
+    # ZeRO-3 gathers each unit anew: no cast kept
+    z3 = dict(seq=S, capacity_bytes=80e9, stack=meg)
+    assert (memory_per_gpu(SPEC, Layout(dp=2, zero=3, global_batch=2), fp8=True, **z3).weights_bytes
+            == memory_per_gpu(SPEC, Layout(dp=2, zero=3, global_batch=2), **z3).weights_bytes)

@@ -7,7 +7,6 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.core.units import format_bytes, format_seconds
 import csv
 import io
-from commcost.analyses.plan.search_inputs import memory_high_bytes
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.core.optional import pyplot
@@ -142,10 +141,10 @@ def why_not_fastest(r: SearchResult) -> str | None:
             f"shorter ({format_seconds(fast.step_s)}), but ")
     if r.fastest_fragile:
         cap = fast.memory.capacity_bytes
-        return text + (f"its memory reaches {format_bytes(memory_high_bytes(fast.memory.total_bytes))} of "
+        return text + (f"its memory reaches {format_bytes(fast.memory.device_bytes[1])} of "
                        f"{format_bytes(cap)} at the upper end (allocator slack, context, NCCL): less than "
                        f"{r.inputs.headroom:.0%} of the card left free, where this one reaches "
-                       f"{format_bytes(memory_high_bytes(best.memory.total_bytes))}")
+                       f"{format_bytes(best.memory.device_bytes[1])}")
     if r.robust_step_s is not None and r.fastest_robust_step_s is not None:
         return text + (f"at the measured band's upper edge it takes {format_seconds(r.fastest_robust_step_s)} "
                        f"against this one's {format_seconds(r.robust_step_s[0])}: it hides more traffic only just")
@@ -164,7 +163,7 @@ def published_to_dict(r: SearchResult, c: PublishedComparison, plan_prefix: tupl
     return {"id": c.layout.id, "stack": c.layout.stack, "system": c.layout.system, "source": c.layout.source,
             "plan_command": plan_command(c.plan, plan_prefix), "step_s": c.plan.step_s,
             "robust_step_s": c.robust_step_s, "memory_total_bytes": c.plan.memory.total_bytes,
-            "memory_high_bytes": memory_high_bytes(c.plan.memory.total_bytes), "memory_fragile": c.fragile,
+            "memory_high_bytes": c.plan.memory.device_bytes[1], "memory_fragile": c.fragile,
             "memory_fits": c.plan.memory.fits,
             "gap": None if best is None else _gain(c.plan.step_s, best.step_s),
             "gap_upper": None if best_upper is None or c.robust_step_s is None
@@ -218,7 +217,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         d["plan_command"] = plan_command(p, plan_prefix)
         if r.robust_step_s is not None:
             d["robust_step_s"] = r.robust_step_s[rank - 1]
-        d["memory_high_bytes"] = memory_high_bytes(p.memory.total_bytes)
+        d["memory_high_bytes"] = p.memory.device_bytes[1]
         d["stacks_that_run"] = list(stacks_running(p.inputs.layout))
         if r.fragile:
             d["memory_fragile"] = r.fragile[rank - 1]
@@ -243,7 +242,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
     if r.fastest is not None:
         out["fastest"] = {"plan_command": plan_command(r.fastest, plan_prefix), "step_s": r.fastest.step_s,
                           "robust_step_s": r.fastest_robust_step_s, "memory_fragile": r.fastest_fragile,
-                          "memory_high_bytes": memory_high_bytes(r.fastest.memory.total_bytes),
+                          "memory_high_bytes": r.fastest.memory.device_bytes[1],
                           "is_first": bool(r.plans) and r.fastest is r.plans[0]}
         out["why_not_fastest"] = why_not_fastest(r)
     out["published"] = None if published is None else published_to_dict(r, published, plan_prefix)

@@ -40,7 +40,9 @@ interleaved schedule holds ``min(m v, 2(p-1) + (v-1)p + 1)`` chunks of ``L/(p v)
 The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
 
 **Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
-FSDP2 with PP) also holds the stage's bf16 weights and gradients whole: ``+ N_stage (q_w + q_g)``.
+FSDP2 with PP) also holds the stage's bf16 weights whole and its gradients whole in the reduce dtype (FSDP2
+accumulates an unsharded gradient whose reduce-scatter is skipped in ``reduce_dtype``, fp32):
+``+ N_stage (q_w + q_red)``, ``q_red`` the stack's :attr:`~commcost.workload.stacks.Stack.grad_bytes`.
 
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one (a stack that bounds them, DeepSpeed's ``stage3_max_live_parameters`` ``M`` and
@@ -49,10 +51,13 @@ largest weight matrix, :func:`largest_matrix_params`, gathered and reduced whole
 buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
 ``I`` the load imbalance: the busiest rank receives ``I`` times the mean).
 
+**Under an fp8 recipe** a stack that caches the casts (Megatron's Transformer Engine, ZeRO < 3) also holds
+``q_8 N_L`` (:func:`fp8_weight_cache_bytes`).
+
 **Reserved and on the card** (:class:`MemoryBreakdown`): the caching allocator's slack over the peak allocated
 (:data:`ALLOCATOR_SLACK`), then the CUDA context and NCCL's own buffers outside torch's allocator
-(:data:`CONTEXT_BYTES`, :data:`NCCL_BYTES`), as a low-high range against the card's capacity as the driver
-reports it (gpus.json).
+(:data:`CONTEXT_BYTES`; :func:`commcost.workload.nccl_memory.nccl_buffer_bytes`, one communicator per parallel group, with NVLS buffers on
+NVLink-SHARP systems), as a low-high range against the card's capacity as the driver reports it (gpus.json).
 
 **Activation offloading** (Megatron-Core ``cpu_offloading_num_layers = N``, :mod:`commcost.workload.offload`): the
 GPU holds ``L - N`` layers' worth of the micro-batch's activations instead of ``L``; the ``N A`` bytes offloaded
@@ -65,7 +70,8 @@ from dataclasses import dataclass
 
 from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
-from commcost.hardware.registry import gpu_row, gpus
+from commcost.hardware.registry import gpu_row
+from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.offload import resident_layers
 from commcost.parallel.layout import stage_layers
 from commcost.parallel.zero import zero3_units
@@ -79,7 +85,7 @@ if TYPE_CHECKING:
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept", "stack_saved_kwargs", "nccl_buffer_bytes", "nvls_capable", "fp8_weight_cache_bytes"]
+           "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -100,36 +106,7 @@ CONTEXT_BYTES = (0.5 * 2**30, 1.0 * 2**30)
 """CUDA context and kernels' modules per GPU, outside torch's allocator (0.5-1 GiB)."""
 NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
 """NCCL's own buffers per GPU where the layout is not known (:func:`device_bytes_range`'s default); a plan counts
-them per communicator (:func:`nccl_buffer_bytes`)."""
-NCCL_CONNECTION_BYTES = 4 * 2**20 + 4_915_200 + 524_288
-"""``B_conn``: the buffers of one NCCL connection, one per protocol: Simple ``NCCL_BUFFSIZE`` 4 MiB, LL128
-120 x 640 x 8 x 8 = 4,915,200 and LL 8 x 512 x 8 x 16 = 524,288 bytes (NCCL ``init.cc`` ``DEFAULT_BUFFSIZE``,
-``DEFAULT_LL128_BUFFSIZE``, ``DEFAULT_LL_BUFFSIZE``; ``device.h`` thread and step counts): 9.19 MiB."""
-NCCL_MIN_RING_CHANNELS = 16
-"""``C_lo``: the channels of the low estimate, as many as NCCL's NVLS channels (:data:`NVLS_CHANNELS`; NCCL logs show
-16 ring channels on 8 H800)."""
-NCCL_COMM_BYTES = (NCCL_MIN_RING_CHANNELS * NCCL_CONNECTION_BYTES, 544e6, 688e6)
-"""``M_c``: what one NCCL communicator takes on a GPU outside torch's allocator. Low: only its ring's connections,
-``C_lo B_conn`` = 16 x 9.19 MiB = 147 MiB (NCCL 2.22+ connects an algorithm's peers when a collective first uses it,
-``NCCL_RUNTIME_CONNECT``). High: what PyTorch measured per process group on 4 A100s with NVLink, each group running
-one 4 MB all-reduce, 544 MB for two ranks and 688 MB for more (NVIDIA/nccl issue #964; ring and tree connected at
-creation, NCCL before 2.22)."""
-NVLS_CHANNELS = 16
-"""``C_nvls``: NCCL's NVLink SHARP channels (``NCCL_NVLS_NCHANNELS``, default 16: NCCL ``src/transport/nvls.cc``)."""
-NVLS_STEP_BYTES = (1.0 * 2**20, 6.0 * 2**20)
-"""``B_nvls``: the NVLS buffer per channel, head and direction (``nvlsPerRankSize = nChannels x 2 x B``,
-``nvlsTotalSize = nvlsPerRankSize x nHeads``, NCCL ``src/transport/nvls.cc`` ``ncclNvlsSetup``/``ncclNvlsBufferSetup``):
-from NCCL 2.22 ``NCCL_NVLS_CHUNKSIZE`` 128 KiB x ``NCCL_STEPS`` 8 = 1 MiB, allocated on the first NVLS collective
-(``NCCL_RUNTIME_CONNECT``); in NCCL 2.17-2.21 ``NCCL_BUFFSIZE`` 4 MiB + ``NVLS_MEM_ALIGN_SIZE`` 2 MiB = 6 MiB, allocated
-when the communicator is created (low and high end)."""
-NVLS_MAX_HEADS = 32
-"""The most NVLS heads a communicator sets buffers up for (NCCL ``device.h`` ``NCCL_MAX_NVLS_ARITY``)."""
-NVLS_NVLINKS = ("nvlink4", "nvlink4_h800", "nvlink5")
-"""The NVLink generations whose NVSwitch does multicast (NVLink SHARP: Hopper and Blackwell; gpus.json ``nvlink``):
-where NCCL sets up NVLS buffers for a communicator of more than 2 GPUs of one node (``ncclNvlsInit``: ``gpuCount <= 2``
-turns it off)."""
-
-
+them per communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`)."""
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
     """``(N_d, N_e)`` on the GPU of the heaviest stage (:func:`stage_params` of the layout)."""
 
@@ -142,7 +119,7 @@ def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_t
     router, norms) over t, plus the embedding or output head (both when p = 1), and its routed experts
     over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`). Array-safe in the layout."""
     L = spec.layers
-    per_layer_dense = _per_layer_dense(spec)
+    per_layer_dense = layer_dense_params(spec)
     ends = xp.where(pp == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
                     max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
     dense = (layers_held * per_layer_dense + ends) / tp
@@ -150,7 +127,7 @@ def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_t
     return dense, expert
 
 
-def _per_layer_dense(spec: TransformerSpec) -> float:
+def layer_dense_params(spec: TransformerSpec) -> float:
     """A layer's dense parameters on average (dense layers, and MoE layers' attention, router, shared experts)."""
     return (spec.dense_layer_count * spec.dense_layer_params
             + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / spec.layers
@@ -295,7 +272,8 @@ class MemoryBreakdown:
     offloaded_bytes: float = 0.0
     """Activation bytes one micro-batch copies to host memory and back (``N A``; 0 without offloading)."""
     nccl_bytes: tuple[float, float] = NCCL_BYTES
-    """NCCL's buffers outside torch's allocator, low and high (:func:`nccl_buffer_bytes` of the layout)."""
+    """NCCL's buffers outside torch's allocator, low and high (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`
+    of the layout)."""
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
@@ -340,41 +318,9 @@ class MemoryBreakdown:
 def device_bytes_range(total_bytes, nccl_bytes=NCCL_BYTES):
     """``M (1 + a) + C + N`` at the low and at the high end: what the card holds for ``M`` bytes allocated,
     the caching allocator's slack :data:`ALLOCATOR_SLACK`, the CUDA context :data:`CONTEXT_BYTES` and NCCL's
-    buffers ``N`` (``nccl_bytes``, low and high: :func:`nccl_buffer_bytes`; :data:`NCCL_BYTES` where the layout is
+    buffers ``N`` (``nccl_bytes``, low and high: :func:`commcost.workload.nccl_memory.nccl_buffer_bytes`; :data:`NCCL_BYTES` where the layout is
     not known). Array-safe (search calls it on columns)."""
     return tuple(total_bytes * (1.0 + a) + c + n for a, c, n in zip(ALLOCATOR_SLACK, CONTEXT_BYTES, nccl_bytes))
-
-
-def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: bool):
-    """``(N_lo, N_hi)``: NCCL's buffers on one GPU, one communicator per parallel group it is in.
-
-    The groups: the default (world) group of ``W`` ranks, which every job creates and uses (barriers) unless a
-    dimension spans every rank (a one-dimensional device mesh is the default group), and one per dimension of more
-    than one rank, in the device-mesh order both Megatron-Core (``tp-cp-ep-dp-pp``) and
-    torchtitan (``pp, dp, cp, tp``, TP innermost) use: TP ``t``, CP ``c``, EP ``e``, DP ``d``, PP ``p``, each of
-    ``n`` ranks with ``n_loc = max(1, min(n, G / stride))`` of them on this GPU's node (``stride`` the product of
-    the dimensions inside it; EP's is ``t``). Each group costs :data:`NCCL_COMM_BYTES` ``M_c`` (low: its ring's
-    connections; high: the measured 544 MB for ``n = 2``, 688 MB above), and on an NVLink-SHARP system (``nvls``: :data:`NVLS_NVLINKS`) a group with
-    ``n_loc > 2`` adds NCCL's NVLS buffers ``2 C_nvls B_nvls min(n_loc, 32)`` (:data:`NVLS_CHANNELS`,
-    :data:`NVLS_STEP_BYTES`, :data:`NVLS_MAX_HEADS`):
-
-    ``N = sum_groups M_c(n) + [nvls and n_loc > 2] 2 C_nvls B_nvls min(n_loc, 32)``.
-
-    Eight H100 in one group: 688 MB + 2 x 16 x 6 MiB x 8 = 688 MB + 1.5 GiB at the high end (NCCL 2.17-2.21, whose
-    log prints ``nvlsTotalSize 1610612736`` for 16 channels on 8 GPUs). Array-safe in the degrees."""
-    G = float(gpus_per_node)
-    lo_c, two_c, hi_c = NCCL_COMM_BYTES
-    low = high = 0.0
-    spans_all = (tp == world) | (cp == world) | (ep == world) | (dp == world) | (pp == world)
-    groups = ((world, 1.0), (tp, 1.0), (cp, tp), (ep, tp), (dp, tp * cp), (pp, tp * cp * dp))
-    for i, (n, stride) in enumerate(groups):
-        on = (n > 1) * (1 - spans_all) if i == 0 else (n > 1) * 1.0
-        local = xp.maximum(1.0, xp.minimum(n, G / stride))
-        heads = xp.minimum(local, NVLS_MAX_HEADS)
-        shared = (local > 2) * on * (1.0 if nvls else 0.0) * 2.0 * NVLS_CHANNELS * heads
-        low = low + on * lo_c + shared * NVLS_STEP_BYTES[0]
-        high = high + on * (two_c + (hi_c - two_c) * (n > 2)) + shared * NVLS_STEP_BYTES[1]
-    return low, high
 
 
 def fp8_weight_cache_bytes(layer_params, fp8: bool, stack: Stack | None):
@@ -382,12 +328,6 @@ def fp8_weight_cache_bytes(layer_params, fp8: bool, stack: Stack | None):
     keeps across micro-batches under an fp8 recipe (:attr:`~commcost.workload.stacks.Stack.fp8_weight_cache_bytes`
     ``q_8``: Transformer Engine's fp8 weight and its transpose, 1 + 1 bytes); 0 in bf16 or without a cache."""
     return layer_params * (stack.fp8_weight_cache_bytes if fp8 and stack is not None else 0.0)
-
-
-def nvls_capable(gpu: str) -> bool:
-    """Whether GPU preset ``gpu`` sits on an NVSwitch that does NVLink SHARP (gpus.json ``nvlink`` in
-    :data:`NVLS_NVLINKS`)."""
-    return gpus().get(gpu, {}).get("nvlink") in NVLS_NVLINKS
 
 
 def gpu_capacity_bytes(gpu: str) -> float:
@@ -490,7 +430,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
-    ``nvls`` (:func:`nvls_capable`) place the layout's NCCL communicators (:func:`nccl_buffer_bytes`)."""
+    ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators (:func:`nccl_buffer_bytes`)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -536,7 +476,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * q_acc
         w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * q_acc
     if layout.zero < 3:   # ZeRO-3 gathers each unit's weights anew: no cast kept across micro-batches
-        w_d = w_d + fp8_weight_cache_bytes(held * _per_layer_dense(spec) / layout.tp, fp8, stack)
+        w_d = w_d + fp8_weight_cache_bytes(held * layer_dense_params(spec) / layout.tp, fp8, stack)
         w_e = w_e + fp8_weight_cache_bytes(expert, fp8, stack)
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers

@@ -46,7 +46,8 @@ from functools import lru_cache
 from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
-from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, nvls_capable, params_per_gpu
+from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
+from commcost.workload.nccl_memory import nvls_capable
 from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s

@@ -199,7 +199,8 @@ def search(inp: SearchInputs, model: CommModel, *,
                 mem = memory_grid(chunk, tables, inp, base)
                 ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
                 fits[lo:lo + CHUNK_ROWS] = ok
-                fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom)
+                fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
+                                                             mem["nccl_high_bytes"])
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
                 states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_bytes"] > mem["capacity_bytes"]
@@ -250,7 +251,8 @@ def search(inp: SearchInputs, model: CommModel, *,
         chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:inp.top]
     plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
     capacity = [p.memory.capacity_bytes for p in plans]
-    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom)) for p, c in zip(plans, capacity)]
+    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
+             for p, c in zip(plans, capacity)]
 
     def rank_key(i: int):
         value = objective_value(inp.objective, plans[i].step_s, plans[i].inputs.layout.world, tokens,
