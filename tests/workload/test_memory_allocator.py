@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes,
-                                     fp8_weight_cache_bytes,
+                                     check_recompute_modules, fp8_weight_cache_bytes,
                                      layer_activation_bytes, memory_per_gpu)
+from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec
@@ -152,3 +153,19 @@ def test_transformer_engine_keeps_fp8_weights_and_transposes_by_hand():
     z3 = dict(seq=S, capacity_bytes=80e9, stack=meg)
     assert (memory_per_gpu(SPEC, Layout(dp=2, zero=3, global_batch=2), fp8=True, **z3).weights_bytes
             == memory_per_gpu(SPEC, Layout(dp=2, zero=3, global_batch=2), **z3).weights_bytes)
+
+
+def test_megatron_recompute_modules_by_hand():
+    # one layer, s' = 32, b = 1, h = 64, 4 heads, d_qk = 24 (an MLA-like score width), d = 16, f = 256, flash:
+    #   norms and GEMM inputs 8 sbh = 16,384; Q and K 2 s (4 + 4) 24 = 12,288, V 2 s 4 16 = 4,096, O's input
+    #   2 s 4 16 = 4,096; MLP (2 + 2) s f = 32,768; log-sum-exp 4 x 4 x 32 = 512  -> 70,144
+    kw = dict(seq_local=32, micro_batch=1, hidden=64, heads=4, kv_heads=4, qk_head_dim=24, head_dim=16,
+              mlp_width=256, gated=False, tp=1, sequence_parallel=False, dropout=False, flash=True, recompute="none")
+    assert layer_activation_bytes(**kw) == pytest.approx(70144, rel=1e-12)
+    # mla_up_proj: Q, K and V recomputed from the latents, O's input kept: 70,144 - 16,384 = 53,760
+    assert layer_activation_bytes(**kw, recompute_modules=("mla_up_proj",)) == pytest.approx(53760, rel=1e-12)
+    # mlp: the dense MLP recomputed from its input: 70,144 - 32,768 = 37,376; both: 20,992
+    assert layer_activation_bytes(**kw, recompute_modules=("mlp",)) == pytest.approx(37376, rel=1e-12)
+    assert layer_activation_bytes(**kw, recompute_modules=("mla_up_proj", "mlp")) == pytest.approx(20992, rel=1e-12)
+    with pytest.raises(InputError, match="unknown recompute module"):
+        check_recompute_modules(("moe",))

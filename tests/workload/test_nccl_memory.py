@@ -60,3 +60,22 @@ def test_device_range_carries_the_layouts_nccl_buffers():
     assert m.device_bytes[0] == pytest.approx(m.total_bytes + 0.5 * GiB + 422_576_128, rel=1e-12)
     assert m.device_bytes[1] == pytest.approx(1.15 * m.total_bytes + 1.0 * GiB + 2_298_612_736, rel=1e-12)
     assert nvls_capable("h100-sxm") and nvls_capable("b200") and not nvls_capable("a100-sxm4-80gb")
+
+
+def test_megatrons_two_further_groups_by_hand():
+    # Megatron-Core on TP 2 x DP 4, 8 H100: the groups above (low 865,075,200, high 4,335,919,104) and
+    #   a second DP group of 4 (stride 2, 4 local, NVLS): low 154,140,672 + 2 x 16 x 1 MiB x 4 = 288,358,400,
+    #     high 688e6 + 2 x 16 x 6 MiB x 4 = 1,493,306,368;
+    #   the model-parallel group of t p = 2 ranks (2 local: no NVLS): low 154,140,672, high 544e6
+    #   -> low 1,307,574,272, high 6,373,225,472
+    kw = dict(world=8, tp=2, cp=1, dp=4, pp=1, ep=1, gpus_per_node=8, nvls=True)
+    got = nccl_buffer_bytes(SCALAR, **kw, extra_groups=("dp", "mp"))
+    assert got == pytest.approx((1_307_574_272, 6_373_225_472), rel=1e-12)
+    # the model-parallel group of TP 2 x PP 4 on one node (d = 1): 2 x min(4, 8 / 2) = 8 local -> NVLS on 8
+    mp = nccl_buffer_bytes(SCALAR, world=8, tp=2, cp=1, dp=1, pp=4, ep=1, gpus_per_node=8, nvls=True,
+                           extra_groups=("mp",))
+    base = nccl_buffer_bytes(SCALAR, world=8, tp=2, cp=1, dp=1, pp=4, ep=1, gpus_per_node=8, nvls=True)
+    assert mp[0] - base[0] == pytest.approx(154_140_672 + 2 * 16 * MiB * 8, rel=1e-12)
+    assert mp[1] - base[1] == pytest.approx(688e6 + 2 * 16 * 6 * MiB * 8, rel=1e-12)
+    with pytest.raises(ValueError):
+        nccl_buffer_bytes(SCALAR, **kw, extra_groups=("amax",))

@@ -85,7 +85,8 @@ if TYPE_CHECKING:
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params"]
+           "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
+           "RECOMPUTE_MODULES", "check_recompute_modules"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -107,6 +108,20 @@ CONTEXT_BYTES = (0.5 * 2**30, 1.0 * 2**30)
 NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
 """NCCL's own buffers per GPU where the layout is not known (:func:`device_bytes_range`'s default); a plan counts
 them per communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`)."""
+RECOMPUTE_MODULES = ("mla_up_proj", "mlp")
+"""Megatron-Core ``recompute_modules`` the memory model knows beside the core attention (``selective``):
+``mla_up_proj`` recomputes multi-latent attention's up-projections, so Q, K and V are not kept (Megatron-Core
+``multi_latent_attention.py``: ``CheckpointWithoutOutput`` around the up-projection and rotary, its output discarded
+after the core attention and recomputed in the backward); ``mlp`` recomputes a dense layer's MLP from its input."""
+
+
+def check_recompute_modules(modules) -> None:
+    """Refuse a ``recompute_modules`` entry outside :data:`RECOMPUTE_MODULES` (one line, the valid names)."""
+    bad = [m for m in modules if m not in RECOMPUTE_MODULES]
+    if bad:
+        raise InputError(f"unknown recompute module(s) {', '.join(map(repr, bad))} (valid: {', '.join(RECOMPUTE_MODULES)})")
+
+
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
     """``(N_d, N_e)`` on the GPU of the heaviest stage (:func:`stage_params` of the layout)."""
 
@@ -153,7 +168,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
                            top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
                            gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0, norm_saved_bytes: float = 2.0,
-                           rotary_saved_copies: float = 0.0) -> float:
+                           rotary_saved_copies: float = 0.0, recompute_modules: tuple[str, ...] = ()) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
@@ -171,6 +186,9 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     K an unfused rotary embedding keeps (``q cos + rotate_half(q) sin`` saves the pre-rotary Q and its rotate_half):
     ``2 n_rot s'b (n_q + n_kv') d_qk / t``; 0 with a fused rotary kernel
     (:attr:`~commcost.workload.stacks.Stack.norm_saved_bytes`, :attr:`~commcost.workload.stacks.Stack.rotary_saved_copies`).
+    ``recompute_modules`` (:data:`RECOMPUTE_MODULES`): ``mla_up_proj`` drops Q, K and V (the attention keeps O's
+    input; the latents the up-projections recompute from are not counted), ``mlp`` drops a dense layer's MLP
+    (recomputed from its input, the norm's output, counted).
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
@@ -185,7 +203,8 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                 head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
                 dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
                 shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes,
-                norm_saved_bytes=norm_saved_bytes, rotary_saved_copies=rotary_saved_copies)
+                norm_saved_bytes=norm_saved_bytes, rotary_saved_copies=rotary_saved_copies,
+                recompute_modules=recompute_modules)
         return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
                                       head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
     mask = 1.0 if dropout else 0.0
@@ -199,6 +218,10 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
         replicated += 2.0 * top_k * sbh + 4.0 * s * b * experts
     else:
         mlp = mlp_per_width * s * b * mlp_width
+    if "mla_up_proj" in recompute_modules:
+        attention = q_in * s * b * heads * head_dim
+    if "mlp" in recompute_modules and not top_k:
+        mlp = 0.0
     if recompute == "attention_module":
         attention = 0.0
         scores = 0.0
@@ -350,18 +373,21 @@ def stack_saved_kwargs(stack: Stack | None, spec: TransformerSpec | None = None)
 
 
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
-                  saved: dict | None = None) -> dict:
+                  saved: dict | None = None, recompute_modules: tuple[str, ...] = ()) -> dict:
     return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
-                gemm_input_bytes=gemm_input_bytes, **(saved or stack_saved_kwargs(None)))
+                gemm_input_bytes=gemm_input_bytes, recompute_modules=recompute_modules,
+                **(saved or stack_saved_kwargs(None)))
 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
-                      gemm_input_bytes: float = 2.0, saved: dict | None = None) -> float:
+                      gemm_input_bytes: float = 2.0, saved: dict | None = None,
+                      recompute_modules: tuple[str, ...] = ()) -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion);
-    ``saved`` the stack's :func:`stack_saved_kwargs`."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved), recompute)
+    ``saved`` the stack's :func:`stack_saved_kwargs`, ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved, recompute_modules),
+                           recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -425,12 +451,14 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
                    fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0,
-                   gpus_per_node: int = 8, nvls: bool = False) -> MemoryBreakdown:
+                   gpus_per_node: int = 8, nvls: bool = False,
+                   recompute_modules: tuple[str, ...] = ()) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
-    ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators (:func:`nccl_buffer_bytes`)."""
+    ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
+    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -446,7 +474,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         recompute = selective_kept(stack.selective)
     saved = stack_saved_kwargs(stack, spec)
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
-                                  saved=saved)
+                                  saved=saved, recompute_modules=recompute_modules)
     none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
@@ -482,7 +510,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     total = states + act + buffers
     L = layout
     nccl = nccl_buffer_bytes(SCALAR, world=L.dp * L.tp * L.pp * L.cp, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
-                             gpus_per_node=gpus_per_node, nvls=nvls)
+                             gpus_per_node=gpus_per_node, nvls=nvls,
+                             extra_groups=() if stack is None else stack.nccl_extra_groups)
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
                            capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,

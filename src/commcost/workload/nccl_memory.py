@@ -13,7 +13,7 @@ from __future__ import annotations
 from commcost.hardware.registry import gpus
 
 __all__ = ["NCCL_CONNECTION_BYTES", "NCCL_MIN_RING_CHANNELS", "NCCL_COMM_BYTES", "NVLS_CHANNELS", "NVLS_STEP_BYTES",
-           "NVLS_MAX_HEADS", "NVLS_NVLINKS", "nccl_buffer_bytes", "nvls_capable"]
+           "NVLS_MAX_HEADS", "NVLS_NVLINKS", "EXTRA_GROUPS", "nccl_buffer_bytes", "nvls_capable"]
 
 NCCL_CONNECTION_BYTES = 4 * 2**20 + 4_915_200 + 524_288
 """``B_conn``: the buffers of one NCCL connection, one per protocol: Simple ``NCCL_BUFFSIZE`` 4 MiB, LL128
@@ -44,7 +44,7 @@ where NCCL sets up NVLS buffers for a communicator of more than 2 GPUs of one no
 turns it off)."""
 
 
-def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: bool):
+def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: bool, extra_groups: tuple[str, ...] = ()):
     """``(N_lo, N_hi)``: NCCL's buffers on one GPU, one communicator per parallel group it is in.
 
     The groups: the default (world) group of ``W`` ranks, which every job creates and uses (barriers) unless a
@@ -59,21 +59,38 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
 
     ``N = sum_groups M_c(n) + [nvls and n_loc > 2] 2 C_nvls B_nvls min(n_loc, 32)``.
 
+    ``extra_groups`` are the further groups a stack runs collectives on
+    (:attr:`~commcost.workload.stacks.Stack.nccl_extra_groups`): ``dp``, a second data-parallel group of the same
+    ranks (Megatron-Core creates the data-parallel group with and without context parallelism by two ``new_group``
+    calls; the gradients go over the one, the reported loss over the other), and ``mp``, the model-parallel group of
+    the ``t p`` ranks of one model replica (the gradient norm), ``n_loc = min(t, G) max(1, min(p, G / (t c d)))``.
+
     Eight H100 in one group: 688 MB + 2 x 16 x 6 MiB x 8 = 688 MB + 1.5 GiB at the high end (NCCL 2.17-2.21, whose
     log prints ``nvlsTotalSize 1610612736`` for 16 channels on 8 GPUs). Array-safe in the degrees."""
     G = float(gpus_per_node)
     lo_c, two_c, hi_c = NCCL_COMM_BYTES
     low = high = 0.0
     spans_all = (tp == world) | (cp == world) | (ep == world) | (dp == world) | (pp == world)
-    groups = ((world, 1.0), (tp, 1.0), (cp, tp), (ep, tp), (dp, tp * cp), (pp, tp * cp * dp))
+    groups = [(world, 1.0), (tp, 1.0), (cp, tp), (ep, tp), (dp, tp * cp), (pp, tp * cp * dp)]
+    for name in extra_groups:
+        if name not in EXTRA_GROUPS:
+            raise ValueError(f"unknown NCCL group {name!r} (valid: {', '.join(EXTRA_GROUPS)})")
+        groups.append((dp, tp * cp) if name == "dp" else (tp * pp, None))
     for i, (n, stride) in enumerate(groups):
         on = (n > 1) * (1 - spans_all) if i == 0 else (n > 1) * 1.0
-        local = xp.maximum(1.0, xp.minimum(n, G / stride))
+        if stride is None:   # the model-parallel group: TP innermost, PP outermost
+            local = xp.minimum(tp, G) * xp.maximum(1.0, xp.minimum(pp, G / (tp * cp * dp)))
+        else:
+            local = xp.maximum(1.0, xp.minimum(n, G / stride))
         heads = xp.minimum(local, NVLS_MAX_HEADS)
         shared = (local > 2) * on * (1.0 if nvls else 0.0) * 2.0 * NVLS_CHANNELS * heads
         low = low + on * lo_c + shared * NVLS_STEP_BYTES[0]
         high = high + on * (two_c + (hi_c - two_c) * (n > 2)) + shared * NVLS_STEP_BYTES[1]
     return low, high
+
+
+EXTRA_GROUPS = ("dp", "mp")
+"""The further process groups a stack may run collectives on (:func:`nccl_buffer_bytes`)."""
 
 
 def nvls_capable(gpu: str) -> bool:

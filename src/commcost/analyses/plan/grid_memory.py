@@ -94,11 +94,13 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                     largest_params=largest_matrix_params(spec, t)))
     q_acc = given_stack_flag(inp.stack, "grad_bytes", GRAD_BYTES)
     unshard = (dense + expert) * (WEIGHT_BYTES + q_acc)   # memory_per_gpu: the stage gathered under PP
-    nccl_low, nccl_high = nccl_buffer_bytes(np, world=base["W"].astype(float), tp=t, cp=c, dp=base["d"].astype(float),
-                                            pp=p, ep=base["e"].astype(float), gpus_per_node=inp.space.gpus_per_node,
-                                            nvls=nvls_capable(inp.gpu))
+    nccl = {name: nccl_buffer_bytes(np, world=base["W"].astype(float), tp=t, cp=c, dp=base["d"].astype(float), pp=p,
+                                    ep=base["e"].astype(float), gpus_per_node=inp.space.gpus_per_node,
+                                    nvls=nvls_capable(inp.gpu),
+                                    extra_groups=stack(name, compiled=inp.compiled).nccl_extra_groups)
+            for name in _stacks(inp)}
     return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
-                unshard=unshard, nccl_low=nccl_low, nccl_high=nccl_high)
+                unshard=unshard, nccl=nccl)
 
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:
@@ -142,9 +144,14 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
 
+    nccl_low, nccl_high = np.zeros(len(bi)), np.zeros(len(bi))
+    for name, mask in masks.items():
+        nccl_low = np.where(mask, tables["nccl"][name][0][bi], nccl_low)
+        nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
+
     total = states + act + buffers
-    return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + tables["nccl_low"][bi],
-                nccl_high_bytes=tables["nccl_high"][bi], states_bytes=states, activations_bytes=act,
+    return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + nccl_low,
+                nccl_high_bytes=nccl_high, states_bytes=states, activations_bytes=act,
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 
