@@ -104,7 +104,10 @@ ALLOCATOR_SLACK = (0.0, 0.15)
 """The caching allocator's reserved memory over the peak allocated: fragmentation and cached blocks,
 0-15% (PyTorch's memory stats on training runs; expandable segments sit at the low end)."""
 CONTEXT_BYTES = (0.5 * 2**30, 1.0 * 2**30)
-"""CUDA context and kernels' modules per GPU, outside torch's allocator (0.5-1 GiB)."""
+"""CUDA context and kernels' modules per GPU, outside torch's allocator (0.5-1 GiB): about 400 MB for the context
+alone with CUDA's lazy module loading, which PyTorch turns on (pytorch/pytorch issue #109888; PR #86509 measured
+287 MB lazy against 667 MB eager), more as a training step loads cuBLAS, cuDNN and fused kernels; over 1000 MB where
+every kernel loads at once (issue #107667: before CUDA 11.7)."""
 NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
 """NCCL's own buffers per GPU where the layout is not known (:func:`device_bytes_range`'s default); a plan counts
 them per communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`)."""

@@ -28,7 +28,8 @@ MEMORY_HEADROOM = 0.05
 """``h``: the share of the card a layout must leave free at the upper end of its memory estimate
 (:func:`memory_fragile`), or it is fragile and ranked after every layout that leaves it. The upper
 end already holds the caching allocator's 15% over the peak allocated, the CUDA context and NCCL's
-buffers (:data:`commcost.workload.memory.ALLOCATOR_SLACK`, ``CONTEXT_BYTES``, ``NCCL_BYTES``); the
+buffers (:data:`commcost.workload.memory.ALLOCATOR_SLACK`, ``CONTEXT_BYTES``; the layout's
+:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); the
 headroom is for what that estimate misses: fragmentation that grows over a run (PyTorch's CUDA
 memory notes: blocks that cannot be split or merged keep ``reserved`` above ``allocated``; the
 ``expandable_segments`` setting exists to curb it), memory spikes of the first steps and of
