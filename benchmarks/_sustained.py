@@ -18,7 +18,8 @@ import commcost.workload.stacks as stacks
 from commcost.analyses.plan.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
-SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm"}
+SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm", "b200-700w": "b200", "gb200": "b200",
+            "gb300": "b300", "mi300x": "mi325x"}
 """GPUs without Megatron-Core runs of their own take their die's fraction (as kernels.json records)."""
 SAME_CHIP = {"a800-sxm4-80gb": "a100-sxm4-80gb", "h800-sxm": "h100-sxm"}
 """Export variants: the same die at the same clocks, memory and HBM bandwidth, only NVLink cut (gpus.json).
@@ -70,8 +71,13 @@ def row_fraction(inp, model, measured_s: float) -> float | None:
 
 
 def fit(fits: list[dict]) -> tuple[dict, dict, float]:
-    """``(u_gpu, u_stack, fallback u_gpu)`` from rows ``{gpu, stack, u}``; a stack without rows takes
-    the median of the other non-Megatron-Core stacks' (entry ``None``), a GPU without the median over GPUs."""
+    """``(u_gpu, u_stack, fallback u_gpu)`` from rows ``{gpu, stack, u, declared}``; a stack without rows takes
+    the median of the other non-Megatron-Core stacks' (entry ``None``), a GPU without the median over GPUs.
+
+    ``u_stack`` = ``u_row / u_gpu`` separates the two only where both are known: a row whose GPU has no
+    fraction of its own (no Megatron-Core run on it: the fallback would be taken for its GPU's share) or whose
+    stack the source does not name or commcost has none for (``declared`` ``other`` or ``jax``: priced as the stack it resolves to, not evidence of
+    that stack) fits no ``u_stack``."""
     core = [f for f in fits if family(f["stack"]) in MEGATRON_CORE]
     u_gpu = {}
     for g in {chip(f["gpu"]) for f in core}:
@@ -84,8 +90,9 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
         if gpu not in u_gpu and die in u_gpu:
             u_gpu[gpu] = u_gpu[die]
     u_stack = {}
-    for s in {family(f["stack"]) for f in fits} - set(MEGATRON_CORE):
-        u_stack[s] = statistics.median(f["u"] / u_gpu.get(f["gpu"], fallback) for f in fits if family(f["stack"]) == s)
+    known = [f for f in fits if f.get("declared") not in ("other", "jax") and f["gpu"] in u_gpu]
+    for s in {family(f["stack"]) for f in known} - set(MEGATRON_CORE):
+        u_stack[s] = statistics.median(f["u"] / u_gpu[f["gpu"]] for f in known if family(f["stack"]) == s)
     u_stack[None] = statistics.median(u_stack.values()) if u_stack else 1.0
     return u_gpu, u_stack, fallback
 

@@ -54,6 +54,10 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.
 MOE_DATA = DATA.with_name("published_moe_runs.csv")
 """MoE runs whose source states the dispatcher, expert TP and overlap (columns ``etp a2a moe_overlap expert_load``)."""
 A100_PEAK = 312e12
+NO_STACK = ("jax",)
+"""``stack`` values of runs on a framework commcost has no stack for (MaxText and Pax on JAX/XLA): predicted
+as ``--stack auto``, fitted into no fraction, and reported on a line of their own beside the headline, which
+covers the PyTorch stacks that ``--stack`` names (and ``other``: PyTorch stacks without an entry)."""
 
 
 def published_step_s(row: dict) -> float:
@@ -108,6 +112,20 @@ RECIPE_MOE_BY_ROW["mb-gb200-deepseekv3"] = dict(
 dispatch inside one node, ``--a2a deepep``)."""
 
 
+_LLAMA3_SPLIT = ("Llama Team 2024 (arXiv 2407.21783) Section 3.3.2: 'To balance the pipeline, we reduce one "
+                 "Transformer layer each from the first and the last stages'")
+SPLIT_COUNTS_ENDS = {
+    "bloom-176b-384": "bigscience-workshop/bigscience train/tr11-176B-ml/README.md: --pp-partition-method "
+                      "'type:transformer|embedding' (bigscience-workshop/Megatron-DeepSpeed megatron/model/"
+                      "gpt_model.py GPTModelPipe: the embedding layers counted with the transformer blocks in "
+                      "DeepSpeed's partition)",
+    "llama3-405b-8k-8192": _LLAMA3_SPLIT, "llama3-405b-8k-16384": _LLAMA3_SPLIT,
+    "llama3-405b-128k-16384": _LLAMA3_SPLIT,
+}
+"""Rows whose pipeline split counts the embedding and the head as a layer each (``Layout.split_counts_ends``), with
+the recipe or paper that says so."""
+
+
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:
     """The row's plan inputs; MoE rows with the recipe's settings (``moe``, default :data:`RECIPE_MOE`)."""
     spec = model_spec(row["model"])
@@ -121,10 +139,11 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     moe = dict(moe) if spec.is_moe else {}
     W, tp, pp, cp, vp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
     pv = pp * vp
+    ends = row["id"] in SPLIT_COUNTS_ENDS
     layout = Layout(dp=W // (tp * pp * cp), tp=tp, pp=pp, vp=vp, cp=cp, ep=int(row["ep"]), zero=int(row["zero"]),
                     sequence_parallel=row["sequence_parallel"] == "1", recompute=row["recompute"],
                     micro_batch=int(row["micro_batch"]), global_batch=int(row["global_batch"]),
-                    uneven_pipeline=spec.layers % pv != 0, etp=moe.pop("etp", 0))
+                    uneven_pipeline=(spec.layers + 2 * ends) % pv != 0, split_counts_ends=ends, etp=moe.pop("etp", 0))
     sysp = systems()[row["system"]]
     G = int(sysp["gpus_per_node"])
     topo, _ = system_group(row["system"], nodes=-(-W // G))
@@ -160,12 +179,12 @@ def main(argv: list[str]) -> int:
         moe_apart(results)
         moe_leave_one_source_out(results, fits)
     if "--rows" in argv or "--fit" not in argv:
-        print(f"{'id':<30}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
+        print(f"{'id':<34}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
         for r in results:
             pr = r["plan"]
             terms = {"bubble": pr.pipeline_bubble_s, **{f"{d} comm": s for d, s in pr.exposed_by_dimension().items()}}
             dom = max(terms.items(), key=lambda kv: kv[1]) if terms else ("-", 0.0)
-            print(f"{r['row']['id']:<30}{r['row']['split']:<8}{r['measured']:>10.3f}s{pr.step_s:>9.3f}s"
+            print(f"{r['row']['id']:<33} {r['row']['split']:<8}{r['measured']:>10.3f}s{pr.step_s:>9.3f}s"
                   f"{(pr.step_s - r['measured']) / r['measured']:>+8.1%}  {r['eta']:>7.3f}  {dom[0]} {dom[1] / pr.step_s:.0%}")
     # calibrated from one run of the same family and GPU
     for r in results:
@@ -205,7 +224,8 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
         if u is not None:
-            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], u=u, source=S.source_of(r["row"]), r=r))
+            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u,
+                             source=S.source_of(r["row"]), r=r))
     u_gpu, u_stack, fb = S.fit(fits)
     print("sustained fractions fitted on every dense row (kernels.json sustained, stacks.json sustained):")
     print("  u_gpu   " + ", ".join(f"{g} {u:.3f}" for g, u in sorted(u_gpu.items())) + f"; others {fb:.3f}")
@@ -213,12 +233,24 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
     if fit_only:
         S.restore()
         return fits
-    signed, by_source = _leave_one_source_out(results, fits, moe=False)
+    _leave_one_source_out(results, fits, moe=False)
+    dense = [r for r in results if not r["inp"].spec.is_moe]
+    torch_rows = [r for r in dense if r["row"]["stack"] not in NO_STACK]
+    by_source: dict[str, list[float]] = {}
+    for r in torch_rows:
+        by_source.setdefault(S.source_of(r["row"]), []).append(r["loso"])
     print()
-    print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(signed)} runs, {len(by_source)} sources; each source predicted with "
-          "fractions fitted without it):")
-    _print_errors(signed, by_source)
-    long = [r["loso"] for r in results if not r["inp"].spec.is_moe and r["inp"].seq >= 16384]
+    print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(torch_rows)} runs on PyTorch stacks, {len(by_source)} sources; each "
+          "source predicted with fractions fitted without it):")
+    _print_errors([r["loso"] for r in torch_rows], by_source)
+    for label, sel in (("JAX/XLA rows (no commcost stack: priced as --stack auto)",
+                        [r for r in dense if r["row"]["stack"] in NO_STACK]), ("every dense row", dense)):
+        if sel:
+            e = [r["loso"] for r in sel]
+            a = [abs(x) for x in e]
+            print(f"  {label}: n={len(sel)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median "
+                  f"signed {statistics.median(e):+.1%}, too fast {sum(x < 0 for x in e) / len(e):.0%}")
+    long = [r["loso"] for r in torch_rows if r["inp"].seq >= 16384]
     if long:
         a = [abs(e) for e in long]
         print(f"  seq >= 16K: n={len(long)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed "

@@ -33,9 +33,10 @@ def test_every_matched_table_is_on_exactly_one_side_with_a_reason():
     every = set(MATCHES["matched"]) | set(MATCHES["busbw_tables"]) | set(MATCHES["scaling_tables"])
     assert sorted(sides["tuning"] + sides["heldout"]) == sorted(every)
     assert all(e["reason"] for side in ("tuning", "heldout") for e in SPLIT[side].values())
-    # about a third of the systems held out: 7 of 23 (A3 Mega joined the tuning side with issue 20's table)
+    # about a third of the systems held out, a little more since new systems join the held-out side when no
+    # constant is chosen on them: 12 of 27 (Voltage Park H100 4x8 and GCP A3 Ultra joined it after issue 20)
     n_tune, n_held = len(SPLIT["tuning"]), len(SPLIT["heldout"])
-    assert 0.3 <= n_held / (n_tune + n_held) <= 0.4
+    assert 0.3 <= n_held / (n_tune + n_held) <= 0.45
 
 
 def _pooled(rows, side, op="all_reduce"):
@@ -47,11 +48,11 @@ def _pooled(rows, side, op="all_reduce"):
 
 
 def test_held_out_meets_the_issue_targets(rows):
-    # all-reduce rows; measured at this commit: 6.1% over 109 rows (74 before issue 20, less the A3 Mega table's
-    # 14 that moved to tuning, plus the held-out MI355X AINIC system's 2-node 15 and 1-node 11, OCI GB200's 8 and
-    # the Vultr B200 2-node table's 15), 7.7% over 1-64 MiB, 51% too fast, band covers 83%
+    # all-reduce rows; measured at this commit: 6.4% over 123 rows (74 before issue 20, less the A3 Mega table's
+    # 14 that moved to tuning, plus the held-out MI355X AINIC system's 2-node 15 and 1-node 11, OCI GB200's 8,
+    # the Vultr B200 2-node table's 15 and Voltage Park's 4-node 14), 8.0% over 1-64 MiB, 55% too fast, band 85%
     median, mid, fast, band, n = _pooled(rows, "heldout")
-    assert n == 109
+    assert n == 123
     assert median <= 0.15
     assert mid <= 0.25
     assert 0.35 <= fast <= 0.65   # no systematic sign (issue 14 found 153 of 163 = 94% too fast)
@@ -90,16 +91,19 @@ def test_all_to_all_leave_one_system_out_meets_issue_20(loso_rows):
 
 
 def test_all_gather_across_nodes(rows, loso_rows):
-    # six tables (A3 High TCPX, A3 Mega TCPXO, two GCP A4 B200 clusters: tuning; A4X Max, Vultr B200 2x8 on
-    # InfiniBand: held out). With the shipped presets: 8.2% over 80 rows, 49% too fast (the Vultr table alone:
-    # 17.4%, every row fast). Leaving a system out also takes back the fabric numbers read off its own table
-    # (tcpx/tcpxo bandwidth and step): 12.9%, 56% too fast (the TCPX(O) systems scored with the old assumptions)
+    # ten tables (A3 High TCPX, two A3 Mega TCPXO runs, three GCP A4 B200 runs: tuning; A4X Max, Vultr B200 2x8
+    # on InfiniBand, Voltage Park H100 4x8, GCP A3 Ultra H200 2x8: held out). With the shipped presets: 8.4% over
+    # 136 rows, 51% too fast (the Vultr table alone: 17.4%, every row fast; Voltage Park 11.3%, its 1-8 GiB rows
+    # 7-12% fast as its all-reduce's are; the GKE A3 Mega run 32-58% fast at 1-64 MiB, where the dstack run the
+    # tcpxo step was read off is 1-9% slow; A3 Ultra 2-41% slow at 1-64 MiB). Leaving a system out also takes back
+    # the fabric numbers read off its own table (tcpx/tcpxo bandwidth and step): 12.7%, 49% too fast (the TCPX(O)
+    # systems scored with the old assumptions)
     sub = [r for r in rows if r["op"] == "all_gather" and r["scope"] == "multi_node"]
-    assert len(sub) == 80
+    assert len(sub) == 136
     assert statistics.median(abs(r["err"]) for r in sub) <= 0.10
     assert 0.35 <= sum(r["err"] < 0 for r in sub) / len(sub) <= 0.65
     median, fast, n = _median_fast(loso_rows, "all_gather", "multi_node")
-    assert n == 80 and median <= 0.20
+    assert n == 136 and median <= 0.20
 
 
 def test_leaving_a_system_out_changes_only_the_constants_it_gave():

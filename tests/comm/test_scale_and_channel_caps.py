@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from commcost import InputError, collective_cost, system_topology
 from commcost.comm.algorithms import protocol_costs
-from commcost.comm.protocols import Protocol
+from commcost.comm.protocols import Protocol, one_node_ring_graph
 from commcost.comm.topology import Link, Topology, network_oversubscription
 
 INTRA = Link(bandwidth_bytes_per_s=100e9, latency_s=1e-6)
@@ -78,11 +78,63 @@ def test_tree_ll128_is_capped_per_channel_across_nodes():
     assert ring.bandwidth_s == pytest.approx(2 * 15 / 16 * S / 293.6e9)
 
 
-def test_no_per_channel_cap_inside_one_node():
-    # one DGX A100, tree LL128 (7/9 in one node): 2S / (240e9 x 0.92 x 7/9), then / 0.9 (8 MiB)
+def test_no_per_channel_cap_on_the_tree_inside_one_node():
+    # one DGX A100, tree LL128 (7/9 in one node): 2S / (240e9 x 0.92 x 7/9), then / 0.9 (8 MiB); only the ring
+    # is capped inside one node (test_ring_ll128_in_one_blackwell_node_is_capped_per_channel)
     S = 8 * MiB
     tree = protocol_costs("all_reduce", S, 8, system_topology("dgx-a100", nodes=1), "tree")[Protocol.LL128]
     assert tree.bandwidth_s == pytest.approx(2 * S / (240e9 * 0.92 * 7 / 9) / 0.9)
+
+
+@pytest.mark.parametrize("nvlink_bytes_per_s,generation,channels,channel_bytes_per_s", [
+    # Hopper, 370 GB/s: 60 -> floor(370/60) = 6 ch = 360; 50 -> 7 = 350; 40 -> 9 = 360; 30 -> 12 = 360 (none
+    # strictly better); 24/60 = 0.4 <= 0.49 stops. 60 >= 50: doubled to 12 ch x 30 GB/s = 360 GB/s.
+    (370e9, "hopper", 12, 30e9),
+    # Blackwell, 720 GB/s: 90 -> 8 ch = 720 >= 720, done; doubled to 16 x 45.
+    (720e9, "blackwell", 16, 45e9),
+    # Ampere (compute capability 8.0, not above), 240 GB/s: 40 -> 6 = 240, done; doubled to 12 x 20.
+    (240e9, "ampere", 12, 20e9),
+    # Volta, 120 GB/s: 40 -> 3 = 120; doubled to 6 x 20.
+    (120e9, "volta", 6, 20e9),
+    # H800 (8 NVLinks), 164.8 GB/s: 60 -> 2 = 120; 50 -> 3 = 150; 40 -> 4 = 160; 30 -> 5 = 150; 24 -> 6 = 144;
+    # 20 -> 8 = 160 (a tie keeps 40); 15/40 <= 0.49 stops. 4 channels (not more than 4): doubled to 8 x 20.
+    (164.8e9, "hopper", 8, 20e9),
+    # 210 GB/s on Hopper: 60 -> 3 = 180; 50 -> 4 = 200; 40 -> 5 = 200; 30 -> 7 = 210 >= 210, done.
+    # 30 < 50 with 7 > 4 channels above compute capability 8.0: not doubled.
+    (210e9, "hopper", 7, 30e9),
+])
+def test_one_node_ring_graph_is_nccls_search(nvlink_bytes_per_s, generation, channels, channel_bytes_per_s):
+    c, b = one_node_ring_graph(nvlink_bytes_per_s, generation)
+    assert c == channels
+    assert b == pytest.approx(channel_bytes_per_s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nvlink_gb_per_s=st.floats(3.0, 2000.0), generation=st.sampled_from(["volta", "ampere", "hopper", "blackwell"]))
+def test_one_node_ring_graph_never_exceeds_the_link(nvlink_gb_per_s, generation):
+    # the searched channels each take b_c of every GPU's link to the switch: c b_c <= B, at most 32 channels
+    # (below the slowest speed, 3 or 18 GB/s, one channel at the link's own rate)
+    c, b = one_node_ring_graph(nvlink_gb_per_s * 1e9, generation)
+    assert 1 <= c <= 32
+    assert c * b <= nvlink_gb_per_s * 1e9 * (1 + 1e-9)
+
+
+def test_ring_ll128_in_one_blackwell_node_is_capped_per_channel():
+    # one HGX B200 node, 32 MiB on 8 GPUs: the searched ring has 16 channels, so NCCL caps ring LL128 at
+    # 16 x perChMaxRingLL128Bw(Blackwell, N1) = 16 x 40 = 640 GB/s of bus bandwidth, below LL128's own
+    # 0.92 x 720 = 662.4 GB/s. All-gather bus bytes (7/8) S, all-reduce 2 (7/8) S.
+    S = 32 * MiB
+    b200 = system_topology("hgx-b200", nodes=1)
+    ag = protocol_costs("all_gather", S, 8, b200, "ring")[Protocol.LL128]
+    assert ag.bandwidth_s == pytest.approx(7 / 8 * S / 640e9)
+    ar = protocol_costs("all_reduce", S, 8, b200, "ring")[Protocol.LL128]
+    assert ar.bandwidth_s == pytest.approx(2 * 7 / 8 * S / 640e9)
+    # Simple is not capped: (7/8) S / 720e9
+    assert protocol_costs("all_gather", S, 8, b200, "ring")[Protocol.SIMPLE].bandwidth_s == pytest.approx(
+        7 / 8 * S / 720e9)
+    # Hopper: 12 channels x 36.7 = 440.4 GB/s stays above 0.92 x 370 = 340.4 GB/s: LL128's own bandwidth
+    h100 = protocol_costs("all_gather", S, 8, system_topology("dgx-h100", nodes=1), "ring")[Protocol.LL128]
+    assert h100.bandwidth_s == pytest.approx(7 / 8 * S / (0.92 * 370e9))
 
 
 def test_nvls_tree_moves_2s_per_node_past_two_nodes():

@@ -110,7 +110,7 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     layout = Layout(dp=dp, tp=tp, pp=pp, vp=args.vp, cp=cp, ep=args.ep, zero=3 if args.fsdp else args.zero,
                     sequence_parallel=args.sequence_parallel, recompute=args.recompute, micro_batch=args.micro_batch,
                     global_batch=args.global_batch, order=args.order, shard_group=args.hsdp or 0, etp=args.etp or 0,
-                    uneven_pipeline=args.uneven_pipeline)
+                    uneven_pipeline=args.uneven_pipeline, split_counts_ends=args.split_counts_ends)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
     resolved, G, gpu = resolve_hardware(args, gpus)

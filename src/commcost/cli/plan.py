@@ -84,6 +84,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
     lay.add_argument("--uneven-pipeline", action="store_true",
                      help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
+    lay.add_argument("--split-counts-ends", action="store_true",
+                     help="the pipeline split counts the embedding and the head as a layer each: the first "
+                          "and last stages hold one layer fewer (Megatron's --account-for-embedding-in-pipeline-"
+                          "split and --account-for-loss-in-pipeline-split)")
     lay.add_argument("--order", default="tp-cp-ep-dp-pp", help="rank order, innermost first (Megatron's default)")
     add_moe_arguments(p, lay)
     add_hardware_arguments(p)

@@ -86,7 +86,9 @@ NCCL's ring LL128 one) and ``t_0^p = t_0 x baseLat[p] / 8.4 us``, refined as
 NCCL's ``ncclTopoTuneModel``/``ncclTopoGetAlgoTime`` do: LL's bus bandwidth is
 capped at ``llMaxBw``; the tree's bandwidth is multiplied by NCCL's
 ``treeCorrectionFactor`` (about 0.5 to 0.9 between 256 KiB and 128 MiB, where
-trees do not reach their model bandwidth); ring Simple all-reduce across nodes
+trees do not reach their model bandwidth); ring LL128 is capped at ``c x perChMaxRingLL128Bw``, ``c`` one
+channel per NIC across nodes and, inside one NVSwitch node, the channels of the ring NCCL's search finds
+(:func:`commcost.comm.protocols.one_node_ring_graph`: 16 on Blackwell, so 640 GB/s < 0.92 x 720); ring Simple all-reduce across nodes
 pays ``1.4 x`` its latency (``1.9 x`` on Volta). In-network (NVLS) is Simple only, with NCCL's latency
 (no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS moves a
 message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
@@ -111,7 +113,8 @@ from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus
 from commcost.core.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
                                 RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
-                                TREE_TERMS, Protocol, ProtocolTerms, ring_simple_plateau_factor, tree_correction)
+                                TREE_TERMS, Protocol, ProtocolTerms, one_node_ring_graph, ring_simple_plateau_factor,
+                                tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
 from commcost.core.validation import require_count, require_finite_positive
 from commcost.core.xp import is_array, namespace_of
@@ -580,6 +583,7 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         return {Protocol.SIMPLE: (lat, S / (PAT_BANDWIDTH_SHARE * W))}, ranking
     tree = alg is Algorithm.TREE
     one_per_node = g == 1 and n > 1  # NCCL: "With ppn=1 latencies are fully exposed, use the Tree network latency"
+    ring_graph = _one_node_ring(topo) if (alg is Algorithm.RING and n == 1) else None
     out: dict[Protocol, tuple[float, float]] = {}
     for t in (TREE_TERMS if tree else RING_TERMS):
         p = t.protocol
@@ -609,6 +613,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
             bw = _max(bw, bus_bytes / pm.ll_max_bus_bandwidth(n))
         if p is Protocol.LL128 and alg in (Algorithm.RING, Algorithm.TREE):  # NCCL's per-channel LL128 cap
             cap = pm.per_channel_cap_bytes_per_s("tree_ll128" if tree else "ring_ll128", n, nics)
+            if ring_graph is not None:  # one node: the searched ring's channels (one_node_ring_graph)
+                cap = pm.one_node_ring_ll128_cap_bytes_per_s(ring_graph[0])
             if cap is not None:
                 bw = _max(bw, bus_bytes / cap)
         if tree and op is Collective.ALL_REDUCE:
@@ -623,6 +629,25 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         ranking[Protocol.LL] = 1.0 - 1.0 * ll
         ranking[Protocol.SIMPLE] = 1.0 * ll
     return out, ranking
+
+
+def _make_one_node_ring(topo: Topology) -> tuple[int, float] | None:
+    """``(c, b_c)`` of the ring NCCL's search finds inside one node of ``topo``
+    (:func:`commcost.comm.protocols.one_node_ring_graph`), or None where commcost does not model that search:
+    no NCCL GPU generation (RCCL, unknown), no NVLink (LL128 off: PCIe-only nodes), or peers outside the
+    NVLink (DGX-1's cube mesh, :attr:`Topology.unlinked_peers`), where the preset's ``B_i`` stands as is."""
+    pm = topo.protocols
+    if pm is None or pm.gpu_generation is None or not pm.ll128_enabled or topo.unlinked_peers:
+        return None
+    return one_node_ring_graph(topo.intra.bandwidth_bytes_per_s, pm.gpu_generation)
+
+
+_one_node_rings = IdentityMemo(_make_one_node_ring)
+
+
+def _one_node_ring(topo: Topology) -> tuple[int, float] | None:
+    """:func:`_make_one_node_ring`, memoised on the frozen topology."""
+    return _one_node_rings(topo)
 
 
 def _floored(terms: dict[Protocol, tuple[float, float]], P: int,

@@ -46,7 +46,8 @@ __all__ = [
     "Protocol", "ProtocolTerms", "ProtocolModel", "RING_TERMS", "TREE_TERMS", "NVLS_TERMS",
     "REFERENCE_INTRA_STEP_S", "REFERENCE_INTER_STEP_S", "REFERENCE_BASE_S",
     "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "RING_SIMPLE_MULTINODE_LATENCY_FACTOR_VOLTA", "ring_simple_plateau_factor",
-    "tree_correction", "PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S",
+    "tree_correction", "PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S", "RING_SEARCH_SPEEDS_GB_PER_S",
+    "RING_SEARCH_MAX_CHANNELS", "one_node_ring_graph",
 ]
 
 
@@ -165,7 +166,10 @@ def tree_correction(protocol: Protocol, message_bytes: float) -> float:
     return table[i] + (x - i) * (hi - table[i])
 
 
-# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (2.27+): the most bus bandwidth ONE channel
+# NCCL src/graph/tuning.cc, ncclTunerConstantsDefaults (as of 2.29.7; the Blackwell ring LL128 row moved:
+# 2 x 36.7 = 73.4 on N1/N2/N4 in 2.25-2.28.3, N2 34.6 from 2.28.7, 34.5/34.6/34.5 in 2.29.2, 40 from 2.29.7,
+# so on Blackwell the two-node LL128 cap binds from NCCL 2.28.7 on, the one-node one from 2.29.2): the most bus
+# bandwidth ONE channel
 # reaches, GB/s, for a group on one node, two nodes, more (N1/N2/N4). ncclTopoTuneModel caps
 #   ring LL128:  busBw = min(busBw * 0.92, nChannels * perChMaxRingLL128Bw)
 #   tree (all):  busBw = min(busBw * 0.92, nChannels * perChMaxTreeBw)
@@ -178,6 +182,60 @@ PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S: dict[str, dict[str, tuple[float, float, 
 }
 """NCCL's per-channel bus-bandwidth caps by GPU generation (``perChMaxRingLL128Bws``, ``perChMaxTreeBws``,
 ``perChMaxTreeLL128Bws``), GB/s per channel."""
+
+
+# NCCL src/graph/search.cc: the per-channel bandwidths (GB/s) the ring search tries inside one node, fastest
+# first (speedArrayIntra before sm90, sm90SpeedArrayIntra, sm100SpeedArrayIntra).
+_SPEEDS_PRE_SM90 = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+RING_SEARCH_SPEEDS_GB_PER_S: dict[str, tuple[float, ...]] = {
+    "volta": _SPEEDS_PRE_SM90,
+    "ampere": _SPEEDS_PRE_SM90,
+    "hopper": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    "blackwell": (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+}
+"""The per-channel bandwidths NCCL's ring search tries inside one node, by GPU generation (GB/s)."""
+
+RING_SEARCH_MAX_CHANNELS = 32
+"""Most channels the ring search keeps: ``MAXCHANNELS / 2`` (src/init.cc ``ringGraph->maxChannels``)."""
+
+_COMPUTE_CAPABILITY = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
+
+
+def one_node_ring_graph(nvlink_bandwidth_bytes_per_s: float, gpu_generation: str) -> tuple[int, float]:
+    """``(c, b_c)``: the channels and per-channel bandwidth of the ring NCCL's search finds in one node whose
+    GPUs each reach an NVSwitch at ``B = nvlink_bandwidth_bytes_per_s``; NCCL's tuner prices every ring
+    collective in that node at the bus bandwidth ``c b_c`` (tuning.cc ``busBw = graphs[a]->nChannels * bw``)
+    and caps ring LL128 at ``c x perChMaxRingLL128Bw``.
+
+    NCCL src/graph/search.cc ``ncclTopoCompute``, pass 1: from the fastest speed ``s`` of
+    :data:`RING_SEARCH_SPEEDS_GB_PER_S` that fits (``s <= B``), each ring channel takes ``s`` of every GPU's
+    link to the switch, so ``floor(B / s)`` channels fit (at most :data:`RING_SEARCH_MAX_CHANNELS`); the search
+    keeps the best ``c s`` (``ncclTopoCompareGraphs``: strictly more replaces), stops once ``c s >= B``, and
+    tries a slower speed only while it is more than 0.49 of the best one's. Then ``ncclTopoDupChannels``
+    doubles the channels (at most 32) and divides ``s`` by the same factor, unless ``s < 25`` or (compute
+    capability above 8.0, ``s < 50`` and more than 4 channels). Pass 2 (a faster speed on the same channels)
+    never fits when ``c s`` is already the most below ``B``. Hopper, ``B`` = 370 GB/s: 6 x 60 = 360, 7 x 50,
+    9 x 40, 12 x 30 = 360 (no better), doubled to 12 x 30 = 360 GB/s; Blackwell, 720 GB/s: 8 x 90 = 720,
+    doubled to 16 x 45. Only for GPUs that reach every peer through an NVSwitch (the caller's check).
+    """
+    speeds = RING_SEARCH_SPEEDS_GB_PER_S[gpu_generation]
+    total = nvlink_bandwidth_bytes_per_s / 1e9
+    best_c, best_s = 0, 0.0
+    for s in (x for x in speeds if x <= total):
+        if best_c and s / best_s <= 0.49:
+            break
+        c = min(int(math.floor(total / s + 1e-9)), RING_SEARCH_MAX_CHANNELS)
+        if c * s > best_c * best_s:
+            best_c, best_s = c, s
+        if best_c * best_s >= total:
+            break
+    if best_c == 0:  # slower than every speed: one channel at the link's own rate
+        return 1, nvlink_bandwidth_bytes_per_s
+    if best_s >= 25.0 and not (_COMPUTE_CAPABILITY[gpu_generation] > 80 and best_s < 50.0 and best_c > 4):
+        doubled = min(2 * best_c, RING_SEARCH_MAX_CHANNELS)
+        best_s /= -(-doubled // best_c)
+        best_c = doubled
+    return best_c, best_s * 1e9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,8 +285,8 @@ class ProtocolModel:
     def per_channel_cap_bytes_per_s(self, kind: str, nodes: int, channels: int) -> float | None:
         """``channels x perChMax<kind>`` for a group on ``nodes`` nodes (bus bandwidth, bytes/s).
 
-        None in one node (commcost's NVLink figures are already NCCL's per-link ones) and
-        without a generation. Across nodes NCCL's graph search finds one channel per NIC
+        None in one node (the ring's cap there is :meth:`one_node_ring_ll128_cap_bytes_per_s`, the tree is
+        not capped in one node) and without a generation. Across nodes NCCL's graph search finds one channel per NIC
         (NCCL INFO "Pattern 5, ..., nChannels 7" on an H100 node with 7 NICs in use,
         NVIDIA/nccl#1519; "nChannels 4" on 4 NICs, NVIDIA/nccl#601), and ncclTopoTuneModel
         multiplies the caps by that searched count: ``channels`` is the NICs per node.
@@ -237,6 +295,16 @@ class ProtocolModel:
             return None
         row = PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S[self.gpu_generation][kind]
         return channels * row[min(nodes, 3) - 1] * 1e9
+
+    def one_node_ring_ll128_cap_bytes_per_s(self, channels: int) -> float | None:
+        """``channels x perChMaxRingLL128Bw`` of a group in one node (the N1 column): NCCL caps ring LL128 with
+        the searched ring's channel count there too (tuning.cc: ``index2 = nNodes - 1``), ``channels`` from
+        :func:`one_node_ring_graph`. Blackwell: 16 x 40 = 640 GB/s, below LL128's 0.92 x 720 = 662 (NCCL 2.29.7+;
+        2.29.2's 34.5 gives 552, 2.25-2.28's 73.4 gives 1174, which does not bind); Hopper 12 x 36.7 = 440 and
+        Ampere 12 x 20 = 240 stay above 0.92 of theirs. None without a generation."""
+        if self.gpu_generation is None:
+            return None
+        return channels * PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S[self.gpu_generation]["ring_ll128"][0] * 1e9
 
     def nvls_channel_count(self, nodes: int) -> int:
         """NVLS channels for a group spanning ``nodes`` nodes."""

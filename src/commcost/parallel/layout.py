@@ -35,8 +35,9 @@ from commcost.core.validation import require_count
 from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
-           "pair_ranks_per_node", "stage_layers", "heaviest_stage_layers", "check_layout", "group_of", "pair_ranks",
-           "leaves_node", "order_stride", "dense_sizes", "expert_sizes", "expert_data_parallel", "layer_passes"]
+           "pair_ranks_per_node", "stage_layers", "split_slots", "stage_end_shares", "heaviest_stage_layers",
+           "check_layout", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
+           "expert_data_parallel", "layer_passes"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
@@ -86,6 +87,12 @@ class Layout:
     uneven_pipeline: bool = False
     """Layers need not divide by ``p v`` (Megatron's ``pipeline_model_parallel_layout``): the heaviest
     stage then holds ``ceil(L/(p v))`` layers per chunk (:func:`stage_layers`)."""
+    split_counts_ends: bool = False
+    """The pipeline split counts the embedding and the output head (with the loss) as one layer each, so
+    the first and the last stage hold one layer fewer (Megatron-Core's ``account_for_embedding_in_pipeline_split``
+    and ``account_for_loss_in_pipeline_split``; Megatron-DeepSpeed's ``--pp-partition-method
+    'type:transformer|embedding'``; the Llama 3 paper's balanced pipeline): ``L + 2`` slots over the ``p v``
+    chunks (:func:`stage_layers`, :func:`stage_end_shares`). Needs ``p > 1``."""
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "vp", "cp", "ep", "micro_batch", "global_batch"):
@@ -117,6 +124,8 @@ class Layout:
                 raise InputError(f"ep x etp = {self.ep} x {self.etp} = {self.ep * self.etp} must divide tp x dp x cp = "
                                  f"{self.tp} x {self.dp} x {self.cp} = {self.tp * self.dp * self.cp} "
                                  "(expert layers fold onto those ranks)")
+        if self.split_counts_ends and self.pp == 1:
+            raise InputError("a pipeline split that counts the embedding and the head needs pp > 1")
         if self.vp > 1:
             if self.pp == 1:
                 raise InputError(f"vp = {self.vp} needs pp > 1 (virtual stages interleave a pipeline)")
@@ -286,9 +295,30 @@ def layer_passes(xp, full):
 
 
 def stage_layers(layers: int, layout: Layout) -> float:
-    """Layers on the heaviest pipeline stage (:func:`heaviest_stage_layers` of the layout)."""
+    """Layers on the heaviest pipeline stage (:func:`heaviest_stage_layers` of the layout). With
+    :attr:`Layout.split_counts_ends` the ``L + 2`` slots are split: a middle stage holds ``n`` of them as layers; with
+    ``p = 2`` there is no middle stage and each stage holds ``n - 1`` layers and one end."""
 
-    return heaviest_stage_layers(SCALAR, layers, layout.pp, layout.vp)
+    n = heaviest_stage_layers(SCALAR, split_slots(layers, layout), layout.pp, layout.vp)
+    return n - 1.0 if layout.split_counts_ends and layout.pp <= 2 else n
+
+
+def split_slots(layers: int, layout: Layout) -> int:
+    """What the pipeline split divides over the ``p v`` chunks: the ``L`` layers, or ``L + 2`` where the
+    split counts the embedding and the head as one layer each (:attr:`Layout.split_counts_ends`)."""
+    return layers + 2 * int(layout.split_counts_ends)
+
+
+def stage_end_shares(xp, *, counted, pp, layer_s, head_s):
+    """``(k_layer, k_head)``: what the slowest stage holds besides ``n - 1`` of the ``n`` layers of
+    :func:`stage_layers`, and whether it runs the head. Without the split counting the ends (``counted`` false) or
+    with two stages: the last stage, all ``n`` and the head, ``(1, 1)``. With it and ``p > 2`` the last stage holds
+    ``n - 1`` layers and the head, a middle stage ``n`` layers: the slower of ``(n - 1) t_layer + t_head`` and
+    ``n t_layer``, ``(0, 1)`` where the head outweighs a layer (``t_head > t_layer``), else ``(1, 0)``. The first
+    stage's ``n - 1`` layers and the embedding lookup (no GEMM) are never the slower. Array-safe."""
+    last = counted & (head_s > layer_s) & (pp > 2)
+    middle = counted & (head_s <= layer_s) & (pp > 2)
+    return xp.where(last, 0.0, 1.0), xp.where(middle, 0.0, 1.0)
 
 
 def heaviest_stage_layers(xp, layers: int, pp, vp):
@@ -305,9 +335,11 @@ def check_layout(layout: Layout, *, gpus: int, layers: int, heads: int, kv_heads
     L = layout
     if L.world != gpus:
         raise InputError(f"dp x tp x pp x cp = {L.dp} x {L.tp} x {L.pp} x {L.cp} = {L.world} != gpus ({gpus})")
-    if layers % (L.pp * L.vp) and not L.uneven_pipeline:
-        raise InputError(f"layers ({layers}) not divisible by pp x vp = {L.pp} x {L.vp} = {L.pp * L.vp} "
-                         f"(--uneven-pipeline lets the heaviest stage take {-(-layers // (L.pp * L.vp))} per chunk)")
+    slots = split_slots(layers, L)
+    if slots % (L.pp * L.vp) and not L.uneven_pipeline:
+        what = f"layers + embedding + head ({slots})" if L.split_counts_ends else f"layers ({layers})"
+        raise InputError(f"{what} not divisible by pp x vp = {L.pp} x {L.vp} = {L.pp * L.vp} "
+                         f"(--uneven-pipeline lets the heaviest stage take {-(-slots // (L.pp * L.vp))} per chunk)")
     if heads % L.tp:
         raise InputError(f"attention heads ({heads}) not divisible by tp ({L.tp})")
     if kv_heads % L.tp and L.tp % kv_heads:

@@ -60,6 +60,8 @@ def plan_flags(p: Plan) -> str:
         flags.append("--sequence-parallel")
     if L.uneven_pipeline:
         flags.append("--uneven-pipeline")
+    if L.split_counts_ends:
+        flags.append("--split-counts-ends")
     if inp.bucket_cap_bytes is not None:
         flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
     return " ".join(flags)

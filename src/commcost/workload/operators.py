@@ -56,6 +56,7 @@ from commcost.core.errors import InputError
 from commcost.hardware import lookup
 from commcost.hardware.registry import gpu_row
 from commcost.hardware.registry import kernels
+from commcost.parallel.layout import stage_end_shares
 from commcost.workload.compute import HBM_EFFICIENCY
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.compute import precision_class
@@ -372,11 +373,16 @@ def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, 
 
 def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, *, tokens, seq, layers, tp, sp: bool,
                           ep=1.0, expert_tp=1.0, full, selective, micro_batches, flash: bool = True,
-                          expert_load=1.0, a2a: str = "nccl", cp=1.0) -> OperatorTimes:
+                          expert_load=1.0, a2a: str = "nccl", cp=1.0, split_counts_ends=False,
+                          pp=1) -> OperatorTimes:
     """One micro-batch of ``tokens = b s / c`` on the slowest stage (``layers = L/p`` of them, and the
     head): every operator of the module docstring (``cp``: the context-parallel ``c`` the attention
     kernels' sequence is split by). ``full`` and ``selective`` say the recomputation
-    (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step."""
+    (bools, or boolean columns); ``micro_batches`` (m) spreads per-step weight casts over the step.
+    ``split_counts_ends``: the pipeline split over ``pp`` stages counts the embedding and the head as a layer each
+    (:attr:`commcost.parallel.layout.Layout.split_counts_ends`; ``layers`` then a middle stage's): the slowest
+    stage is the last with one layer fewer and the head, or a middle one without the head, whichever takes
+    longer (:func:`commcost.parallel.layout.stage_end_shares`)."""
     fractions = []
     if spec.dense_layer_count:
         fractions.append((spec.dense_layer_count / spec.layers, False))
@@ -407,19 +413,24 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
     loss = 2.0 * tokens * st.loss_accesses_per_vocab * spec.vocab / tp / r.hbm_bytes_per_s
     head = h_f + h_b + 3.0 * loss
     layer_f = g_f + a_f + e_f
-    gemm = layers * (g_f + g_b)
-    attention = layers * (a_f + a_b)
-    elementwise = layers * 3.0 * e_f
-    casts = layers * cast
     if st.selective == "attention":
         sel = a_f
     elif st.selective == "attention_module":
         sel = attention_projections_forward_s(xp, r, spec, n=tokens, tp=tp) + a_f
     else:
         sel = g_sel + e_f
-    rec = layers * xp.where(full, layer_f, xp.where(selective, sel, 0.0))
+    rec_layer = xp.where(full, layer_f, xp.where(selective, sel, 0.0))
+    k_layer, k_head = stage_end_shares(xp, counted=split_counts_ends, pp=pp, head_s=head,
+                                       layer_s=g_f + g_b + a_f + a_b + 3.0 * e_f + cast + rec_layer)
+    layers = layers - 1.0 + k_layer
+    gemm = layers * (g_f + g_b)
+    attention = layers * (a_f + a_b)
+    elementwise = layers * 3.0 * e_f
+    casts = layers * cast
+    rec = layers * rec_layer
+    head = k_head * head
     compute = gemm + attention + elementwise + head + casts + rec
-    forward = layers * layer_f + h_f + loss + casts / 3.0
+    forward = layers * layer_f + k_head * (h_f + loss) + casts / 3.0
     return OperatorTimes(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, head_s=head, casts_s=casts,
                          recompute_s=rec, compute_s=compute, forward_s=forward, layer_forward_s=layer_f,
                          attention_forward_s=a_f, tp_partners_s=partners)

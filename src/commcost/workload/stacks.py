@@ -329,7 +329,7 @@ class PublishedLayout:
     id: str
     """The run's id in tests/data/published_runs.csv (or published_moe_runs.csv)."""
     stack: str
-    """The stack that ran it (``megatron``, ``nemo``, ``deepspeed``, ``torchtitan``, ``fsdp`` or ``other``)."""
+    """The stack that ran it (``megatron``, ``nemo``, ``deepspeed``, ``torchtitan``, ``fsdp``, a past release of one, ``other`` (a PyTorch stack without an entry) or ``jax`` (MaxText, Pax))."""
     model: str
     """Model preset."""
     system: str

@@ -149,3 +149,48 @@ def test_fsdp_under_pipeline_gathers_once_per_step_where_the_stack_does():
     dense, expert = params_per_gpu(SPEC, base.layout)
     assert counts["torchtitan"]["weights"] - counts["megatron"]["weights"] == pytest.approx(2 * (dense + expert),
                                                                                            rel=1e-12)
+
+
+def _split_inputs(vocab: int, ends: bool, **kw) -> tuple[PlanInputs, FabricModel]:
+    # 10 layers on 4 stages: 10 + 2 = 12 slots, 3 a middle stage; the plain split (uneven) puts ceil(10/4) = 3
+    # layers and the head on the last stage
+    from commcost.workload.transformer import TransformerSpec
+    spec = TransformerSpec(layers=10, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=vocab, gated_mlp=True)
+    topo, _ = system_group("dgx-h100", nodes=1)
+    L = Layout(dp=2, pp=4, global_batch=16, uneven_pipeline=not ends, split_counts_ends=ends)
+    return PlanInputs(spec=spec, layout=L, seq=4096, gpu="h100-sxm", gpus_per_node=8, **kw), FabricModel(topology=topo)
+
+
+def test_a_split_that_counts_the_ends_takes_a_layer_or_the_head_off_the_slowest_stage():
+    # a heavy head (V = 1,048,576: 2 V h = 8.6 GFLOP a token against a layer's ~0.44): the last stage, 2 layers and
+    # the head, is the slowest: every layer operator 2/3 of the plain split's, the head unchanged
+    plain, ends = (operator_times(_split_inputs(1 << 20, e)[0]) for e in (False, True))
+    for name in ("gemm_s", "attention_s", "elementwise_s", "casts_s", "recompute_s"):
+        assert getattr(ends, name) == pytest.approx(getattr(plain, name) * 2 / 3, rel=1e-12)
+    assert ends.head_s == plain.head_s > 0
+    # a light head (V = 1,024): a middle stage, 3 layers and no head
+    plain, ends = (operator_times(_split_inputs(1024, e)[0]) for e in (False, True))
+    assert ends.gemm_s == plain.gemm_s and ends.head_s == 0.0
+    assert ends.compute_s == pytest.approx(plain.compute_s - plain.head_s, rel=1e-12)
+
+
+def test_a_split_that_counts_the_ends_in_executed_flops_by_hand():
+    # one rate for every FLOP (--efficiency): the light head's logits leave the slowest stage, F_mb falls by
+    # 3 x 2 V h tokens / t = 3 x 2 x 1024 x 4096 x 4096 = 103,079,215,104 FLOPs per micro-batch (m = 16 / 2 = 8)
+    (a, model), (b, _) = (_split_inputs(1024, e, efficiency=0.5) for e in (False, True))
+    pa, pb = plan(a, model), plan(b, model)
+    assert pa.executed_flops_per_gpu - pb.executed_flops_per_gpu == pytest.approx(8 * 103_079_215_104, rel=1e-9)
+    # two stages have no middle one: 10 + 2 = 12 slots, 6 a stage, each end stage 5 layers and an end: the plain split
+    topo, _ = system_group("dgx-h100", nodes=1)
+    two = [PlanInputs(spec=a.spec, layout=Layout(dp=4, pp=2, global_batch=16, split_counts_ends=e), seq=4096,
+                      gpu="h100-sxm", gpus_per_node=8) for e in (False, True)]
+    assert plan(two[1], model).step_s == plan(two[0], model).step_s
+
+
+def test_cli_takes_split_counts_ends():
+    args = ["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--pp", "4", "--gpus", "8", "--global-batch",
+            "16", "--split-counts-ends", "--uneven-pipeline", "--json"]
+    with_ends = json.loads(run_commcost(*args).stdout)
+    plain = json.loads(run_commcost(*[a for a in args if a != "--split-counts-ends"]).stdout)
+    # 32 + 2 = 34 slots on 4 stages (uneven: ceil(34/4) = 9 a middle stage) against ceil(32/4) = 8 and the head
+    assert with_ends["step_s"] != plain["step_s"]

@@ -48,7 +48,8 @@ from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
 from commcost.workload.nccl_memory import nvls_capable
-from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node, stage_layers
+from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node
+from commcost.parallel.layout import stage_end_shares, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
 from commcost.workload.transformer import TransformerSpec
@@ -329,14 +330,18 @@ def collective_ops(inp: PlanInputs) -> tuple[CommOp, ...]:
 
 
 def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
-    """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed."""
+    """``(F_mb, f_fwd_share, f_layer_fwd, f_attention_fwd)`` per micro-batch on the slowest stage, executed (a split
+    that counts the ends: the slowest stage by FLOPs, :func:`commcost.parallel.layout.stage_end_shares`)."""
 
     spec, L = inp.spec, inp.layout
     f_layer, attn, recompute = layer_flops(spec, seq=inp.seq, flash_attention=inp.flash_attention)
     extra = recompute[L.recompute]
     tokens = L.micro_batch * inp.seq / L.cp
-    F_mb, fwd_share = micro_batch_flops(tokens=tokens, layers=stage_layers(spec.layers, L), f_layer=f_layer,
-                                        f_recompute=extra, f_logits=spec.logits_flops, tp=L.tp)
+    k_layer, k_head = stage_end_shares(SCALAR, counted=L.split_counts_ends, pp=L.pp,
+                                       layer_s=3.0 * f_layer + extra, head_s=3.0 * spec.logits_flops)
+    F_mb, fwd_share = micro_batch_flops(tokens=tokens, layers=stage_layers(spec.layers, L) - 1.0 + k_layer,
+                                        f_layer=f_layer, f_recompute=extra, f_logits=k_head * spec.logits_flops,
+                                        tp=L.tp)
     return F_mb, fwd_share, tokens * f_layer / L.tp, tokens * attn / L.tp
 
 
@@ -500,7 +505,7 @@ def operator_times(inp: PlanInputs):
                                  expert_tp=L.expert_tp, full=L.recompute == "full",
                                  selective=L.recompute == "selective", micro_batches=L.micro_batches,
                                  flash=inp.flash_attention, expert_load=inp.expert_load, a2a=inp.a2a,
-                                 cp=L.cp)
+                                 cp=L.cp, split_counts_ends=L.split_counts_ends, pp=L.pp)
 
 
 def zero3_gathers_per_layer(inp: PlanInputs) -> int:
