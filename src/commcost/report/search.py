@@ -388,7 +388,7 @@ def plot_pareto(r: SearchResult, path: str) -> None:
 
     plt = pyplot()
     pts = r.points or {}
-    step, mem, W = (np.asarray(pts.get(k, [])) for k in ("step_s", "memory_bytes", "gpus"))
+    step, mem, W = (np.asarray(pts.get(k, [])) for k in ("step_s", "memory_high_bytes", "gpus"))
     panels = 2 if len(r.inputs.space.gpus) > 1 else 1
     fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.5), squeeze=False)
     ax = axes[0][0]
@@ -398,16 +398,16 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         front = pareto_front(mem, step)
         ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front (nominal step)")
     if r.robust_step_s is not None:     # the ranked quantity: the front of the band's upper edge
-        up, mb = np.asarray(r.robust_step_s), np.asarray([p.memory.total_bytes for p in r.plans])
+        up, mb = np.asarray(r.robust_step_s), np.asarray([p.memory.device_bytes[1] for p in r.plans])
         front = pareto_front(mb, up)
         ax.plot(mb[front] / 1e9, up[front], "-s", ms=3, color="C1", label="front at the band's upper edge (ranked)")
         ax.plot([mb[0] / 1e9], [up[0]], "*", ms=14, color="C3", label="best (ranked at its upper edge)")
         ax.plot([mb[0] / 1e9], [r.plans[0].step_s], "o", ms=7, mfc="none", color="C3", label="best, nominal step")
     elif r.plans:
-        ax.plot([r.plans[0].memory.total_bytes / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
+        ax.plot([r.plans[0].memory.device_bytes[1] / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
     if r.plans:
         ax.axvline(r.plans[0].memory.capacity_bytes / 1e9, ls="--", color="0.3", lw=0.8, label="GPU memory")
-    ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
+    ax.set_xlabel("memory per GPU, upper estimate on the card (GB = 1e9 bytes)")
     ax.set_yscale("log")
     ax.set_ylabel("step time (s, log scale)")
     ax.set_title(f"{r.inputs.space.spec.name}: step against memory")
