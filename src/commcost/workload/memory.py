@@ -336,7 +336,7 @@ class MemoryBreakdown:
                 "buffers_bytes": self.buffers_bytes, "total_bytes": self.total_bytes,
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits, "margin_bytes": self.margin_bytes,
                 "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
-                "device_bytes": list(self.device_bytes), "verdict": self.verdict,
+                "device_bytes": list(self.device_bytes), "nccl_bytes": list(self.nccl_bytes), "verdict": self.verdict,
                 "stage": self.stage, "in_flight_layers": self.in_flight_layers,
                 "offloaded_bytes": self.offloaded_bytes}
 
