@@ -32,7 +32,7 @@ __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
-PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2023", "deepspeed-2022")
+PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2023", "deepspeed-2022", "llm-foundry-2023")
 """Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
 on that release can paste the advice); the sensitivity table and the stacks a search names offer only
@@ -49,7 +49,8 @@ class Stack:
     name: str
     """Registry key."""
     attention_kernel: str
-    """``fa3`` (cuDNN / FlashAttention-3 class where the GPU has it) or ``fa2``."""
+    """``fa3`` (cuDNN / FlashAttention-3 class where the GPU has it), ``fa2`` or ``triton`` (FlashAttention in
+    Triton: llm-foundry's ``attn_impl: triton``, :data:`commcost.workload.operators.ATTENTION_KERNELS`)."""
     norm_accesses: float
     """HBM element accesses per element of a norm's input (2: one fused read and write)."""
     activation_accesses_gated: float

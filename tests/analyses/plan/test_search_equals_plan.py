@@ -64,6 +64,27 @@ CASES = [
 ]
 
 
+def test_every_llm_foundry_2023_configuration_equals_plan():
+    # llm-foundry of 2023 prices attention with its own kernel (FlashAttention in Triton) and runs a small space
+    # (ZeRO-2/3, data parallelism only, whole-block or no recomputation): every row is compared, all six kinds
+    # (ZeRO-2 with and without a bucket cap, ZeRO-3, each with recompute none and full) among them
+    inp = SearchInputs(space=SearchSpace(spec=TINY, seq=2048, global_batch=1024, gpus=(16,), gpus_per_node=8),
+                       gpu="h100-sxm", stack="llm-foundry-2023")
+    model = _fabric(16)
+    rows, values = evaluate_all(inp, model, 16)
+    n = len(rows["t"])
+    assert n > 50
+    kinds = set()
+    for i in range(n):
+        row = {k: v[i] for k, v in rows.items()}
+        p = plan(plan_inputs_of(inp, row), model)
+        kinds.add((int(row["zero"]), int(row["rc"]), int(row["cap"]) > 0))
+        for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("exposed_comm_s", p.exposed_comm_s),
+                          ("optimizer_s", p.optimizer_s), ("memory_bytes", p.memory.total_bytes)):
+            assert math.isclose(float(values[key][i]), want, rel_tol=1e-9, abs_tol=1e-15), (key, row)
+    assert kinds == {(2, 0, False), (2, 0, True), (2, 2, False), (2, 2, True), (3, 0, False), (3, 2, False)}
+
+
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_every_configuration_equals_plan(case):
     spec, seq, B, W, model, flash, overlap, every, *extra = CASES[case]
