@@ -287,8 +287,11 @@ def memory_check(results: list[dict]) -> None:
         a = [abs(x) for x in es]
         print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
               f"median signed {statistics.median(es):+6.1%}")
-    oom = [r["row"]["id"] for r in results if r["plan"].memory.verdict == "does not fit"]
-    print(f"  runs that ran called \"does not fit\": {len(oom)} of {len(results)}" + (f" ({', '.join(oom)})" if oom else ""))
+    for label, sel in (("runs that ran called \"does not fit\"", [r for r in results if r["row"]["stack"] not in NO_STACK]),
+                       ("JAX/XLA runs (PyTorch stacks' memory)", [r for r in results if r["row"]["stack"] in NO_STACK])):
+        oom = [r["row"]["id"] for r in sel if r["plan"].memory.verdict == "does not fit"]
+        if sel:
+            print(f"  {label}: {len(oom)} of {len(sel)}" + (f" ({', '.join(oom)})" if oom else ""))
     off = [r for r in results if r["inp"].cpu_offload_layers]
     for r in off:   # column cpu_offload_layers: the recipe offloads N layers' activations (workload/offload.py)
         m, pr = r["plan"].memory, r["plan"]
