@@ -95,9 +95,11 @@ RECIPE_MOE_BY_ROW = {
     "mb-h100-qwen3-235b": dict(etp=1, a2a="nccl", moe_overlap="1f1b", tp_comm_overlap=False,
                                source=_MB_QWEN3 + " QWEN3_235B_A22B_H100_FP8_CS: moe_a2a_overlap=True, alltoall "
                                "dispatcher; qwen3_llm_pretrain.py sets tp_comm_overlap=False for H100 235B"),
-    "mb-h100-deepseekv3": dict(etp=1, a2a="deepep", moe_overlap="1f1b",
+    "mb-h100-deepseekv3": dict(etp=1, a2a="deepep", moe_overlap="1f1b", recompute_modules=("mla_up_proj", "mlp"),
                                source="Megatron-Bridge v0.1.0rc4 (25.09) scripts/performance/run_script.py: DeepSeek-V3 "
-                               "on H100 enables DeepEP and the 1F1B all-to-all overlap"),
+                               "on H100 enables DeepEP and the 1F1B all-to-all overlap; scripts/performance/configs/"
+                               "deepseek/workload_base_configs.py DEEPSEEK_V3_H100_BASE_CONFIG: recompute_modules="
+                               "['mla_up_proj', 'mlp']"),
 }
 _HYBRIDEP = ("Megatron-Bridge v0.2.1 scripts/performance/configs/{qwen3,deepseek}/workload_base_configs.py: every "
              "GB200/GB300 config sets moe_flex_dispatcher_backend='hybridep' (the flex dispatcher: one copy per "
@@ -105,6 +107,10 @@ _HYBRIDEP = ("Megatron-Bridge v0.2.1 scripts/performance/configs/{qwen3,deepseek
 for _id in ("mb-gb300-qwen3-30b", "mb-gb200-qwen3-30b", "mb-gb300-qwen3-235b", "mb-gb200-qwen3-235b",
             "mb-gb300-deepseekv3", "mb-gb200-deepseekv3"):
     RECIPE_MOE_BY_ROW[_id] = dict(etp=1, a2a="deepep", moe_overlap="none", source=_HYBRIDEP)
+RECIPE_MOE_BY_ROW["mb-gb200-deepseekv3"] = dict(
+    RECIPE_MOE_BY_ROW["mb-gb200-deepseekv3"], recompute_modules=("mla_up_proj",),
+    source=_HYBRIDEP + "; configs/deepseek/workload_base_configs.py DEEPSEEK_V3_GB200_BF16_BASE_CONFIG: "
+    "recompute_modules=['mla_up_proj']")
 """Rows of published_runs.csv whose recipe departs from :data:`RECIPE_MOE`, with the recipe file that says so
 (inputs of the run as it ran, not fitted; HybridEP inside one NVL72 domain is priced as the node-aware
 dispatch inside one node, ``--a2a deepep``)."""
@@ -285,8 +291,11 @@ def memory_check(results: list[dict]) -> None:
         a = [abs(x) for x in es]
         print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
               f"median signed {statistics.median(es):+6.1%}")
-    oom = [r["row"]["id"] for r in results if r["plan"].memory.verdict == "does not fit"]
-    print(f"  runs that ran called \"does not fit\": {len(oom)} of {len(results)}" + (f" ({', '.join(oom)})" if oom else ""))
+    for label, sel in (("runs that ran called \"does not fit\"", [r for r in results if r["row"]["stack"] not in NO_STACK]),
+                       ("JAX/XLA runs (PyTorch stacks' memory)", [r for r in results if r["row"]["stack"] in NO_STACK])):
+        oom = [r["row"]["id"] for r in sel if r["plan"].memory.verdict == "does not fit"]
+        if sel:
+            print(f"  {label}: {len(oom)} of {len(sel)}" + (f" ({', '.join(oom)})" if oom else ""))
     off = [r for r in results if r["inp"].cpu_offload_layers]
     for r in off:   # column cpu_offload_layers: the recipe offloads N layers' activations (workload/offload.py)
         m, pr = r["plan"].memory, r["plan"]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes,
+                                     check_recompute_modules, fp8_weight_cache_bytes,
                                      layer_activation_bytes, memory_per_gpu)
+from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec
@@ -35,8 +37,9 @@ def test_selective_means_what_the_stack_recomputes():
                          stack=stack("megatron"))
     tt = memory_per_gpu(SPEC, Layout(dp=1, recompute="selective"), seq=S, capacity_bytes=80e9,
                         stack=stack("torchtitan"))
-    # the loss: 6 (Megatron) and 12 (eager cross-entropy on upcast logits) bytes x s V = 32 x 100 -> 19,200 and 38,400
-    assert meg.activations_bytes == pytest.approx(2 * 66048 + 19200, rel=1e-12)
+    # the loss: 10 (Megatron: bf16 logits 2, their fp32 copy 4 and the max-subtracted fp32 tensor 4 at the end of
+    # the forward) and 12 (eager cross-entropy on upcast logits) bytes x s V = 32 x 100 -> 32,000 and 38,400
+    assert meg.activations_bytes == pytest.approx(2 * 66048 + 32000, rel=1e-12)
     # PyTorch's op-level selective checkpointing as torchtitan sets it (plain MLP: Q, K, V, O, up, down; the 1st,
     # 3rd and 5th matmuls saved): 2 s (h + n_q d + n_kv d + f + SDPA's n_q d) + 4 s n_q
     #   = 2 x 32 x (64 + 64 + 64 + 256 + 64) + 4 x 32 x 4 = 32,768 + 512 = 33,280 a layer, x 2 layers = 66,560
@@ -121,3 +124,48 @@ def test_megatron_keeps_fp32_main_grads_and_the_nemo_recipes_bf16():
     # the weights are bf16 (2 bytes a parameter): the fp32 buffer is twice the weights, the bf16 one equal to them
     assert meg.gradients_bytes == pytest.approx(2 * meg.weights_bytes, rel=1e-12)
     assert nemo.gradients_bytes == pytest.approx(nemo.weights_bytes, rel=1e-12)
+
+
+def test_fsdp2_accumulates_the_unsharded_gradients_in_fp32_under_pp_by_hand():
+    # 4 layers of 49,280 parameters (attention 16,384 + MLP 32,768 + two norms 128) on 2 stages: a stage holds
+    # 2 layers and the larger end, max(embedding 6,400, head 6,400 + final norm 64) = 6,464 -> N = 105,024.
+    # FSDP2 over d = 2: the bf16 weight shard 2 N / 2 = 105,024 and the stage gathered whole 2 N = 210,048;
+    # gradients: the shard 2 N / 2 = 105,024 and the unsharded gradients accumulated in reduce_dtype fp32,
+    # 4 N = 420,096 (torchtitan; bf16 would be 210,048)
+    spec = TransformerSpec(layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=100)
+    L = Layout(dp=2, pp=2, zero=3, global_batch=8)
+    m = memory_per_gpu(spec, L, seq=S, capacity_bytes=80e9, stack=stack("torchtitan"))
+    assert m.weights_bytes == pytest.approx(105_024 + 210_048, rel=1e-12)
+    assert m.gradients_bytes == pytest.approx(105_024 + 420_096, rel=1e-12)
+
+
+def test_transformer_engine_keeps_fp8_weights_and_transposes_by_hand():
+    # Megatron with TE under an fp8 recipe: 2 bytes (fp8 weight + fp8 transpose) per layer parameter,
+    # 2 layers x 49,280 = 98,560 -> 197,120 bytes more weights than in bf16 (embeddings and head are not TE layers)
+    meg = stack("megatron")
+    assert fp8_weight_cache_bytes(98_560, True, meg) == 197_120
+    assert fp8_weight_cache_bytes(98_560, False, meg) == 0
+    assert fp8_weight_cache_bytes(98_560, True, stack("torchtitan")) == 0   # torchao casts every forward
+    bf16 = memory_per_gpu(SPEC, Layout(dp=1), seq=S, capacity_bytes=80e9, stack=meg)
+    fp8 = memory_per_gpu(SPEC, Layout(dp=1), seq=S, capacity_bytes=80e9, stack=meg, fp8=True)
+    assert fp8.weights_bytes - bf16.weights_bytes == pytest.approx(197_120, rel=1e-12)
+    # ZeRO-3 gathers each unit anew: no cast kept
+    z3 = dict(seq=S, capacity_bytes=80e9, stack=meg)
+    assert (memory_per_gpu(SPEC, Layout(dp=2, zero=3, global_batch=2), fp8=True, **z3).weights_bytes
+            == memory_per_gpu(SPEC, Layout(dp=2, zero=3, global_batch=2), **z3).weights_bytes)
+
+
+def test_megatron_recompute_modules_by_hand():
+    # one layer, s' = 32, b = 1, h = 64, 4 heads, d_qk = 24 (an MLA-like score width), d = 16, f = 256, flash:
+    #   norms and GEMM inputs 8 sbh = 16,384; Q and K 2 s (4 + 4) 24 = 12,288, V 2 s 4 16 = 4,096, O's input
+    #   2 s 4 16 = 4,096; MLP (2 + 2) s f = 32,768; log-sum-exp 4 x 4 x 32 = 512  -> 70,144
+    kw = dict(seq_local=32, micro_batch=1, hidden=64, heads=4, kv_heads=4, qk_head_dim=24, head_dim=16,
+              mlp_width=256, gated=False, tp=1, sequence_parallel=False, dropout=False, flash=True, recompute="none")
+    assert layer_activation_bytes(**kw) == pytest.approx(70144, rel=1e-12)
+    # mla_up_proj: Q, K and V recomputed from the latents, O's input kept: 70,144 - 16,384 = 53,760
+    assert layer_activation_bytes(**kw, recompute_modules=("mla_up_proj",)) == pytest.approx(53760, rel=1e-12)
+    # mlp: the dense MLP recomputed from its input: 70,144 - 32,768 = 37,376; both: 20,992
+    assert layer_activation_bytes(**kw, recompute_modules=("mlp",)) == pytest.approx(37376, rel=1e-12)
+    assert layer_activation_bytes(**kw, recompute_modules=("mla_up_proj", "mlp")) == pytest.approx(20992, rel=1e-12)
+    with pytest.raises(InputError, match="unknown recompute module"):
+        check_recompute_modules(("moe",))

@@ -66,11 +66,16 @@ def test_device_memory_rows_compare_with_what_the_card_holds():
         m = plan_memory(inp)
         lo, hi = m.device_bytes
         assert m.verdict != "does not fit", row["id"]
-        # the device range sits above the reserved one by the context and NCCL's buffers: 0.75 and 3 GiB
-        assert lo - m.reserved_bytes[0] == pytest.approx(0.75 * GIB)
-        assert hi - m.reserved_bytes[1] == pytest.approx(3.0 * GIB)
+        # the device range sits above the reserved one by the CUDA context (0.5 and 1 GiB) and the layout's NCCL
+        # buffers (one communicator per parallel group: at least the low end of one, 147 MiB)
+        assert lo - m.reserved_bytes[0] == pytest.approx(0.5 * GIB + m.nccl_bytes[0])
+        assert hi - m.reserved_bytes[1] == pytest.approx(1.0 * GIB + m.nccl_bytes[1])
+        assert m.nccl_bytes[1] > m.nccl_bytes[0] >= 16 * (4 * 2**20 + 4_915_200 + 524_288)
         errs.append(((lo + hi) / 2 / GIB - float(row["peak_memory_gib"])) / float(row["peak_memory_gib"]))
-    # measured 14.5% median |err| when written (18.6% against the reserved range before the rows were read as
-    # device memory and the deepspeed stack's eager norm and rotary were counted); most rows under
-    assert statistics.median(abs(e) for e in errs) <= 0.15
-    assert sum(e < 0 for e in errs) >= 15   # 16 of 18 when written
+    # measured 14.5% median |err| when written with a flat 0.25-2 GiB for NCCL (18.6% against the reserved range
+    # before the rows were read as device memory and the deepspeed stack's eager norm and rotary were counted);
+    # 10.7% with NCCL's buffers per communicator (Megatron's two extra groups), NVLS on the H100/H800 rows, TE's
+    # fp8 weight cache and Megatron's 10-byte loss; 10.3% with FlagScale's two rows as megatron-2023 (eager norms)
+    assert statistics.median(abs(e) for e in errs) <= 0.11
+    # under on balance (16 of 18 when written, 14 of 18 now): the card holds what plan does not count
+    assert statistics.median(errs) < 0

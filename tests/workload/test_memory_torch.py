@@ -136,3 +136,42 @@ def test_activations_within_10_percent_of_torch(recompute):
     predicted = SPEC.layers * per_layer
     print(f"recompute {recompute}: torch saved {saved} B, plan predicts {predicted:.0f} B ({saved / predicted - 1:+.1%})")
     assert abs(saved - predicted) <= 0.10 * predicted, (saved, predicted)
+
+
+def test_fsdp2_accumulates_unsharded_gradients_in_the_reduce_dtype():
+    # torchtitan under a pipeline: FSDP2 with bf16 parameters and reduce_dtype fp32, gradient sync off for every
+    # backward but the last (torch.distributed.pipelining), parameters kept gathered. Two Linear layers of
+    # 64 x 256 and 256 x 64 = 32,768 parameters: after two backwards the unsharded gradients are accumulated in
+    # fp32, 4 x 32,768 = 131,072 bytes (bf16 would be 65,536): the memory model's q_red = grad_bytes = 4
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+    from torch import nn
+
+    fsdp = pytest.importorskip("torch.distributed.fsdp")
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp._fully_shard._fsdp_state import _get_module_fsdp_state
+
+    from commcost.workload.stacks import stack
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        policy = fsdp.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        model = nn.Sequential(nn.Linear(64, 256, bias=False), nn.Linear(256, 64, bias=False))
+        for layer in model:
+            fsdp.fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=False)
+        fsdp.fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=False)
+        model.set_requires_gradient_sync(False)
+        model.set_reshard_after_backward(False)
+        x = torch.randn(4, 64)
+        for _ in range(2):
+            model(x).float().sum().backward()
+        grads = [p.unsharded_accumulated_grad for layer in model
+                 for p in _get_module_fsdp_state(layer)._fsdp_param_group.fsdp_params]
+        assert all(g is not None and g.dtype == torch.float32 for g in grads)
+        assert sum(g.numel() * g.element_size() for g in grads) == 131_072
+        assert stack("torchtitan").grad_bytes * 32_768 == 131_072
+    finally:
+        dist.destroy_process_group()

@@ -278,3 +278,58 @@ def test_megatron_2023_calls_flashattention_2_on_hopper():
     assert (new.attention_forward_efficiency, new.attention_backward_efficiency) == (0.68, 0.50)
     a100 = kernel_rates("a100-sxm4-80gb", "bf16", stack("megatron-2023"))
     assert (a100.attention_forward_efficiency, a100.attention_backward_efficiency) == (0.70, 0.55)
+
+
+def test_llm_foundry_2023_runs_flashattention_in_triton_by_hand():
+    # kernels.json attention.triton_slowdown_vs_fa2 (1.4, 2): FA2 is 1.3-1.5x faster forward and ~2x backward
+    # (Dao 2023, section 4.1). A100 FA2 eta_max 0.70 / 0.55: 0.70 / 1.4 = 0.5, 0.55 / 2 = 0.275; H100's FA2 row
+    # 0.36 / 0.30: 0.36 / 1.4 = 0.2571428..., 0.30 / 2 = 0.15; without flash the math kernel (A100 0.6 / 0.6)
+    from commcost.workload.operators import kernel_rates
+    from commcost.workload.stacks import stack
+    lf, fsdp = stack("llm-foundry-2023"), stack("fsdp")
+    a100 = kernel_rates("a100-sxm4-80gb", "bf16", lf)
+    assert (a100.attention_forward_efficiency, a100.attention_backward_efficiency) == pytest.approx((0.5, 0.275),
+                                                                                                 rel=1e-12)
+    h100 = kernel_rates("h100-sxm", "bf16", lf)
+    assert (h100.attention_forward_efficiency, h100.attention_backward_efficiency) == pytest.approx(
+        (0.36 / 1.4, 0.15), rel=1e-12)
+    assert h100.attention_forward_efficiency == pytest.approx(0.2571428571, rel=1e-9)
+    math_kernel = kernel_rates("a100-sxm4-80gb", "bf16", lf, flash=False)
+    assert (math_kernel.attention_forward_efficiency, math_kernel.attention_backward_efficiency) == (0.6, 0.6)
+    fa2 = kernel_rates("a100-sxm4-80gb", "bf16", fsdp)
+    assert (fa2.attention_forward_efficiency, fa2.attention_backward_efficiency) == (0.70, 0.55)
+    # the rest is fsdp's (one training loop, one u_stack): the same peaks and GEMM rate
+    assert (a100.attention_peak_flops_per_s, a100.gemm_flops_per_s) == (fa2.attention_peak_flops_per_s,
+                                                                         fa2.gemm_flops_per_s)
+    # so the attention core takes 1.4x FA2's time forward and 2x backward at any shape
+    kw = dict(tokens=2048.0, seq=2048.0, heads_local=32.0, d_qk=128.0, d_v=128.0, flash=True)
+    tf, tb = attention_s(SCALAR, a100, **kw)
+    ff, fb = attention_s(SCALAR, fa2, **kw)
+    assert (tf / ff, tb / fb) == pytest.approx((1.4, 2.0), rel=1e-12)
+
+
+def test_an_unknown_attention_kernel_is_refused():
+    from dataclasses import replace
+
+    from commcost.core.errors import InputError
+    from commcost.workload.operators import ATTENTION_KERNELS, kernel_rates
+    from commcost.workload.stacks import stack
+    assert ATTENTION_KERNELS == ("fa2", "fa3", "triton", "math")
+    with pytest.raises(InputError, match="unknown attention kernel 'xformers'"):
+        kernel_rates("a100-sxm4-80gb", "bf16", replace(stack("fsdp"), attention_kernel="xformers"))
+
+
+def test_llm_foundry_2023_shares_fsdps_refitted_sustained_fraction_by_hand():
+    # plan_accuracy --fit: u_stack fsdp 0.990 (34 rows: llm-foundry's 26 MPT rows, now priced with Triton
+    # FlashAttention, and AMD's 8 FSDP rows), u_gpu a100 0.961, h100 0.871. GEMM rate = u_gpu u_stack P eta_gemm:
+    # A100 0.961 x 0.99 x 312e12 x eta_bf16; H100 0.871 x 0.99 x 989.4e12 x 0.74 = 631.3327...e12
+    from commcost.hardware import load_preset_file
+    from commcost.workload.operators import kernel_rates
+    from commcost.workload.stacks import stack
+    assert stack("fsdp").sustained == stack("llm-foundry-2023").sustained == 0.99
+    h100 = kernel_rates("h100-sxm", "bf16", stack("llm-foundry-2023"))
+    assert h100.gemm_flops_per_s == pytest.approx(0.871 * 0.99 * 989.4e12 * 0.74, rel=1e-12)
+    assert h100.gemm_flops_per_s == pytest.approx(631.33e12, rel=1e-5)
+    eta = load_preset_file("kernels.json")["gpus"]["a100-sxm4-80gb"]["gemm_efficiency"]["bf16"]
+    a100 = kernel_rates("a100-sxm4-80gb", "bf16", stack("llm-foundry-2023"))
+    assert a100.gemm_flops_per_s == pytest.approx(0.961 * 0.99 * 312e12 * eta, rel=1e-12)

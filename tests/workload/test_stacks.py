@@ -152,20 +152,6 @@ def test_torchtitan_0_0_accumulates_only_through_a_pipeline():
     assert layout_refusal("torchtitan", Layout(dp=8, zero=3, micro_batch=1, global_batch=16)) is None
 
 
-def test_fsdp_2023_is_fsdp_with_whole_block_checkpointing_only():
-    # llm-foundry at 061f2c7 (2023-10) checkpointed every MPTBlock or none; activation_checkpointing_target (the
-    # module-level choice fsdp prices as selective) came with PR #951, 2024-02-08
-    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
-    _priced_as_today("fsdp-2023", "fsdp")
-    rules, today = stack_layouts("fsdp-2023"), stack_layouts("fsdp")
-    assert rules.recompute == ("none", "full") and today.recompute == ("none", "selective", "full")
-    assert (rules.zero, rules.tp, rules.pp, rules.sequence_parallel) == (today.zero, today.tp, today.pp,
-                                                                         today.sequence_parallel)
-    one = dict(tp=1, pp=1, vp=1, cp=1, ep=1, zero=3, sp=0)
-    assert layout_runs(rules, **one, recompute="full") and not layout_runs(rules, **one, recompute="selective")
-    assert layout_refusal("fsdp-2023", Layout(dp=8, zero=3, recompute="selective", global_batch=8)) == (
-        "--stack fsdp-2023 does not run selective recomputation (it runs none, full; hardware/stacks.json)")
-
 
 def test_megatron_2022_is_megatron_without_cp_ep_or_megatron_fsdp():
     # Megatron-LM of 2022-06 (Korthikanti et al. 2022's code): distributed optimizer, SP and selective recomputation
@@ -235,3 +221,45 @@ def test_megatron_2023_refuses_by_hand():
         "--stack megatron-2023 does not run cp > 1 (hardware/stacks.json)")
     assert layout_refusal("megatron-2023", L(dp=8, zero=3)) == (
         "--stack megatron-2023 does not run ZeRO-3 (it runs ZeRO-0, ZeRO-1; hardware/stacks.json)")
+
+
+def test_llm_foundry_2023_is_fsdp_calling_flashattention_in_triton():
+    # llm-foundry v0.0.4 as its MPT benchmark sweep ran it (sweep.sh at 061f2c7): Composer FSDP, the yamls'
+    # attn_impl triton; everything else as fsdp, whose u_stack it shares
+    from dataclasses import fields
+
+    from commcost.workload.stacks import PAST_RELEASES, stack_layouts
+    assert "llm-foundry-2023" in PAST_RELEASES
+    old, new = stack("llm-foundry-2023"), stack("fsdp")
+    assert (old.attention_kernel, new.attention_kernel) == ("triton", "fa2")
+    for f in fields(old):
+        if f.name not in ("name", "attention_kernel", "source"):
+            assert getattr(old, f.name) == getattr(new, f.name), f.name
+    for name in ("061f2c7", "v0.0.4", "attn_impl triton", "flash_attn_triton"):
+        assert name in old.source
+    rules = stack_layouts("llm-foundry-2023")
+    assert rules.zero == rules.zero_without_pp == (2, 3)
+    assert rules.zero_with_pp == rules.zero_with_model_parallel == ()
+    assert (rules.tp, rules.pp, rules.vp, rules.cp, rules.ep) == (False, False, False, False, False)
+    assert rules.sequence_parallel == "never" and rules.recompute == ("none", "full")
+
+
+def test_llm_foundry_2023_refuses_by_hand():
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    rules = stack_layouts("llm-foundry-2023")
+    one = dict(tp=1, pp=1, vp=1, cp=1, ep=1, zero=3, sp=0)
+    assert layout_runs(rules, **one, recompute="full") and layout_runs(rules, **one, recompute="none")
+    assert layout_runs(rules, **{**one, "zero": 2})
+    assert not layout_runs(rules, **one, recompute="selective")
+    assert not layout_runs(rules, **{**one, "zero": 0}) and not layout_runs(rules, **{**one, "zero": 1})
+    assert not layout_runs(rules, **{**one, "tp": 2}) and not layout_runs(rules, **{**one, "pp": 2})
+
+    def L(**kw):
+        return Layout(**{"dp": 8, "global_batch": 8, **kw})
+    assert layout_refusal("llm-foundry-2023", L(zero=3, recompute="full")) is None
+    assert layout_refusal("llm-foundry-2023", L(zero=0)) == (
+        "--stack llm-foundry-2023 does not run ZeRO-0 (it runs ZeRO-2, ZeRO-3; hardware/stacks.json)")
+    assert layout_refusal("llm-foundry-2023", L(dp=4, tp=2, zero=3)) == (
+        "--stack llm-foundry-2023 does not run tp > 1 (hardware/stacks.json)")
+    assert layout_refusal("llm-foundry-2023", L(zero=3, recompute="selective")) == (
+        "--stack llm-foundry-2023 does not run selective recomputation (it runs none, full; hardware/stacks.json)")

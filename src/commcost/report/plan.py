@@ -96,7 +96,8 @@ def _memory_options(p: Plan) -> list[tuple[str, float]]:
                                                                for lbl, _ in out):
             continue  # the stage fits alone: recomputing as well only costs time
         m2 = plan_memory(replace(p.inputs, layout=replace(L, **change)))
-        if m2.fits and not memory_fragile(m2.total_bytes, m2.capacity_bytes, MEMORY_HEADROOM):  # as search ranks
+        if m2.fits and not memory_fragile(m2.total_bytes, m2.capacity_bytes, MEMORY_HEADROOM,
+                                          m2.nccl_bytes[1]):  # as search ranks
             out.append((label, m2.total_bytes))
     return out
 

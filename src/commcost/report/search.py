@@ -7,7 +7,6 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.core.units import format_bytes, format_seconds
 import csv
 import io
-from commcost.analyses.plan.search_inputs import memory_high_bytes
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.core.optional import pyplot
@@ -144,10 +143,10 @@ def why_not_fastest(r: SearchResult) -> str | None:
             f"shorter ({format_seconds(fast.step_s)}), but ")
     if r.fastest_fragile:
         cap = fast.memory.capacity_bytes
-        return text + (f"its memory reaches {format_bytes(memory_high_bytes(fast.memory.total_bytes))} of "
+        return text + (f"its memory reaches {format_bytes(fast.memory.device_bytes[1])} of "
                        f"{format_bytes(cap)} at the upper end (allocator slack, context, NCCL): less than "
                        f"{r.inputs.headroom:.0%} of the card left free, where this one reaches "
-                       f"{format_bytes(memory_high_bytes(best.memory.total_bytes))}")
+                       f"{format_bytes(best.memory.device_bytes[1])}")
     if r.robust_step_s is not None and r.fastest_robust_step_s is not None:
         return text + (f"at the measured band's upper edge it takes {format_seconds(r.fastest_robust_step_s)} "
                        f"against this one's {format_seconds(r.robust_step_s[0])}: it hides more traffic only just")
@@ -166,7 +165,7 @@ def published_to_dict(r: SearchResult, c: PublishedComparison, plan_prefix: tupl
     return {"id": c.layout.id, "stack": c.layout.stack, "system": c.layout.system, "source": c.layout.source,
             "plan_command": plan_command(c.plan, plan_prefix), "step_s": c.plan.step_s,
             "robust_step_s": c.robust_step_s, "memory_total_bytes": c.plan.memory.total_bytes,
-            "memory_high_bytes": memory_high_bytes(c.plan.memory.total_bytes), "memory_fragile": c.fragile,
+            "memory_high_bytes": c.plan.memory.device_bytes[1], "memory_fragile": c.fragile,
             "memory_fits": c.plan.memory.fits,
             "gap": None if best is None else _gain(c.plan.step_s, best.step_s),
             "gap_upper": None if best_upper is None or c.robust_step_s is None
@@ -220,7 +219,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
         d["plan_command"] = plan_command(p, plan_prefix)
         if r.robust_step_s is not None:
             d["robust_step_s"] = r.robust_step_s[rank - 1]
-        d["memory_high_bytes"] = memory_high_bytes(p.memory.total_bytes)
+        d["memory_high_bytes"] = p.memory.device_bytes[1]
         d["stacks_that_run"] = list(stacks_running(p.inputs.layout))
         if r.fragile:
             d["memory_fragile"] = r.fragile[rank - 1]
@@ -245,7 +244,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
     if r.fastest is not None:
         out["fastest"] = {"plan_command": plan_command(r.fastest, plan_prefix), "step_s": r.fastest.step_s,
                           "robust_step_s": r.fastest_robust_step_s, "memory_fragile": r.fastest_fragile,
-                          "memory_high_bytes": memory_high_bytes(r.fastest.memory.total_bytes),
+                          "memory_high_bytes": r.fastest.memory.device_bytes[1],
                           "is_first": bool(r.plans) and r.fastest is r.plans[0]}
         out["why_not_fastest"] = why_not_fastest(r)
     out["published"] = None if published is None else published_to_dict(r, published, plan_prefix)
@@ -389,7 +388,7 @@ def plot_pareto(r: SearchResult, path: str) -> None:
 
     plt = pyplot()
     pts = r.points or {}
-    step, mem, W = (np.asarray(pts.get(k, [])) for k in ("step_s", "memory_bytes", "gpus"))
+    step, mem, W = (np.asarray(pts.get(k, [])) for k in ("step_s", "memory_high_bytes", "gpus"))
     panels = 2 if len(r.inputs.space.gpus) > 1 else 1
     fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.5), squeeze=False)
     ax = axes[0][0]
@@ -399,16 +398,16 @@ def plot_pareto(r: SearchResult, path: str) -> None:
         front = pareto_front(mem, step)
         ax.plot(mem[front] / 1e9, step[front], "-o", ms=3, color="C0", label="Pareto front (nominal step)")
     if r.robust_step_s is not None:     # the ranked quantity: the front of the band's upper edge
-        up, mb = np.asarray(r.robust_step_s), np.asarray([p.memory.total_bytes for p in r.plans])
+        up, mb = np.asarray(r.robust_step_s), np.asarray([p.memory.device_bytes[1] for p in r.plans])
         front = pareto_front(mb, up)
         ax.plot(mb[front] / 1e9, up[front], "-s", ms=3, color="C1", label="front at the band's upper edge (ranked)")
         ax.plot([mb[0] / 1e9], [up[0]], "*", ms=14, color="C3", label="best (ranked at its upper edge)")
         ax.plot([mb[0] / 1e9], [r.plans[0].step_s], "o", ms=7, mfc="none", color="C3", label="best, nominal step")
     elif r.plans:
-        ax.plot([r.plans[0].memory.total_bytes / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
+        ax.plot([r.plans[0].memory.device_bytes[1] / 1e9], [r.plans[0].step_s], "*", ms=14, color="C3", label="best")
     if r.plans:
         ax.axvline(r.plans[0].memory.capacity_bytes / 1e9, ls="--", color="0.3", lw=0.8, label="GPU memory")
-    ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
+    ax.set_xlabel("memory per GPU, upper estimate on the card (GB = 1e9 bytes)")
     ax.set_yscale("log")
     ax.set_ylabel("step time (s, log scale)")
     ax.set_title(f"{r.inputs.space.spec.name}: step against memory")

@@ -40,7 +40,9 @@ interleaved schedule holds ``min(m v, 2(p-1) + (v-1)p + 1)`` chunks of ``L/(p v)
 The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
 
 **Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
-FSDP2 with PP) also holds the stage's bf16 weights and gradients whole: ``+ N_stage (q_w + q_g)``.
+FSDP2 with PP) also holds the stage's bf16 weights whole and its gradients whole in the reduce dtype (FSDP2
+accumulates an unsharded gradient whose reduce-scatter is skipped in ``reduce_dtype``, fp32):
+``+ N_stage (q_w + q_red)``, ``q_red`` the stack's :attr:`~commcost.workload.stacks.Stack.grad_bytes`.
 
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one (a stack that bounds them, DeepSpeed's ``stage3_max_live_parameters`` ``M`` and
@@ -49,10 +51,13 @@ largest weight matrix, :func:`largest_matrix_params`, gathered and reduced whole
 buffers in flight, the permuted tokens it sends and those it receives, ``2 x 2 k s'bh I / r`` (bf16,
 ``I`` the load imbalance: the busiest rank receives ``I`` times the mean).
 
+**Under an fp8 recipe** a stack that caches the casts (Megatron's Transformer Engine, ZeRO < 3) also holds
+``q_8 N_L`` (:func:`fp8_weight_cache_bytes`).
+
 **Reserved and on the card** (:class:`MemoryBreakdown`): the caching allocator's slack over the peak allocated
 (:data:`ALLOCATOR_SLACK`), then the CUDA context and NCCL's own buffers outside torch's allocator
-(:data:`CONTEXT_BYTES`, :data:`NCCL_BYTES`), as a low-high range against the card's capacity as the driver
-reports it (gpus.json).
+(:data:`CONTEXT_BYTES`; :func:`commcost.workload.nccl_memory.nccl_buffer_bytes`, one communicator per parallel group, with NVLS buffers on
+NVLink-SHARP systems), as a low-high range against the card's capacity as the driver reports it (gpus.json).
 
 **Activation offloading** (Megatron-Core ``cpu_offloading_num_layers = N``, :mod:`commcost.workload.offload`): the
 GPU holds ``L - N`` layers' worth of the micro-batch's activations instead of ``L``; the ``N A`` bytes offloaded
@@ -66,6 +71,7 @@ from dataclasses import dataclass
 from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
+from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.offload import resident_layers
 from commcost.parallel.layout import stage_layers
 from commcost.parallel.zero import zero3_units
@@ -79,7 +85,8 @@ if TYPE_CHECKING:
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept", "stack_saved_kwargs"]
+           "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
+           "RECOMPUTE_MODULES", "check_recompute_modules"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -97,9 +104,25 @@ ALLOCATOR_SLACK = (0.0, 0.15)
 """The caching allocator's reserved memory over the peak allocated: fragmentation and cached blocks,
 0-15% (PyTorch's memory stats on training runs; expandable segments sit at the low end)."""
 CONTEXT_BYTES = (0.5 * 2**30, 1.0 * 2**30)
-"""CUDA context and kernels' modules per GPU, outside torch's allocator (0.5-1 GiB)."""
+"""CUDA context and kernels' modules per GPU, outside torch's allocator (0.5-1 GiB): about 400 MB for the context
+alone with CUDA's lazy module loading, which PyTorch turns on (pytorch/pytorch issue #109888; PR #86509 measured
+287 MB lazy against 667 MB eager), more as a training step loads cuBLAS, cuDNN and fused kernels; over 1000 MB where
+every kernel loads at once (issue #107667: before CUDA 11.7)."""
 NCCL_BYTES = (0.25 * 2**30, 2.0 * 2**30)
-"""NCCL's own buffers per GPU, outside torch's allocator (channels x buffer size x peers; 0.25-2 GiB)."""
+"""NCCL's own buffers per GPU where the layout is not known (:func:`device_bytes_range`'s default); a plan counts
+them per communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`)."""
+RECOMPUTE_MODULES = ("mla_up_proj", "mlp")
+"""Megatron-Core ``recompute_modules`` the memory model knows beside the core attention (``selective``):
+``mla_up_proj`` recomputes multi-latent attention's up-projections, so Q, K and V are not kept (Megatron-Core
+``multi_latent_attention.py``: ``CheckpointWithoutOutput`` around the up-projection and rotary, its output discarded
+after the core attention and recomputed in the backward); ``mlp`` recomputes a dense layer's MLP from its input."""
+
+
+def check_recompute_modules(modules) -> None:
+    """Refuse a ``recompute_modules`` entry outside :data:`RECOMPUTE_MODULES` (one line, the valid names)."""
+    bad = [m for m in modules if m not in RECOMPUTE_MODULES]
+    if bad:
+        raise InputError(f"unknown recompute module(s) {', '.join(map(repr, bad))} (valid: {', '.join(RECOMPUTE_MODULES)})")
 
 
 def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
@@ -114,13 +137,18 @@ def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_t
     router, norms) over t, plus the embedding or output head (both when p = 1), and its routed experts
     over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`). Array-safe in the layout."""
     L = spec.layers
-    per_layer_dense = (spec.dense_layer_count * spec.dense_layer_params
-                       + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / L
+    per_layer_dense = layer_dense_params(spec)
     ends = xp.where(pp == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
                     max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
     dense = (layers_held * per_layer_dense + ends) / tp
     expert = spec.expert_params_total * layers_held / L / (ep * expert_tp)
     return dense, expert
+
+
+def layer_dense_params(spec: TransformerSpec) -> float:
+    """A layer's dense parameters on average (dense layers, and MoE layers' attention, router, shared experts)."""
+    return (spec.dense_layer_count * spec.dense_layer_params
+            + spec.moe_layer_count * spec.moe_layer_nonexpert_params) / spec.layers
 
 
 def model_state_bytes(params: float, zero: float, ranks: float, *, weight_bytes: float = WEIGHT_BYTES,
@@ -143,7 +171,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
                            top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
                            gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0, norm_saved_bytes: float = 2.0,
-                           rotary_saved_copies: float = 0.0) -> float:
+                           rotary_saved_copies: float = 0.0, recompute_modules: tuple[str, ...] = ()) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
@@ -161,6 +189,9 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     K an unfused rotary embedding keeps (``q cos + rotate_half(q) sin`` saves the pre-rotary Q and its rotate_half):
     ``2 n_rot s'b (n_q + n_kv') d_qk / t``; 0 with a fused rotary kernel
     (:attr:`~commcost.workload.stacks.Stack.norm_saved_bytes`, :attr:`~commcost.workload.stacks.Stack.rotary_saved_copies`).
+    ``recompute_modules`` (:data:`RECOMPUTE_MODULES`): ``mla_up_proj`` drops Q, K and V (the attention keeps O's
+    input; the latents the up-projections recompute from are not counted), ``mlp`` drops a dense layer's MLP
+    (recomputed from its input, the norm's output, counted).
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
@@ -175,7 +206,8 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                 head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
                 dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
                 shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes,
-                norm_saved_bytes=norm_saved_bytes, rotary_saved_copies=rotary_saved_copies)
+                norm_saved_bytes=norm_saved_bytes, rotary_saved_copies=rotary_saved_copies,
+                recompute_modules=recompute_modules)
         return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
                                       head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
     mask = 1.0 if dropout else 0.0
@@ -189,6 +221,10 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
         replicated += 2.0 * top_k * sbh + 4.0 * s * b * experts
     else:
         mlp = mlp_per_width * s * b * mlp_width
+    if "mla_up_proj" in recompute_modules:
+        attention = q_in * s * b * heads * head_dim
+    if "mlp" in recompute_modules and not top_k:
+        mlp = 0.0
     if recompute == "attention_module":
         attention = 0.0
         scores = 0.0
@@ -261,6 +297,9 @@ class MemoryBreakdown:
     """Layers' worth of one micro-batch's activations that stage holds."""
     offloaded_bytes: float = 0.0
     """Activation bytes one micro-batch copies to host memory and back (``N A``; 0 without offloading)."""
+    nccl_bytes: tuple[float, float] = NCCL_BYTES
+    """NCCL's buffers outside torch's allocator, low and high (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`
+    of the layout)."""
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
@@ -270,8 +309,8 @@ class MemoryBreakdown:
 
     @property
     def device_bytes(self) -> tuple[float, float]:
-        """What the card holds, low and high (:func:`device_bytes_range`)."""
-        return device_bytes_range(self.total_bytes)
+        """What the card holds, low and high (:func:`device_bytes_range` with this layout's NCCL buffers)."""
+        return device_bytes_range(self.total_bytes, self.nccl_bytes)
 
     @property
     def verdict(self) -> str:
@@ -297,16 +336,24 @@ class MemoryBreakdown:
                 "buffers_bytes": self.buffers_bytes, "total_bytes": self.total_bytes,
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits, "margin_bytes": self.margin_bytes,
                 "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
-                "device_bytes": list(self.device_bytes), "verdict": self.verdict,
+                "device_bytes": list(self.device_bytes), "nccl_bytes": list(self.nccl_bytes), "verdict": self.verdict,
                 "stage": self.stage, "in_flight_layers": self.in_flight_layers,
                 "offloaded_bytes": self.offloaded_bytes}
 
 
-def device_bytes_range(total_bytes):
+def device_bytes_range(total_bytes, nccl_bytes=NCCL_BYTES):
     """``M (1 + a) + C + N`` at the low and at the high end: what the card holds for ``M`` bytes allocated,
     the caching allocator's slack :data:`ALLOCATOR_SLACK`, the CUDA context :data:`CONTEXT_BYTES` and NCCL's
-    buffers :data:`NCCL_BYTES`. Array-safe (search calls it on columns)."""
-    return tuple(total_bytes * (1.0 + a) + c + n for a, c, n in zip(ALLOCATOR_SLACK, CONTEXT_BYTES, NCCL_BYTES))
+    buffers ``N`` (``nccl_bytes``, low and high: :func:`commcost.workload.nccl_memory.nccl_buffer_bytes`; :data:`NCCL_BYTES` where the layout is
+    not known). Array-safe (search calls it on columns)."""
+    return tuple(total_bytes * (1.0 + a) + c + n for a, c, n in zip(ALLOCATOR_SLACK, CONTEXT_BYTES, nccl_bytes))
+
+
+def fp8_weight_cache_bytes(layer_params, fp8: bool, stack: Stack | None):
+    """``q_8 N_L``: the fp8 copies of the stage's layer weights (``N_L`` per GPU, embeddings and head aside) a stack
+    keeps across micro-batches under an fp8 recipe (:attr:`~commcost.workload.stacks.Stack.fp8_weight_cache_bytes`
+    ``q_8``: Transformer Engine's fp8 weight and its transpose, 1 + 1 bytes); 0 in bf16 or without a cache."""
+    return layer_params * (stack.fp8_weight_cache_bytes if fp8 and stack is not None else 0.0)
 
 
 def gpu_capacity_bytes(gpu: str) -> float:
@@ -329,18 +376,21 @@ def stack_saved_kwargs(stack: Stack | None, spec: TransformerSpec | None = None)
 
 
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
-                  saved: dict | None = None) -> dict:
+                  saved: dict | None = None, recompute_modules: tuple[str, ...] = ()) -> dict:
     return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
-                gemm_input_bytes=gemm_input_bytes, **(saved or stack_saved_kwargs(None)))
+                gemm_input_bytes=gemm_input_bytes, recompute_modules=recompute_modules,
+                **(saved or stack_saved_kwargs(None)))
 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
-                      gemm_input_bytes: float = 2.0, saved: dict | None = None) -> float:
+                      gemm_input_bytes: float = 2.0, saved: dict | None = None,
+                      recompute_modules: tuple[str, ...] = ()) -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion);
-    ``saved`` the stack's :func:`stack_saved_kwargs`."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved), recompute)
+    ``saved`` the stack's :func:`stack_saved_kwargs`, ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved, recompute_modules),
+                           recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -403,11 +453,15 @@ def largest_matrix_params(spec: TransformerSpec, tp):
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
-                   fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0) -> MemoryBreakdown:
+                   fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0,
+                   gpus_per_node: int = 8, nvls: bool = False,
+                   recompute_modules: tuple[str, ...] = ()) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
-    go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check)."""
+    go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
+    ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
+    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
     dense, expert = params_per_gpu(spec, layout)
@@ -423,7 +477,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         recompute = selective_kept(stack.selective)
     saved = stack_saved_kwargs(stack, spec)
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
-                                  saved=saved)
+                                  saved=saved, recompute_modules=recompute_modules)
     none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
     working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
 
@@ -447,15 +501,24 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            reduce_bucket_params=None if stack is None else stack.zero3_reduce_bucket_params,
                            largest_params=largest_matrix_params(spec, layout.tp))
     if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
-        # the stage stays gathered through the step: its bf16 weights and gradients, whole
-        w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * GRAD_BYTES
-        w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * GRAD_BYTES
+        # the stage stays gathered through the step: its bf16 weights whole, and its gradients whole, accumulated
+        # over the micro-batches in the stack's reduce dtype (FSDP2's unsharded_accumulated_grad)
+        q_acc = stack.grad_bytes
+        w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * q_acc
+        w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * q_acc
+    if layout.zero < 3:   # ZeRO-3 gathers each unit's weights anew: no cast kept across micro-batches
+        w_d = w_d + fp8_weight_cache_bytes(held * layer_dense_params(spec) / layout.tp, fp8, stack)
+        w_e = w_e + fp8_weight_cache_bytes(expert, fp8, stack)
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
+    L = layout
+    nccl = nccl_buffer_bytes(SCALAR, world=L.dp * L.tp * L.pp * L.cp, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
+                             gpus_per_node=gpus_per_node, nvls=nvls,
+                             extra_groups=() if stack is None else stack.nccl_extra_groups)
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
                            capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,
-                           offloaded_bytes=offloaded_layers * per_layer)
+                           offloaded_bytes=offloaded_layers * per_layer, nccl_bytes=nccl)
 
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from commcost.workload.stacks import Stack
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["KernelRates", "kernel_rates", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
+__all__ = ["KernelRates", "kernel_rates", "ATTENTION_KERNELS", "gemm_s", "gemm_train_s", "attention_efficiency", "attention_s",
            "OperatorTimes", "micro_batch_operators", "expert_rows", "ATTENTION_BACKWARD_PER_FORWARD",
            "LOCAL_SORT_PASSES", "local_sort_passes", "FUSED_NORM_ACCESSES", "alternate_matmul_recompute_share",
            "attention_projections_forward_s", "FP8_CAST_BYTES", "NVFP4_CAST_BYTES", "tp_partner_gemms_s"]
@@ -138,6 +138,12 @@ def _table() -> dict:
 _OPERAND_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
+ATTENTION_KERNELS = ("fa2", "fa3", "triton", "math")
+"""Attention kernels priced: FlashAttention-2, the FA3 / cuDNN class, FlashAttention in Triton (FA2's ``eta_max``
+divided by the FA2 paper's speed-up over it, ``kernels.json`` ``attention.triton_slowdown_vs_fa2``: stack
+``llm-foundry-2023``) and the math kernel."""
+
+
 @lru_cache(maxsize=256)
 def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = False,
                  flash: bool = True) -> KernelRates:
@@ -150,7 +156,12 @@ def kernel_rates(gpu: str, precision: str, st: Stack, *, fp8_attention: bool = F
     if cls not in row["gemm_efficiency"]:
         raise InputError(f"{gpu} has no {precision} GEMM efficiency in kernels.json")
     kernel = st.attention_kernel if flash else "math"
-    fwd, bwd = row["attention"][kernel]
+    if kernel not in ATTENTION_KERNELS:
+        raise InputError(f"unknown attention kernel {kernel!r} (valid: {', '.join(ATTENTION_KERNELS)})")
+    fwd, bwd = row["attention"]["fa2" if kernel == "triton" else kernel]
+    if kernel == "triton":
+        slow_fwd, slow_bwd = t["attention"]["triton_slowdown_vs_fa2"]
+        fwd, bwd = fwd / slow_fwd, bwd / slow_bwd
     if fwd <= 0:   # no flash kernel on this GPU: the math kernel
         fwd, bwd = row["attention"]["math"]
     u = float(row.get("sustained", 1.0)) * st.sustained

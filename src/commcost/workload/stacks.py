@@ -33,7 +33,7 @@ STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
 PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
-                 "deepspeed-2022", "fsdp-2023")
+                 "deepspeed-2022", "llm-foundry-2023")
 """Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
 on that release can paste the advice); the sensitivity table offers only :data:`STACKS`, the stacks a search
@@ -50,7 +50,8 @@ class Stack:
     name: str
     """Registry key."""
     attention_kernel: str
-    """``fa3`` (cuDNN / FlashAttention-3 class where the GPU has it) or ``fa2``."""
+    """``fa3`` (cuDNN / FlashAttention-3 class where the GPU has it), ``fa2`` or ``triton`` (FlashAttention in
+    Triton: llm-foundry's ``attn_impl: triton``, :data:`commcost.workload.operators.ATTENTION_KERNELS`)."""
     norm_accesses: float
     """HBM element accesses per element of a norm's input (2: one fused read and write)."""
     activation_accesses_gated: float
@@ -114,6 +115,14 @@ class Stack:
     (PyTorch's async TP: :func:`commcost.workload.operators.tp_partner_gemms_s`); False: beside a quarter of the
     layer's pass (:data:`commcost.analyses.plan.compose.TP_OVERLAP_SHARE`), Transformer Engine's userbuffers,
     which also overlap the backward's collectives in bulk with the other gradient GEMM."""
+    fp8_weight_cache_bytes: float = 0.0
+    """``q_8``: bytes per layer parameter an fp8 recipe keeps cast across the micro-batches of a step (Transformer
+    Engine's fp8 weight and its transpose, 1 + 1, cached on the first micro-batch: 2); 0 where the weights are cast
+    anew in every forward (torchao)."""
+    nccl_extra_groups: tuple[str, ...] = ()
+    """Process groups beyond one per parallel dimension that the stack runs collectives on, each an NCCL
+    communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`): Megatron-Core's second data-parallel
+    group and its model-parallel group (``dp``, ``mp``)."""
     source: str = ""
     """Where the numbers come from."""
 
@@ -130,6 +139,7 @@ def stack(name: str, *, compiled: bool = False) -> Stack:
     if name not in rows:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     row = {k: v for k, v in rows[name].items() if k != "layouts"}
+    row["nccl_extra_groups"] = tuple(row.get("nccl_extra_groups", ()))
     if compiled:
         loss_keys = () if row.get("compile_covers_loss", True) else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
         row.update({k: v for k, v in _table()["compiled"].items() if k != "source" and k not in loss_keys})

@@ -50,6 +50,8 @@ CASES = [
     # (--stack fsdp enumerates data-parallel layouts only, hardware/stacks.json: every one is compared)
     (TINY, 1024, 64, 16, _fabric(16), True, False, 1, dict(stack="fsdp", precision="fp8")),
     (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="nemo", precision="fp8")),
+    # Megatron-LM's Transformer Engine keeps the fp8 weights and transposes across micro-batches (ZeRO < 3)
+    (TINY, 1024, 32, 16, _fabric(16), True, False, 5, dict(stack="megatron", precision="fp8")),
     # torchtitan's async TP: each TP collective beside the GEMM it is fused with (stacks.json tp_overlap_per_gemm)
     (TINY, 1024, 32, 16, _fabric(16), True, True, 5, dict(stack="torchtitan", precision="fp8")),
     # 6 GPUs per node (issue 21): tp 4 and the dp/ep groups straddle nodes
@@ -60,6 +62,27 @@ CASES = [
      dict(a2a="deepep", fp8_dispatch=True, moe_overlap="1f1b", expert_load=1.25)),
     (TINY_MOE, 512, 16, 32, _fabric(32), True, False, 7, dict(moe_overlap="dualpipe")),
 ]
+
+
+def test_every_llm_foundry_2023_configuration_equals_plan():
+    # llm-foundry of 2023 prices attention with its own kernel (FlashAttention in Triton) and runs a small space
+    # (ZeRO-2/3, data parallelism only, whole-block or no recomputation): every row is compared, all six kinds
+    # (ZeRO-2 with and without a bucket cap, ZeRO-3, each with recompute none and full) among them
+    inp = SearchInputs(space=SearchSpace(spec=TINY, seq=2048, global_batch=1024, gpus=(16,), gpus_per_node=8),
+                       gpu="h100-sxm", stack="llm-foundry-2023")
+    model = _fabric(16)
+    rows, values = evaluate_all(inp, model, 16)
+    n = len(rows["t"])
+    assert n > 50
+    kinds = set()
+    for i in range(n):
+        row = {k: v[i] for k, v in rows.items()}
+        p = plan(plan_inputs_of(inp, row), model)
+        kinds.add((int(row["zero"]), int(row["rc"]), int(row["cap"]) > 0))
+        for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("exposed_comm_s", p.exposed_comm_s),
+                          ("optimizer_s", p.optimizer_s), ("memory_bytes", p.memory.total_bytes)):
+            assert math.isclose(float(values[key][i]), want, rel_tol=1e-9, abs_tol=1e-15), (key, row)
+    assert kinds == {(2, 0, False), (2, 0, True), (2, 2, False), (2, 2, True), (3, 0, False), (3, 2, False)}
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
@@ -81,7 +104,8 @@ def test_every_configuration_equals_plan(case):
                    int(row["cap"]) > 0))
         for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("pipeline_bubble_s", p.pipeline_bubble_s),
                           ("exposed_comm_s", p.exposed_comm_s), ("optimizer_s", p.optimizer_s),
-                          ("memory_bytes", p.memory.total_bytes)):
+                          ("memory_bytes", p.memory.total_bytes), ("device_low_bytes", p.memory.device_bytes[0]),
+                          ("nccl_high_bytes", p.memory.nccl_bytes[1])):
             got = float(values[key][i])
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, row, got, want)
         for dim in ("tp", "cp", "ep", "pp", "dp"):

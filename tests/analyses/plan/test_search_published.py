@@ -41,7 +41,7 @@ def test_every_published_layout_runs_on_the_stack_release_it_names():
     from commcost.workload.stacks import KNOWN_STACKS, layout_refusal
     named = [r for r in load_preset_file("published_layouts.json")["runs"] if r["stack"] in KNOWN_STACKS]
     assert len(named) > 150 and {r["stack"] for r in named} >= {"megatron-2021", "megatron-2022", "megatron-2024",
-                                                                "nemo-2024", "torchtitan-0.0", "fsdp-2023"}
+                                                                "nemo-2024", "torchtitan-0.0", "llm-foundry-2023"}
     for r in named:
         L = Layout(dp=r["gpus"] // (r["tp"] * r["pp"] * r["cp"]), tp=r["tp"], pp=r["pp"], vp=r["vp"], cp=r["cp"],
                    ep=r["ep"], zero=r["zero"], sequence_parallel=r["sequence_parallel"], recompute=r["recompute"],

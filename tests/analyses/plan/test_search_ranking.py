@@ -28,6 +28,8 @@ def test_memory_high_bytes_by_hand():
     # M_hi = M (1 + 0.15) + 1 GiB (context, high) + 2 GiB (NCCL, high)
     # 10e9 * 1.15 = 11.5e9; + 3 * 1,073,741,824 = 3,221,225,472 -> 14,721,225,472
     assert memory_high_bytes(10e9) == pytest.approx(14_721_225_472, rel=1e-12)
+    # with a layout's own NCCL buffers at their high end, 1e9: 11.5e9 + 1,073,741,824 + 1e9 = 13,573,741,824
+    assert memory_high_bytes(10e9, 1e9) == pytest.approx(13_573_741_824, rel=1e-12)
 
 
 def test_fragile_threshold_by_hand():
@@ -59,7 +61,7 @@ def test_fragile_layouts_come_last_and_the_fastest_is_named():
     r = search(inp, FLAT)
     pts = r.points
     cap = r.plans[0].memory.capacity_bytes
-    frag = memory_fragile(pts["memory_bytes"], cap, 0.5)
+    frag = pts["memory_high_bytes"] > (1 - 0.5) * cap      # memory_fragile with each layout's NCCL buffers
     assert frag.any() and (~frag).any()
     # the fastest of all that fit is fragile, and is not first; the first is the fastest that is not
     assert r.fastest is not None and r.fastest_fragile
@@ -85,15 +87,16 @@ def test_winner_is_on_the_front_of_every_configuration_that_fits(layers, heads, 
     r = rank_robust(search(inp, FLAT), FLAT, None, 3)      # no band: ranked by the step
     if not r.plans:
         return
-    step, mem = r.points["step_s"], r.points["memory_bytes"]
-    w_step, w_mem = r.plans[0].step_s, r.plans[0].memory.total_bytes
+    # memory as fragility judges it: the upper end of what the card holds (the layout's NCCL buffers included)
+    step, mem = r.points["step_s"], r.points["memory_high_bytes"]
+    w_step, w_mem = r.plans[0].step_s, r.plans[0].memory.device_bytes[1]
     tol = 1e-9
     dominated = (step <= w_step * (1 + tol)) & (mem <= w_mem * (1 + tol)) \
         & ((step < w_step * (1 - tol)) | (mem < w_mem * (1 - tol)))
     assert not dominated.any()
     assert r.pareto[0]
     if not r.fragile[0]:        # the fastest of those that leave the headroom
-        ok = ~memory_fragile(mem, r.plans[0].memory.capacity_bytes, headroom)
+        ok = mem <= (1 - headroom) * r.plans[0].memory.capacity_bytes
         assert w_step == pytest.approx(float(step[ok].min()), rel=1e-9)
 
 

@@ -148,6 +148,48 @@ def test_cli_refuses_what_megatron_2021_cannot_run(capsys):
     assert len(err) == 1 and "does not run selective recomputation" in err[0]
 
 
+def test_llm_foundry_2023_space_is_sharded_data_parallelism_by_hand():
+    # llm-foundry v0.0.4: Composer FSDP FULL_SHARD / SHARD_GRAD_OP, data parallelism only, whole-block
+    # checkpointing or none: the whole space's rows with tp = pp = cp = ep = 1 and ZeRO 2 or 3, each once for
+    # recompute none and once for full
+    only = _columns("llm-foundry-2023")
+    assert len(only["t"]) > 0
+    assert set(only["zero"].tolist()) == {2, 3} and set(only["rc"].tolist()) == {0, 2}
+    for k in ("t", "p", "v", "c", "e"):
+        assert set(only[k].tolist()) == {1}, k
+    fixed = (("tp", 1), ("pp", 1), ("cp", 1), ("sp", 0), ("recompute", 0))
+    space = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_node=8, fixed=fixed)
+    base, cols = enumerate_space(space, 16, "none", "auto")
+    z, e = cols["zero"], base["e"][cols["bi"]]
+    assert len(only["t"]) == 2 * int((((z == 2) | (z == 3)) & (e == 1)).sum()) > 0
+
+
+def test_plan_equals_search_under_llm_foundry_2023():
+    from commcost.analyses.plan.plan import plan
+    r = search(SearchInputs(space=SPACE, gpu="a100-sxm4-80gb", stack="llm-foundry-2023", top=8), FLAT)
+    assert r.plans
+    for p in r.plans:
+        L = p.inputs.layout
+        assert L.zero in (2, 3) and L.tp == L.pp == L.cp == 1 and L.recompute in ("none", "full")
+        again = plan(p.inputs, FLAT)
+        assert again.step_s == pytest.approx(p.step_s, rel=1e-12)
+        assert again.memory.total_bytes == pytest.approx(p.memory.total_bytes, rel=1e-12)
+
+
+def test_cli_refuses_what_llm_foundry_2023_cannot_run(capsys):
+    plan_argv = ["plan", "--model", "mpt-7b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "48",
+                 "--micro-batch", "6", "--stack", "llm-foundry-2023"]
+    for extra, words in ((["--zero", "3", "--recompute", "selective"], "does not run selective recomputation"),
+                         (["--zero", "1"], "does not run ZeRO-1"), (["--zero", "3", "--tp", "2"], "does not run tp > 1")):
+        with pytest.raises(SystemExit) as e:
+            main([*plan_argv, *extra])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("commcost: error: --stack llm-foundry-2023 ") and words in err[0]
+    assert main([*plan_argv, "--zero", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stack"] == "llm-foundry-2023"
+
+
 def test_search_under_a_stack_returns_only_its_layouts():
     r = search(SearchInputs(space=SPACE, gpu="h100-sxm", stack="fsdp", top=20), FLAT)
     assert r.plans
@@ -225,11 +267,10 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
     assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, recompute="selective", global_batch=64)) == (
         "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024")
     # FSDP alone: every stack but the Megatrons before Megatron-FSDP (2021-2024 and NeMo 24.09-25.02: ZeRO 0/1
-    # only); with selective recomputation not the 2023 FSDP
-    # stacks (whole blocks only) nor Megatron-DeepSpeed of 2022
+    # only); with selective recomputation not llm-foundry of 2023 (whole blocks only) nor Megatron-DeepSpeed of 2022
     assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
                                                                          "fsdp", "torchtitan-0.0", "deepspeed-2022",
-                                                                         "fsdp-2023")
+                                                                         "llm-foundry-2023")
     assert stacks_running(Layout(dp=64, zero=3, recompute="selective", global_batch=64)) == (
         "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0")
     argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",

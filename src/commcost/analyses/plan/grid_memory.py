@@ -11,7 +11,10 @@ from commcost.parallel.zero import zero3_units
 from commcost.workload.compute import precision_class
 from commcost.workload.memory import CONTEXT_BYTES
 from commcost.workload.memory import GRAD_BYTES
-from commcost.workload.memory import NCCL_BYTES
+from commcost.workload.memory import layer_dense_params
+from commcost.workload.memory import fp8_weight_cache_bytes
+from commcost.workload.nccl_memory import nccl_buffer_bytes
+from commcost.workload.nccl_memory import nvls_capable
 from commcost.workload.memory import RECOMPUTE_WORKING_FACTOR
 from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import buffer_bytes
@@ -47,12 +50,16 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     per_stage, dense, expert = X["per_stage"], X["dense"], X["expert"]
     D, E_dp = X["D"].astype(float), X["E_dp"].astype(float)
     states: dict[str, list] = {}
+    fp8 = precision_class(inp.precision) != "bf16"
     for name in _stacks(inp):
-        q_g = stack(name, compiled=inp.compiled).main_grad_bytes
+        st = stack(name, compiled=inp.compiled)
+        q_g = st.main_grad_bytes
+        cache = (fp8_weight_cache_bytes(per_stage * layer_dense_params(spec) / t, fp8, st)
+                 + fp8_weight_cache_bytes(expert, fp8, st))          # memory_per_gpu: kept under ZeRO < 3
         for z in range(4):
             w_d, g_d, o_d = model_state_bytes(dense, z, D, grad_bytes=q_g)
             w_e, g_e, o_e = model_state_bytes(expert, z, E_dp, grad_bytes=q_g)
-            states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e)
+            states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e + (cache if z < 3 else 0.0))
     s_local = s / c
     first_layers = resident_layers(in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m),
                                    inp.cpu_offload_layers)
@@ -85,9 +92,15 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                     reduce_bucket_params=given_stack_flag(inp.stack, "zero3_reduce_bucket_params",
                                                                           None),
                                     largest_params=largest_matrix_params(spec, t)))
-    unshard = (dense + expert) * (WEIGHT_BYTES + GRAD_BYTES)   # memory_per_gpu: the stage gathered under PP
+    q_acc = given_stack_flag(inp.stack, "grad_bytes", GRAD_BYTES)
+    unshard = (dense + expert) * (WEIGHT_BYTES + q_acc)   # memory_per_gpu: the stage gathered under PP
+    nccl = {name: nccl_buffer_bytes(np, world=base["W"].astype(float), tp=t, cp=c, dp=base["d"].astype(float), pp=p,
+                                    ep=base["e"].astype(float), gpus_per_node=inp.space.gpus_per_node,
+                                    nvls=nvls_capable(inp.gpu),
+                                    extra_groups=stack(name, compiled=inp.compiled).nccl_extra_groups)
+            for name in _stacks(inp)}
     return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
-                unshard=unshard)
+                unshard=unshard, nccl=nccl)
 
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:
@@ -110,7 +123,9 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
-    :func:`memory_tables`) and the GPU's ``capacity_bytes``."""
+    :func:`memory_tables`), the low end of what the card holds ``device_low_bytes`` and the high end of NCCL's
+    buffers ``nccl_high_bytes`` (:func:`commcost.workload.memory.nccl_buffer_bytes`), and the GPU's
+    ``capacity_bytes``."""
 
     import numpy as np
 
@@ -129,9 +144,14 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
 
+    nccl_low, nccl_high = np.zeros(len(bi)), np.zeros(len(bi))
+    for name, mask in masks.items():
+        nccl_low = np.where(mask, tables["nccl"][name][0][bi], nccl_low)
+        nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
+
     total = states + act + buffers
-    return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + NCCL_BYTES[0],
-                states_bytes=states, activations_bytes=act,
+    return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + nccl_low,
+                nccl_high_bytes=nccl_high, states_bytes=states, activations_bytes=act,
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 

@@ -46,7 +46,8 @@ from functools import lru_cache
 from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
-from commcost.workload.memory import MemoryBreakdown, memory_per_gpu, params_per_gpu
+from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
+from commcost.workload.nccl_memory import nvls_capable
 from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node
 from commcost.parallel.layout import stage_end_shares, stage_layers
 from commcost.hardware.registry import gpu_row
@@ -151,6 +152,10 @@ class PlanInputs:
     cpu_offload_layers: int = 0
     """``N``: layers whose activations go to host memory and back (Megatron-Core ``cpu_offloading_num_layers``,
     :mod:`commcost.workload.offload`); 0 keeps every activation on the GPU."""
+    recompute_modules: tuple[str, ...] = ()
+    """Megatron-Core's ``recompute_modules`` beside the core attention (:data:`commcost.workload.memory.RECOMPUTE_MODULES`:
+    ``mla_up_proj``, ``mlp``): the memory they free (:func:`commcost.workload.memory.layer_activation_bytes`); their
+    few recomputed FLOPs are not priced. Empty: none."""
 
     def __post_init__(self) -> None:
 
@@ -168,6 +173,7 @@ class PlanInputs:
                           recompute=self.layout.recompute)
         if self.cpu_offload_layers:
             host_link_bytes_per_s(self.gpu)
+        check_recompute_modules(self.recompute_modules)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -465,7 +471,9 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
     st = plan_stack(inp)
     return memory_per_gpu(inp.spec, inp.layout, seq=inp.seq, capacity_bytes=_capacity(inp.gpu),
                           flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16",
-                          expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers)
+                          expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers,
+                          gpus_per_node=inp.gpus_per_node, nvls=nvls_capable(inp.gpu),
+                          recompute_modules=inp.recompute_modules)
 
 
 def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:

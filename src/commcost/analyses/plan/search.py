@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from commcost.analyses.plan.search_inputs import OBJECTIVES, SearchInputs
-from commcost.analyses.plan.search_inputs import memory_fragile
+from commcost.analyses.plan.search_inputs import memory_fragile, memory_high_bytes
 from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
@@ -80,7 +80,9 @@ class SearchResult:
     interrupted: bool = False
     """Ctrl-C stopped it: the results are the best of what was evaluated."""
     points: dict | None = field(default=None)
-    """With ``keep_points``: arrays ``step_s, memory_bytes, gpus`` of every feasible configuration."""
+    """With ``keep_points``: arrays ``step_s, memory_bytes, memory_high_bytes, gpus`` of every feasible configuration
+    (``memory_high_bytes``: the upper end of what the card holds, :func:`commcost.analyses.plan.search_inputs.memory_high_bytes`,
+    what fragility and the front are judged on)."""
     robust_step_s: tuple[float, ...] | None = None
     """With :func:`rank_robust`: each plan's step at its measured band's upper edge (every collective at
     its class's slowest measured cluster), the key the plans are ranked by; None otherwise."""
@@ -178,7 +180,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     caps = bucket_caps_bytes(space)
     evaluated = feasible = priced = over_states = over_act = 0
     pools = {False: _Top(np, inp.top), True: _Top(np, inp.top)}      # keyed by fragile
-    points: dict[str, list] = {"step_s": [], "memory_bytes": [], "gpus": []}
+    points: dict[str, list] = {"step_s": [], "memory_bytes": [], "memory_high_bytes": [], "gpus": []}
     interrupted = False
     seen = 0
     try:
@@ -194,14 +196,17 @@ def search(inp: SearchInputs, model: CommModel, *,
             fits = np.zeros(n, dtype=bool)
             fragile = np.zeros(n, dtype=bool)
             mem_all = np.zeros(n) if inp.keep_points else None
+            high_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
                 mem = memory_grid(chunk, tables, inp, base)
                 ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
                 fits[lo:lo + CHUNK_ROWS] = ok
-                fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom)
+                fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
+                                                             mem["nccl_high_bytes"])
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
+                    high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])
                 states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_bytes"] > mem["capacity_bytes"]
                 evaluated += len(ok)
                 feasible += int(ok.sum())
@@ -211,7 +216,7 @@ def search(inp: SearchInputs, model: CommModel, *,
             live = {k: col[fits] for k, col in g.items()}
             live_fragile = fragile[fits]
             if mem_all is not None:
-                live_mem = mem_all[fits]
+                live_mem, live_high = mem_all[fits], high_all[fits]
             needed = np.nonzero(np.bincount(live["bi"], minlength=len(base["t"])))[0]
             sub = {k: col[needed] for k, col in base.items()}
             live["bi"] = np.searchsorted(needed, live["bi"])
@@ -230,6 +235,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                 if mem_all is not None:
                     points["step_s"].append(step)
                     points["memory_bytes"].append(live_mem[lo:lo + CHUNK_ROWS])
+                    points["memory_high_bytes"].append(live_high[lo:lo + CHUNK_ROWS])
                     points["gpus"].append(W)
                 full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
                 full.update({c: chunk[c] for c in ("sp", "rc", "zero", "cap")})
@@ -250,7 +256,8 @@ def search(inp: SearchInputs, model: CommModel, *,
         chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:inp.top]
     plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
     capacity = [p.memory.capacity_bytes for p in plans]
-    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom)) for p, c in zip(plans, capacity)]
+    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
+             for p, c in zip(plans, capacity)]
 
     def rank_key(i: int):
         value = objective_value(inp.objective, plans[i].step_s, plans[i].inputs.layout.world, tokens,
@@ -297,8 +304,9 @@ def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> S
     layouts that leave the memory headroom first (:attr:`SearchResult.fragile`), each group by the
     upper edge of the measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective
     at its class's slowest measured cluster, exposure and bubble re-priced; with ``topology`` None, no
-    band: the step), ties by less memory. :attr:`SearchResult.pareto` marks the plans on the front of
-    that ranked step against memory; the first is on it by construction (the least ranked step, the
+    band: the step), ties by less memory (the upper end of what the card holds, ``device_bytes[1]``, which
+    fragility is judged on). :attr:`SearchResult.pareto` marks the plans on the front of that ranked step against
+    that memory; the first is on it by construction (the least ranked step, the
     least memory among equals).
 
     A layout whose step hides a lot of traffic only just is fragile: its upper edge is far above its
@@ -314,7 +322,7 @@ def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> S
     bands = [band(p) for p in plans]
     upper = [upper_of(p, b) for p, b in zip(plans, bands)]
     fragile = result.fragile or tuple(False for _ in plans)
-    memory = [p.memory.total_bytes for p in plans]
+    memory = [p.memory.device_bytes[1] for p in plans]   # what fragility is judged on: the card's upper end
     front = on_front(upper, memory)
     order = sorted(range(len(upper)), key=lambda i: (fragile[i], upper[i], memory[i], i))[:top]
     fastest_upper = None

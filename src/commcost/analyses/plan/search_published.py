@@ -74,5 +74,5 @@ def published_comparison(result: SearchResult, model: CommModel, topology) -> Pu
         upper = None if topology is None else (p.step_s if band is None else band.step_s[1])
         return PublishedComparison(layout=row, plan=p, robust_step_s=upper,
                                    fragile=bool(memory_fragile(p.memory.total_bytes, p.memory.capacity_bytes,
-                                                               inp.headroom)))
+                                                               inp.headroom, p.memory.nccl_bytes[1])))
     return None
