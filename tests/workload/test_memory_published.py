@@ -79,3 +79,20 @@ def test_device_memory_rows_compare_with_what_the_card_holds():
     assert statistics.median(abs(e) for e in errs) <= 0.11
     # under on balance (16 of 18 when written, 14 of 18 now): the card holds what plan does not count
     assert statistics.median(errs) < 0
+
+
+def test_transformer_engine_fp8_rows_fit():
+    # AMD's train_fsdp.py runs Llama 3.1 8B in fp8 over TE TransformerLayers (stack amd-fsdp-te-2025): MI325X at
+    # batch 5 x 8,192 or 10 x 4,096 (40,960 tokens a rank). Activations 32 layers x 112,768 bytes a token
+    # (tests/workload/test_memory_formulas.py) + the loss's 4 bytes a token and vocabulary entry:
+    # 40,960 x (32 x 112,768 + 4 x 128,256) = 168,820,736,000 = 157.23 GiB, on a 238.4 GiB card. Priced with the fsdp
+    # stack's eager layer (168,064 bytes a token) they read "does not fit" (224.7 GiB of activations)
+    rows = [r for r in csv.DictReader(plan_accuracy.DATA.open()) if r["stack"] == "amd-fsdp-te-2025"]
+    assert sorted(r["id"] for r in rows) == ["amdpt-mi300x-llama31-8b-fp8-4k", "amdpt-mi300x-llama31-8b-fp8-8k",
+                                             "amdpt-mi325x-llama31-8b-fp8-4k", "amdpt-mi325x-llama31-8b-fp8-8k"]
+    for row in rows:
+        inp, _ = plan_accuracy.inputs(row)
+        m = plan_memory(inp)
+        if row["id"].startswith("amdpt-mi325x"):
+            assert m.activations_bytes == 168_820_736_000, row["id"]
+        assert m.verdict != "does not fit", row["id"]

@@ -263,3 +263,23 @@ def test_llm_foundry_2023_refuses_by_hand():
         "--stack llm-foundry-2023 does not run tp > 1 (hardware/stacks.json)")
     assert layout_refusal("llm-foundry-2023", L(zero=3, recompute="selective")) == (
         "--stack llm-foundry-2023 does not run selective recomputation (it runs none, full; hardware/stacks.json)")
+
+
+def test_amd_fsdp_te_2025_is_fsdp_with_transformer_engine_layers():
+    # AMD's train_fsdp.py with enable_fp8: FSDP over TE TransformerLayers. Everything that prices a step is fsdp's
+    # (its u_stack is fsdp's: benchmarks/_sustained.py); what a layer keeps is TE's: the norms' bf16 inputs (2),
+    # fc1's output as SwiGLU's input (4 per element of f), GEMM inputs saved in fp8, the fused rotary (0 copies)
+    from dataclasses import fields
+
+    from commcost.workload.stacks import PAST_RELEASES, stack_layouts
+    assert "amd-fsdp-te-2025" in PAST_RELEASES
+    te, fsdp = stack("amd-fsdp-te-2025"), stack("fsdp")
+    memory = ("norm_saved_bytes", "gated_mlp_saved_bytes", "fp8_saves_inputs", "rotary_saved_copies")
+    assert tuple(getattr(te, n) for n in memory) == (2, 4, True, 0)
+    assert fsdp.gated_mlp_saved_bytes == 6 and not fsdp.fp8_saves_inputs
+    for f in fields(te):
+        if f.name not in ("name", "source") + memory:
+            assert getattr(te, f.name) == getattr(fsdp, f.name), f.name
+    for name in ("7112e272", "TransformerLayer", "ctx.save_for_backward", "fused=True"):
+        assert name in te.source
+    assert stack_layouts("amd-fsdp-te-2025").zero == stack_layouts("fsdp").zero

@@ -33,8 +33,9 @@ STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
 PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
-                 "deepspeed-2022", "llm-foundry-2023")
-"""Earlier releases that published runs used (``stacks.json`` says how they differ). The library, the
+                 "deepspeed-2022", "llm-foundry-2023", "amd-fsdp-te-2025")
+"""Earlier releases that published runs used (``stacks.json`` says how they differ; ``amd-fsdp-te-2025`` is AMD's
+FSDP benchmark script over Transformer Engine layers, fsdp with what TE's layers keep for backward). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
 on that release can paste the advice); the sensitivity table offers only :data:`STACKS`, the stacks a search
 names (:func:`stacks_running`) list them after today's."""

@@ -85,6 +85,23 @@ def test_every_llm_foundry_2023_configuration_equals_plan():
     assert kinds == {(2, 0, False), (2, 0, True), (2, 2, False), (2, 2, True), (3, 0, False), (3, 2, False)}
 
 
+def test_every_amd_fsdp_te_2025_fp8_configuration_equals_plan():
+    # AMD's FSDP script over Transformer Engine layers in fp8 (stack amd-fsdp-te-2025): what TE's layers keep (fp8
+    # GEMM inputs, fc1's bf16 output) in search's memory columns as in plan's; every row of its small space
+    inp = SearchInputs(space=SearchSpace(spec=TINY, seq=2048, global_batch=1024, gpus=(16,), gpus_per_node=8),
+                       gpu="h100-sxm", stack="amd-fsdp-te-2025", precision="fp8")
+    model = _fabric(16)
+    rows, values = evaluate_all(inp, model, 16)
+    n = len(rows["t"])
+    assert n > 10
+    for i in range(n):
+        row = {k: v[i] for k, v in rows.items()}
+        p = plan(plan_inputs_of(inp, row), model)
+        for key, want in (("step_s", p.step_s), ("memory_bytes", p.memory.total_bytes),
+                          ("device_low_bytes", p.memory.device_bytes[0])):
+            assert math.isclose(float(values[key][i]), want, rel_tol=1e-9, abs_tol=1e-15), (key, row)
+
+
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_every_configuration_equals_plan(case):
     spec, seq, B, W, model, flash, overlap, every, *extra = CASES[case]

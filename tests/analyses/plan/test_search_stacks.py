@@ -270,9 +270,9 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
     # only); with selective recomputation not llm-foundry of 2023 (whole blocks only) nor Megatron-DeepSpeed of 2022
     assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
                                                                          "fsdp", "torchtitan-0.0", "deepspeed-2022",
-                                                                         "llm-foundry-2023")
+                                                                         "llm-foundry-2023", "amd-fsdp-te-2025")
     assert stacks_running(Layout(dp=64, zero=3, recompute="selective", global_batch=64)) == (
-        "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0")
+        "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0", "amd-fsdp-te-2025")
     argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
             "--seq", "4096", "--top", "2", "--json"]
     assert main(argv) == 0
