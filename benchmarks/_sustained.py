@@ -19,7 +19,7 @@ from commcost.analyses.plan.plan import plan
 
 MEGATRON_CORE = ("megatron", "nemo")
 SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm", "b200-700w": "b200", "gb200": "b200",
-            "gb300": "b300", "mi300x": "mi325x"}
+            "gb300": "b300", "mi300x": "mi325x", "a100-sxm4-40gb": "a100-sxm4-80gb"}
 """GPUs without Megatron-Core runs of their own take their die's fraction (as kernels.json records)."""
 SAME_CHIP = {"a800-sxm4-80gb": "a100-sxm4-80gb", "h800-sxm": "h100-sxm"}
 """Export variants: the same die at the same clocks, memory and HBM bandwidth, only NVLink cut (gpus.json).
@@ -30,8 +30,9 @@ def chip(gpu: str) -> str:
     return SAME_CHIP.get(gpu, gpu)
 
 
-STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "megatron-2023": "megatron",
-                "deepspeed-2022": "deepspeed", "llm-foundry-2023": "fsdp", "amd-fsdp-te-2025": "fsdp"}
+STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "megatron-2022": "megatron",
+                "megatron-2023": "megatron", "megatron-2024": "megatron", "nemo-2024": "nemo", "deepspeed-2022": "deepspeed",
+                "llm-foundry-2023": "fsdp", "amd-fsdp-te-2025": "fsdp"}
 """Stack versions that share one training loop share one ``u_stack`` (fitted on their rows together;
 Megatron-LM of 2021 and of 2023 (the legacy local transformer: its own kernels, priced as such, in Megatron's
 training loop) take Megatron-Core's reference, ``u_stack`` 1, and their rows fit ``u_gpu`` with it; llm-foundry

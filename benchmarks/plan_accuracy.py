@@ -50,6 +50,10 @@ from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.transformer import model_spec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+NEMO = ("nemo", "nemo-2024")
+"""NeMo's releases: their performance recipes run TE's TP communication overlap (stacks.json nemo)."""
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.csv"
 MOE_DATA = DATA.with_name("published_moe_runs.csv")
 """MoE runs whose source states the dispatcher, expert TP and overlap (columns ``etp a2a moe_overlap expert_load``)."""
@@ -149,7 +153,7 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     topo, _ = system_group(row["system"], nodes=-(-W // G))
     inp = PlanInputs(spec=spec, layout=layout, seq=int(row["seq"]), gpu=sysp["gpu"], gpus_per_node=G,
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
-                     tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] == "nemo" or "asynctp" in row["id"]) and tp > 1),
+                     tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] in NEMO or "asynctp" in row["id"]) and tp > 1),
                      stack=row["stack"] if row["stack"] in KNOWN_STACKS else "auto", compiled=row["compile"] == "1",
                      cpu_offload_layers=int(row.get("cpu_offload_layers") or 0), **moe)
     return inp, FabricModel(topology=topo)

@@ -101,3 +101,13 @@ def test_presets_fit_80_columns_and_keep_each_name_beside_its_numbers():
     wide = _lines("presets", columns="400")  # the same entries, fewer lines
     assert len(wide) < len(lines) and sum(ln.lstrip().startswith("source:") for ln in wide) == sum(
         ln.lstrip().startswith("source:") for ln in lines)
+
+
+def test_wrap_keeps_the_spacing_between_words_on_a_line():
+    line = "    overlap verdict  HIDES  (simulated: the recommended 25 MiB buckets hide it all)"
+    out = wrap(line, 40)
+    # 4 + len("overlap verdict  HIDES  (simulated:") = 4 + 35 = 39 <= 40: the two double spaces stay
+    assert out[0] == "    overlap verdict  HIDES  (simulated:"
+    assert all(len(x) <= 40 for x in out) and all(x.startswith("      ") for x in out[1:])
+    assert " ".join(x.strip() for x in out) == line.strip()  # a break drops the spacing, nothing else
+    assert wrap("a  b" + " c" * 30, 20)[0].startswith("a  b c")

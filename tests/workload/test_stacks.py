@@ -3,6 +3,7 @@ layout, unknown names list the valid ones."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from commcost.core.errors import InputError
@@ -128,6 +129,62 @@ def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
     assert layout_runs(today, **one, sp=1, recompute="selective")
 
 
+def test_torchtitan_0_0_accumulates_only_through_a_pipeline():
+    # torchtitan before PR #1238 (2025-06-05): a step is one forward and backward of the local batch B / d
+    # without a pipeline; a pipeline schedule splits it into micro-batches (issue #292, 2024-11-05)
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    rules = stack_layouts("torchtitan-0.0")
+    assert not rules.accumulation and stack_layouts("torchtitan").accumulation and stack_layouts("megatron").accumulation
+    one = dict(tp=1, vp=1, cp=1, ep=1, zero=3, sp=0)
+    assert layout_runs(rules, pp=1, micro_batches=1, **one)
+    assert not layout_runs(rules, pp=1, micro_batches=2, **one)
+    assert layout_runs(rules, pp=2, micro_batches=8, **one)       # the pipeline splits the local batch
+    assert layout_runs(rules, pp=1, **one)                          # m not asked
+    assert layout_runs(stack_layouts("torchtitan"), pp=1, micro_batches=2, **one)
+    got = layout_runs(rules, pp=np.array([1, 1, 4]), micro_batches=np.array([1, 4, 4]), **one)
+    assert got.tolist() == [True, False, True]
+    # global batch 16 over dp 8: the local batch 16 / 8 = 2 is the micro-batch
+    assert layout_refusal("torchtitan-0.0", Layout(dp=8, zero=3, micro_batch=2, global_batch=16)) is None
+    assert layout_refusal("torchtitan-0.0", Layout(dp=8, zero=3, micro_batch=1, global_batch=16)) == (
+        "--stack torchtitan-0.0 does not accumulate gradients without a pipeline: each step is one forward and "
+        "backward of the local batch, micro-batch = global batch / dp = 16 / 8 = 2 (--micro-batch 2), not 1 "
+        "(hardware/stacks.json)")
+    assert layout_refusal("torchtitan", Layout(dp=8, zero=3, micro_batch=1, global_batch=16)) is None
+
+
+
+def test_megatron_2022_is_megatron_without_cp_ep_or_megatron_fsdp():
+    # Megatron-LM of 2022-06 (Korthikanti et al. 2022's code): distributed optimizer, SP and selective recomputation
+    # in; CP (2023-10), expert parallelism and Megatron-FSDP (ZeRO-2/3) not yet; interleaving still over pp > 2
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    _priced_as_today("megatron-2022", "megatron")
+    rules = stack_layouts("megatron-2022")
+    assert (rules.zero, rules.cp, rules.ep, rules.vp_min_pp) == ((0, 1), False, False, 3)
+    assert rules.sequence_parallel == "optional" and rules.recompute == ("none", "selective", "full")
+    one = dict(tp=8, pp=8, vp=1, cp=1, ep=1, zero=1, sp=1)
+    assert layout_runs(rules, **one, recompute="selective") and not layout_runs(rules, **{**one, "zero": 3})
+    assert not layout_runs(rules, **{**one, "cp": 2}) and not layout_runs(rules, **{**one, "pp": 2, "vp": 2})
+    assert layout_refusal("megatron-2022", Layout(dp=4, cp=2, global_batch=8)) == (
+        "--stack megatron-2022 does not run cp > 1 (hardware/stacks.json)")
+
+
+@pytest.mark.parametrize("release, family, vp_min_pp", [("megatron-2024", "megatron", 3), ("nemo-2024", "nemo", 2)])
+def test_the_2024_megatrons_have_no_megatron_fsdp(release, family, vp_min_pp):
+    # Megatron-FSDP (--use-custom-fsdp) first shipped in Megatron-Core 0.12.0 (2025-05-06): FlagPerf's Megatron-Core
+    # 0.6.0 / FlagScale of 2023-12 and NeMo 24.09-25.02 ran DDP or the distributed optimizer; core 0.6.0 still
+    # interleaved only over pp > 2 (PP = 2 came 2024-05-31)
+    from commcost.workload.stacks import layout_refusal, layout_runs, stack_layouts
+    _priced_as_today(release, family)
+    rules, today = stack_layouts(release), stack_layouts(family)
+    assert rules.zero == (0, 1) and today.zero == (0, 1, 2, 3) and rules.vp_min_pp == vp_min_pp
+    assert (rules.cp, rules.ep, rules.sequence_parallel, rules.recompute) == (today.cp, today.ep,
+                                                                              today.sequence_parallel, today.recompute)
+    one = dict(tp=1, pp=1, vp=1, cp=2, ep=1, sp=0)
+    assert layout_runs(rules, **one, zero=1) and not layout_runs(rules, **one, zero=3)
+    assert layout_runs(today, **one, zero=3)
+    assert layout_runs(rules, tp=1, pp=2, vp=2, cp=1, ep=1, zero=1, sp=0) == (vp_min_pp == 2)
+    assert layout_refusal(release, Layout(dp=8, zero=3, global_batch=8)) == (
+        f"--stack {release} does not run ZeRO-3 (it runs ZeRO-0, ZeRO-1; hardware/stacks.json)")
 def test_megatron_2023_is_the_local_transformer_in_megatrons_loop():
     # Megatron-LM before e7b74a4b7e (2024-04-02) and FlagScale 6fc099c: the legacy local transformer's kernels
     # (FlashAttention-2, eager RMSNorm / SwiGLU / rotary), Megatron's training loop, fp32 main gradients

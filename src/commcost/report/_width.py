@@ -4,6 +4,7 @@ keeps a number with its unit and a command copy-pastable."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 __all__ = ["terminal_width", "wrap", "wrap_lines", "wrap_command"]
@@ -34,8 +35,10 @@ def terminal_width() -> int:
 def wrap(line: str, width: int | None = None, *, hang: str = "  ") -> list[str]:
     """``line`` cut at spaces into lines of at most ``width`` (default :func:`terminal_width`); the
     continuation lines keep the line's indent plus ``hang``. A number stays with its unit; a word
-    too long for any line (a path) stays on the line it starts, rather than leave a stub behind. A
-    no-break space (``\xa0``) in ``line`` glues what it joins and is printed as a space."""
+    too long for any line (a path) stays on the line it starts, rather than leave a stub behind. Runs
+    of spaces between words on one line are kept (``verdict  HIDES`` stays two spaces, so columns
+    stay aligned); a break drops them. A no-break space (``\xa0``) in ``line`` glues what it joins and
+    is printed as a space."""
     width = width or terminal_width()
     if len(line) <= width:
         return [line.replace("\xa0", " ")]
@@ -45,13 +48,11 @@ def wrap(line: str, width: int | None = None, *, hang: str = "  ") -> list[str]:
         glued = glued.replace(phrase, phrase.replace(" ", "\xa0"))
     out = [indent]
     fresh = True  # nothing but the indent on the current line
-    for word in glued.split(" "):
-        if not word:
-            continue
-        room = width - len(out[-1]) - (0 if fresh else 1)
+    for gap, word in re.findall(r"( *)([^ ]+)", glued):
+        room = width - len(out[-1]) - (0 if fresh else len(gap))
         too_long = len(indent + hang) + len(word) > width
         if fresh or len(word) <= room or too_long:
-            out[-1] += ("" if fresh else " ") + word
+            out[-1] += ("" if fresh else gap) + word  # the line's own spacing: aligned columns stay aligned
         else:
             out.append(indent + hang + word)
         fresh = False

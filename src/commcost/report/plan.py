@@ -22,6 +22,7 @@ from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report.bucket_advice import render_bucket_advice
 from commcost.report.training import render_training, training_to_dict
 from commcost.calibrate.efficiency import calibration_note
+from commcost.workload.stacks import stacks_running
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,7 +140,8 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "moe": {"a2a": inp.a2a, "fp8_dispatch": inp.fp8_dispatch, "overlap": inp.moe_overlap,
                 "expert_load": inp.expert_load} if inp.spec.is_moe else None,
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
-        "stack": p.stack, "stack_source": p.stack_source, "compute_by_operator": dict(p.compute_by_operator),
+        "stack": p.stack, "stack_source": p.stack_source, "stacks_that_run": list(stacks_running(inp.layout)),
+        "compute_by_operator": dict(p.compute_by_operator),
         "bucket_advice": _bucket_advice_dict(p),
     }
 
@@ -267,6 +269,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         *_expert_lines(p),
         f"fabric: {p.comm_model}",
         f"stack: {p.stack} ({p.stack_source})",
+        "  stacks that run this layout (hardware/stacks.json): " + (", ".join(stacks_running(L)) or "none of them"),
         f"compute efficiency {p.efficiency:.3f} of {p.peak_flops_per_s / 1e12:,.0f} TFLOP/s ({p.efficiency_source})",
         "",
         f"step {format_seconds(p.step_s)}   {p.tokens_per_s_per_gpu:,.0f} tokens/s/GPU   "

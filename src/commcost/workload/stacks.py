@@ -32,13 +32,13 @@ __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
-PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2023", "deepspeed-2022", "llm-foundry-2023",
-                 "amd-fsdp-te-2025")
+PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
+                 "deepspeed-2022", "llm-foundry-2023", "amd-fsdp-te-2025")
 """Earlier releases that published runs used (``stacks.json`` says how they differ; ``amd-fsdp-te-2025`` is AMD's
 FSDP benchmark script over Transformer Engine layers, fsdp with what TE's layers keep for backward). The library, the
 accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
-on that release can paste the advice); the sensitivity table and the stacks a search names offer only
-:data:`STACKS`."""
+on that release can paste the advice); the sensitivity table offers only :data:`STACKS`, the stacks a search
+names (:func:`stacks_running`) list them after today's."""
 
 KNOWN_STACKS = STACKS + PAST_RELEASES
 """Every stack ``stacks.json`` describes."""
@@ -208,6 +208,10 @@ class StackLayouts:
     """The activation recomputation it runs (``stacks.json`` ``recompute``, where given; else all three)."""
     vp_min_pp: int = 2
     """The fewest pipeline stages it interleaves (``vp > 1``) over (``stacks.json`` ``vp_min_pp``, where given)."""
+    accumulation: bool = True
+    """Runs gradient accumulation: several micro-batches per optimizer step without a pipeline (``stacks.json``
+    ``accumulation``, where given). False: without a pipeline a step is one forward and backward of each
+    data-parallel rank's local batch, ``m = B / (b d) = 1``; only a pipeline schedule splits it into micro-batches."""
 
     def __post_init__(self) -> None:
         if self.sequence_parallel not in SEQUENCE_PARALLEL:
@@ -247,15 +251,18 @@ def _member(value, allowed: tuple[int, ...]):
     return out
 
 
-def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None):
+def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None,
+                micro_batches=None):
     """Whether the stack of ``rules`` runs the layout ``(tp, pp, vp, cp, ep, zero, sp)`` with ``recompute``
-    (one of :data:`RECOMPUTATIONS`, or None: not asked); every argument but ``recompute`` a number or a numpy
-    column (the result then a boolean column). ``rules`` None (``auto``): always.
+    (one of :data:`RECOMPUTATIONS`, or None: not asked) and ``micro_batches`` ``m = B / (b d)`` per step (None:
+    not asked); every argument but ``recompute`` a number or a numpy column (the result then a boolean column).
+    ``rules`` None (``auto``): always.
 
     ``runs = zero in Z  and (pp = 1 or zero in Z_pp) and (pp > 1 or zero in Z_1) and (tp = pp = cp = 1 or zero in Z_mp)
     and (tp = 1 or TP) and (pp = 1 or PP) and (vp = 1 or VP) and (cp = 1 or CP) and (ep = 1 or EP)
-    and (vp = 1 or pp >= p_vp) and (tp = 1 or SP rule) and recompute in R``, with the SP rule ``sp`` (always),
-    ``not sp`` (never) or true (optional), ``p_vp`` :attr:`StackLayouts.vp_min_pp` and ``R`` its recomputation."""
+    and (vp = 1 or pp >= p_vp) and (tp = 1 or SP rule) and recompute in R and (ACC or pp > 1 or m = 1)``, with the SP
+    rule ``sp`` (always), ``not sp`` (never) or true (optional), ``p_vp`` :attr:`StackLayouts.vp_min_pp`, ``R`` its
+    recomputation and ``ACC`` :attr:`StackLayouts.accumulation`."""
     if rules is None:
         return (tp == tp) | True
     if recompute is not None and recompute not in rules.recompute:
@@ -273,6 +280,8 @@ def layout_runs(rules: StackLayouts | None, *, tp, pp, vp, cp, ep, zero, sp, rec
         ok = ok & ((tp == 1) | (sp == 1))
     elif rules.sequence_parallel == "never":
         ok = ok & (sp == 0)
+    if micro_batches is not None and not rules.accumulation:
+        ok = ok & ((pp > 1) | (micro_batches == 1))
     return ok
 
 
@@ -312,9 +321,15 @@ def layout_refusal(name: str, layout: Layout) -> str | None:
     fixed = {"zero": L.zero, "tp": L.tp, "pp": L.pp, "vp": L.vp, "cp": L.cp, "ep": L.ep,
              "sp": int(L.sequence_parallel), "recompute": RECOMPUTATIONS.index(L.recompute)}
     first = stack_refuses(rules, fixed)
-    if first or layout_runs(rules, tp=L.tp, pp=L.pp, vp=L.vp, cp=L.cp, ep=L.ep, zero=L.zero,
-                            sp=int(L.sequence_parallel)):
+    if first:
         return first
+    if layout_runs(rules, tp=L.tp, pp=L.pp, vp=L.vp, cp=L.cp, ep=L.ep, zero=L.zero, sp=int(L.sequence_parallel)):
+        if layout_runs(rules, tp=L.tp, pp=L.pp, vp=L.vp, cp=L.cp, ep=L.ep, zero=L.zero, sp=int(L.sequence_parallel),
+                       micro_batches=L.micro_batches):
+            return None
+        return (f"--stack {rules.name} does not accumulate gradients without a pipeline: each step is one forward and "
+                f"backward of the local batch, micro-batch = global batch / dp = {L.global_batch} / {L.dp} = "
+                f"{L.global_batch // L.dp} (--micro-batch {L.global_batch // L.dp}), not {L.micro_batch} (hardware/stacks.json)")
     if L.tp > 1 and rules.sequence_parallel == "always" and not L.sequence_parallel:
         return f"--stack {rules.name} runs tp > 1 only with sequence parallelism (--sequence-parallel; hardware/stacks.json)"
     where = ("with a pipeline (pp > 1)" if L.pp > 1 and L.zero not in rules.zero_with_pp
@@ -381,7 +396,11 @@ def published_layouts(model: str, gpus: int, seq: int, global_batch: int) -> tup
 
 
 def stacks_running(layout: Layout) -> tuple[str, ...]:
-    """The named stacks (``hardware/stacks.json`` ``layouts``) that run ``layout``, in :data:`STACKS` order."""
-    return tuple(name for name in STACKS[1:]
+    """The named stacks (``hardware/stacks.json`` ``layouts``) that run ``layout`` with its recomputation and
+    micro-batches,
+    today's releases (:data:`STACKS` order) then the past ones (:data:`PAST_RELEASES`): a user on a past
+    release learns whether it runs the layout too."""
+    return tuple(name for name in KNOWN_STACKS[1:]
                  if layout_runs(stack_layouts(name), tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp,
-                                ep=layout.ep, zero=layout.zero, sp=int(layout.sequence_parallel)))
+                                ep=layout.ep, zero=layout.zero, sp=int(layout.sequence_parallel),
+                                recompute=layout.recompute, micro_batches=layout.micro_batches))

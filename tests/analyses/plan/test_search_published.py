@@ -34,15 +34,32 @@ def test_published_layouts_are_the_csv_rows():
     assert published_layouts("llama3-70b", 64, 8192, 96) == ()
 
 
+def test_every_published_layout_runs_on_the_stack_release_it_names():
+    # the stack rules (hardware/stacks.json layouts) must admit what the runs really ran: a rule that refused one
+    # would be contradicted by its own source (Megatron-LM of 2021 running ZeRO-1, torchtitan-0.0 accumulating...)
+    from commcost.parallel.layout import Layout
+    from commcost.workload.stacks import KNOWN_STACKS, layout_refusal
+    named = [r for r in load_preset_file("published_layouts.json")["runs"] if r["stack"] in KNOWN_STACKS]
+    assert len(named) > 150 and {r["stack"] for r in named} >= {"megatron-2021", "megatron-2022", "megatron-2024",
+                                                                "nemo-2024", "torchtitan-0.0", "llm-foundry-2023"}
+    for r in named:
+        L = Layout(dp=r["gpus"] // (r["tp"] * r["pp"] * r["cp"]), tp=r["tp"], pp=r["pp"], vp=r["vp"], cp=r["cp"],
+                   ep=r["ep"], zero=r["zero"], sequence_parallel=r["sequence_parallel"], recompute=r["recompute"],
+                   micro_batch=r["micro_batch"], global_batch=r["global_batch"])
+        assert layout_refusal(r["stack"], L) is None, r["id"]
+
+
 ARGV = ["search", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "64", "--seq", "8192",
-        "--top", "2", "--stack", "nemo", "--tp-comm-overlap"]
+        "--top", "2", "--stack", "nemo-2024", "--tp-comm-overlap"]
+"""NeMo 24.09's release (nemo-2024): of the two published llama3-70b layouts on 64 GPUs at batch 128, search
+prefers the one run on its stack (nemo-llama3-70b; mb-h100-llama3-70b ran on today's nemo)."""
 
 
 def test_search_shows_the_published_layout_and_the_gap(capsys):
     assert main([*ARGV, "--global-batch", "128", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     pub, best = d["published"], d["results"][0]
-    assert pub["id"] == "nemo-llama3-70b" and pub["stack"] == "nemo"
+    assert pub["id"] == "nemo-llama3-70b" and pub["stack"] == "nemo-2024"   # NeMo 24.09: a past release of nemo
     # gap = published step / best step - 1, from the printed steps
     assert pub["gap"] == pytest.approx(pub["step_s"] / best["step_s"] - 1, rel=1e-12)
     assert pub["gap_upper"] == pytest.approx(pub["robust_step_s"] / best["robust_step_s"] - 1, rel=1e-12)
@@ -58,7 +75,7 @@ def test_search_shows_the_published_layout_and_the_gap(capsys):
     # the text says it
     assert main([*ARGV, "--global-batch", "128"]) == 0
     text = capsys.readouterr().out
-    assert "published layout (nemo-llama3-70b, nemo on dgx-h100)" in text and "source: NeMo 24.09" in text
+    assert "published layout (nemo-llama3-70b, nemo-2024 on dgx-h100)" in text and "source: NeMo 24.09" in text
 
 
 def test_no_published_layout_is_null(capsys):

@@ -107,6 +107,23 @@ def test_plan_equals_search_under_megatron_2021():
         assert again.memory.total_bytes == pytest.approx(p.memory.total_bytes, rel=1e-12)
 
 
+def test_torchtitan_0_0_space_accumulates_only_through_a_pipeline():
+    base, cols = enumerate_space(SPACE, 16, "none", "torchtitan-0.0")
+    p, m, b, d = (base[k][cols["bi"]] for k in ("p", "m", "b", "d"))
+    assert len(p) > 0 and (m[p == 1] == 1).all() and (m[p > 1] > 1).any()
+    # without a pipeline the micro-batch is the local batch B / d (global batch 16)
+    assert (b[p == 1] * d[p == 1] == 16).all()
+    # by hand: today's torchtitan's rows less those without a pipeline and m > 1
+    tb, tc = enumerate_space(SPACE, 16, "none", "torchtitan")
+    tp_, tm = tb["p"][tc["bi"]], tb["m"][tc["bi"]]
+    past = stack_layouts("torchtitan-0.0")
+    kept = layout_runs(past, tp=tb["t"][tc["bi"]], pp=tp_, vp=tb["v"][tc["bi"]], cp=tb["c"][tc["bi"]],
+                       ep=tb["e"][tc["bi"]], zero=tc["zero"], sp=tc["sp"])      # its ZeRO rule without a pipeline
+    assert len(p) == int((kept & ((tp_ > 1) | (tm == 1))).sum())
+    r = search(SearchInputs(space=SPACE, gpu="h100-sxm", stack="torchtitan-0.0", top=8), FLAT)
+    assert r.plans and all(q.inputs.layout.pp > 1 or q.inputs.layout.micro_batches == 1 for q in r.plans)
+
+
 def test_cli_refuses_what_megatron_2021_cannot_run(capsys):
     plan_argv = ["plan", "--model", "megatron-gpt-18.4b", "--system", "dgx-a100", "--gpus", "256",
                  "--global-batch", "1024", "--seq", "2048", "--precision", "fp16", "--stack", "megatron-2021",
@@ -237,17 +254,31 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
 
     # ZeRO-2 with a pipeline: only torchtitan (FSDP2 without resharding after forward, with PP)
     L = Layout(dp=32, tp=2, pp=2, vp=4, cp=4, zero=2, sequence_parallel=True, global_batch=1024)
-    assert stacks_running(L) == ("torchtitan",)
-    # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed (no interleaving there)
-    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == ("megatron", "nemo", "deepspeed")
-    # FSDP alone: every stack
+    assert stacks_running(L) == ("torchtitan", "torchtitan-0.0")
+    # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed, today's and 2022's (Megatron-LM
+    # of 2021 ran DDP only)
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == (
+        "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024", "deepspeed-2022")
+    # DDP with TP and PP: the 2021 release too; with selective recomputation not the 2021-22 releases that recompute
+    # none or full (Megatron-LM of 2021, Megatron-DeepSpeed of 2022)
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, global_batch=64)) == (
+        "megatron", "nemo", "deepspeed", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
+        "deepspeed-2022")
+    assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, recompute="selective", global_batch=64)) == (
+        "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024")
+    # FSDP alone: every stack but the Megatrons before Megatron-FSDP (2021-2024 and NeMo 24.09-25.02: ZeRO 0/1
+    # only); with selective recomputation not llm-foundry of 2023 (whole blocks only) nor Megatron-DeepSpeed of 2022
     assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
-                                                                         "fsdp")
+                                                                         "fsdp", "torchtitan-0.0", "deepspeed-2022",
+                                                                         "llm-foundry-2023", "amd-fsdp-te-2025")
+    assert stacks_running(Layout(dp=64, zero=3, recompute="selective", global_batch=64)) == (
+        "megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "torchtitan-0.0", "amd-fsdp-te-2025")
     argv = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64",
             "--seq", "4096", "--top", "2", "--json"]
     assert main(argv) == 0
     for r in json.loads(capsys.readouterr().out)["results"]:
         L = r["layout"]
         want = stacks_running(Layout(dp=L["dp"], tp=L["tp"], pp=L["pp"], vp=L["vp"], cp=L["cp"], zero=L["zero"],
-                                     sequence_parallel=L["sequence_parallel"], global_batch=64))
+                                     sequence_parallel=L["sequence_parallel"], recompute=L["recompute"],
+                                     global_batch=64))
         assert r["stacks_that_run"] == list(want)

@@ -19,8 +19,8 @@ and :class:`~commcost.parallel.layout.Layout`'s own), applied here to whole colu
   DDP's default (first bucket 1 MiB, then 25 MiB) and :data:`BUCKET_CAPS_MIB`;
 * with a named stack (``--stack NAME``, not ``auto``), only the layouts that stack runs
   (:func:`commcost.workload.stacks.layout_runs` on the columns: its ZeRO stages, with and without a
-  pipeline or model parallelism, TP, PP, interleaving, CP, EP, its sequence-parallel rule and the
-  recomputation it runs, from ``hardware/stacks.json``).
+  pipeline or model parallelism, TP, PP, interleaving, CP, EP, its sequence-parallel rule, the
+  recomputation it runs and whether it accumulates gradients without a pipeline, from ``hardware/stacks.json``).
 
 Not searched (fixed at ``plan``'s defaults): the rank order (``tp-cp-ep-dp-pp``), hybrid sharding,
 TP communication overlap and flash attention (inputs of the whole search).
@@ -262,7 +262,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
             ok = ok & shared
         if rules is not None:
             ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
-                                  recompute=RECOMPUTE[rc])
+                                  recompute=RECOMPUTE[rc], micro_batches=base["m"])
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run
