@@ -5,6 +5,7 @@ unit; and a tensor-parallel plan on a system preset with its band."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.uncertainty import plan_band
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
+from commcost.core.units import format_bytes
 from commcost.hardware.registry import system_group
 from commcost.parallel.layout import Layout
 from commcost.report.plan import advice, plan_to_dict, render_plan_json, render_plan_text
@@ -99,3 +101,13 @@ def test_plan_names_the_stacks_that_run_its_layout_past_releases_too(dp_plan):
     assert plan_to_dict(dp_plan)["stacks_that_run"] == list(want)
     text = render_plan_text(dp_plan)
     assert "  stacks that run this layout (hardware/stacks.json): " + ", ".join(want) in text.replace("\n    ", " ")
+
+
+def test_full_recompute_prints_the_peak_allocated_as_a_range():
+    p = plan(replace(INP, layout=Layout(dp=8, tp=1, pp=1, global_batch=64, recompute="full")), LINK)
+    lo, hi = p.memory.allocated_bytes
+    assert hi - lo == p.memory.working_spread_bytes > 0
+    text = render_plan_text(p)
+    assert f"peak allocated {format_bytes(lo)}-{format_bytes(hi)} (recompute working set 1-2 layers)" in text
+    assert not wide_lines(text)
+    assert strict_round_trip(plan_to_dict(p))["memory"]["peak_allocated_range_bytes"] == [lo, hi]

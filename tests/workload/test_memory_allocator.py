@@ -24,7 +24,8 @@ def test_full_recompute_working_set_by_hand():
     #   MLP (2 + 2) s f = 4 x 32 x 256 = 32,768; flash's log-sum-exp 4 x 4 x 32 = 512
     #   A_none = 16,384 + 16,384 + 32,768 + 512 = 66,048 bytes
     # full recomputation keeps each layer's input 2 sbh = 4,096 (x 2 layers = 8,192), and the layer being
-    # recomputed holds its activations and their gradients: 2 A_none = 132,096;
+    # recomputed holds its activations and their gradients: 2 A_none = 132,096 at the high end (the low end,
+    # 1 A_none, is MemoryBreakdown.allocated_bytes[0]: tests/workload/test_memory_formulas.py);
     # fp32 logits 4 s V = 4 x 32 x 100 = 12,800 (no stack given)
     mem = memory_per_gpu(SPEC, Layout(dp=1, recompute="full"), seq=S, capacity_bytes=80e9)
     assert mem.activations_bytes == pytest.approx(8192 + 132096 + 12800, rel=1e-12)

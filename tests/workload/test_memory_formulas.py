@@ -3,11 +3,15 @@ and the layers in flight under each schedule."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from commcost.workload.memory import in_flight_layers, layer_activation_bytes, model_state_bytes, stack_saved_kwargs
+from commcost.parallel.layout import Layout
+from commcost.workload.memory import (RECOMPUTE_WORKING_FACTOR, MemoryBreakdown, in_flight_layers,
+                                     layer_activation_bytes, memory_per_gpu, model_state_bytes, stack_saved_kwargs)
 from commcost.workload.stacks import stack
-from commcost.workload.transformer import model_spec
+from commcost.workload.transformer import TransformerSpec, model_spec
 
 
 def _gpt_layer(**kw):
@@ -103,3 +107,46 @@ def test_transformer_engine_layer_in_fp8_llama31_8b():
     # for the two GEMM inputs and O's input, (6 + 2) f instead of 5 f: 112,768 + 8,192 + 4,096 + 3 x 14,336 = 168,064
     eager = stack_saved_kwargs(stack("fsdp"), model_spec("llama3.1-8b"))
     assert layer_activation_bytes(**kw, **eager, gemm_input_bytes=2.0) == 168_064 * 8192 * 5
+
+
+def test_full_recompute_working_set_is_one_to_two_layers_by_hand():
+    # 2 layers, s' = 32, b = 1, h = 64, 4 heads of d = 16, f = 256, flash, no dropout, one GPU. One layer without
+    # recomputation: norms' inputs 4 sbh + QKV and MLP inputs 4 sbh = 8 x 2,048 = 16,384; Q, K 2 s (4 + 4) 16 =
+    # 8,192, V 4,096, O's input 4,096; MLP 4 s f = 32,768; log-sum-exp 4 x 4 x 32 = 512 -> A_none = 66,048.
+    # Full recomputation: layer inputs 2 sbh x 2 = 8,192; fp32 logits 4 s V = 4 x 32 x 100 = 12,800; the working
+    # set of the layer being recomputed: low 1 x 66,048 (its re-run forward's activations, all alive), high
+    # 2 x 66,048 = 132,096 (their gradients too while its backward runs).
+    assert RECOMPUTE_WORKING_FACTOR == (1.0, 2.0)
+    spec = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=100)
+    mem = memory_per_gpu(spec, Layout(dp=1, recompute="full"), seq=32, capacity_bytes=80e9)
+    assert mem.activations_bytes == pytest.approx(8192 + 132096 + 12800, rel=1e-12)   # the high end, in the stack
+    assert mem.working_spread_bytes == pytest.approx(66048, rel=1e-12)
+    lo, hi = mem.allocated_bytes
+    assert hi == mem.total_bytes and hi - lo == pytest.approx(66048, rel=1e-12)
+    # reserved: low end x 1.00, high end x 1.15
+    assert mem.reserved_bytes == pytest.approx((mem.total_bytes - 66048, 1.15 * mem.total_bytes), rel=1e-12)
+    # no recomputation: no working set, no spread (a point for the peak allocated)
+    none = memory_per_gpu(spec, Layout(dp=1), seq=32, capacity_bytes=80e9)
+    assert none.working_spread_bytes == 0.0 and none.allocated_bytes == (none.total_bytes, none.total_bytes)
+    # without recomputation both layers' 66,048 stay saved: 2 x 66,048 + 12,800 = 144,896
+    assert none.activations_bytes == pytest.approx(144896, rel=1e-12)
+
+
+def test_working_spread_moves_the_low_ends_and_the_verdict_by_hand():
+    GiB = 2**30
+    # peak allocated 60-70 GiB (a 10 GiB spread), NCCL 0.25-2 GiB, context 0.5-1 GiB, slack 0-15%:
+    #   reserved 60 x 1.00 = 60 to 70 x 1.15 = 80.5 GiB
+    #   card 60 + 0.5 + 0.25 = 60.75 to 80.5 + 1 + 2 = 83.5 GiB
+    m = MemoryBreakdown(weights_bytes=10 * GiB, gradients_bytes=10 * GiB, optimizer_bytes=20 * GiB,
+                        activations_bytes=30 * GiB, buffers_bytes=0.0, total_bytes=70 * GiB, capacity_bytes=61 * GiB,
+                        stage="only", in_flight_layers=1.0, working_spread_bytes=10 * GiB)
+    assert m.allocated_bytes == pytest.approx((60 * GiB, 70 * GiB))
+    assert m.reserved_bytes == pytest.approx((60 * GiB, 80.5 * GiB))
+    assert m.device_bytes == pytest.approx((60.75 * GiB, 83.5 * GiB))
+    # 61 GiB card: 60.75 <= 61 -> fits at the low estimate only: tight; without the spread the low end would be
+    # 70.75 GiB and it would not fit
+    assert m.verdict == "tight" and m.fits and m.margin_bytes == pytest.approx(0.25 * GiB)
+    # 60.5 GiB card: even 60.75 is over -> does not fit
+    small = replace(m, capacity_bytes=60.5 * GiB)
+    assert small.verdict == "does not fit" and not small.fits
+    assert m.to_dict()["peak_allocated_range_bytes"] == pytest.approx([60 * GiB, 70 * GiB])

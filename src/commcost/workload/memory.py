@@ -29,8 +29,9 @@ selective checkpointing (torchtitan) keeps what its policy saves, counted op by 
 checkpointing the attention module (llm-foundry's ``activation_checkpointing_target``, ``attention_module``) keeps
 the module's input (the QKV GEMM's input, already counted) and drops what it holds inside: Q, K, V, the output
 projection's input and the scores or flash attention's log-sum-exp;
-full recomputation keeps only each layer's input ``2 s'bh / r``, plus one layer's full activations and their
-gradients while it is recomputed. A fused SwiGLU (Megatron-Core) keeps only its input (``q_g = 4`` instead of 6 per
+full recomputation keeps only each layer's input ``2 s'bh / r``, plus the working set of the layer being
+recomputed: its full activations (all alive once its forward is re-run) up to twice that with their gradients while
+its backward runs (:data:`RECOMPUTE_WORKING_FACTOR`; the low and the high end of the peak allocated). A fused SwiGLU (Megatron-Core) keeps only its input (``q_g = 4`` instead of 6 per
 element of f).
 
 **Micro-batches in flight** on the first pipeline stage (:func:`in_flight_layers`): 1F1B holds
@@ -94,9 +95,18 @@ GRAD_BYTES = 2.0
 """q_g: bf16/fp16 gradients."""
 OPTIMIZER_BYTES = 12.0
 """K: fp32 master weights + Adam's two fp32 moments."""
-RECOMPUTE_WORKING_FACTOR = 2.0
-"""Under full recomputation the layer being recomputed holds its activations and, while its backward
-runs, their gradients: ``A_w = 2 A_none`` (the working set the allocator sees)."""
+RECOMPUTE_WORKING_FACTOR = (1.0, 2.0)
+"""The full-recomputation working set ``A_w`` in units of one layer's activations ``A_none``, low and high.
+A checkpointed layer's backward re-runs its forward once with grad enabled, so the recomputed activations are
+all alive at once (``1 A_none``, the low end), then runs the layer's backward on them, during which the
+activations' gradients come and go while the activations not yet consumed are still held (at most
+``2 A_none``, the high end): Megatron-LM ``megatron/core/tensor_parallel/random.py``
+``CheckpointFunction.backward`` (``torch.enable_grad(); outputs = ctx.run_function(*detached_inputs)``, then
+``torch.autograd.backward(outputs, args)``), PyTorch ``torch/utils/checkpoint.py`` (``CheckpointFunction.backward``,
+and the non-reentrant variant's recompute on unpack), DeepSpeed
+``deepspeed/runtime/activation_checkpointing/checkpointing.py`` ``CheckpointFunction.backward`` (the same
+recompute-then-backward). How much of the two are alive together depends on the order autograd frees them, so
+the model keeps the range."""
 SELECTIVE_ALTERNATE_SHARE = 0.5
 """An MoE layer under PyTorch's op-level selective checkpointing keeps about half of its activations (no
 published count; dense layers are counted op by op: :func:`alternate_matmul_bytes`)."""
@@ -300,17 +310,27 @@ class MemoryBreakdown:
     nccl_bytes: tuple[float, float] = NCCL_BYTES
     """NCCL's buffers outside torch's allocator, low and high (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`
     of the layout)."""
+    working_spread_bytes: float = 0.0
+    """How far the low end of the peak allocated lies below :attr:`total_bytes` (the high end): under full
+    recomputation the working set counted at one layer's activations instead of two, ``A_none``
+    (:data:`RECOMPUTE_WORKING_FACTOR`); 0 otherwise."""
+
+    @property
+    def allocated_bytes(self) -> tuple[float, float]:
+        """Peak allocated (``torch.cuda.max_memory_allocated``), low and high: ``(total - spread, total)``."""
+        return (self.total_bytes - self.working_spread_bytes, self.total_bytes)
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
         """Peak reserved by torch's caching allocator (``torch.cuda.max_memory_reserved``):
-        ``total x (1 + slack)`` for slack in :data:`ALLOCATOR_SLACK`."""
-        return tuple(self.total_bytes * (1.0 + x) for x in ALLOCATOR_SLACK)
+        the peak allocated's low end ``x (1 + slack_lo)`` and its high end ``x (1 + slack_hi)``
+        (:attr:`allocated_bytes`, :data:`ALLOCATOR_SLACK`)."""
+        return tuple(m * (1.0 + x) for m, x in zip(self.allocated_bytes, ALLOCATOR_SLACK))
 
     @property
     def device_bytes(self) -> tuple[float, float]:
         """What the card holds, low and high (:func:`device_bytes_range` with this layout's NCCL buffers)."""
-        return device_bytes_range(self.total_bytes, self.nccl_bytes)
+        return device_bytes_range(self.total_bytes, self.nccl_bytes, self.working_spread_bytes)
 
     @property
     def verdict(self) -> str:
@@ -335,18 +355,21 @@ class MemoryBreakdown:
                 "optimizer_bytes": self.optimizer_bytes, "activations_bytes": self.activations_bytes,
                 "buffers_bytes": self.buffers_bytes, "total_bytes": self.total_bytes,
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits, "margin_bytes": self.margin_bytes,
-                "peak_allocated_bytes": self.total_bytes, "peak_reserved_bytes": list(self.reserved_bytes),
+                "peak_allocated_bytes": self.total_bytes, "peak_allocated_range_bytes": list(self.allocated_bytes),
+                "peak_reserved_bytes": list(self.reserved_bytes),
                 "device_bytes": list(self.device_bytes), "nccl_bytes": list(self.nccl_bytes), "verdict": self.verdict,
                 "stage": self.stage, "in_flight_layers": self.in_flight_layers,
                 "offloaded_bytes": self.offloaded_bytes}
 
 
-def device_bytes_range(total_bytes, nccl_bytes=NCCL_BYTES):
-    """``M (1 + a) + C + N`` at the low and at the high end: what the card holds for ``M`` bytes allocated,
+def device_bytes_range(total_bytes, nccl_bytes=NCCL_BYTES, spread_bytes=0.0):
+    """``M (1 + a) + C + N`` at the low and at the high end: what the card holds for ``M`` bytes allocated
+    (``total_bytes - spread_bytes`` at the low end: :attr:`MemoryBreakdown.working_spread_bytes`),
     the caching allocator's slack :data:`ALLOCATOR_SLACK`, the CUDA context :data:`CONTEXT_BYTES` and NCCL's
     buffers ``N`` (``nccl_bytes``, low and high: :func:`commcost.workload.nccl_memory.nccl_buffer_bytes`; :data:`NCCL_BYTES` where the layout is
     not known). Array-safe (search calls it on columns)."""
-    return tuple(total_bytes * (1.0 + a) + c + n for a, c, n in zip(ALLOCATOR_SLACK, CONTEXT_BYTES, nccl_bytes))
+    return tuple(m * (1.0 + a) + c + n for m, a, c, n in zip((total_bytes - spread_bytes, total_bytes),
+                                                               ALLOCATOR_SLACK, CONTEXT_BYTES, nccl_bytes))
 
 
 def fp8_weight_cache_bytes(layer_params, fp8: bool, stack: Stack | None):
@@ -479,7 +502,10 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
                                   saved=saved, recompute_modules=recompute_modules)
     none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
-    working = RECOMPUTE_WORKING_FACTOR * none if layout.recompute == "full" else 0.0
+    # the working set's high end in the stack; its low end RECOMPUTE_WORKING_FACTOR[0] A_none is total - spread
+    lo_w, hi_w = RECOMPUTE_WORKING_FACTOR
+    working = hi_w * none if layout.recompute == "full" else 0.0
+    spread = (hi_w - lo_w) * none if layout.recompute == "full" else 0.0
 
     held = stage_layers(spec.layers, layout)
     first_layers = resident_layers(in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp,
@@ -518,7 +544,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
                            capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,
-                           offloaded_bytes=offloaded_layers * per_layer, nccl_bytes=nccl)
+                           offloaded_bytes=offloaded_layers * per_layer, nccl_bytes=nccl,
+                           working_spread_bytes=spread)
 
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:

@@ -105,7 +105,9 @@ def test_plan_on_a_row_equals_the_search_grid(case):
     for i in rnd.sample(range(n), min(n, 4)):
         row = {k: v[i] for k, v in rows.items()}
         p = plan(plan_inputs_of(inp, row), model)
-        for key, want in (*((k, getattr(p, k)) for k in KEYS), ("memory_bytes", p.memory.total_bytes)):
+        for key, want in (*((k, getattr(p, k)) for k in KEYS), ("memory_bytes", p.memory.total_bytes),
+                          ("memory_low_bytes", p.memory.allocated_bytes[0]),
+                          ("device_low_bytes", p.memory.device_bytes[0])):
             got = float(values[key][i])
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, row, got, want)
         by_dim = p.exposed_by_dimension()

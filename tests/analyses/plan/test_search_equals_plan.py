@@ -122,7 +122,7 @@ def test_every_configuration_equals_plan(case):
         for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("pipeline_bubble_s", p.pipeline_bubble_s),
                           ("exposed_comm_s", p.exposed_comm_s), ("optimizer_s", p.optimizer_s),
                           ("memory_bytes", p.memory.total_bytes), ("device_low_bytes", p.memory.device_bytes[0]),
-                          ("nccl_high_bytes", p.memory.nccl_bytes[1])):
+                          ("memory_low_bytes", p.memory.allocated_bytes[0]), ("nccl_high_bytes", p.memory.nccl_bytes[1])):
             got = float(values[key][i])
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, row, got, want)
         for dim in ("tp", "cp", "ep", "pp", "dp"):

@@ -65,6 +65,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                    inp.cpu_offload_layers)
     layer_params = (dense + expert) / zero3_units(per_stage)       # a ZeRO-3 unit's parameters
     acts: dict[str, list] = {}
+    spread: dict[str, list] = {}        # MemoryBreakdown.working_spread_bytes, in the same (sp, rc) rows as act
     buf = []
     for name in _stacks(inp):
         st = stack(name, compiled=inp.compiled)
@@ -75,7 +76,9 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
             for rname in RECOMPUTE:
                 kept = selective_kept(st.selective) if rname == "selective" else rname
                 per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in, st)
-                working = RECOMPUTE_WORKING_FACTOR * none if rname == "full" else 0.0
+                lo_w, hi_w = RECOMPUTE_WORKING_FACTOR          # memory_per_gpu: the high end in the stack
+                working = hi_w * none if rname == "full" else 0.0
+                spread.setdefault(name, []).append((hi_w - lo_w if rname == "full" else 0.0) * none)
                 act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
                                                   held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
                                                   seq_local=s_local, micro_batch=b, hidden=spec.hidden, tp=t,
@@ -99,7 +102,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                     nvls=nvls_capable(inp.gpu),
                                     extra_groups=stack(name, compiled=inp.compiled).nccl_extra_groups)
             for name in _stacks(inp)}
-    return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()}, buf=np.array(buf),
+    return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()},
+                spread={k: np.array(v) for k, v in spread.items()}, buf=np.array(buf),
                 unshard=unshard, nccl=nccl)
 
 
@@ -123,7 +127,9 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
-    :func:`memory_tables`), the low end of what the card holds ``device_low_bytes`` and the high end of NCCL's
+    :func:`memory_tables`; the peak allocated's high end), its low end ``memory_low_bytes``
+    (:attr:`commcost.workload.memory.MemoryBreakdown.allocated_bytes`), the low end of what the card holds
+    ``device_low_bytes`` and the high end of NCCL's
     buffers ``nccl_high_bytes`` (:func:`commcost.workload.memory.nccl_buffer_bytes`), and the GPU's
     ``capacity_bytes``."""
 
@@ -139,9 +145,10 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
         states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
 
-    act = np.zeros(len(bi))
+    act, spread = np.zeros(len(bi)), np.zeros(len(bi))
     for name, mask in masks.items():
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
+        spread = np.where(mask, tables["spread"][name][3 * sp + cols["rc"], bi], spread)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
 
     nccl_low, nccl_high = np.zeros(len(bi)), np.zeros(len(bi))
@@ -150,7 +157,8 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
         nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
 
     total = states + act + buffers
-    return dict(memory_bytes=total, device_low_bytes=total + CONTEXT_BYTES[0] + nccl_low,
+    low = total - spread        # MemoryBreakdown.allocated_bytes[0]: the recompute working set's low end
+    return dict(memory_bytes=total, memory_low_bytes=low, device_low_bytes=low + CONTEXT_BYTES[0] + nccl_low,
                 nccl_high_bytes=nccl_high, states_bytes=states, activations_bytes=act,
                 capacity_bytes=gpu_row(inp.gpu)[0])
 

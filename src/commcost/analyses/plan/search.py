@@ -207,7 +207,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
                     high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])
-                states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_bytes"] > mem["capacity_bytes"]
+                states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_low_bytes"] > mem["capacity_bytes"]
                 evaluated += len(ok)
                 feasible += int(ok.sum())
                 over_states += int(states_over.sum())

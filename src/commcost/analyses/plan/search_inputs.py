@@ -33,7 +33,7 @@ buffers (:data:`commcost.workload.memory.ALLOCATOR_SLACK`, ``CONTEXT_BYTES``; th
 headroom is for what that estimate misses: fragmentation that grows over a run (PyTorch's CUDA
 memory notes: blocks that cannot be split or merged keep ``reserved`` above ``allocated``; the
 ``expandable_segments`` setting exists to curb it), memory spikes of the first steps and of
-checkpointing, and the memory model's own error (docs/plan.md: median |error| 4.1% on 27 runs that
+checkpointing, and the memory model's own error (docs/plan.md: median |error| 1.9% on 27 runs that
 publish ``max_memory_reserved``). 5% of an 80 GB card is 4 GB."""
 
 
