@@ -79,3 +79,28 @@ def test_megatrons_two_further_groups_by_hand():
     assert mp[1] - base[1] == pytest.approx(688e6 + 2 * 16 * 6 * MiB * 8, rel=1e-12)
     with pytest.raises(ValueError):
         nccl_buffer_bytes(SCALAR, **kw, extra_groups=("amax",))
+
+
+def test_megatrons_default_group_where_tp_spans_every_rank_by_hand():
+    # Megatron-Core on TP 8 of 8 A100 (no NVLS): the TP group, the model-parallel group of t p = 8 and the default
+    # group (pretrain's start-time all-reduce, the timers' all-gather) are three communicators of 8 ranks; the
+    # data-parallel groups have one rank (none). B_conn = 4,194,304 + 4,915,200 + 524,288 = 9,633,792;
+    # low 3 x 16 x 9,633,792 = 462,422,016, high 3 x 688e6 = 2.064e9 (without ``world``: two of them)
+    kw = dict(world=8, tp=8, cp=1, dp=1, pp=1, ep=1, gpus_per_node=8, nvls=False)
+    assert nccl_buffer_bytes(SCALAR, **kw, extra_groups=("dp", "mp", "world")) == pytest.approx(
+        (462_422_016, 2.064e9), rel=1e-12)
+    assert nccl_buffer_bytes(SCALAR, **kw, extra_groups=("dp", "mp")) == pytest.approx((308_281_344, 1.376e9),
+                                                                                        rel=1e-12)
+    # TP 2 x DP 4: no dimension spans the 8 ranks, so the default group is already counted once: ``world`` adds
+    # nothing (the groups of the test above: low 1,307,574,272, high 6,373,225,472)
+    tp2 = dict(world=8, tp=2, cp=1, dp=4, pp=1, ep=1, gpus_per_node=8, nvls=True)
+    assert nccl_buffer_bytes(SCALAR, **tp2, extra_groups=("dp", "mp", "world")) == pytest.approx(
+        (1_307_574_272, 6_373_225_472), rel=1e-12)
+    # the same two layouts as columns (``commcost search``)
+    np = pytest.importorskip("numpy")
+    cols = nccl_buffer_bytes(np, world=np.array([8.0, 8.0]), tp=np.array([8.0, 2.0]), cp=np.ones(2),
+                             dp=np.array([1.0, 4.0]), pp=np.ones(2), ep=np.ones(2), gpus_per_node=8, nvls=False,
+                             extra_groups=("dp", "mp", "world"))
+    assert cols[0][0] == pytest.approx(462_422_016, rel=1e-12)
+    assert cols[0][1] == pytest.approx(nccl_buffer_bytes(SCALAR, **{**tp2, "nvls": False},
+                                                         extra_groups=("dp", "mp"))[0], rel=1e-12)

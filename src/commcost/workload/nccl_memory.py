@@ -63,7 +63,13 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
     (:attr:`~commcost.workload.stacks.Stack.nccl_extra_groups`): ``dp``, a second data-parallel group of the same
     ranks (Megatron-Core creates the data-parallel group with and without context parallelism by two ``new_group``
     calls; the gradients go over the one, the reported loss over the other), and ``mp``, the model-parallel group of
-    the ``t p`` ranks of one model replica (the gradient norm), ``n_loc = min(t, G) max(1, min(p, G / (t c d)))``.
+    the ``t p`` ranks of one model replica (the gradient norm), ``n_loc = min(t, G) max(1, min(p, G / (t c d)))``,
+    and ``world``, the default group of all ``W`` ranks as a communicator of its own also where a dimension spans
+    every rank (a stack that builds every parallel group by ``new_group`` and still runs collectives on the default
+    group: Megatron-LM's ``pretrain`` all-reduces its start time over it, ``torch.distributed.all_reduce(
+    start_time_tensor, op=ReduceOp.MIN)`` on a CUDA tensor, and its timers all-gather the step's times over it,
+    ``megatron/core/timers.py`` ``_get_elapsed_time_all_ranks``, ``all_gather_into_tensor`` without a group), counted only
+    where the default group above is not (``[some dimension = W]``).
 
     Eight H100 in one group: 688 MB + 2 x 16 x 6 MiB x 8 = 688 MB + 1.5 GiB at the high end (NCCL 2.17-2.21, whose
     log prints ``nvlsTotalSize 1610612736`` for 16 channels on 8 GPUs). Array-safe in the degrees."""
@@ -75,9 +81,14 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
     for name in extra_groups:
         if name not in EXTRA_GROUPS:
             raise ValueError(f"unknown NCCL group {name!r} (valid: {', '.join(EXTRA_GROUPS)})")
-        groups.append((dp, tp * cp) if name == "dp" else (tp * pp, None))
+        groups.append({"dp": (dp, tp * cp), "mp": (tp * pp, None), "world": (world, 1.0)}[name])
     for i, (n, stride) in enumerate(groups):
-        on = (n > 1) * (1 - spans_all) if i == 0 else (n > 1) * 1.0
+        if i == 0:
+            on = (n > 1) * (1 - spans_all)
+        elif i > 5 and extra_groups[i - 6] == "world":   # the default group where a dimension's group is all W
+            on = (n > 1) * spans_all
+        else:
+            on = (n > 1) * 1.0
         if stride is None:   # the model-parallel group: TP innermost, PP outermost
             local = xp.minimum(tp, G) * xp.maximum(1.0, xp.minimum(pp, G / (tp * cp * dp)))
         else:
@@ -89,7 +100,7 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
     return low, high
 
 
-EXTRA_GROUPS = ("dp", "mp")
+EXTRA_GROUPS = ("dp", "mp", "world")
 """The further process groups a stack may run collectives on (:func:`nccl_buffer_bytes`)."""
 
 

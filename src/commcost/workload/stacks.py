@@ -123,7 +123,7 @@ class Stack:
     nccl_extra_groups: tuple[str, ...] = ()
     """Process groups beyond one per parallel dimension that the stack runs collectives on, each an NCCL
     communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`): Megatron-Core's second data-parallel
-    group and its model-parallel group (``dp``, ``mp``)."""
+    group, its model-parallel group and the default group (``dp``, ``mp``, ``world``)."""
     source: str = ""
     """Where the numbers come from."""
 
