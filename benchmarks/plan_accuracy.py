@@ -287,7 +287,8 @@ def memory_check(results: list[dict]) -> None:
         by_stat.setdefault(stat, []).append(e)
         print(f"  {r['row']['id']:<40}{stat:>9}{pub:>9.1f}G{m.total_bytes / GIB:>9.1f}G{lo / GIB:>7.1f}-{hi / GIB:>5.1f}G"
               f"{e:>+8.1%}  {m.verdict}")
-    for stat, es in sorted(by_stat.items(), key=lambda kv: kv[0] != "reserved"):
+    every = [e for es in by_stat.values() for e in es]
+    for stat, es in [*sorted(by_stat.items(), key=lambda kv: kv[0] != "reserved"), ("every row", every)]:
         a = [abs(x) for x in es]
         print(f"  {stat:<9} n={len(es):2d} median |err| {statistics.median(a):5.1%}, p90 {p90(a):5.1%}, "
               f"median signed {statistics.median(es):+6.1%}")
