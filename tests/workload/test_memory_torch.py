@@ -3,7 +3,12 @@ what autograd saves (``torch.autograd.graph.saved_tensors_hooks``)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -138,23 +143,21 @@ def test_activations_within_10_percent_of_torch(recompute):
     assert abs(saved - predicted) <= 0.10 * predicted, (saved, predicted)
 
 
-def test_fsdp2_accumulates_unsharded_gradients_in_the_reduce_dtype():
-    # torchtitan under a pipeline: FSDP2 with bf16 parameters and reduce_dtype fp32, gradient sync off for every
-    # backward but the last (torch.distributed.pipelining), parameters kept gathered. Two Linear layers of
-    # 64 x 256 and 256 x 64 = 32,768 parameters: after two backwards the unsharded gradients are accumulated in
-    # fp32, 4 x 32,768 = 131,072 bytes (bf16 would be 65,536): the memory model's q_red = grad_bytes = 4
-    torch = pytest.importorskip("torch")
+CHILD_TIMEOUT_S = 120
+"""The FSDP2 run takes about a second; it initialises torch.distributed, so it has its own interpreter (no
+process group of an earlier test in the way, none left behind) and subprocess.run kills it at the timeout."""
+
+
+def _fsdp2_child() -> dict:
+    """Two Linear layers under FSDP2 (bf16 parameters, fp32 reduce_dtype) on a single-rank gloo group, gradient
+    sync off and parameters kept gathered, two backwards: each unsharded accumulated gradient's dtype and bytes."""
+    import torch
     import torch.distributed as dist
     from torch import nn
-
-    fsdp = pytest.importorskip("torch.distributed.fsdp")
+    from torch.distributed import fsdp
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp._fully_shard._fsdp_state import _get_module_fsdp_state
 
-    from commcost.workload.stacks import stack
-
-    if dist.is_initialized():
-        pytest.skip("a process group is already initialised in this process")
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         mesh = init_device_mesh("cpu", (1,))
@@ -170,8 +173,32 @@ def test_fsdp2_accumulates_unsharded_gradients_in_the_reduce_dtype():
             model(x).float().sum().backward()
         grads = [p.unsharded_accumulated_grad for layer in model
                  for p in _get_module_fsdp_state(layer)._fsdp_param_group.fsdp_params]
-        assert all(g is not None and g.dtype == torch.float32 for g in grads)
-        assert sum(g.numel() * g.element_size() for g in grads) == 131_072
-        assert stack("torchtitan").grad_bytes * 32_768 == 131_072
+        return {"dtypes": [None if g is None else str(g.dtype) for g in grads],
+                "bytes": sum(g.numel() * g.element_size() for g in grads if g is not None)}
     finally:
         dist.destroy_process_group()
+
+
+def test_fsdp2_accumulates_unsharded_gradients_in_the_reduce_dtype():
+    # torchtitan under a pipeline: FSDP2 with bf16 parameters and reduce_dtype fp32, gradient sync off for every
+    # backward but the last (torch.distributed.pipelining), parameters kept gathered. Two Linear layers of
+    # 64 x 256 and 256 x 64 = 32,768 parameters: after two backwards the unsharded gradients are accumulated in
+    # fp32, 4 x 32,768 = 131,072 bytes (bf16 would be 65,536): the memory model's q_red = grad_bytes = 4
+    pytest.importorskip("torch")
+    pytest.importorskip("torch.distributed.fsdp")
+    from commcost.workload.stacks import stack
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, __file__, "fsdp2"], capture_output=True, text=True,
+                       timeout=CHILD_TIMEOUT_S, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    assert all(d == "torch.float32" for d in out["dtypes"])
+    assert out["bytes"] == 131_072
+    assert stack("torchtitan").grad_bytes * 32_768 == 131_072
+
+
+if __name__ == "__main__":  # the child of test_fsdp2_accumulates_unsharded_gradients_in_the_reduce_dtype
+    if sys.argv[1:] == ["fsdp2"]:
+        print(json.dumps(_fsdp2_child()))
