@@ -538,7 +538,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     states = w_d + g_d + o_d + w_e + g_e + o_e
     total = states + act + buffers
     L = layout
-    nccl = nccl_buffer_bytes(SCALAR, world=L.dp * L.tp * L.pp * L.cp, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
+    nccl = nccl_buffer_bytes(SCALAR, world=L.world, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
                              gpus_per_node=gpus_per_node, nvls=nvls,
                              extra_groups=() if stack is None else stack.nccl_extra_groups)
     return MemoryBreakdown(weights_bytes=w_d + w_e, gradients_bytes=g_d + g_e, optimizer_bytes=o_d + o_e,

@@ -77,18 +77,17 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
     lo_c, two_c, hi_c = NCCL_COMM_BYTES
     low = high = 0.0
     spans_all = (tp == world) | (cp == world) | (ep == world) | (dp == world) | (pp == world)
-    groups = [(world, 1.0), (tp, 1.0), (cp, tp), (ep, tp), (dp, tp * cp), (pp, tp * cp * dp)]
+    # (ranks n, stride of the ranks inside it or None for the model-parallel group, whether it is a communicator)
+    groups = [(world, 1.0, (world > 1) * (1 - spans_all)), (tp, 1.0, tp > 1), (cp, tp, cp > 1), (ep, tp, ep > 1),
+              (dp, tp * cp, dp > 1), (pp, tp * cp * dp, pp > 1)]
+    extra = {"dp": (dp, tp * cp, dp > 1), "mp": (tp * pp, None, tp * pp > 1),
+             "world": (world, 1.0, (world > 1) * spans_all)}   # the default group where a dimension's group is all W
     for name in extra_groups:
         if name not in EXTRA_GROUPS:
             raise ValueError(f"unknown NCCL group {name!r} (valid: {', '.join(EXTRA_GROUPS)})")
-        groups.append({"dp": (dp, tp * cp), "mp": (tp * pp, None), "world": (world, 1.0)}[name])
-    for i, (n, stride) in enumerate(groups):
-        if i == 0:
-            on = (n > 1) * (1 - spans_all)
-        elif i > 5 and extra_groups[i - 6] == "world":   # the default group where a dimension's group is all W
-            on = (n > 1) * spans_all
-        else:
-            on = (n > 1) * 1.0
+        groups.append(extra[name])
+    for n, stride, on in groups:
+        on = on * 1.0
         if stride is None:   # the model-parallel group: TP innermost, PP outermost
             local = xp.minimum(tp, G) * xp.maximum(1.0, xp.minimum(pp, G / (tp * cp * dp)))
         else:
