@@ -87,7 +87,7 @@ __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
            "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
-           "RECOMPUTE_MODULES", "check_recompute_modules"]
+           "RECOMPUTE_MODULES", "check_recompute_modules", "recompute_working_bytes"]
 
 WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
@@ -126,6 +126,14 @@ RECOMPUTE_MODULES = ("mla_up_proj", "mlp")
 ``mla_up_proj`` recomputes multi-latent attention's up-projections, so Q, K and V are not kept (Megatron-Core
 ``multi_latent_attention.py``: ``CheckpointWithoutOutput`` around the up-projection and rotary, its output discarded
 after the core attention and recomputed in the backward); ``mlp`` recomputes a dense layer's MLP from its input."""
+
+
+def recompute_working_bytes(none_bytes, full):
+    """``(A_w, spread)``: the full-recomputation working set at its high end, ``2 A_none``, and how far its low
+    end, ``1 A_none``, lies below (:data:`RECOMPUTE_WORKING_FACTOR`); ``(0, 0)`` without full recomputation.
+    Array-safe in ``none_bytes``; ``full`` a bool."""
+    lo_w, hi_w = RECOMPUTE_WORKING_FACTOR
+    return (hi_w * none_bytes, (hi_w - lo_w) * none_bytes) if full else (0.0, 0.0)
 
 
 def check_recompute_modules(modules) -> None:
@@ -502,10 +510,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
                                   saved=saved, recompute_modules=recompute_modules)
     none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
-    # the working set's high end in the stack; its low end RECOMPUTE_WORKING_FACTOR[0] A_none is total - spread
-    lo_w, hi_w = RECOMPUTE_WORKING_FACTOR
-    working = hi_w * none if layout.recompute == "full" else 0.0
-    spread = (hi_w - lo_w) * none if layout.recompute == "full" else 0.0
+    working, spread = recompute_working_bytes(none, layout.recompute == "full")
 
     held = stage_layers(spec.layers, layout)
     first_layers = resident_layers(in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp,

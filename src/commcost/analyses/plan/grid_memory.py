@@ -15,7 +15,7 @@ from commcost.workload.memory import layer_dense_params
 from commcost.workload.memory import fp8_weight_cache_bytes
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.nccl_memory import nvls_capable
-from commcost.workload.memory import RECOMPUTE_WORKING_FACTOR
+from commcost.workload.memory import recompute_working_bytes
 from commcost.workload.memory import WEIGHT_BYTES
 from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
@@ -76,9 +76,8 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
             for rname in RECOMPUTE:
                 kept = selective_kept(st.selective) if rname == "selective" else rname
                 per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in, st)
-                lo_w, hi_w = RECOMPUTE_WORKING_FACTOR          # memory_per_gpu: the high end in the stack
-                working = hi_w * none if rname == "full" else 0.0
-                spread.setdefault(name, []).append((hi_w - lo_w if rname == "full" else 0.0) * none)
+                working, spread_bytes = recompute_working_bytes(none, rname == "full")   # as memory_per_gpu
+                spread.setdefault(name, []).append(spread_bytes * np.ones_like(none))
                 act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
                                                   held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
                                                   seq_local=s_local, micro_batch=b, hidden=spec.hidden, tp=t,
@@ -145,16 +144,13 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
     if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
         states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
 
-    act, spread = np.zeros(len(bi)), np.zeros(len(bi))
+    act, spread, nccl_low, nccl_high = (np.zeros(len(bi)) for _ in range(4))
     for name, mask in masks.items():
         act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
         spread = np.where(mask, tables["spread"][name][3 * sp + cols["rc"], bi], spread)
-    buffers = tables["buf"][2 * sp + (zero == 3), bi]
-
-    nccl_low, nccl_high = np.zeros(len(bi)), np.zeros(len(bi))
-    for name, mask in masks.items():
         nccl_low = np.where(mask, tables["nccl"][name][0][bi], nccl_low)
         nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
+    buffers = tables["buf"][2 * sp + (zero == 3), bi]
 
     total = states + act + buffers
     low = total - spread        # MemoryBreakdown.allocated_bytes[0]: the recompute working set's low end
