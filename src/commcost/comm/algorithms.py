@@ -642,12 +642,8 @@ def _make_one_node_ring(topo: Topology) -> tuple[int, float] | None:
     return one_node_ring_graph(topo.intra.bandwidth_bytes_per_s, pm.gpu_generation)
 
 
-_one_node_rings = IdentityMemo(_make_one_node_ring)
-
-
-def _one_node_ring(topo: Topology) -> tuple[int, float] | None:
-    """:func:`_make_one_node_ring`, memoised on the frozen topology."""
-    return _one_node_rings(topo)
+_one_node_ring = IdentityMemo(_make_one_node_ring)
+""":func:`_make_one_node_ring`, memoised on the frozen topology."""
 
 
 def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
