@@ -124,6 +124,15 @@ def test_torchtitan_0_0_space_accumulates_only_through_a_pipeline():
     assert r.plans and all(q.inputs.layout.pp > 1 or q.inputs.layout.micro_batches == 1 for q in r.plans)
 
 
+def _assert_refused(capsys, argv, stack_name, words):
+    """``main(argv)`` exits 2 with one line on stderr naming ``--stack stack_name`` and saying ``words``."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"commcost: error: --stack {stack_name} ") and words in err[0]
+
+
 def test_cli_refuses_what_megatron_2021_cannot_run(capsys):
     plan_argv = ["plan", "--model", "megatron-gpt-18.4b", "--system", "dgx-a100", "--gpus", "256",
                  "--global-batch", "1024", "--seq", "2048", "--precision", "fp16", "--stack", "megatron-2021",
@@ -131,11 +140,7 @@ def test_cli_refuses_what_megatron_2021_cannot_run(capsys):
     for extra, words in ((["--sequence-parallel"], "does not run sequence parallelism"),
                          (["--recompute", "selective"], "does not run selective recomputation"),
                          (["--zero", "1"], "does not run ZeRO-1"), (["--cp", "2"], "does not run cp > 1")):
-        with pytest.raises(SystemExit) as e:
-            main([*plan_argv, *extra])
-        assert e.value.code == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("commcost: error: --stack megatron-2021 ") and words in err[0]
+        _assert_refused(capsys, [*plan_argv, *extra], "megatron-2021", words)
     assert main([*plan_argv, "--recompute", "full", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stack"] == "megatron-2021"
     search_argv = ["search", "--model", "megatron-gpt-1.7b", "--system", "dgx-a100", "--gpus", "32",
@@ -181,11 +186,7 @@ def test_cli_refuses_what_llm_foundry_2023_cannot_run(capsys):
                  "--micro-batch", "6", "--stack", "llm-foundry-2023"]
     for extra, words in ((["--zero", "3", "--recompute", "selective"], "does not run selective recomputation"),
                          (["--zero", "1"], "does not run ZeRO-1"), (["--zero", "3", "--tp", "2"], "does not run tp > 1")):
-        with pytest.raises(SystemExit) as e:
-            main([*plan_argv, *extra])
-        assert e.value.code == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("commcost: error: --stack llm-foundry-2023 ") and words in err[0]
+        _assert_refused(capsys, [*plan_argv, *extra], "llm-foundry-2023", words)
     assert main([*plan_argv, "--zero", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stack"] == "llm-foundry-2023"
 
