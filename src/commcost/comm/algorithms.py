@@ -112,7 +112,7 @@ from dataclasses import fields
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
-                                RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
+                                RING_SIMPLE_ONE_NODE_EFFICIENCY, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, one_node_ring_graph, ring_simple_plateau_factor,
                                 tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
@@ -590,6 +590,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if p is Protocol.LL128 and (not pm.ll128_enabled or alg is Algorithm.DIRECT):
             continue  # point-to-point never runs LL128 (P2P_LL_THRESHOLD_BYTES)
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
+        if ring_graph is not None and p is Protocol.SIMPLE:  # one NVSwitch node: the ring's measured reach
+            eff = eff * RING_SIMPLE_ONE_NODE_EFFICIENCY
         view = _protocol_view(topo, t, eff, nic_share)
         if one_per_node and not tree:
             tree_step = next(x for x in TREE_TERMS if x.protocol is p).inter_step_latency_s
