@@ -231,3 +231,17 @@ def test_ring_simple_reach_is_one_node_nvidia_only():
     B_i = mi.intra.bandwidth_bytes_per_s
     assert protocol_costs("all_gather", 2**30, 8, mi, "ring")[Protocol.SIMPLE].bandwidth_s == pytest.approx(
         939524096 / B_i)
+
+
+def test_one_node_ring_protocol_is_the_one_ncclls_tuner_ranks_first():
+    # hgx-b200 one node, all-gather 32 MiB on 8 GPUs, bus bytes (7/8) x 33554432 = 29360128:
+    #   NCCL's tuner: Simple 8.4 + 7 x 3.4 = 32.2 us + 29360128 / 720e9 = 40.778 us -> 72.978 us
+    #                 LL128  14 + 7 x 1.9 = 27.3 us + 29360128 / 640e9 (16 ch x 40 GB/s cap) = 45.875 -> 73.175 us
+    #   so NCCL runs Simple, which commcost prices at e_s: 32.2 + 29360128 / (720e9 x 350/370) = 32.2 + 43.108
+    #   = 75.308 us, although its own LL128 price (73.175 us) is lower
+    b200 = system_topology("hgx-b200", nodes=1)
+    ranked = protocol_costs("all_gather", 32 * 2**20, 8, b200, "ring")
+    assert list(ranked)[0] is Protocol.SIMPLE
+    assert ranked[Protocol.SIMPLE].total_s == pytest.approx(75.308 * US, rel=1e-4)
+    assert ranked[Protocol.LL128].total_s == pytest.approx(73.175 * US, rel=1e-4)
+    assert collective_cost("all_gather", 32 * 2**20, 8, b200).total_s == pytest.approx(75.308 * US, rel=1e-4)

@@ -626,6 +626,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         out[p] = (lat, bw)
         if ranked:
             ranking[p] = nccl_lat + bw
+        elif ring_graph is not None:  # NCCL's tuner ranks ring Simple at the search's full bandwidth (no e_s)
+            ranking[p] = lat + (bw * RING_SIMPLE_ONE_NODE_EFFICIENCY if p is Protocol.SIMPLE else bw)
     if alg is Algorithm.DIRECT:  # NCCL's size rule, not its tuner, picks a point-to-point protocol
         ll = p2p_uses_ll(S / P if op is Collective.ALL_TO_ALL else S)
         ranking[Protocol.LL] = 1.0 - 1.0 * ll
@@ -659,11 +661,13 @@ def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
 
 
 def _nccl_order(terms: dict[Protocol, tuple[float, float]], ranking: dict[Protocol, float]) -> list[Protocol]:
-    """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except for a
-    ring all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL's
-    tuner does not see: NCCL ranks those by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc),
-    with the same bandwidth terms (``ranking``, filled by :func:`_protocol_terms`), and runs the winner,
-    which commcost then prices lockstep."""
+    """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except where
+    commcost prices a term NCCL's tuner does not see (``ranking``, filled by :func:`_protocol_terms`): a ring
+    all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL
+    ranks by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc), and a ring inside one NVSwitch
+    node, whose Simple NCCL ranks at the searched ring's full bandwidth, without the measured reach
+    :data:`commcost.comm.protocols.RING_SIMPLE_ONE_NODE_EFFICIENCY`. NCCL runs the winner, which commcost
+    then prices with its own terms."""
     if ranking:
         return sorted(terms, key=lambda p: ranking[p])
     return sorted(terms, key=lambda p: terms[p][0] + terms[p][1])
