@@ -245,3 +245,21 @@ def test_one_node_ring_protocol_is_the_one_ncclls_tuner_ranks_first():
     assert ranked[Protocol.SIMPLE].total_s == pytest.approx(75.308 * US, rel=1e-4)
     assert ranked[Protocol.LL128].total_s == pytest.approx(73.175 * US, rel=1e-4)
     assert collective_cost("all_gather", 32 * 2**20, 8, b200).total_s == pytest.approx(75.308 * US, rel=1e-4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(["dgx-a100", "dgx-h100", "hgx-b200"]), S=st.floats(2**16, 2**32),
+       op=st.sampled_from([Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_REDUCE]))
+def test_one_node_ring_runs_ncclls_pick_and_prices_simple_at_its_reach(name, S, op):
+    """Inside one NVSwitch node the ring runs the protocol NCCL's tuner ranks first, its view being commcost's
+    terms without the Simple reach e_s; the chosen protocol's price never undercuts that view."""
+    topo = system_topology(name, nodes=1)
+    ranked = protocol_costs(op, S, 8, topo, "ring")
+
+    def nccl_view(p):
+        c = ranked[p]
+        return c.latency_s + c.bandwidth_s * (RING_SIMPLE_ONE_NODE_EFFICIENCY if p is Protocol.SIMPLE else 1.0)
+
+    first = next(iter(ranked))
+    assert nccl_view(first) == min(nccl_view(p) for p in ranked)
+    assert ranked[first].total_s >= nccl_view(first) * (1 - 1e-12)
