@@ -233,7 +233,9 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
     u_gpu, u_stack, fb = S.fit(fits)
     print("sustained fractions fitted on every dense row (kernels.json sustained, stacks.json sustained):")
     print("  u_gpu   " + ", ".join(f"{g} {u:.3f}" for g, u in sorted(u_gpu.items())) + f"; others {fb:.3f}")
-    print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str)))
+    print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str) if not isinstance(s, tuple)))
+    print("  --stack auto (stacks.json auto_sustained) " + ", ".join(
+        f"as {s[1]} {u:.3f}" for s, u in sorted(u_stack.items(), key=str) if isinstance(s, tuple)))
     if fit_only:
         S.restore()
         return fits
@@ -254,6 +256,12 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
             a = [abs(x) for x in e]
             print(f"  {label}: n={len(sel)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median "
                   f"signed {statistics.median(e):+.1%}, too fast {sum(x < 0 for x in e) / len(e):.0%}")
+    auto = [r["loso_auto"] for r in torch_rows if "loso_auto" in r]
+    if auto:
+        a = [abs(x) for x in auto]
+        print(f"  the same runs under --stack auto (no stack named): n={len(auto)}, median |err| "
+              f"{statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed {statistics.median(auto):+.1%}, too fast "
+              f"{sum(x < 0 for x in auto) / len(auto):.0%}")
     long = [r["loso"] for r in torch_rows if r["inp"].seq >= 16384]
     if long:
         a = [abs(e) for e in long]
@@ -365,6 +373,9 @@ def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -
         g, st, f = S.fit([x for x in fits if x["source"] != src])
         e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
         r["loso"] = e
+        if not moe and r["inp"].stack != "auto":   # the same run for a user who names no stack
+            r["loso_auto"] = (S.predict(replace(r["inp"], stack="auto"), r["model"], g, st, f)
+                              - r["measured"]) / r["measured"]
         signed.append(e)
         by_source.setdefault(src, []).append(e)
     S.restore()
