@@ -98,6 +98,11 @@ every stage without a next loop to overlap with, so NVLS adds
 fill is commcost's, not NCCL's: NCCL's tuner prices NVLS at 25 us + S/B, which
 the measured tables beat only above ~64 MiB.
 
+Under the protocol model the direct all-to-all posts every peer at once (one step per tier, plus
+the proxy's post of each remote peer, :data:`P2P_LL_THRESHOLD_BYTES` for its protocol), reaches
+``e_p B_i`` inside the node (:data:`P2P_EFFICIENCY`) and ``e_f(n) B_e / o`` of one NIC port across
+nodes (:data:`FAN_IN_SLOWDOWN_PER_DOUBLING`: ``n - 1`` partner ports converge on each port).
+
 Under the protocol model, ``auto`` chooses among the algorithms NCCL has (ring,
 tree, in-network; direct for all-to-all and send/recv), since that is what a
 real run executes: halving-doubling and hierarchical stay available by name.
