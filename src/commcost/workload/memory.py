@@ -37,8 +37,13 @@ element of f).
 **Micro-batches in flight** on the first pipeline stage (:func:`in_flight_layers`): 1F1B holds
 ``min(m, p)`` micro-batches of ``L/p`` layers (``L`` layers' worth when ``m >= p``); the
 interleaved schedule holds ``min(m v, 2(p-1) + (v-1)p + 1)`` chunks of ``L/(p v)`` layers, i.e.
-``L (1 + (p-1)/(p v))`` (Korthikanti et al. 2022, section 4.2.3; Megatron's warm-up count).
-The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
+``L (1 + (p-1)/(p v))`` (Korthikanti et al. 2022, section 4.2.3; Megatron's warm-up count, rank ``r``'s
+:func:`in_flight_chunks`). Where the split counts the embedding as a layer the first rank's chunk 0 holds one layer
+fewer and ``c_0`` of its chunks in flight are chunk 0 (:func:`embedding_chunks_in_flight`), so the second rank, a
+middle stage, may hold more: the fuller of the two (:func:`first_ranks_in_flight`), with the states of the stage with
+the most parameters (:func:`memory_stage_params`).
+The last stage holds one micro-batch of its layers (``n - 1`` where the split counts the head) and the fp32 logits
+``4 s'b V / t``.
 
 **Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
 FSDP2 with PP) also holds the stage's bf16 weights whole and its gradients whole in the reduce dtype (FSDP2
