@@ -21,6 +21,10 @@ from the dense rows alone); the headline is the MoE leave-one-source-out (each M
 fractions fitted on the other sources' dense rows); the same rows under Megatron's defaults (expert TP
 = t, NCCL, no overlap) are shown beside.
 
+Dense rows take the recipe's DP bucket size where the recipe sets one (:data:`RECIPE_BUCKET_BY_ROW`, the MLPerf
+runs' ``optim.bucket_size``), every other row DDP's default; rows whose pipeline split counts the embedding and the
+loss as layers are in :data:`SPLIT_COUNTS_ENDS`, each with the file or paper that says so.
+
 Rows with ``split`` = ``new`` (runs from sources not yet used for any default) are reported on lines
 of their own and never serve as the donor of a tuning or held-out row.
 
