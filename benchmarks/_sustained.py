@@ -111,7 +111,8 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
         u_stack[s] = statistics.median(f["u"] / u_gpu[f["gpu"]] for f in known if family(f["stack"]) == s)
     u_stack[None] = statistics.median(u_stack.values()) if u_stack else 1.0
     for kind in stacks.AUTO_KINDS:   # --stack auto: every named run of this kind of layout, whatever its stack
-        runs = [f["u"] / u_gpu[f["gpu"]] for f in fits if f["gpu"] in u_gpu and kind_of(f["r"]["inp"], auto=True) == kind]
+        runs = [f["u_auto"] / u_gpu[f["gpu"]] for f in fits if f["gpu"] in u_gpu and f.get("u_auto") is not None
+                and kind_of(f["r"]["inp"], auto=True) == kind]
         u_stack["auto", kind] = statistics.median(runs) if runs else u_stack[None]
     return u_gpu, u_stack, fallback
 

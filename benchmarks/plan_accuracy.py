@@ -256,8 +256,10 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
         from commcost.workload.stacks import resolve_stack
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
-        if u is not None:
-            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u,
+        if u is not None:   # and the fraction that makes --stack auto, its behaviour, reproduce the run
+            u_auto = u if r["inp"].stack == "auto" else S.row_fraction(replace(r["inp"], stack="auto"), r["model"],
+                                                                         r["measured"])
+            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u, u_auto=u_auto,
                              source=S.source_of(r["row"]), r=r))
     u_gpu, u_stack, fb = S.fit(fits)
     print("sustained fractions fitted on every dense row (kernels.json sustained, stacks.json sustained):")

@@ -201,7 +201,7 @@ def test_cli_takes_split_counts_ends():
 def test_auto_prices_compute_at_the_fraction_of_its_kind(layout, kind):
     # every compute term is max(FLOPs / (u peak eff), bytes / (u HBM eff)) or u x peak for attention, so the
     # compute of --stack auto is the resolved stack's x u_stack / u_auto, u_auto = stacks.json auto_sustained[kind]
-    # (megatron 1.0 / megatron-zero3 0.818 = 1.2225 for ZeRO-3 with TP; fsdp 0.991 / 0.95 = 1.0432 for ZeRO-3 alone)
+    # (megatron 1.0 / megatron-zero3 0.704 = 1.4205 for ZeRO-3 with TP; fsdp 0.991 / 0.866 = 1.1443 for ZeRO-3 alone)
     from commcost.hardware import load_preset_file
 
     table = load_preset_file("stacks.json")
