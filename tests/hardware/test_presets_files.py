@@ -200,3 +200,14 @@ def test_hgx_h800_one_node_all_reduce_takes_nvls_by_hand():
     # NVLS off (NCCL_NVLS_ENABLE=0): the ring
     off = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("hgx-h800", nvls=False))
     assert off.algorithm is not Algorithm.IN_NETWORK
+
+
+def test_cloud_presets_for_the_collective_tables_by_hand():
+    # Azure ND MI300X v5: MI300X's Infinity Fabric (315 GB/s achievable), one NDR port per GPU (47 GB/s), no NVLS
+    t = system_topology("azure-nd-mi300x-v5", nodes=2)
+    assert (t.intra.bandwidth_bytes_per_s, t.inter.bandwidth_bytes_per_s, t.nics_per_gpu) == (315e9, 47e9, 1)
+    assert t.in_network is None
+    # AWS p6-b300: 16 x 400 Gb/s EFA for 8 GPUs = 2 ports per GPU; efa_v4 reaches 40 GB/s a port: 2 x 40 = 80 GB/s
+    t = system_topology("aws-p6-b300", nodes=2)
+    assert (t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (2, 80e9)
+    assert systems()["aws-p6-b300"]["gpu"] == "b300" and systems()["aws-p6-b300"]["nics_per_gpu_source"]
