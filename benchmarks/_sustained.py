@@ -16,6 +16,7 @@ import commcost.hardware.registry as registry
 import commcost.workload.operators as operators
 import commcost.workload.stacks as stacks
 from commcost.analyses.plan.plan import plan
+from commcost.workload.stacks import resolve_stack
 
 MEGATRON_CORE = ("megatron", "nemo")
 SAME_DIE = {"h200-sxm": "h100-sxm", "b300": "b200", "h100-sxm-96gb": "h100-sxm", "b200-700w": "b200", "gb200": "b200",
@@ -48,22 +49,32 @@ def source_of(row: dict) -> str:
     return row["id"].split("-")[0]
 
 
-def _set(gpu: str, stack: str, u_gpu: float, u_stack: float) -> None:
-    """Put the fractions into the loaded tables (this benchmark's process only) and drop the caches."""
+def _set(gpu: str, stack: str, u_gpu: float, u_stack: float, *, kind: str | None = None) -> None:
+    """Put the fractions into the loaded tables (this benchmark's process only) and drop the caches; ``kind``: the
+    plan runs ``--stack auto``, which prices ``stack`` at ``auto_sustained[kind]``."""
     registry.kernels()["gpus"][gpu]["sustained"] = u_gpu
-    stacks._table()["stacks"][stack]["sustained"] = u_stack
+    if kind is None:
+        stacks._table()["stacks"][stack]["sustained"] = u_stack
+    else:
+        stacks._table()["auto_sustained"][kind] = u_stack
     operators.kernel_rates.cache_clear()
     stacks.stack.cache_clear()
 
 
+def kind_of(inp, *, auto: bool = False) -> str | None:
+    """The :func:`commcost.workload.stacks.auto_kind` of ``inp``'s layout where it runs ``--stack auto`` (or ``auto``
+    is asked), else None."""
+    L = inp.layout
+    return stacks.auto_kind(L.zero, L.tp, L.pp) if auto or inp.stack == "auto" else None
+
+
 def row_fraction(inp, model, measured_s: float) -> float | None:
     """``u_row`` (None when no u in 0.2-1.5 reproduces the step: communication or bubble exceed it)."""
-    from commcost.workload.stacks import resolve_stack
 
     name = resolve_stack(inp.stack, inp.layout)[0]
 
     def step(u: float) -> float:
-        _set(inp.gpu, name, u, 1.0)
+        _set(inp.gpu, name, u, 1.0, kind=kind_of(inp))
         return plan(inp, model).step_s
 
     lo, hi = 0.2, 1.5
@@ -99,16 +110,21 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
     for s in {family(f["stack"]) for f in known} - set(MEGATRON_CORE):
         u_stack[s] = statistics.median(f["u"] / u_gpu[f["gpu"]] for f in known if family(f["stack"]) == s)
     u_stack[None] = statistics.median(u_stack.values()) if u_stack else 1.0
+    for kind in stacks.AUTO_KINDS:   # --stack auto: every named run of this kind of layout, whatever its stack
+        runs = [f["u_auto"] / u_gpu[f["gpu"]] for f in fits if f["gpu"] in u_gpu and f.get("u_auto") is not None
+                and kind_of(f["r"]["inp"], auto=True) == kind]
+        u_stack["auto", kind] = statistics.median(runs) if runs else u_stack[None]
     return u_gpu, u_stack, fallback
 
 
 def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:
     """The plan's step with fitted fractions."""
-    from commcost.workload.stacks import resolve_stack
 
     name = resolve_stack(inp.stack, inp.layout)[0]
     core = 1.0 if family(name) in MEGATRON_CORE else u_stack[None]
-    _set(inp.gpu, name, u_gpu.get(inp.gpu, fallback), u_stack.get(family(name), core))
+    kind = kind_of(inp)
+    _set(inp.gpu, name, u_gpu.get(inp.gpu, fallback), u_stack.get(family(name), core) if kind is None
+         else u_stack["auto", kind], kind=kind)
     return plan(inp, model).step_s
 
 

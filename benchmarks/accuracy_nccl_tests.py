@@ -12,7 +12,7 @@ Two views:
 
 * **leave-one-system-out** (the headline): the constants issue 20 derives from tables
   (:data:`commcost.comm.algorithms.P2P_EFFICIENCY`, the fan-in slowdown
-  :data:`commcost.comm.algorithms.FAN_IN_SLOWDOWN_PER_PEER`) are re-derived from the tuning tables
+  :data:`commcost.comm.algorithms.FAN_IN_SLOWDOWN_PER_DOUBLING`) are re-derived from the tuning tables
   of every *other* system before a system's rows are scored (:func:`derive_issue20_constants`; a
   constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), and the
   preset fabric numbers issue 20 read off a system's own tables fall back to their earlier values
@@ -102,11 +102,11 @@ def _inductor(preset: str):
 
 
 def derive_issue20_constants(tables) -> dict[str, float]:
-    """``{"P2P_EFFICIENCY": e_p, "FAN_IN_SLOWDOWN_PER_PEER": c}`` from the largest rows of ``tables``.
+    """``{"P2P_EFFICIENCY": e_p, "FAN_IN_SLOWDOWN_PER_DOUBLING": c}`` from the largest rows of ``tables``.
 
     ``e_p`` = median over one-node all-to-all tables of the measured bus bandwidth
     ``(P-1)/P S / t`` over the preset's intra-node achievable bandwidth ``B_i``; ``c`` = median over
-    multi-node all-to-all tables with more than ``r_0`` remote peers of
+    multi-node all-to-all tables on more than two nodes of
     :func:`commcost.comm.algorithms.fan_in_slowdown_from` at the measured NIC rate
     ``(P-g)/P S / t`` over the preset's ``B_e`` of one port. Neutral values (1, 0) when no table gives one.
     """
@@ -119,12 +119,12 @@ def derive_issue20_constants(tables) -> dict[str, float]:
         g = min(P, topo.gpus_per_node)
         if row.nodes == 1:
             e_ps.append((P - 1) / P * row.size_bytes / row.time_s / topo.intra.bandwidth_bytes_per_s)
-        elif P - g > algorithms.FAN_IN_PEERS:
+        elif row.nodes > 2:
             port_bw = topo.inter.bandwidth_bytes_per_s / topo.nics_per_gpu  # an all-to-all drives one port
             share = (P - g) / P * row.size_bytes / row.time_s / port_bw
-            cs.append(algorithms.fan_in_slowdown_from(P - g, min(share, 1.0)))
+            cs.append(algorithms.fan_in_slowdown_from(row.nodes, min(share, 1.0)))
     return {"P2P_EFFICIENCY": min(1.0, statistics.median(e_ps)) if e_ps else 1.0,
-            "FAN_IN_SLOWDOWN_PER_PEER": max(0.0, statistics.median(cs)) if cs else 0.0}
+            "FAN_IN_SLOWDOWN_PER_DOUBLING": max(0.0, statistics.median(cs)) if cs else 0.0}
 
 
 @contextmanager

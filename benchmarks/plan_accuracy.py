@@ -21,6 +21,10 @@ from the dense rows alone); the headline is the MoE leave-one-source-out (each M
 fractions fitted on the other sources' dense rows); the same rows under Megatron's defaults (expert TP
 = t, NCCL, no overlap) are shown beside.
 
+Dense rows take the recipe's DP bucket size where the recipe sets one (:data:`RECIPE_BUCKET_BY_ROW`, the MLPerf
+runs' ``optim.bucket_size``), every other row DDP's default; rows whose pipeline split counts the embedding and the
+loss as layers are in :data:`SPLIT_COUNTS_ENDS`, each with the file or paper that says so.
+
 Rows with ``split`` = ``new`` (runs from sources not yet used for any default) are reported on lines
 of their own and never serve as the donor of a tuning or held-out row.
 
@@ -126,8 +130,32 @@ SPLIT_COUNTS_ENDS = {
     "llama3-405b-8k-8192": _LLAMA3_SPLIT, "llama3-405b-8k-16384": _LLAMA3_SPLIT,
     "llama3-405b-128k-16384": _LLAMA3_SPLIT,
 }
+_MLPERF_ASYM = ("MLPerf Training v5.1 llama31_405b config (ASYM_PP_EMBED=True, ASYM_PP_LOSS=True: conf/custom.yaml "
+                "account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, passed to NeMo's "
+                "MegatronStrategy in pretrain.py)")
+for _id in ("mlperf-uf-b200-llama31-405b-256", "mlperf-uf-b200-llama31-405b-448",
+            "mlperf-nebius-h200-llama31-405b-512", "mlperf-nebius-h200-llama31-405b-1024"):
+    SPLIT_COUNTS_ENDS[_id] = _MLPERF_ASYM
 """Rows whose pipeline split counts the embedding and the head as a layer each (``Layout.split_counts_ends``), with
 the recipe or paper that says so."""
+
+_MLPERF_BUCKET = ("mlcommons/training_results_v5.1 {folder} conf/custom.yaml optim.bucket_size (Megatron-Core "
+                  "DistributedDataParallelConfig.bucket_size: parameters per bucket) {params:,}{how}; pretrain.py "
+                  "grad_reduce_in_fp32=False: 2 bytes per gradient, {mib} MiB per bucket")
+RECIPE_BUCKET_BY_ROW = {
+    "mlperf-uf-b200-llama31-8b-64": (134217728 * 2, _MLPERF_BUCKET.format(
+        folder="University-of-Florida/benchmarks/llama31_405b/implementations/b200_nemo", params=134217728,
+        how=" (its default; config_common*.sh leave BUCKET_SIZE unset)", mib=256)),
+    "mlperf-oci-b200-llama31-8b-64": (768000000 * 2, _MLPERF_BUCKET.format(
+        folder="Oracle/benchmarks/llama31_8b", params=768000000, how=" (config_common_8b.sh BUCKET_SIZE=768000000)",
+        mib="1,464.8")),
+}
+for _id in ("mlperf-uf-b200-llama31-405b-256", "mlperf-uf-b200-llama31-405b-448"):
+    RECIPE_BUCKET_BY_ROW[_id] = RECIPE_BUCKET_BY_ROW["mlperf-uf-b200-llama31-8b-64"]
+"""Rows whose recipe sets the data-parallel bucket size (``PlanInputs.bucket_cap_bytes``; every other row takes
+DDP's default), with the file that sets it. Left at the default: the Cisco and Nebius MLPerf rows, whose
+custom.yaml sets 64 and 200 parameters per bucket (a bucket per tensor), which the uniform bucket layout cannot
+say."""
 
 
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:
@@ -155,7 +183,8 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
                      precision=row["precision"], flash_attention=row["flash_attention"] == "1",
                      tp_comm_overlap=moe.pop("tp_comm_overlap", (row["stack"] in NEMO or "asynctp" in row["id"]) and tp > 1),
                      stack=row["stack"] if row["stack"] in KNOWN_STACKS else "auto", compiled=row["compile"] == "1",
-                     cpu_offload_layers=int(row.get("cpu_offload_layers") or 0), **moe)
+                     cpu_offload_layers=int(row.get("cpu_offload_layers") or 0),
+                     bucket_cap_bytes=RECIPE_BUCKET_BY_ROW.get(row["id"], (None,))[0], **moe)
     return inp, FabricModel(topology=topo)
 
 
@@ -227,13 +256,17 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
         from commcost.workload.stacks import resolve_stack
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
-        if u is not None:
-            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u,
+        if u is not None:   # and the fraction that makes --stack auto, its behaviour, reproduce the run
+            u_auto = u if r["inp"].stack == "auto" else S.row_fraction(replace(r["inp"], stack="auto"), r["model"],
+                                                                         r["measured"])
+            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u, u_auto=u_auto,
                              source=S.source_of(r["row"]), r=r))
     u_gpu, u_stack, fb = S.fit(fits)
     print("sustained fractions fitted on every dense row (kernels.json sustained, stacks.json sustained):")
     print("  u_gpu   " + ", ".join(f"{g} {u:.3f}" for g, u in sorted(u_gpu.items())) + f"; others {fb:.3f}")
-    print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str)))
+    print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str) if not isinstance(s, tuple)))
+    print("  --stack auto (stacks.json auto_sustained) " + ", ".join(
+        f"as {s[1]} {u:.3f}" for s, u in sorted(u_stack.items(), key=str) if isinstance(s, tuple)))
     if fit_only:
         S.restore()
         return fits
@@ -254,6 +287,12 @@ def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
             a = [abs(x) for x in e]
             print(f"  {label}: n={len(sel)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median "
                   f"signed {statistics.median(e):+.1%}, too fast {sum(x < 0 for x in e) / len(e):.0%}")
+    auto = [r["loso_auto"] for r in torch_rows if "loso_auto" in r]
+    if auto:
+        a = [abs(x) for x in auto]
+        print(f"  the same runs under --stack auto (no stack named): n={len(auto)}, median |err| "
+              f"{statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed {statistics.median(auto):+.1%}, too fast "
+              f"{sum(x < 0 for x in auto) / len(auto):.0%}")
     long = [r["loso"] for r in torch_rows if r["inp"].seq >= 16384]
     if long:
         a = [abs(e) for e in long]
@@ -365,6 +404,9 @@ def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -
         g, st, f = S.fit([x for x in fits if x["source"] != src])
         e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
         r["loso"] = e
+        if not moe and r["inp"].stack != "auto":   # the same run for a user who names no stack
+            r["loso_auto"] = (S.predict(replace(r["inp"], stack="auto"), r["model"], g, st, f)
+                              - r["measured"]) / r["measured"]
         signed.append(e)
         by_source.setdefault(src, []).append(e)
     S.restore()

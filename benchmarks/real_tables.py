@@ -8,7 +8,14 @@ Three kinds of file (tests/data/nccl_tests/preset_matches.json says which preset
   (in-place). Sizes are printed loosely (``65K``, ``132K``, ``1G`` for 2**16, 2**17, 2**30): each is
   the power of two nearest the printed decimal value. Time is ``t = f S / busbw`` with nccl-tests'
   all-reduce bus factor ``f = 2(n-1)/n`` (doc/PERFORMANCE.md);
-* ``scaling_tables``: one message size, busbw per node count (8 ranks per node), out-of-place columns.
+* ``scaling_tables``: one message size, busbw per node count (8 ranks per node), out-of-place columns;
+* ``busbw_grid_tables``: a report's markdown row of bus bandwidth (GB/s) for one collective under a header of
+  binary sizes (``64 KiB`` ... ``8 GiB``); the collective is the row's first word (``allgather (r1)``), time
+  ``t = f S / busbw`` with nccl-tests' bus factor of that collective (doc/PERFORMANCE.md: ``(n-1)/n`` for
+  all-gather, reduce-scatter and all-to-all, ``2(n-1)/n`` for all-reduce);
+* ``scaling_grid_tables``: a report's markdown table of busbw per node count (rows ``2n (16)``: nodes and
+  ranks) and per algorithm column, at one message size: ``[preset, size, collective, column]``, time by the
+  collective's bus factor as above.
 
 tests/data/nccl_tests/split.json assigns every table's system to the tuning set or the held-out set.
 Used by benchmarks/accuracy_nccl_tests.py and tests/comm/test_accuracy_split.py.
@@ -102,6 +109,42 @@ def _scaling_rows(path: Path, size_bytes: int) -> list[Row]:
     return out
 
 
+_GRID_OPS = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+             "alltoall": "all_to_all"}
+_BINARY = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
+
+
+def _grid_rows(path: Path, nodes: int, P: int) -> tuple[str, list[Row]]:
+    """The collective and rows of a ``busbw_grid_tables`` file: one header of sizes, one row of busbw."""
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")]
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip().startswith("|")]
+    header, row = cells[0], cells[-1]
+    op = _GRID_OPS[row[0].split()[0]]
+    factor = 2 * (P - 1) / P if op == "all_reduce" else (P - 1) / P
+    out = []
+    for size, busbw in zip(header[1:], row[1:]):
+        number, unit = size.split()
+        S = int(float(number) * _BINARY[unit])
+        out.append(Row(size_bytes=S, time_s=factor * S / (float(busbw) * 1e9), nodes=nodes, gpus=P))
+    return op, out
+
+
+def _scaling_grid_rows(path: Path, size_bytes: int, op: str, column: str) -> list[Row]:
+    """The rows of a ``scaling_grid_tables`` file: one row per node count, busbw in the named column."""
+    cells = [[c.strip().strip("*") for c in line.strip().strip("|").split("|")]
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip().startswith("|")]
+    at = cells[0].index(column)
+    out = []
+    for row in cells[1:]:
+        m = re.fullmatch(r"(\d+)n \((\d+)\)", row[0])
+        if m:
+            nodes, P = int(m.group(1)), int(m.group(2))
+            factor = 2 * (P - 1) / P if op == "all_reduce" else (P - 1) / P
+            out.append(Row(size_bytes=size_bytes, time_s=factor * size_bytes / (float(row[at]) * 1e9),
+                           nodes=nodes, gpus=P))
+    return out
+
+
 def load_tables() -> list[Table]:
     """Every matched table, in split.json order (tuning first)."""
     from commcost.calibrate.nccl_tests import read_nccl_tests
@@ -124,6 +167,12 @@ def load_tables() -> list[Table]:
                 elif name in matches["busbw_tables"]:
                     preset, nodes, P = matches["busbw_tables"][name]
                     rows = _busbw_rows(path, nodes, P)
+                elif name in matches.get("busbw_grid_tables", {}):
+                    preset, nodes, P = matches["busbw_grid_tables"][name]
+                    op, rows = _grid_rows(path, nodes, P)
+                elif name in matches.get("scaling_grid_tables", {}):
+                    preset, size, op, column = matches["scaling_grid_tables"][name]
+                    rows = _scaling_grid_rows(path, size, op, column)
                 else:
                     preset, size = matches["scaling_tables"][name]
                     rows = _scaling_rows(path, size)

@@ -30,13 +30,15 @@ def rows():
 
 def test_every_matched_table_is_on_exactly_one_side_with_a_reason():
     sides = {side: [t for e in SPLIT[side].values() for t in e["tables"]] for side in ("tuning", "heldout")}
-    every = set(MATCHES["matched"]) | set(MATCHES["busbw_tables"]) | set(MATCHES["scaling_tables"])
+    every = (set(MATCHES["matched"]) | set(MATCHES["busbw_tables"]) | set(MATCHES["scaling_tables"])
+             | set(MATCHES["busbw_grid_tables"]) | set(MATCHES["scaling_grid_tables"]))
     assert sorted(sides["tuning"] + sides["heldout"]) == sorted(every)
     assert all(e["reason"] for side in ("tuning", "heldout") for e in SPLIT[side].values())
     # about a third of the systems held out, a little more since new systems join the held-out side when no
-    # constant is chosen on them: 12 of 27 (Voltage Park H100 4x8 and GCP A3 Ultra joined it after issue 20)
+    # constant is chosen on them: 15 of 30 (Voltage Park H100 4x8 and GCP A3 Ultra joined it after issue 20, then
+    # the H100 10x8 cluster01, AWS p6-b300 and Together B200 systems with all-gather/reduce-scatter/all-to-all)
     n_tune, n_held = len(SPLIT["tuning"]), len(SPLIT["heldout"])
-    assert 0.3 <= n_held / (n_tune + n_held) <= 0.45
+    assert 0.3 <= n_held / (n_tune + n_held) <= 0.5
 
 
 def _pooled(rows, side, op="all_reduce"):
@@ -80,14 +82,36 @@ def _median_fast(rows, op, scope):
     return statistics.median(abs(r["err"]) for r in sub), sum(r["err"] < 0 for r in sub) / len(sub), len(sub)
 
 
+# the all-to-all tables issue 20's target was set on (MI355X on OCI and on AINIC, OCI GB200 and GB300 racks)
+ISSUE20_A2A = ("alltoall_mi355x_", "alltoall_gb300_oci_", "alltoall_gb200_oci_")
+
+
 def test_all_to_all_leave_one_system_out_meets_issue_20(loso_rows):
-    # measured at this commit: across nodes 3.2% over 25 rows, 40% too fast (the held-out OCI GB200 racks: 2 racks
-    # +75%, 3 racks +144%, the fan-in slowdown derived on MI355X and GB300 does not hold there); inside one node
-    # 6.4% over 22 (the held-out MI355X AINIC 1-node table's 8 rows of 1-128 MiB: 16.1%, all too fast), 64% too fast
-    median, fast, n = _median_fast(loso_rows, "all_to_all", "multi_node")
+    # measured at this commit on issue 20's tables: across nodes 2.7% over 25 rows, 60% too fast (the held-out OCI
+    # GB200 racks: 2 racks -4%, 3 racks -1%, with the fan-in counted in partner ports per NIC, n - 1; the tuning OCI
+    # GB300 2 racks -49%, unexplained: docs/fabrics.md); inside one node 6.4% over 22 (the held-out MI355X AINIC
+    # 1-node table's 8 rows of 1-128 MiB: 16.1%, all too fast), 64% too fast
+    mine = [r for r in loso_rows if r["table"].startswith(ISSUE20_A2A)]
+    median, fast, n = _median_fast(mine, "all_to_all", "multi_node")
     assert n == 25 and median <= 0.10 and 0.35 <= fast <= 0.65
-    median, fast, n = _median_fast(loso_rows, "all_to_all", "one_node")
+    median, fast, n = _median_fast(mine, "all_to_all", "one_node")
     assert n == 22 and median <= 0.10
+
+
+def test_all_to_all_tables_found_after_issue_20_are_held_out_and_far_off_across_nodes(loso_rows):
+    # Held-out all-to-all tables added after issue 20 (no constant chosen on them): Vultr B200 1x8 and 2x8, the
+    # H100 cluster01's 1x8, 2x8 and 10 nodes x 1, 4, 8 GPUs, AWS p6-b300 2x8. Inside one node they stay close: 8.4%
+    # over 25 rows. Across nodes about 36% over 53 rows, both signs: H100 10x8 +36%, 10x4 +34% and 10x1 +33%, each
+    # GPU's NIC at its line rate where the fan-in slowdown (c per doubling of partner ports, n - 1 = 9, from MI355X
+    # 4x8) takes 1/(1 + c log2 9) = 0.71 of it; p6-b300 2x8 +29..+140% (EFA carries an all-to-all on both ports of a
+    # GPU, 96 GB/s a GPU, where commcost drives one); Vultr B200 2x8 -52% (22.6 GB/s a GPU across nodes, half a NIC,
+    # where the H100 pair of the same shape reaches 49 GB/s: +4%)
+    new = [r for r in loso_rows if r["op"] == "all_to_all" and not r["table"].startswith(ISSUE20_A2A)]
+    assert {r["split"] for r in new} == {"heldout"}
+    median, _, n = _median_fast(new, "all_to_all", "one_node")
+    assert n == 25 and median <= 0.10
+    median, fast, n = _median_fast(new, "all_to_all", "multi_node")
+    assert n == 53 and median > 0.30  # the gap is recorded, not hidden: a model change that closes it updates this
 
 
 def test_all_gather_across_nodes(rows, loso_rows):
@@ -98,12 +122,40 @@ def test_all_gather_across_nodes(rows, loso_rows):
     # tcpxo step was read off is 1-9% slow; A3 Ultra 2-41% slow at 1-64 MiB). Leaving a system out also takes back
     # the fabric numbers read off its own table (tcpx/tcpxo bandwidth and step): 12.7%, 49% too fast (the TCPX(O)
     # systems scored with the old assumptions)
+    # Added after: the held-out H100 cluster01 10x8 (7.8%, 1-8 GiB 2-12% fast), AWS p6-b300 2x8 (+21..+143%,
+    # the preset's two EFA ports at efa_v4's assumed 40 GB/s each against the 94% of line the table reaches) and
+    # Together's B200 cluster at 32 GiB on 2-64 nodes (-1..+9%, commcost's ring latency growing with 511 steps
+    # where the measured busbw stays flat), and the cluster01 runs with 1 and 4 GPUs on each of 10 nodes (+1% and
+    # +11%): 8.0% over 177 rows, 45% too fast; leaving each system out 11.6%, 43%.
     sub = [r for r in rows if r["op"] == "all_gather" and r["scope"] == "multi_node"]
-    assert len(sub) == 136
+    assert len(sub) == 177
     assert statistics.median(abs(r["err"]) for r in sub) <= 0.10
     assert 0.35 <= sum(r["err"] < 0 for r in sub) / len(sub) <= 0.65
     median, fast, n = _median_fast(loso_rows, "all_gather", "multi_node")
-    assert n == 136 and median <= 0.20
+    assert n == 177 and median <= 0.20
+
+
+def test_busbw_grid_rows_by_hand():
+    # AWS p6-b300 2x8 all-to-all at 8 GiB: busbw 179.5 GB/s, bus factor (n-1)/n = 15/16:
+    # t = 15/16 x 8589934592 / 179.5e9 = 44.864 ms; at 64 KiB (1.4 GB/s): 15/16 x 65536 / 1.4e9 = 43.89 us
+    from real_tables import _grid_rows
+
+    op, rows = _grid_rows(DATA / "nccl_tests" / "busbw_alltoall_b300_aws_p6_2x8.md", 2, 16)
+    assert op == "all_to_all" and [r.size_bytes for r in rows] == [2**16, 2**20, 2**24, 2**28, 2**30, 2**33]
+    assert rows[-1].time_s == pytest.approx(44.864e-3, rel=1e-4)
+    assert rows[0].time_s == pytest.approx(43.89e-6, rel=1e-3)
+
+
+def test_scaling_grid_rows_by_hand():
+    # Together B200 all-gather at 32 GiB, Ring column: 64n (512) 380.15 GB/s busbw, bus factor 511/512:
+    # t = 511/512 x 34359738368 / 380.15e9 = 90.208 ms; 1n (8) 676.54: 7/8 x 2**35 / 676.54e9 = 44.439 ms
+    from real_tables import _scaling_grid_rows
+
+    rows = _scaling_grid_rows(DATA / "nccl_tests" / "busbw_allgather_b200_together_scaling_32GiB.md", 2 ** 35,
+                              "all_gather", "Ring")
+    assert [(r.nodes, r.gpus) for r in rows] == [(1, 8), (2, 16), (4, 32), (8, 64), (16, 128), (32, 256), (64, 512)]
+    assert rows[-1].time_s == pytest.approx(90.208e-3, rel=1e-4)
+    assert rows[0].time_s == pytest.approx(44.439e-3, rel=1e-4)
 
 
 def test_leaving_a_system_out_changes_only_the_constants_it_gave():
@@ -115,12 +167,12 @@ def test_leaving_a_system_out_changes_only_the_constants_it_gave():
     # GB300 1x4 3/4 * 2**34 / 20.527e-3 / 720e9 = 0.8718, 2x4 (7/8) / 21.943e-3 ... = 0.9515,
     # 16x4 (63/64) / 25.357e-3 ... = 0.9263; median (0.8851 + 0.9263)/2 = 0.9057
     assert every["P2P_EFFICIENCY"] == pytest.approx(0.9057, rel=1e-3)
-    # c, NIC rate over one 47 GB/s port: OCI MI355X 4 x 8 (r = 24) 0.75 * 2**34 / 328.749e-3 / 47e9 = 0.8338,
-    # c = (1/0.8338 - 1)/16 = 0.01245; OCI GB300 2 racks (r = 64) 0.5 * 2**34 / 357.610e-3 / 47e9 = 0.5111,
-    # c = (1/0.5111 - 1)/56 = 0.01708; median (0.01245 + 0.01708)/2 = 0.01477
-    assert every["FAN_IN_SLOWDOWN_PER_PEER"] == pytest.approx(0.01477, rel=2e-3)
+    # c, NIC rate over one 47 GB/s port, tables on more than 2 nodes only: OCI MI355X 4 x 8,
+    # 0.75 * 2**34 / 328.749e-3 / 47e9 = 0.8339, c = (1/0.8339 - 1) / log2(3) = 0.19918 / 1.58496 = 0.1257
+    # (OCI GB300 across 2 racks has one partner port per port: no fan-in to read off it)
+    assert every["FAN_IN_SLOWDOWN_PER_DOUBLING"] == pytest.approx(0.1257, rel=2e-3)
     without_mi355x = derive_issue20_constants([t for t in tables if t.system != "OCI MI355X Pollara"])
-    assert without_mi355x["FAN_IN_SLOWDOWN_PER_PEER"] == pytest.approx(0.01708, rel=2e-3)  # GB300's alone
+    assert without_mi355x["FAN_IN_SLOWDOWN_PER_DOUBLING"] == 0.0  # no other tuning table on more than 2 nodes
 
 
 def test_multi_node_band_is_kept_because_rederiving_it_buys_no_held_out_coverage(rows):

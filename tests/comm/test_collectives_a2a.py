@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost import collective_cost, system_topology
-from commcost.comm.algorithms import (FAN_IN_PEERS, FAN_IN_SLOWDOWN_PER_PEER, P2P_EFFICIENCY, fan_in_efficiency,
+from commcost.comm.algorithms import (FAN_IN_SLOWDOWN_PER_DOUBLING, P2P_EFFICIENCY, fan_in_efficiency,
                                       fan_in_slowdown_from, protocol_costs)
 from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology
@@ -22,32 +22,47 @@ S16G = 2 ** 34
 
 
 def test_fan_in_efficiency_by_hand():
-    assert fan_in_efficiency(0) == fan_in_efficiency(FAN_IN_PEERS) == 1.0  # up to r_0 = 8 remote peers: the NIC's rate
-    # r = 24: 1 / (1 + 0.0148 * (24 - 8)) = 1 / 1.2368 = 0.80854
-    assert fan_in_efficiency(24) == pytest.approx(1 / 1.2368, rel=1e-12)
-    # the inverse: a rate share of 0.8 at r = 18 -> c = (1/0.8 - 1) / 10 = 0.025
-    assert fan_in_slowdown_from(18, 0.8) == pytest.approx(0.025)
-    assert fan_in_efficiency(18, 0.025) == pytest.approx(0.8)
-    with pytest.raises(InputError, match="more than 8 remote peers"):
-        fan_in_slowdown_from(8, 0.9)
+    assert fan_in_efficiency(1) == fan_in_efficiency(2) == 1.0  # two nodes: one partner port per port, no incast
+    # n = 3: two partner ports converge, log2(2) = 1: 1 / (1 + 0.1257) = 1 / 1.1257 = 0.88834
+    assert fan_in_efficiency(3) == pytest.approx(1 / 1.1257, rel=1e-12)
+    # n = 5: log2(4) = 2: 1 / (1 + 2 * 0.1257) = 1 / 1.2514
+    assert fan_in_efficiency(5) == pytest.approx(1 / 1.2514, rel=1e-12)
+    # the inverse: a rate share of 0.8 on n = 5 nodes -> c = (1/0.8 - 1) / log2(4) = 0.25 / 2 = 0.125
+    assert fan_in_slowdown_from(5, 0.8) == pytest.approx(0.125)
+    assert fan_in_efficiency(5, 0.125) == pytest.approx(0.8)
+    with pytest.raises(InputError, match="more than 2 nodes"):
+        fan_in_slowdown_from(2, 0.9)
 
 
-@given(st.integers(0, 4096), st.integers(0, 4096))
+@given(st.integers(1, 4096), st.integers(1, 4096))
 @settings(max_examples=200, deadline=None)
-def test_fan_in_efficiency_is_a_share_that_falls_with_peers(r1, r2):
-    lo, hi = sorted((r1, r2))
+def test_fan_in_efficiency_is_a_share_that_falls_with_nodes(n1, n2):
+    lo, hi = sorted((n1, n2))
     assert 0 < fan_in_efficiency(hi) <= fan_in_efficiency(lo) <= 1
 
 
 def test_all_to_all_across_four_mi355x_nodes_by_hand():
     # mi355x-roce, 4 nodes x 8, 16 GiB: each rank sends (P - g)/P S = 24/32 S through its own NIC (47 GB/s) at the
-    # fan-in share of r = 24 remote peers: 0.75 * 2**34 / (47e9 / 1.2368) = 12884901888 / 38.0013e9 = 0.339066 s;
+    # fan-in share of n = 4 nodes (3 partner ports each): 1 + 0.1257 * log2(3) = 1 + 0.1257 * 1.5849625 = 1.1992298,
+    # 0.75 * 2**34 / (47e9 / 1.1992298) = 12884901888 / 39.19184e9 = 0.328765 s;
     # its NVLink-class part, (g-1)/P S / (408e9 * 0.906) = 7/32 * 2**34 / 369.648e9 = 0.01017 s, is hidden (max).
     # Latency: Simple base 8.4 + xGMI step 3.4 + network step 14 + 24 peers posted at the AMD host's 2 us = 73.8 us
-    assert P2P_EFFICIENCY == 0.906 and FAN_IN_SLOWDOWN_PER_PEER == 0.0148
+    assert P2P_EFFICIENCY == 0.906 and FAN_IN_SLOWDOWN_PER_DOUBLING == 0.1257
     c = collective_cost("all_to_all", S16G, 32, system_topology("mi355x-roce", nodes=4))
-    assert c.bandwidth_s == pytest.approx(0.75 * S16G / (47e9 / 1.2368), rel=1e-9)
+    assert c.bandwidth_s == pytest.approx(0.75 * S16G / (47e9 / (1 + 0.1257 * 1.584962500721156)), rel=1e-9)
     assert c.latency_s == pytest.approx(73.8e-6, rel=1e-9)
+
+
+def test_all_to_all_across_two_and_three_nvl72_racks_by_hand():
+    # gb200-nvl72 with 64 ranks per rack (OCI's 16 trays of 4 a rack), 8 GiB. 2 racks: each rank sends
+    # 64/128 S through its own 47 GB/s NIC, one partner port per port (no fan-in): 0.5 * 2**33 / 47e9 = 0.0913791 s.
+    # 3 racks: 128/192 S at 1 / (1 + 0.1257 * log2(2)) of the NIC: (2/3) * 2**33 * 1.1257 / 47e9 = 0.137158 s
+    # (the NVLink part, 63/128 S / (720e9 * 0.906), is 6.5 ms: hidden).
+    racks64 = system_topology("gb200-nvl72", nodes=3, gpus_per_node=64)
+    two = collective_cost("all_to_all", 2 ** 33, 128, racks64)
+    three = collective_cost("all_to_all", 2 ** 33, 192, racks64)
+    assert two.bandwidth_s == pytest.approx(0.5 * 2 ** 33 / 47e9, rel=1e-9)
+    assert three.bandwidth_s == pytest.approx(2 / 3 * 2 ** 33 * 1.1257 / 47e9, rel=1e-9)
 
 
 def test_all_to_all_inside_one_mi355x_node_by_hand():
@@ -59,19 +74,19 @@ def test_all_to_all_inside_one_mi355x_node_by_hand():
 
 def test_all_to_all_is_not_capped_by_the_ring_graphs_32_channels():
     # 2 racks of gb300-nvl72, 64 ranks each: each GPU's own 800 Gb/s NIC (94 GB/s), not 32 channels' worth;
-    # r = 64 remote peers: e_f = 1 / (1 + 0.0148 * 56) = 1 / 1.8288; bw = 0.5 S / (94e9 / 1.8288)
+    # 2 racks: one partner port per port, no fan-in: bw = 0.5 S / 94e9
     topo = system_topology("gb300-nvl72", nodes=2, gpus_per_node=64)
     c = collective_cost("all_to_all", S16G, 128, topo)
-    assert c.bandwidth_s == pytest.approx(0.5 * S16G / (94e9 / 1.8288), rel=1e-9)
+    assert c.bandwidth_s == pytest.approx(0.5 * S16G / 94e9, rel=1e-9)
 
 
 def test_all_to_all_drives_one_port_where_a_gpu_has_two():
     # oci-gb300-nvl72: two 400 Gb/s ports per GPU (2 x 47 = 94 GB/s, as gb300-nvl72's one 800 Gb/s port), but an
-    # all-to-all drives one: 0.5 S / (47e9 / 1.8288), twice gb300-nvl72's
+    # all-to-all drives one: 0.5 S / 47e9, twice gb300-nvl72's
     topo = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=64)
     assert topo.nics_per_gpu == 2 and topo.inter.bandwidth_bytes_per_s == pytest.approx(94e9)
     a2a = collective_cost("all_to_all", S16G, 128, topo)
-    assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / (47e9 / 1.8288), rel=1e-9)
+    assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / 47e9, rel=1e-9)
     # the ring's channels use both ports: 2 domains of 4 GPUs = 8 ports x 47 GB/s = 376 GB/s a node, as one
     # 94 GB/s port per GPU would give: 7/8 S / 376e9 (the NVLink part, 7/8 S (3/4) / 720e9, is smaller)
     four = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=4)

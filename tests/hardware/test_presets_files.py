@@ -204,3 +204,27 @@ def test_hgx_h800_one_node_all_reduce_takes_nvls_by_hand():
     # NVLS off (NCCL_NVLS_ENABLE=0): the ring
     off = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("hgx-h800", nvls=False))
     assert off.algorithm is not Algorithm.IN_NETWORK
+
+
+def test_cloud_presets_for_the_collective_tables_by_hand():
+    # Azure ND MI300X v5: MI300X's Infinity Fabric (315 GB/s achievable), one NDR port per GPU (47 GB/s), no NVLS
+    t = system_topology("azure-nd-mi300x-v5", nodes=2)
+    assert (t.intra.bandwidth_bytes_per_s, t.inter.bandwidth_bytes_per_s, t.nics_per_gpu) == (315e9, 47e9, 1)
+    assert t.in_network is None
+    # AWS p6-b300: 16 x 400 Gb/s EFA for 8 GPUs = 2 ports per GPU; efa_v4 reaches 40 GB/s a port: 2 x 40 = 80 GB/s
+    t = system_topology("aws-p6-b300", nodes=2)
+    assert (t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (2, 80e9)
+    assert systems()["aws-p6-b300"]["gpu"] == "b300" and systems()["aws-p6-b300"]["nics_per_gpu_source"]
+
+
+def test_more_cloud_presets_by_hand():
+    # Azure ND H200 v5: ND H100 v5's fabric (8 x NDR, 47 GB/s a port) and scale rule with the H200
+    t = system_topology("azure-nd-h200-v5", nodes=2)
+    assert systems()["azure-nd-h200-v5"]["gpu"] == "h200-sxm" and t.inter.bandwidth_bytes_per_s == 47e9
+    assert systems()["azure-nd-h200-v5"]["slowdown_per_node_doubling"] == systems()["azure-nd-h100-v5"]["slowdown_per_node_doubling"]
+    # OCI BM.GPU.H100.8: 16 x 200 Gb/s RoCE for 8 GPUs = 2 ports of 23.5 GB/s achievable = 47 GB/s a GPU
+    t = system_topology("oci-bm-gpu-h100", nodes=2)
+    assert (t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (2, 47e9)
+    # AWS p6e-gb200: 28.8 Tbps EFAv4 / 72 GPUs = 400 Gb/s, one efa_v4 port (40 GB/s), 72 GPUs in one NVLink domain
+    t = system_topology("aws-p6e-gb200", nodes=2)
+    assert (t.gpus_per_node, t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (72, 1, 40e9)

@@ -8,7 +8,7 @@ import pytest
 from commcost.core.xp import SCALAR
 from commcost.parallel.layout import Layout
 from commcost.workload.memory import memory_per_gpu
-from commcost.workload.nccl_memory import NCCL_COMM_BYTES, nccl_buffer_bytes, nvls_capable
+from commcost.workload.nccl_memory import NCCL_COMM_BYTES, NCCL_P2P_NET_BYTES, nccl_buffer_bytes, nvls_capable
 from commcost.workload.transformer import TransformerSpec
 
 SPEC = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=100)
@@ -104,3 +104,19 @@ def test_megatrons_default_group_where_tp_spans_every_rank_by_hand():
     assert cols[0][0] == pytest.approx(462_422_016, rel=1e-12)
     assert cols[0][1] == pytest.approx(nccl_buffer_bytes(SCALAR, **{**tp2, "nvls": False},
                                                          extra_groups=("dp", "mp"))[0], rel=1e-12)
+
+
+def test_pipeline_group_across_nodes_holds_the_shared_send_receive_pools_by_hand():
+    # the pipeline group only sends and receives: with every peer on another node (n_loc = 1) NCCL sets up no
+    # per-protocol buffers for it, only the shared pools, one a direction:
+    # 2 x 16 channels x 16 steps x 128 KiB = 2 x 16 x 16 x 131,072 = 67,108,864 (64 MiB) instead of 154,140,672
+    assert NCCL_P2P_NET_BYTES == 67_108_864
+    # TP 8 x PP 2 on 2 nodes of 8 (no NVLS): world (16 ranks, 8 on the node), TP (8, all local), PP (2, stride 8:
+    # one a node). low: 2 x 154,140,672 + 67,108,864 = 375,390,208; high: 688 MB + 688 MB + 544 MB = 1,920,000,000
+    lo, hi = nccl_buffer_bytes(SCALAR, world=16, tp=8, cp=1, dp=1, pp=2, ep=1, gpus_per_node=8, nvls=False)
+    assert (lo, hi) == (375_390_208, 1_920_000_000)
+    # TP 2 x PP 4 on one node: the pipeline's peers share the node (n_loc = min(4, 8/2) = 4): P2P transport, whose
+    # send/receive connections carry every protocol: 16 x 9,633,792 = 154,140,672 as any group; world (8 ranks) the
+    # third: 3 x 154,140,672 = 462,422,016
+    lo, _ = nccl_buffer_bytes(SCALAR, world=8, tp=2, cp=1, dp=1, pp=4, ep=1, gpus_per_node=8, nvls=False)
+    assert lo == 462_422_016

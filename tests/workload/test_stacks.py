@@ -8,7 +8,8 @@ import pytest
 
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
-from commcost.workload.stacks import STACKS, auto_is_fsdp, given_stack_flag, resolve_stack, stack
+from commcost.hardware import load_preset_file
+from commcost.workload.stacks import AUTO_KINDS, STACKS, auto_is_fsdp, auto_kind, given_stack_flag, resolve_stack, stack
 
 
 @pytest.mark.parametrize("name", [s for s in STACKS if s != "auto"])
@@ -27,6 +28,20 @@ def test_auto_is_fsdp_only_for_zero3_without_tp_or_pp():
     # the rule is array-safe: elementwise & of the three conditions
     assert [bool(auto_is_fsdp(z, t, p)) for z, t, p in ((3, 1, 1), (3, 2, 1), (3, 1, 2), (2, 1, 1))] == [
         True, False, False, False]
+
+
+def test_auto_kinds_by_hand():
+    # ZeRO-3 alone: FSDP; ZeRO-3 with TP or PP: Megatron-Core's behaviour at the FSDP2-with-TP/PP runs' fraction
+    assert [auto_kind(z, t, p) for z, t, p in ((3, 1, 1), (3, 2, 1), (3, 1, 4), (2, 1, 1), (0, 8, 4))] == [
+        "fsdp", "megatron-zero3", "megatron-zero3", "megatron", "megatron"]
+    table = load_preset_file("stacks.json")
+    assert set(table["auto_sustained"]) == set(AUTO_KINDS)
+    for kind in AUTO_KINDS:
+        assert 0 < table["auto_sustained"][kind] <= 1
+        assert stack("megatron", auto_kind=kind).sustained == table["auto_sustained"][kind]
+    assert stack("fsdp").sustained == table["stacks"]["fsdp"]["sustained"]   # a named stack keeps its own
+    with pytest.raises(InputError, match="auto kind"):
+        stack("megatron", auto_kind="jax")
 
 
 def test_unknown_stack_lists_the_valid_ones():

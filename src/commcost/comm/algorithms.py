@@ -100,6 +100,11 @@ every stage without a next loop to overlap with, so NVLS adds
 fill is commcost's, not NCCL's: NCCL's tuner prices NVLS at 25 us + S/B, which
 the measured tables beat only above ~64 MiB.
 
+Under the protocol model the direct all-to-all posts every peer at once (one step per tier, plus
+the proxy's post of each remote peer, :data:`P2P_LL_THRESHOLD_BYTES` for its protocol), reaches
+``e_p B_i`` inside the node (:data:`P2P_EFFICIENCY`) and ``e_f(n) B_e / o`` of one NIC port across
+nodes (:data:`FAN_IN_SLOWDOWN_PER_DOUBLING`: ``n - 1`` partner ports converge on each port).
+
 Under the protocol model, ``auto`` chooses among the algorithms NCCL has (ring,
 tree, in-network; direct for all-to-all and send/recv), since that is what a
 real run executes: halving-doubling and hierarchical stay available by name.
@@ -124,7 +129,8 @@ from commcost.core.xp import is_array, namespace_of
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
     "unavailable_algorithms", "parse_collective", "parse_algorithm", "available_algorithms", "totals_many",
-    "P2P_LL_THRESHOLD_BYTES", "p2p_uses_ll",
+    "P2P_LL_THRESHOLD_BYTES", "p2p_uses_ll", "FAN_IN_SLOWDOWN_PER_DOUBLING", "fan_in_efficiency",
+    "fan_in_slowdown_from",
 ]
 
 AUTO = "auto"
@@ -189,21 +195,43 @@ quote the same kind of gap on H100: 'NCCL can get an effective NVLink bandwidth 
 non-all-reduce operations (NVIDIA/nccl-tests#212). Across nodes the NIC, not NVLink, bounds an
 all-to-all, and its rate is the fan-in's (:func:`fan_in_efficiency`)."""
 
-FAN_IN_PEERS = 8
-"""``r_0``: remote peers a rank's all-to-all reaches at its NIC's full (``e_p``) rate (8: one node of
-8 GPUs behind the other end; OCI MI355X 2 nodes, 8 remote peers per rank, runs at 0.98 of the NIC)."""
+FAN_IN_SLOWDOWN_PER_DOUBLING = 0.1257
+"""``c``: the fan-in (incast) loss of an all-to-all across ``n`` nodes, per doubling of the NIC ports that
+converge on one receiving port: ``e_f(n) = 1 / (1 + c log2(n - 1))`` (1 on two nodes).
 
-FAN_IN_SLOWDOWN_PER_PEER = 0.0148
-"""``c``: the fan-in (incast) loss of an all-to-all across nodes per remote peer beyond ``r_0``:
-``e_f(r) = 1 / (1 + c max(0, r - r_0))`` with ``r = P - g`` remote peers per rank. Each remote peer is a
-separate connection (queue pair) and all of them send at once, so the receiving port and its switch
-port see ``r`` flows converging (incast) and the NIC cycles through ``r`` connection contexts; the
-loss grows with ``r``. Derived on the tuning tables (benchmarks/accuracy_nccl_tests.derive_issue20_constants,
-16 GiB rows, NIC rate ``(P-g)/P S / t`` over one port's ``B_e`` = 47 GB/s): OCI MI355X 4 nodes x 8
-(r = 24): 0.75 * 2**34 / 328.749 ms = 39.20 GB/s = 0.834 of the port, c = (1/0.834 - 1)/16 = 0.01245;
-OCI GB300 2 racks x 64 (r = 64, two 400 Gb/s ports per GPU, one driven): 0.5 * 2**34 / 357.610 ms =
-24.02 GB/s = 0.511, c = (1/0.511 - 1)/56 = 0.01708; median 0.01477. The benchmark re-derives it leaving
-each system out."""
+Why nodes and not peers: NCCL sends each remote peer's share through the NIC on the peer's own rail, relayed
+over NVLink by the local GPU that owns that NIC (PXN, on by default for point-to-point:
+src/graph/search.cc ``ncclTopoGetNetDev``, ``NCCL_P2P_PXN_LEVEL`` = 2, "use PXN as much as possible to
+maximize aggregation"). So a NIC port exchanges data with one port on each other node: ``n - 1`` flows
+converge on every receiving port, whatever the number of remote peers ``P - g``. On two nodes each port has
+one partner (no incast); each doubling of the partners adds the same loss, as the congestion rule of
+:func:`commcost.comm.topology.network_oversubscription` does per doubling of nodes.
+
+Derived on the tuning tables (benchmarks/accuracy_nccl_tests.derive_issue20_constants, largest row, NIC rate
+``(P-g)/P S / t`` over one port's ``B_e`` = 47 GB/s): the one tuning table on more than two nodes, OCI
+MI355X 4 nodes x 8, 0.75 * 2**34 / 328.749 ms = 39.19 GB/s = 0.8339 of the port,
+``c = (1/0.8339 - 1) / log2(3) = 0.1257``. Held out, it predicts OCI GB200 across 3 racks (2 partners per
+port): ``1 / (1 + 0.1257) = 0.888`` of the port, measured 0.891 (``(2/3) 2**33 / 136.749 ms / 47 GB/s``).
+The constant it replaces counted remote peers (``r = P - g``, 0.0148 per peer past 8); it put OCI GB200
+across 2 racks (``r = 64``) at 0.55 of its NIC where it runs at 0.96 (+75%), and 3 racks at 0.36 (+144%).
+Not explained by either: OCI GB300 across 2 racks, one partner per port, runs at 0.51 of a port (its run:
+NCCL 2.28.7, 2 ports per GPU, ``NCCL_IB_QPS_PER_CONNECTION=4``; the GB200 run: NCCL 2.27.3, one port,
+``NCCL_P2P_NET_CHUNKSIZE=524288``); docs/fabrics.md."""
+
+
+def fan_in_efficiency(nodes: int, slowdown_per_doubling: float | None = None) -> float:
+    """``e_f(n) = 1 / (1 + c log2(max(1, n - 1)))``: the share of its NIC rate a rank's all-to-all gets on
+    ``n`` nodes (:data:`FAN_IN_SLOWDOWN_PER_DOUBLING`); 1 on one or two nodes."""
+    c = FAN_IN_SLOWDOWN_PER_DOUBLING if slowdown_per_doubling is None else slowdown_per_doubling
+    return 1.0 / (1.0 + c * math.log2(max(1, nodes - 1)))
+
+
+def fan_in_slowdown_from(nodes: int, nic_rate_share: float) -> float:
+    """``c`` from one measurement: an all-to-all on ``n > 2`` nodes measured at ``nic_rate_share`` of one
+    NIC port: ``c = (1/share - 1) / log2(n - 1)`` (the inverse of :func:`fan_in_efficiency`)."""
+    if nodes <= 2:
+        raise InputError(f"fan-in needs more than 2 nodes (one partner port per port on 2), got {nodes}")
+    return (1.0 / nic_rate_share - 1.0) / math.log2(nodes - 1)
 
 
 P2P_LL_THRESHOLD_BYTES = 16384
@@ -219,21 +247,6 @@ a send/recv) are at most 16 KiB, Simple above. P2P bypasses the tuner: no rankin
 def p2p_uses_ll(peer_bytes):
     """True where NCCL sends ``peer_bytes`` to one peer with LL (:data:`P2P_LL_THRESHOLD_BYTES`); array-safe."""
     return peer_bytes <= P2P_LL_THRESHOLD_BYTES
-
-
-def fan_in_efficiency(remote_peers: int, slowdown_per_peer: float | None = None) -> float:
-    """``e_f(r) = 1 / (1 + c max(0, r - r_0))``: the share of its NIC rate a rank's all-to-all gets with
-    ``r`` remote peers (:data:`FAN_IN_SLOWDOWN_PER_PEER`). Array-safe in ``remote_peers``."""
-    c = FAN_IN_SLOWDOWN_PER_PEER if slowdown_per_peer is None else slowdown_per_peer
-    return 1.0 / (1.0 + c * max(0, remote_peers - FAN_IN_PEERS))
-
-
-def fan_in_slowdown_from(remote_peers: int, nic_rate_share: float) -> float:
-    """``c`` from one measurement: a rank with ``r`` remote peers measured at ``nic_rate_share`` of its
-    NIC's ``e_p``-scaled rate: ``c = (1/share - 1) / (r - r_0)`` (the inverse of :func:`fan_in_efficiency`)."""
-    if remote_peers <= FAN_IN_PEERS:
-        raise InputError(f"fan-in needs more than {FAN_IN_PEERS} remote peers, got {remote_peers}")
-    return (1.0 / nic_rate_share - 1.0) / (remote_peers - FAN_IN_PEERS)
 
 
 def parse_collective(text: str | Collective) -> Collective:
@@ -490,7 +503,7 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         if u:
             bw = _max(bw, u / P * S / topo.unlinked_bandwidth_bytes_per_s)
         if n > 1:
-            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(P - g) if post_s or p2p_efficiency != 1.0 else 1.0)))
+            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(n) if post_s or p2p_efficiency != 1.0 else 1.0)))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 

@@ -35,7 +35,7 @@ from commcost.core.validation import require_count
 from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
-           "pair_ranks_per_node", "stage_layers", "split_slots", "stage_end_shares", "heaviest_stage_layers",
+           "pair_ranks_per_node", "stage_layers", "stage_slots", "split_slots", "stage_end_shares", "heaviest_stage_layers",
            "check_layout", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
            "expert_data_parallel", "layer_passes"]
 
@@ -299,8 +299,15 @@ def stage_layers(layers: int, layout: Layout) -> float:
     :attr:`Layout.split_counts_ends` the ``L + 2`` slots are split: a middle stage holds ``n`` of them as layers; with
     ``p = 2`` there is no middle stage and each stage holds ``n - 1`` layers and one end."""
 
-    n = heaviest_stage_layers(SCALAR, split_slots(layers, layout), layout.pp, layout.vp)
+    n = stage_slots(layers, layout)
     return n - 1.0 if layout.split_counts_ends and layout.pp <= 2 else n
+
+
+def stage_slots(layers: int, layout: Layout) -> float:
+    """Slots of the split on the heaviest stage, ``v`` chunks of ``n / v`` (:func:`heaviest_stage_layers` of
+    :func:`split_slots`): a middle stage's layers; with :attr:`Layout.split_counts_ends` an end stage holds
+    ``n - 1`` layers and its end."""
+    return heaviest_stage_layers(SCALAR, split_slots(layers, layout), layout.pp, layout.vp)
 
 
 def split_slots(layers: int, layout: Layout) -> int:

@@ -37,8 +37,13 @@ element of f).
 **Micro-batches in flight** on the first pipeline stage (:func:`in_flight_layers`): 1F1B holds
 ``min(m, p)`` micro-batches of ``L/p`` layers (``L`` layers' worth when ``m >= p``); the
 interleaved schedule holds ``min(m v, 2(p-1) + (v-1)p + 1)`` chunks of ``L/(p v)`` layers, i.e.
-``L (1 + (p-1)/(p v))`` (Korthikanti et al. 2022, section 4.2.3; Megatron's warm-up count).
-The last stage holds one micro-batch and the fp32 logits ``4 s'b V / t``.
+``L (1 + (p-1)/(p v))`` (Korthikanti et al. 2022, section 4.2.3; Megatron's warm-up count, rank ``r``'s
+:func:`in_flight_chunks`). Where the split counts the embedding as a layer the first rank's chunk 0 holds one layer
+fewer and ``c_0`` of its chunks in flight are chunk 0 (:func:`embedding_chunks_in_flight`), so the second rank, a
+middle stage, may hold more: the fuller of the two (:func:`first_ranks_in_flight`), with the states of the stage with
+the most parameters (:func:`memory_stage_params`).
+The last stage holds one micro-batch of its layers (``n - 1`` where the split counts the head) and the fp32 logits
+``4 s'b V / t``.
 
 **Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
 FSDP2 with PP) also holds the stage's bf16 weights whole and its gradients whole in the reduce dtype (FSDP2
@@ -74,7 +79,7 @@ from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.offload import resident_layers
-from commcost.parallel.layout import stage_layers
+from commcost.parallel.layout import stage_layers, stage_slots
 from commcost.parallel.zero import zero3_units
 
 TYPE_CHECKING = False
@@ -84,7 +89,8 @@ if TYPE_CHECKING:
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
-           "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
+           "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
+           "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
            "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
            "RECOMPUTE_MODULES", "check_recompute_modules", "recompute_working_bytes"]
@@ -150,17 +156,33 @@ def params_per_gpu(spec: TransformerSpec, layout: Layout) -> tuple[float, float]
                         ep=layout.ep, expert_tp=layout.expert_tp)
 
 
-def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_tp):
+def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_tp, with_end: bool = True):
     """``(N_d, N_e)``: the stage's ``L/p`` layers' dense weights (attention, dense MLPs, shared experts,
-    router, norms) over t, plus the embedding or output head (both when p = 1), and its routed experts
-    over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`). Array-safe in the layout."""
+    router, norms) over t, plus the embedding or output head (both when p = 1; neither for a middle stage,
+    ``with_end`` false), and its routed experts over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`).
+    Array-safe in the layout."""
     L = spec.layers
     per_layer_dense = layer_dense_params(spec)
     ends = xp.where(pp == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
                     max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
+    ends = ends if with_end else 0.0 * ends
     dense = (layers_held * per_layer_dense + ends) / tp
     expert = spec.expert_params_total * layers_held / L / (ep * expert_tp)
     return dense, expert
+
+
+def memory_stage_params(spec: TransformerSpec, layout: Layout) -> tuple[float, float]:
+    """``(N_d, N_e)`` of the stage with the most parameters, for memory: :func:`params_per_gpu` (``n`` layers and
+    the larger end), except where the split counts the ends (:attr:`~commcost.parallel.layout.Layout.split_counts_ends`)
+    and ``p > 2``, where no stage holds both: the heavier of a middle stage, ``n`` layers, and an end stage, ``n - 1``
+    layers and its end (compared on ``N_d + N_e``)."""
+    if not (layout.split_counts_ends and layout.pp > 2):
+        return params_per_gpu(spec, layout)
+    n = stage_slots(spec.layers, layout)
+    kw = dict(pp=layout.pp, tp=layout.tp, ep=layout.ep, expert_tp=layout.expert_tp)
+    middle = stage_params(SCALAR, spec, layers_held=n, with_end=False, **kw)
+    end = stage_params(SCALAR, spec, layers_held=n - 1.0, **kw)
+    return middle if sum(middle) >= sum(end) else end
 
 
 def layer_dense_params(spec: TransformerSpec) -> float:
@@ -284,11 +306,48 @@ def alternate_matmul_bytes(*, seq_local, micro_batch, hidden, heads, kv_local, h
     return 2.0 * s * b * (h / r + widths + (h if gated else 0.0) + 2.0 * h / tp * (tp > 1)) + 4.0 * s * b * heads / tp
 
 
-def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: float) -> float:
-    """Layers' worth of micro-batch activations on the first stage (module docstring); array-safe:
-    the warm-up count is ``2(p-1) + (v-1)p + 1``, less ``p - 1`` when v = 1 (1F1B's p micro-batches)."""
-    warmup = 2 * (pp - 1) + (vp - 1) * pp + 1 - (pp - 1) * (vp == 1)
-    return _min(micro_batches * vp, warmup) * layers / (pp * vp)
+def in_flight_chunks(*, pp, vp, micro_batches, rank=0):
+    """``F_r``: the chunks (``v`` a stage) pipeline rank ``r`` holds activations of at its peak, its warm-up
+    forwards and the first steady-state one: ``min(m v, 2(p - 1 - r) + (v - 1) p + 1)``, at v = 1 (1F1B)
+    ``min(m, p - r)`` (Megatron-Core ``schedules.py`` ``get_pp_rank_microbatches``, whose interleaved warm-up is
+    ``2(p - 1 - r) + (v - 1) N`` with ``N`` = ``microbatch_group_size_per_vp_stage``, by default p; the schedule
+    holds at most ``max_outstanding_backprops`` = warm-up + 1). Array-safe."""
+    ahead = pp - 1 - rank
+    return _min(micro_batches * vp, 2 * ahead + (vp - 1) * pp + 1 - ahead * (vp == 1))
+
+
+def embedding_chunks_in_flight(chunks, pp, vp):
+    """``c_0 = p floor(F / (p v)) + min(F mod (p v), p)``: how many of the first rank's first ``F`` forwards run its
+    chunk 0 (Megatron-Core ``get_schedule_table``: chunk 0 for ``p`` micro-batches, then chunk 1, ... chunk ``v - 1``,
+    then chunk 0 again; at v = 1 all ``F``). Array-safe."""
+    group = pp * vp
+    return pp * (chunks // group) + _min(chunks % group, pp)
+
+
+def first_ranks_in_flight(*, layers, pp, vp, micro_batches, split_counts_ends: bool = False):
+    """``(n_0, n_1)``: layers' worth of micro-batch activations the first and the second pipeline rank hold at
+    their peak, ``F_r L/(p v)`` (:func:`in_flight_chunks`; ``layers`` the slots of the split, ``p`` stages of
+    ``L/p``). Where the split counts the embedding as a layer (``split_counts_ends``) the first rank's chunk 0 holds
+    one layer fewer (with one slot a chunk, the embedding alone: the Llama 3 paper, Section 3.3.2), so ``n_0 = F_0
+    L/(p v) - c_0`` (:func:`embedding_chunks_in_flight`), and the second rank, a middle stage when ``p > 2``,
+    holds ``n_1 = F_1 L/(p v)``; else ``n_1 = 0`` (a plain split's second rank holds fewer than the first).
+    Array-safe in the layout; ``split_counts_ends`` a bool."""
+    k = layers / (pp * vp)
+    chunks = in_flight_chunks(pp=pp, vp=vp, micro_batches=micro_batches)
+    if not split_counts_ends:
+        return chunks * k, 0.0 * chunks
+    second = in_flight_chunks(pp=pp, vp=vp, micro_batches=micro_batches, rank=1) * k * (pp > 2)
+    return chunks * k - embedding_chunks_in_flight(chunks, pp, vp), second
+
+
+def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: float,
+                     split_counts_ends: bool = False) -> float:
+    """Layers' worth of micro-batch activations on the fullest of the first pipeline stages (module docstring):
+    the larger of :func:`first_ranks_in_flight`; without ``split_counts_ends`` the first rank's
+    ``min(m v, 2(p-1) + (v-1)p + 1) L/(p v)``, at v = 1 ``min(m, p) L/p``. Array-safe."""
+    first, second = first_ranks_in_flight(layers=layers, pp=pp, vp=vp, micro_batches=micro_batches,
+                                          split_counts_ends=split_counts_ends)
+    return first + (second - first) * (second > first)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,7 +369,9 @@ class MemoryBreakdown:
     capacity_bytes: float
     """The GPU's memory as the driver reports it (gpus.json ``memory_bytes``)."""
     stage: str
-    """Which stage is fullest: ``first`` or ``last`` (``only`` without pipelining)."""
+    """Which stage is fullest: ``first``, ``second`` (the second pipeline rank, a middle stage, where the split counts
+    the embedding as a layer and the first rank's in-flight embedding chunks leave it fuller:
+    :func:`first_ranks_in_flight`) or ``last`` (``only`` without pipelining)."""
     in_flight_layers: float
     """Layers' worth of one micro-batch's activations that stage holds."""
     offloaded_bytes: float = 0.0
@@ -495,7 +556,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
     if not capacity_bytes > 0:
         raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
-    dense, expert = params_per_gpu(spec, layout)
+    dense, expert = memory_stage_params(spec, layout)
     q_g = stack.main_grad_bytes if stack is not None and grad_bytes == GRAD_BYTES else grad_bytes
     w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.shard_dp, weight_bytes=weight_bytes,
                                       grad_bytes=q_g, optimizer_bytes=optimizer_bytes)
@@ -513,17 +574,21 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     working, spread = recompute_working_bytes(none, layout.recompute == "full")
 
     held = stage_layers(spec.layers, layout)
-    first_layers = resident_layers(in_flight_layers(layers=held * layout.pp, pp=layout.pp, vp=layout.vp,
-                                                    micro_batches=layout.micro_batches), offloaded_layers)
+    last_held = stage_slots(spec.layers, layout) - float(layout.split_counts_ends)   # the head's stage
+    rank0, rank1 = first_ranks_in_flight(layers=stage_slots(spec.layers, layout) * layout.pp, pp=layout.pp,
+                                         vp=layout.vp, micro_batches=layout.micro_batches,
+                                         split_counts_ends=layout.split_counts_ends)
+    first_layers = resident_layers(max(rank0, rank1), offloaded_layers)
     act, first_fullest = stage_activation_bytes(
-        SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=held,
+        SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=last_held,
         layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
         hidden=spec.hidden, tp=layout.tp, sequence_parallel=layout.sequence_parallel, vocab=spec.vocab,
         dropout=spec.dropout, loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
     if layout.pp == 1:
         stage, layers_held = "only", first_layers
     else:
-        stage, layers_held = ("first", first_layers) if first_fullest else ("last", held)
+        first = "second" if rank1 > rank0 else "first"
+        stage, layers_held = (first, first_layers) if first_fullest else ("last", last_held)
     buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
                            tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / zero3_units(held),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,

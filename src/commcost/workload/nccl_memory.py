@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from commcost.hardware.registry import gpus
 
-__all__ = ["NCCL_CONNECTION_BYTES", "NCCL_MIN_RING_CHANNELS", "NCCL_COMM_BYTES", "NVLS_CHANNELS", "NVLS_STEP_BYTES",
+__all__ = ["NCCL_CONNECTION_BYTES", "NCCL_MIN_RING_CHANNELS", "NCCL_COMM_BYTES", "NCCL_P2P_NET_CHUNK_BYTES",
+           "NCCL_SHARED_STEPS", "NCCL_P2P_NET_BYTES", "NVLS_CHANNELS", "NVLS_STEP_BYTES",
            "NVLS_MAX_HEADS", "NVLS_NVLINKS", "EXTRA_GROUPS", "nccl_buffer_bytes", "nvls_capable"]
 
 NCCL_CONNECTION_BYTES = 4 * 2**20 + 4_915_200 + 524_288
@@ -28,6 +29,20 @@ NCCL_COMM_BYTES = (NCCL_MIN_RING_CHANNELS * NCCL_CONNECTION_BYTES, 544e6, 688e6)
 ``NCCL_RUNTIME_CONNECT``). High: what PyTorch measured per process group on 4 A100s with NVLink, each group running
 one 4 MB all-reduce, 544 MB for two ranks and 688 MB for more (NVIDIA/nccl issue #964; ring and tree connected at
 creation, NCCL before 2.22)."""
+NCCL_P2P_NET_CHUNK_BYTES = 2**17
+"""The step of a send/receive over the network: ``NCCL_P2P_NET_CHUNKSIZE``, 128 KiB, NCCL's ``p2pChunkSize`` where the
+communicator spans nodes (NCCL ``src/init.cc`` ``computeBuffSizes``; since 2.29.2 twice that on Grace Blackwell,
+not modelled; 2.12-2.13 sized the same 2 MiB a channel as ``2 NCCL_BUFFSIZE / SENDRECV_SLICEFACTOR``)."""
+NCCL_SHARED_STEPS = 16
+"""Steps of a channel in NCCL's shared send/receive pool (``NCCL_SHARED_STEPS``, NCCL ``src/transport/net.cc``)."""
+NCCL_P2P_NET_BYTES = 2 * NCCL_MIN_RING_CHANNELS * NCCL_SHARED_STEPS * NCCL_P2P_NET_CHUNK_BYTES
+"""``M_p2p``: the low end of a communicator that only sends and receives over the network (a pipeline group with
+every peer on another node). NCCL does not give such a connection buffers per protocol: a send/receive connection
+(``connIndex`` 1, no graph) is ``shared`` (``NCCL_NET_SHARED_BUFFERS`` default 1) and only the Simple protocol's
+buffer is set up, from one pool per direction the communicator's network peers share (``sharedNetBuffersInit``:
+``nChannels x NCCL_SHARED_STEPS x p2pChunkSize``, in GPU memory with GPUDirect RDMA; "Only allocate dedicated buffers
+for ring/tree, not for p2p"), and from NCCL 2.22 the ring's connections wait for a collective
+(``NCCL_RUNTIME_CONNECT``). With the low estimate's channels: 2 x 16 x 16 x 128 KiB = 64 MiB (send and receive)."""
 NVLS_CHANNELS = 16
 """``C_nvls``: NCCL's NVLink SHARP channels (``NCCL_NVLS_NCHANNELS``, default 16: NCCL ``src/transport/nvls.cc``)."""
 NVLS_STEP_BYTES = (1.0 * 2**20, 6.0 * 2**20)
@@ -53,11 +68,19 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
     torchtitan (``pp, dp, cp, tp``, TP innermost) use: TP ``t``, CP ``c``, EP ``e``, DP ``d``, PP ``p``, each of
     ``n`` ranks with ``n_loc = max(1, min(n, G / stride))`` of them on this GPU's node (``stride`` the product of
     the dimensions inside it; EP's is ``t``). Each group costs :data:`NCCL_COMM_BYTES` ``M_c`` (low: its ring's
-    connections; high: the measured 544 MB for ``n = 2``, 688 MB above), and on an NVLink-SHARP system (``nvls``: :data:`NVLS_NVLINKS`) a group with
+    connections; high: the measured 544 MB for ``n = 2``, 688 MB above; the pipeline group, which only sends and
+    receives, at its low end :data:`NCCL_P2P_NET_BYTES` ``M_p2p`` where ``n_loc = 1``: every peer on another node,
+    the network's shared send/receive pools), and on an NVLink-SHARP system (``nvls``: :data:`NVLS_NVLINKS`) a group with
     ``n_loc > 2`` adds NCCL's NVLS buffers ``2 C_nvls B_nvls min(n_loc, 32)`` (:data:`NVLS_CHANNELS`,
     :data:`NVLS_STEP_BYTES`, :data:`NVLS_MAX_HEADS`):
 
     ``N = sum_groups M_c(n) + [nvls and n_loc > 2] 2 C_nvls B_nvls min(n_loc, 32)``.
+
+    A pipeline group whose peers share the node (``n_loc > 1``) keeps ``M_c``: NCCL's P2P transport gives a
+    send/receive connection the buffers of every protocol (``src/transport/p2p.cc``, ``buffSizes[p]`` for each
+    ``p``). The high end keeps the measured ``M_c`` (NCCL before 2.22 connected the ring and the tree at creation;
+    PyTorch also runs a lone ``isend``/``irecv`` on a two-rank communicator of its own, ``getKeySendRecv``, and
+    only a batch, ``batch_isend_irecv``, on the group's).
 
     ``extra_groups`` are the further groups a stack runs collectives on
     (:attr:`~commcost.workload.stacks.Stack.nccl_extra_groups`): ``dp``, a second data-parallel group of the same
@@ -77,16 +100,18 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
     lo_c, two_c, hi_c = NCCL_COMM_BYTES
     low = high = 0.0
     spans_all = (tp == world) | (cp == world) | (ep == world) | (dp == world) | (pp == world)
-    # (ranks n, stride of the ranks inside it or None for the model-parallel group, whether it is a communicator)
-    groups = [(world, 1.0, (world > 1) * (1 - spans_all)), (tp, 1.0, tp > 1), (cp, tp, cp > 1), (ep, tp, ep > 1),
-              (dp, tp * cp, dp > 1), (pp, tp * cp * dp, pp > 1)]
-    extra = {"dp": (dp, tp * cp, dp > 1), "mp": (tp * pp, None, tp * pp > 1),
-             "world": (world, 1.0, (world > 1) * spans_all)}   # the default group where a dimension's group is all W
+    # (ranks n, stride of the ranks inside it or None for the model-parallel group, whether it is a communicator,
+    # whether it only sends and receives: the pipeline group)
+    groups = [(world, 1.0, (world > 1) * (1 - spans_all), False), (tp, 1.0, tp > 1, False),
+              (cp, tp, cp > 1, False), (ep, tp, ep > 1, False), (dp, tp * cp, dp > 1, False),
+              (pp, tp * cp * dp, pp > 1, True)]
+    extra = {"dp": (dp, tp * cp, dp > 1, False), "mp": (tp * pp, None, tp * pp > 1, False),
+             "world": (world, 1.0, (world > 1) * spans_all, False)}   # the default group where a dimension's is all W
     for name in extra_groups:
         if name not in EXTRA_GROUPS:
             raise ValueError(f"unknown NCCL group {name!r} (valid: {', '.join(EXTRA_GROUPS)})")
         groups.append(extra[name])
-    for n, stride, on in groups:
+    for n, stride, on, p2p in groups:
         on = on * 1.0
         if stride is None:   # the model-parallel group: TP innermost, PP outermost
             local = xp.minimum(tp, G) * xp.maximum(1.0, xp.minimum(pp, G / (tp * cp * dp)))
@@ -94,7 +119,8 @@ def nccl_buffer_bytes(xp, *, world, tp, cp, dp, pp, ep, gpus_per_node, nvls: boo
             local = xp.maximum(1.0, xp.minimum(n, G / stride))
         heads = xp.minimum(local, NVLS_MAX_HEADS)
         shared = (local > 2) * on * (1.0 if nvls else 0.0) * 2.0 * NVLS_CHANNELS * heads
-        low = low + on * lo_c + shared * NVLS_STEP_BYTES[0]
+        net_p2p = (local == 1) * (1.0 if p2p else 0.0)   # every peer on another node: the shared pools alone
+        low = low + on * (lo_c + (NCCL_P2P_NET_BYTES - lo_c) * net_p2p) + shared * NVLS_STEP_BYTES[0]
         high = high + on * (two_c + (hi_c - two_c) * (n > 2)) + shared * NVLS_STEP_BYTES[1]
     return low, high
 

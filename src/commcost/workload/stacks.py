@@ -5,7 +5,9 @@ many HBM accesses its element-wise operators make (fused kernels or eager PyTorc
 its selective recomputation recomputes, how ZeRO-3 gathers parameters, and the bytes it keeps per
 gradient element. ``auto`` (the default) picks the stack a layout implies: ZeRO-3 without tensor or
 pipeline parallelism is how FSDP stacks run (``fsdp``); everything else is priced as Megatron-Core
-(``megatron``). Every plan names the stack it used and why.
+(``megatron``), with that stack's behaviour but the sustained fraction of every published run of its kind,
+whatever stack ran it (``auto_sustained`` in ``stacks.json``: a user who names no stack gets the fraction
+the runs of that layout sustain, not the fastest stack's). Every plan names the stack it used and why.
 
 Each stack's ``layouts`` entry says which parallel layouts it runs at all (:class:`StackLayouts`: its ZeRO
 stages, with and without a pipeline or model parallelism, and whether it runs TP, PP, interleaving, CP,
@@ -19,13 +21,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from commcost.core.errors import InputError
-from commcost.hardware import load_preset_file
+from commcost.hardware import load_preset_file, lookup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
-__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "given_stack_flag", "StackLayouts",
+__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kind", "given_stack_flag", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
            "stacks_running"]
 
@@ -134,8 +136,11 @@ def _table() -> dict:
 
 
 @lru_cache(maxsize=32)
-def stack(name: str, *, compiled: bool = False) -> Stack:
-    """The :class:`Stack` ``name`` (not ``auto``), with ``compiled`` taking torch.compile's fused accesses."""
+def stack(name: str, *, compiled: bool = False, auto_kind: str | None = None) -> Stack:
+    """The :class:`Stack` ``name`` (not ``auto``), with ``compiled`` taking torch.compile's fused accesses;
+    ``auto_kind`` (:func:`auto_kind`): ``name`` is what ``--stack auto`` resolved to, and its ``sustained`` is
+    ``stacks.json`` ``auto_sustained[auto_kind]``, the median over every published run of that kind of layout
+    (module docstring)."""
     rows = _table()["stacks"]
     if name not in rows:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
@@ -144,6 +149,8 @@ def stack(name: str, *, compiled: bool = False) -> Stack:
     if compiled:
         loss_keys = () if row.get("compile_covers_loss", True) else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
         row.update({k: v for k, v in _table()["compiled"].items() if k != "source" and k not in loss_keys})
+    if auto_kind is not None:
+        row["sustained"] = float(lookup(_table()["auto_sustained"], auto_kind, "auto kind (stacks.json auto_sustained)"))
     return Stack(name=name, compiled=compiled, **row)
 
 
@@ -153,15 +160,28 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
-    if auto_is_fsdp(layout.zero, layout.tp, layout.pp):
-        return "fsdp", "auto: ZeRO-3 without TP or PP is how FSDP stacks run (--stack to pin it)"
-    return "megatron", "auto: a Megatron-Core layout (--stack to pin it)"
+    kind = ("fsdp", "auto: ZeRO-3 without TP or PP is how FSDP stacks run") if auto_is_fsdp(
+        layout.zero, layout.tp, layout.pp) else ("megatron", "auto: a Megatron-Core layout")
+    return kind[0], f"{kind[1]}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
 
 
 def auto_is_fsdp(zero, tp, pp):
     """``auto``'s rule: ZeRO-3 without TP or PP is priced as ``fsdp``, everything else as ``megatron``.
     Array-safe (``commcost search`` applies it to columns)."""
     return (zero == 3) & (tp == 1) & (pp == 1)
+
+
+AUTO_KINDS = ("megatron", "megatron-zero3", "fsdp")
+"""The kinds of layout ``--stack auto`` prices at a sustained fraction of their own (:func:`auto_kind`)."""
+
+
+def auto_kind(zero, tp, pp) -> str:
+    """The kind of layout ``auto`` prices (``stacks.json`` ``auto_sustained``): ``fsdp`` (:func:`auto_is_fsdp`),
+    ``megatron-zero3`` (ZeRO-3 with TP or PP: behaviour as Megatron-Core, but the published runs of it are
+    FSDP2 with TP or PP), else ``megatron``."""
+    if auto_is_fsdp(zero, tp, pp):
+        return "fsdp"
+    return "megatron-zero3" if zero == 3 else "megatron"
 
 
 def given_stack_flag(name: str, attribute: str, auto_value):

@@ -194,3 +194,21 @@ def test_cli_takes_split_counts_ends():
     plain = json.loads(run_commcost(*[a for a in args if a != "--split-counts-ends"]).stdout)
     # 32 + 2 = 34 slots on 4 stages (uneven: ceil(34/4) = 9 a middle stage) against ceil(32/4) = 8 and the head
     assert with_ends["step_s"] != plain["step_s"]
+
+
+@pytest.mark.parametrize("layout, kind", [(dict(dp=8, zero=3), "fsdp"), (dict(dp=4, tp=2, zero=3), "megatron-zero3"),
+                                          (dict(dp=4, tp=2, zero=1), "megatron")])
+def test_auto_prices_compute_at_the_fraction_of_its_kind(layout, kind):
+    # every compute term is max(FLOPs / (u peak eff), bytes / (u HBM eff)) or u x peak for attention, so the
+    # compute of --stack auto is the resolved stack's x u_stack / u_auto, u_auto = stacks.json auto_sustained[kind]
+    # (megatron 1.0 / megatron-zero3 0.704 = 1.4205 for ZeRO-3 with TP; fsdp 0.991 / 0.866 = 1.1443 for ZeRO-3 alone)
+    from commcost.hardware import load_preset_file
+
+    table = load_preset_file("stacks.json")
+    inp, model = _inp(**layout)
+    auto = plan(inp, model)
+    name = resolve_stack("auto", inp.layout)[0]
+    named = plan(replace(inp, stack=name), model)
+    ratio = table["stacks"][name]["sustained"] / table["auto_sustained"][kind]
+    assert auto.compute_s == pytest.approx(named.compute_s * ratio, rel=1e-12)
+    assert auto.stack == name and "what published runs of it sustain" in auto.stack_source

@@ -25,7 +25,7 @@ from commcost.comm.collectives import Collective
 from commcost.workload.stacks import given_stack_flag
 from commcost.analyses.plan.compose import nic_share
 from commcost.analyses.plan.grid_memory import offloaded_bytes
-from commcost.analyses.plan.grid_memory import stack_masks
+from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.context import cp_message_bytes
@@ -352,7 +352,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
     spec, s = inp.space.spec, inp.space.seq
     bi, sp, rc = cols["bi"], cols["sp"], cols["rc"]
     out = [np.zeros(len(bi)) for _ in range(12)]
-    for name, mask in stack_masks(cols, base, inp).items():
+    for (name, kind), mask in rate_masks(cols, base, inp).items():
         rows = np.nonzero(mask)[0]
         if not len(rows):
             continue
@@ -364,7 +364,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
         pos[ukey] = np.arange(len(ukey))
         ub, usp, urc = ukey // 6, (ukey // 3) % 2, ukey % 3
         t, c, e, b, m = (base[k][ub].astype(float) for k in ("t", "c", "e", "b", "m"))
-        st = stack(name, compiled=inp.compiled)
+        st = stack(name, compiled=inp.compiled, auto_kind=kind)
         rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
                              flash=inp.flash_attention)
         o = micro_batch_operators(np, spec, st, rates, tokens=b * s / c, seq=s, layers=per_stage_base[ub], tp=t,

@@ -123,6 +123,17 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
     return {"fsdp": fsdp, "megatron": ~fsdp}
 
 
+def rate_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
+    """``{(stack, auto kind or None): boolean column}``: :func:`stack_masks` with ``--stack auto``'s Megatron-Core rows
+    split by :func:`commcost.workload.stacks.auto_kind` (each kind's kernels at its ``auto_sustained`` fraction)."""
+    masks = stack_masks(cols, base, inp)
+    if inp.stack != "auto":
+        return {(inp.stack, None): masks[inp.stack]}
+    zero3 = cols["zero"] == 3
+    return {("fsdp", "fsdp"): masks["fsdp"], ("megatron", "megatron-zero3"): masks["megatron"] & zero3,
+            ("megatron", "megatron"): masks["megatron"] & ~zero3}
+
+
 
 def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from

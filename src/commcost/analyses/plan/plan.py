@@ -87,7 +87,7 @@ from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.offload import offload_exposed_s
 from commcost.workload.operators import kernel_rates
 from commcost.workload.operators import micro_batch_operators
-from commcost.workload.stacks import resolve_stack
+from commcost.workload.stacks import auto_kind, resolve_stack
 from commcost.workload.stacks import stack
 import commcost.analyses.plan.compose as K
 
@@ -461,7 +461,9 @@ def plan_stack(inp: PlanInputs):
     """The :class:`~commcost.workload.stacks.Stack` ``inp`` runs: its ``stack`` (``auto`` resolved for its layout),
     compiled or not; every stack-dependent term of the plan reads it here."""
 
-    return stack(resolve_stack(inp.stack, inp.layout)[0], compiled=inp.compiled)
+    L = inp.layout
+    kind = auto_kind(L.zero, L.tp, L.pp) if inp.stack == "auto" else None
+    return stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled, auto_kind=kind)
 
 
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
