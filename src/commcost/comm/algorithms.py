@@ -91,9 +91,9 @@ channel per NIC across nodes and, inside one NVSwitch node, the channels of the 
 (:func:`commcost.comm.protocols.one_node_ring_graph`: 16 on Blackwell, so 640 GB/s < 0.92 x 720); ring Simple all-reduce across nodes
 pays ``1.4 x`` its latency (``1.9 x`` on Volta); ring Simple inside one NVSwitch node runs at the measured
 ``e_s`` = 0.946 of ``B_i`` (:data:`commcost.comm.protocols.RING_SIMPLE_ONE_NODE_EFFICIENCY`, every ring
-collective; NCCL's tuner, which ranks the protocols, does not see it: :func:`_nccl_order`). In-network (NVLS) is Simple only, with NCCL's latency
-(no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS moves a
-message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
+collective; NCCL's tuner, which ranks the protocols, does not see it: :func:`_nccl_order`). In-network (NVLS)
+is Simple only, with NCCL's latency (no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS
+moves a message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
 GPU, NCCL's defaults), and the last loop (the whole message, if smaller) crosses
 every stage without a next loop to overlap with, so NVLS adds
 ``min(S, L) (1/B_v + [n > 1] E_v/W)`` (``E_v`` the network bytes per byte). This
