@@ -129,9 +129,12 @@ def test_ring_ll128_in_one_blackwell_node_is_capped_per_channel():
     assert ag.bandwidth_s == pytest.approx(7 / 8 * S / 640e9)
     ar = protocol_costs("all_reduce", S, 8, b200, "ring")[Protocol.LL128]
     assert ar.bandwidth_s == pytest.approx(2 * 7 / 8 * S / 640e9)
-    # Simple is not capped: (7/8) S / 720e9
+    # Simple is not capped per channel; it runs at the ring's measured one-node reach e_s = 350/370:
+    # (7/8) S / (720e9 x 350/370) = (7/8) x 33554432 / 681.08e9 = 43.108 us
     assert protocol_costs("all_gather", S, 8, b200, "ring")[Protocol.SIMPLE].bandwidth_s == pytest.approx(
-        7 / 8 * S / 720e9)
+        7 / 8 * S / (720e9 * 350 / 370))
+    assert protocol_costs("all_gather", S, 8, b200, "ring")[Protocol.SIMPLE].bandwidth_s == pytest.approx(
+        43.108e-6, rel=1e-4)
     # Hopper: 12 channels x 36.7 = 440.4 GB/s stays above 0.92 x 370 = 340.4 GB/s: LL128's own bandwidth
     h100 = protocol_costs("all_gather", S, 8, system_topology("dgx-h100", nodes=1), "ring")[Protocol.LL128]
     assert h100.bandwidth_s == pytest.approx(7 / 8 * S / (0.92 * 370e9))

@@ -125,14 +125,16 @@ def test_new_fabric_numbers_by_hand():
 
 
 def test_part_of_a_node_is_priced_on_the_gpus_used():
-    # nccl-tests on 4 of a DGX A100's 8 GPUs: one node, 4 ranks, the ring over 4 GPUs:
-    # bandwidth term 2 (3/4) S / 240e9
+    # nccl-tests on 4 of a DGX A100's 8 GPUs: one node, 4 ranks, the ring over 4 GPUs, Simple at its one-node
+    # reach e_s = 350/370 (RING_SIMPLE_ONE_NODE_EFFICIENCY): bandwidth term 2 (3/4) S / (240e9 x 350/370)
+    # = 1,610,612,736 / 227.03e9 = 7,094.4 us
     topo, P = system_group("dgx-a100", nodes=1, gpus=4)
     assert (P, topo.nodes) == (4, 1)
     from commcost import collective_cost
 
     c = collective_cost("all_reduce", 2 ** 30, P, topo, "ring")
-    assert c.bandwidth_s == pytest.approx(2 * 3 / 4 * 2 ** 30 / 240e9)
+    assert c.bandwidth_s == pytest.approx(2 * 3 / 4 * 2 ** 30 / (240e9 * 350 / 370))
+    assert c.bandwidth_s == pytest.approx(7_094.4e-6, rel=1e-4)
     # 12 GPUs on 2 nodes packs 8 + 4: accepted
     assert system_group("dgx-a100", nodes=2, gpus=12)[1] == 12
     # 16 GPUs cannot span 4 nodes when packed (they fill 2): refused, with the arithmetic and the way out
@@ -176,24 +178,26 @@ def test_dgx_a800_and_hgx_h800_topology_numbers():
 
 def test_dgx_a800_one_node_ring_all_reduce_by_hand():
     # P = 8, S = 1 GiB, ring Simple: t_0 8.4 + 14 steps x 3.4 us = 56.0 us (NCCL ring Simple on NVLink);
-    # 2(P-1)/P S / B = 1.75 x 1,073,741,824 / 160e9 = 11,744.0 us; bus bandwidth 1.75 S / t_bw = 160 GB/s,
-    # 2/3 of dgx-a100's 240 (12 links)
+    # 2(P-1)/P S / (B e_s) = 1.75 x 1,073,741,824 / (160e9 x 350/370) = 11,744.0 x 370/350 = 12,415.1 us;
+    # bus bandwidth 1.75 S / t_bw = 151.4 GB/s (the public 1 GiB A800 run in fabrics.json: 152), 2/3 of
+    # dgx-a100's (12 links)
     S = 2**30
     c = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("dgx-a800"), "ring")
     assert c.latency_s == pytest.approx(56.0e-6)
-    assert c.bandwidth_s == pytest.approx(11_744.0e-6, rel=1e-4)
-    assert c.bandwidth_s == pytest.approx(1.75 * 2**30 / 160e9)  # bus bandwidth 160 GB/s: the hand value exactly
+    assert c.bandwidth_s == pytest.approx(12_415.1e-6, rel=1e-4)
+    assert c.bandwidth_s == pytest.approx(1.75 * 2**30 / (160e9 * 350 / 370))  # the hand value exactly
     ref = collective_cost(Collective.ALL_REDUCE, S, 8, system_topology("dgx-a100"), "ring")
     assert c.bandwidth_s / ref.bandwidth_s == pytest.approx(1.5)
 
 
 def test_hgx_h800_one_node_all_reduce_takes_nvls_by_hand():
-    # ring Simple: 56.0 us + 1.75 x 2**30 / 164.8e9 = 56.0 + 11,401.9 us = 11,457.9 us
+    # ring Simple: 56.0 us + 1.75 x 2**30 / (164.8e9 x 350/370) = 56.0 + 11,401.99 x 370/350 = 56.0 + 12,053.5
+    # = 12,109.5 us
     # NVLS: 2 x 11.5 = 23 us + (S + L) / 122.9e9, fill L = 16 channels x 128 KiB x 8 = 16 MiB:
     #       (1,073,741,824 + 16,777,216) / 122.9e9 = 8,873.2 us -> 8,896.2 us: NVLS wins (as on H800 NCCL's default)
     S, topo = 2**30, system_topology("hgx-h800")
     ring = collective_cost(Collective.ALL_REDUCE, S, 8, topo, "ring")
-    assert ring.total_s == pytest.approx(11_457.9e-6, rel=1e-4)
+    assert ring.total_s == pytest.approx(12_109.5e-6, rel=1e-4)
     best = collective_cost(Collective.ALL_REDUCE, S, 8, topo)
     assert best.algorithm is Algorithm.IN_NETWORK
     assert best.total_s == pytest.approx(8_896.2e-6, rel=1e-4)

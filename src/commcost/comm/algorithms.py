@@ -89,9 +89,11 @@ capped at ``llMaxBw``; the tree's bandwidth is multiplied by NCCL's
 trees do not reach their model bandwidth); ring LL128 is capped at ``c x perChMaxRingLL128Bw``, ``c`` one
 channel per NIC across nodes and, inside one NVSwitch node, the channels of the ring NCCL's search finds
 (:func:`commcost.comm.protocols.one_node_ring_graph`: 16 on Blackwell, so 640 GB/s < 0.92 x 720); ring Simple all-reduce across nodes
-pays ``1.4 x`` its latency (``1.9 x`` on Volta). In-network (NVLS) is Simple only, with NCCL's latency
-(no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS moves a
-message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
+pays ``1.4 x`` its latency (``1.9 x`` on Volta); ring Simple inside one NVSwitch node runs at the measured
+``e_s`` = 0.946 of ``B_i`` (:data:`commcost.comm.protocols.RING_SIMPLE_ONE_NODE_EFFICIENCY`, every ring
+collective; NCCL's tuner, which ranks the protocols, does not see it: :func:`_nccl_order`). In-network (NVLS)
+is Simple only, with NCCL's latency (no launch term, 14/4 of the network step) plus one *pipeline fill*: NVLS
+moves a message in loops of ``L = c k g`` bytes (``c`` = 16 channels of ``k`` = 128 KiB per
 GPU, NCCL's defaults), and the last loop (the whole message, if smaller) crosses
 every stage without a next loop to overlap with, so NVLS adds
 ``min(S, L) (1/B_v + [n > 1] E_v/W)`` (``E_v`` the network bytes per byte). This
@@ -117,7 +119,7 @@ from dataclasses import fields
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor
 from commcost.core.errors import InputError
 from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INTER_STEP_S, REFERENCE_INTRA_STEP_S,
-                                RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
+                                RING_SIMPLE_ONE_NODE_EFFICIENCY, RING_TERMS, TREE_LL128_ONE_NODE_EFFICIENCY,
                                 TREE_TERMS, Protocol, ProtocolTerms, one_node_ring_graph, ring_simple_plateau_factor,
                                 tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
@@ -603,6 +605,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         if p is Protocol.LL128 and (not pm.ll128_enabled or alg is Algorithm.DIRECT):
             continue  # point-to-point never runs LL128 (P2P_LL_THRESHOLD_BYTES)
         eff = TREE_LL128_ONE_NODE_EFFICIENCY if (tree and n == 1 and p is Protocol.LL128) else t.bandwidth_efficiency
+        if ring_graph is not None and p is Protocol.SIMPLE:  # one NVSwitch node: the ring's measured reach
+            eff = eff * RING_SIMPLE_ONE_NODE_EFFICIENCY
         view = _protocol_view(topo, t, eff, nic_share)
         if one_per_node and not tree:
             tree_step = next(x for x in TREE_TERMS if x.protocol is p).inter_step_latency_s
@@ -637,6 +641,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
         out[p] = (lat, bw)
         if ranked:
             ranking[p] = nccl_lat + bw
+        elif ring_graph is not None:  # NCCL's tuner ranks ring Simple at the search's full bandwidth (no e_s)
+            ranking[p] = lat + (bw * RING_SIMPLE_ONE_NODE_EFFICIENCY if p is Protocol.SIMPLE else bw)
     if alg is Algorithm.DIRECT:  # NCCL's size rule, not its tuner, picks a point-to-point protocol
         ll = p2p_uses_ll(S / P if op is Collective.ALL_TO_ALL else S)
         ranking[Protocol.LL] = 1.0 - 1.0 * ll
@@ -670,11 +676,13 @@ def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
 
 
 def _nccl_order(terms: dict[Protocol, tuple[float, float]], ranking: dict[Protocol, float]) -> list[Protocol]:
-    """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except for a
-    ring all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL's
-    tuner does not see: NCCL ranks those by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc),
-    with the same bandwidth terms (``ranking``, filled by :func:`_protocol_terms`), and runs the winner,
-    which commcost then prices lockstep."""
+    """The protocols of ``terms`` in the order NCCL's tuner ranks them: by commcost's own total, except where
+    commcost prices a term NCCL's tuner does not see (``ranking``, filled by :func:`_protocol_terms`): a ring
+    all-gather or reduce-scatter across nodes, whose lockstep latency (:data:`LOCKSTEP_RING_OPS`) NCCL
+    ranks by its own latency sum, ``(P-n) a_i^p + (n-1) a_e^p`` (tuning.cc), and a ring inside one NVSwitch
+    node, whose Simple NCCL ranks at the searched ring's full bandwidth, without the measured reach
+    :data:`commcost.comm.protocols.RING_SIMPLE_ONE_NODE_EFFICIENCY`. NCCL runs the winner, which commcost
+    then prices with its own terms."""
     if ranking:
         return sorted(terms, key=lambda p: ranking[p])
     return sorted(terms, key=lambda p: terms[p][0] + terms[p][1])

@@ -47,7 +47,8 @@ __all__ = [
     "REFERENCE_INTRA_STEP_S", "REFERENCE_INTER_STEP_S", "REFERENCE_BASE_S",
     "RING_SIMPLE_MULTINODE_LATENCY_FACTOR", "RING_SIMPLE_MULTINODE_LATENCY_FACTOR_VOLTA", "ring_simple_plateau_factor",
     "tree_correction", "PER_CHANNEL_MAX_BUS_BANDWIDTH_GB_PER_S", "RING_SEARCH_SPEEDS_GB_PER_S",
-    "RING_SEARCH_MAX_CHANNELS", "one_node_ring_graph",
+    "RING_SEARCH_MAX_CHANNELS", "one_node_ring_graph", "TREE_LL128_ONE_NODE_EFFICIENCY",
+    "RING_SIMPLE_ONE_NODE_EFFICIENCY",
 ]
 
 
@@ -109,6 +110,21 @@ TREE_TERMS: tuple[ProtocolTerms, ...] = (
 
 TREE_LL128_ONE_NODE_EFFICIENCY = 0.92 * 7 / 9
 """Tree LL128 inside one node: NCCL uses 7/9 instead of 120/128."""
+
+RING_SIMPLE_ONE_NODE_EFFICIENCY = 350.0 / 370.0
+"""``e_s``: the share of NCCL's NVLink bandwidth a ring under Simple reaches inside one NVSwitch node (every ring
+collective: all-gather, reduce-scatter, all-reduce, broadcast, reduce).
+
+NCCL's tuner prices ring Simple at the full bandwidth of the ring its search finds (tuning.cc
+``busBw = graphs[a]->nChannels * bw``, with no protocol factor for Simple, where LL gets ``* .5`` and LL128
+``* 0.92``), and commcost's ``B_i`` is the same number (NCCL's per-link ``SM90_NVLINK_BW`` = 20.6 GB/s x 18 =
+370 GB/s on H100). Measured one-node rings on H100 stay below it: NVIDIA/nccl#1281 (nccl-tests on H100:
+reduce_scatter 360 GB/s, all_gather 350 GB/s of bus bandwidth) and NVIDIA/nccl#1506 (H100, 1 GB all-gather,
+ring 350 GB/s); ``e_s`` = the median of the three, 350, over 370 = 0.946. None of these runs is a scored table:
+the Vultr B200 one-node tables (all_gather 672, reduce_scatter 695 GB/s of 720 at 16 GiB), the H100
+reduce-scatter of NVIDIA/nccl#1047 (358 of 370 at 4 GiB) and the A100/GB200 ring all-reduce rows check it.
+Only where commcost models NCCL's one-node ring search (:func:`one_node_ring_graph`: NVIDIA GPUs on an
+NVSwitch); LL and LL128 keep NCCL's own factors and caps."""
 
 NVLS_TERMS = ProtocolTerms(protocol=Protocol.SIMPLE, base_latency_s=0.0, intra_step_latency_s=1.9 * US,
                            inter_step_latency_s=14.0 * US, bandwidth_efficiency=1.0)
