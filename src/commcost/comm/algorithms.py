@@ -501,7 +501,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         if u:
             bw = _max(bw, u / P * S / topo.unlinked_bandwidth_bytes_per_s)
         if n > 1:
-            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(n) if post_s or p2p_efficiency != 1.0 else 1.0)))
+            e_f = fan_in_efficiency(n) if topo.incast_rate_cut and (post_s or p2p_efficiency != 1.0) else 1.0
+            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * e_f))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
@@ -575,8 +576,8 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     ports = topo.nics_per_gpu
     port_bw = topo.inter.bandwidth_bytes_per_s / ports
     nics = min(g_min * ports, MAX_CROSS_NODE_CHANNELS)  # one NIC port per channel, at most 32 channels across nodes
-    if alg is Algorithm.DIRECT:
-        nics = g_min  # point-to-point: every GPU sends through one port of its own, outside the ring graph's channels
+    if alg is Algorithm.DIRECT:  # point-to-point: every GPU sends through its own ports (all of them), outside
+        nics = g_min * ports     # the ring graph's channels (Topology.nics_per_gpu)
     nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = _with_links(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
