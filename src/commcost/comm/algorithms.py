@@ -576,8 +576,10 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     ports = topo.nics_per_gpu
     port_bw = topo.inter.bandwidth_bytes_per_s / ports
     nics = min(g_min * ports, MAX_CROSS_NODE_CHANNELS)  # one NIC port per channel, at most 32 channels across nodes
-    if alg is Algorithm.DIRECT:  # point-to-point: every GPU sends through its own ports (all of them), outside
-        nics = g_min * ports     # the ring graph's channels (Topology.nics_per_gpu)
+    if alg is Algorithm.DIRECT:  # point-to-point: every GPU sends through its own ports, outside the ring graph's
+        # channels; an all-to-all's channels to each peer take all of them (Topology.nics_per_gpu). send/recv keeps
+        # one port here: NCCL spreads its channels the same way, but the pipeline plans were fitted on one port
+        nics = g_min * ports if op is Collective.ALL_TO_ALL else g_min
     nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = _with_links(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)
