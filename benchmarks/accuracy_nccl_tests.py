@@ -106,9 +106,10 @@ def derive_issue20_constants(tables) -> dict[str, float]:
 
     ``e_p`` = median over one-node all-to-all tables of the measured bus bandwidth
     ``(P-1)/P S / t`` over the preset's intra-node achievable bandwidth ``B_i``; ``c`` = median over
-    multi-node all-to-all tables on more than two nodes of
+    multi-node all-to-all tables on more than two nodes of a fabric that cuts rates on incast (RoCE,
+    :attr:`commcost.comm.topology.Topology.incast_rate_cut`) of
     :func:`commcost.comm.algorithms.fan_in_slowdown_from` at the measured NIC rate
-    ``(P-g)/P S / t`` over the preset's ``B_e`` of one port. Neutral values (1, 0) when no table gives one.
+    ``(P-g)/P S / t`` over the preset's ``B_e`` (the sum of a GPU's ports). Neutral values (1, 0) when no table gives one.
     """
     e_ps, cs = [], []
     for t in tables:
@@ -119,9 +120,9 @@ def derive_issue20_constants(tables) -> dict[str, float]:
         g = min(P, topo.gpus_per_node)
         if row.nodes == 1:
             e_ps.append((P - 1) / P * row.size_bytes / row.time_s / topo.intra.bandwidth_bytes_per_s)
-        elif row.nodes > 2:
-            port_bw = topo.inter.bandwidth_bytes_per_s / topo.nics_per_gpu  # an all-to-all drives one port
-            share = (P - g) / P * row.size_bytes / row.time_s / port_bw
+        elif row.nodes > 2 and topo.incast_rate_cut:  # the fan-in loss is a RoCE fabric's (Topology.incast_rate_cut)
+            ports_bw = topo.inter.bandwidth_bytes_per_s  # an all-to-all drives every port of its GPU
+            share = (P - g) / P * row.size_bytes / row.time_s / ports_bw
             cs.append(algorithms.fan_in_slowdown_from(row.nodes, min(share, 1.0)))
     return {"P2P_EFFICIENCY": min(1.0, statistics.median(e_ps)) if e_ps else 1.0,
             "FAN_IN_SLOWDOWN_PER_DOUBLING": max(0.0, statistics.median(cs)) if cs else 0.0}

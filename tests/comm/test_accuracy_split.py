@@ -88,8 +88,9 @@ ISSUE20_A2A = ("alltoall_mi355x_", "alltoall_gb300_oci_", "alltoall_gb200_oci_")
 
 def test_all_to_all_leave_one_system_out_meets_issue_20(loso_rows):
     # measured at this commit on issue 20's tables: across nodes 2.7% over 25 rows, 60% too fast (the held-out OCI
-    # GB200 racks: 2 racks -4%, 3 racks -1%, with the fan-in counted in partner ports per NIC, n - 1; the tuning OCI
-    # GB300 2 racks -49%, unexplained: docs/fabrics.md); inside one node 6.4% over 22 (the held-out MI355X AINIC
+    # GB200 racks, on RoCE: 2 racks -4%, 3 racks -1%, with the fan-in counted in partner ports per NIC, n - 1; the
+    # tuning OCI GB300 2 racks -75% now that an all-to-all drives both of its GPU's ports (-49% on one),
+    # unexplained: docs/fabrics.md); inside one node 6.4% over 22 (the held-out MI355X AINIC
     # 1-node table's 8 rows of 1-128 MiB: 16.1%, all too fast), 64% too fast
     mine = [r for r in loso_rows if r["table"].startswith(ISSUE20_A2A)]
     median, fast, n = _median_fast(mine, "all_to_all", "multi_node")
@@ -98,20 +99,21 @@ def test_all_to_all_leave_one_system_out_meets_issue_20(loso_rows):
     assert n == 22 and median <= 0.10
 
 
-def test_all_to_all_tables_found_after_issue_20_are_held_out_and_far_off_across_nodes(loso_rows):
+def test_all_to_all_tables_found_after_issue_20_are_held_out_and_too_fast_across_nodes(loso_rows):
     # Held-out all-to-all tables added after issue 20 (no constant chosen on them): Vultr B200 1x8 and 2x8, the
     # H100 cluster01's 1x8, 2x8 and 10 nodes x 1, 4, 8 GPUs, AWS p6-b300 2x8. Inside one node they stay close: 8.4%
-    # over 25 rows. Across nodes about 36% over 53 rows, both signs: H100 10x8 +36%, 10x4 +34% and 10x1 +33%, each
-    # GPU's NIC at its line rate where the fan-in slowdown (c per doubling of partner ports, n - 1 = 9, from MI355X
-    # 4x8) takes 1/(1 + c log2 9) = 0.71 of it; p6-b300 2x8 +29..+140% (EFA carries an all-to-all on both ports of a
-    # GPU, 96 GB/s a GPU, where commcost drives one); Vultr B200 2x8 -52% (22.6 GB/s a GPU across nodes, half a NIC,
-    # where the H100 pair of the same shape reaches 49 GB/s: +4%)
+    # over 25 rows. Across nodes 8.4% over 53 rows (36% before the fan-in became RoCE's only and an all-to-all
+    # drove both ports of a GPU), but 87% too fast: H100 10x8 -2%, 10x4 -4%, 10x1 -5% median (each GPU's NIC at
+    # 45-46 GB/s against ib_ndr's 47 from 256 MiB; 32-64 MiB 8-28% fast), 2x8 +4%; p6-b300 2x8 +17% (-15..+42%:
+    # efa_v4's assumed 40 GB/s a port where it moves 48); Vultr B200 2x8 -52% (22.6 GB/s a GPU across nodes, half
+    # a NIC, where the H100 pair of the same shape reaches 49 GB/s)
     new = [r for r in loso_rows if r["op"] == "all_to_all" and not r["table"].startswith(ISSUE20_A2A)]
     assert {r["split"] for r in new} == {"heldout"}
     median, _, n = _median_fast(new, "all_to_all", "one_node")
     assert n == 25 and median <= 0.10
     median, fast, n = _median_fast(new, "all_to_all", "multi_node")
-    assert n == 53 and median > 0.30  # the gap is recorded, not hidden: a model change that closes it updates this
+    assert n == 53 and median <= 0.10
+    assert fast > 0.65  # the sign gap is recorded, not hidden: a model change that closes it updates this
 
 
 def test_all_gather_across_nodes(rows, loso_rows):
@@ -167,7 +169,8 @@ def test_leaving_a_system_out_changes_only_the_constants_it_gave():
     # GB300 1x4 3/4 * 2**34 / 20.527e-3 / 720e9 = 0.8718, 2x4 (7/8) / 21.943e-3 ... = 0.9515,
     # 16x4 (63/64) / 25.357e-3 ... = 0.9263; median (0.8851 + 0.9263)/2 = 0.9057
     assert every["P2P_EFFICIENCY"] == pytest.approx(0.9057, rel=1e-3)
-    # c, NIC rate over one 47 GB/s port, tables on more than 2 nodes only: OCI MI355X 4 x 8,
+    # c, NIC rate over the GPU's ports (one of 47 GB/s on MI355X), tables on more than 2 nodes of a RoCE fabric
+    # only (Topology.incast_rate_cut): OCI MI355X 4 x 8,
     # 0.75 * 2**34 / 328.749e-3 / 47e9 = 0.8339, c = (1/0.8339 - 1) / log2(3) = 0.19918 / 1.58496 = 0.1257
     # (OCI GB300 across 2 racks has one partner port per port: no fan-in to read off it)
     assert every["FAN_IN_SLOWDOWN_PER_DOUBLING"] == pytest.approx(0.1257, rel=2e-3)

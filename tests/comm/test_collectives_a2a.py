@@ -16,7 +16,7 @@ from commcost.comm.algorithms import (FAN_IN_SLOWDOWN_PER_DOUBLING, P2P_EFFICIEN
 from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology
 from commcost.core.errors import InputError
-from commcost.hardware.registry import systems
+from commcost.hardware.registry import fabrics, systems
 
 S16G = 2 ** 34
 
@@ -54,15 +54,34 @@ def test_all_to_all_across_four_mi355x_nodes_by_hand():
 
 
 def test_all_to_all_across_two_and_three_nvl72_racks_by_hand():
-    # gb200-nvl72 with 64 ranks per rack (OCI's 16 trays of 4 a rack), 8 GiB. 2 racks: each rank sends
+    # oci-gb200-nvl72 (RoCE) with 64 ranks per rack (OCI's 16 trays of 4 a rack), 8 GiB. 2 racks: each rank sends
     # 64/128 S through its own 47 GB/s NIC, one partner port per port (no fan-in): 0.5 * 2**33 / 47e9 = 0.0913791 s.
     # 3 racks: 128/192 S at 1 / (1 + 0.1257 * log2(2)) of the NIC: (2/3) * 2**33 * 1.1257 / 47e9 = 0.137158 s
     # (the NVLink part, 63/128 S / (720e9 * 0.906), is 6.5 ms: hidden).
-    racks64 = system_topology("gb200-nvl72", nodes=3, gpus_per_node=64)
+    racks64 = system_topology("oci-gb200-nvl72", nodes=3, gpus_per_node=64)
+    assert racks64.incast_rate_cut
     two = collective_cost("all_to_all", 2 ** 33, 128, racks64)
     three = collective_cost("all_to_all", 2 ** 33, 192, racks64)
     assert two.bandwidth_s == pytest.approx(0.5 * 2 ** 33 / 47e9, rel=1e-9)
     assert three.bandwidth_s == pytest.approx(2 / 3 * 2 ** 33 * 1.1257 / 47e9, rel=1e-9)
+
+
+def test_all_to_all_fan_in_only_on_a_fabric_that_cuts_rates_on_incast():
+    # gb200-nvl72 (InfiniBand, credit-based flow control): the same 3 racks at the whole NIC, no fan-in:
+    # (2/3) * 2**33 / 47e9 = 0.121843 s, 1.1257 times faster than on OCI's RoCE racks above
+    ib = system_topology("gb200-nvl72", nodes=3, gpus_per_node=64)
+    assert not ib.incast_rate_cut
+    assert collective_cost("all_to_all", 2 ** 33, 192, ib).bandwidth_s == pytest.approx(2 / 3 * 2 ** 33 / 47e9,
+                                                                                        rel=1e-9)
+    # dgx-h100 (InfiniBand), 10 nodes x 8, 16 GiB: 72/80 S through the 47 GB/s NIC, no fan-in:
+    # 0.9 * 2**34 / 47e9 = 15461882265.6 / 47e9 = 0.328976 s (fan-in on 10 nodes would take 1 / (1 + 0.1257 log2 9)
+    # = 0.715 of it: 0.460 s)
+    h100 = collective_cost("all_to_all", S16G, 80, system_topology("dgx-h100", nodes=10))
+    assert h100.bandwidth_s == pytest.approx(0.9 * S16G / 47e9, rel=1e-9)
+    # aws-p6-b300 (EFA, SRD) is not RoCE either; roce_400g and roce_200g are the fabrics that cut rates
+    assert not system_topology("aws-p6-b300", nodes=4).incast_rate_cut
+    assert {f: fabrics()[f]["congestion_control"] for f in ("roce_400g", "roce_200g", "ib_ndr", "efa_v4")} == {
+        "roce_400g": "ecn_pfc", "roce_200g": "ecn_pfc", "ib_ndr": "credit", "efa_v4": "srd"}
 
 
 def test_all_to_all_inside_one_mi355x_node_by_hand():
@@ -80,13 +99,22 @@ def test_all_to_all_is_not_capped_by_the_ring_graphs_32_channels():
     assert c.bandwidth_s == pytest.approx(0.5 * S16G / 94e9, rel=1e-9)
 
 
-def test_all_to_all_drives_one_port_where_a_gpu_has_two():
-    # oci-gb300-nvl72: two 400 Gb/s ports per GPU (2 x 47 = 94 GB/s, as gb300-nvl72's one 800 Gb/s port), but an
-    # all-to-all drives one: 0.5 S / 47e9, twice gb300-nvl72's
+def test_all_to_all_drives_both_ports_where_a_gpu_has_two():
+    # oci-gb300-nvl72: two 400 Gb/s ports per GPU (2 x 47 = 94 GB/s, as gb300-nvl72's one 800 Gb/s port); NCCL's
+    # channels to each remote peer take the GPU's two NICs in turn (ncclTopoGetLocalNetType), so an all-to-all
+    # across 2 racks drives both: 0.5 S / 94e9 = 0.5 * 17179869184 / 94e9 = 0.0913823 s
     topo = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=64)
     assert topo.nics_per_gpu == 2 and topo.inter.bandwidth_bytes_per_s == pytest.approx(94e9)
     a2a = collective_cost("all_to_all", S16G, 128, topo)
-    assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / 47e9, rel=1e-9)
+    assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / 94e9, rel=1e-9)
+    # aws-p6-b300, 2 x 8, two EFA ports of 40 GB/s per GPU: 8/16 S / 80e9 = 0.5 * 2**33 / 80e9 = 0.0536871 s
+    p6 = collective_cost("all_to_all", 2 ** 33, 16, system_topology("aws-p6-b300", nodes=2))
+    assert p6.bandwidth_s == pytest.approx(0.5 * 2 ** 33 / 80e9, rel=1e-9)
+    # send/recv keeps one port (its pipeline plans were fitted so): 2 GPUs on 2 nodes, 1 GiB, simple:
+    # 2**30 / 40e9 = 0.0268435 s
+    sr = protocol_costs("send_recv", 2 ** 30, 2, system_topology("aws-p6-b300", nodes=2, gpus_per_node=1),
+                        "direct")["simple"]
+    assert sr.bandwidth_s == pytest.approx(2 ** 30 / 40e9, rel=1e-9)
     # the ring's channels use both ports: 2 domains of 4 GPUs = 8 ports x 47 GB/s = 376 GB/s a node, as one
     # 94 GB/s port per GPU would give: 7/8 S / 376e9 (the NVLink part, 7/8 S (3/4) / 720e9, is smaller)
     four = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=4)

@@ -102,8 +102,9 @@ the measured tables beat only above ~64 MiB.
 
 Under the protocol model the direct all-to-all posts every peer at once (one step per tier, plus
 the proxy's post of each remote peer, :data:`P2P_LL_THRESHOLD_BYTES` for its protocol), reaches
-``e_p B_i`` inside the node (:data:`P2P_EFFICIENCY`) and ``e_f(n) B_e / o`` of one NIC port across
-nodes (:data:`FAN_IN_SLOWDOWN_PER_DOUBLING`: ``n - 1`` partner ports converge on each port).
+``e_p B_i`` inside the node (:data:`P2P_EFFICIENCY`) and ``B_e / o`` across nodes (every port of the GPU), times
+the fan-in share ``e_f(n)`` on RoCE (:data:`FAN_IN_SLOWDOWN_PER_DOUBLING`: ``n - 1`` partner ports converge on
+each port; :attr:`commcost.comm.topology.Topology.incast_rate_cut`).
 
 Under the protocol model, ``auto`` chooses among the algorithms NCCL has (ring,
 tree, in-network; direct for all-to-all and send/recv), since that is what a
@@ -197,7 +198,10 @@ all-to-all, and its rate is the fan-in's (:func:`fan_in_efficiency`)."""
 
 FAN_IN_SLOWDOWN_PER_DOUBLING = 0.1257
 """``c``: the fan-in (incast) loss of an all-to-all across ``n`` nodes, per doubling of the NIC ports that
-converge on one receiving port: ``e_f(n) = 1 / (1 + c log2(n - 1))`` (1 on two nodes).
+converge on one receiving port: ``e_f(n) = 1 / (1 + c log2(n - 1))`` (1 on two nodes), on a fabric that cuts a
+sender's rate on incast (RoCE's ECN/PFC with DCQCN: :attr:`commcost.comm.topology.Topology.incast_rate_cut`).
+InfiniBand (credit-based flow control) and EFA (SRD) pay none: an H100 cluster's 10-node all-to-all keeps its NIC
+at line rate with 9 partner ports, an 8-node AWS p6-b300 one ~0.95 of its two ports (docs/fabrics.md 4.1).
 
 Why nodes and not peers: NCCL sends each remote peer's share through the NIC on the peer's own rail, relayed
 over NVLink by the local GPU that owns that NIC (PXN, on by default for point-to-point:
@@ -214,7 +218,8 @@ MI355X 4 nodes x 8, 0.75 * 2**34 / 328.749 ms = 39.19 GB/s = 0.8339 of the port,
 port): ``1 / (1 + 0.1257) = 0.888`` of the port, measured 0.891 (``(2/3) 2**33 / 136.749 ms / 47 GB/s``).
 The constant it replaces counted remote peers (``r = P - g``, 0.0148 per peer past 8); it put OCI GB200
 across 2 racks (``r = 64``) at 0.55 of its NIC where it runs at 0.96 (+75%), and 3 racks at 0.36 (+144%).
-Not explained by either: OCI GB300 across 2 racks, one partner per port, runs at 0.51 of a port (its run:
+Not explained by either: OCI GB300 across 2 racks, one partner per port, runs at 0.51 of a port, 0.26 of the
+two an all-to-all drives (its run:
 NCCL 2.28.7, 2 ports per GPU, ``NCCL_IB_QPS_PER_CONNECTION=4``; the GB200 run: NCCL 2.27.3, one port,
 ``NCCL_P2P_NET_CHUNKSIZE=524288``); docs/fabrics.md."""
 
@@ -503,7 +508,8 @@ def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topolog
         if u:
             bw = _max(bw, u / P * S / topo.unlinked_bandwidth_bytes_per_s)
         if n > 1:
-            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * (fan_in_efficiency(n) if post_s or p2p_efficiency != 1.0 else 1.0)))
+            e_f = fan_in_efficiency(n) if topo.incast_rate_cut and (post_s or p2p_efficiency != 1.0) else 1.0
+            bw = _max(bw, (P - g_min) / P * S / (B_e_eff * e_f))
         return t0 + lat, bw
     raise InputError(f"{alg.value} is not modelled for {op.value}")  # pragma: no cover
 
@@ -577,8 +583,10 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     ports = topo.nics_per_gpu
     port_bw = topo.inter.bandwidth_bytes_per_s / ports
     nics = min(g_min * ports, MAX_CROSS_NODE_CHANNELS)  # one NIC port per channel, at most 32 channels across nodes
-    if alg is Algorithm.DIRECT:
-        nics = g_min  # point-to-point: every GPU sends through one port of its own, outside the ring graph's channels
+    if alg is Algorithm.DIRECT:  # point-to-point: every GPU sends through its own ports, outside the ring graph's
+        # channels; an all-to-all's channels to each peer take all of them (Topology.nics_per_gpu). send/recv keeps
+        # one port here: NCCL spreads its channels the same way, but the pipeline plans were fitted on one port
+        nics = g_min * ports if op is Collective.ALL_TO_ALL else g_min
     nic_share = nics * port_bw / (g_min * topo.inter.bandwidth_bytes_per_s)
     if alg is Algorithm.IN_NETWORK:  # NVLS: Simple only, NCCL's latency, plus one loop of pipeline fill
         view = _with_links(_protocol_view(topo, NVLS_TERMS, 1.0, nic_share), base_latency_s=0.0)

@@ -86,8 +86,17 @@ class Topology:
     """Extra latency of one network step that crosses the spine (leaf -> spine -> leaf), seconds."""
     nics_per_gpu: int = 1
     """NIC ports each GPU has for the scale-out network (``inter`` is their sum per GPU). NCCL's ring and tree
-    channels spread over every port (at most 32 a node); a point-to-point transfer (all-to-all) drives one port
-    ("Alltoall cannot aggregate the bandwidth of multiple NICs", NVIDIA/nccl-tests#267). 1: one NIC per GPU."""
+    channels spread over every port (at most 32 a node); a point-to-point transfer (all-to-all) drives every
+    port of its GPU too: its channels to a remote peer (at least one per local NIC, src/graph/paths.cc
+    ``ncclTopoGetNchannels``) take the GPU's NICs in turn (src/graph/topo.cc ``ncclTopoGetLocalNetType``:
+    ``net += channelId % netsPerGpu``), but never another GPU's NIC ("Alltoall cannot aggregate the bandwidth of
+    multiple NICs", NVIDIA/nccl-tests#267, said of one NIC per GPU). 1: one NIC per GPU."""
+    incast_rate_cut: bool = False
+    """True on a fabric whose congestion control cuts a sender's rate when flows converge on one port (RoCE v2:
+    ECN marks and PFC pauses, DCQCN rate cuts; fabrics.json ``congestion_control`` = ``ecn_pfc``): an all-to-all
+    across more than two nodes then reaches only the fan-in share of its ports
+    (:func:`commcost.comm.algorithms.fan_in_efficiency`). False: InfiniBand's credit-based flow control, EFA's
+    SRD, TCP (no all-to-all table), custom topologies."""
     network_floor_s: float = 0.0
     """``t_f``: the least time of any collective whose group spans nodes, on a network with a per-message host
     cost (GPUDirect-TCPX/TCPXO, where the data or its control path crosses the host's TCP stack): the latency

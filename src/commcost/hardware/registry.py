@@ -157,6 +157,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         spine_oversubscription=float(sysp.get("spine_oversubscription", 1.0)),
         spine_latency_s=float(sysp.get("spine_latency_s", 0.0)),
         network_floor_s=float(inter.get("collective_floor_s", 0.0)),
+        incast_rate_cut=inter.get("congestion_control") == "ecn_pfc",
         **({"unlinked_peers": int(intra["unlinked_peers"]),
             "unlinked_bandwidth_bytes_per_s": float(intra["unlinked_bandwidth_bytes_per_s"])}
            if "unlinked_peers" in intra and G == int(sysp["gpus_per_node"]) else {}),
