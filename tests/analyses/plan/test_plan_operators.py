@@ -83,7 +83,13 @@ def test_sensitivity_steps_are_plans_steps():
     for v, s in zip(mb.values, mb.step_s):
         assert s == plan(replace(inp, layout=replace(inp.layout, micro_batch=int(v))), model).step_s
     assert "--vp" not in rows            # no pipeline: no virtual stages
-    assert rows["--stack"].current == "megatron"
+    # the plan runs --stack auto: auto's own step first (its kernels at auto_sustained's fraction), then each stack
+    st = rows["--stack"]
+    assert st.current == "auto" and st.values == ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
+    assert st.step_s[0] == plan(inp, model).step_s
+    assert st.step_s[1] == plan(replace(inp, stack="megatron"), model).step_s
+    named = {r.input: r for r in sensitivity(replace(inp, stack="nemo"), model)}["--stack"]
+    assert named.current == "nemo" and "auto" not in named.values
 
 
 def test_cli_prints_the_same_step_and_keys():

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
 from commcost.workload.stacks import STACKS
-from commcost.workload.stacks import resolve_stack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +72,8 @@ def sensitivity(inp: PlanInputs, model: CommModel) -> tuple[SensitivityRow, ...]
     L = inp.layout
     trials = [("--micro-batch", "micro_batch", [str(b) for b in MICRO_BATCHES], str(L.micro_batch), int),
               ("--recompute", "recompute", ["none", "selective", "full"], L.recompute, str),
-              ("--stack", "stack", [s for s in STACKS if s != "auto"], resolve_stack(inp.stack, L)[0], str)]
+              # under auto, auto itself first: its kernels' fraction is not the resolved stack's (stacks.auto_kind)
+              ("--stack", "stack", [s for s in STACKS if s != "auto" or inp.stack == "auto"], inp.stack, str)]
     if L.pp > 1:
         trials.insert(1, ("--vp", "vp", [str(v) for v in VIRTUAL_STAGES], str(L.vp), int))
     rows = []
