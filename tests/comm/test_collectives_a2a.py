@@ -107,14 +107,14 @@ def test_all_to_all_drives_both_ports_where_a_gpu_has_two():
     assert topo.nics_per_gpu == 2 and topo.inter.bandwidth_bytes_per_s == pytest.approx(94e9)
     a2a = collective_cost("all_to_all", S16G, 128, topo)
     assert a2a.bandwidth_s == pytest.approx(0.5 * S16G / 94e9, rel=1e-9)
-    # aws-p6-b300, 2 x 8, two EFA ports of 40 GB/s per GPU: 8/16 S / 80e9 = 0.5 * 2**33 / 80e9 = 0.0536871 s
+    # aws-p6-b300, 2 x 8, two EFA ports of 47 GB/s per GPU: 8/16 S / 94e9 = 0.5 * 2**33 / 94e9 = 0.0456911 s
     p6 = collective_cost("all_to_all", 2 ** 33, 16, system_topology("aws-p6-b300", nodes=2))
-    assert p6.bandwidth_s == pytest.approx(0.5 * 2 ** 33 / 80e9, rel=1e-9)
+    assert p6.bandwidth_s == pytest.approx(0.5 * 2 ** 33 / 94e9, rel=1e-9)
     # send/recv keeps one port (its pipeline plans were fitted so): 2 GPUs on 2 nodes, 1 GiB, simple:
-    # 2**30 / 40e9 = 0.0268435 s
+    # 2**30 / 47e9 = 0.0228456 s (one efa_v4 port)
     sr = protocol_costs("send_recv", 2 ** 30, 2, system_topology("aws-p6-b300", nodes=2, gpus_per_node=1),
                         "direct")["simple"]
-    assert sr.bandwidth_s == pytest.approx(2 ** 30 / 40e9, rel=1e-9)
+    assert sr.bandwidth_s == pytest.approx(2 ** 30 / 47e9, rel=1e-9)
     # the ring's channels use both ports: 2 domains of 4 GPUs = 8 ports x 47 GB/s = 376 GB/s a node, as one
     # 94 GB/s port per GPU would give: 7/8 S / 376e9 (the NVLink part, 7/8 S (3/4) / 720e9, is smaller)
     four = system_topology("oci-gb300-nvl72", nodes=2, gpus_per_node=4)

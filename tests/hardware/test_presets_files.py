@@ -211,9 +211,9 @@ def test_cloud_presets_for_the_collective_tables_by_hand():
     t = system_topology("azure-nd-mi300x-v5", nodes=2)
     assert (t.intra.bandwidth_bytes_per_s, t.inter.bandwidth_bytes_per_s, t.nics_per_gpu) == (315e9, 47e9, 1)
     assert t.in_network is None
-    # AWS p6-b300: 16 x 400 Gb/s EFA for 8 GPUs = 2 ports per GPU; efa_v4 reaches 40 GB/s a port: 2 x 40 = 80 GB/s
+    # AWS p6-b300: 16 x 400 Gb/s EFA for 8 GPUs = 2 ports per GPU; efa_v4 reaches 47 GB/s a port: 2 x 47 = 94 GB/s
     t = system_topology("aws-p6-b300", nodes=2)
-    assert (t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (2, 80e9)
+    assert (t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (2, 94e9)
     assert systems()["aws-p6-b300"]["gpu"] == "b300" and systems()["aws-p6-b300"]["nics_per_gpu_source"]
 
 
@@ -225,6 +225,31 @@ def test_more_cloud_presets_by_hand():
     # OCI BM.GPU.H100.8: 16 x 200 Gb/s RoCE for 8 GPUs = 2 ports of 23.5 GB/s achievable = 47 GB/s a GPU
     t = system_topology("oci-bm-gpu-h100", nodes=2)
     assert (t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (2, 47e9)
-    # AWS p6e-gb200: 28.8 Tbps EFAv4 / 72 GPUs = 400 Gb/s, one efa_v4 port (40 GB/s), 72 GPUs in one NVLink domain
+    # AWS p6e-gb200: 28.8 Tbps EFAv4 / 72 GPUs = 400 Gb/s, one efa_v4 port (47 GB/s), 72 GPUs in one NVLink domain
     t = system_topology("aws-p6e-gb200", nodes=2)
-    assert (t.gpus_per_node, t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (72, 1, 40e9)
+    assert (t.gpus_per_node, t.nics_per_gpu, t.inter.bandwidth_bytes_per_s) == (72, 1, 47e9)
+
+
+def test_efa_v4_numbers_by_hand():
+    # achievable: one GPU per node on 8 p6-b300 nodes, all-to-all bus bandwidth (n-1)/n S / t = what each GPU
+    # sends over the network = 94 GB/s ('flat ~94 GB/s'), through two 400 Gb/s ports: 94 / 2 = 47 GB/s a port,
+    # 47 / 50 = 94% of line
+    efa = fabrics()["efa_v4"]
+    assert efa["achievable_bandwidth_bytes_per_s"] == 94e9 / 2
+    assert efa["achievable_bandwidth_bytes_per_s"] / efa["line_bandwidth_bytes_per_s"] == pytest.approx(0.94)
+    # the preset then gives that run back: 8 ranks, 1 GPU a node, 8 GiB; the network term
+    # (P - 1)/P S / (2 x 47e9) = 7/8 x 8,589,934,592 / 94e9 = 79,958 us; bus bandwidth 7/8 S / t = 94 GB/s
+    topo, P = system_group("aws-p6-b300", nodes=8, gpus=8, gpus_per_node=1)
+    S = 8 * 2 ** 30
+    c = collective_cost("all_to_all", S, P, topo)
+    assert c.bandwidth_s == pytest.approx(7 / 8 * S / 94e9)
+    assert 7 / 8 * S / c.total_s / 1e9 == pytest.approx(94, rel=0.005)
+    # step latency: 2x p6-b200, all-reduce of 8 B on 16 ranks takes 50.6-57.1 us for 8-256 B (median 55.1 us,
+    # dstack#3961). The preset prices it as a tree under LL (NCCL's Tree LL terms over the ring-LL128 anchors):
+    #   base 8.4 x 6.8/8.4 = 6.8 us; NVLink step 1.9 x 0.6/1.9 = 0.6 us; EFA step 16 x 5.0/4.0 = 20 us
+    #   6.8 + 2 x ((8 - 1) x 0.6 + log2(2) x 20) = 6.8 + 2 x (4.2 + 20) = 55.2 us (+ 8 B of bandwidth, nothing)
+    assert efa["step_latency_s"] == 16e-6
+    topo, P = system_group("aws-p6-b200", nodes=2, gpus=16)
+    c = collective_cost("all_reduce", 8, P, topo)
+    assert c.algorithm is Algorithm.TREE
+    assert c.latency_s == pytest.approx(55.2e-6)
