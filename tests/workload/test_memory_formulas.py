@@ -109,6 +109,31 @@ def test_transformer_engine_layer_in_fp8_llama31_8b():
     assert layer_activation_bytes(**kw, **eager, gemm_input_bytes=2.0) == 168_064 * 8192 * 5
 
 
+def test_megatron_core_060_layer_with_dropout_llama3_8b():
+    # FlagPerf's Llama 3 8B runs (stack megatron-2024: Megatron-Core core_v0.6.0, Transformer Engine 1.3, bf16, flash,
+    # Megatron's default hidden dropout 0.1, micro-batch 1). What the layer's autograd keeps, per token at t = 1
+    # (h = 4096 = 32 x 128, n_kv = 8, f = 14,336):
+    #   TE LayerNormLinear (QKV, fc1) saves its bf16 input and its ln_out, 2 h + 2 h each:     8 h = 32,768
+    #   Q 2 x 32 x 128 = 8,192, K and V 2 x 8 x 128 each = 4,096 (flash-attn's saved copies)      12,288
+    #   the projection's input = flash-attn's saved output (one storage at b = 1) 2 x 32 x 128     8,192
+    #   flash-attn's fp32 log-sum-exp 4 x 32                                                          128
+    #   BiasSwiGLUFunction's input (fc1 output, 2 f bf16) 4 f and fc2's input 2 f: 6 f =          86,016
+    #   the two bias-dropout-adds' 1-byte masks 2 h                                                 8,192
+    #   32,768 + 12,288 + 8,192 + 128 + 86,016 + 8,192 = 147,584 bytes a token (2 h fewer without dropout)
+    # Under sequence parallelism over t = 8 every one of them is split (TE 1.3 saves the sharded ln_out and
+    # re-gathers it in backward): 147,584 / 8 = 18,448 bytes a token.
+    spec = replace(model_spec("llama3-8b"), dropout=True)
+    saved = stack_saved_kwargs(stack("megatron-2024"), spec)
+    assert saved == dict(gated_bytes=4.0, norm_saved_bytes=2.0, rotary_saved_copies=0.0)
+    kw = dict(seq_local=8192, micro_batch=1, hidden=4096, heads=32, kv_heads=8, qk_head_dim=128, head_dim=128,
+              mlp_width=14336, gated=True, flash=True, recompute="none", **saved)
+    # 147,584 x 8,192 = 1,209,008,128; without dropout 139,392 x 8,192 = 1,141,899,264
+    assert layer_activation_bytes(**kw, tp=1, sequence_parallel=False, dropout=True) == 1_209_008_128
+    assert layer_activation_bytes(**kw, tp=1, sequence_parallel=False, dropout=False) == 1_141_899_264
+    # 18,448 x 8,192 = 151,126,016
+    assert layer_activation_bytes(**kw, tp=8, sequence_parallel=True, dropout=True) == 151_126_016
+
+
 def test_full_recompute_working_set_is_one_to_two_layers_by_hand():
     # 2 layers, s' = 32, b = 1, h = 64, 4 heads of d = 16, f = 256, flash, no dropout, one GPU. One layer without
     # recomputation: norms' inputs 4 sbh + QKV and MLP inputs 4 sbh = 8 x 2,048 = 16,384; Q, K 2 s (4 + 4) 16 =
