@@ -175,3 +175,22 @@ def test_working_spread_moves_the_low_ends_and_the_verdict_by_hand():
     small = replace(m, capacity_bytes=60.5 * GiB)
     assert small.verdict == "does not fit" and not small.fits
     assert m.to_dict()["peak_allocated_range_bytes"] == pytest.approx([60 * GiB, 70 * GiB])
+
+
+def test_learned_positions_are_whole_on_every_tensor_parallel_rank():
+    # Megatron-Core's LanguageModelEmbedding keeps its position embedding as a torch.nn.Embedding beside the
+    # VocabParallelEmbedding: split over t are V h and the head, not P h. V = 1,000, h = 64, P = 128, tied head,
+    # final norm h = 64 (no biases), t = 8; with layers_held = 0 the stage holds only its ends:
+    #   p = 1: (V h + final norm) / t + P h = (64,000 + 64) / 8 + 8,192 = 8,008 + 8,192 = 16,200
+    #          (all over t it would be (64,000 + 8,192 + 64) / 8 = 9,032)
+    #   p = 2: the embedding's stage 64,000 / 8 + 8,192 = 16,192 against the head's (a copy of V h, tied) and the
+    #          final norm (64,000 + 64) / 8 = 8,008: 16,192
+    from commcost.core.xp import SCALAR
+    from commcost.workload.memory import stage_params
+    spec = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=1000, max_positions=128,
+                           tied_embeddings=True)
+    kw = dict(layers_held=0.0, tp=8, ep=1, expert_tp=1)
+    assert stage_params(SCALAR, spec, pp=1, **kw) == (16_200.0, 0.0)
+    assert stage_params(SCALAR, spec, pp=2, **kw) == (16_192.0, 0.0)
+    # rotary (P = 0): nothing whole; p = 1: (64,000 + 64) / 8 = 8,008
+    assert stage_params(SCALAR, replace(spec, max_positions=0), pp=1, **kw) == (8_008.0, 0.0)

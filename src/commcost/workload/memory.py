@@ -160,13 +160,18 @@ def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_t
     """``(N_d, N_e)``: the stage's ``L/p`` layers' dense weights (attention, dense MLPs, shared experts,
     router, norms) over t, plus the embedding or output head (both when p = 1; neither for a middle stage,
     ``with_end`` false), and its routed experts over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`).
-    Array-safe in the layout."""
+    The vocabulary embedding and the head are split over t; a learned position embedding ``P h`` is not: every
+    tensor-parallel rank holds it whole (Megatron-Core ``LanguageModelEmbedding``: ``torch.nn.Embedding(
+    max_sequence_length, hidden_size)`` beside the ``VocabParallelEmbedding``; Megatron-LM's legacy
+    ``Embedding`` alike). Array-safe in the layout."""
     L = spec.layers
     per_layer_dense = layer_dense_params(spec)
-    ends = xp.where(pp == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
-                    max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
+    vocab = spec.vocab * spec.hidden
+    positions = spec.embedding_params - vocab   # P h, on the embedding's stage, whole
+    ends = xp.where(pp == 1, (vocab + spec.head_params + spec.final_norm_params) / tp + positions,
+                    xp.maximum(vocab / tp + positions, ((spec.head_params or vocab) + spec.final_norm_params) / tp))
     ends = ends if with_end else 0.0 * ends
-    dense = (layers_held * per_layer_dense + ends) / tp
+    dense = layers_held * per_layer_dense / tp + ends
     expert = spec.expert_params_total * layers_held / L / (ep * expert_tp)
     return dense, expert
 
