@@ -139,6 +139,21 @@ for _id in ("mlperf-uf-b200-llama31-405b-256", "mlperf-uf-b200-llama31-405b-448"
 """Rows whose pipeline split counts the embedding and the head as a layer each (``Layout.split_counts_ends``), with
 the recipe or paper that says so."""
 
+_MEGATRON_DEFAULTS = ("FlagOpen/FlagPerf training/benchmarks/llama3_{8B,70B}/megatron/pretrain_llama3.sh pass neither "
+                      "--hidden-dropout nor --attention-dropout, nor --position-embedding-type rope, nor "
+                      "--untie-embeddings-and-output-weights, so NVIDIA/Megatron-LM core_v0.6.0 megatron/training/"
+                      "arguments.py's defaults apply: hidden_dropout and attention_dropout 0.1 (the hidden dropout "
+                      "after the embedding and in both bias-dropout-adds, megatron/core/fusions/fused_bias_dropout.py), "
+                      "position_embedding_type learned_absolute over --max-position-embeddings 8192, and the output "
+                      "layer sharing the word embeddings")
+RUN_MODEL_BY_ROW = {_id: (dict(dropout=True, max_positions=8192, tied_embeddings=True), _MEGATRON_DEFAULTS) for _id in (
+    "fp-l3-8b-a800-pp2dp4", "fp-l3-8b-h100-tp2dp4", "fp-l3-8b-h100-tp2dp4-fp8", "fp-l3-8b-h100-tp2dp8",
+    "fp-l3-8b-h100-tp2dp8-fp8", "fp-l3-8b-a800-pp4dp2", "fp-l3-8b-a800-pp2dp2tp2", "fp-l3-8b-a800-pp2tp4",
+    "fp-l3-8b-a800-pp8", "fp-l3-8b-a800-tp8", "fp-l3-8b-a800-pp4tp2", "fp-l3-70b-h100-64")}
+"""Rows whose launch script trains a model that departs from their preset (``TransformerSpec`` fields: dropout's
+saved masks and traffic, a learned position embedding instead of rotary, a tied head), with the script that says
+so (run inputs, not fitted)."""
+
 _MLPERF_BUCKET = ("mlcommons/training_results_v5.1 {folder} conf/custom.yaml optim.bucket_size (Megatron-Core "
                   "DistributedDataParallelConfig.bucket_size: parameters per bucket) {params:,}{how}; pretrain.py "
                   "grad_reduce_in_fp32=False: 2 bytes per gradient, {mib} MiB per bucket")
@@ -161,6 +176,8 @@ say."""
 def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]:
     """The row's plan inputs; MoE rows with the recipe's settings (``moe``, default :data:`RECIPE_MOE`)."""
     spec = model_spec(row["model"])
+    if row["id"] in RUN_MODEL_BY_ROW:
+        spec = replace(spec, **RUN_MODEL_BY_ROW[row["id"]][0])
     if moe is None:
         stated = {k: row[k] for k in ("etp", "a2a", "moe_overlap", "expert_load") if row.get(k)}
         moe = RECIPE_MOE if not stated else {"etp": int(stated["etp"]), "a2a": stated["a2a"],

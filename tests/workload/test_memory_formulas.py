@@ -90,10 +90,11 @@ def test_transformer_engine_layer_in_fp8_llama31_8b():
     # (h = 4096 = 32 x 128, n_kv = 8, f = 14,336, no dropout, flash, fused rotary):
     #   each norm's bf16 input 2 h, twice:                          4 h = 16,384
     #   the QKV and fc1 inputs cast to fp8 (ln_out), 1 byte each:   2 h =  8,192
-    #   Q and K 2 (32 + 8) 128 = 10,240; V 2 x 8 x 128 = 2,048; the projection's fp8 input 32 x 128 = 4,096
+    #   Q and K 2 (32 + 8) 128 = 10,240; V 2 x 8 x 128 = 2,048; the projection's fp8 input 32 x 128 = 4,096 and
+    #   flash attention's bf16 output, which the kernel saves for its own backward, 2 x 32 x 128 = 8,192
     #   fc1's bf16 output (SwiGLU's input, 2 f x 2 bytes) 4 f and the fp8 activation output 1 f: 5 f = 71,680
     #   flash attention's fp32 log-sum-exp 4 x 32 = 128
-    #   16,384 + 8,192 + 10,240 + 2,048 + 4,096 + 71,680 + 128 = 112,768 bytes a token
+    #   16,384 + 8,192 + 10,240 + 2,048 + 4,096 + 8,192 + 71,680 + 128 = 120,960 bytes a token
     from commcost.workload.memory import gemm_input_bytes
     te = stack("amd-fsdp-te-2025")
     assert gemm_input_bytes(te, True) == 1.0 and gemm_input_bytes(te, False) == 2.0
@@ -101,12 +102,38 @@ def test_transformer_engine_layer_in_fp8_llama31_8b():
     assert saved == dict(gated_bytes=4.0, norm_saved_bytes=2.0, rotary_saved_copies=0.0)
     kw = dict(seq_local=8192, micro_batch=5, hidden=4096, heads=32, kv_heads=8, qk_head_dim=128, head_dim=128,
               mlp_width=14336, gated=True, tp=1, sequence_parallel=False, dropout=False, flash=True, recompute="none")
-    # 112,768 x 8,192 x 5 = 4,618,977,280
-    assert layer_activation_bytes(**kw, **saved, gemm_input_bytes=1.0) == 4_618_977_280
-    # the fsdp stack's eager layer in fp8 keeps bf16 GEMM inputs and SiLU's operands (q_in 2, q_g 6): 2 h + 1 h more
-    # for the two GEMM inputs and O's input, (6 + 2) f instead of 5 f: 112,768 + 8,192 + 4,096 + 3 x 14,336 = 168,064
+    # 120,960 x 8,192 x 5 = 4,954,521,600
+    assert layer_activation_bytes(**kw, **saved, gemm_input_bytes=1.0) == 4_954_521_600
+    # the fsdp stack's eager layer in fp8 keeps bf16 GEMM inputs and SiLU's operands (q_in 2, q_g 6): 2 h more for
+    # the two GEMM inputs, O's input once in bf16 (1 h less than bf16 + fp8), (6 + 2) f instead of 5 f:
+    # 120,960 + 8,192 - 4,096 + 3 x 14,336 = 168,064
     eager = stack_saved_kwargs(stack("fsdp"), model_spec("llama3.1-8b"))
     assert layer_activation_bytes(**kw, **eager, gemm_input_bytes=2.0) == 168_064 * 8192 * 5
+
+
+def test_megatron_core_060_layer_with_dropout_llama3_8b():
+    # FlagPerf's Llama 3 8B runs (stack megatron-2024: Megatron-Core core_v0.6.0, Transformer Engine 1.3, bf16, flash,
+    # Megatron's default hidden dropout 0.1, micro-batch 1). What the layer's autograd keeps, per token at t = 1
+    # (h = 4096 = 32 x 128, n_kv = 8, f = 14,336):
+    #   TE LayerNormLinear (QKV, fc1) saves its bf16 input and its ln_out, 2 h + 2 h each:     8 h = 32,768
+    #   Q 2 x 32 x 128 = 8,192, K and V 2 x 8 x 128 each = 4,096 (flash-attn's saved copies)      12,288
+    #   the projection's input = flash-attn's saved output (one storage at b = 1) 2 x 32 x 128     8,192
+    #   flash-attn's fp32 log-sum-exp 4 x 32                                                          128
+    #   BiasSwiGLUFunction's input (fc1 output, 2 f bf16) 4 f and fc2's input 2 f: 6 f =          86,016
+    #   the two bias-dropout-adds' 1-byte masks 2 h                                                 8,192
+    #   32,768 + 12,288 + 8,192 + 128 + 86,016 + 8,192 = 147,584 bytes a token (2 h fewer without dropout)
+    # Under sequence parallelism over t = 8 every one of them is split (TE 1.3 saves the sharded ln_out and
+    # re-gathers it in backward): 147,584 / 8 = 18,448 bytes a token.
+    spec = replace(model_spec("llama3-8b"), dropout=True)
+    saved = stack_saved_kwargs(stack("megatron-2024"), spec)
+    assert saved == dict(gated_bytes=4.0, norm_saved_bytes=2.0, rotary_saved_copies=0.0)
+    kw = dict(seq_local=8192, micro_batch=1, hidden=4096, heads=32, kv_heads=8, qk_head_dim=128, head_dim=128,
+              mlp_width=14336, gated=True, flash=True, recompute="none", **saved)
+    # 147,584 x 8,192 = 1,209,008,128; without dropout 139,392 x 8,192 = 1,141,899,264
+    assert layer_activation_bytes(**kw, tp=1, sequence_parallel=False, dropout=True) == 1_209_008_128
+    assert layer_activation_bytes(**kw, tp=1, sequence_parallel=False, dropout=False) == 1_141_899_264
+    # 18,448 x 8,192 = 151,126,016
+    assert layer_activation_bytes(**kw, tp=8, sequence_parallel=True, dropout=True) == 151_126_016
 
 
 def test_full_recompute_working_set_is_one_to_two_layers_by_hand():
@@ -150,3 +177,22 @@ def test_working_spread_moves_the_low_ends_and_the_verdict_by_hand():
     small = replace(m, capacity_bytes=60.5 * GiB)
     assert small.verdict == "does not fit" and not small.fits
     assert m.to_dict()["peak_allocated_range_bytes"] == pytest.approx([60 * GiB, 70 * GiB])
+
+
+def test_learned_positions_are_whole_on_every_tensor_parallel_rank():
+    # Megatron-Core's LanguageModelEmbedding keeps its position embedding as a torch.nn.Embedding beside the
+    # VocabParallelEmbedding: split over t are V h and the head, not P h. V = 1,000, h = 64, P = 128, tied head,
+    # final norm h = 64 (no biases), t = 8; with layers_held = 0 the stage holds only its ends:
+    #   p = 1: (V h + final norm) / t + P h = (64,000 + 64) / 8 + 8,192 = 8,008 + 8,192 = 16,200
+    #          (all over t it would be (64,000 + 8,192 + 64) / 8 = 9,032)
+    #   p = 2: the embedding's stage 64,000 / 8 + 8,192 = 16,192 against the head's (a copy of V h, tied) and the
+    #          final norm (64,000 + 64) / 8 = 8,008: 16,192
+    from commcost.core.xp import SCALAR
+    from commcost.workload.memory import stage_params
+    spec = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=1000, max_positions=128,
+                           tied_embeddings=True)
+    kw = dict(layers_held=0.0, tp=8, ep=1, expert_tp=1)
+    assert stage_params(SCALAR, spec, pp=1, **kw) == (16_200.0, 0.0)
+    assert stage_params(SCALAR, spec, pp=2, **kw) == (16_192.0, 0.0)
+    # rotary (P = 0): nothing whole; p = 1: (64,000 + 64) / 8 = 8,008
+    assert stage_params(SCALAR, replace(spec, max_positions=0), pp=1, **kw) == (8_008.0, 0.0)

@@ -76,6 +76,8 @@ def test_device_memory_rows_compare_with_what_the_card_holds():
     # before the rows were read as device memory and the deepspeed stack's eager norm and rotary were counted);
     # 10.7% with NCCL's buffers per communicator (Megatron's two extra groups), NVLS on the H100/H800 rows, TE's
     # fp8 weight cache and Megatron's 10-byte loss; 10.3% with FlagScale's two rows as megatron-2023 (eager norms)
+    # 9.8% with FlagPerf's Llama 3 rows priced with the model their scripts launch (Megatron's defaults: dropout 0.1,
+    # learned positions, tied head), learned positions whole on every TP rank and fp8's bf16 attention output
     assert statistics.median(abs(e) for e in errs) <= 0.11
     # under on balance (16 of 18 when written, 14 of 18 now): the card holds what plan does not count
     assert statistics.median(errs) < 0
@@ -83,9 +85,9 @@ def test_device_memory_rows_compare_with_what_the_card_holds():
 
 def test_transformer_engine_fp8_rows_fit():
     # AMD's train_fsdp.py runs Llama 3.1 8B in fp8 over TE TransformerLayers (stack amd-fsdp-te-2025): MI325X at
-    # batch 5 x 8,192 or 10 x 4,096 (40,960 tokens a rank). Activations 32 layers x 112,768 bytes a token
+    # batch 5 x 8,192 or 10 x 4,096 (40,960 tokens a rank). Activations 32 layers x 120,960 bytes a token
     # (tests/workload/test_memory_formulas.py) + the loss's 4 bytes a token and vocabulary entry:
-    # 40,960 x (32 x 112,768 + 4 x 128,256) = 168,820,736,000 = 157.23 GiB, on a 238.4 GiB card. Priced with the fsdp
+    # 40,960 x (32 x 120,960 + 4 x 128,256) = 179,558,154,240 = 167.23 GiB, on a 238.4 GiB card. Priced with the fsdp
     # stack's eager layer (168,064 bytes a token) they read "does not fit" (224.7 GiB of activations)
     rows = [r for r in csv.DictReader(plan_accuracy.DATA.open()) if r["stack"] == "amd-fsdp-te-2025"]
     assert sorted(r["id"] for r in rows) == ["amdpt-mi300x-llama31-8b-fp8-4k", "amdpt-mi300x-llama31-8b-fp8-8k",
@@ -94,5 +96,5 @@ def test_transformer_engine_fp8_rows_fit():
         inp, _ = plan_accuracy.inputs(row)
         m = plan_memory(inp)
         if row["id"].startswith("amdpt-mi325x"):
-            assert m.activations_bytes == 168_820_736_000, row["id"]
+            assert m.activations_bytes == 179_558_154_240, row["id"]
         assert m.verdict != "does not fit", row["id"]

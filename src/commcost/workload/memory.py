@@ -160,13 +160,18 @@ def stage_params(xp, spec: TransformerSpec, *, layers_held, pp, tp, ep, expert_t
     """``(N_d, N_e)``: the stage's ``L/p`` layers' dense weights (attention, dense MLPs, shared experts,
     router, norms) over t, plus the embedding or output head (both when p = 1; neither for a middle stage,
     ``with_end`` false), and its routed experts over ``e t_e`` (:attr:`~commcost.parallel.layout.Layout.expert_tp`).
-    Array-safe in the layout."""
+    The vocabulary embedding and the head are split over t; a learned position embedding ``P h`` is not: every
+    tensor-parallel rank holds it whole (Megatron-Core ``LanguageModelEmbedding``: ``torch.nn.Embedding(
+    max_sequence_length, hidden_size)`` beside the ``VocabParallelEmbedding``; Megatron-LM's legacy
+    ``Embedding`` alike). Array-safe in the layout."""
     L = spec.layers
     per_layer_dense = layer_dense_params(spec)
-    ends = xp.where(pp == 1, spec.embedding_params + spec.head_params + spec.final_norm_params,
-                    max(spec.embedding_params, (spec.head_params or spec.embedding_params) + spec.final_norm_params))
+    vocab = spec.vocab * spec.hidden
+    positions = spec.embedding_params - vocab   # P h, on the embedding's stage, whole
+    ends = xp.where(pp == 1, (vocab + spec.head_params + spec.final_norm_params) / tp + positions,
+                    xp.maximum(vocab / tp + positions, ((spec.head_params or vocab) + spec.final_norm_params) / tp))
     ends = ends if with_end else 0.0 * ends
-    dense = (layers_held * per_layer_dense + ends) / tp
+    dense = layers_held * per_layer_dense / tp + ends
     expert = spec.expert_params_total * layers_held / L / (ep * expert_tp)
     return dense, expert
 
@@ -218,7 +223,11 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     experts have total width ``shared_width``. ``gemm_input_bytes`` (``q_in``) is what each GEMM's
     saved input takes per element: 2 in bf16, 1 where an fp8 recipe saves the quantized copy
     (Transformer Engine keeps the fp8 input for the weight gradient): the QKV and MLP inputs
-    ``2 q_in s'bh``, O's input ``q_in s'b n_q d``, the down projection's input ``q_in s'b f``.
+    ``2 q_in s'bh``, O's input ``q_in s'b n_q d``, the down projection's input ``q_in s'b f``; with flash attention
+    and ``q_in`` = 1 O's input also stays in bf16, ``(2 + q_in) s'b n_q d``: the attention kernel saves its bf16
+    output for its own backward (flash-attn's and Transformer Engine's ``FusedAttnFunc``: ``save_for_backward(q, k,
+    v, out, ...)``) and the projection saves its fp8 cast apart (Transformer Engine 1.3 ``module/linear.py``:
+    ``saved_inputmat`` the ``cast_to_fp8`` of its input); in bf16 the two are one tensor.
     ``gated_bytes`` (``q_g``) is what a gated MLP keeps per element of f besides the down projection's input:
     6 where the activation runs eager (gate and up outputs, SiLU's output: ``F.silu(w1 x) * w3 x``), 4 where a
     fused SwiGLU saves only its input (Megatron-Core's ``BiasSwiGLUFunction`` saves the fc1 output and
@@ -253,8 +262,9 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     mask = 1.0 if dropout else 0.0
     q_in = gemm_input_bytes
     replicated = (2.0 * norm_saved_bytes + 2.0 * q_in + 2.0 * mask) * sbh
+    o_input = q_in + 2.0 * (flash and q_in != 2.0)   # flash keeps its bf16 output beside O's quantized input
     attention = (2.0 * (1.0 + rotary_saved_copies) * s * b * (heads + kv_local) * qk_head_dim
-                 + 2.0 * s * b * kv_local * head_dim + q_in * s * b * heads * head_dim)
+                 + 2.0 * s * b * kv_local * head_dim + o_input * s * b * heads * head_dim)
     mlp_per_width = (gated_bytes if gated else 2.0) + q_in
     if top_k:
         mlp = (mlp_per_width * s * b * top_k * mlp_width + mlp_per_width * s * b * shared_width)
@@ -262,7 +272,7 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     else:
         mlp = mlp_per_width * s * b * mlp_width
     if "mla_up_proj" in recompute_modules:
-        attention = q_in * s * b * heads * head_dim
+        attention = o_input * s * b * heads * head_dim
     if "mlp" in recompute_modules and not top_k:
         mlp = 0.0
     if recompute == "attention_module":
