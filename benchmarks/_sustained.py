@@ -32,7 +32,7 @@ def chip(gpu: str) -> str:
 
 
 STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "megatron-2022": "megatron",
-                "megatron-2023": "megatron", "megatron-2024": "megatron", "nemo-2024": "nemo", "deepspeed-2022": "deepspeed",
+                "megatron-2023": "megatron", "megatron-2024": "megatron", "nemo-2024": "nemo", "nemo-2024h1": "nemo", "deepspeed-2022": "deepspeed",
                 "llm-foundry-2023": "fsdp", "amd-fsdp-te-2025": "fsdp"}
 """Stack versions that share one training loop share one ``u_stack`` (fitted on their rows together;
 Megatron-LM of 2021 and of 2023 (the legacy local transformer: its own kernels, priced as such, in Megatron's

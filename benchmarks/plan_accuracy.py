@@ -56,7 +56,7 @@ from commcost.workload.transformer import model_spec
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-NEMO = ("nemo", "nemo-2024")
+NEMO = ("nemo", "nemo-2024", "nemo-2024h1")
 """NeMo's releases: their performance recipes run TE's TP communication overlap (stacks.json nemo)."""
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.csv"
 MOE_DATA = DATA.with_name("published_moe_runs.csv")

@@ -97,7 +97,7 @@ def test_plan_names_the_stacks_that_run_its_layout_past_releases_too(dp_plan):
     # parallelism, today's then the past releases, except torchtitan-0.0 (no gradient accumulation without a pipeline)
     # and llm-foundry-2023 (FULL_SHARD or SHARD_GRAD_OP only: ZeRO-3 or 2)
     want = ("megatron", "nemo", "deepspeed", "torchtitan", "fsdp", "megatron-2021", "megatron-2022", "megatron-2023",
-            "megatron-2024", "nemo-2024", "deepspeed-2022", "amd-fsdp-te-2025")
+            "megatron-2024", "nemo-2024", "nemo-2024h1", "deepspeed-2022", "amd-fsdp-te-2025")
     assert plan_to_dict(dp_plan)["stacks_that_run"] == list(want)
     text = render_plan_text(dp_plan)
     assert "  stacks that run this layout (hardware/stacks.json): " + ", ".join(want) in text.replace("\n    ", " ")

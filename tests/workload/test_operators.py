@@ -336,3 +336,20 @@ def test_llm_foundry_2023_shares_fsdps_refitted_sustained_fraction_by_hand():
     eta = load_preset_file("kernels.json")["gpus"]["a100-sxm4-80gb"]["gemm_efficiency"]["bf16"]
     a100 = kernel_rates("a100-sxm4-80gb", "bf16", stack("llm-foundry-2023"))
     assert a100.gemm_flops_per_s == pytest.approx(0.937 * 0.991 * 312e12 * eta, rel=1e-12)
+
+
+def test_nemo_2024h1_runs_flashattention2_on_h100_by_hand():
+    # NeMo 24.01-24.05 containers under the NeMo launcher: NVTE_FUSED_ATTN=0, so Transformer Engine keeps its
+    # FlashAttention-2 path (with context parallelism too): kernels.json's H100 fa2 row 0.36 / 0.30 where the
+    # 24.09 release (nemo-2024) runs cuDNN, the fa3 row 0.558 / 0.478. At sequence 16,384, head dim 128:
+    # s/(s + 400) = 16384 / 16784 = 0.97616778..., so 0.36 x 0.97616778 = 0.35142040, 0.30 x 0.97616778 = 0.29285033
+    from commcost.workload.operators import attention_efficiency, kernel_rates
+    from commcost.workload.stacks import stack
+    early = kernel_rates("h100-sxm", "fp8", stack("nemo-2024h1"))
+    late = kernel_rates("h100-sxm", "fp8", stack("nemo-2024"))
+    assert (early.attention_forward_efficiency, early.attention_backward_efficiency) == (0.36, 0.30)
+    assert (late.attention_forward_efficiency, late.attention_backward_efficiency) == (0.558, 0.478)
+    assert attention_efficiency(SCALAR, early, seq=16384, head_dim=128) == pytest.approx((0.35142040, 0.29285033),
+                                                                                       rel=1e-7)
+    # everything but the attention kernel is the 24.09 release's: the GEMM rate is the same
+    assert early.gemm_flops_per_s == late.gemm_flops_per_s

@@ -298,3 +298,13 @@ def test_amd_fsdp_te_2025_is_fsdp_with_transformer_engine_layers():
     for name in ("7112e272", "TransformerLayer", "ctx.save_for_backward", "fused=True"):
         assert name in te.source
     assert stack_layouts("amd-fsdp-te-2025").zero == stack_layouts("fsdp").zero
+
+
+def test_nemo_2024h1_is_nemo_2024_with_flashattention2():
+    # the NeMo launcher's NVTE_FUSED_ATTN=0 (tags 24.01-24.07) changes only which attention kernel runs
+    from commcost.workload.stacks import PAST_RELEASES, stack
+    assert "nemo-2024h1" in PAST_RELEASES
+    early, late = stack("nemo-2024h1"), stack("nemo-2024")
+    assert (early.attention_kernel, late.attention_kernel) == ("fa2", "fa3")
+    assert early.sustained == late.sustained and early.selective == late.selective
+    assert early.norm_accesses == late.norm_accesses and early.grad_bytes == late.grad_bytes

@@ -34,7 +34,7 @@ __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
 
-PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
+PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024", "nemo-2024h1",
                  "deepspeed-2022", "llm-foundry-2023", "amd-fsdp-te-2025")
 """Earlier releases that published runs used (``stacks.json`` says how they differ; ``amd-fsdp-te-2025`` is AMD's
 FSDP benchmark script over Transformer Engine layers, fsdp with what TE's layers keep for backward). The library, the

@@ -259,15 +259,16 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
     # the distributed optimizer with TP and PP: Megatron, NeMo and Megatron-DeepSpeed, today's and 2022's (Megatron-LM
     # of 2021 ran DDP only)
     assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=1, global_batch=64)) == (
-        "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024", "deepspeed-2022")
+        "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024", "nemo-2024h1",
+        "deepspeed-2022")
     # DDP with TP and PP: the 2021 release too; with selective recomputation not the 2021-22 releases that recompute
     # none or full (Megatron-LM of 2021, Megatron-DeepSpeed of 2022)
     assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, global_batch=64)) == (
         "megatron", "nemo", "deepspeed", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024",
-        "deepspeed-2022")
+        "nemo-2024h1", "deepspeed-2022")
     assert stacks_running(Layout(dp=8, tp=8, pp=4, zero=0, recompute="selective", global_batch=64)) == (
-        "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024")
-    # FSDP alone: every stack but the Megatrons before Megatron-FSDP (2021-2024 and NeMo 24.09-25.02: ZeRO 0/1
+        "megatron", "nemo", "deepspeed", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024", "nemo-2024h1")
+    # FSDP alone: every stack but the Megatrons before Megatron-FSDP (2021-2024 and NeMo 24.01-25.02: ZeRO 0/1
     # only); with selective recomputation not llm-foundry of 2023 (whole blocks only) nor Megatron-DeepSpeed of 2022
     assert stacks_running(Layout(dp=64, zero=3, global_batch=64)) == ("megatron", "nemo", "deepspeed", "torchtitan",
                                                                          "fsdp", "torchtitan-0.0", "deepspeed-2022",
