@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
-__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kind", "given_stack_flag", "StackLayouts",
+__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "given_stack_flag", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
            "stacks_running"]
 
@@ -175,13 +175,19 @@ AUTO_KINDS = ("megatron", "megatron-zero3", "fsdp")
 """The kinds of layout ``--stack auto`` prices at a sustained fraction of their own (:func:`auto_kind`)."""
 
 
+def auto_kinds(zero, tp, pp) -> dict:
+    """``{kind: whether the layout is of it}`` for each of :data:`AUTO_KINDS`, the kinds of layout ``auto`` prices
+    (``stacks.json`` ``auto_sustained``): ``fsdp`` (:func:`auto_is_fsdp`), ``megatron-zero3`` (ZeRO-3 with TP or PP:
+    behaviour as Megatron-Core, but the published runs of it are FSDP2 with TP or PP), else ``megatron``.
+    Array-safe (``commcost search`` applies it to columns)."""
+    fsdp = auto_is_fsdp(zero, tp, pp)
+    zero3 = zero == 3
+    return {"megatron": (zero3 | fsdp) ^ True, "megatron-zero3": zero3 & (fsdp ^ True), "fsdp": fsdp}
+
+
 def auto_kind(zero, tp, pp) -> str:
-    """The kind of layout ``auto`` prices (``stacks.json`` ``auto_sustained``): ``fsdp`` (:func:`auto_is_fsdp`),
-    ``megatron-zero3`` (ZeRO-3 with TP or PP: behaviour as Megatron-Core, but the published runs of it are
-    FSDP2 with TP or PP), else ``megatron``."""
-    if auto_is_fsdp(zero, tp, pp):
-        return "fsdp"
-    return "megatron-zero3" if zero == 3 else "megatron"
+    """The one of :func:`auto_kinds` a single layout is."""
+    return next(kind for kind, on in auto_kinds(zero, tp, pp).items() if on)
 
 
 def given_stack_flag(name: str, attribute: str, auto_value):

@@ -26,7 +26,7 @@ from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
 from commcost.workload.offload import resident_layers
-from commcost.workload.stacks import auto_is_fsdp
+from commcost.workload.stacks import auto_is_fsdp, auto_kinds
 from commcost.workload.stacks import given_stack_flag
 from commcost.workload.stacks import stack
 
@@ -126,12 +126,11 @@ def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
 def rate_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
     """``{(stack, auto kind or None): boolean column}``: :func:`stack_masks` with ``--stack auto``'s Megatron-Core rows
     split by :func:`commcost.workload.stacks.auto_kind` (each kind's kernels at its ``auto_sustained`` fraction)."""
-    masks = stack_masks(cols, base, inp)
     if inp.stack != "auto":
-        return {(inp.stack, None): masks[inp.stack]}
-    zero3 = cols["zero"] == 3
-    return {("fsdp", "fsdp"): masks["fsdp"], ("megatron", "megatron-zero3"): masks["megatron"] & zero3,
-            ("megatron", "megatron"): masks["megatron"] & ~zero3}
+        return {(inp.stack, None): stack_masks(cols, base, inp)[inp.stack]}
+    bi = cols["bi"]
+    kinds = auto_kinds(cols["zero"], base["t"][bi], base["p"][bi])
+    return {("fsdp" if kind == "fsdp" else "megatron", kind): on for kind, on in kinds.items()}
 
 
 
