@@ -1,11 +1,16 @@
 """How close ``commcost plan`` comes to published training runs (tests/data/published_runs.csv).
 
-For every row: the published step time (from the metric the source printed: see
-tests/data/SOURCES.md) against the plan's step with the default efficiencies of
-hardware/compute.json, |error| = |predicted - published| / published. Median and p90 on the tuning
-rows and on the held-out third, dense and MoE apart. Then "calibrated from one run": each row
-predicted with the efficiency fitted (:func:`commcost.calibrate.efficiency.fit_efficiency`) on
-another run of the same model family and GPU (a tuning row where one exists).
+For every row: the published step time (from the metric the source printed: see tests/data/SOURCES.md)
+against the plan's step. **The headline is out of sample** (benchmarks/_validation.py), printed first and in
+this order: leave-one-project-out (each project's runs, a framework's or a paper's documents together as
+tests/data/run_projects.csv says, predicted with the sustained fractions fitted on the other projects; a past
+release serving that project alone priced as its base), a time split (fitted on the runs published before
+2024-09, the later ones scored) and no stack named (each held-out run as a new user plans it: ``--stack auto``,
+the GPU's default preset, no recipe flags), each as median |error|, p90, median signed error and the share too
+fast. Then the fitted fractions, memory, the MoE rows and every row; last the figures IN SAMPLE (the shipped
+constants, fitted on these same runs: the ``split`` column no longer keeps any run out of a fit, and its
+``new`` rows print as ``added``), and "calibrated from one run": each row predicted with the efficiency fitted
+(:func:`commcost.calibrate.efficiency.fit_efficiency`) on another run of the same model family and GPU.
 
 NeMo and Megatron-Bridge rows (``stack`` nemo) are planned with ``tp_comm_overlap`` (their performance
 recipes turn Transformer Engine's TP communication overlap on), and so are rows whose id says
@@ -17,20 +22,22 @@ force-balance the routing (load imbalance 1); the GB200/GB300 rows dispatch insi
 (HybridEP, priced as the NCCL all-to-all there), the H100 rows as :data:`RECIPE_MOE_BY_ROW` says (the
 1F1B all-to-all overlap, DeepEP for DeepSeek-V3), each with the recipe file that sets it. They are
 reported apart (signed, share too fast): no constant is fitted on MoE rows (the sustained fractions come
-from the dense rows alone); the headline is the MoE leave-one-source-out (each MoE row predicted with the
-fractions fitted on the other sources' dense rows); the same rows under Megatron's defaults (expert TP
-= t, NCCL, no overlap) are shown beside.
+from the dense rows alone); their out-of-sample line is the MoE leave-one-project-out (each MoE row
+predicted with the fractions fitted on the other projects' dense rows); the same rows under Megatron's
+defaults (expert TP = t, NCCL, no overlap) are shown beside.
 
 Dense rows take the recipe's DP bucket size where the recipe sets one (:data:`RECIPE_BUCKET_BY_ROW`, the MLPerf
 runs' ``optim.bucket_size``), every other row DDP's default; rows whose pipeline split counts the embedding and the
 loss as layers are in :data:`SPLIT_COUNTS_ENDS`, each with the file or paper that says so.
 
-Rows with ``split`` = ``new`` (runs from sources not yet used for any default) are reported on lines
-of their own and never serve as the donor of a tuning or held-out row.
+Rows with ``split`` = ``new`` were added after the first fit; they are in every fit now (in sample), print
+as ``added`` and never serve as the donor of a tuning or held-out row in the calibrated column.
 
-``--fit`` prints the efficiencies the tuning rows imply (median of the per-row fits, by GPU and
-precision class; the MoE factor as the median ratio of MoE fits to the dense default): what
-compute.json holds. Usage: python benchmarks/plan_accuracy.py [--fit] [--rows]
+``--fit`` prints the sustained fractions fitted on every dense row (what kernels.json and stacks.json ship;
+a test requires them equal); ``--interval`` the prediction interval's ratios from the leave-one-project-out
+(what hardware/step_interval.json ships); ``--write-rows`` writes every run's signed error in sample and under
+each out-of-sample figure to benchmarks/plan_accuracy_rows.csv (committed: rerun it with a change that moves
+a run). Usage: python benchmarks/plan_accuracy.py [--fit | --interval | --write-rows]
 """
 
 from __future__ import annotations
@@ -210,7 +217,10 @@ def p90(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, math.ceil(0.9 * len(xs)) - 1)]
 
 
-def main(argv: list[str]) -> int:
+def score_runs(*, out_of_sample: bool = True) -> tuple[list[dict], list[dict]]:
+    """``(results, fits)``: every run planned with the shipped constants (``in_sample``: signed error), its
+    project and date, every dense run's fitted fractions; with ``out_of_sample`` also the leave-one-project-out,
+    time split and no-stack errors (benchmarks/_validation.py)."""
     import _validation as V
 
     rows = list(csv.DictReader(DATA.open())) + list(csv.DictReader(MOE_DATA.open()))
@@ -227,11 +237,19 @@ def main(argv: list[str]) -> int:
                             err=abs(pr.step_s - measured) / measured, in_sample=(pr.step_s - measured) / measured))
     V.attach_projects(results)
     fits = fit_fractions(results)
+    if out_of_sample:
+        V.leave_one_project_out(results, fits)
+        V.time_split(results, fits)
+    return results, fits
+
+
+def main(argv: list[str]) -> int:
+    import _validation as V
+
+    results, fits = score_runs(out_of_sample="--fit" not in argv)
     if "--fit" in argv:
         print_fractions(fits)
         return 0
-    V.leave_one_project_out(results, fits)
-    V.time_split(results, fits)
     V.print_headline(results)
     if "--interval" in argv:   # what hardware/step_interval.json ships
         print(V.dumps_interval(results))
