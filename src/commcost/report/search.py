@@ -361,6 +361,8 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
                 flat.update({f"{k}.{kk}": vv for kk, vv in v.items()})
             elif not isinstance(v, list):
                 flat[k] = v
+            elif k == "step_interval_s":   # the prediction interval's edges, a column each
+                flat["step_interval_low_s"], flat["step_interval_high_s"] = v
         rows.append(flat)
 
 
