@@ -16,8 +16,8 @@ Every figure here predicts a run with constants fitted without it:
   rather than the run's variant, the pipeline split without the embedding and head counted as layers); the
   layout, batch, sequence, precision, recomputation, FlashAttention, compile and offload stay as the run's.
 
-In the first two a **past release** of a stack (``stacks.json``; :data:`commcost.workload.stacks.PAST_RELEASES`)
-whose every run is among the scored ones is priced as its base (:func:`release_base`): a release that serves
+In the first two a **past release** of a stack (a ``stacks.json`` entry with a ``base``, or one of
+:data:`_sustained.STACK_FAMILY`'s versions) whose every run is among the scored ones is priced as its base (:func:`release_base`): a release that serves
 one project (or only runs published after the cut) was written while looking at those runs, so it is scored
 as what the project would have been priced as without it.
 
@@ -75,7 +75,7 @@ def lone_releases(results: list[dict], scored: list[dict]) -> set[str]:
     """The past releases every run of which is in ``scored`` (priced as their base while those are scored)."""
     users: dict[str, list[int]] = {}
     for r in results:
-        if r["inp"].stack in stacks.PAST_RELEASES:
+        if r["inp"].stack != "auto" and release_base(r["inp"].stack) != r["inp"].stack:   # a past release
             users.setdefault(r["inp"].stack, []).append(id(r))
     ids = {id(r) for r in scored}
     return {name for name, rs in users.items() if all(i in ids for i in rs)}

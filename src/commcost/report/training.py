@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from commcost.analyses.interval import training_interval
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.interval import StepInterval
@@ -16,8 +18,6 @@ def training_to_dict(c: TrainingCost, interval: StepInterval | None = None) -> d
     ``price_per_gpu_hour``, the same two numbers under their first names (kept for readers of those);
     ``days_interval``, ``gpu_hours_interval``, ``cost_usd_interval`` ``[low, high]`` at the step's prediction
     interval (:func:`commcost.analyses.interval.training_interval`; null without ``interval`` or a price)."""
-    from commcost.analyses.interval import training_interval
-
     ivs = (training_interval(c, interval) if interval is not None
            else {"days_interval": None, "gpu_hours_interval": None, "cost_usd_interval": None})
     return {"tokens": c.tokens, "days": c.days, "gpu_hours": c.gpu_hours, "cost": c.cost,
