@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from commcost.analyses.interval import StepInterval
+from commcost.report._interval import interval_cell
 from conftest import run_commcost
 
 PLAN = ("plan", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "256", "--tp", "8", "--pp", "4",
@@ -77,3 +79,12 @@ def test_a_search_above_the_frontier_starts_the_interval_at_the_frontier_step():
     assert best["step_interval_s"][0] == pytest.approx(t_star)
     assert best["step_interval_s"][1] == pytest.approx(max(best["step_interval_ratios"][1] * t_star,
                                                            best["step_band_s"][1]))
+
+
+def test_the_search_cell_says_when_the_interval_starts_at_the_frontier():
+    iv = StepInterval(step_s=1.0, low_s=0.9, high_s=1.2, coverage=0.8, ratios=(0.9, 1.2), band_s=None,
+                      frontier_step_s=None)
+    assert interval_cell(iv) == "80% interval 900.00 ms-1.200 s"
+    above = StepInterval(step_s=1.0, low_s=1.2, high_s=1.44, coverage=0.8, ratios=(0.9, 1.2), band_s=None,
+                         frontier_step_s=1.2)
+    assert interval_cell(above).endswith("(MFU frontier)")

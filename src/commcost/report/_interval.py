@@ -25,8 +25,10 @@ def interval_to_dict(p: Plan, iv: StepInterval) -> dict[str, object]:
 
 
 def interval_cell(iv: StepInterval) -> str:
-    """``80% interval 1.23-1.67 s`` (a search table's cell)."""
-    return f"{iv.coverage:.0%} interval {format_seconds(iv.low_s)}-{format_seconds(iv.high_s)}"
+    """``80% interval 1.23 s-1.67 s`` (a search table's cell), ``(MFU frontier)`` after it where the interval
+    starts at the step of the best published MFU."""
+    return (f"{iv.coverage:.0%} interval {format_seconds(iv.low_s)}-{format_seconds(iv.high_s)}"
+            + (" (MFU frontier)" if iv.frontier_step_s is not None else ""))
 
 
 def interval_line(p: Plan, iv: StepInterval) -> str:
