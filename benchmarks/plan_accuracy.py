@@ -279,8 +279,8 @@ def main(argv: list[str]) -> int:
             r["cal_err"] = abs(pc.step_s - r["measured"]) / r["measured"]
             r["donor"] = donors[0]["row"]["id"]
     print()
-    print("IN SAMPLE: the shipped constants, fitted on these same runs (every dense run fits the sustained")
-    print("fractions whatever its split; 'added' = split new: runs added after the first fit, now in it too)")
+    print("IN SAMPLE: the shipped constants, fitted on these same dense runs (every dense run fits the sustained")
+    print("fractions whatever its split; MoE runs fit none; 'added' = split new: added after the first fit, in it now)")
     print(f"{'set':<15}{'n':>4}{'median':>8}{'p90':>7}{'signed':>8}{'fast':>6}{'cal. n':>7}{'median':>8}{'p90':>7}")
     for split in ("tune", "holdout", "new"):
         for kind in ("dense", "moe"):
