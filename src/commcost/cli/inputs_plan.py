@@ -5,7 +5,8 @@ and :class:`~commcost.analyses.plan.search_inputs.SearchInputs` with its space b
 enumerated.
 
 Part of the input builder (:mod:`commcost.cli.inputs` and its ``inputs_*`` siblings), the one reader of
-the argparse Namespace; not on the drill's start-up path, so its imports sit at the top.
+the argparse Namespace. ``commcost plan`` starts through it, so what only ``search`` (the search space)
+or a calibration (the efficiency fit) needs is imported inside the function that uses it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from collections import namedtuple
 from dataclasses import replace
 
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
-from commcost.analyses.plan.space import count_upper_bound
-from commcost.calibrate.efficiency import fit_efficiency, load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
 from commcost.cli.inputs import _si, fabric_flags
@@ -143,11 +141,15 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
         flops_per_s = _si(args.measured_tflops, TERA) or args.mfu * peak_flops_per_s(gpu, args.precision)
         measured = plan(inp, model).model_flops_per_step / (flops_per_s * layout.world)
     if measured is not None:
+        from commcost.calibrate.efficiency import fit_efficiency
+
         inp = replace(inp, efficiency=fit_efficiency(inp, model, measured))
     elif args.save_calibration:
         A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
     doc = None
     if args.calibration is not None:
+        from commcost.calibrate.efficiency import load_calibration
+
         doc = load_calibration(args.calibration)
         inp = replace(inp, efficiency=float(doc["efficiency"]))
     if args.trace_out:
@@ -246,6 +248,9 @@ class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust",
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
+    from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
+    from commcost.analyses.plan.space import count_upper_bound
+
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
     if args.global_batch > MAX_GLOBAL_BATCH:

@@ -8,14 +8,10 @@ from commcost.cli import _args as A
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.sensitivity import sensitivity
-from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
 from commcost.analyses.interval import plan_interval
-from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
 from commcost.cli.inputs_plan import plan_request
-from commcost.report.chrome_trace import plan_chrome_trace
-from commcost.report.chrome_trace import write_trace
 from commcost.report.plan import plan_run_notes
 from commcost.report.plan import render_plan_json
 from commcost.report.plan import render_plan_text
@@ -144,15 +140,21 @@ def run(args: argparse.Namespace) -> int:
     req = plan_request(args)
     inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology
     if req.save_calibration:
+        from commcost.calibrate.efficiency import save_calibration  # only here: plan imports what it uses
+
         save_calibration(req.save_calibration, inp, inp.efficiency, req.measured_step_s)
     result = plan(inp, model)
     # a system preset alone: the measured band of each class
     band = None if band_topology is None else plan_band(inp, result, model, band_topology)
     interval = plan_interval(result, band)   # the step's prediction interval (commcost.analyses.interval)
     if req.trace_out:
+        from commcost.report.chrome_trace import plan_chrome_trace, write_trace
+
         write_trace(req.trace_out, plan_chrome_trace(result))
     run_cost = None
     if req.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
+        from commcost.analyses.plan.training_cost import training_cost
+
         run_cost = training_cost(tokens=req.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
                                  gpus=inp.layout.world, price_per_gpu_hour=req.price_per_gpu_hour)
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
