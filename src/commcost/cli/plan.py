@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
                                   calibration=req.calibration, calibration_path=req.calibration_path,
                                   trace_out=req.trace_out, run_cost=run_cost, interval=interval)
-    sens = sensitivity(inp, model)
+    sens = sensitivity(inp, model, result)   # the plan itself is not priced again
     print(render_plan_json(result, extra, band, sens, interval) if req.json
           else render_plan_text(result, notes, band, sens, interval))
     return 0
