@@ -44,7 +44,8 @@ from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_facto
 from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.core.units import format_bytes
-from commcost.core.validation import require_finite_positive
+from commcost.core.limits import MAX_REGIMES
+from commcost.core.validation import require_at_most, require_finite_positive
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.band import collective_band
 from commcost.comm.topology import place
@@ -298,8 +299,11 @@ def fit_alpha_beta(samples: Sequence[Sample], *, op: Collective, gpus: int,
         raise InputError(f"only the ring form is fitted so far, got {algorithm}")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 2:
         raise InputError(f"gpus must be an integer >= 2 to fit a collective, got {gpus!r}")
+    if isinstance(max_regimes, bool) or not isinstance(max_regimes, int):
+        raise TypeError(f"max_regimes must be an int, got {type(max_regimes).__name__}")
     if max_regimes < 1:
         raise InputError(f"max_regimes must be >= 1, got {max_regimes}")
+    require_at_most("max_regimes", max_regimes, MAX_REGIMES)
     points = sorted(samples, key=lambda s: s.size_bytes)
     sizes = sorted({p.size_bytes for p in points})
     if len(sizes) < 2:
