@@ -62,10 +62,10 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
     says otherwise. The choice is :func:`~commcost.step.timeline.pick_best`': the largest cap whose exposed
     time is within max(5%, 50 us) of the smallest, never exposing more than PyTorch's default.
     """
-    stream = gradient_stream(inp)
     if caps_bytes is not None and len(caps_bytes) > MAX_BUCKET_CAPS:
         raise InputError(f"caps_bytes: at most {MAX_BUCKET_CAPS:,} caps are simulated in one sweep, got "
                          f"{len(caps_bytes):,}")
+    stream = gradient_stream(inp)
     grid = caps_bytes or advice_grid(stream.total_bytes)
     cost = allreduce_s or comm_allreduce_cost(inp)
     memo: dict[float, float] = {}
