@@ -91,6 +91,9 @@ class Regime:
     def __post_init__(self) -> None:
         require_finite_positive("alpha_s", self.alpha_s, allow_zero=True)
         require_finite_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        require_finite_positive("min_size_bytes", self.min_size_bytes, allow_zero=True)
+        if self.max_size_bytes != math.inf:  # inf: the last regime's open end
+            require_finite_positive("max_size_bytes", self.max_size_bytes)
         if not 0 <= self.min_size_bytes < self.max_size_bytes:
             raise InputError(f"regime size range must satisfy 0 <= min < max, got "
                              f"[{self.min_size_bytes:g}, {self.max_size_bytes:g})")

@@ -77,8 +77,7 @@ def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
     point-to-point transfers; algorithms that are not bandwidth optimal (tree) or
     not point-to-point (NVLS, SHARP) can show a busbw above the link bandwidth.
     """
-    if gpus < 1:
-        raise InputError(f"gpus must be >= 1, got {gpus}")
+    require_count("gpus", gpus)
     n = gpus
     match op:
         case Collective.ALL_REDUCE:
@@ -155,19 +154,19 @@ def ring_latency_steps(op: Collective, gpus: int) -> int:
     return gpus - 1
 
 
-def _check(message_bytes: float, gpus: int, link=None) -> None:
+def _check(message_bytes: float, gpus: int) -> None:
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
     require_at_most("message_bytes", message_bytes, MAX_MESSAGE_BYTES)
     require_count("gpus", gpus)
     require_at_most("gpus", gpus, MAX_GPUS)
-    if link is not None and not isinstance(link, Link):
-        raise TypeError(f"link must be a commcost.Link, got {type(link).__name__}")
 
 
 def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
           gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """``T = k(P-1) a + k(P-1)/P * S/B`` with ``k`` = 2 for all-reduce, 1 otherwise."""
-    _check(message_bytes, gpus, link)
+    _check(message_bytes, gpus)
+    if not isinstance(link, Link):
+        raise TypeError(f"link must be a commcost.Link, got {type(link).__name__}")
     k, P, S = steps_per_rank_minus_one, gpus, message_bytes
     a, B = link.latency_s, link.bandwidth_bytes_per_s
     return CollectiveCost(

@@ -49,6 +49,16 @@ class ProfileScope:
     backend: str | None = None
     """Backend of the measurement (nccl, gloo, rccl; None: not recorded)."""
 
+    def __post_init__(self) -> None:
+        from commcost.core.validation import require_count
+
+        if not isinstance(self.op, Collective):
+            raise TypeError(f"op must be a Collective, got {type(self.op).__name__}")
+        require_count("gpus", self.gpus)
+        for name in ("nodes", "gpus_per_node"):
+            if getattr(self, name) is not None:
+                require_count(name, getattr(self, name))
+
     def describe(self) -> str:
         where = f"{self.gpus} ranks"
         if self.nodes is not None:

@@ -109,13 +109,17 @@ def ddp_bucket_caps(bucket_cap_mb: float | None = None, *,
         cap = DEFAULT_BUCKET_CAP_MIB * int(MiB)
         first = DEFAULT_FIRST_BUCKET_BYTES
     else:
-        if isinstance(bucket_cap_mb, bool) or not bucket_cap_mb > 0:
-            raise InputError(f"bucket_cap_mb must be > 0, got {bucket_cap_mb!r}")
+        if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)):
+            raise TypeError(f"bucket_cap_mb must be a number of MiB, got {type(bucket_cap_mb).__name__}")
+        if not 0 < bucket_cap_mb <= 2.0**40:
+            raise InputError(f"bucket_cap_mb must be > 0 and at most 2**40 MiB, got {bucket_cap_mb!r}")
         cap = int(bucket_cap_mb * MiB)
         if cap < 1:
             raise InputError(f"bucket_cap_mb = {bucket_cap_mb:g} MiB is under one byte")
         first = cap
     if first_bucket_bytes is not None:
+        if isinstance(first_bucket_bytes, bool) or not isinstance(first_bucket_bytes, int):
+            raise TypeError(f"first_bucket_bytes must be an int, got {type(first_bucket_bytes).__name__}")
         first = first_bucket_bytes
     return DdpBucketCaps(bucket_cap_bytes=cap, first_bucket_cap_bytes=first)
 
