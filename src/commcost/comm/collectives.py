@@ -78,6 +78,7 @@ def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
     not point-to-point (NVLS, SHARP) can show a busbw above the link bandwidth.
     """
     require_count("gpus", gpus)
+    require_at_most("gpus", gpus, MAX_GPUS)
     n = gpus
     match op:
         case Collective.ALL_REDUCE:

@@ -145,11 +145,15 @@ def assign_buckets_by_size(
     if not limits:
         raise InputError("bucket size limits must not be empty")
     for lim in limits:
-        if lim < 1:
-            raise InputError(f"bucket size limit must be >= 1 byte, got {lim!r}")
+        if isinstance(lim, bool) or not isinstance(lim, (int, float)):
+            raise TypeError(f"bucket size limit must be a number of bytes, got {type(lim).__name__}")
+        if not 1 <= lim <= 2.0**60:  # NaN fails too
+            raise InputError(f"bucket size limit must be between 1 byte and 2**60, got {lim!r}")
     for i, b in enumerate(tensor_bytes):
-        if b < 0:
-            raise InputError(f"tensor {i} has negative size {b!r} bytes")
+        if isinstance(b, bool) or not isinstance(b, (int, float)):
+            raise TypeError(f"tensor {i}'s size must be a number of bytes, got {type(b).__name__}")
+        if not 0 <= b <= 2.0**60:
+            raise InputError(f"tensor {i} has size {b!r} bytes (must be between 0 and 2**60)")
     keys = keys if keys is not None else (None,) * n
     if len(keys) != n or (sparse is not None and len(sparse) != n):
         raise InputError(f"keys/sparse must have one entry per tensor ({n})")
