@@ -155,7 +155,7 @@ FLAG_BOUNDS: dict[str, tuple[float, float, str]] = {
     "--tail-budget": (1e-6, 1, ""),
     "--threshold": (1e-6, 1, ""),
     "--backward-fraction": (1e-6, 1, ""),
-    # commcost.core.limits, the library's own bounds (tests/cli/test_args_bounds_limits.py checks they agree)
+    # commcost.core.limits, the library's own bounds (tests/core/test_limits.py checks they agree)
     "--global-batch": (1, 10**7, "sequences"),
     "--train-tokens": (1, 1e16, "tokens"),
     "--price-per-gpu-hour": (0, 1e4, "dollars"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from commcost.cli import _args as A
@@ -74,8 +75,6 @@ PROGRESS_MIN_BYTES = 16 * 2**20
 
 def _progress_for(args: argparse.Namespace, path: str):
     """The reporter of :func:`commcost.calibrate.data.load_series` for ``path``, or None."""
-    import os
-
     try:
         big = os.stat(path).st_size >= PROGRESS_MIN_BYTES
     except OSError:

@@ -59,6 +59,8 @@ import sys
 from dataclasses import dataclass
 from collections.abc import Hashable, Sequence
 
+import math
+
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
 
@@ -147,8 +149,8 @@ def assign_buckets_by_size(
     for lim in limits:
         if isinstance(lim, bool) or not isinstance(lim, (int, float)):
             raise TypeError(f"bucket size limit must be a number of bytes, got {type(lim).__name__}")
-        if not 1 <= lim <= 2.0**60:  # NaN fails too
-            raise InputError(f"bucket size limit must be between 1 byte and 2**60, got {lim!r}")
+        if not 1 <= lim < math.inf:  # NaN fails too; sys.maxsize is torch's "no limit"
+            raise InputError(f"bucket size limit must be a finite number of bytes >= 1, got {lim!r}")
     for i, b in enumerate(tensor_bytes):
         if isinstance(b, bool) or not isinstance(b, (int, float)):
             raise TypeError(f"tensor {i}'s size must be a number of bytes, got {type(b).__name__}")

@@ -24,6 +24,7 @@ shut down (pending tasks cancelled) on every way out, Ctrl-C included.
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import sys
@@ -198,8 +199,6 @@ def _on_dask(files, round_us, scheduler, progress) -> list:
 
 def _quiet_dask_logs() -> list:
     """Dask's own loggers silenced (a lost scheduler logs tracebacks on stderr); their levels, to restore."""
-    import logging
-
     names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
     out = []
     for name in names:

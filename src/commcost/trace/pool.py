@@ -21,6 +21,7 @@ that dies turns its task into a failure value (``on_lost``), never a hang; the o
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import selectors
@@ -83,9 +84,7 @@ class _Worker:
     """One worker process, its pipes, and the task it holds."""
 
     def __init__(self) -> None:
-        import commcost
-
-        root = os.path.dirname(os.path.dirname(os.path.abspath(commcost.__file__)))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # src/
         self.log = tempfile.TemporaryFile()  # the worker's stderr: its last line names why it died
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, root, str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
@@ -191,8 +190,6 @@ def _die_with_parent(parent: int) -> None:
     """SIGKILL from the kernel when the parent ends (Linux), and a check that it has not already."""
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
         except (OSError, AttributeError):

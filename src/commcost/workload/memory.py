@@ -79,14 +79,15 @@ from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.offload import resident_layers
-from commcost.parallel.layout import stage_layers, stage_slots
+from commcost.core.limits import MAX_SEQ
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
+from commcost.parallel.layout import Layout, stage_layers, stage_slots
+from commcost.workload.transformer import TransformerSpec
 from commcost.parallel.zero import zero3_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.parallel.layout import Layout
     from commcost.workload.stacks import Stack
-    from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
@@ -555,11 +556,6 @@ def largest_matrix_params(spec: TransformerSpec, tp):
 def _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
                        offloaded_layers, gpus_per_node) -> None:
     """:func:`memory_per_gpu`'s arguments, checked at the library's edge (the CLI's bounds)."""
-    from commcost.core.limits import MAX_SEQ
-    from commcost.core.validation import require_at_most, require_count, require_finite_positive
-    from commcost.parallel.layout import Layout
-    from commcost.workload.transformer import TransformerSpec
-
     if not isinstance(spec, TransformerSpec):
         raise TypeError(f"spec must be a TransformerSpec, got {type(spec).__name__}")
     if not isinstance(layout, Layout):

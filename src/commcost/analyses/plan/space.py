@@ -28,7 +28,7 @@ TP communication overlap and flash attention (inputs of the whole search).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
@@ -289,8 +289,6 @@ def fixes_admitting_nothing(space: SearchSpace) -> tuple[tuple[str, int], ...]:
     """The ``--fix`` pairs to blame when ``space`` holds no layout that it would hold without them:
     the first pair that alone empties it, else all of them together; ``()`` when the space has a
     layout, or has none even without any fix (:func:`count_upper_bound`; then no fix is at fault)."""
-    from dataclasses import replace
-
     if not space.fixed or count_upper_bound(space) > 0:
         return ()
     for i, pair in enumerate(space.fixed):
