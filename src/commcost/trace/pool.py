@@ -95,8 +95,11 @@ class _Worker:
     def send(self, task: tuple) -> None:
         self.task = task
         data = pickle.dumps(task)
-        self.proc.stdin.write(_HEADER.pack(len(data)) + data)
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(_HEADER.pack(len(data)) + data)
+            self.proc.stdin.flush()
+        except OSError:  # it died first (BrokenPipeError): end of file on its results says so, and why
+            pass
 
     def results(self, chunk: bytes) -> list:
         self.buf += chunk
