@@ -22,6 +22,7 @@ from commcost.calibrate.tiers import split_log_ranks
 from commcost.calibrate.tiers import tier_fit_to_dict
 from commcost.comm.collectives import Collective
 from commcost.report._json import dump_json
+from commcost.report.progress import log_progress_text
 from commcost.report._json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
@@ -66,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
     p.add_argument("--progress", action="store_true",
                    help="a line on stderr at each tenth of the log read (default: on a terminal, for logs of "
-                        f"{PROGRESS_MIN_BYTES // 2**20} MiB or more)")
+                        "16 MiB or more)")
 
 
 PROGRESS_MIN_BYTES = 16 * 2**20
@@ -83,9 +84,7 @@ def _progress_for(args: argparse.Namespace, path: str):
         return None
 
     def say(read: int, total: int) -> None:
-        share = read / total if total else 1.0
-        print(f"commcost fit: {os.path.basename(path)}: {share:.0%} read ({read / 1e6:,.1f} of "
-              f"{total / 1e6:,.1f} MB)", file=sys.stderr, flush=True)
+        print(f"commcost fit: {log_progress_text(os.path.basename(path), read, total)}", file=sys.stderr, flush=True)
     return say
 
 

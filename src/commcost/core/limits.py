@@ -14,8 +14,9 @@ __all__ = ["MAX_GPUS", "MAX_NODES", "MAX_GLOBAL_BATCH", "MAX_SEQ", "MAX_TRAIN_TO
 
 MAX_GPUS = 10**6
 """GPUs in one job (the largest published runs use ~10**5)."""
-MAX_NODES = 10**5
-"""Nodes in one job."""
+MAX_NODES = 10**6
+"""Nodes in one job: a node holds at least one GPU, so at most :data:`MAX_GPUS` (``--nodes``, typed by
+a user, is held tighter, to 100,000; a search of 10**6 GPUs on 8-GPU nodes spans 125,000)."""
 MAX_GLOBAL_BATCH = 10**7
 """Sequences per optimizer step (its divisors are a search's micro-batch choices)."""
 MAX_SEQ = 10**8
