@@ -378,14 +378,79 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
     return (*out[:4], tuple(out[4:]))
 
 
-def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
+def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
     kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
-    Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
-    ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
+    Shared subexpressions once per distinct value: all but ZeRO-1/2's bucket timeline and the optimizer
+    depend on ``(row, sp, recompute, ZeRO-3 or not)`` only (:func:`_per_key`), a tenth of the
+    configurations; they are computed once per distinct key and gathered back (the same element
+    operations on the same values, so the same floats).
+
+    Returns arrays ``step_s`` and, with ``breakdown``, ``compute_s, pipeline_bubble_s, exposed_comm_s,
+    optimizer_s, micro_batch_s`` and ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
     """
+    import numpy as np
+
+    bi, sp, rc, zero = cols["bi"], cols["sp"], cols["rc"], cols["zero"]
+    nb = len(base["t"])
+    z3 = zero == 3
+    key = ((sp * 3 + rc) * 2 + z3) * nb + bi
+    present = np.zeros(12 * nb, dtype=bool)
+    present[key] = True
+    ukey = np.flatnonzero(present)
+    pos = np.zeros(12 * nb, dtype=np.int64)
+    pos[ukey] = np.arange(len(ukey))
+    back = pos[key]
+    kz3 = (ukey // nb) % 2
+    mid = _per_key(dict(bi=ukey % nb, sp=ukey // (6 * nb), rc=(ukey // (2 * nb)) % 3, zero=np.where(kz3 == 1, 3, 0)),
+                   base, X, inp)
+    n = len(bi)
+    ex_dp = np.zeros(n)
+    ex_dp[z3] = mid["ex_dp"][back[z3]]
+    # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
+    low = np.nonzero(~z3)[0]
+    if len(low):
+        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
+        bl = bi[low]
+        kl = back[low]
+        t_mb_low = mid["t_mb"][kl]
+        p_low, m_low = base["p"][bl].astype(float), base["m"][bl].astype(float)
+        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
+        W = K.dp_backward_fraction(fwd_share=mid["fwd_share"][kl], compute_mb_s=mid["t_c"][kl],
+                                   micro_batch_s=t_mb_low) * t_mb_low
+        t_e = K.dp_accumulated_micro_batches(np, pp=p_low, micro_batches=m_low) * t_mb_low
+        wire = X["bucket_wire"][vi, bl]
+        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
+                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
+        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
+        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
+        ex_dp[low] = E + gather.sum(axis=1)
+        # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
+        if given_stack_flag(inp.stack, "zero2_scatter_per_micro_batch", False):
+            z2 = zero[low] == 2
+            ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
+                                                                     scatter_s=X["bucket_whole"][vi, bl], window_s=W),
+                                   0.0)
+    exposed_total = mid["model_exposed"][back] + ex_dp
+    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
+                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero,
+                              hbm_bytes_per_s=gpu_row(inp.gpu)[1])
+    compute, bubble = mid["compute"][back], mid["bubble"][back]
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
+    if not breakdown:
+        return dict(step_s=step)
+    return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
+                optimizer_s=optimizer, micro_batch_s=mid["t_mb"][back], exposed_tp_s=mid["ex_tp"][back],
+                exposed_cp_s=mid["ex_cp"][back], exposed_ep_s=mid["ex_ep"][back], exposed_pp_s=mid["ex_pp"][back],
+                exposed_dp_s=ex_dp)
+
+
+def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
+    """Everything of :func:`evaluate_grid` that does not depend on ZeRO-1/2 or the bucket cap, on the
+    columns ``cols`` of distinct ``(row, sp, recompute, ZeRO-3 or not)`` (``zero`` 3 or 0): the compute,
+    the critical communication per micro-batch, the pipeline terms and ZeRO-3's exposure."""
     import numpy as np
 
 
@@ -426,7 +491,6 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         t_c = t_c + offload_exposed_s(np, offloaded_bytes=offloaded_bytes(cols, base, inp),
                                       host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
                                       backward_s=t_c - t_fwd)
-    hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = layer_passes(np, full)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers,
@@ -474,31 +538,6 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                      rounds=np.where(once, 1.0, m))
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
-    # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
-    low = np.nonzero(~z3)[0]
-    if len(low):
-        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
-        bl = bi[low]
-        t_mb_low = t_mb[low]
-        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
-        W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb_low) * t_mb_low
-        t_e = K.dp_accumulated_micro_batches(np, pp=p[low], micro_batches=m[low]) * t_mb_low
-        wire = X["bucket_wire"][vi, bl]
-        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
-                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
-        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
-        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
-        ex_dp[low] = E + gather.sum(axis=1)
-        # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
-        if given_stack_flag(inp.stack, "zero2_scatter_per_micro_batch", False):
-            z2 = zero[low] == 2
-            ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m[low] - 1,
-                                                                     scatter_s=X["bucket_whole"][vi, bl], window_s=W),
-                                   0.0)
-    exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
-    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
-                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=hbm)
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
-    return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
-                optimizer_s=optimizer, micro_batch_s=t_mb, exposed_tp_s=ex_tp, exposed_cp_s=ex_cp,
-                exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp)
+    return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,
+                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp,
+                model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)

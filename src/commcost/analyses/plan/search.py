@@ -226,7 +226,7 @@ def search(inp: SearchInputs, model: CommModel, *,
             done_before = evaluated - nl
             for lo in range(0, nl, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in live.items()}
-                r = evaluate_grid(chunk, sub, Xs, inp)
+                r = evaluate_grid(chunk, sub, Xs, inp, breakdown=False)
                 k = len(chunk["bi"])
                 priced += k
                 step = r["step_s"]
