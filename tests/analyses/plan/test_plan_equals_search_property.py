@@ -80,7 +80,8 @@ def cases(draw):
                        moe_overlap=draw(st.sampled_from(("none", "none", "1f1b", "dualpipe"))),
                        expert_load=draw(st.sampled_from((1.0, 1.3))))
     space = SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=G)
-    rows = _base_rows(space, W, options.get("moe_overlap", "none"))
+    cols = _base_rows(space, W, options.get("moe_overlap", "none"))
+    rows = list(zip(*(cols[k].tolist() for k in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp"))))
     assume(rows)
     # half the time a layout with a group whose stride does not divide G (it straddles nodes; rounding shows)
     straddle = [r for r in rows if any(n > 1 and 0 < k < G and G % k for n, k in _groups(r))]

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from commcost.comm.model import CommModel
     from commcost.analyses.plan.search_inputs import SearchInputs
 
-__all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid"]
+__all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid", "distinct_keys"]
 
 
 
@@ -378,6 +378,27 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
     return (*out[:4], tuple(out[4:]))
 
 
+def distinct_keys(cols: dict, nb: int, *, zero3_only: bool) -> tuple[dict, object]:
+    """``(keys, back)``: the distinct ``(row, sp, recompute, ZeRO stage)`` of the configurations ``cols``
+    (``zero3_only``: the stage as ZeRO-3 or not, ``zero`` 3 or 0) as columns ``bi, sp, rc, zero``, and for
+    each configuration the index of its key (``keys[...][back]`` gathers a key's value back)."""
+    import numpy as np
+
+    bi, sp, rc, zero = cols["bi"], cols["sp"], cols["rc"], cols["zero"]
+    nz = 2 if zero3_only else 4
+    z = (zero == 3) if zero3_only else zero
+    key = ((sp * 3 + rc) * nz + z) * nb + bi
+    present = np.zeros(6 * nz * nb, dtype=bool)
+    present[key] = True
+    ukey = np.flatnonzero(present)
+    pos = np.zeros(len(present), dtype=np.int64)
+    pos[ukey] = np.arange(len(ukey))
+    uz = (ukey // nb) % nz
+    keys = dict(bi=ukey % nb, sp=ukey // (3 * nz * nb), rc=(ukey // (nz * nb)) % 3,
+                zero=np.where(uz == 1, 3, 0) if zero3_only else uz)
+    return keys, pos[key]
+
+
 def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
@@ -393,19 +414,10 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdo
     """
     import numpy as np
 
-    bi, sp, rc, zero = cols["bi"], cols["sp"], cols["rc"], cols["zero"]
-    nb = len(base["t"])
+    bi, zero = cols["bi"], cols["zero"]
     z3 = zero == 3
-    key = ((sp * 3 + rc) * 2 + z3) * nb + bi
-    present = np.zeros(12 * nb, dtype=bool)
-    present[key] = True
-    ukey = np.flatnonzero(present)
-    pos = np.zeros(12 * nb, dtype=np.int64)
-    pos[ukey] = np.arange(len(ukey))
-    back = pos[key]
-    kz3 = (ukey // nb) % 2
-    mid = _per_key(dict(bi=ukey % nb, sp=ukey // (6 * nb), rc=(ukey // (2 * nb)) % 3, zero=np.where(kz3 == 1, 3, 0)),
-                   base, X, inp)
+    keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
+    mid = _per_key(keys, base, X, inp)
     n = len(bi)
     ex_dp = np.zeros(n)
     ex_dp[z3] = mid["ex_dp"][back[z3]]

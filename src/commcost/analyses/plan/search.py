@@ -23,6 +23,7 @@ from commcost.analyses.plan.search_inputs import memory_fragile, memory_high_byt
 from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
+from commcost.analyses.plan.grid import distinct_keys
 from commcost.analyses.plan.grid import evaluate_grid
 from commcost.analyses.plan.grid import needed as uses
 from commcost.analyses.plan.grid import price_base
@@ -139,21 +140,31 @@ class _Top:
         self.keys = self.steps = self.order = np.zeros(0)
         self.rows: dict = {}
 
-    def add(self, keys, steps, order, rows: dict) -> None:
+    def add(self, keys, steps, order, take: Callable[[object], dict]) -> None:
+        """Offer new rows: their keys, grid steps, running order, and ``take(index)`` the columns of the
+        new rows at ``index`` (called for the candidates only, not every row offered)."""
         np = self.np
         if not len(keys):
             return
+        old = len(self.keys)
         keys = np.concatenate([self.keys, keys])
         if len(keys) > self.top:
             kth = np.partition(keys, self.top - 1)[self.top - 1]
             cand = np.nonzero(keys <= kth)[0]
         else:
             cand = np.arange(len(keys))
-        every = {c: np.concatenate([self.rows[c], col]) if self.rows else col for c, col in rows.items()}
         steps, order = np.concatenate([self.steps, steps]), np.concatenate([self.order, order])
         keep = cand[np.lexsort((order[cand], keys[cand]))][:self.top]
+        was = keep < old
+        rows = take(keep[~was] - old)            # the new rows kept, in keep's order
+        merged = {}
+        for c, col in rows.items():
+            merged[c] = np.empty(len(keep), dtype=col.dtype)
+            merged[c][~was] = col
+            if was.any():
+                merged[c][was] = self.rows[c][keep[was]]
+        self.rows = merged
         self.keys, self.steps, self.order = keys[keep], steps[keep], order[keep]
-        self.rows = {c: col[keep] for c, col in every.items()}
 
     def entries(self) -> list[tuple[float, float, float, dict]]:
         """``(key, grid step, order, row)`` best first."""
@@ -199,15 +210,18 @@ def search(inp: SearchInputs, model: CommModel, *,
             high_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
-                mem = memory_grid(chunk, tables, inp, base)
-                ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
+                # memory does not depend on the bucket cap: once per distinct (row, sp, recompute, ZeRO)
+                keys, back = distinct_keys(chunk, len(base["t"]), zero3_only=False)
+                mem = memory_grid(keys, tables, inp, base)
+                ok = (mem["device_low_bytes"] <= mem["capacity_bytes"])[back]   # MemoryBreakdown.fits
                 fits[lo:lo + CHUNK_ROWS] = ok
                 fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
-                                                             mem["nccl_high_bytes"])
+                                                             mem["nccl_high_bytes"])[back]
                 if mem_all is not None:
-                    mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
-                    high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])
-                states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_low_bytes"] > mem["capacity_bytes"]
+                    mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"][back]
+                    high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])[back]
+                states_over = (mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_low_bytes"]
+                               > mem["capacity_bytes"])[back]
                 evaluated += len(ok)
                 feasible += int(ok.sum())
                 over_states += int(states_over.sum())
@@ -237,14 +251,21 @@ def search(inp: SearchInputs, model: CommModel, *,
                     points["memory_bytes"].append(live_mem[lo:lo + CHUNK_ROWS])
                     points["memory_high_bytes"].append(live_high[lo:lo + CHUNK_ROWS])
                     points["gpus"].append(W)
-                full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
-                full.update({c: chunk[c] for c in ("sp", "rc", "zero", "cap")})
+
+                def take(index, chunk=chunk):
+                    """The columns ``plan_inputs_of`` reads, of the chunk's rows at ``index``."""
+                    rows = {c: sub[c][chunk["bi"][index]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven",
+                                                                    "etp")}
+                    rows.update({c: chunk[c][index] for c in ("sp", "rc", "zero", "cap")})
+                    return rows
+
                 order = seen + np.arange(k, dtype=float)
                 seen += k
                 frag = live_fragile[lo:lo + CHUNK_ROWS]
                 for flag, pool in pools.items():
                     sel = frag if flag else ~frag
-                    pool.add(key[sel], step[sel], order[sel], {c: col[sel] for c, col in full.items()})
+                    idx = np.flatnonzero(sel)
+                    pool.add(key[idx], step[idx], order[idx], lambda i, idx=idx, take=take: take(idx[i]))
                 if progress is not None:
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
