@@ -298,15 +298,9 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     group = np.where(on, P_g, 1)
     for sharded in (0, 1):
         op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
-
-        def cost(c_bytes, sel, op=op):
-            """``sum_i k_i T(op, c f_i, P_i, r_i)`` of the rows ``sel`` (plan._data_parallel_lines' cost)."""
-            acc = np.zeros(len(sel))
-            for i in range(ng):
-                T = pricer.column(op, c_bytes * share[sel, i], group[sel, i], r_g[sel, i])
-                acc = acc + np.where(on[sel, i], k_g[sel, i] * T, 0.0)
-            return acc
-
+        # every cap's bucket layout first, then each group's prices of all of them in one Pricer.column
+        # (one CommModel.cost_many per distinct (op, group, ranks per node), not one per cap and bucket)
+        todo = []
         for ci, cap_bytes in enumerate(caps):
             vi = sharded * len(caps) + ci
             sel = np.nonzero(used[:, vi] & any_on)[0]
@@ -319,21 +313,43 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
             lay = np.array([uniform_layout(x, c1, c) for x in S.tolist()]).reshape(-1, 3)
             first, m, last = lay[:, 0], lay[:, 1], lay[:, 2]
             one = last == 0                               # one bucket, ready when backward ends
-            T1 = cost(first, sel)
-            Tc = cost(np.where(~one & (m > 0), c, 0.0), sel)
-            Tl = cost(np.where(one, 0.0, last), sel)
+            # T(c_1), T(c), T(last) and one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
+            todo.append((vi, sel, first, m, last, one, c, S,
+                         (first, np.where(~one & (m > 0), c, 0.0), np.where(one, 0.0, last), S)))
+        if not todo:
+            continue
+        # plan._data_parallel_lines' cost: sum_i k_i T(op, c f_i, P_i, r_i), summed over i in order
+        acc = [[np.zeros(len(e[1])) for _ in range(4)] for e in todo]
+        for i in range(ng):
+            sizes = np.concatenate([x * share[e[1], i] for e in todo for x in e[8]])
+            T = pricer.column(op, sizes, np.concatenate([group[e[1], i] for e in todo for _ in range(4)]),
+                              np.concatenate([r_g[e[1], i] for e in todo for _ in range(4)]))
+            at = 0
+            for j, e in enumerate(todo):
+                sel = e[1]
+                for k in range(4):
+                    part = T[at:at + len(sel)]
+                    at += len(sel)
+                    acc[j][k] = acc[j][k] + np.where(on[sel, i], k_g[sel, i] * part, 0.0)
+        for j, (vi, sel, first, m, last, one, c, S, _) in enumerate(todo):
+            T1, Tc, Tl, Tw = acc[j]
             times[vi, sel] = np.stack([T1, Tc, Tl], axis=1)
             full[vi, sel] = np.where(one, 0.0, m)
             not_ready[vi, sel] = np.where(one[:, None], 0.0, np.stack(
                 [1.0 - first / S, np.where(m > 0, 1.0 - (first + c) / S, 0.0),
                  np.where(m > 0, 1.0 - (first + m * c) / S, 0.0)], axis=1))
             wire[vi, sel] = np.where(one, T1, T1 + m * Tc + Tl)
-            whole[vi, sel] = cost(S, sel)   # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
-            if sharded:
-                for i in range(ng):
-                    T = pricer.column(Collective.ALL_GATHER, S_g[sel, i] / q_g * WEIGHT_BYTES, group[sel, i],
-                                      r_g[sel, i])
-                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T, 0.0)
+            whole[vi, sel] = Tw
+        if sharded:
+            for i in range(ng):
+                T = pricer.column(Collective.ALL_GATHER, np.concatenate([S_g[e[1], i] / q_g * WEIGHT_BYTES for e in todo]),
+                                  np.concatenate([group[e[1], i] for e in todo]),
+                                  np.concatenate([r_g[e[1], i] for e in todo]))
+                at = 0
+                for e in todo:
+                    vi, sel = e[0], e[1]
+                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T[at:at + len(sel)], 0.0)
+                    at += len(sel)
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
