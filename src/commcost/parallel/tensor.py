@@ -59,8 +59,8 @@ def regather_passes(xp, *, selective, recompute_selective):
     ``0``: torchtitan's ``_save_list`` (``torchtitan/distributed/activation_checkpoint.py``; ``parallelize_llama.py``
     before) saves ``reduce_scatter_tensor``'s output but not ``all_gather_into_tensor``'s, so the gathered input
     of the QKV and up projections, which their weight gradients need, is gathered again (the stacks whose
-    ``selective`` is ``alternate_matmul``). Array-safe in ``recompute_selective``."""
-    return xp.where(recompute_selective, 1.0, 0.0) * (1.0 if selective == "alternate_matmul" else 0.0)
+    ``selective`` is ``alternate_matmul``). Array-safe in ``recompute_selective`` and ``selective``."""
+    return xp.where(recompute_selective, 1.0, 0.0) * xp.where(selective == "alternate_matmul", 1.0, 0.0)
 
 
 def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float, activation_bytes: float,

@@ -16,7 +16,7 @@ from commcost.comm.topology import Link
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
 from commcost.workload.stacks import STACKS, layout_runs, stack, stack_layouts, stack_refuses
-from commcost.workload.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec, model_spec
 
 FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6))
 SPEC = TransformerSpec(name="s", layers=8, hidden=512, heads=8, vocab=1024)
@@ -284,3 +284,24 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
                                      sequence_parallel=L["sequence_parallel"], recompute=L["recompute"],
                                      global_batch=64))
         assert r["stacks_that_run"] == list(want)
+
+
+def test_stack_behaviour_enters_the_grid_as_per_row_columns_from_the_stacks_file():
+    """``grid_memory.stack_column``: under ``auto`` a row takes the field of the stack that prices it
+    (ZeRO-3 without TP or PP: fsdp; every other row: megatron); one value where the stacks agree."""
+    from commcost.analyses.plan.grid_memory import stack_column, stack_value
+
+    spec = model_spec("llama2-7b")
+    inp = SearchInputs(space=SearchSpace(spec=spec, seq=4096, global_batch=64, gpus=(8,), gpus_per_node=8),
+                       gpu="h100-sxm")
+    base = {"t": np.array([1, 2, 1]), "p": np.array([1, 1, 2])}
+    cols = {"bi": np.array([0, 0, 1, 2]), "zero": np.array([3, 0, 3, 3])}
+    # rows: (t1 p1 z3) fsdp; (t1 p1 z0), (t2 p1 z3), (t1 p2 z3) megatron
+    want = [stack(n).grad_bytes for n in ("fsdp", "megatron", "megatron", "megatron")]
+    assert stack_column(cols, base, inp, "grad_bytes").tolist() == want
+    assert stack("megatron").grad_bytes != stack("fsdp").grad_bytes      # else the test shows nothing
+    assert stack_column(cols, base, inp, "zero3_gathers_per_layer") == stack("megatron").zero3_gathers_per_layer
+    named = SearchInputs(space=inp.space, gpu="h100-sxm", stack="deepspeed")
+    assert stack_value(named, "zero3_live_params") == stack("deepspeed").zero3_live_params
+    with pytest.raises(ValueError, match="grad_bytes"):
+        stack_value(inp, "grad_bytes")

@@ -22,10 +22,11 @@ priced as arrays, one :meth:`~commcost.comm.model.CommModel.cost_many` call per 
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.workload.stacks import given_stack_flag
 from commcost.analyses.plan.compose import nic_share
 from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
+from commcost.analyses.plan.grid_memory import stack_column
+from commcost.analyses.plan.grid_memory import stack_value
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.context import cp_message_bytes
@@ -173,7 +174,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
 
 
     spec, s = inp.space.spec, inp.space.seq
-    q = q_g = 2.0                                   # PlanInputs' activation_bytes and grad_bytes
+    q, q_g = inp.activation_bytes, inp.grad_bytes
     X = dict(X)
     t, p, c, e, b = (base[k].astype(float) for k in ("t", "p", "c", "e", "b"))
     ti, ci, ei, pi = base["t"], base["c"], base["e"], base["p"]
@@ -216,7 +217,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = zero3_units(X["per_stage"])
     # a layer's gathers, one after another (1 under auto: fsdp and megatron gather per layer)
-    g = given_stack_flag(inp.stack, "zero3_gathers_per_layer", 1)
+    g = stack_column(dict(bi=np.arange(nb), zero=np.full(nb, 3)), base, inp, "zero3_gathers_per_layer")
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
         on = (P > 1) & (params > 0) & need["z3"]
@@ -225,7 +226,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
                               P, rpn, on)
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, zero3_scatter_bytes(params=params, units=units, grad_bytes=q_g),
                           P, rpn, on)
-    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
+    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
     return X
 
 
@@ -258,7 +259,7 @@ def needed(cols: dict, nb: int, ncaps: int) -> dict:
     return out
 
 
-def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict:
+def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad_bytes: float) -> dict:
     """The prices behind plan._data_parallel_lines per structural row and variant ``2 x len(caps)``
     (ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter, then the cap): what the timeline's closed form
     (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
@@ -267,8 +268,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     (``bucket_gather``); ``k`` is :func:`commcost.analyses.plan.compose.nic_share`."""
     import numpy as np
 
-
-    q_g = 2.0
+    q_g = grad_bytes
     ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
     sizes = np.stack([g[0] * q_g for g in groups], axis=1)
     P = np.stack([g[1] for g in groups], axis=1)
@@ -456,8 +456,9 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdo
         gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
         ex_dp[low] = E + gather.sum(axis=1)
         # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
-        if given_stack_flag(inp.stack, "zero2_scatter_per_micro_batch", False):
-            z2 = zero[low] == 2
+        per_mb = mid["zero2_scatter_per_micro_batch"]       # the stack's, per row (stacks.json)
+        z2 = (zero[low] == 2) & (per_mb[kl] if np.ndim(per_mb) else bool(per_mb))
+        if z2.any():
             ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
                                                                      scatter_s=X["bucket_whole"][vi, bl], window_s=W),
                                    0.0)
@@ -494,7 +495,7 @@ def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     if inp.efficiency is None:
         t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
                                                                        per_stage_base=X["per_stage"])
-        if not given_stack_flag(inp.stack, "tp_overlap_per_gemm", False):
+        if not stack_value(inp, "tp_overlap_per_gemm"):
             tp_partners = None
         fwd_share = t_fwd / t_c
     else:
@@ -527,7 +528,7 @@ def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                  shared_experts=spec.shared_experts, passes=passes)
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
-    regather = regather_passes(np, selective=given_stack_flag(inp.stack, "selective", "attention"),
+    regather = regather_passes(np, selective=stack_column(cols, base, inp, "selective"),
                                recompute_selective=rc == 1)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
         count = count_tp if name != "T_tp_ag" else count_tp * (passes + regather) / passes
@@ -559,7 +560,7 @@ def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     z3 = zero == 3
     T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
     # plan.zero3_once_per_step (under auto ZeRO-3 with a pipeline resolves to megatron: never)
-    once = z3 & (p > 1) & given_stack_flag(inp.stack, "zero3_unshard_under_pp", False)
+    once = z3 & (p > 1) & stack_column(cols, base, inp, "zero3_unshard_under_pp")
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
                                        layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
@@ -568,4 +569,5 @@ def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,
                 ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp,
+                zero2_scatter_per_micro_batch=stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"),
                 model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)

@@ -47,6 +47,7 @@ from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
+from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES
 from commcost.workload.nccl_memory import nvls_capable
 from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node
 from commcost.parallel.layout import stage_end_shares, stage_layers
@@ -119,9 +120,9 @@ class PlanInputs:
     operator (:mod:`commcost.workload.operators`)."""
     flash_attention: bool = True
     """Attention runs a flash kernel (no s^2 activations; causal blocks skipped)."""
-    activation_bytes: float = 2.0
+    activation_bytes: float = ACTIVATION_BYTES
     """Bytes per activation element on the wire (bf16)."""
-    grad_bytes: float = 2.0
+    grad_bytes: float = GRAD_BYTES
     """Bytes per gradient element reduced across data parallel (bf16)."""
     bucket_cap_bytes: int | None = None
     """DP bucket cap; None takes DDP's default (25 MiB, first bucket 1 MiB)."""

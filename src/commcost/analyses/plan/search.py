@@ -35,6 +35,7 @@ from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.analyses.uncertainty import plan_band
 from commcost.core.optional import require
+from commcost.workload.memory import fits_on_card
 from commcost.parallel.layout import Layout
 
 TYPE_CHECKING = False
@@ -126,7 +127,7 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
                     uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0)
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
-                      bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
+                      activation_bytes=inp.activation_bytes, grad_bytes=inp.grad_bytes, bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
                       stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention, a2a=inp.a2a,
                       fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load,
                       cpu_offload_layers=inp.cpu_offload_layers)
@@ -213,7 +214,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                 # memory does not depend on the bucket cap: once per distinct (row, sp, recompute, ZeRO)
                 keys, back = distinct_keys(chunk, len(base["t"]), zero3_only=False)
                 mem = memory_grid(keys, tables, inp, base)
-                ok = (mem["device_low_bytes"] <= mem["capacity_bytes"])[back]   # MemoryBreakdown.fits
+                ok = fits_on_card(mem["device_low_bytes"], mem["capacity_bytes"])[back]
                 fits[lo:lo + CHUNK_ROWS] = ok
                 fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
                                                              mem["nccl_high_bytes"])[back]

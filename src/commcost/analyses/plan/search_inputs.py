@@ -15,7 +15,7 @@ from commcost.analyses.plan.plan import check_moe_options
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.workload.compute import precision_class
-from commcost.workload.memory import NCCL_BYTES, device_bytes_range
+from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES, NCCL_BYTES, device_bytes_range
 from commcost.workload.offload import check_cpu_offload
 from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.stacks import KNOWN_STACKS
@@ -69,6 +69,10 @@ class SearchInputs:
     """Compute efficiency eta; None: compute.json's default."""
     flash_attention: bool = True
     """Attention runs a flash kernel."""
+    activation_bytes: float = ACTIVATION_BYTES
+    """Bytes per activation element on the wire (as :attr:`commcost.analyses.plan.plan.PlanInputs.activation_bytes`)."""
+    grad_bytes: float = GRAD_BYTES
+    """Bytes per gradient element reduced across data parallel (as ``PlanInputs.grad_bytes``)."""
     tp_comm_overlap: bool = False
     """TP collectives overlap their GEMMs (as ``plan --tp-comm-overlap``)."""
     stack: str = "auto"
