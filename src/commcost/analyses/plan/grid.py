@@ -137,7 +137,7 @@ def unique_rows(mat):
     return srt[new], inv
 
 
-def structure(base: dict, spec, G: int) -> dict:
+def structure(base: dict, spec, G: int, order: str = DEFAULT_ORDER) -> dict:
     """Per structural row: stage layers, placement, parameters per GPU and shard groups (all that does
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
     import numpy as np
@@ -148,8 +148,8 @@ def structure(base: dict, spec, G: int) -> dict:
     expert_tp = base["etp"]
 
     def group(dim):
-        """``(size, ranks per node)`` of every row's ``dim`` group under the default order."""
-        return group_of(np, dim, order=DEFAULT_ORDER, tp=t, cp=c, dp=d, pp=p, ep=e, expert_tp=expert_tp,
+        """``(size, ranks per node)`` of every row's ``dim`` group under the rank order ``order``."""
+        return group_of(np, dim, order=order, tp=t, cp=c, dp=d, pp=p, ep=e, expert_tp=expert_tp,
                         gpus_per_node=G)
 
     (_, tp_rpn), (_, cp_rpn), (_, ep_rpn) = group("tp"), group("cp"), group("ep")

@@ -124,7 +124,8 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     layout = Layout(dp=int(row["d"]), tp=int(row["t"]), pp=int(row["p"]), vp=int(row["v"]), cp=int(row["c"]),
                     ep=int(row["e"]), zero=int(row["zero"]), sequence_parallel=bool(row["sp"]),
                     recompute=RECOMPUTE[int(row["rc"])], micro_batch=int(row["b"]), global_batch=sp.global_batch,
-                    uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0)
+                    uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0,
+                    order=inp.order)
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
                       activation_bytes=inp.activation_bytes, grad_bytes=inp.grad_bytes, bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
@@ -202,7 +203,7 @@ def search(inp: SearchInputs, model: CommModel, *,
             n = len(g["bi"])
             if not n:
                 continue
-            X = structure(base, space.spec, space.gpus_per_node)
+            X = structure(base, space.spec, space.gpus_per_node, inp.order)
             tables = memory_tables(base, X, inp)
             # pass 1: memory of every configuration (no prices needed); only what fits is priced
             fits = np.zeros(n, dtype=bool)
@@ -368,7 +369,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
 
     space = inp.space
     base, g = enumerate_space(space, world, inp.moe_overlap, inp.stack)
-    X = structure(base, space.spec, space.gpus_per_node)
+    X = structure(base, space.spec, space.gpus_per_node, inp.order)
     values = memory_grid(g, memory_tables(base, X, inp), inp, base)
     values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
     rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}

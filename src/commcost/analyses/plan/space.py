@@ -22,8 +22,8 @@ and :class:`~commcost.parallel.layout.Layout`'s own), applied here to whole colu
   pipeline or model parallelism, TP, PP, interleaving, CP, EP, its sequence-parallel rule, the
   recomputation it runs and whether it accumulates gradients without a pipeline, from ``hardware/stacks.json``).
 
-Not searched (fixed at ``plan``'s defaults): the rank order (``tp-cp-ep-dp-pp``), hybrid sharding,
-TP communication overlap and flash attention (inputs of the whole search).
+Not searched: the rank order (``--order``, default ``tp-cp-ep-dp-pp``), TP communication overlap and flash
+attention are inputs of the whole search, as ``plan``'s flags; hybrid sharding stays at ``plan``'s default (none).
 """
 
 from __future__ import annotations
