@@ -97,4 +97,4 @@ def test_enumeration_by_hand_and_bounded():
     assert [v for v, u in zip(cols["v"].tolist()[2:18], cols["uneven"].tolist()[2:18]) if u] == \
         [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15]
     base, g = enumerate_space(space, 2)
-    assert len(g["bi"]) <= count_upper_bound(space)
+    assert len(g) <= count_upper_bound(space)

@@ -28,6 +28,7 @@ from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.grid_memory import stack_column
 from commcost.analyses.plan.grid_memory import stack_value
 from commcost.analyses.plan.space import RECOMPUTE
+from commcost.analyses.plan.space import Choices
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.context import cp_message_bytes
 from commcost.parallel.context import cp_rings_per_step
@@ -73,6 +74,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
     from commcost.analyses.plan.search_inputs import SearchInputs
+    from commcost.analyses.plan.space import GridColumns
 
 __all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid", "distinct_keys"]
 
@@ -217,7 +219,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = zero3_units(X["per_stage"])
     # a layer's gathers, one after another (1 under auto: fsdp and megatron gather per layer)
-    g = stack_column(dict(bi=np.arange(nb), zero=np.full(nb, 3)), base, inp, "zero3_gathers_per_layer")
+    g = stack_column(Choices.every_row(nb, zero=3), base, inp, "zero3_gathers_per_layer")
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
         on = (P > 1) & (params > 0) & need["z3"]
@@ -243,18 +245,18 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     return out
 
 
-def needed(cols: dict, nb: int, ncaps: int) -> dict:
+def needed(cols: GridColumns, nb: int, ncaps: int) -> dict:
     """What the configurations ``cols`` use of each structural row (``need`` of :func:`price_base`)."""
     import numpy as np
 
-    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
+    bi, sp, zero = cols.bi, cols.sp, cols.zero
     out = {}
     for name, sel in (("sp0", sp == 0), ("sp1", sp == 1), ("z3", zero == 3)):
         out[name] = np.zeros(nb, dtype=bool)
         out[name][bi[sel]] = True
     variant = np.zeros((nb, 2 * ncaps), dtype=bool)
     low = zero < 3
-    variant[bi[low], (zero[low] > 0) * ncaps + cols["capi"][low]] = True
+    variant[bi[low], (zero[low] > 0) * ncaps + cols.capi[low]] = True
     out["variant"] = variant
     return out
 
@@ -355,7 +357,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
 
 
-def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_base):
+def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base):
     """``(t_c, t_fwd, t_f, t_attention, partners)`` of every row (``partners``: the TP collectives' partner
     GEMMs, ``OperatorTimes.tp_partners_s``): :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
@@ -366,7 +368,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
 
 
     spec, s = inp.space.spec, inp.space.seq
-    bi, sp, rc = cols["bi"], cols["sp"], cols["rc"]
+    bi, sp, rc = cols.bi, cols.sp, cols.rc
     out = [np.zeros(len(bi)) for _ in range(12)]
     for (name, kind), mask in rate_masks(cols, base, inp).items():
         rows = np.nonzero(mask)[0]
@@ -394,13 +396,13 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
     return (*out[:4], tuple(out[4:]))
 
 
-def distinct_keys(cols: dict, nb: int, *, zero3_only: bool) -> tuple[dict, object]:
+def distinct_keys(cols: Choices, nb: int, *, zero3_only: bool) -> tuple[Choices, object]:
     """``(keys, back)``: the distinct ``(row, sp, recompute, ZeRO stage)`` of the configurations ``cols``
-    (``zero3_only``: the stage as ZeRO-3 or not, ``zero`` 3 or 0) as columns ``bi, sp, rc, zero``, and for
-    each configuration the index of its key (``keys[...][back]`` gathers a key's value back)."""
+    (``zero3_only``: the stage as ZeRO-3 or not, ``zero`` 3 or 0) as :class:`Choices`, and for each
+    configuration the index of its key (a column computed on the keys, ``[back]``, is each configuration's)."""
     import numpy as np
 
-    bi, sp, rc, zero = cols["bi"], cols["sp"], cols["rc"], cols["zero"]
+    bi, sp, rc, zero = cols.bi, cols.sp, cols.rc, cols.zero
     nz = 2 if zero3_only else 4
     z = (zero == 3) if zero3_only else zero
     key = ((sp * 3 + rc) * nz + z) * nb + bi
@@ -410,12 +412,12 @@ def distinct_keys(cols: dict, nb: int, *, zero3_only: bool) -> tuple[dict, objec
     pos = np.zeros(len(present), dtype=np.int64)
     pos[ukey] = np.arange(len(ukey))
     uz = (ukey // nb) % nz
-    keys = dict(bi=ukey % nb, sp=ukey // (3 * nz * nb), rc=(ukey // (nz * nb)) % 3,
-                zero=np.where(uz == 1, 3, 0) if zero3_only else uz)
+    keys = Choices(bi=ukey % nb, sp=ukey // (3 * nz * nb), rc=(ukey // (nz * nb)) % 3,
+                   zero=np.where(uz == 1, 3, 0) if zero3_only else uz)
     return keys, pos[key]
 
 
-def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
+def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
     kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
@@ -430,7 +432,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdo
     """
     import numpy as np
 
-    bi, zero = cols["bi"], cols["zero"]
+    bi, zero = cols.bi, cols.zero
     z3 = zero == 3
     keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
     mid = _per_key(keys, base, X, inp)
@@ -440,7 +442,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdo
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
-        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
+        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
         bl = bi[low]
         kl = back[low]
         t_mb_low = mid["t_mb"][kl]
@@ -476,7 +478,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs, *, breakdo
                 exposed_dp_s=ex_dp)
 
 
-def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
+def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
     """Everything of :func:`evaluate_grid` that does not depend on ZeRO-1/2 or the bucket cap, on the
     columns ``cols`` of distinct ``(row, sp, recompute, ZeRO-3 or not)`` (``zero`` 3 or 0): the compute,
     the critical communication per micro-batch, the pipeline terms and ZeRO-3's exposure."""
@@ -484,9 +486,9 @@ def _per_key(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
 
 
     spec, s = inp.space.spec, inp.space.seq
-    bi = cols["bi"]
+    bi = cols.bi
     t, p, v, c, b, m = (base[k][bi].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
-    sp, rc, zero = cols["sp"], cols["rc"], cols["zero"]
+    sp, rc, zero = cols.sp, cols.rc, cols.zero
     n = len(t)
     per_stage = X["per_stage"][bi]
     full = rc == 2

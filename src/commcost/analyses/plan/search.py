@@ -198,9 +198,9 @@ def search(inp: SearchInputs, model: CommModel, *,
     seen = 0
     try:
         grids = [enumerate_space(space, w, inp.moe_overlap, inp.stack) for w in space.gpus]
-        total = sum(len(g["bi"]) for _, g in grids)
+        total = sum(len(g) for _, g in grids)
         for base, g in grids:
-            n = len(g["bi"])
+            n = len(g)
             if not n:
                 continue
             X = structure(base, space.spec, space.gpus_per_node, inp.order)
@@ -211,7 +211,7 @@ def search(inp: SearchInputs, model: CommModel, *,
             mem_all = np.zeros(n) if inp.keep_points else None
             high_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
-                chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
+                chunk = g.take(slice(lo, lo + CHUNK_ROWS))
                 # memory does not depend on the bucket cap: once per distinct (row, sp, recompute, ZeRO)
                 keys, back = distinct_keys(chunk, len(base["t"]), zero3_only=False)
                 mem = memory_grid(keys, tables, inp, base)
@@ -229,24 +229,24 @@ def search(inp: SearchInputs, model: CommModel, *,
                 over_states += int(states_over.sum())
                 over_act += int((~ok & ~states_over).sum())
             # pass 2: price the structural rows that have a feasible configuration, then step times
-            live = {k: col[fits] for k, col in g.items()}
+            live = g.take(fits)
             live_fragile = fragile[fits]
             if mem_all is not None:
                 live_mem, live_high = mem_all[fits], high_all[fits]
-            needed = np.nonzero(np.bincount(live["bi"], minlength=len(base["t"])))[0]
+            needed = np.nonzero(np.bincount(live.bi, minlength=len(base["t"])))[0]
             sub = {k: col[needed] for k, col in base.items()}
-            live["bi"] = np.searchsorted(needed, live["bi"])
+            live = replace(live, bi=np.searchsorted(needed, live.bi))
             Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, inp, pricer, caps,
                             need=uses(live, len(needed), len(caps)))
-            nl = len(live["bi"])
+            nl = len(live)
             done_before = evaluated - nl
             for lo in range(0, nl, CHUNK_ROWS):
-                chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in live.items()}
+                chunk = live.take(slice(lo, lo + CHUNK_ROWS))
                 r = evaluate_grid(chunk, sub, Xs, inp, breakdown=False)
-                k = len(chunk["bi"])
+                k = len(chunk)
                 priced += k
                 step = r["step_s"]
-                W = sub["W"][chunk["bi"]]
+                W = sub["W"][chunk.bi]
                 key = objective_value(inp.objective, step, W, tokens, inp.price_per_gpu_hour)
                 if mem_all is not None:
                     points["step_s"].append(step)
@@ -256,9 +256,9 @@ def search(inp: SearchInputs, model: CommModel, *,
 
                 def take(index, chunk=chunk):
                     """The columns ``plan_inputs_of`` reads, of the chunk's rows at ``index``."""
-                    rows = {c: sub[c][chunk["bi"][index]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven",
+                    rows = {c: sub[c][chunk.bi[index]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven",
                                                                     "etp")}
-                    rows.update({c: chunk[c][index] for c in ("sp", "rc", "zero", "cap")})
+                    rows.update({c: getattr(chunk, c)[index] for c in ("sp", "rc", "zero", "cap")})
                     return rows
 
                 order = seen + np.arange(k, dtype=float)
@@ -372,6 +372,6 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     X = structure(base, space.spec, space.gpus_per_node, inp.order)
     values = memory_grid(g, memory_tables(base, X, inp), inp, base)
     values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
-    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
-    rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
+    rows = {c: base[c][g.bi] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
+    rows.update({c: getattr(g, c) for c in ("sp", "rc", "zero", "cap")})
     return rows, values

@@ -28,7 +28,7 @@ attention are inputs of the whole search, as ``plan``'s flags; hybrid sharding s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
@@ -39,9 +39,11 @@ from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
+__all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
            "count_upper_bound"]
 
 BUCKET_CAPS_MIB = (0, 100, 400)
@@ -91,6 +93,47 @@ class SearchSpace:
             if k == key:
                 return v
         return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Choices:
+    """Configurations as columns (numpy integer arrays of one length): the structural row each expands and its
+    categorical choices. What the step and memory kernels read; :class:`GridColumns` adds the bucket cap."""
+
+    bi: NDArray
+    """Index of the structural row (``base`` of :func:`enumerate_space`) the configuration expands."""
+    sp: NDArray
+    """Sequence parallelism: 0 or 1."""
+    rc: NDArray
+    """Recomputation: its code in :data:`RECOMPUTE`."""
+    zero: NDArray
+    """ZeRO stage, 0-3."""
+
+    def __len__(self) -> int:
+        return len(self.bi)
+
+    @classmethod
+    def every_row(cls, rows: int, *, zero: int) -> Choices:
+        """One configuration per structural row ``0 .. rows - 1`` at ZeRO stage ``zero`` (no SP, no recomputation):
+        what a per-row table needs to know which stack prices a row (:func:`commcost.analyses.plan.grid_memory.stack_masks`)."""
+        import numpy as np
+
+        empty = np.zeros(rows, dtype=np.int64)
+        return cls(bi=np.arange(rows), sp=empty, rc=empty, zero=np.full(rows, zero))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GridColumns(Choices):
+    """Every configuration of a space as columns (:func:`enumerate_space`): :class:`Choices` and the bucket cap."""
+
+    capi: NDArray
+    """Index of the cap in :func:`bucket_caps_bytes`."""
+    cap: NDArray
+    """The cap, bytes (0: DDP's default, or no buckets run)."""
+
+    def take(self, index) -> GridColumns:
+        """The configurations at ``index`` (a slice, a boolean mask or indices)."""
+        return GridColumns(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
 def parse_fix(items: list[str]) -> tuple[tuple[str, int], ...]:
@@ -277,10 +320,8 @@ def count_upper_bound(space: SearchSpace) -> int:
 def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto"):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
-    ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, enumerated in
-    Python); ``cols`` every configuration: ``bi`` the row of ``base`` it expands, ``sp``, ``rc`` the
-    :data:`RECOMPUTE` code, ``zero``, ``capi`` the index of its cap in :func:`bucket_caps_bytes` and
-    ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination;
+    ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, :func:`_base_rows`);
+    ``cols`` (:class:`GridColumns`) every configuration, one numpy mask per categorical combination;
     ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring)."""
     import numpy as np
 
@@ -293,7 +334,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     base = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else None
     if base is None or not len(base["t"]) or not combos:
         base = {k: empty for k in names}
-        return base, {k: empty for k in ("sp", "rc", "zero", "cap", "bi", "capi")}
+        return base, GridColumns(bi=empty, sp=empty, rc=empty, zero=empty, capi=empty, cap=empty)
     base = {k: base[k] for k in names}
     t, c, d, e = base["t"], base["c"], base["d"], base["e"]
     expert_tp = base["etp"]
@@ -318,7 +359,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
         parts["cap"].append(np.where(bucketed[bi], cap_bytes[ci], 0))
         for key, value in (("sp", sp), ("rc", rc), ("zero", z), ("capi", ci)):
             parts[key].append(np.full(len(bi), value, dtype=np.int64))
-    return base, {k: np.concatenate(v) for k, v in parts.items()}
+    return base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()})
 
 
 def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
