@@ -48,6 +48,7 @@ from commcost.parallel.layout import leaves_node
 from commcost.parallel.layout import pair_ranks
 from commcost.parallel.pipeline import pp_message_bytes
 from commcost.parallel.tensor import regather_passes
+from commcost.parallel.tensor import tp_gather_count
 from commcost.parallel.tensor import tp_count_per_step
 from commcost.parallel.tensor import tp_message_bytes
 from commcost.parallel.zero import zero3_gather_bytes
@@ -513,7 +514,7 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
             ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag),
                                                         flash=inp.flash_attention)
         t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
-                                  passes=np.where(full, 4.0, 3.0), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
+                                  passes=K.elementwise_passes(np, full), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
         t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share,
                                                             layer_flops=tokens * f_layer / t,
                                                             attention_flops=tokens * attn / t,
@@ -533,7 +534,8 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
     regather = regather_passes(np, selective=stack_column(cols, base, inp, "selective"),
                                recompute_selective=rc == 1)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        count = count_tp if name != "T_tp_ag" else count_tp * (passes + regather) / passes
+        count = count_tp if name != "T_tp_ag" else tp_gather_count(count=count_tp, passes=passes,
+                                                                   regather_passes=regather)
         x = K.tp_exposed_s(np, count=count, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
                            passes=passes, overlap=inp.tp_comm_overlap,
                            partners_s=K.tp_partners_s(gathers=name == "T_tp_ag", partners_s=tp_partners))
@@ -562,11 +564,12 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
     z3 = zero == 3
     T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
     # plan.zero3_once_per_step (under auto ZeRO-3 with a pipeline resolves to megatron: never)
-    once = z3 & (p > 1) & stack_column(cols, base, inp, "zero3_unshard_under_pp")
+    once = K.zero3_once(zero3=z3, pp=p, unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"))
+    regather_z3, rounds = K.zero3_regather_rounds(np, once=once, micro_batches=m)
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
-                                       layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
+                                       layer_fwd_s=t_layer_f, regather=regather_z3)
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
-                                     rounds=np.where(once, 1.0, m))
+                                     rounds=rounds)
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,

@@ -527,7 +527,7 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
     rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
     T_ag, T_rs = gathers * sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
-    regather, rounds = (0.0, 1) if once else (1.0, m)
+    regather, rounds = K.zero3_regather_rounds(SCALAR, once=once, micro_batches=m)
     fwd, bwd = K.zero3_layer_exposed_s(SCALAR, gather_s=T_ag, scatter_s=T_rs, layer_fwd_s=t_layer_f,
                                        regather=regather)
     critical_mb, _ = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=units, micro_batches=m, gather_s=T_ag,
@@ -550,7 +550,7 @@ def zero3_once_per_step(inp: PlanInputs) -> bool:
     """Whether ZeRO-3 gathers and scatters once per step: the stack keeps the stage gathered under
     pipeline parallelism (:attr:`commcost.workload.stacks.Stack.zero3_unshard_under_pp`) and ``p > 1``."""
     L = inp.layout
-    return L.zero == 3 and L.pp > 1 and plan_stack(inp).zero3_unshard_under_pp
+    return K.zero3_once(zero3=L.zero == 3, pp=L.pp, unshard_under_pp=plan_stack(inp).zero3_unshard_under_pp)
 
 
 @lru_cache(maxsize=64)
@@ -560,7 +560,7 @@ def elementwise_s(inp: PlanInputs) -> float:
     per_layer = elementwise_layer_bytes_per_token(spec, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel,
                                                   flash=inp.flash_attention)
     return elementwise_time_s(tokens=L.micro_batch * inp.seq / L.cp, layers=stage_layers(spec.layers, L),
-                              bytes_per_token_layer=per_layer, passes=4.0 if L.recompute == "full" else 3.0,
+                              bytes_per_token_layer=per_layer, passes=K.elementwise_passes(SCALAR, L.recompute == "full"),
                               hbm_bytes_per_s=gpu_row(inp.gpu)[1])
 
 
