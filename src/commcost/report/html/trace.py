@@ -82,13 +82,15 @@ def _ranks_table(d: dict) -> str:
     rows = []
     for i, r in enumerate(d.get("ranks") or []):
         rows.append([num(r["rank"]), escape(r.get("device", "")),
-                     seconds(r["compute_s"], tip="device time in compute kernels"),
-                     seconds(r["communication_s"], tip="device time in communication kernels"),
+                     seconds(r["compute_s"], key=f"ranks[{i}].compute_s", tip="device time in compute kernels"),
+                     seconds(r["communication_s"], key=f"ranks[{i}].communication_s",
+                             tip="device time in communication kernels"),
                      seconds(r["exposed_communication_s"], key=f"ranks[{i}].exposed_communication_s",
                              tip="communication with no compute running beside it (HTA's definition)"),
-                     seconds(r["overlap_s"], tip="communication under compute"),
+                     seconds(r["overlap_s"], key=f"ranks[{i}].overlap_s", tip="communication under compute"),
                      num(r["overlap_pct"], f"{r['overlap_pct']:.1f}%", tip="overlap_s / communication_s"),
-                     seconds(r["idle_s"], tip="no kernel running"), seconds(r["span_s"], tip="first to last kernel"),
+                     seconds(r["idle_s"], key=f"ranks[{i}].idle_s", tip="no kernel running"),
+                     seconds(r["span_s"], key=f"ranks[{i}].span_s", tip="first to last kernel"),
                      seconds(r["exposed_waiting_s"]) if finite(r.get("exposed_waiting_s")) else "",
                      seconds(r["exposed_moving_s"]) if finite(r.get("exposed_moving_s")) else "",
                      escape(r.get("window") or "")])
@@ -141,6 +143,7 @@ def _wait_transfer(d: dict) -> str:
 
 def _advice(d: dict) -> str:
     adv = sorted(d.get("advice") or [], key=lambda a: -(a.get("gain_s") or 0.0))
+    where = {id(a): i for i, a in enumerate(d.get("advice") or [])}
     if not adv:
         return "<p>nothing stands out</p>"
     xmax = max(a["gain_s"] for a in adv) * 1.05 or 1.0
@@ -154,21 +157,23 @@ def _advice(d: dict) -> str:
         row = len(adv) - 1 - j
         ch.rect(0.0, a["gain_s"], row + 0.2, row + 0.8, colour="#009E73",
                 tip=f"{a['kind']}: up to {fmt_s(a['gain_s'])} per step (advice[].gain_s: {a['why']})")
-    items = "".join(f"<li><b>{escape(a['what'])}</b>: up to {seconds(a['gain_s'], tip='advice[].gain_s')} per step. "
+    items = "".join(f"<li><b>{escape(a['what'])}</b>: up to "
+                    f"{seconds(a['gain_s'], key=f'advice[{where[id(a)]}].gain_s', tip='advice[].gain_s')} per step. "
                     f"{escape(a['why'])}</li>" for a in adv)
     return f"<figure>{ch.svg()}</figure><ol>{items}</ol>"
 
 
 def _predicted(d: dict) -> str:
     rows, pts = [], []
-    for c in d.get("collectives") or []:
+    for i, c in enumerate(d.get("collectives") or []):
         if c.get("size_bytes") is None:
             continue
         meas, pred = c.get("measured_s", c.get("time_s")), c.get("predicted_s")
         rows.append([escape(c["op"]), nbytes(c["size_bytes"]), num(c["group_size"]), num(c["count"]),
-                     seconds(c["time_s"], tip="median kernel time per call"),
+                     seconds(c["time_s"], key=f"collectives[{i}].time_s", tip="median kernel time per call"),
                      seconds(c["transfer_s"], tip="moving data, across ranks") if finite(c.get("transfer_s")) else "",
-                     seconds(pred, tip=f"the CommModel: {c.get('algorithm')} ({c.get('reason')})") if finite(pred) else "",
+                     seconds(pred, key=f"collectives[{i}].predicted_s",
+                             tip=f"the CommModel: {c.get('algorithm')} ({c.get('reason')})") if finite(pred) else "",
                      num(c["error"], f"{c['error']:+.1%}", tip="predicted / measured - 1") if finite(c.get("error")) else "",
                      escape(c.get("measured") or "")])
         if finite(meas) and finite(pred) and meas > 0 and pred > 0:
