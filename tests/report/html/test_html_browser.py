@@ -12,7 +12,10 @@ import io
 
 import pytest
 
-from chromium_cdp import browser, reports  # noqa: F401 (fixtures)
+import chromium_cdp
+
+browser = chromium_cdp.browser
+reports = chromium_cdp.reports
 
 PAGES = ("plan", "search", "trace", "timeline", "trace_ranks")
 
@@ -29,7 +32,7 @@ def _not_blank(png: bytes) -> tuple[int, float]:
 
 
 @pytest.fixture(scope="module")
-def tabs(browser, reports):  # noqa: F811
+def tabs(browser, reports):
     """Each page opened once at desktop width."""
     return {name: browser.open(reports[name][0]) for name in PAGES}
 
@@ -97,7 +100,7 @@ def test_timeline_numbers_in_the_page_are_the_json(tabs, reports):
 
 
 @pytest.mark.parametrize("name", ("plan", "search"))
-def test_at_375_px_the_page_does_not_scroll_sideways(browser, reports, name):  # noqa: F811
+def test_at_375_px_the_page_does_not_scroll_sideways(browser, reports, name):
     tab = browser.open(reports[name][0], width=375, height=800, mobile=True)
     assert tab.problems() == [] and tab.requests() == []
     assert tab.evaluate("window.innerWidth") == 375
@@ -109,7 +112,7 @@ def test_at_375_px_the_page_does_not_scroll_sideways(browser, reports, name):  #
     assert colours > 20 and inked > 0.02
 
 
-def test_the_page_prints(browser, reports):  # noqa: F811
+def test_the_page_prints(browser, reports):
     import base64
 
     tab = browser.open(reports["plan"][0])
@@ -118,7 +121,7 @@ def test_the_page_prints(browser, reports):  # noqa: F811
     assert tab.problems() == []
 
 
-def test_the_checks_catch_a_request_an_error_and_a_blank_page(browser, tmp_path):  # noqa: F811
+def test_the_checks_catch_a_request_an_error_and_a_blank_page(browser, tmp_path):
     # the checks above must be able to fail: a page that asks the network for an image and logs an
     # error, the same under the reports' policy (the request refused: a logged violation), a blank page
     from commcost.report.html._page import CSP

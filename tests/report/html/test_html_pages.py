@@ -12,10 +12,13 @@ import re
 
 import pytest
 
-from chromium_cdp import NETWORK_URL, page_facts, reports  # noqa: F401 (fixture)
+import chromium_cdp
+from chromium_cdp import NETWORK_URL, page_facts
 from conftest import run_commcost
 from commcost.report.html._svg import Axis, log_ticks, nice_ticks
 from commcost.report.html.plan import plan_html, step_parts
+
+reports = chromium_cdp.reports
 
 MAX_BYTES = 3_000_000
 
