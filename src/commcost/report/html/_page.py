@@ -44,7 +44,8 @@ table{border-collapse:collapse;font-size:0.86rem;margin:0.3rem 0}
 th,td{padding:0.2rem 0.45rem;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
 td.r,th.r{text-align:right;white-space:nowrap}
 td.w{min-width:14rem}
-svg.chart{width:100%;height:auto;display:block;max-width:46rem}
+svg.chart{width:100%;height:auto;display:block}
+.ctitle{font-weight:600;font-size:0.9rem;margin:0.6rem 0 0.1rem}figure{margin:0.4rem 0}
 svg .frame{fill:none;stroke:#888;stroke-width:0.8}svg .grid{stroke:#eee;stroke-width:0.8}
 svg .tick{font-size:10.5px;fill:#444}svg .axl{font-size:11.5px;fill:#222}svg .ttl{font-size:12.5px;font-weight:600}
 svg .lbl{font-size:10.5px;fill:#222}
@@ -56,9 +57,10 @@ code{font:0.82rem/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;back
 button{font:inherit;font-size:0.8rem;padding:0.15rem 0.5rem;cursor:pointer}
 .warn{color:#8a3b00}.note{color:#555;font-size:0.88rem}
 details{margin:0.3rem 0}summary{cursor:pointer}
-dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:0.1rem 0.8rem;margin:0.3rem 0}dl.kv dt{color:#555}
+dl.kv{display:grid;grid-template-columns:fit-content(45%) 1fr;gap:0.1rem 0.8rem;margin:0.3rem 0}dl.kv dt{color:#555}
 dl.kv dd{margin:0}
-@media (max-width:480px){body{font-size:14px;padding:0.5rem}.head b{font-size:1.1rem}}
+@media (max-width:480px){body{font-size:14px;padding:0.5rem}.head b{font-size:1.1rem}
+svg .tick,svg .lbl{font-size:14px}svg .axl{font-size:15px}}
 @media print{body{max-width:none;padding:0;font-size:11pt}button{display:none}.scroll{overflow:visible}
 svg.chart,table,figure{break-inside:avoid}a{color:inherit;text-decoration:none}code{background:none}
 details{display:block}details>*{display:block}}
@@ -171,7 +173,7 @@ def copy_code(command: str, ident: str) -> str:
 
 
 def stacked_bar(parts: list[tuple[str, float, str, str]], *, axis_label: str, unit: str,
-                markers: list[tuple[float, str, str]] = (), title: str = "", width: int = 640) -> str:
+                markers: list[tuple[float, str, str]] = (), title: str = "", width: int = 480) -> str:
     """One horizontal bar of additive ``parts`` ``(label, value, colour, tip)``, an x axis in ``unit``
     (``s`` or ``bytes``), and vertical ``markers`` ``(value, label, tip)`` (a capacity, a bound)."""
     total = sum(v for _, v, _, _ in parts if v > 0)
@@ -183,8 +185,8 @@ def stacked_bar(parts: list[tuple[str, float, str, str]], *, axis_label: str, un
         fmt_axis = (lambda v: f"{v:g}") if scale == 1.0 else (lambda v: f"{v * 1e3:g}")
     ticks_axis = Axis(0.0, hi, axis_label, fmt=fmt_axis)
     ticks_axis.ticks = [t * scale for t in _nice(hi / scale)]
-    chart = Chart(ticks_axis, Axis(0.0, 1.0, ""), width=width, height=96 + (12 if markers else 0), title=title,
-                  left=12, right=14, top=22 + (10 if markers else 0), bottom=40, row_labels=[])
+    chart = Chart(ticks_axis, Axis(0.0, 1.0, ""), width=width, height=84 + (18 if markers else 0), title=title,
+                  left=12, right=16, top=8 + (18 if markers else 0), bottom=44, row_labels=[])
     x = 0.0
     for label, v, colour, tip in parts:
         if v <= 0:

@@ -14,11 +14,17 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Callable
 
-__all__ = ["Axis", "Chart", "PALETTE", "nice_ticks", "log_ticks"]
+__all__ = ["Axis", "Chart", "PALETTE", "nice_ticks", "log_ticks", "label_margin"]
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999",
            "#332288", "#882255", "#44AA99", "#117733")
 """Okabe and Ito's colour-blind-safe colours (then Tol's), one per series, in order."""
+
+
+def label_margin(labels: list[str]) -> int:
+    """A left margin (user units) that holds the longest row label at the phone-width font (14 units,
+    about 8 units a character)."""
+    return min(240, 14 + 8 * max((len(s) for s in labels), default=4))
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -101,7 +107,7 @@ class Chart:
     Categorical rows (bars, lanes) use a linear y axis with ``row_labels``: row ``i`` spans
     ``[i, i + 1)`` and is labelled at its middle."""
 
-    def __init__(self, x: Axis, y: Axis, *, width: int = 640, height: int = 280, title: str = "",
+    def __init__(self, x: Axis, y: Axis, *, width: int = 480, height: int = 280, title: str = "",
                  left: int = 64, right: int = 16, top: int = 24, bottom: int = 44,
                  row_labels: list[str] | None = None) -> None:
         self.x, self.y = x, y
@@ -181,12 +187,13 @@ class Chart:
 
     # -- the drawing
     def svg(self, *, label: str = "") -> str:
-        """The chart as one ``<svg>`` element (``label``: its accessible name, default the title)."""
+        """The chart's title (a paragraph) and the chart as one ``<svg>`` element (``label``: its accessible
+        name, default the title)."""
         W, H, L, R, T, B = self.width, self.height, self.left, self.right, self.top, self.bottom
-        out = [f'<svg viewBox="0 0 {W} {H}" role="img" aria-label="{escape(label or self.title)}" '
-               f'preserveAspectRatio="xMidYMid meet" class="chart">']
-        if self.title:
-            out.append(f'<text x="{L}" y="14" class="ttl">{escape(self.title)}</text>')
+        # the title is HTML above the drawing: it wraps on a narrow window, where SVG text would not
+        out = [f'<p class="ctitle">{escape(self.title)}</p>' if self.title else "",
+               f'<svg viewBox="0 0 {W} {H}" role="img" aria-label="{escape(label or self.title)}" '
+               f'preserveAspectRatio="xMidYMid meet" class="chart" style="max-width:{round(W * 1.2)}px">']
         out.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" class="frame"/>')
         for v in self.x.tick_values():
             X = self.px(v)

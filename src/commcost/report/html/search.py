@@ -66,7 +66,7 @@ def _scatter(d: dict, sample: dict | None) -> str:
     pad = (yhi - ylo) * 0.06 or ylo * 0.05
     y = Axis(ylo / 1.15 if log else max(ylo - pad, 0), yhi * 1.15 if log else yhi + pad,
              "step time (s" + (", log scale)" if log else ")"), log=log, fmt=lambda v: f"{v:g}")
-    x = Axis(0.0, max(xs) * 1.05, "memory per GPU, upper estimate on the card (GB = 1e9 bytes)",
+    x = Axis(0.0, max(xs) * 1.05, "memory per GPU, upper estimate (GB = 1e9 bytes)",
              fmt=lambda v: f"{v / 1e9:g}")
     ch = Chart(x, y, height=330, title=f"{d['model']}: step against memory per GPU")
     items = []

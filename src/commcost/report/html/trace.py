@@ -13,7 +13,7 @@ import os
 
 from commcost.report.html._page import (escape, finite, fmt_s, kv_list, legend, nbytes, num, page, pct, seconds,
                                         section, table)
-from commcost.report.html._svg import Axis, Chart
+from commcost.report.html._svg import Axis, Chart, label_margin
 
 __all__ = ["trace_html"]
 
@@ -121,11 +121,14 @@ def _wait_transfer(d: dict) -> str:
     x = Axis(0.0, xmax, "time in the collective (ms)" if ms else "time in the collective (s)",
              fmt=(lambda v: f"{v * 1e3:g}") if ms else (lambda v: f"{v:g}"))
     labels = [""] * len(rows)
-    ch = Chart(x, Axis(0.0, float(len(rows)), ""), height=56 + 16 * len(rows), row_labels=labels, left=150,
-               title="each collective instance: waiting for the last rank, then moving data")
+    longest = max(len(f"{it['op']} #{it['index']} r{w['rank']}") for _, it, w in rows)
+    ch = Chart(x, Axis(0.0, float(len(rows)), ""), height=56 + 20 * len(rows), row_labels=labels,
+               left=label_margin(["x" * longest]),
+               title="each collective instance: waiting for the last rank, then moving data"
+                     + ("" if per_rank else " (the rank that waited longest)"))
     for j, (k, it, w) in enumerate(rows):
         row = len(rows) - 1 - j
-        labels[row] = f"{it['op']} #{it['index']} rank {w['rank']}" + ("" if per_rank else " (longest wait)")
+        labels[row] = f"{it['op']} #{it['index']} " + (f"r{w['rank']}" if per_rank else "max")
         ch.rect(0.0, w["wait_s"], row + 0.15, row + 0.85, colour="#BBBBBB",
                 tip=f"rank {w['rank']} waits {fmt_s(w['wait_s'])} (cross_rank.instances[{k}].ranks[].wait_s: "
                     "the last rank's arrival minus this rank's, on aligned clocks)")
@@ -150,8 +153,9 @@ def _advice(d: dict) -> str:
     ms = xmax < 2
     x = Axis(0.0, xmax, "gain per step, at most (ms)" if ms else "gain per step, at most (s)",
              fmt=(lambda v: f"{v * 1e3:g}") if ms else (lambda v: f"{v:g}"))
-    labels = [a["kind"] for a in adv][::-1]
-    ch = Chart(x, Axis(0.0, float(len(adv)), ""), height=56 + 24 * len(adv), row_labels=labels, left=150,
+    labels = [a["kind"].replace("_", " ") for a in adv][::-1]
+    ch = Chart(x, Axis(0.0, float(len(adv)), ""), height=56 + 24 * len(adv), row_labels=labels,
+               left=label_margin(labels),
                title="advice ranked by the time it could save")
     for j, a in enumerate(adv):
         row = len(adv) - 1 - j
