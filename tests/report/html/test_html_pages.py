@@ -8,9 +8,12 @@ at that path. Also the bad-input rules of ``--html`` and the SVG helper's ticks,
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import chromium_cdp
 from chromium_cdp import NETWORK_URL, page_facts
@@ -126,3 +129,31 @@ def test_html_flag_refuses_a_bad_path_before_any_work(tmp_path, argv):
     r = run_commcost(*argv, "--html", str(tmp_path / "missing" / "r.html"))
     assert r.returncode == 2 and "does not exist" in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False),
+       st.floats(min_value=1e-9, max_value=1e12, allow_nan=False))
+def test_nice_ticks_lie_in_the_range_evenly_at_1_2_5(lo, span):
+    # an axis spans at least a millionth of its magnitude (closer, the floats' own resolution shows)
+    assume(span >= 1e-6 * abs(lo))
+    hi = lo + span
+    ticks = nice_ticks(lo, hi)
+    assert ticks and all(lo - span * 1e-6 <= t <= hi + span * 1e-6 for t in ticks)
+    steps = [b - a for a, b in zip(ticks, ticks[1:])]
+    if steps:
+        step = steps[0]
+        # even to the floats' resolution at the ticks' magnitude (a tick is k x step, k an integer)
+        slack = 1e-9 * step + 4 * math.ulp(max(abs(lo), abs(hi)))
+        assert all(abs(s - step) <= slack for s in steps)
+        mantissa = step / 10 ** math.floor(math.log10(step) + 1e-12)
+        assert min(abs(mantissa - m) for m in (1, 2, 5, 10)) < 1e-6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=40))
+def test_a_marked_number_reads_back_exactly_whatever_its_tip(value, tip):
+    from commcost.report.html._page import num
+
+    facts = page_facts(f"<p>{num(value, key='k', tip=tip)}</p>")
+    assert float(facts.values["k"]) == value

@@ -34,13 +34,9 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     raw = (hi - lo) / max(count, 1)
     mag = 10.0 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9) * step
-    out = []
-    v = first
-    while v <= hi + step * 1e-9:
-        out.append(0.0 if abs(v) < step * 1e-9 else v)
-        v += step
-    return out
+    k0, k1 = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
+    # each tick from its own integer multiple: no error accumulates from tick to tick
+    return [0.0 if k == 0 else k * step for k in range(k0, k1 + 1)]
 
 
 def log_ticks(lo: float, hi: float, base: float = 10.0) -> list[float]:
