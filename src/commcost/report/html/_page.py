@@ -95,6 +95,7 @@ def num(value, text: str | None = None, *, key: str | None = None, tip: str = ""
     attrs = f' data-key="{escape(key)}"' if key else ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         attrs += f' data-value="{value!r}"'
+    tip = tip or (f"--json: {key}" if key else "")
     if tip:
         attrs += f' title="{escape(tip)}"'
     return f'<span class="num"{attrs}{extra}>{escape(shown)}</span>'

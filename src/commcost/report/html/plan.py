@@ -165,10 +165,13 @@ def _collectives(d: dict) -> str:
     rows = []
     for i, c in enumerate(d.get("comm") or []):
         band = range_text(c.get("exposed_band_s"), "s")
-        rows.append([escape(c["dimension"]), escape(c["op"]), nbytes(c["size_bytes"], tip="message per call"),
-                     num(c["group_size"]), num(c["ranks_per_node"]), num(c["count_per_step"], f"{c['count_per_step']:,.0f}"),
+        rows.append([escape(c["dimension"]), escape(c["op"]),
+                     nbytes(c["size_bytes"], key=f"comm[{i}].size_bytes", tip="message per call"),
+                     num(c["group_size"], key=f"comm[{i}].group_size"),
+                     num(c["ranks_per_node"], key=f"comm[{i}].ranks_per_node"),
+                     num(c["count_per_step"], f"{c['count_per_step']:,.0f}", key=f"comm[{i}].count_per_step"),
                      escape(c.get("algorithm") or ""),
-                     seconds(c["one_s"], tip="one call, priced by the CommModel"),
+                     seconds(c["one_s"], key=f"comm[{i}].one_s", tip="one call, priced by the CommModel"),
                      seconds(c["time_s"], key=f"comm[{i}].time_s", tip="one_s x count_per_step: on the wire per step"),
                      seconds(c["exposed_s"], key=f"comm[{i}].exposed_s",
                              tip="the part not hidden behind compute (critical path, or the overlap timeline)"),
