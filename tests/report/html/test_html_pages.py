@@ -157,3 +157,12 @@ def test_a_marked_number_reads_back_exactly_whatever_its_tip(value, tip):
 
     facts = page_facts(f"<p>{num(value, key='k', tip=tip)}</p>")
     assert float(facts.values["k"]) == value
+
+
+@given(st.text())
+def test_escape_is_the_standard_librarys(text):
+    import html
+
+    from commcost.report.html._svg import escape
+
+    assert escape(text) == html.escape(text, quote=True)

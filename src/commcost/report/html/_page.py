@@ -16,10 +16,9 @@ Rules the reports keep (docs/report.md):
 from __future__ import annotations
 
 import math
-from html import escape
 
 from commcost.core.units import format_bytes, format_seconds
-from commcost.report.html._svg import Axis, Chart, nice_ticks
+from commcost.report.html._svg import Axis, Chart, escape, nice_ticks
 
 __all__ = ["page", "num", "seconds", "nbytes", "pct", "table", "section", "legend", "copy_code", "kv_list",
            "escape", "range_text", "fmt_s", "fmt_bytes", "stacked_bar", "finite"]
