@@ -8,6 +8,7 @@ at that path. Also the bad-input rules of ``--html`` and the SVG helper's ticks,
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 import chromium_cdp
 from chromium_cdp import NETWORK_URL, page_facts
-from conftest import run_commcost
+from conftest import DATA, run_commcost
 from commcost.report.html._svg import Axis, log_ticks, nice_ticks
 from commcost.report.html.plan import plan_html, step_parts
 
@@ -166,3 +167,17 @@ def test_escape_is_the_standard_librarys(text):
     from commcost.report.html._svg import escape
 
     assert escape(text) == html.escape(text, quote=True)
+
+
+@pytest.mark.parametrize("trace", sorted(p.name for p in (DATA / "traces").glob("*.json.gz")))
+def test_every_sample_trace_makes_a_page_of_its_json(tmp_path, trace):
+    # nulls where a quantity is undefined (no communication: overlap_pct; one rank: the waits) show as "-"
+    page = tmp_path / "t.html"
+    r = run_commcost("trace", str(DATA / "traces" / trace), "--json", "--html", str(page))
+    assert r.returncode == 0, r.stderr[-800:]
+    d = json.loads(r.stdout)
+    values = page_facts(page.read_text()).values
+    for key, value in values.items():
+        expect = max(x["exposed_communication_s"] for x in d["ranks"]) if key == "exposed_communication_s" \
+            else _at(d, key)
+        assert float(value) == expect, key

@@ -90,6 +90,8 @@ def fmt_bytes(v: float) -> str:
 def num(value, text: str | None = None, *, key: str | None = None, tip: str = "", extra: str = "") -> str:
     """A number from the JSON dict: shown as ``text``, carried exactly in ``data-value``, hover text ``tip``
     (its formula or source), ``key`` its JSON path (``data-key``) where a test reads it back."""
+    if value is None:  # the JSON's null: undefined here (no communication, one rank)
+        return '<span class="na" title="null in the JSON: not defined here">-</span>'
     shown = text if text is not None else (f"{value:g}" if isinstance(value, float) else str(value))
     attrs = f' data-key="{escape(key)}"' if key else ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -102,17 +104,17 @@ def num(value, text: str | None = None, *, key: str | None = None, tip: str = ""
 
 def seconds(value: float, *, key: str | None = None, tip: str = "", extra: str = "") -> str:
     """A time in seconds from the dict, printed as the text report prints it."""
-    return num(value, fmt_s(value), key=key, tip=tip, extra=extra)
+    return num(value, None if value is None else fmt_s(value), key=key, tip=tip, extra=extra)
 
 
 def nbytes(value: float, *, key: str | None = None, tip: str = "", extra: str = "") -> str:
     """A size in bytes from the dict (GB = 1e9 bytes)."""
-    return num(value, fmt_bytes(value), key=key, tip=tip, extra=extra)
+    return num(value, None if value is None else fmt_bytes(value), key=key, tip=tip, extra=extra)
 
 
 def pct(value: float, *, key: str | None = None, tip: str = "", digits: int = 1) -> str:
     """A fraction from the dict, printed as a percentage."""
-    return num(value, f"{value:.{digits}%}", key=key, tip=tip)
+    return num(value, None if value is None else f"{value:.{digits}%}", key=key, tip=tip)
 
 
 def range_text(value, unit: str = "s") -> str | None:
