@@ -19,8 +19,9 @@ _OPERATORS = {"gemm_s": "GEMMs (projections, MLP)", "attention_s": "attention co
               "recompute_s": "recomputation", "offload_s": "waiting for host copies"}
 """The operator names the text report prints (commcost.report.plan)."""
 
-_DIM_COLOURS = {"tp": "#D55E00", "cp": "#CC79A7", "ep": "#882255", "pp": "#E69F00", "dp": "#56B4E9",
-                "edp": "#44AA99", "etp": "#332288"}
+_DIM_COLOURS = {"tp": "#D55E00", "cp": "#CC79A7", "ep": "#882255", "pp": "#E69F00", "dp": "#44AA99",
+                "edp": "#117733", "etp": "#332288"}
+"""One colour per dimension's exposed communication, apart from the blues of compute."""
 
 
 def step_parts(d: dict) -> list[tuple[str, float, str, str]]:
@@ -46,7 +47,7 @@ def step_parts(d: dict) -> list[tuple[str, float, str, str]]:
     for dim, s in _exposed_by_dimension(d).items():
         parts.append((f"exposed {dim.upper()} communication", s, _DIM_COLOURS.get(dim, "#999999"),
                       f"{fmt_s(s)} = sum of comm[].exposed_s with dimension {dim}"))
-    parts.append(("optimizer", b["optimizer_s"], "#009E73", f"{fmt_s(b['optimizer_s'])} = breakdown.optimizer_s"))
+    parts.append(("optimizer", b["optimizer_s"], "#999933", f"{fmt_s(b['optimizer_s'])} = breakdown.optimizer_s"))
     return parts
 
 

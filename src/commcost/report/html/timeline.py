@@ -26,7 +26,9 @@ def _schedule(d: dict) -> str:
     ch = Chart(x, Axis(0.0, 3.0, ""), height=180, row_labels=["ready", "communication", "compute"], left=96, top=36,
                title=f"{len(bk)} buckets on one communication stream against the backward pass")
     bw0, c = d["backward_start_s"], d["compute_s"]
-    ch.rect(0.0, bw0, 2.15, 2.85, colour="#9CC5E3", tip=f"forward: 0 - {fmt_s(bw0)} (backward_start_s)")
+    ch.rect(0.0, bw0, 2.15, 2.85, colour="#9CC5E3",
+            tip=f"before the last backward pass: 0 - {fmt_s(bw0)} (backward_start_s: the forward, and the earlier "
+                "micro-batches under no_sync with gradient accumulation)")
     ch.rect(bw0, c, 2.15, 2.85, colour="#0072B2",
             tip=f"backward: {fmt_s(bw0)} - {fmt_s(c)} (backward_window_s = {fmt_s(d['backward_window_s'])})")
     last = max([c, *(b["end_s"] for b in bk)])
@@ -43,7 +45,8 @@ def _schedule(d: dict) -> str:
     ch.vline(c, tip=f"end of backward: {fmt_s(c)} (compute_s)", label="backward ends")
     ch.vline(d["step_s"], colour="#C00000", tip=f"step {fmt_s(d['step_s'])} (step_s = compute + exposed + optimizer)",
              label="")
-    leg = legend([("#9CC5E3", "forward"), ("#0072B2", "backward"), ("#E69F00", "bucket hidden behind backward"),
+    leg = legend([("#9CC5E3", "forward (and earlier micro-batches)"), ("#0072B2", "last backward pass"),
+                  ("#E69F00", "bucket hidden behind backward"),
                   ("#D55E00", "bucket running past backward (exposed)"), ("#009E73", "optimizer"),
                   ("#555", "bucket ready (its gradients complete)")])
     return f"<figure>{ch.svg()}{leg}</figure>"
