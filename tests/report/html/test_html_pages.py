@@ -42,7 +42,9 @@ def _at(d, path: str):
 
 
 # keys the pages add for a number of the JSON under another name
-ALIASES = {"winner.step_s": "results[0].step_s", "winner.robust_step_s": "results[0].robust_step_s"}
+ALIASES = {"winner.step_s": "results[0].step_s", "winner.robust_step_s": "results[0].robust_step_s",
+           "winner.step_interval_s[0]": "results[0].step_interval_s[0]",
+           "winner.step_interval_s[1]": "results[0].step_interval_s[1]"}
 
 
 @pytest.mark.parametrize("name", ("plan", "search", "trace", "timeline", "trace_ranks"))
@@ -111,11 +113,16 @@ def test_a_page_needs_no_more_than_the_dict():
                     "verdict": "fits"},
          "comm": [{"dimension": "dp", "op": "all_reduce", "size_bytes": 2e9, "group_size": 8, "ranks_per_node": 8,
                    "count_per_step": 1.0, "one_s": 0.25, "time_s": 0.25, "exposed_s": 0.05}],
-         "step_interval_s": [0.9, 1.2]}
+         "step_interval_s": [0.9, 1.2], "step_interval_coverage": 0.8, "mfu_interval": [0.25, 0.333],
+         "future_interval_s": [1.0, 2.0]}
     html = plan_html(d)
     values = page_facts(html).values
     assert float(values["step_s"]) == 1.0
-    assert "prediction interval (step_interval_s)" in html and "900.00 ms - 1.200 s" in html
+    assert float(values["step_interval_s[0]"]) == 0.9 and float(values["step_interval_s[1]"]) == 1.2
+    assert float(values["mfu_interval[1]"]) == 0.333
+    assert "prediction interval (80% of runs)" in html
+    # an interval key the page does not know is shown as written
+    assert "prediction interval (future_interval_s)" in html and "1.000 s - 2.000 s" in html
     # context: device 13 GB - reserved 11.5 GB - NCCL 0.5 GB = 1 GB
     assert "CUDA context" in html and "1.00 GB" in html
 

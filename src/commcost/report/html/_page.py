@@ -175,11 +175,13 @@ def copy_code(command: str, ident: str) -> str:
 
 
 def stacked_bar(parts: list[tuple[str, float, str, str]], *, axis_label: str, unit: str,
-                markers: list[tuple[float, str, str]] = (), title: str = "", width: int = 480) -> str:
+                markers: list[tuple[float, str, str]] = (), title: str = "", width: int = 480,
+                interval: tuple[float, float, str] | None = None) -> str:
     """One horizontal bar of additive ``parts`` ``(label, value, colour, tip)``, an x axis in ``unit``
-    (``s`` or ``bytes``), and vertical ``markers`` ``(value, label, tip)`` (a capacity, a bound)."""
+    (``s`` or ``bytes``), vertical ``markers`` ``(value, label, tip)`` (a capacity, a bound), and an
+    ``interval`` ``(low, high, tip)`` drawn as a bracket under the bar."""
     total = sum(v for _, v, _, _ in parts if v > 0)
-    hi = max([total, *(m[0] for m in markers)] or [1.0]) * 1.04 or 1.0
+    hi = max([total, *(m[0] for m in markers), *(interval[:2] if interval else ())] or [1.0]) * 1.04 or 1.0
     if unit == "bytes":
         scale, fmt_axis = 1e9, (lambda v: f"{v / 1e9:g}")
     else:
@@ -187,16 +189,30 @@ def stacked_bar(parts: list[tuple[str, float, str, str]], *, axis_label: str, un
         fmt_axis = (lambda v: f"{v:g}") if scale == 1.0 else (lambda v: f"{v * 1e3:g}")
     ticks_axis = Axis(0.0, hi, axis_label, fmt=fmt_axis)
     ticks_axis.ticks = [t * scale for t in _nice(hi / scale)]
-    chart = Chart(ticks_axis, Axis(0.0, 1.0, ""), width=width, height=84 + (18 if markers else 0), title=title,
-                  left=12, right=16, top=8 + (18 if markers else 0), bottom=44, row_labels=[])
+    # marker labels closer than a label's width go one line up, alternately
+    rows, last = [], None
+    span_px = width - 28
+    for value, _, _ in sorted(markers):
+        near = last is not None and (value - last[0]) / hi * span_px < 84
+        rows.append(1 - last[1] if near else 0)
+        last = (value, rows[-1])
+    lines = (max(rows) + 1) if rows else 0
+    chart = Chart(ticks_axis, Axis(0.0, 1.0, ""), width=width, height=84 + 18 * lines, title=title,
+                  left=12, right=16, top=8 + 18 * lines, bottom=44, row_labels=[])
     x = 0.0
+    bar_lo = 0.3 if interval else 0.12
     for label, v, colour, tip in parts:
         if v <= 0:
             continue
-        chart.rect(x, x + v, 0.12, 0.88, colour=colour, tip=f"{label}: {tip}")
+        chart.rect(x, x + v, bar_lo, 0.88, colour=colour, tip=f"{label}: {tip}")
         x += v
-    for value, label, tip in markers:
-        chart.vline(value, tip=tip, label=label)
+    if interval:
+        lo, hi_iv, tip = interval
+        chart.line([(lo, 0.12), (hi_iv, 0.12)], colour="#222", width=2.2, tip=tip)
+        for end in (lo, hi_iv):
+            chart.line([(end, 0.02), (end, 0.22)], colour="#222", width=2.2, tip=tip)
+    for (value, label, tip), row in zip(sorted(markers), rows):
+        chart.vline(value, tip=tip, label=label, label_row=row)
     return chart.svg()
 
 

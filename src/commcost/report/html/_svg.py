@@ -172,8 +172,10 @@ class Chart:
             self._marks.append(f'<circle cx="{_f(cx)}" cy="{_f(cy)}" r="{r:g}" fill="{colour}"{op}{attrs}>'
                                f'{title}</circle>')
 
-    def vline(self, x: float, *, colour: str = "#333", tip: str = "", dash: str = "4 3", label: str = "") -> None:
-        """A vertical line across the plot at ``x`` (a capacity, a bound), with an optional label at its top."""
+    def vline(self, x: float, *, colour: str = "#333", tip: str = "", dash: str = "4 3", label: str = "",
+              label_row: int = 0) -> None:
+        """A vertical line across the plot at ``x`` (a capacity, a bound), with an optional label at its top
+        (``label_row`` 1: one line higher, clear of a neighbour's)."""
         X = self.px(x)
         title = f"<title>{escape(tip)}</title>" if tip else ""
         self._marks.append(f'<line x1="{_f(X)}" x2="{_f(X)}" y1="{self.top}" y2="{self.height - self.bottom}" '
@@ -181,7 +183,7 @@ class Chart:
         if label:
             anchor = "end" if X > self.width * 0.6 else "start"
             dx = -3 if anchor == "end" else 3
-            self._marks.append(f'<text x="{_f(X + dx)}" y="{self.top - 6}" text-anchor="{anchor}" '
+            self._marks.append(f'<text x="{_f(X + dx)}" y="{self.top - 6 - 16 * label_row}" text-anchor="{anchor}" '
                                f'class="lbl">{escape(label)}</text>')
 
     def text(self, x: float, y: float, s: str, *, anchor: str = "start") -> None:

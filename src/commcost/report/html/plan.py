@@ -58,12 +58,50 @@ def _exposed_by_dimension(d: dict) -> dict[str, float]:
     return out
 
 
+_KNOWN_INTERVAL_KEYS = frozenset({"step_interval_s", "step_interval_coverage", "step_interval_ratios",
+                                  "step_interval_frontier_s", "tokens_per_s_per_gpu_interval",
+                                  "tflops_per_gpu_interval", "mfu_interval"})
+"""The step's prediction interval as ``commcost.analyses.interval`` writes it (docs/plan.md, "Prediction
+interval"); any other key with ``interval`` in its name is shown as written (:func:`_intervals`)."""
+
+
+def _pair_is(v) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) == 2 and all(finite(x) for x in v)
+
+
+def _step_interval(d: dict) -> list[tuple[str, str]]:
+    """The step's prediction interval and the rates it carries to, each end marked with its JSON key."""
+    iv = d.get("step_interval_s")
+    if not _pair_is(iv):
+        return []
+    cov = d.get("step_interval_coverage")
+    ratios = d.get("step_interval_ratios")
+    how = (f"the step x the held-out ratios r = {ratios[0]:g}-{ratios[1]:g} (step_interval_ratios: measured / "
+           "predicted on published runs, each project predicted without its own runs); docs/plan.md"
+           if _pair_is(ratios) else "docs/plan.md, prediction interval")
+    label = "prediction interval" + (f" ({cov:.0%} of runs)" if finite(cov) else "")
+    rows = [(label, f"{seconds(iv[0], key='step_interval_s[0]', tip=how)} - "
+                    f"{seconds(iv[1], key='step_interval_s[1]', tip=how)}")]
+    tok, mfu = d.get("tokens_per_s_per_gpu_interval"), d.get("mfu_interval")
+    if _pair_is(tok):
+        rows.append(("  tokens/s/GPU", f"{num(tok[0], f'{tok[0]:,.0f}', key='tokens_per_s_per_gpu_interval[0]')} - "
+                                        f"{num(tok[1], f'{tok[1]:,.0f}', key='tokens_per_s_per_gpu_interval[1]')}"))
+    if _pair_is(mfu):
+        rows.append(("  MFU", f"{pct(mfu[0], key='mfu_interval[0]')} - {pct(mfu[1], key='mfu_interval[1]')}"))
+    front = d.get("step_interval_frontier_s")
+    if finite(front):
+        rows.append(("  above the best published MFU",
+                     f"the interval starts at {seconds(front, key='step_interval_frontier_s')}, the step at that "
+                     "MFU: no public run has been this fast, so budget on the interval, not on the point"))
+    return rows
+
+
 def _intervals(d: dict, prefix: str = "") -> list[tuple[str, str]]:
-    """Every prediction interval the dict carries (keys with ``interval`` in their name; written by the
-    uncertainty layer, shown as they are), as ``(key, text)``."""
+    """Every other prediction interval the dict carries (keys with ``interval`` in their name, beside
+    :data:`_KNOWN_INTERVAL_KEYS`; shown as written), as ``(key, text)``."""
     out = []
     for k, v in d.items():
-        if "interval" not in k:
+        if "interval" not in k or k in _KNOWN_INTERVAL_KEYS:
             continue
         unit = "s" if k.endswith("_s") else ("bytes" if k.endswith("_bytes") else "")
         text = range_text(v, unit)
@@ -98,6 +136,7 @@ def _headline(d: dict) -> str:
                      f" <span class=note>(every collective x its class's ratio r on measured clusters: "
                      f"{escape(', '.join(f'{c} {a:g}-{z:g}' for c, (a, z) in (d.get('band_ratios') or {}).items()))})"
                      "</span>"))
+    rows = _step_interval(d) + rows
     rows += [(f"prediction interval ({k})", v) for k, v in _intervals(d)]
     return head + kv_list(rows)
 
@@ -107,11 +146,15 @@ def _step_chart(d: dict) -> str:
     b = d["bounds"]
     marks = [(b["all_hidden_s"], "all hidden", f"{fmt_s(b['all_hidden_s'])}: bounds.all_hidden_s"),
              (b["no_overlap_s"], "no overlap", f"{fmt_s(b['no_overlap_s'])}: bounds.no_overlap_s")]
-    unit = "s" if max(d["step_s"], b["no_overlap_s"]) >= 1 else "ms"
-    svg = stacked_bar(parts, axis_label=f"time per step ({unit})", unit="s", markers=marks,
-                      title=f"step {fmt_s(d['step_s'])}, by term")
+    unit = "s" if max(d["step_s"], b["no_overlap_s"], *(d.get("step_interval_s") or [])) >= 1 else "ms"
+    iv = d.get("step_interval_s")
+    span = (iv[0], iv[1], f"prediction interval {fmt_s(iv[0])} - {fmt_s(iv[1])} (step_interval_s)") \
+        if _pair_is(iv) else None
+    svg = stacked_bar(parts, axis_label=f"time per step ({unit})", unit="s", markers=marks, interval=span,
+                      title=f"step {fmt_s(d['step_s'])}, by term" + (", and its prediction interval" if span else ""))
     leg = legend([(c, f"{escape(lbl)} {seconds(v, tip=tip)} ({v / d['step_s']:.1%})")
-                  for lbl, v, c, tip in parts if v > 0])
+                  for lbl, v, c, tip in parts if v > 0]
+                 + ([("#222", "prediction interval (the bracket under the bar)")] if span else []))
     return f"<figure>{svg}{leg}</figure>"
 
 
@@ -220,8 +263,14 @@ def _training(d: dict) -> str:
     if t.get("cost_usd") is not None:
         rows.append(("cost", num(t["cost_usd"], f"${t['cost_usd']:,.0f}", key="training.cost_usd",
                                  tip=f"GPU-hours x ${t.get('price_usd_per_gpu_hour', 0):g} per GPU-hour")))
+    names = {"days_interval": ("days", "{:,.1f}"), "gpu_hours_interval": ("GPU-hours", "{:,.0f}"),
+             "cost_usd_interval": ("cost", "${:,.0f}")}
     for k, v in t.items():
-        if "interval" in k or k.endswith("_range"):
+        if k in names and _pair_is(v):
+            what, f = names[k]
+            rows.append((f"{what}, prediction interval", f"{num(v[0], f.format(v[0]), key=f'training.{k}[0]')} - "
+                                                         f"{num(v[1], f.format(v[1]), key=f'training.{k}[1]')}"))
+        elif ("interval" in k or k.endswith("_range")) and v is not None and k not in names:
             text = range_text(v, "")
             rows.append((f"range ({k})", escape(text if text is not None else str(v))))
     return section("Training cost", kv_list(rows), ident="training")

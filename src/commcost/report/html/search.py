@@ -115,6 +115,12 @@ def _winner(d: dict) -> str:
             ("MFU", pct(w["mfu"], tip="results[0].mfu")),
             ("memory (upper end on the card)", nbytes(w["memory_high_bytes"], tip="results[0].memory_high_bytes")
              + f" of {nbytes(w['memory']['capacity_bytes'])}")]
+    iv = w.get("step_interval_s")
+    if isinstance(iv, list) and len(iv) == 2 and all(finite(v) for v in iv):
+        cov = w.get("step_interval_coverage")
+        rows.insert(1, ("prediction interval" + (f" ({cov:.0%} of runs)" if finite(cov) else ""),
+                        f"{seconds(iv[0], key='winner.step_interval_s[0]')} - "
+                        f"{seconds(iv[1], key='winner.step_interval_s[1]')}"))
     if finite(w.get("robust_step_s")):
         rows.insert(1, ("step at the band's upper edge", seconds(w["robust_step_s"], key="winner.robust_step_s",
                                                                   tip="results[0].robust_step_s: every collective at "
@@ -156,13 +162,18 @@ def _top_table(d: dict) -> str:
             flags.append("fragile memory")
         if r.get("pareto") is False:
             flags.append("off the front")
-        rows.append([num(r["rank"]), seconds(r["step_s"], key=f"results[{r['rank'] - 1}].step_s"),
+        i = r["rank"] - 1
+        iv = r.get("step_interval_s")
+        rows.append([num(r["rank"]), seconds(r["step_s"], key=f"results[{i}].step_s"),
                      seconds(r["robust_step_s"]) if finite(r.get("robust_step_s")) else "",
+                     f"{seconds(iv[0], key=f'results[{i}].step_interval_s[0]')} - "
+                     f"{seconds(iv[1], key=f'results[{i}].step_interval_s[1]')}"
+                     if isinstance(iv, list) and len(iv) == 2 and all(finite(v) for v in iv) else "",
                      num(r["tokens_per_s_per_gpu"], f"{r['tokens_per_s_per_gpu']:,.0f}"), pct(r["mfu"]),
                      nbytes(r["memory_high_bytes"]), escape(", ".join(flags)),
                      copy_code(r["plan_command"], f"cmd-{r['rank']}")])
-    return table(["#", "step", "upper edge", "tok/s/GPU", "MFU", "memory", "", "commcost plan command"], rows,
-                 right={0, 1, 2, 3, 4, 5}, wide={7})
+    return table(["#", "step", "upper edge", "prediction interval", "tok/s/GPU", "MFU", "memory", "",
+                  "commcost plan command"], rows, right={0, 1, 2, 3, 4, 5, 6}, wide={8})
 
 
 def search_html(d: dict, sample: dict | None = None) -> str:
