@@ -13,9 +13,12 @@ from commcost.analyses.uncertainty import plan_band
 from commcost.analyses.interval import plan_interval
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
+from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_plan import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
+from commcost.report.html import write_html
+from commcost.report.html.plan import plan_html
 from commcost.report.plan import plan_run_notes
 from commcost.report.plan import render_plan_json
 from commcost.report.plan import render_plan_text
@@ -115,6 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--train-tokens", type=A.token_count, help="tokens to train on (2e12, 2T, 300B): days and GPU-hours")
     t.add_argument("--price-per-gpu-hour", type=A.positive_float, help="dollars per GPU-hour: the run's cost")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
+    add_html_argument(p)
     p.add_argument("--trace-out", metavar="FILE", help="write the step's accounting as a Chrome trace (.json: Perfetto, "
                    "chrome://tracing; `commcost trace` reads it back)")
 
@@ -141,6 +145,7 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
 def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_plan.plan_request`, which fits the efficiency to a
     measurement), plan, render."""
+    html = check_html(args)
     req = plan_request(args)
     inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology
     if req.save_calibration:
@@ -159,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
                                   calibration=req.calibration, calibration_path=req.calibration_path,
                                   trace_out=req.trace_out, run_cost=run_cost, interval=interval)
     sens = sensitivity(inp, model)
-    print(render_plan_json(result, extra, band, sens, interval) if req.json
-          else render_plan_text(result, notes, band, sens, interval))
+    text = render_plan_json(result, extra, band, sens, interval) if req.json or html else None
+    if html:  # the page of the very dict --json prints (docs/report.md)
+        write_html(html, plan_html(json_dict(text)))
+    print(text if req.json else render_plan_text(result, notes, band, sens, interval))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from commcost.cli import _args as A
 from commcost.parallel.layout import DEFAULT_ORDER
@@ -13,11 +14,14 @@ from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
 from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.uncertainty import plan_band
 from commcost.cli.inputs_plan import MAX_CONFIGURATIONS, MAX_GLOBAL_BATCH, MAX_GPU_COUNTS, MAX_TOP  # noqa: F401 (re-exported)
+from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_plan import parse_gpus_range
 from commcost.cli.inputs_plan import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
 from commcost.cli.plan import add_moe_arguments
+from commcost.report.html import write_html
+from commcost.report.html.search import feasible_sample, search_html
 from commcost.report.search import plot_pareto
 from commcost.report.search import render_search_json
 from commcost.report.search import render_search_text
@@ -85,17 +89,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--top", type=A.positive_int, default=10, help="configurations shown (default 10)")
     o.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     o.add_argument("--csv", metavar="FILE", help="write the top configurations to FILE, plan --json's keys flattened")
+    add_html_argument(o)
     o.add_argument("--plot", metavar="FILE", help="draw the Pareto front (step against memory, and GPU count) to FILE")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_plan.search_request`), search, render."""
+    html = check_html(args)
     req = search_request(args)
     model, band_topology = req.resolved.comm, req.resolved.band_topology
+    # the page draws every feasible layout (sampled): the arrays --plot keeps
+    inputs = replace(req.inputs, keep_points=True) if html else req.inputs
     bar = SearchBar(req.progress)
     try:
-        result = search(req.inputs, model, progress=bar)
+        result = search(inputs, model, progress=bar)
     finally:
         bar.close()
     if req.robust:
@@ -106,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     prefix = req.plan_prefix
     signum = A.last_interrupt_signal() if result.interrupted else 0
     published = published_comparison(result, model, band_topology) if result.plans else None
-    print(render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json
+    text = render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json or html else None
+    if html:  # the page of the very dict --json prints, and a sample of the arrays behind it (docs/report.md)
+        write_html(html, search_html(json_dict(text), feasible_sample(result.points)))
+    print(text if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
                                   published=published, bands=bands))
     if req.csv:
