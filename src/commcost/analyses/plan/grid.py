@@ -7,7 +7,7 @@ The composition is not restated here: :func:`evaluate_grid` calls the kernels ``
 the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`commcost.parallel.tensor`,
 :mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.pipeline`,
 :mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
-(:func:`commcost.parallel.layout.group_of` under the default rank order).
+(:func:`commcost.parallel.layout.group_of` under the search's rank order, ``--order``).
 ``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
