@@ -277,7 +277,7 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                "(--fix tp=8,pp=4), or search fewer GPU counts")
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
-                       stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
+                       order=args.order, stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
                        top=robust_candidates(args.top) if robust else args.top,
                        keep_points=args.plot is not None, train_tokens=args.train_tokens,

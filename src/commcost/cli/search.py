@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 
 from commcost.cli import _args as A
+from commcost.parallel.layout import DEFAULT_ORDER
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.analyses.plan.search import rank_robust
 from commcost.analyses.plan.search import search
@@ -52,6 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
                    help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
+    s.add_argument("--order", default=DEFAULT_ORDER,
+                   help=f"rank order of every layout, innermost first (default {DEFAULT_ORDER}, Megatron's)")
     s.add_argument("--even-pipeline-only", action="store_true", help="only layouts whose pp x vp divides the layers")
 
     add_moe_arguments(p)
