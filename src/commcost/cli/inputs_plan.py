@@ -21,6 +21,7 @@ from commcost.analyses.plan.space import count_upper_bound
 from commcost.calibrate.efficiency import fit_efficiency, load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
+from commcost.cli.from_file import apply_from
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
@@ -53,6 +54,14 @@ def model_spec_of(args: argparse.Namespace):
     """``(TransformerSpec, seq)`` of ``--model`` (and ``--seq``, default the model's training length) or of
     the explicit shape (``plan`` and ``search``)."""
     shape_flags = [f for f in _SHAPE_FLAGS if getattr(args, f) is not None]
+    if getattr(args, "hf_config", None) is not None:
+        from commcost.formats.hf_config import spec_from_hf_config
+
+        if args.model is not None or shape_flags or args.gated_mlp:
+            A.fail(f"--hf-config fixes the shape; drop --{'model' if args.model is not None else shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
+        if args.seq is None:
+            A.fail("--hf-config needs --seq (a config.json holds the longest context, not the training length)")
+        return spec_from_hf_config(args.hf_config), args.seq
     if args.model is not None:
         if shape_flags or args.gated_mlp:
             A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
@@ -96,6 +105,9 @@ class PlanRequest(namedtuple("PlanRequest", (
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan flags checked; the layout, the PlanInputs in SI units and its calibrated efficiency."""
+    args.from_summary = apply_from(args)
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
     spec, seq = model_spec_of(args)
     cp, tp, pp = args.cp, args.tp, args.pp
     gpus, dp = args.gpus, args.dp
@@ -212,7 +224,9 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
             return
         out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
 
-    if args.model is not None:
+    if getattr(args, "hf_config", None) is not None:
+        add("--hf-config", args.hf_config)
+    elif args.model is not None:
         add("--model", args.model)
     else:
         for f in _SHAPE_FLAGS:
@@ -246,6 +260,9 @@ class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust",
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
+    args.from_summary = apply_from(args, search=True)
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
     if args.global_batch > MAX_GLOBAL_BATCH:

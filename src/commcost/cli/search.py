@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--gpus", type=A.positive_int, help="GPUs W")
     s.add_argument("--gpus-range", metavar="LO:HI[:STEP]",
                    help="search several GPU counts: LO, 2 LO, 4 LO ... up to HI, or LO, LO+STEP ... with STEP")
-    s.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    s.add_argument("--global-batch", type=A.positive_int, help="sequences per optimizer step (required, or --from)")
     s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
                    help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
