@@ -57,7 +57,8 @@ def apply_from(args: argparse.Namespace, *, search: bool = False) -> dict | None
     first = {k: v for k, v in values.items() if k in ("model",) + SHAPE_DESTS}
     for dest, value in first.items():
         if named_model:
-            dropped.append(f"{dest} = {value}")
+            if getattr(args, dest, None) != value:
+                dropped.append(f"{dest} = {value}")
         else:
             setattr(args, dest, value)
             applied[dest] = value

@@ -261,6 +261,12 @@ class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust",
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
     args.from_summary = apply_from(args, search=True)
+    if args.emit is not None:
+        from commcost.formats.emit import EMIT_KINDS
+
+        if args.emit[0] not in EMIT_KINDS:
+            A.fail(f"--emit {args.emit[0]!r}: valid kinds are {', '.join(EMIT_KINDS)}")
+        A.check_output_path("--emit", args.emit[1])
     if args.global_batch is None:
         A.fail("the following arguments are required: --global-batch")
     if args.plot is not None:

@@ -16,6 +16,8 @@ from commcost.cli.inputs_plan import parse_gpus_range
 from commcost.cli.inputs_plan import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
+from commcost.formats.emit import emit
+from commcost.report._files import write_atomic
 from commcost.cli.plan import add_moe_arguments
 from commcost.report.search import plot_pareto
 from commcost.report.search import render_search_json
@@ -45,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--gpus-range", metavar="LO:HI[:STEP]",
                    help="search several GPU counts: LO, 2 LO, 4 LO ... up to HI, or LO, LO+STEP ... with STEP")
     s.add_argument("--global-batch", type=A.positive_int, help="sequences per optimizer step (required, or --from)")
+    s.add_argument("--emit", nargs=2, metavar=("KIND", "FILE"),
+                   help="write the winner as a framework config: torchtitan (.toml), megatron (arguments) or "
+                        "deepspeed (.json); `plan --from FILE` reads it back")
     s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
                    help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
@@ -106,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
     print(render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
                                   published=published))
+    if args.emit and result.plans:
+        kind, path = args.emit
+        write_atomic(path, emit(kind, result.plans[0].inputs))
+        A.warn(f"the winner written as a {kind} config to {path} (commcost plan --from {path} reads it back)")
     if req.csv:
         write_search_csv(result, req.csv, plan_prefix=prefix)
     if req.plot:

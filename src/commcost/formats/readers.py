@@ -242,6 +242,8 @@ def read_megatron(path: str) -> Job:
         elif key in ("moe-token-dispatcher-type", "moe-enable-deepep"):
             if key == "moe-enable-deepep" or str(value) == "flex":
                 v["a2a"] = "deepep" if args.get("moe-enable-deepep") else v.get("a2a", "nccl")
+        elif key == "ddp-bucket-size":   # gradient elements, 2 bytes each in bf16: MiB
+            v["bucket_mb"] = int(value) * 2 / 2**20
         elif key == "moe-expert-capacity-factor":
             v["capacity_factor"] = float(value)
         elif key in ("decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers"):
@@ -357,8 +359,9 @@ def read_nemo(path: str) -> Job:
             v[_NEMO_KEYS[name]] = bool(val) if _NEMO_KEYS[name] in ("sequence_parallel", "tp_comm_overlap") else int(val)
         elif name in ("recompute_granularity", "activations_checkpoint_granularity") and val:
             v["recompute"] = str(val)
-        elif name == "use_distributed_optimizer" and val:
-            v["zero"] = 1
+        elif (name == "use_distributed_optimizer" and val) or (full.endswith("optim.name")
+                                                               and val == "distributed_fused_adam"):
+            v["zero"] = 1   # NeMo 1's distributed_fused_adam is Megatron's distributed optimizer
         elif name == "precision" or name == "mixed_precision":
             text = str(val)
             v["precision"] = "fp16" if "16" in text and "bf" not in text else "bf16"
@@ -367,6 +370,9 @@ def read_nemo(path: str) -> Job:
         elif name in ("recompute_method", "recompute_num_layers", "activations_checkpoint_method",
                       "activations_checkpoint_num_layers", "cpu_offloading") and val:
             unread.append(f"{full} = {val}")
+    nodes, devices = flat.get("trainer.num_nodes"), flat.get("trainer.devices")
+    if isinstance(nodes, int) and isinstance(devices, int):
+        v["gpus"] = nodes * devices
     v.setdefault("recompute", "none")
     defaults = () if "zero" in v else (("zero", 0, "NeMo without use_distributed_optimizer: DDP"),)
     v.setdefault("zero", 0)
