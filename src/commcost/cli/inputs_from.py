@@ -2,8 +2,9 @@
 the flags it states; a flag typed beside it overrides it and is reported as an override; values left to the
 framework's default and settings that are not modelled are said (stderr, and ``from`` in ``plan --json``).
 
-Part of the input builder: it changes the Namespace before :func:`commcost.cli.inputs_plan.plan_request`
-reads it, so every other line of the resolver stays as it is."""
+Part of the input builder: it returns a new Namespace, the command line's with the file's values filled in,
+which :func:`commcost.cli.inputs_plan.plan_request` then reads as if they had been typed (the Namespace the
+parser made is not written to)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.formats.job import resolve_job
+from commcost.formats.hf_config import spec_from_hf_config
 from commcost.formats.readers import read_job
+from commcost.workload.transformer import model_spec
 
 __all__ = ["add_from_argument", "apply_from", "LAYOUT_DESTS", "SHAPE_DESTS"]
 
@@ -31,50 +34,45 @@ def add_from_argument(p: argparse.ArgumentParser) -> None:
                         "(flags beside it override it)")
 
 
-def _layers(args: argparse.Namespace) -> int | None:
-    if getattr(args, "hf_config", None):
-        from commcost.formats.hf_config import spec_from_hf_config
-        return spec_from_hf_config(args.hf_config).layers
-    if args.model is not None:
-        from commcost.workload.transformer import model_spec
-        return model_spec(args.model).layers
-    return args.layers
+def _layers(merged: dict) -> int | None:
+    """The model's layer count (for virtual stages), from the flags as the file fills them in."""
+    if merged.get("hf_config"):
+        return spec_from_hf_config(merged["hf_config"]).layers
+    if merged.get("model") is not None:
+        return model_spec(merged["model"]).layers
+    return merged.get("layers")
 
 
-def apply_from(args: argparse.Namespace, *, search: bool = False) -> dict | None:
-    """Set the Namespace from ``--from`` (module docstring); returns the summary ``plan --json`` carries as
-    ``from`` (None without ``--from``)."""
+def apply_from(args: argparse.Namespace, *, search: bool = False) -> tuple[argparse.Namespace, dict | None]:
+    """``(namespace, summary)``: a new Namespace, ``args`` with ``--from``'s values filled in (module docstring),
+    and the summary ``plan --json`` carries as ``from`` (``args`` itself and None without ``--from``)."""
     path = getattr(args, "from_file", None)
     if path is None:
-        return None
+        return args, None
     job = read_job(path)
-    given = getattr(args, "given_flags", frozenset())
+    merged = dict(vars(args))
+    given = merged.get("given_flags", frozenset())
     named_model = bool({"model", "hf_config"} & given) or any(d in given for d in SHAPE_DESTS)
     overrides, applied, dropped = [], {}, []
     values = dict(job.values)
     if "gpus" in values and "gpus" not in given and not search:
-        args.gpus = values.pop("gpus")
+        merged["gpus"] = values.pop("gpus")
     first = {k: v for k, v in values.items() if k in ("model",) + SHAPE_DESTS}
     for dest, value in first.items():
         if named_model:
-            if getattr(args, dest, None) != value:
+            if merged.get(dest) != value:
                 dropped.append(f"{dest} = {value}")
         else:
-            setattr(args, dest, value)
-            applied[dest] = value
-    gpus = args.gpus if not search else (args.gpus if args.gpus is not None else None)
-    resolved, defaults = resolve_job(job, gpus=gpus, layers=_layers(args))
+            merged[dest] = applied[dest] = value
+    resolved, defaults = resolve_job(job, gpus=merged.get("gpus"), layers=_layers(merged))
     for dest, value in resolved.items():
-        if dest in first or dest == "gpus" or not hasattr(args, dest):
-            continue
-        if search and dest in LAYOUT_DESTS:
+        if dest in first or dest == "gpus" or dest not in merged or (search and dest in LAYOUT_DESTS):
             continue
         if dest in given:
-            if getattr(args, dest) != value:
-                overrides.append(f"--{dest.replace('_', '-')} {getattr(args, dest)} (the file: {value})")
+            if merged[dest] != value:
+                overrides.append(f"--{dest.replace('_', '-')} {merged[dest]} (the file: {value})")
             continue
-        setattr(args, dest, value)
-        applied[dest] = value
+        merged[dest] = applied[dest] = value
     layout = {d: resolved[d] for d in LAYOUT_DESTS if d in resolved}
     for line in overrides:
         A.warn(f"--from {path}: overridden by the command line: {line}")
@@ -87,5 +85,6 @@ def apply_from(args: argparse.Namespace, *, search: bool = False) -> dict | None
     if search and layout:
         A.warn(f"--from {path}: search explores the layout; the file's ({', '.join(f'{k} {v}' for k, v in layout.items())}) "
                "is not fixed (--fix keeps a dimension)")
-    return {"path": path, "framework": job.framework, "applied": applied, "overrides": overrides,
-            "defaults": [{"flag": d, "value": v, "why": w} for d, v, w in defaults], "not_modelled": list(job.unread)}
+    return argparse.Namespace(**merged), {
+        "path": path, "framework": job.framework, "applied": applied, "overrides": overrides,
+        "defaults": [{"flag": d, "value": v, "why": w} for d, v, w in defaults], "not_modelled": list(job.unread)}

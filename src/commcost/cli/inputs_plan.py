@@ -21,7 +21,9 @@ from commcost.analyses.plan.space import count_upper_bound
 from commcost.calibrate.efficiency import fit_efficiency, load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
-from commcost.cli.from_file import apply_from
+from commcost.cli.inputs_from import apply_from
+from commcost.formats.emit import EMIT_KINDS
+from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
@@ -55,8 +57,6 @@ def model_spec_of(args: argparse.Namespace):
     the explicit shape (``plan`` and ``search``)."""
     shape_flags = [f for f in _SHAPE_FLAGS if getattr(args, f) is not None]
     if getattr(args, "hf_config", None) is not None:
-        from commcost.formats.hf_config import spec_from_hf_config
-
         if args.model is not None or shape_flags or args.gated_mlp:
             A.fail(f"--hf-config fixes the shape; drop --{'model' if args.model is not None else shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
         if args.seq is None:
@@ -93,7 +93,7 @@ MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
 
 class PlanRequest(namedtuple("PlanRequest", (
         "inputs", "resolved", "measured_step_s", "save_calibration", "calibration", "calibration_path",
-        "trace_out", "train_tokens", "price_per_gpu_hour", "json"))):
+        "trace_out", "train_tokens", "price_per_gpu_hour", "json", "from_summary"), defaults=(None,))):
     """``commcost plan``: ``inputs`` the :class:`~commcost.analyses.plan.plan.PlanInputs` (its efficiency
     fitted to ``measured_step_s`` where a measurement was given, or read from ``calibration``, the document
     at ``calibration_path``); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
@@ -105,7 +105,7 @@ class PlanRequest(namedtuple("PlanRequest", (
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan flags checked; the layout, the PlanInputs in SI units and its calibrated efficiency."""
-    args.from_summary = apply_from(args)
+    args, from_summary = apply_from(args)
     if args.global_batch is None:
         A.fail("the following arguments are required: --global-batch")
     spec, seq = model_spec_of(args)
@@ -169,7 +169,7 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=measured,
                        save_calibration=args.save_calibration if measured is not None else None, calibration=doc,
                        calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
-                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json)
+                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json, from_summary=from_summary)
 
 MAX_GPU_COUNTS = 64
 """Most GPU counts one search takes (``--gpus-range``): each is a whole search of its own."""
@@ -249,7 +249,7 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
 
 
 class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust", "top", "plan_prefix", "progress",
-                                                 "json", "csv", "plot"))):
+                                                 "json", "csv", "plot", "emit"), defaults=(None,))):
     """``commcost search``: ``inputs`` the :class:`~commcost.analyses.plan.search_inputs.SearchInputs`;
     ``resolved`` the one CommModel; ``robust`` rank again by the measured band's upper edge (``--rank
     robust``) and show ``top``; ``plan_prefix`` the ``commcost plan`` flags each result's command starts
@@ -260,10 +260,8 @@ class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust",
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
-    args.from_summary = apply_from(args, search=True)
+    args, _ = apply_from(args, search=True)
     if args.emit is not None:
-        from commcost.formats.emit import EMIT_KINDS
-
         if args.emit[0] not in EMIT_KINDS:
             A.fail(f"--emit {args.emit[0]!r}: valid kinds are {', '.join(EMIT_KINDS)}")
         A.check_output_path("--emit", args.emit[1])
@@ -308,4 +306,4 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                        cpu_offload_layers=args.cpu_offload_layers, **moe_inputs(args))
     return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
                          plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
-                         json=args.json, csv=args.csv, plot=args.plot)
+                         json=args.json, csv=args.csv, plot=args.plot, emit=args.emit)

@@ -14,6 +14,7 @@ from collections import namedtuple
 from commcost.analyses.scaling import ScalingInputs, seed_defaults, seed_fabrics, seed_models, seed_two_tier
 from commcost.cli import _args as A
 from commcost.cli._fabric import bucket_algorithms_note, resolve_comm_model
+from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import nodes_spanned
@@ -54,8 +55,6 @@ def _timeline_shape(args: argparse.Namespace):
     n_kv/n_q matters to the timeline), checked as the timeline checks it; (None, 0, None) if none."""
     explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
     if getattr(args, "hf_config", None) is not None:
-        from commcost.formats.hf_config import spec_from_hf_config
-
         if args.model is not None or explicit:
             A.fail(f"--hf-config sets the shape; drop --{'model' if args.model is not None else explicit[0]}")
         if args.seq is None:

@@ -12,7 +12,7 @@ from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
-from commcost.cli.from_file import add_from_argument
+from commcost.cli.inputs_from import add_from_argument
 from commcost.cli.inputs_plan import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
@@ -160,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
                                   calibration=req.calibration, calibration_path=req.calibration_path,
                                   trace_out=req.trace_out, run_cost=run_cost)
-    if getattr(args, "from_summary", None):
-        extra["from"] = args.from_summary
+    if req.from_summary:
+        extra["from"] = req.from_summary
     sens = sensitivity(inp, model)
     print(render_plan_json(result, extra, band, sens) if req.json else render_plan_text(result, notes, band, sens))
     return 0

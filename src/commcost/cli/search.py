@@ -111,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     print(render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
                                   published=published))
-    if args.emit and result.plans:
-        kind, path = args.emit
+    if req.emit and result.plans:
+        kind, path = req.emit
         write_atomic(path, emit(kind, result.plans[0].inputs))
         A.warn(f"the winner written as a {kind} config to {path} (commcost plan --from {path} reads it back)")
     if req.csv:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from commcost.core.errors import InputError
 from commcost.formats.job import Job
+from commcost.formats.yaml_subset import loads
 
 __all__ = ["read_job", "read_torchtitan", "read_megatron", "read_deepspeed", "read_nemo", "guess_framework"]
 
@@ -348,8 +349,6 @@ def _flatten(doc, prefix: str = "") -> dict:
 def read_nemo(path: str) -> Job:
     """A NeMo (``model.*``, ``trainer.*``) or Megatron-Bridge (``model.*``, ``train.*``, ``ddp.*``) YAML: each
     key is matched by its last name wherever it sits (both layouts name the Megatron-Core fields the same)."""
-    from commcost.formats.yaml_subset import loads
-
     flat = _flatten(loads(_text(path), path))
     v: dict = {"stack": "nemo"}
     unread: list = []
