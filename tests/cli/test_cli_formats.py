@@ -78,3 +78,13 @@ def test_from_refusals(tmp_path):
     bad.write_text("[parallelism\n")
     r = run_commcost("plan", "--from", str(bad), "--system", "dgx-h100", "--gpus", "8")
     assert r.returncode == 2 and "not TOML" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_search_from_takes_the_model_and_batch_and_explores_the_layout():
+    r = run_commcost("search", "--from", str(JOBS / "torchtitan_llama3_8b.toml"), "--system", "dgx-h100", "--gpus",
+                     "64", "--global-batch", "128", "--top", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    # the file's model and seq_len; --global-batch typed beside it wins (the file's default would be 64)
+    assert (d["model"], d["seq"], d["global_batch"], d["stack"]) == ("llama3.1-8b", 8192, 128, "torchtitan")
+    assert "search explores the layout" in r.stderr

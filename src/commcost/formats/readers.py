@@ -279,6 +279,14 @@ def read_megatron(path: str) -> Job:
 
 # --- DeepSpeed ------------------------------------------------------------------------------------------
 
+_DS_READ = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "zero_optimization",
+            "bf16", "fp16", "tensor_parallel")
+_DS_NO_COST = ("gradient_clipping", "optimizer", "scheduler", "steps_per_print", "wall_clock_breakdown",
+               "wandb", "tensorboard", "csv_monitor", "comms_logger", "flops_profiler", "seed", "prescale_gradients",
+               "gradient_predivide_factor", "dump_state", "checkpoint", "zero_allow_untested_optimizer")
+"""DeepSpeed keys read, and keys that do not change the step (every other key is named as not modelled)."""
+
+
 def read_deepspeed(path: str) -> Job:
     """A DeepSpeed config JSON: ``train_batch_size``, ``train_micro_batch_size_per_gpu``, ``zero_optimization``
     ``stage``, ``bf16``/``fp16`` ``enabled``, ``tensor_parallel`` ``autotp_size``."""
@@ -314,10 +322,9 @@ def read_deepspeed(path: str) -> Job:
     tp = (doc.get("tensor_parallel") or {}).get("autotp_size")
     if tp:
         v["tp"] = int(tp)
-    for k in ("sequence_parallel_size", "activation_checkpointing", "pipeline", "communication_data_type",
-              "zero_allow_untested_optimizer", "data_efficiency", "compression_training"):
-        if doc.get(k):
-            unread.append(f"{k} = {json.dumps(doc[k])}")
+    for k, val in doc.items():
+        if k not in _DS_READ and k not in _DS_NO_COST and val not in (None, False, {}, [], "auto"):
+            unread.append(f"{k} = {json.dumps(val)}")
     if "activation_checkpointing" in doc:
         unread.append("recomputation is the model code's (deepspeed.checkpointing): give --recompute")
     return Job(framework="deepspeed", path=path, values=v, defaults=tuple(defaults), unread=tuple(unread))
@@ -372,7 +379,12 @@ def read_nemo(path: str) -> Job:
     nodes, devices = flat.get("trainer.num_nodes"), flat.get("trainer.devices")
     if isinstance(nodes, int) and isinstance(devices, int):
         v["gpus"] = nodes * devices
-    v.setdefault("recompute", "none")
-    defaults = () if "zero" in v else (("zero", 0, "NeMo without use_distributed_optimizer: DDP"),)
-    v.setdefault("zero", 0)
+    defaults = []
+    for dest, val, why in (("tp", 1, "tensor_model_parallel_size"), ("pp", 1, "pipeline_model_parallel_size"),
+                           ("recompute", "none", "no recompute_granularity"),
+                           ("zero", 0, "no distributed optimizer: DDP")):
+        if dest not in v:
+            v[dest] = val
+            defaults.append((dest, val, f"Megatron-Core {why}"))
+    defaults = tuple(defaults)
     return Job(framework="nemo", path=path, values=v, defaults=defaults, unread=tuple(unread))
