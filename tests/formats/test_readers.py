@@ -97,3 +97,11 @@ def test_guess_and_yaml_subset():
         loads("a: &anchor 1\n")
     with pytest.raises(InputError, match="line 2"):
         loads("a:\n\tb: 1\n")
+
+
+def test_deepspeed_batch_must_add_up():
+    job = read_job(str(DATA / "deepspeed_zero3.json"))
+    # 512 = micro 2 x accumulation 4 x dp 64
+    assert resolve_job(job, gpus=64, layers=None)[0]["global_batch"] == 512
+    with pytest.raises(InputError, match=r"2 x 4 x 32 = 256 on 32 GPUs"):
+        resolve_job(job, gpus=32, layers=None)

@@ -58,7 +58,9 @@ def resolve_job(job: Job, *, gpus: int | None, layers: int | None) -> tuple[dict
     1`` too, DDP when only ``dp_replicate > 1``; the global batch ``global_batch_size``, or ``local_batch_size
     dp`` when it is -1; the micro-batch ``pipeline_parallel_microbatch_size`` with PP, else
     ``local_batch_size``; ``vp = L / (pp layers_per_stage)``. Megatron-LM: ``vp = L / (pp
-    num_layers_per_virtual_pipeline_stage)``; the global batch defaults to ``micro_batch dp``."""
+    num_layers_per_virtual_pipeline_stage)``; the global batch defaults to ``micro_batch dp``. DeepSpeed: with
+    ``gradient_accumulation_steps`` the file's batch must satisfy ``train_batch_size = micro x accumulation x
+    dp`` on these GPUs, as DeepSpeed itself requires."""
     values, defaults = dict(job.values), list(job.defaults)
     d = job.deferred
     tp, pp, cp = values.get("tp", 1), values.get("pp", 1), values.get("cp", 1)
@@ -91,7 +93,14 @@ def resolve_job(job: Job, *, gpus: int | None, layers: int | None) -> tuple[dict
             values.setdefault("micro_batch", d.get("pp_micro_batch", 1))
         else:
             values.setdefault("micro_batch", local)
-    elif "global_batch" not in values and "micro_batch" in values:
+    elif job.framework == "deepspeed" and "accumulation" in d and gpus is not None \
+            and {"global_batch", "micro_batch"} <= values.keys():
+        dp = _div(gpus, tp * pp * cp, "GPUs over tp x pp x cp")
+        b, m, k = values["global_batch"], values["micro_batch"], d["accumulation"]
+        if b != m * k * dp:   # DeepSpeed's own check (runtime/config.py _batch_assertion)
+            raise InputError(f"--from {job.path}: train_batch_size {b} != micro-batch x accumulation x dp = "
+                             f"{m} x {k} x {dp} = {m * k * dp} on {gpus} GPUs")
+    if job.framework != "torchtitan" and "global_batch" not in values and "micro_batch" in values:
         dp = _div(need_gpus("the default global batch (micro-batch x dp)"), tp * pp * cp, "GPUs over tp x pp x cp")
         values["global_batch"] = values["micro_batch"] * dp
         defaults.append(("global_batch", values["global_batch"], f"{job.framework}: micro-batch x dp"))

@@ -304,6 +304,8 @@ def read_deepspeed(path: str) -> Job:
             v[dest] = doc[key]
         elif doc.get(key) not in (None, "auto"):
             raise InputError(f"--from {path}: {key} must be an integer, got {doc.get(key)!r}")
+    gas = doc.get("gradient_accumulation_steps")
+    deferred = {"accumulation": gas} if isinstance(gas, int) and gas > 0 else {}
     zero = doc.get("zero_optimization", {}) or {}
     v["zero"] = int(zero.get("stage", 0))
     if "stage" not in zero:
@@ -327,7 +329,8 @@ def read_deepspeed(path: str) -> Job:
             unread.append(f"{k} = {json.dumps(val)}")
     if "activation_checkpointing" in doc:
         unread.append("recomputation is the model code's (deepspeed.checkpointing): give --recompute")
-    return Job(framework="deepspeed", path=path, values=v, defaults=tuple(defaults), unread=tuple(unread))
+    return Job(framework="deepspeed", path=path, values=v, defaults=tuple(defaults), unread=tuple(unread),
+               deferred=deferred)
 
 
 # --- NeMo / Megatron-Bridge ------------------------------------------------------------------------------
