@@ -14,6 +14,7 @@ from commcost.analyses.interval import plan_interval
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
 from commcost.cli._html import add_html_argument, check_html, json_dict
+from commcost.cli.inputs_from import add_from_argument
 from commcost.cli.inputs_plan import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
@@ -42,6 +43,8 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     ``plan`` and ``search``."""
     m = p.add_argument_group("model (a registry name, or the shape)")
     m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, gpt3-175b, mixtral-8x7b, deepseek-v3")
+    m.add_argument("--hf-config", metavar="PATH",
+                   help="a Hugging Face config.json (or a directory holding one): the model's shape (needs --seq)")
     for flag, what in (("--layers", "layers L"), ("--hidden", "hidden size h"), ("--heads", "attention heads"),
                        ("--kv-heads", "key/value heads (GQA; default heads)"), ("--head-dim", "head width (default h/heads)"),
                        ("--ffn-hidden", "MLP width (default 4h)"), ("--vocab", "vocabulary (default 50257)"),
@@ -51,6 +54,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         m.add_argument(flag, type=A.positive_int, help=what)
     m.add_argument("--gated-mlp", action="store_true", help="SwiGLU MLP (three matrices)")
     m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
+    add_from_argument(p)
 
 
 def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     lay.add_argument("--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation")
     lay.add_argument("--micro-batch", type=A.positive_int, default=1, help="sequences per micro-batch (default 1)")
-    lay.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    lay.add_argument("--global-batch", type=A.positive_int, help="sequences per optimizer step (required, or --from)")
     lay.add_argument("--uneven-pipeline", action="store_true",
                      help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
     lay.add_argument("--split-counts-ends", action="store_true",
@@ -163,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
                                   calibration=req.calibration, calibration_path=req.calibration_path,
                                   trace_out=req.trace_out, run_cost=run_cost, interval=interval)
+    if req.from_summary:
+        extra["from"] = req.from_summary
     sens = sensitivity(inp, model)
     text = render_plan_json(result, extra, band, sens, interval) if req.json or html else None
     if html:  # the page of the very dict --json prints (docs/report.md)

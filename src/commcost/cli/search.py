@@ -19,6 +19,8 @@ from commcost.cli.inputs_plan import parse_gpus_range
 from commcost.cli.inputs_plan import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
+from commcost.formats.emit import emit
+from commcost.report._files import write_atomic
 from commcost.cli.plan import add_moe_arguments
 from commcost.report.html import write_html
 from commcost.report.html.search import feasible_sample, search_html
@@ -49,7 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--gpus", type=A.positive_int, help="GPUs W")
     s.add_argument("--gpus-range", metavar="LO:HI[:STEP]",
                    help="search several GPU counts: LO, 2 LO, 4 LO ... up to HI, or LO, LO+STEP ... with STEP")
-    s.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    s.add_argument("--global-batch", type=A.positive_int, help="sequences per optimizer step (required, or --from)")
+    s.add_argument("--emit", nargs=2, metavar=("KIND", "FILE"),
+                   help="write the winner as a framework config: torchtitan (.toml), megatron (arguments) or "
+                        "deepspeed (.json); `plan --from FILE` reads it back")
     s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
                    help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
@@ -120,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     print(text if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
                                   published=published, bands=bands))
+    if req.emit and result.plans:
+        kind, path = req.emit
+        write_atomic(path, emit(kind, result.plans[0].inputs))
+        A.warn(f"the winner written as a {kind} config to {path} (commcost plan --from {path} reads it back)")
     if req.csv:
         write_search_csv(result, req.csv, plan_prefix=prefix)
     if req.plot:

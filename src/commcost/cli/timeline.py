@@ -57,6 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="first bucket cap, MiB (default: 1 MiB with DDP's default cap, else the cap, as torch 2.13)")
     s = p.add_argument_group("model shape (per-layer gradients and backward compute)")
     s.add_argument("--model", help="a model preset from hardware/models.json (e.g. gpt3-1.3b, llama2-7b)")
+    s.add_argument("--hf-config", metavar="PATH",
+                   help="a Hugging Face config.json (or its directory) of a dense model: the shape (needs --seq)")
     s.add_argument("--layers", type=A.positive_int, help="transformer layers L")
     s.add_argument("--hidden", type=A.positive_int, help="hidden size h")
     s.add_argument("--seq", type=A.positive_int, help="sequence length s, tokens")

@@ -511,7 +511,7 @@ def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
     if not spec.is_moe:
         return dense
     moe = layer_activation_bytes(**kw, mlp_width=spec.expert_ffn, recompute=recompute, top_k=spec.top_k,
-                                 experts=spec.experts, shared_width=spec.shared_experts * spec.expert_ffn)
+                                 experts=spec.experts, shared_width=spec.shared_ffn)
     return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
 
 
