@@ -23,7 +23,7 @@ DRILL_PATH = {
     "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._fabric",
     "commcost.cli.budget", "commcost.cli.inputs", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
     "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
-    "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
+    "commcost.core.limits", "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
     "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.layer",
     "commcost.step", "commcost.step.bucket_advice", "commcost.step.buckets", "commcost.step.ddp_buckets",
     "commcost.step.overlap", "commcost.step.timeline", "commcost.workload", "commcost.workload.shape",

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
-from commcost.analyses.plan.space import count_upper_bound
+from commcost.analyses.plan.space import count_upper_bound, fixes_admitting_nothing
 from commcost.calibrate.efficiency import fit_efficiency, load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
@@ -292,6 +292,12 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
     space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G,
                         fixed=parse_fix(args.fix), even_pipeline_only=args.even_pipeline_only)
     estimate = count_upper_bound(space)
+    blamed = fixes_admitting_nothing(space) if estimate == 0 else ()
+    if blamed:
+        fixes = ",".join(f"{k}={v}" for k, v in blamed)
+        A.fail(f"--fix {fixes} admits no layout of {spec.name} on {', '.join(map(str, gpus))} GPUs (global batch "
+               f"{args.global_batch}, {spec.heads} heads, {spec.layers} layers): tp must divide the GPUs and the "
+               "heads, dp the global batch, etp x ep the expert ranks; drop it or pick a value that divides")
     if estimate > MAX_CONFIGURATIONS:
         A.fail(f"the space holds up to {estimate:,} configurations ({len(gpus)} GPU count(s)), more than the "
                f"{MAX_CONFIGURATIONS:,} a search enumerates (about a minute, ~1 GB); fix a dimension "

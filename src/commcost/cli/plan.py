@@ -66,7 +66,7 @@ def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
     hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
     add_nvls_argument(hw)
-    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
+    hw.add_argument("--gpu", type=A.preset_name, help="GPU preset (default: the system's), e.g. h100-sxm")
     hw.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth, GB/s (or 50GB/s, 400Gbps)")
     hw.add_argument("--latency", type=A.nonneg_latency_us, help="flat link: per-step latency, us (or 20us)")
     hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")

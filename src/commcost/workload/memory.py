@@ -79,14 +79,15 @@ from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.offload import resident_layers
-from commcost.parallel.layout import stage_layers, stage_slots
+from commcost.core.limits import MAX_SEQ
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
+from commcost.parallel.layout import Layout, stage_layers, stage_slots
+from commcost.workload.transformer import TransformerSpec
 from commcost.parallel.zero import zero3_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.parallel.layout import Layout
     from commcost.workload.stacks import Stack
-    from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["ACTIVATION_BYTES", "fits_on_card", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
@@ -561,6 +562,26 @@ def largest_matrix_params(spec: TransformerSpec, tp):
     return h * max(widths) / tp
 
 
+def _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
+                       offloaded_layers, gpus_per_node) -> None:
+    """:func:`memory_per_gpu`'s arguments, checked at the library's edge (the CLI's bounds)."""
+    if not isinstance(spec, TransformerSpec):
+        raise TypeError(f"spec must be a TransformerSpec, got {type(spec).__name__}")
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout, got {type(layout).__name__}")
+    require_count("seq", seq)
+    require_at_most("seq", seq, MAX_SEQ, "tokens")
+    require_finite_positive("capacity_bytes", capacity_bytes)
+    for name, value in (("weight_bytes", weight_bytes), ("grad_bytes", grad_bytes),
+                        ("optimizer_bytes", optimizer_bytes)):
+        require_finite_positive(name, value, allow_zero=True)
+        require_at_most(name, value, 64.0, "bytes per parameter")
+    require_finite_positive("expert_load", expert_load)
+    require_at_most("expert_load", expert_load, 1e6)
+    require_count("offloaded_layers", offloaded_layers, minimum=0)
+    require_count("gpus_per_node", gpus_per_node)
+
+
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
@@ -573,8 +594,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
     ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
     (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
-    if not capacity_bytes > 0:
-        raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
+    _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
+                       offloaded_layers, gpus_per_node)
     dense, expert = memory_stage_params(spec, layout)
     q_g = stack.main_grad_bytes if stack is not None and grad_bytes == GRAD_BYTES else grad_bytes
     w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.shard_dp, weight_bytes=weight_bytes,

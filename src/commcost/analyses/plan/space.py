@@ -28,11 +28,12 @@ attention are inputs of the whole search, as ``plan``'s flags; hybrid sharding s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
-from commcost.core.validation import require_count
+from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS, MAX_SEQ
+from commcost.core.validation import require_at_most, require_count
 from commcost.parallel.layout import expert_data_parallel
 from commcost.workload.stacks import layout_runs
 from commcost.workload.stacks import stack_layouts
@@ -77,12 +78,15 @@ class SearchSpace:
     def __post_init__(self) -> None:
 
         require_count("seq", self.seq)
+        require_at_most("seq", self.seq, MAX_SEQ, "tokens")
         require_count("global_batch", self.global_batch)
+        require_at_most("global_batch", self.global_batch, MAX_GLOBAL_BATCH, "sequences")
         require_count("gpus_per_node", self.gpus_per_node)
         if not self.gpus:
             raise InputError("no GPU count to search")
         for w in self.gpus:
             require_count("gpus", w)
+            require_at_most("gpus", w, MAX_GPUS)
         for key, _ in self.fixed:
             if key not in FIXABLE:
                 raise InputError(f"cannot fix {key!r} (valid: {', '.join(FIXABLE)})")
@@ -367,3 +371,15 @@ def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
 
     caps = BUCKET_CAPS_MIB if space.fix("bucket_mb") is None else (space.fix("bucket_mb"),)
     return tuple(int(c * MiB) for c in caps)
+
+
+def fixes_admitting_nothing(space: SearchSpace) -> tuple[tuple[str, int], ...]:
+    """The ``--fix`` pairs to blame when ``space`` holds no layout that it would hold without them:
+    the first pair that alone empties it, else all of them together; ``()`` when the space has a
+    layout, or has none even without any fix (:func:`count_upper_bound`; then no fix is at fault)."""
+    if not space.fixed or count_upper_bound(space) > 0:
+        return ()
+    for i, pair in enumerate(space.fixed):
+        if count_upper_bound(replace(space, fixed=space.fixed[:i] + space.fixed[i + 1:])) > 0:
+            return (pair,)
+    return space.fixed if count_upper_bound(replace(space, fixed=())) > 0 else ()
