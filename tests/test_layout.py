@@ -23,7 +23,7 @@ DRILL_PATH = {
     "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._fabric",
     "commcost.cli.budget", "commcost.cli.inputs", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
     "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
-    "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
+    "commcost.core.limits", "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
     "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.layer",
     "commcost.step", "commcost.step.bucket_advice", "commcost.step.buckets", "commcost.step.ddp_buckets",
     "commcost.step.overlap", "commcost.step.timeline", "commcost.workload", "commcost.workload.shape",
@@ -31,10 +31,11 @@ DRILL_PATH = {
 """The modules ``python tools/collective_cost.py`` loads (the drill's four commands). Only these may import
 other commcost modules inside functions: the drill never loads those, so it starts fast."""
 
-PLAN_PATH = {"commcost.hardware", "commcost.cli.plan", "commcost.cli.inputs_plan", "commcost.report.plan",
-             "commcost.analyses.uncertainty"}
+PLAN_PATH = {"commcost.hardware", "commcost.cli.plan", "commcost.cli.inputs_plan", "commcost.cli.inputs_from",
+             "commcost.report.plan", "commcost.analyses.uncertainty"}
 """Modules on ``commcost plan``'s start-up path that import, inside the function, what only an option needs
-(--trace-out, --train-tokens, a calibration; search's space; a zip-installed package's preset files): the
+(--trace-out, --train-tokens, --html, --from, --hf-config, a calibration; search's space and --emit; a
+zip-installed package's preset files): the
 README's first plan example loads none of it (issue 37; tests/cli/test_startup_imports.py pins the list)."""
 
 DRILL_COMMANDS = (

@@ -28,10 +28,12 @@ PLAN_UNUSED = ("commcost.trace", "commcost.calibrate", "commcost.calibrate.fit",
                "commcost.calibrate.nccl_tests", "commcost.calibrate.efficiency", "commcost.report.chrome_trace",
                "commcost.report.training", "commcost.analyses.plan.search", "commcost.analyses.plan.grid",
                "commcost.analyses.plan.training_cost", "commcost.analyses.drill.budget", "importlib.resources",
-               "numpy")
+               "commcost.report.html", "commcost.formats.readers", "commcost.formats.hf_config",
+               "commcost.formats.emit", "numpy")
 """Modules the README's first plan example has no use for (issue 37: ``plan`` imports what it uses):
 the trace reader, calibration, the Chrome-trace writer (only with --trace-out), the training cost
-(only with --train-tokens), search's enumeration, the drill's analysis."""
+(only with --train-tokens), the HTML page (--html), the job-file and config readers (--from,
+--hf-config), search's enumeration and --emit, the drill's analysis."""
 
 
 def test_the_plan_command_imports_only_what_it_uses():

@@ -304,6 +304,21 @@ def _choose(groups: dict, op: Collective | None, gpus: int | None,
     return cands[0][0], cands[0][1], note
 
 
+def _counted(lines, total_bytes: int, progress):
+    """``lines`` passed on, ``progress(read, total)`` at each further tenth of ``total_bytes`` read and at
+    the end (characters counted as bytes: nccl-tests logs are ASCII)."""
+    step = max(total_bytes // 10, 1)
+    read, next_at = 0, step
+    for line in lines:
+        read += len(line)
+        if read >= next_at:
+            progress(min(read, total_bytes), total_bytes)
+            next_at = (read // step + 1) * step
+        yield line
+    if read < step * 10:
+        progress(total_bytes, total_bytes)
+
+
 def _open_lines(p: Path):
     """``p``'s lines, streamed (UTF-8, undecodable bytes replaced); a read error names the file."""
 
@@ -411,7 +426,7 @@ class _Pool:
 
 
 def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | None = None,
-                placement: Placement = "best") -> Series:
+                placement: Placement = "best", progress=None) -> Series:
     """The (size, time) points of one collective in a measurement file or a nccl-tests log.
 
     ``op`` and ``gpus`` choose when the file holds several; otherwise the file's own
@@ -423,7 +438,8 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
     A log is streamed line by line and its rows pooled by size as they come (:class:`_Pool`):
     a size measured in several rows (repeated runs, concatenated logs) is one sample, the median of
     its times, so a 100 MB log of 600,000 rows fits as fast as its few dozen sizes, in memory that
-    holds one float per row.
+    holds one float per row. ``progress(read_bytes, total_bytes)``, where given, is called as a log
+    is read: at each further tenth of the file, and at its end.
     """
     p = Path(path)
     fh = _open_lines(p)
@@ -479,6 +495,8 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
                 pool.add(row.size_bytes, t, f"line {row.line}")
 
             lines = itertools.chain(head, _named_lines(fh, p))
+            if progress is not None:
+                lines = _counted(lines, os.stat(p).st_size, progress)
             runs = parse_nccl_tests(lines, source=str(p), op_hint=collective_from_name(p.name), on_row=on_row)
             provenance = {}
             for run in runs:

@@ -144,12 +144,13 @@ def validate_request(args: argparse.Namespace) -> SeriesRequest:
 
 class TraceRequest(namedtuple("TraceRequest", (
         "path", "round_us", "workers", "scheduler", "show_progress", "fabric", "algorithm", "save_measurement",
-        "steps", "verbose", "json"))):
+        "steps", "verbose", "json", "allow_partial"), defaults=(False,))):
     """``commcost trace``: the trace file or directory ``path``, read with ``round_us`` (HTA's rounding) on
     ``workers`` processes or a Dask ``scheduler``, a line per file read where ``show_progress``; ``fabric``
     the model flags (None: no model flag given; its backend None: the trace's), ``algorithm`` asked of the
     model; ``save_measurement`` a file for the measured collectives; ``steps`` per-step rows shown (None:
-    the report's default), ``verbose``, ``json``."""
+    the report's default), ``verbose``, ``json``; ``allow_partial`` report the ranks that were read when
+    others were lost while running (a worker or the cluster died) instead of failing."""
 
     __slots__ = ()
 
@@ -171,7 +172,7 @@ def trace_request(args: argparse.Namespace) -> TraceRequest:
     return TraceRequest(path=args.path, round_us=args.hta_rounding, workers=args.workers, scheduler=args.scheduler,
                         show_progress=args.progress or sys.stderr.isatty(), fabric=fabric, algorithm=args.algorithm,
                         save_measurement=args.save_measurement, steps=args.steps, verbose=args.verbose,
-                        json=args.json)
+                        json=args.json, allow_partial=args.allow_partial)
 
 
 class ListRequest(namedtuple("ListRequest", ("kind", "json"))):

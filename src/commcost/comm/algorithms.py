@@ -124,7 +124,8 @@ from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INT
                                 TREE_TERMS, Protocol, ProtocolTerms, one_node_ring_graph, ring_simple_plateau_factor,
                                 tree_correction)
 from commcost.comm.topology import Link, Topology, as_topology, network_oversubscription, place
-from commcost.core.validation import require_count, require_finite_positive
+from commcost.core.limits import MAX_GPUS, MAX_MESSAGE_BYTES
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
 from commcost.core.xp import is_array, namespace_of
 
 __all__ = [
@@ -725,6 +726,8 @@ def _check(op: Collective, message_bytes: float, gpus: int) -> None:
         raise InputError(f"op must be a Collective, got {op!r}")
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
     require_count("gpus", gpus)
+    require_at_most("message_bytes", message_bytes, MAX_MESSAGE_BYTES)
+    require_at_most("gpus", gpus, MAX_GPUS)
 
 
 def available_algorithms(op: Collective, gpus: int, topo: Topology, algorithms=None) -> tuple[Algorithm, ...]:

@@ -12,7 +12,8 @@ from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
-from commcost.core.validation import require_count
+from commcost.core.limits import MAX_GPUS
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
 from commcost.comm.algorithms import IdentityMemo
 from commcost.comm.algorithms import algorithm_costs
 from commcost.comm.algorithms import available_algorithms
@@ -121,6 +122,11 @@ class FabricModel(CommModel):
         return _costs(self, op, size_bytes, gpus, algorithm, ranks_per_node)
 
     def _cost(self, op, size_bytes, gpus, algorithm="auto", ranks_per_node=None) -> CollectiveCost:
+        require_finite_positive("size_bytes", size_bytes, allow_zero=True)
+        require_count("gpus", gpus)
+        require_at_most("gpus", gpus, MAX_GPUS)
+        if ranks_per_node is not None:
+            require_count("ranks_per_node", ranks_per_node)
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
         topo = self._topo(gpus, ranks_per_node)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
 from commcost.comm.model import CommModel, sizes_array
 from commcost.core.errors import InputError
+from commcost.core.validation import require_count
 from commcost.comm.algorithms import parse_algorithm
 from commcost.comm.algorithms import parse_collective
 
@@ -48,6 +49,14 @@ class ProfileScope:
     """GPUs per node (None: not recorded)."""
     backend: str | None = None
     """Backend of the measurement (nccl, gloo, rccl; None: not recorded)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.op, Collective):
+            raise TypeError(f"op must be a Collective, got {type(self.op).__name__}")
+        require_count("gpus", self.gpus)
+        for name in ("nodes", "gpus_per_node"):
+            if getattr(self, name) is not None:
+                require_count(name, getattr(self, name))
 
     def describe(self) -> str:
         where = f"{self.gpus} ranks"

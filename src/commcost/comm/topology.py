@@ -172,6 +172,13 @@ class Placement:
     pods: int = 1
     """Pods m the group spans, ``ceil(n / pod_nodes)`` (1 on a two-tier topology)."""
 
+    def __post_init__(self) -> None:
+        for name in ("gpus", "nodes", "gpus_per_node", "min_gpus_per_node", "pods"):
+            require_count(name, getattr(self, name))
+        if self.min_gpus_per_node > self.gpus_per_node:
+            raise InputError(f"min_gpus_per_node {self.min_gpus_per_node} is above gpus_per_node "
+                             f"{self.gpus_per_node}")
+
     @property
     def even(self) -> bool:
         """True when every node holds the same number of ranks."""
@@ -184,8 +191,10 @@ def place(gpus: int, topology: Topology) -> Placement:
     Raises :class:`InputError` if the group needs more nodes than the topology has.
     """
     require_count("gpus", gpus)
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology must be a commcost.Topology, got {type(topology).__name__}")
     G = topology.gpus_per_node
-    n = math.ceil(gpus / G)
+    n = -(-gpus // G)
     if n > topology.nodes:
         raise InputError(
             f"a group of {gpus} GPUs needs ceil({gpus}/{G}) = {n} nodes, "

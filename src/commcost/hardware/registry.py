@@ -22,7 +22,8 @@ from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file, lookup
 from commcost.comm.protocols import ProtocolModel
 from commcost.comm.topology import Link, Topology
-from commcost.core.validation import require_count
+from commcost.core.limits import MAX_GPUS, MAX_NODES
+from commcost.core.validation import require_at_most, require_count
 
 __all__ = ["PresetEntry", "clear_preset_caches", "gpus", "gpu_row", "kernels", "fabrics", "systems", "system_topology", "system_group",
            "system_names", "preset_entries", "MODEL_ALIASES", "models", "model_key", "model_row"]
@@ -131,6 +132,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
     table = systems()
     sysp = lookup(table, name, "system")
     require_count("nodes", nodes)
+    require_at_most("nodes", nodes, MAX_NODES)
     G = int(sysp["gpus_per_node"])
     if gpus_per_node is not None:
         require_count("gpus_per_node", gpus_per_node)
@@ -235,11 +237,13 @@ def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | No
     require_count("gpus_per_node", G)
     if gpus is not None:
         require_count("gpus", gpus)
+        require_at_most("gpus", gpus, MAX_GPUS)
     if nodes is None:
         P = G if gpus is None else gpus
         nodes = -(-P // G)
     else:
         require_count("nodes", nodes)
+        require_at_most("nodes", nodes, MAX_NODES)
         P = nodes * G if gpus is None else gpus
         if P != nodes * G and -(-P // G) != nodes:
             raise InputError(f"--gpus {P} does not match --nodes {nodes} x --gpus-per-node {G} = {nodes * G} "

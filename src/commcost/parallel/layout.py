@@ -31,12 +31,13 @@ from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
-from commcost.core.validation import require_count
+from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS
+from commcost.core.validation import require_at_most, require_count
 from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "stage_slots", "split_slots", "stage_end_shares", "heaviest_stage_layers",
-           "check_layout", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
+           "check_layout", "check_order", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
            "expert_data_parallel", "layer_passes"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
@@ -97,6 +98,8 @@ class Layout:
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "vp", "cp", "ep", "micro_batch", "global_batch"):
             require_count(name, getattr(self, name))
+        require_at_most("global_batch", self.global_batch, MAX_GLOBAL_BATCH, "sequences")
+        require_at_most("dp x tp x pp x cp", self.dp * self.tp * self.pp * self.cp, MAX_GPUS, "GPUs")
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.recompute not in ("none", "selective", "full"):
@@ -108,9 +111,7 @@ class Layout:
             if (self.dp * self.cp) % self.shard_group:
                 raise InputError(f"shard group {self.shard_group} must divide dp x cp = {self.dp} x {self.cp} = "
                                  f"{self.dp * self.cp}")
-        dims = self.order.split("-")
-        if sorted(dims) != sorted(DIMENSIONS):
-            raise InputError(f"order must arrange tp, cp, ep, dp, pp (e.g. {DEFAULT_ORDER}), got {self.order!r}")
+        check_order(self.order)
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(
                 f"global batch {self.global_batch} is not a multiple of micro-batch x dp = "
@@ -212,6 +213,12 @@ def expert_sizes(*, expert_tp, ep, expert_dp, pp) -> dict:
 
 EXPERT_DIMENSIONS = {"etp": "tp", "ep": "ep", "edp": "dp"}
 """The expert layers' groups and the dimension of ``order`` each one varies along."""
+
+
+def check_order(order: str) -> None:
+    """A rank order arranges each of tp, cp, ep, dp, pp once (``tp-cp-ep-dp-pp``), or InputError."""
+    if sorted(order.split("-")) != sorted(DIMENSIONS):
+        raise InputError(f"order must arrange tp, cp, ep, dp, pp (e.g. {DEFAULT_ORDER}), got {order!r}")
 
 
 def order_stride(order: str, sizes: dict, dim: str):

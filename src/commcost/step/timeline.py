@@ -384,6 +384,10 @@ def simulate_timeline(inp: TimelineInputs, caps: DdpBucketCaps | None = None, *,
     caps = caps or ddp_bucket_caps(None)
     cost = allreduce_s or comm_allreduce_cost(inp)
     stream = stream or gradient_stream(inp)
+    if stream.uniform and stream.total_bytes / caps.bucket_cap_bytes > MAX_SIMULATED_BUCKETS:
+        raise InputError(f"a {stream.total_bytes:.4g}-byte gradient in {caps.bucket_cap_bytes:,}-byte buckets is "
+                         f"{stream.total_bytes / caps.bucket_cap_bytes:.3g} buckets; the timeline simulates at "
+                         f"most {MAX_SIMULATED_BUCKETS:,}")
     sizes, readies = _buckets(stream, caps)
     W = inp.backward_fraction * inp.step_s
     t_e = inp.grad_accum * inp.step_s

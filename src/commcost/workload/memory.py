@@ -79,16 +79,17 @@ from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.offload import resident_layers
-from commcost.parallel.layout import stage_layers, stage_slots
+from commcost.core.limits import MAX_SEQ
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
+from commcost.parallel.layout import Layout, stage_layers, stage_slots
+from commcost.workload.transformer import TransformerSpec
 from commcost.parallel.zero import zero3_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.parallel.layout import Layout
     from commcost.workload.stacks import Stack
-    from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
+__all__ = ["ACTIVATION_BYTES", "fits_on_card", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
@@ -99,6 +100,8 @@ WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
 GRAD_BYTES = 2.0
 """q_g: bf16/fp16 gradients."""
+ACTIVATION_BYTES = 2.0
+"""q: bf16/fp16 activations (what tensor, context, pipeline and expert parallelism send)."""
 OPTIMIZER_BYTES = 12.0
 """K: fp32 master weights + Adam's two fp32 moments."""
 RECOMPUTE_WORKING_FACTOR = (1.0, 2.0)
@@ -360,6 +363,13 @@ def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: floa
     return first + (second - first) * (second > first)
 
 
+
+def fits_on_card(device_low_bytes, capacity_bytes):
+    """The fit rule: a layout fits when even the low estimate of what the card holds does,
+    ``device_bytes[0] <= capacity`` ("does not fit" only when the lower end exceeds the card, DESIGN.md).
+    Array-safe (``commcost search`` applies it to every configuration)."""
+    return device_low_bytes <= capacity_bytes
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryBreakdown:
     """Bytes per GPU on the fullest pipeline stage."""
@@ -420,8 +430,8 @@ class MemoryBreakdown:
 
     @property
     def fits(self) -> bool:
-        """The low estimate of the card's use fits: ``device_bytes[0] <= capacity``."""
-        return self.device_bytes[0] <= self.capacity_bytes
+        """The low estimate of the card's use fits (:func:`fits_on_card`)."""
+        return bool(fits_on_card(self.device_bytes[0], self.capacity_bytes))
 
     @property
     def margin_bytes(self) -> float:
@@ -502,7 +512,7 @@ def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
     if not spec.is_moe:
         return dense
     moe = layer_activation_bytes(**kw, mlp_width=spec.expert_ffn, recompute=recompute, top_k=spec.top_k,
-                                 experts=spec.experts, shared_width=spec.shared_experts * spec.expert_ffn)
+                                 experts=spec.experts, shared_width=spec.shared_ffn)
     return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
 
 
@@ -552,6 +562,26 @@ def largest_matrix_params(spec: TransformerSpec, tp):
     return h * max(widths) / tp
 
 
+def _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
+                       offloaded_layers, gpus_per_node) -> None:
+    """:func:`memory_per_gpu`'s arguments, checked at the library's edge (the CLI's bounds)."""
+    if not isinstance(spec, TransformerSpec):
+        raise TypeError(f"spec must be a TransformerSpec, got {type(spec).__name__}")
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout, got {type(layout).__name__}")
+    require_count("seq", seq)
+    require_at_most("seq", seq, MAX_SEQ, "tokens")
+    require_finite_positive("capacity_bytes", capacity_bytes)
+    for name, value in (("weight_bytes", weight_bytes), ("grad_bytes", grad_bytes),
+                        ("optimizer_bytes", optimizer_bytes)):
+        require_finite_positive(name, value, allow_zero=True)
+        require_at_most(name, value, 64.0, "bytes per parameter")
+    require_finite_positive("expert_load", expert_load)
+    require_at_most("expert_load", expert_load, 1e6)
+    require_count("offloaded_layers", offloaded_layers, minimum=0)
+    require_count("gpus_per_node", gpus_per_node)
+
+
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
@@ -564,8 +594,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
     ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
     (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
-    if not capacity_bytes > 0:
-        raise InputError(f"capacity_bytes must be > 0, got {capacity_bytes!r}")
+    _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
+                       offloaded_layers, gpus_per_node)
     dense, expert = memory_stage_params(spec, layout)
     q_g = stack.main_grad_bytes if stack is not None and grad_bytes == GRAD_BYTES else grad_bytes
     w_d, g_d, o_d = model_state_bytes(dense, layout.zero, layout.shard_dp, weight_bytes=weight_bytes,

@@ -86,7 +86,8 @@ def fits_timeline(spec: TransformerSpec) -> bool:
     is the Q K V O formula with heads of width ``h / n_q`` and no QK-norm. The rest (mixture-of-experts,
     multi-latent attention, QK-norm, heads wider than ``h/n_q``) are for ``commcost plan``. The
     ``"timeline"`` flag of ``models.json`` says the same for each row (a test holds them equal)."""
-    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params
+    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params and not spec.is_mla
+            and not spec.window_layers and not spec.extra_layer_params
             and spec.d * spec.heads == spec.hidden and spec.d_qk == spec.d)
 
 
@@ -168,6 +169,10 @@ def model_params(m: TransformerSpec) -> int:
     the sum over :func:`transformer_gradient_layers`, in closed form (the L layers are alike), so O(1) in L:
     ``N = V h [+ s_max h] + L * sum(layer tensors) + final norm + [V h]``. Equal to ``m.params`` for every
     registry model the timeline takes (tests/workload/test_shape_spec.py)."""
+    from commcost.workload.transformer import TransformerSpec
+
+    if not isinstance(m, TransformerSpec):
+        raise TypeError(f"m must be a TransformerSpec, got {type(m).__name__}")
     h, V = m.hidden, m.vocab
     embedding = V * h + m.max_positions * h
     final_norm = 2 * h if m.biases else h
