@@ -49,7 +49,8 @@ from commcost.workload.compute import peak_flops_per_s, precision_class
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.hardware.registry import system_group, systems
+from commcost.hardware.registry import systems
+from commcost.comm.systems import system_group
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.transformer import model_spec
 

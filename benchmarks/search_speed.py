@@ -29,7 +29,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from commcost.comm.model import FabricModel  # noqa: E402
-from commcost.hardware.registry import system_group, systems  # noqa: E402
+from commcost.hardware.registry import systems
+from commcost.comm.systems import system_group  # noqa: E402
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search  # noqa: E402
 from commcost.workload.transformer import model_spec  # noqa: E402
 

@@ -139,3 +139,115 @@ def test_every_test_file_named_in_the_source_and_docs_exists():
         named.update((path.name, p) for p in re.findall(r"tests/[A-Za-z0-9_/]+\.py", path.read_text()))
     missing = sorted(f"{where}: {p}" for where, p in named if not (ROOT / p).exists())
     assert not missing, missing
+
+
+LAYERS = ("core", "hardware", "comm", "parallel", "workload", "step", "analyses", "calibrate", "trace", "formats",
+          "report", "cli")
+"""The layer order of docs/architecture.md ("Layout"): a module of one layer imports only from its own layer and
+the ones before it. ``formats`` is listed where it will sit once it exists."""
+
+TOP_PACKAGE_NAMES = frozenset({"__version__"})
+"""What a layer may take from the top package ``commcost`` itself (its ``__init__`` is the lazy public API, which
+names every layer: importing anything else from it would hide an upward import)."""
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module an ``ImportFrom`` names (relative imports resolved against ``module``)."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[:len(parts) - node.level + 1]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def upward_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Every import against :data:`LAYERS` in ``sources`` (module name -> (source text, is a package)):
+    at the top, inside functions, under ``TYPE_CHECKING``, relative or absolute."""
+    bad = []
+    for module, (text, is_package) in sorted(sources.items()):
+        parts = module.split(".")
+        layer = parts[1] if len(parts) > 1 else None
+        if layer not in LAYERS:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                targets = [(_resolve(module, is_package, node), [a.name for a in node.names])]
+            elif isinstance(node, ast.Import):
+                targets = [(a.name, []) for a in node.names]
+            else:
+                continue
+            for target, names in targets:
+                tparts = target.split(".")
+                if tparts[0] != "commcost":
+                    continue
+                if len(tparts) == 1:
+                    if not set(names) <= TOP_PACKAGE_NAMES and names:
+                        bad.append(f"{module}:{node.lineno} imports {sorted(set(names) - TOP_PACKAGE_NAMES)} "
+                                   "from the top package (the lazy public API)")
+                    continue
+                dest = tparts[1]
+                if dest in LAYERS and LAYERS.index(dest) > LAYERS.index(layer):
+                    bad.append(f"{module}:{node.lineno} ({layer}) imports {target} ({dest}, a later layer)")
+    return bad
+
+
+def test_every_import_follows_the_layer_order():
+    sources = {m: (p.read_text(), p.name == "__init__.py") for m, p in _modules().items()}
+    bad = upward_imports(sources)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_layer_check_fails_on_an_upward_import():
+    # made-up modules: a top-level, a lazy, a TYPE_CHECKING, a relative and a top-package import upward
+    sources = {
+        "commcost.core.a": ("from commcost.report.x import y\n", False),
+        "commcost.comm.b": ("def f():\n    from commcost.calibrate.fit import g\n", False),
+        "commcost.hardware.c": ("if TYPE_CHECKING:\n    import commcost.comm.topology\n", False),
+        "commcost.parallel.d": ("from ..workload import memory\n", False),
+        "commcost.step.e": ("from commcost import plan\n", False),
+        "commcost.cli.ok": ("from commcost.core.units import GB\nfrom commcost import __version__\n", False),
+        "commcost.comm.ok": ("from .topology import Link\nimport commcost\n", False),
+    }
+    bad = upward_imports(sources)
+    assert [b.split(":")[0] for b in bad] == ["commcost.comm.b", "commcost.core.a", "commcost.hardware.c",
+                                              "commcost.parallel.d", "commcost.step.e"], bad
+
+
+def _package_edges() -> dict[str, set[str]]:
+    modules = _modules()
+    packages = {m for m, p in modules.items() if p.name == "__init__.py"}
+
+    def package_of(m: str) -> str:
+        return m if m in packages else m.rsplit(".", 1)[0]
+
+    edges: dict[str, set[str]] = {p: set() for p in packages}
+    for m, p in modules.items():
+        src = package_of(m)
+        for n in _imports(ast.parse(p.read_text()), modules):
+            dst = package_of(n)
+            # a package and the packages inside it (analyses and analyses.plan) are one place
+            if dst != src and not dst.startswith(src + ".") and not src.startswith(dst + "."):
+                edges[src].add(dst)
+    return edges
+
+
+def test_no_import_circle_between_packages():
+    edges = _package_edges()
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(m: str, path: list[str]) -> bool:
+        state[m] = 1
+        for n in sorted(edges[m]):
+            if state.get(n) == 1:
+                cycle.extend(path[path.index(n):] + [m, n] if n in path else [m, n])
+                return True
+            if n not in state and visit(n, path + [m]):
+                return True
+        state[m] = 2
+        return False
+
+    for m in sorted(edges):
+        if m not in state and visit(m, []):
+            break
+    assert not cycle, " -> ".join(cycle)

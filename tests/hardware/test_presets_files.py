@@ -10,7 +10,8 @@ from commcost import InputError
 from commcost.hardware import load_preset_file
 from commcost import collective_cost
 from commcost.comm.collectives import Algorithm, Collective
-from commcost.hardware.registry import fabrics, gpus, preset_entries, system_group, system_topology, systems
+from commcost.hardware.registry import fabrics, gpus, preset_entries, systems
+from commcost.comm.systems import system_group, system_topology
 
 UNIT_SUFFIXES = ("_bytes", "_bytes_per_s", "_flops_per_s", "_s")
 

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from commcost.calibrate.fit import Sample
 from commcost.calibrate.nccl_tests import parse_nccl_tests, collective_from_name
-from commcost.calibrate.profile import write_atomic
+from commcost.core.files import write_atomic
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
 import stat

@@ -21,7 +21,7 @@ from dataclasses import replace
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
 from commcost.core.validation import require_finite_positive
-from commcost.report._files import write_atomic
+from commcost.core.files import write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ from commcost.core.validation import require_finite_positive
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.band import collective_band
 from commcost.comm.topology import place
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 __all__ = [
     "Sample", "Regime", "FitPoint", "AlphaBetaFit", "Comparison",
@@ -388,7 +388,7 @@ def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gp
     """Each measured ``(S, t)`` of one collective next to what preset ``system`` predicts for it.
 
     The group is ``gpus`` ranks on ``nodes`` nodes of the preset (None: packed on full nodes), as
-    :func:`commcost.hardware.registry.system_group` places it; the prediction is the fabric's ``auto`` cost,
+    :func:`commcost.comm.systems.system_group` places it; the prediction is the fabric's ``auto`` cost,
     the one every command prints; the band is its collective's and scope's.
     """
 

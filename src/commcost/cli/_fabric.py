@@ -170,7 +170,7 @@ def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool
         if flat or custom:
             A.fail(f"--system {f.system} takes its links from the preset; drop " + ", ".join(flat + custom))
         from commcost.comm.model import FabricModel
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         topo, P = system_group(f.system, nodes=f.nodes, gpus_per_node=f.gpus_per_node,
                                gpus=f.gpus if set_gpus else None, oversubscription=f.oversubscription,
@@ -356,7 +356,7 @@ def resolve_trace_model(f: FabricFlags | None, *, backend: str | None, max_group
         override["backend"] = backend if backend in BACKENDS else "nccl"
     if f.system is not None and f.nodes is None:
         from commcost.comm.topology import nodes_spanned
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         probe, _ = system_group(f.system, gpus_per_node=f.gpus_per_node)
         override["nodes"] = nodes_spanned(max(1, max_group), probe.gpus_per_node)

@@ -20,7 +20,8 @@ from commcost.comm.topology import nodes_spanned
 from commcost.core.dtypes import bytes_per_element
 from commcost.core.units import BILLION, MS, MiB
 from commcost.hardware import lookup
-from commcost.hardware.registry import MODEL_ALIASES, system_topology
+from commcost.hardware.registry import MODEL_ALIASES
+from commcost.comm.systems import system_topology
 from commcost.report.timeline import timeline_model_label
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs

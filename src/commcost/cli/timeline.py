@@ -8,7 +8,7 @@ from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments
 from commcost.cli.inputs_step import timeline_request
 from commcost.analyses.uncertainty import timeline_band
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.chrome_trace import write_timeline_trace
 from commcost.report.plot_timeline import plot_timeline
 from commcost.report.timeline import TimelineContext

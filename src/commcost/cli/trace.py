@@ -11,7 +11,7 @@ from commcost.cli._fabric import add_profile_argument, add_system_arguments
 from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_trace_model
 from commcost.cli.inputs_comm import trace_request
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.trace import STEPS_SHOWN
 from commcost.report.trace import render_trace_tail
 from commcost.report.trace import trace_extra_dict

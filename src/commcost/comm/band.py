@@ -53,7 +53,7 @@ from commcost.comm.model import CommModel
 from commcost.comm.topology import Link, Topology, as_topology, place, pods_spanned
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 __all__ = ["collective_band", "band_class", "band_ratios", "class_ratios", "scale_cost", "BandEdgeModel", "band_models",
            "composed_band"]

@@ -14,7 +14,31 @@ from commcost.comm.algorithms import parse_collective
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from commcost.calibrate.fit import AlphaBetaFit
+    from typing import Protocol
+
+    from commcost.comm.collectives import Algorithm
+
+    class FittedRegime(Protocol):
+        """What the model reads of one fitted regime (:class:`commcost.calibrate.fit.Regime` is one):
+        ``comm`` sits below ``calibrate`` in the layer order, so it names the shape, not the class."""
+
+        @property
+        def min_size_bytes(self) -> float: ...
+        @property
+        def max_size_bytes(self) -> float: ...
+        @property
+        def alpha_s(self) -> float: ...
+        @property
+        def bandwidth_bytes_per_s(self) -> float: ...
+        def describe(self) -> str: ...
+
+    class FittedProfile(Protocol):
+        """What the model reads of a fit (:class:`commcost.calibrate.fit.AlphaBetaFit` is one)."""
+
+        @property
+        def algorithm(self) -> Algorithm: ...
+        @property
+        def regimes(self) -> tuple[FittedRegime, ...]: ...
 
 __all__ = ["ProfileModel", "ProfileScope", "DERIVED_OPS", "EXTRAPOLATION_RULE"]
 
@@ -60,7 +84,7 @@ class ProfileScope:
 class ProfileModel(CommModel):
     """A calibrated profile: every fitted regime, exactly as ``validate`` scores it."""
 
-    fit: AlphaBetaFit
+    fit: FittedProfile
     """The fitted regimes (op, algorithm, gpus)."""
     scope: ProfileScope
     """What it was measured on."""

@@ -16,7 +16,7 @@ from commcost.parallel.layout import layout_group
 from commcost.parallel.layout import leaves_node
 from commcost.report._band import band_range
 from commcost.report._band import band_side
-from commcost.report._json import dumps_json
+from commcost.core.strict_json import dumps_json
 from commcost.report._width import wrap_lines
 from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report.bucket_advice import render_bucket_advice
