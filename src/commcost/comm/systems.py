@@ -14,7 +14,7 @@ from commcost.comm.topology import Link, Topology
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
 from commcost.hardware import lookup
-from commcost.hardware.registry import fabrics, systems
+from commcost.hardware import registry  # read through the module: a benchmark swaps registry.fabrics
 
 __all__ = ["system_topology", "system_group"]
 
@@ -35,7 +35,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
     A preset with ``nccl_protocols`` gets NCCL's protocol model (:mod:`commcost.comm.protocols`)
     with its ``llMaxBw`` caps.
     """
-    table = systems()
+    table = registry.systems()
     sysp = lookup(table, name, "system")
     require_count("nodes", nodes)
     G = int(sysp["gpus_per_node"])
@@ -44,7 +44,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         if gpus_per_node > G:
             raise InputError(f"system {name!r} has {G} GPUs per node, asked for gpus_per_node={gpus_per_node}")
         G = gpus_per_node
-    fab = fabrics()
+    fab = registry.fabrics()
     intra = lookup(fab, sysp["intra_fabric"], "fabric")
     inter = lookup(fab, sysp["inter_fabric"], "fabric")
     in_network = None
@@ -98,7 +98,7 @@ def system_group(name: str, *, nodes: int | None = None, gpus_per_node: int | No
     DGX's 8 GPUs, or a last node partly used), and is priced on the ``P`` GPUs it uses; any
     other ``gpus`` is an error showing the arithmetic.
     """
-    G = int(lookup(systems(), name, "system")["gpus_per_node"]) if gpus_per_node is None else gpus_per_node
+    G = int(lookup(registry.systems(), name, "system")["gpus_per_node"]) if gpus_per_node is None else gpus_per_node
     require_count("gpus_per_node", G)
     if gpus is not None:
         require_count("gpus", gpus)
