@@ -50,7 +50,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 def _scan_overlap_loss(tables) -> None:
-    import commcost.comm.algorithms as alg
+    import commcost.comm.protocol_terms as alg
 
     saved, results = alg.TIER_OVERLAP_LOSS, []
     try:

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-from commcost.comm.algorithms import clear_memos
+from commcost.comm.table_terms import clear_memos
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan

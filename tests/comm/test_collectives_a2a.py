@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost import collective_cost, system_topology
-from commcost.comm.algorithms import (FAN_IN_SLOWDOWN_PER_DOUBLING, P2P_EFFICIENCY, fan_in_efficiency,
+from commcost.comm.protocol_terms import P2P_EFFICIENCY
+from commcost.comm.algorithms import (FAN_IN_SLOWDOWN_PER_DOUBLING, fan_in_efficiency,
                                       fan_in_slowdown_from, protocol_costs)
 from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology

@@ -13,10 +13,10 @@ from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
-from commcost.comm.algorithms import IdentityMemo
+from commcost.comm.table_terms import IdentityMemo
 from commcost.comm.algorithms import algorithm_costs
 from commcost.comm.algorithms import available_algorithms
-from commcost.comm.algorithms import derive
+from commcost.comm.table_terms import derive
 from commcost.comm.algorithms import totals_many
 from commcost.comm.model import sizes_array
 from commcost.comm.algorithms import collective_cost
