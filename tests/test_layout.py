@@ -160,6 +160,29 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(parts + ([node.module] if node.module else []))
 
 
+def _targets(module: str, is_package: bool, node: ast.AST) -> list[tuple[str, list[str]]]:
+    """``(module imported, names taken from it)`` of one import statement (none for other nodes)."""
+    if isinstance(node, ast.ImportFrom):
+        return [(_resolve(module, is_package, node), [a.name for a in node.names])]
+    if isinstance(node, ast.Import):
+        return [(a.name, []) for a in node.names]
+    return []
+
+
+def _against_the_order(layer: str, target: str, names: list[str]) -> str | None:
+    """Why importing ``names`` from ``target`` breaks :data:`LAYERS` for a module of ``layer`` (None if it does not)."""
+    parts = target.split(".")
+    if parts[0] != "commcost":
+        return None
+    if len(parts) == 1:
+        extra = sorted(set(names) - TOP_PACKAGE_NAMES)
+        return f"imports {extra} from the top package (the lazy public API)" if extra else None
+    dest = parts[1]
+    if dest in LAYERS and LAYERS.index(dest) > LAYERS.index(layer):
+        return f"({layer}) imports {target} ({dest}, a later layer)"
+    return None
+
+
 def upward_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
     """Every import against :data:`LAYERS` in ``sources`` (module name -> (source text, is a package)):
     at the top, inside functions, under ``TYPE_CHECKING``, relative or absolute."""
@@ -170,24 +193,10 @@ def upward_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
         if layer not in LAYERS:
             continue
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ImportFrom):
-                targets = [(_resolve(module, is_package, node), [a.name for a in node.names])]
-            elif isinstance(node, ast.Import):
-                targets = [(a.name, []) for a in node.names]
-            else:
-                continue
-            for target, names in targets:
-                tparts = target.split(".")
-                if tparts[0] != "commcost":
-                    continue
-                if len(tparts) == 1:
-                    if not set(names) <= TOP_PACKAGE_NAMES and names:
-                        bad.append(f"{module}:{node.lineno} imports {sorted(set(names) - TOP_PACKAGE_NAMES)} "
-                                   "from the top package (the lazy public API)")
-                    continue
-                dest = tparts[1]
-                if dest in LAYERS and LAYERS.index(dest) > LAYERS.index(layer):
-                    bad.append(f"{module}:{node.lineno} ({layer}) imports {target} ({dest}, a later layer)")
+            for target, names in _targets(module, is_package, node):
+                why = _against_the_order(layer, target, names)
+                if why:
+                    bad.append(f"{module}:{node.lineno} {why}")
     return bad
 
 
@@ -277,7 +286,6 @@ LONG_FUNCTIONS = {
     "cli/_fabric.py": {"resolve_comm_model": 61},
     "cli/inputs_plan.py": {"plan_request": 64},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
-    "comm/systems.py": {"system_topology": 61},
     "comm/table_terms.py": {"_table_terms": 73},
     "report/budget.py": {"render_budget_text": 135, "budget_to_dict": 78},
     "report/chrome_trace.py": {"plan_chrome_trace": 64},
@@ -326,3 +334,15 @@ def test_the_size_rule_fails_on_growth_and_on_a_stale_allowance():
     assert oversized({"a.py": 501, "b.py": 600, "c.py": 300}, {"b.py": 590, "c.py": 520}, 500) == [
         "a.py: 501 lines (limit 500)", "b.py: 600 lines, more than its allowance 590",
         "c.py: now 300 lines: take it off the allowlist"]
+
+
+def test_the_complexity_allowlist_only_shrinks():
+    # each module exempted from ruff's C901 in pyproject.toml still has a function over the limit; else drop it
+    import tomllib
+
+    ignores = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]["per-file-ignores"]
+    listed = sorted(f for f, rules in ignores.items() if "C901" in rules)
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "C901", "--output-format",
+                        "concise", *listed], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    still = {line.split(":")[0] for line in r.stdout.splitlines() if "C901" in line}
+    assert listed and not set(listed) - still, sorted(set(listed) - still)

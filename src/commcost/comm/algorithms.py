@@ -114,14 +114,19 @@ real run executes: halving-doubling and hierarchical stay available by name.
 from __future__ import annotations
 
 
-
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.core.errors import InputError
-from commcost.comm.protocols import (Protocol)
+from commcost.comm.protocols import Protocol
 from commcost.comm.topology import Link, Topology, as_topology
 from commcost.core.validation import require_count, require_finite_positive
-from commcost.comm.table_terms import (_cost, _is_array, _place, _pow2, _table_terms, fan_in_efficiency, fan_in_slowdown_from, FAN_IN_SLOWDOWN_PER_DOUBLING, tree_network_bytes)
-from commcost.comm.protocol_terms import (_floored, _nccl_order, _protocol_terms, MAX_CROSS_NODE_CHANNELS, P2P_LL_THRESHOLD_BYTES, p2p_uses_ll, TIER_OVERLAP_LOSS)
+from commcost.comm.table_terms import (FAN_IN_SLOWDOWN_PER_DOUBLING, _cost, _is_array, _place, _pow2, _table_terms,
+                                       fan_in_efficiency, fan_in_slowdown_from, tree_network_bytes)
+from commcost.comm.protocol_terms import (MAX_CROSS_NODE_CHANNELS, P2P_LL_THRESHOLD_BYTES, TIER_OVERLAP_LOSS, _floored,
+                                          _nccl_order, _protocol_terms, p2p_uses_ll)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from commcost.core.xp import FloatOrArray
 
 __all__ = [
     "AUTO", "APPLICABLE", "NCCL_ALGORITHMS", "tree_network_bytes", "MAX_CROSS_NODE_CHANNELS", "TIER_OVERLAP_LOSS", "collective_cost", "algorithm_costs", "protocol_costs",
@@ -150,7 +155,6 @@ APPLICABLE: dict[Collective, tuple[Algorithm, ...]] = {
 NCCL_ALGORITHMS = frozenset({Algorithm.RING, Algorithm.TREE, Algorithm.IN_NETWORK, Algorithm.DIRECT, Algorithm.PAT})
 
 
-
 def parse_collective(text: str | Collective) -> Collective:
     """``"all_reduce"`` (or ``all-reduce``) -> :class:`Collective`; unknown names list the valid ones."""
     try:
@@ -158,7 +162,6 @@ def parse_collective(text: str | Collective) -> Collective:
     except ValueError:
         valid = ", ".join(c.value for c in Collective)
         raise InputError(f"unknown collective {text!r} (valid: {valid})") from None
-
 
 
 def parse_algorithm(text: str | Algorithm) -> Algorithm | str:
@@ -171,7 +174,6 @@ def parse_algorithm(text: str | Algorithm) -> Algorithm | str:
     except ValueError:
         valid = ", ".join([AUTO] + [a.value for a in Algorithm])
         raise InputError(f"unknown algorithm {text!r} (valid: {valid})") from None
-
 
 
 def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str | None:
@@ -204,8 +206,8 @@ def _why_not(op: Collective, alg: Algorithm, gpus: int, topo: Topology) -> str |
     return None
 
 
-
-def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> tuple[float, float]:
+def _terms(op: Collective, alg: Algorithm, S: FloatOrArray, P: int,
+           topo: Topology) -> tuple[FloatOrArray, FloatOrArray]:
     """``(latency_s, bandwidth_s)`` of ``alg`` running ``op``: the table, or the protocol NCCL would run
     (:func:`_nccl_order`), with the network's latency floor (:func:`_floored`)."""
     ranking: dict[Protocol, float] = {}
@@ -221,13 +223,15 @@ def _terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology) -> 
     # arrays: element by element, the first protocol of the lowest key, as sorted() above takes it
     protocols = list(terms)
     key = {p: ranking[p] if ranking else terms[p][0] + terms[p][1] for p in protocols}
+    lat: FloatOrArray
+    bw: FloatOrArray
+    best: FloatOrArray
     lat, bw = terms[protocols[0]]
     best = key[protocols[0]]
     for p in protocols[1:]:
         better = key[p] < best
         lat, bw, best = np.where(better, terms[p][0], lat), np.where(better, terms[p][1], bw), np.where(better, key[p], best)
     return lat, bw
-
 
 
 def _check(op: Collective, message_bytes: float, gpus: int) -> None:
@@ -237,15 +241,15 @@ def _check(op: Collective, message_bytes: float, gpus: int) -> None:
     require_count("gpus", gpus)
 
 
-
-def available_algorithms(op: Collective, gpus: int, topo: Topology, algorithms=None) -> tuple[Algorithm, ...]:
+def available_algorithms(op: Collective, gpus: int, topo: Topology,
+                         algorithms: tuple[Algorithm, ...] | None = None) -> tuple[Algorithm, ...]:
     """The algorithms of ``algorithms`` (default :data:`APPLICABLE` order) that can run ``op`` on this group."""
     return tuple(a for a in (APPLICABLE[op] if algorithms is None else algorithms)
                  if a in APPLICABLE[op] and _why_not(op, a, gpus, topo) is None)
 
 
-
-def totals_many(op: Collective, sizes_bytes, gpus: int, topo: Topology, algorithms: tuple[Algorithm, ...]):
+def totals_many(op: Collective, sizes_bytes: FloatOrArray, gpus: int, topo: Topology,
+                algorithms: tuple[Algorithm, ...]) -> FloatOrArray:
     """Seconds of ``op`` on each of the numpy array ``sizes_bytes`` over ``gpus`` ranks: the fastest of
     ``algorithms`` (each able to run here, :func:`available_algorithms`), each under its fastest protocol;
     element by element the ``total_s`` :func:`algorithm_costs` and the per-call pick give, from the same
@@ -255,7 +259,7 @@ def totals_many(op: Collective, sizes_bytes, gpus: int, topo: Topology, algorith
     S = np.asarray(sizes_bytes, dtype=float)
     if gpus == 1 or not algorithms:
         return np.zeros(S.shape)
-    best = None
+    best: FloatOrArray = None
     for alg in algorithms:
         lat, bw = _terms(op, alg, S, gpus, topo)
         total = lat + bw
@@ -263,17 +267,15 @@ def totals_many(op: Collective, sizes_bytes, gpus: int, topo: Topology, algorith
     return np.broadcast_to(best, S.shape).astype(float)
 
 
-
 def unavailable_algorithms(op: Collective, gpus: int, fabric: Link | Topology) -> dict[Algorithm, str]:
     """Modelled algorithms of ``op`` that cannot run this group, with the reason."""
     topo = as_topology(fabric, gpus)
-    out = {}
+    out: dict[Algorithm, str] = {}
     for alg in APPLICABLE[op]:
         why = _why_not(op, alg, gpus, topo)
         if why is not None:
             out[alg] = why
     return out
-
 
 
 def algorithm_costs(op: Collective, message_bytes: float, gpus: int,
@@ -292,7 +294,6 @@ def algorithm_costs(op: Collective, message_bytes: float, gpus: int,
     return out
 
 
-
 def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric: Link | Topology,
                    algorithm: Algorithm | str) -> dict[Protocol, CollectiveCost]:
     """The cost of ``algorithm`` under each protocol NCCL could run it with, in the order NCCL's tuner ranks
@@ -306,6 +307,7 @@ def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric
     alg = parse_algorithm(algorithm)
     if alg == AUTO:
         alg = collective_cost(op, message_bytes, gpus, fabric, AUTO).algorithm
+    assert isinstance(alg, Algorithm)
     _check(op, message_bytes, gpus)
     topo = as_topology(fabric, gpus)
     why = _why_not(op, alg, gpus, topo)
@@ -321,7 +323,6 @@ def protocol_costs(op: Collective | str, message_bytes: float, gpus: int, fabric
     terms = _floored(terms, gpus, topo)
     costs = {p: _cost(op, alg, message_bytes, gpus, lat, bw) for p, (lat, bw) in terms.items()}
     return {p: costs[p] for p in _nccl_order(terms, ranking)}
-
 
 
 def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
@@ -350,6 +351,7 @@ def collective_cost(op: Collective | str, message_bytes: float, gpus: int,
             reasons = "; ".join(unavailable_algorithms(op, gpus, topo).values())
             raise InputError(f"no algorithm can run {op.value} on {gpus} GPUs here: {reasons}")
         return min(costs.values(), key=lambda c: c.total_s)
+    assert isinstance(alg, Algorithm)
     why = _why_not(op, alg, gpus, topo)
     if why is not None:
         raise InputError(why)

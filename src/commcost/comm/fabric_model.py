@@ -28,6 +28,13 @@ from commcost.comm.topology import pods_spanned
 from commcost.core.units import format_seconds as t
 from commcost.hardware.registry import systems
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from commcost.core.xp import FloatOrArray
+
+
 __all__ = ["FabricModel"]
 
 
@@ -93,7 +100,8 @@ class FabricModel(CommModel):
     def _topo(self, gpus: int, ranks_per_node: int | None = None) -> Topology:
         return _group_topology(self.topology, self.grow_nodes, gpus, ranks_per_node)
 
-    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+    def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
+                      ranks_per_node: int | None = None) -> FloatOrArray:
         """:meth:`cost`'s ``total_s`` under ``auto`` on an array of sizes: the fastest algorithm the backend
         runs, each under its fastest protocol (:func:`commcost.comm.algorithms.totals_many`), the group's
         placement and the algorithms that can run it found once for every size."""
@@ -108,19 +116,22 @@ class FabricModel(CommModel):
                              f"here: {reasons}")
         return totals_many(op, S, gpus, topo, algs)
 
-    def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
+    def candidates(self, op: Collective | str, size_bytes: float, gpus: int, *,
+                       ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
 
         op = parse_collective(op)
         allowed = BACKEND_ALGORITHMS[self.backend][op]
         costs = algorithm_costs(op, size_bytes, gpus, self._topo(gpus, ranks_per_node))
         return {a: costs[a] for a in allowed if a in costs}
 
-    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+    def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
+                 ranks_per_node: int | None = None) -> CollectiveCost:
         """The one collective (:meth:`CommModel.cost`); the frozen result is memoised on this model and the
         call's arguments (plan, its advice and a search's re-pricing ask for the same collectives again)."""
         return _costs(self, op, size_bytes, gpus, algorithm, ranks_per_node)
 
-    def _cost(self, op, size_bytes, gpus, algorithm="auto", ranks_per_node=None) -> CollectiveCost:
+    def _cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto",
+                  ranks_per_node: int | None = None) -> CollectiveCost:
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
         topo = self._topo(gpus, ranks_per_node)
@@ -150,7 +161,7 @@ class FabricModel(CommModel):
                 f"{t.intra.bandwidth_bytes_per_s / 1e9:g} GB/s, inter {t.inter.bandwidth_bytes_per_s / 1e9:g} GB/s "
                 f"per GPU ({self.backend})")
 
-    def scope_warning(self, op, gpus) -> str | None:
+    def scope_warning(self, op: Collective | str, gpus: int) -> str | None:
         """The preset's own caution (systems.json ``multi_pod_caution``) for a group across its pods, while the
         spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine someone else gave)."""
 
@@ -164,7 +175,7 @@ class FabricModel(CommModel):
         return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
                 f"(1/{t.spine_oversubscription:g}) is {preset[0]}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         t = self.topology
         return {"kind": self.kind, "backend": self.backend, "system": t.name, "nodes": t.nodes,
                 "gpus_per_node": t.gpus_per_node,

@@ -19,6 +19,11 @@ from commcost.comm.protocols import (NVLS_TERMS, REFERENCE_BASE_S, REFERENCE_INT
 from commcost.comm.topology import Link, Topology, network_oversubscription
 from commcost.comm.table_terms import (_is_array, _max, _min, _place, _table_terms, derive, IdentityMemo, LOCKSTEP_RING_OPS, tree_network_bytes)
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from commcost.core.xp import FloatOrArray
+
+
 __all__ = ["TIER_OVERLAP_LOSS", "MAX_CROSS_NODE_CHANNELS", "PAT_BASE_S", "PAT_NET_STEP_S", "PAT_PER_RANK_S", "PAT_BANDWIDTH_SHARE", "P2P_EFFICIENCY", "P2P_LL_THRESHOLD_BYTES", "p2p_uses_ll"]
 
 TIER_OVERLAP_LOSS = 0.20
@@ -68,7 +73,6 @@ non-all-reduce operations (NVIDIA/nccl-tests#212). Across nodes the NIC, not NVL
 all-to-all, and its rate is the fan-in's (:func:`fan_in_efficiency`)."""
 
 
-
 P2P_LL_THRESHOLD_BYTES = 16384
 """NCCL runs a point-to-point transfer (every peer of an all-to-all, a send/recv) with LL when its bytes per
 channel are at most ``NCCL_P2P_LL_THRESHOLD`` = 16 KiB, otherwise with Simple, and never with LL128: src/enqueue.cc
@@ -79,14 +83,12 @@ NCCL's default chunk sizes, so the rule is: LL when the bytes to one peer (``S /
 a send/recv) are at most 16 KiB, Simple above. P2P bypasses the tuner: no ranking by modelled time."""
 
 
-
-def p2p_uses_ll(peer_bytes):
+def p2p_uses_ll(peer_bytes: FloatOrArray) -> FloatOrArray:
     """True where NCCL sends ``peer_bytes`` to one peer with LL (:data:`P2P_LL_THRESHOLD_BYTES`); array-safe."""
     return peer_bytes <= P2P_LL_THRESHOLD_BYTES
 
 
-
-def _tree_correction(protocol: Protocol, S):
+def _tree_correction(protocol: Protocol, S: FloatOrArray) -> FloatOrArray:
     """:func:`commcost.comm.protocols.tree_correction`, element by element for an array ``S`` (the same
     float arithmetic per size)."""
     if not _is_array(S):
@@ -96,11 +98,9 @@ def _tree_correction(protocol: Protocol, S):
     return np.array([tree_correction(protocol, float(x)) for x in S.ravel()]).reshape(S.shape)
 
 
-
 def _protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
     """:func:`_make_protocol_view`, memoised on the identities of the frozen ``topo`` and ``t``."""
     return _protocol_views(topo, id(t), t, efficiency, nic_share)
-
 
 
 def _make_protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic_share: float = 1.0) -> Topology:
@@ -114,12 +114,10 @@ def _make_protocol_view(topo: Topology, t: ProtocolTerms, efficiency: float, nic
                   base_latency_s=topo.base_latency_s * t.base_latency_s / REFERENCE_BASE_S)
 
 
-
 _protocol_terms_memo = IdentityMemo(lambda topo, op, alg, S, P: _make_protocol_terms(op, alg, S, P, topo))
 
 _protocol_views = IdentityMemo(lambda topo, _, t, efficiency, nic_share: _make_protocol_view(topo, t, efficiency,
                                                                                              nic_share))
-
 
 
 def _with_links(view: Topology, intra: Link | None = None, inter: Link | None = None,
@@ -131,8 +129,8 @@ def _with_links(view: Topology, intra: Link | None = None, inter: Link | None = 
     return _views_with_links(view, i, e, base_latency_s)
 
 
-
-def _replace_links(view: Topology, intra, inter, base_latency_s) -> Topology:
+def _replace_links(view: Topology, intra: tuple[float, float] | None, inter: tuple[float, float] | None,
+                   base_latency_s: float | None) -> Topology:
     return derive(view, intra=view.intra if intra is None else derive(view.intra, bandwidth_bytes_per_s=intra[0],
                                                                       latency_s=intra[1]),
                   inter=view.inter if inter is None else derive(view.inter, bandwidth_bytes_per_s=inter[0],
@@ -140,9 +138,7 @@ def _replace_links(view: Topology, intra, inter, base_latency_s) -> Topology:
                   base_latency_s=view.base_latency_s if base_latency_s is None else base_latency_s)
 
 
-
 _views_with_links = IdentityMemo(_replace_links)
-
 
 
 def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
@@ -157,7 +153,6 @@ def _protocol_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topo
     if ranking is not None:
         ranking.update(ranked)
     return terms
-
 
 
 def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
@@ -249,7 +244,6 @@ def _make_protocol_terms(op: Collective, alg: Algorithm, S: float, P: int,
     return out, ranking
 
 
-
 def _make_one_node_ring(topo: Topology) -> tuple[int, float] | None:
     """``(c, b_c)`` of the ring NCCL's search finds inside one node of ``topo``
     (:func:`commcost.comm.protocols.one_node_ring_graph`), or None where commcost does not model that search:
@@ -261,10 +255,8 @@ def _make_one_node_ring(topo: Topology) -> tuple[int, float] | None:
     return one_node_ring_graph(topo.intra.bandwidth_bytes_per_s, pm.gpu_generation)
 
 
-
 _one_node_ring = IdentityMemo(_make_one_node_ring)
 """:func:`_make_one_node_ring`, memoised on the frozen topology."""
-
 
 
 def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
@@ -275,7 +267,6 @@ def _floored(terms: dict[Protocol, tuple[float, float]], P: int,
     if t_f <= 0.0 or _place(P, topo).nodes < 2:
         return terms
     return {p: (_max(lat, t_f), bw) for p, (lat, bw) in terms.items()}
-
 
 
 def _nccl_order(terms: dict[Protocol, tuple[float, float]], ranking: dict[Protocol, float]) -> list[Protocol]:

@@ -24,6 +24,14 @@ def _link(fabric: dict[str, Any]) -> Link:
                 latency_s=float(fabric["step_latency_s"]))
 
 
+def _unlinked(intra: dict[str, Any]) -> dict[str, Any]:
+    """A full node's peers that no NVLink reaches (DGX-1's hybrid cube mesh), where the fabric names them."""
+    if "unlinked_peers" not in intra:
+        return {}
+    return {"unlinked_peers": int(intra["unlinked_peers"]),
+            "unlinked_bandwidth_bytes_per_s": float(intra["unlinked_bandwidth_bytes_per_s"])}
+
+
 def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = None,
                     oversubscription: float | None = None, nvls: bool = True) -> Topology:
     """The two- or three-tier :class:`Topology` of ``nodes`` nodes of system preset ``name``.
@@ -68,6 +76,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
     inter_link = _link(inter) if ports == 1 else Link(
         bandwidth_bytes_per_s=ports * float(inter["achievable_bandwidth_bytes_per_s"]),
         latency_s=float(inter["step_latency_s"]))
+    unlinked = _unlinked(intra) if G == int(sysp["gpus_per_node"]) else {}
     return Topology(
         gpus_per_node=G, nodes=nodes, intra=_link(intra), inter=inter_link, nics_per_gpu=ports,
         oversubscription=float(sysp["oversubscription"] if oversubscription is None else oversubscription),
@@ -81,9 +90,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         spine_latency_s=float(sysp.get("spine_latency_s", 0.0)),
         network_floor_s=float(inter.get("collective_floor_s", 0.0)),
         incast_rate_cut=inter.get("congestion_control") == "ecn_pfc",
-        **({"unlinked_peers": int(intra["unlinked_peers"]),
-            "unlinked_bandwidth_bytes_per_s": float(intra["unlinked_bandwidth_bytes_per_s"])}
-           if "unlinked_peers" in intra and G == int(sysp["gpus_per_node"]) else {}),
+        **unlinked,
     )
 
 

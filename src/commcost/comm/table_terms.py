@@ -17,6 +17,17 @@ from commcost.core.errors import InputError
 from commcost.comm.topology import Link, Topology, network_oversubscription, place
 from commcost.core.xp import is_array, namespace_of
 
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from commcost.comm.topology import Placement
+    from commcost.core.xp import FloatOrArray
+
+D = TypeVar("D", bound="DataclassInstance")
+R = TypeVar("R")
+
 __all__ = ["LOCKSTEP_RING_OPS", "FAN_IN_SLOWDOWN_PER_DOUBLING", "fan_in_efficiency", "fan_in_slowdown_from", "tree_network_bytes", "derive", "clear_memos", "IdentityMemo"]
 
 LOCKSTEP_RING_OPS = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
@@ -53,13 +64,11 @@ NCCL 2.28.7, 2 ports per GPU, ``NCCL_IB_QPS_PER_CONNECTION=4``; the GB200 run: N
 ``NCCL_P2P_NET_CHUNKSIZE=524288``); docs/fabrics.md."""
 
 
-
 def fan_in_efficiency(nodes: int, slowdown_per_doubling: float | None = None) -> float:
     """``e_f(n) = 1 / (1 + c log2(max(1, n - 1)))``: the share of its NIC rate a rank's all-to-all gets on
     ``n`` nodes (:data:`FAN_IN_SLOWDOWN_PER_DOUBLING`); 1 on one or two nodes."""
     c = FAN_IN_SLOWDOWN_PER_DOUBLING if slowdown_per_doubling is None else slowdown_per_doubling
     return 1.0 / (1.0 + c * math.log2(max(1, nodes - 1)))
-
 
 
 def fan_in_slowdown_from(nodes: int, nic_rate_share: float) -> float:
@@ -70,9 +79,7 @@ def fan_in_slowdown_from(nodes: int, nic_rate_share: float) -> float:
     return (1.0 / nic_rate_share - 1.0) / math.log2(nodes - 1)
 
 
-
 _TREE_BYTES: dict[int, float] = {}
-
 
 
 def _btree_degree(n: int, r: int) -> int:
@@ -93,7 +100,6 @@ def _btree_degree(n: int, r: int) -> int:
     return 1 + 1 + (d1 != -1)  # parent, first child (always in range), second child if any
 
 
-
 def tree_network_bytes(n: int) -> float:
     """``E(n) / S``: bytes each node's NICs send (and receive) per byte of a tree all-reduce across ``n`` nodes.
 
@@ -112,33 +118,27 @@ def tree_network_bytes(n: int) -> float:
     return _TREE_BYTES[n]
 
 
-
 def _pow2(x: int) -> bool:
     return x >= 1 and x & (x - 1) == 0
-
 
 
 _is_array = is_array
 
 
-
-def _max(a, b):
+def _max(a: FloatOrArray, b: FloatOrArray) -> FloatOrArray:
     """``max(a, b)`` of floats, element-wise when either is a numpy array (the array path, :func:`totals_many`)."""
     return namespace_of(a, b).maximum(a, b)
 
 
-
-def _min(a, b):
+def _min(a: FloatOrArray, b: FloatOrArray) -> FloatOrArray:
     """``min(a, b)`` of floats, element-wise when either is a numpy array."""
     return namespace_of(a, b).minimum(a, b)
-
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
-
-def derive(obj, **changes):
+def derive(obj: D, **changes: Any) -> D:
     """``dataclasses.replace(obj, **changes)`` without running ``__post_init__`` again: for the views the
     model derives from an already validated :class:`Topology` or :class:`Link` (positive scale factors,
     a group's own GPUs per node), so the check happens once, where the input enters, not per collective."""
@@ -152,9 +152,7 @@ def derive(obj, **changes):
     return new
 
 
-
-_MEMOS: list[IdentityMemo] = []
-
+_MEMOS: list[IdentityMemo[Any]] = []
 
 
 def clear_memos() -> None:
@@ -163,8 +161,7 @@ def clear_memos() -> None:
         memo.table.clear()
 
 
-
-class IdentityMemo:
+class IdentityMemo(Generic[R]):
     """Memoise ``fn(obj, *args)`` on the identity of the frozen ``obj`` and the (small, hashable) ``args``.
 
     Hashing a :class:`Topology` hashes every field of every link and its protocol model again on each
@@ -175,11 +172,13 @@ class IdentityMemo:
 
     __slots__ = ("fn", "table", "maxsize")
 
-    def __init__(self, fn, maxsize: int = 8192) -> None:
-        self.fn, self.table, self.maxsize = fn, {}, maxsize
+    def __init__(self, fn: Callable[..., R], maxsize: int = 8192) -> None:
+        self.fn = fn
+        self.table: dict[tuple[Any, ...], tuple[Any, R]] = {}
+        self.maxsize = maxsize
         _MEMOS.append(self)
 
-    def __call__(self, obj, *args):
+    def __call__(self, obj: Any, *args: Any) -> R:
         key = (id(obj), *args)
         hit = self.table.get(key)
         if hit is not None and hit[0] is obj:
@@ -191,23 +190,19 @@ class IdentityMemo:
         return value
 
 
-
 _placement = IdentityMemo(lambda topo, gpus: place(gpus, topo))
 
 
-
-def _place(gpus: int, topo: Topology):
+def _place(gpus: int, topo: Topology) -> Placement:
     """:func:`commcost.comm.topology.place`, memoised on the frozen ``(P, topology)`` (placement does not
     depend on the message size, and every price of one group reuses it)."""
     return _placement(topo, gpus)
-
 
 
 def _cost(op: Collective, alg: Algorithm, S: float, P: int, latency_s: float,
           bandwidth_s: float) -> CollectiveCost:
     return CollectiveCost(op=op, algorithm=alg, gpus=P, message_bytes=S,
                           latency_s=latency_s, bandwidth_s=bandwidth_s)
-
 
 
 def _table_terms(op: Collective, alg: Algorithm, S: float, P: int, topo: Topology,
