@@ -24,9 +24,10 @@ DRILL_PATH = {
     "commcost.cli.budget", "commcost.cli.inputs", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
     "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
     "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
-    "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.layer",
+    "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.budget_parts", "commcost.report.layer",
     "commcost.step", "commcost.step.bucket_advice", "commcost.step.buckets", "commcost.step.ddp_buckets",
-    "commcost.step.overlap", "commcost.step.timeline", "commcost.workload", "commcost.workload.shape",
+    "commcost.step.overlap", "commcost.step.timeline", "commcost.step.bucket_schedule", "commcost.workload",
+    "commcost.workload.shape",
 }
 """The modules ``python tools/collective_cost.py`` loads (the drill's four commands). Only these may import
 other commcost modules inside functions: the drill never loads those, so it starts fast."""
@@ -266,12 +267,12 @@ MAX_MODULE_LINES = 500
 """No module of ``src/commcost`` is longer (STYLE.md convention 4 asks about 400)."""
 
 LONG_MODULES = {
-    "analyses/plan/grid.py": 504, "analyses/plan/plan.py": 632, "calibrate/data.py": 519, "cli/_args.py": 584,
-    "report/budget.py": 518, "step/timeline.py": 541, "workload/memory.py": 640,
+    "analyses/plan/grid.py": 504, "analyses/plan/plan.py": 632, "cli/_args.py": 584,
 }
 """Modules allowed past :data:`MAX_MODULE_LINES`, at most this long. The list only shrinks: a module that grows past its
 number, or one listed that is back under the limit, fails the test (take it off the list). grid.py and plan.py are being
-reshaped into the one column kernel (docs/architecture.md, "One composition, two speeds")."""
+reshaped into the one column kernel (docs/architecture.md, "One composition, two speeds"); cli/_args.py is shared by
+every subcommand and edited by many hands at once, so it is split when they are done."""
 
 MAX_FUNCTION_LINES = 60
 
@@ -295,7 +296,8 @@ LONG_FUNCTIONS = {
     "report/trace.py": {"render_trace_text": 72, "_collectives_text": 69},
     "trace/load.py": {"load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
-    "workload/memory.py": {"layer_activation_bytes": 74, "memory_per_gpu": 74},
+    "workload/activations.py": {"layer_activation_bytes": 74},
+    "workload/memory.py": {"memory_per_gpu": 74},
     "workload/nccl_memory.py": {"nccl_buffer_bytes": 64},
     "workload/operators.py": {"micro_batch_operators": 63},
 }
