@@ -15,10 +15,10 @@ import shlex
 from collections import namedtuple
 from dataclasses import replace
 
-from commcost.analyses.plan.plan import PlanInputs, plan
+from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
 from commcost.analyses.plan.space import count_upper_bound
-from commcost.calibrate.efficiency import fit_efficiency, load_calibration
+from commcost.calibrate.efficiency import load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
 from commcost.cli.inputs import _si, fabric_flags
@@ -83,11 +83,12 @@ MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
 
 
 class PlanRequest(namedtuple("PlanRequest", (
-        "inputs", "resolved", "measured_step_s", "save_calibration", "calibration", "calibration_path",
-        "trace_out", "train_tokens", "price_per_gpu_hour", "json"))):
+        "inputs", "resolved", "measured_step_s", "measured_flops_per_s", "save_calibration", "calibration",
+        "calibration_path", "trace_out", "train_tokens", "price_per_gpu_hour", "json"))):
     """``commcost plan``: ``inputs`` the :class:`~commcost.analyses.plan.plan.PlanInputs` (its efficiency
-    fitted to ``measured_step_s`` where a measurement was given, or read from ``calibration``, the document
-    at ``calibration_path``); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
+    as given or read from ``calibration``, the document at ``calibration_path``); ``measured_step_s`` and
+    ``measured_flops_per_s`` a measurement ``run`` fits the efficiency to
+    (:func:`commcost.calibrate.efficiency.efficiency_from`); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
     efficiency to; ``trace_out`` a Chrome trace to write; ``train_tokens`` and ``price_per_gpu_hour`` the
     training run to cost (None: none); ``json`` print JSON."""
 
@@ -95,7 +96,7 @@ class PlanRequest(namedtuple("PlanRequest", (
 
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
-    """The plan flags checked; the layout, the PlanInputs in SI units and its calibrated efficiency."""
+    """The plan flags checked; the layout, the PlanInputs in SI units and the measurement to fit its efficiency to."""
     spec, seq = model_spec_of(args)
     cp, tp, pp = args.cp, args.tp, args.pp
     gpus, dp = args.gpus, args.dp
@@ -137,14 +138,11 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     refusal = layout_refusal(args.stack, layout)   # a named stack's user cannot run what it does not run
     if refusal:
         A.fail(refusal)
-    model = resolved.comm
-    measured = args.measured_step_s
-    if args.measured_tflops or args.mfu:  # the step a measured (or assumed) model FLOP rate gives
+    flops_per_s = None   # a measured (or assumed) model FLOP rate per GPU, FLOP/s (--mfu: of the dense peak)
+    if args.measured_tflops or args.mfu:
         flops_per_s = _si(args.measured_tflops, TERA) or args.mfu * peak_flops_per_s(gpu, args.precision)
-        measured = plan(inp, model).model_flops_per_step / (flops_per_s * layout.world)
-    if measured is not None:
-        inp = replace(inp, efficiency=fit_efficiency(inp, model, measured))
-    elif args.save_calibration:
+    measured = args.measured_step_s is not None or flops_per_s is not None
+    if not measured and args.save_calibration:
         A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
     doc = None
     if args.calibration is not None:
@@ -154,8 +152,9 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
         A.check_output_path("--trace-out", args.trace_out, (".json",))
     if args.train_tokens is None and args.price_per_gpu_hour is not None:
         A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
-    return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=measured,
-                       save_calibration=args.save_calibration if measured is not None else None, calibration=doc,
+    return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=args.measured_step_s,
+                       measured_flops_per_s=flops_per_s,
+                       save_calibration=args.save_calibration if measured else None, calibration=doc,
                        calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
                        price_per_gpu_hour=args.price_per_gpu_hour, json=args.json)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
@@ -26,7 +25,6 @@ from commcost.comm.algorithms import protocol_costs
 from commcost.comm.algorithms import unavailable_algorithms
 from commcost.comm.topology import pods_spanned
 from commcost.core.units import format_seconds as t
-from commcost.hardware.registry import systems
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -54,15 +52,6 @@ def _make_group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_nod
 
 
 _group_topology = IdentityMemo(_make_group_topology)
-
-
-@lru_cache(maxsize=64)
-def _preset_caution(name: str) -> tuple[str, float] | None:
-    """``(multi_pod_caution, spine_oversubscription)`` of system preset ``name`` (None: no caution)."""
-    preset = systems().get(name)
-    if not isinstance(preset, dict) or "multi_pod_caution" not in preset:
-        return None
-    return preset["multi_pod_caution"], float(preset.get("spine_oversubscription", 1.0))
 
 
 def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
@@ -162,18 +151,18 @@ class FabricModel(CommModel):
                 f"per GPU ({self.backend})")
 
     def scope_warning(self, op: Collective | str, gpus: int) -> str | None:
-        """The preset's own caution (systems.json ``multi_pod_caution``) for a group across its pods, while the
-        spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine someone else gave)."""
+        """The preset's own caution (:attr:`Topology.multi_pod_caution`, set by the registry's row) for a group
+        across its pods, while the spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine
+        someone else gave)."""
 
         t = self.topology
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))
         if m < 2:
             return None
-        preset = _preset_caution(t.name)
-        if preset is None or t.spine_oversubscription != preset[1]:
+        if t.multi_pod_caution is None or t.spine_oversubscription != t.caution_spine_oversubscription:
             return None
         return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
-                f"(1/{t.spine_oversubscription:g}) is {preset[0]}")
+                f"(1/{t.spine_oversubscription:g}) is {t.multi_pod_caution}")
 
     def to_dict(self) -> dict[str, Any]:
         t = self.topology

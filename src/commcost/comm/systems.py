@@ -32,6 +32,12 @@ def _unlinked(intra: dict[str, Any]) -> dict[str, Any]:
             "unlinked_bandwidth_bytes_per_s": float(intra["unlinked_bandwidth_bytes_per_s"])}
 
 
+def _caution(sysp: dict[str, Any]) -> dict[str, Any]:
+    """The preset's caution for groups across its pods and the spine it was written for (systems.json)."""
+    return {"multi_pod_caution": sysp.get("multi_pod_caution"),
+            "caution_spine_oversubscription": float(sysp.get("spine_oversubscription", 1.0))}
+
+
 def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = None,
                     oversubscription: float | None = None, nvls: bool = True) -> Topology:
     """The two- or three-tier :class:`Topology` of ``nodes`` nodes of system preset ``name``.
@@ -90,7 +96,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
         spine_latency_s=float(sysp.get("spine_latency_s", 0.0)),
         network_floor_s=float(inter.get("collective_floor_s", 0.0)),
         incast_rate_cut=inter.get("congestion_control") == "ecn_pfc",
-        **unlinked,
+        **unlinked, **_caution(sysp),
     )
 
 
