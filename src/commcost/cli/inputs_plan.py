@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from collections import namedtuple
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
@@ -28,6 +27,10 @@ from commcost.parallel.layout import Layout
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.stacks import layout_refusal
 from commcost.workload.transformer import TransformerSpec, model_spec
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["moe_inputs", "model_spec_of", "resolve_hardware", "PlanRequest", "plan_request", "parse_gpus_range",
            "plan_prefix", "SearchRequest", "search_request", "MAX_GPU_COUNTS", "MAX_GLOBAL_BATCH", "MAX_TOP",
@@ -82,9 +85,8 @@ MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
 ``model FLOPs / (TFLOP/s * 1e12 * W)`` underflows to 0 or is below any step a GPU can take."""
 
 
-class PlanRequest(namedtuple("PlanRequest", (
-        "inputs", "resolved", "measured_step_s", "measured_flops_per_s", "save_calibration", "calibration",
-        "calibration_path", "trace_out", "train_tokens", "price_per_gpu_hour", "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanRequest:
     """``commcost plan``: ``inputs`` the :class:`~commcost.analyses.plan.plan.PlanInputs` (its efficiency
     as given or read from ``calibration``, the document at ``calibration_path``); ``measured_step_s`` and
     ``measured_flops_per_s`` a measurement ``run`` fits the efficiency to
@@ -92,7 +94,17 @@ class PlanRequest(namedtuple("PlanRequest", (
     efficiency to; ``trace_out`` a Chrome trace to write; ``train_tokens`` and ``price_per_gpu_hour`` the
     training run to cost (None: none); ``json`` print JSON."""
 
-    __slots__ = ()
+    inputs: PlanInputs
+    resolved: Resolved
+    measured_step_s: float | None
+    measured_flops_per_s: float | None
+    save_calibration: str | None
+    calibration: dict[str, Any] | None
+    calibration_path: str | None
+    trace_out: str | None
+    train_tokens: float | None
+    price_per_gpu_hour: float | None
+    json: bool
 
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
@@ -233,14 +245,22 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust", "top", "plan_prefix", "progress",
-                                                 "json", "csv", "plot"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchRequest:
     """``commcost search``: ``inputs`` the :class:`~commcost.analyses.plan.search_inputs.SearchInputs`;
     ``resolved`` the one CommModel; ``robust`` rank again by the measured band's upper edge (``--rank
     robust``) and show ``top``; ``plan_prefix`` the ``commcost plan`` flags each result's command starts
     with (:func:`plan_prefix`); ``progress`` draw a bar; ``json``, ``csv``, ``plot`` how to render."""
 
-    __slots__ = ()
+    inputs: SearchInputs
+    resolved: Resolved
+    robust: bool
+    top: int
+    plan_prefix: str
+    progress: bool
+    json: bool
+    csv: str | None
+    plot: str | None
 
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
