@@ -22,7 +22,7 @@ from commcost.core.errors import InputError
 
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
-           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "warn",
+           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "intra_node_model", "warn",
            "bucket_algorithms_note", "resolve_trace_model"]
 
 
@@ -135,6 +135,17 @@ class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology
     the CLI, and the drill's start-up pays for every dataclass it creates (benchmarks/cli_startup.py)."""
 
     __slots__ = ()
+
+
+def intra_node_model(resolved: Resolved, *, bandwidth_bytes_per_s: float, latency_s: float | None) -> FlatLinkModel:
+    """The CommModel of the drill's fix (e)3, one node's link: the system's own NVLink where a fabric was resolved,
+    else ``--intra-bw`` at ``--intra-latency`` (``latency_s`` None: the flat link's latency, 0 without one)."""
+    if resolved.topology is not None:
+        return FlatLinkModel(link=resolved.topology.intra)
+    flat = resolved.comm.flat_link
+    if latency_s is None:
+        latency_s = flat.latency_s if flat is not None else 0.0
+    return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bandwidth_bytes_per_s, latency_s=latency_s))
 
 
 def warn(text: str) -> None:
