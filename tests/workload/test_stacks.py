@@ -9,7 +9,7 @@ import pytest
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.hardware import load_preset_file
-from commcost.workload.stacks import AUTO_KINDS, STACKS, auto_is_fsdp, auto_kind, given_stack_flag, resolve_stack, stack
+from commcost.workload.stacks import AUTO_KINDS, STACKS, auto_is_fsdp, auto_kind, resolve_stack, stack
 
 
 @pytest.mark.parametrize("name", [s for s in STACKS if s != "auto"])
@@ -49,11 +49,6 @@ def test_unknown_stack_lists_the_valid_ones():
         stack("jax")
     with pytest.raises(InputError, match="unknown stack 'jax'"):
         resolve_stack("jax", Layout(dp=1, global_batch=1))
-
-
-def test_a_given_stack_flag_reads_the_stack():
-    assert given_stack_flag("auto", "grad_bytes", 99) == 99
-    assert given_stack_flag("megatron", "grad_bytes", 99) == stack("megatron").grad_bytes
 
 
 def test_torchtitan_before_0_1_keeps_weights_gathered_only_under_a_pipeline():
@@ -399,7 +394,8 @@ def test_no_stack_names_written_as_a_literal_tuple_in_the_library():
     from conftest import ROOT
 
     names = frozenset(KNOWN_STACKS)
+    # formats/ lists file formats (one reader or writer each: EMIT_KINDS, FORMATS), named after their frameworks
     found = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / "src" / "commcost").rglob("*.py"))
-             for line in stack_name_tuples(p.read_text(), names)]
+             if "formats" not in p.relative_to(ROOT).parts for line in stack_name_tuples(p.read_text(), names)]
     assert not found, found
     assert stack_name_tuples('X = ("megatron", "nemo")\nY = ["fsdp"]\n', names) == [1]   # the check can fail

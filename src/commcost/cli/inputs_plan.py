@@ -20,6 +20,9 @@ from commcost.analyses.plan.space import count_upper_bound
 from commcost.calibrate.efficiency import load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
+from commcost.cli.inputs_from import apply_from
+from commcost.formats.emit import EMIT_KINDS
+from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
@@ -56,6 +59,12 @@ def model_spec_of(args: argparse.Namespace):
     """``(TransformerSpec, seq)`` of ``--model`` (and ``--seq``, default the model's training length) or of
     the explicit shape (``plan`` and ``search``)."""
     shape_flags = [f for f in _SHAPE_FLAGS if getattr(args, f) is not None]
+    if getattr(args, "hf_config", None) is not None:
+        if args.model is not None or shape_flags or args.gated_mlp:
+            A.fail(f"--hf-config fixes the shape; drop --{'model' if args.model is not None else shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
+        if args.seq is None:
+            A.fail("--hf-config needs --seq (a config.json holds the longest context, not the training length)")
+        return spec_from_hf_config(args.hf_config), args.seq
     if args.model is not None:
         if shape_flags or args.gated_mlp:
             A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
@@ -105,10 +114,15 @@ class PlanRequest:
     train_tokens: float | None
     price_per_gpu_hour: float | None
     json: bool
+    from_summary: str | None = None
+    """What ``--from`` read (None: no ``--from``)."""
 
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan flags checked; the layout, the PlanInputs in SI units and the measurement to fit its efficiency to."""
+    args, from_summary = apply_from(args)
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
     spec, seq = model_spec_of(args)
     cp, tp, pp = args.cp, args.tp, args.pp
     gpus, dp = args.gpus, args.dp
@@ -168,7 +182,7 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                        measured_flops_per_s=flops_per_s,
                        save_calibration=args.save_calibration if measured else None, calibration=doc,
                        calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
-                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json)
+                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json, from_summary=from_summary)
 
 MAX_GPU_COUNTS = 64
 """Most GPU counts one search takes (``--gpus-range``): each is a whole search of its own."""
@@ -223,7 +237,9 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
             return
         out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
 
-    if args.model is not None:
+    if getattr(args, "hf_config", None) is not None:
+        add("--hf-config", args.hf_config)
+    elif args.model is not None:
         add("--model", args.model)
     else:
         for f in _SHAPE_FLAGS:
@@ -261,10 +277,19 @@ class SearchRequest:
     json: bool
     csv: str | None
     plot: str | None
+    emit: list[str] | None = None
+    """``--emit KIND FILE``: write the winner as KIND's config file (None: no ``--emit``)."""
 
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
+    args, _ = apply_from(args, search=True)
+    if args.emit is not None:
+        if args.emit[0] not in EMIT_KINDS:
+            A.fail(f"--emit {args.emit[0]!r}: valid kinds are {', '.join(EMIT_KINDS)}")
+        A.check_output_path("--emit", args.emit[1])
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
     if args.global_batch > MAX_GLOBAL_BATCH:
@@ -296,7 +321,7 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                "(--fix tp=8,pp=4), or search fewer GPU counts")
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
-                       stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
+                       order=args.order, stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
                        top=robust_candidates(args.top) if robust else args.top,
                        keep_points=args.plot is not None, train_tokens=args.train_tokens,
@@ -304,4 +329,4 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                        cpu_offload_layers=args.cpu_offload_layers, **moe_inputs(args))
     return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
                          plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
-                         json=args.json, csv=args.csv, plot=args.plot)
+                         json=args.json, csv=args.csv, plot=args.plot, emit=args.emit)
