@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost  # noqa: E402
-from commcost.comm import algorithms  # noqa: E402
+from commcost.comm import algorithms, protocol_terms, table_terms  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
 from commcost.comm.band import band_class, collective_band  # noqa: E402
 from commcost.hardware.registry import systems  # noqa: E402
@@ -150,7 +150,9 @@ def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[st
     packaged tables are not changed: the overrides live in copies, for the context only."""
     import commcost.hardware.registry as presets
 
-    saved = {k: getattr(algorithms, k) for k in (values or {})}
+    # each constant is read where it is defined (table or protocol terms) and re-exported by algorithms: set it on all
+    modules = [m for m in (algorithms, table_terms, protocol_terms)]
+    saved = {(m, k): getattr(m, k) for k in (values or {}) for m in modules if hasattr(m, k)}
     shipped_fabrics, shipped_systems = presets.fabrics, presets.systems
 
     def _over(shipped, overrides):
@@ -161,14 +163,16 @@ def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[st
 
     try:
         for k, v in (values or {}).items():
-            setattr(algorithms, k, v)
+            for m in modules:
+                if hasattr(m, k):
+                    setattr(m, k, v)
         presets.fabrics = _over(shipped_fabrics, fabric_values)
         presets.systems = _over(shipped_systems, system_values)
         yield
     finally:
         presets.fabrics, presets.systems = shipped_fabrics, shipped_systems
-        for k, v in saved.items():
-            setattr(algorithms, k, v)
+        for (m, k), v in saved.items():
+            setattr(m, k, v)
 
 
 def _score_table(table, est) -> list[dict]:

@@ -25,7 +25,7 @@ from commcost import collective_cost  # noqa: E402
 from commcost.calibrate.fit import Sample, fit_alpha_beta  # noqa: E402
 from commcost.calibrate.tiers import TierSample, fit_tiers  # noqa: E402
 from commcost.comm.collectives import Collective, bus_bandwidth_factor, ring_latency_steps  # noqa: E402
-from commcost.hardware.registry import system_group  # noqa: E402
+from commcost.comm.systems import system_group  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
 SYSTEMS = {  # system -> the tables holding its node counts

@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost  # noqa: E402
 from commcost.comm.band import MIN_BAND_ROWS, band_class  # noqa: E402
-from commcost.hardware.registry import system_group  # noqa: E402
+from commcost.comm.systems import system_group  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 def _scan_overlap_loss(tables) -> None:
-    import commcost.comm.algorithms as alg
+    import commcost.comm.protocol_terms as alg
 
     saved, results = alg.TIER_OVERLAP_LOSS, []
     try:

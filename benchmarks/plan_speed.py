@@ -18,11 +18,11 @@ import statistics
 import sys
 import time
 
-from commcost.comm.algorithms import clear_memos
+from commcost.comm.table_terms import clear_memos
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.workload.transformer import model_spec
 
 TARGET_S = 1e-3

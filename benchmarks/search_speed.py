@@ -44,7 +44,8 @@ import json, os, sys, time
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 import numpy  # noqa: F401
 from commcost.comm.model import FabricModel
-from commcost.hardware.registry import system_group, systems
+from commcost.hardware.registry import systems
+from commcost.comm.systems import system_group
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
 from commcost.workload.transformer import model_spec
 name, system, W, seq, B = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])

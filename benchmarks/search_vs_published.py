@@ -42,7 +42,7 @@ from commcost.analyses.plan.search import (SearchInputs, SearchSpace, rank_robus
                                            search)
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM, memory_fragile  # noqa: E402
 from commcost.analyses.uncertainty import plan_band  # noqa: E402
-from commcost.hardware.registry import system_group  # noqa: E402
+from commcost.comm.systems import system_group  # noqa: E402
 from commcost.report.search import layout_words, why_best  # noqa: E402
 from commcost.workload.transformer import model_spec  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 from commcost.analyses.drill.budget import BudgetInputs, communication_budget
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.analyses.uncertainty import budget_band
 from commcost.report.budget import budget_to_dict, render_budget_text
 from conftest import numbers_without_a_unit, strict_round_trip

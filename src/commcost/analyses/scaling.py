@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective, CollectiveCost
 from commcost.core.errors import InputError
 from commcost.hardware import lookup
-from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
+from commcost.analyses.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
                                             seed_fabrics, seed_models, seed_two_tier)
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds

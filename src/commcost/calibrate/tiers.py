@@ -44,8 +44,8 @@ from commcost.core.validation import require_count, require_finite_positive
 from pathlib import Path
 from commcost.calibrate.nccl_tests import collective_from_name
 from commcost.calibrate.nccl_tests import parse_nccl_tests
-from commcost.hardware.registry import system_group
-from commcost.hardware.registry import system_topology
+from commcost.comm.systems import system_group
+from commcost.comm.systems import system_topology
 
 __all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology", "nodes_spanned", "log_tier_samples",
            "MIN_TIER_SIZE_BYTES"]

@@ -22,7 +22,7 @@ from commcost.core.errors import InputError
 
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
-           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "warn",
+           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "intra_node_model", "warn",
            "bucket_algorithms_note", "resolve_trace_model"]
 
 
@@ -137,6 +137,17 @@ class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology
     __slots__ = ()
 
 
+def intra_node_model(resolved: Resolved, *, bandwidth_bytes_per_s: float, latency_s: float | None) -> FlatLinkModel:
+    """The CommModel of the drill's fix (e)3, one node's link: the system's own NVLink where a fabric was resolved,
+    else ``--intra-bw`` at ``--intra-latency`` (``latency_s`` None: the flat link's latency, 0 without one)."""
+    if resolved.topology is not None:
+        return FlatLinkModel(link=resolved.topology.intra)
+    flat = resolved.comm.flat_link
+    if latency_s is None:
+        latency_s = flat.latency_s if flat is not None else 0.0
+    return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bandwidth_bytes_per_s, latency_s=latency_s))
+
+
 def warn(text: str) -> None:
     """One warning line on stderr (held until the run succeeds: :func:`commcost.cli._args.warn`)."""
 
@@ -170,7 +181,7 @@ def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool
         if flat or custom:
             A.fail(f"--system {f.system} takes its links from the preset; drop " + ", ".join(flat + custom))
         from commcost.comm.model import FabricModel
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         topo, P = system_group(f.system, nodes=f.nodes, gpus_per_node=f.gpus_per_node,
                                gpus=f.gpus if set_gpus else None, oversubscription=f.oversubscription,
@@ -356,7 +367,7 @@ def resolve_trace_model(f: FabricFlags | None, *, backend: str | None, max_group
         override["backend"] = backend if backend in BACKENDS else "nccl"
     if f.system is not None and f.nodes is None:
         from commcost.comm.topology import nodes_spanned
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         probe, _ = system_group(f.system, gpus_per_node=f.gpus_per_node)
         override["nodes"] = nodes_spanned(max(1, max_group), probe.gpus_per_node)

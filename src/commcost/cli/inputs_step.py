@@ -9,7 +9,7 @@ the argparse Namespace; not on the drill's start-up path, so its imports sit at 
 from __future__ import annotations
 
 import argparse
-from collections import namedtuple
+from dataclasses import dataclass
 
 from commcost.analyses.scaling import ScalingInputs, seed_defaults, seed_fabrics, seed_models, seed_two_tier
 from commcost.cli import _args as A
@@ -21,19 +21,26 @@ from commcost.comm.topology import nodes_spanned
 from commcost.core.dtypes import bytes_per_element
 from commcost.core.units import BILLION, MS, MiB
 from commcost.hardware import lookup
-from commcost.hardware.registry import MODEL_ALIASES, system_topology
+from commcost.hardware.registry import MODEL_ALIASES
+from commcost.comm.systems import system_topology
 from commcost.report.timeline import timeline_model_label
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs
 from commcost.workload.shape import check_timeline_shape, model_params, model_preset, model_preset_names
 from commcost.workload.transformer import TransformerSpec
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    
+    from commcost.cli._fabric import Resolved
+    from commcost.step.ddp_buckets import DdpBucketCaps
+
 __all__ = ["TimelineRequest", "timeline_request", "ScalingRequest", "scaling_request"]
 
 
-class TimelineRequest(namedtuple("TimelineRequest", (
-        "inputs", "resolved", "model_label", "fabric_note", "bucket_auto", "caps", "bucket_cap_bytes",
-        "first_bucket_bytes", "first_bucket_cap_bytes", "plot", "trace_out", "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineRequest:
     """``commcost timeline``: ``inputs`` the :class:`~commcost.step.timeline.TimelineInputs`; ``resolved`` the
     one CommModel; ``model_label`` how gradients arrive; ``fabric_note`` what prices the bucket all-reduces
     (None for a flat link); ``bucket_auto`` search the caps (``--bucket auto``), else ``caps`` the
@@ -42,7 +49,18 @@ class TimelineRequest(namedtuple("TimelineRequest", (
     DDP's) and ``first_bucket_cap_bytes`` the same before rounding (for the notes); ``plot``, ``trace_out``
     files to write; ``json`` print JSON."""
 
-    __slots__ = ()
+    inputs: TimelineInputs
+    resolved: Resolved
+    model_label: str
+    fabric_note: str | None
+    bucket_auto: bool
+    caps: DdpBucketCaps | None
+    bucket_cap_bytes: float | None
+    first_bucket_bytes: int | None
+    first_bucket_cap_bytes: float | None
+    plot: str | None
+    trace_out: str | None
+    json: bool
 
 
 _PARAMS_TOLERANCE = 0.10
@@ -121,12 +139,17 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
         plot=args.plot, trace_out=args.trace_out, json=args.json)
 
 
-class ScalingRequest(namedtuple("ScalingRequest", ("curves", "calibrated", "json", "csv", "plot"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalingRequest:
     """``commcost scaling``: ``curves`` one :class:`~commcost.analyses.scaling.ScalingInputs` per model and
     fabric (None: no analysis flag given, the seed's whole analysis); ``calibrated`` the resolver's answer
     for a ``--profile`` (its header and JSON), else None; ``json``, ``csv``, ``plot`` how to render."""
 
-    __slots__ = ()
+    curves: Sequence[ScalingInputs] | None
+    calibrated: Resolved | None
+    json: bool
+    csv: str | None
+    plot: str | None
 
 
 _SCALING_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",

@@ -13,8 +13,8 @@ from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_pr
 from commcost.cli.inputs_step import scaling_request
 from commcost.analyses.scaling import scaling_curve
 from commcost.analyses.scaling import seed_analysis
-from commcost.report._files import write_atomic
-from commcost.report._json import dump_json
+from commcost.core.files import write_atomic
+from commcost.core.strict_json import dump_json
 from commcost.report.plot_scaling import plot_scaling
 from commcost.report.plot_scaling import save_figure
 from commcost.report.scaling import render_overlap_analysis_text

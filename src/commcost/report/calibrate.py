@@ -14,7 +14,7 @@ from commcost.calibrate.profile import MODEL_TEXT, Profile
 from commcost.comm.collectives import bus_bandwidth_factor
 from commcost.core.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
 from commcost.core.optional import pyplot
-from commcost.report._files import save_figure_atomic
+from commcost.core.files import save_figure_atomic
 from commcost.report._plot_units import decade_ticks
 from commcost.report._plot_units import pow2_ticks
 from commcost.report._plot_units import size_text

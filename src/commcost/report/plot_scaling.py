@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from commcost.core.optional import pyplot
 from commcost.analyses.scaling import ScalingCurve
-from commcost.report._files import save_figure_atomic
+from commcost.core.files import save_figure_atomic
 
 __all__ = ["plot_scaling", "save_figure", "LINESTYLES", "MARKERS", "efficiency_ylim"]
 

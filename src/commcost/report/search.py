@@ -10,9 +10,9 @@ import io
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.core.optional import pyplot
-from commcost.report._files import save_figure_atomic
-from commcost.report._files import write_atomic
-from commcost.report._json import dumps_json
+from commcost.core.files import save_figure_atomic
+from commcost.core.files import write_atomic
+from commcost.core.strict_json import dumps_json
 from commcost.report._width import terminal_width
 from commcost.report._width import wrap_command
 from commcost.report._width import wrap_lines

@@ -121,10 +121,10 @@ def test_shipped_sustained_fractions_equal_a_fresh_fit(scored):
     for gpu, row in kernels()["gpus"].items():
         assert row["sustained"] == round(u_gpu.get(gpu, fallback), 3), gpu
     table = stacks._table()
-    for name, row in table["stacks"].items():
+    for name in table["stacks"]:   # a past release takes its base's fraction (stacks.json stores differences)
         fam = S.family(name)
         want = 1.0 if fam in S.MEGATRON_CORE else u_stack.get(fam, u_stack[None])
-        assert row["sustained"] == round(want, 3), name
+        assert stacks.stack_row(name)["sustained"] == round(want, 3), name
     for kind, u in table["auto_sustained"].items():
         assert u == round(u_stack["auto", kind], 3), kind
 

@@ -15,7 +15,7 @@ from commcost.cli import main
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.core.errors import InputError
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.workload.transformer import TransformerSpec
 
 FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6))
