@@ -170,7 +170,10 @@ def published_to_dict(r: SearchResult, c: PublishedComparison, plan_prefix: tupl
             "gap": None if best is None else _gain(c.plan.step_s, best.step_s),
             "gap_upper": None if best_upper is None or c.robust_step_s is None
             else _gain(c.robust_step_s, best_upper),
-            "why": None if best is None or c.plan.step_s <= best.step_s else why_best(best, c.plan)}
+            "why": None if best is None or c.plan.step_s <= best.step_s else why_best(best, c.plan),
+            "measured_step_s": c.layout.measured_step_s,
+            "gap_measured": None if best is None or c.layout.measured_step_s is None
+            else _gain(c.layout.measured_step_s, best.step_s)}
 
 
 def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
@@ -180,9 +183,15 @@ def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
     lines = [f"published layout ({c.layout.id}, {c.layout.stack} on {c.layout.system}): {layout_words(p)}",
              f"  priced here: step {format_seconds(p.step_s)}{upper}, memory {format_bytes(p.memory.total_bytes)}"
              + (" (does not fit)" if not p.memory.fits else " (fragile)" if c.fragile else "")]
+    measured = c.layout.measured_step_s
+    if measured is not None:   # the gain a user can count on is against the run's measurement, not its prediction
+        g = _gain(measured, best.step_s)
+        lines.append(f"  measured: step {format_seconds(measured)}, "
+                     + (f"{g:.1%} longer" if g >= 0 else f"{-g:.1%} shorter")
+                     + f" than the best's predicted {format_seconds(best.step_s)}")
     gap = _gain(p.step_s, best.step_s)
     if gap > 0:
-        text = f"  its step is {gap:.1%} longer than the best's"
+        text = f"  its predicted step is {gap:.1%} longer than the best's"
         if c.robust_step_s is not None and r.robust_step_s is not None:
             text += f" ({_gain(c.robust_step_s, r.robust_step_s[0]):+.1%} at the upper edges)"
         lines.append(text + "; " + why_best(best, p).replace("the runner-up", "the published layout"))

@@ -408,6 +408,10 @@ class PublishedLayout:
     """Sequences per micro-batch."""
     source: str
     """Where the run is published."""
+    measured_step_s: float | None = None
+    """The step the run measured, seconds: its published metric (step time, tokens/s/GPU, TFLOP/s or MFU)
+    turned into seconds per step as tests/data/SOURCES.md defines each (benchmarks/plan_accuracy.py
+    ``published_step_s``)."""
 
 
 @lru_cache(maxsize=1)
