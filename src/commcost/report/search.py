@@ -63,14 +63,22 @@ def plan_flags(p: Plan) -> str:
     if L.split_counts_ends:
         flags.append("--split-counts-ends")
     if inp.bucket_cap_bytes is not None:
-        flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
+        flags.append(f"--bucket-mb {mib_exactly(inp.bucket_cap_bytes)}")
     return " ".join(flags)
+
+
+def mib_exactly(cap_bytes: int) -> str:
+    """``cap_bytes`` in MiB, short where that is exact, else to every digit: ``--bucket-mb X`` gives back
+    ``int(X * 2**20) == cap_bytes`` (DDP's own conversion)."""
+    short = f"{cap_bytes / 2**20:g}"
+    return short if int(float(short) * 2**20) == cap_bytes else repr(cap_bytes / 2**20)
 
 
 def plan_command(p: Plan, plan_prefix: tuple[str, ...] = ()) -> str:
     """The whole ``commcost plan`` command that reproduces ``p``: the search's model, sequence, batch,
     hardware and compute flags (``plan_prefix``, from the command line) and ``p``'s layout flags."""
-    return " ".join(("commcost plan", *plan_prefix, plan_flags(p)))
+    extra = ("--tp-comm-overlap",) if p.inputs.tp_comm_overlap and "--tp-comm-overlap" not in plan_prefix else ()
+    return " ".join(("commcost plan", *plan_prefix, plan_flags(p), *extra))
 
 
 def _terms(p: Plan) -> dict[str, float]:

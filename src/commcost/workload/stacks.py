@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "given_stack_flag", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
-           "stacks_running"]
+           "stacks_running", "auto_masks", "auto_runs_implied"]
 
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
@@ -126,6 +126,9 @@ class Stack:
     """Process groups beyond one per parallel dimension that the stack runs collectives on, each an NCCL
     communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`): Megatron-Core's second data-parallel
     group, its model-parallel group and the default group (``dp``, ``mp``, ``world``)."""
+    recipe_tp_comm_overlap: bool = False
+    """The stack's published recipes run TP communication overlap (``PlanInputs.tp_comm_overlap``): ``commcost search``
+    prices its layouts with it on, as a user of those recipes runs them."""
     source: str = ""
     """Where the numbers come from."""
 
@@ -144,7 +147,7 @@ def stack(name: str, *, compiled: bool = False, auto_kind: str | None = None) ->
     rows = _table()["stacks"]
     if name not in rows:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
-    row = {k: v for k, v in rows[name].items() if k != "layouts"}
+    row = {k: v for k, v in rows[name].items() if k != "layouts" and not k.startswith("_")}
     row["nccl_extra_groups"] = tuple(row.get("nccl_extra_groups", ()))
     if compiled:
         loss_keys = () if row.get("compile_covers_loss", True) else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
@@ -162,7 +165,44 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
         return name, "given (--stack)"
     kind = ("fsdp", "auto: ZeRO-3 without TP or PP is how FSDP stacks run") if auto_is_fsdp(
         layout.zero, layout.tp, layout.pp) else ("megatron", "auto: a Megatron-Core layout")
+    masks = auto_masks(**_layout_columns(layout))
+    if not masks["auto"]:
+        other = next((s for s in STACKS[1:] if masks[s]), None)
+        why = (layout_refusal(kind[0], layout) or "").replace(f"--stack {kind[0]} does not", "does not")
+        why = why.replace(" (hardware/stacks.json)", "")
+        if other is not None:
+            return other, (f"auto: {kind[0]} {why}; {other} runs it, priced as {other} runs it, at its own "
+                           "sustained fraction (--stack to pin another)")
+        return kind[0], f"auto: {kind[0]} {why}, and no stack runs this layout: priced as {kind[0]} (a what-if)"
     return kind[0], f"{kind[1]}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
+
+
+def _layout_columns(layout: Layout) -> dict:
+    return dict(tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
+                sp=int(layout.sequence_parallel), recompute=layout.recompute, micro_batches=layout.micro_batches)
+
+
+def auto_masks(*, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None, micro_batches=None) -> dict:
+    """Where ``--stack auto`` resolves a layout, array-safe: ``auto`` the layouts the stack auto's rule implies
+    (:func:`auto_is_fsdp`: ``fsdp``, else ``megatron``) runs (:func:`layout_runs`), priced as today at ``auto_sustained``;
+    then, for each other of :data:`STACKS` in order, the layouts that stack is the first to run where the implied one
+    does not (priced as that stack runs them, at its own sustained fraction: a layout is priced only by a stack that
+    runs it); ``none`` the layouts no stack runs."""
+    kw = dict(tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, zero=zero, sp=sp, recompute=recompute, micro_batches=micro_batches)
+    fsdp = auto_is_fsdp(zero, tp, pp)
+    base = (fsdp & layout_runs(stack_layouts("fsdp"), **kw)) | ((fsdp ^ True) & layout_runs(stack_layouts("megatron"), **kw))
+    out = {"auto": base}
+    left = base ^ True
+    for name in STACKS[1:]:
+        out[name] = left & layout_runs(stack_layouts(name), **kw)
+        left = left & (out[name] ^ True)
+    out["none"] = left
+    return out
+
+
+def auto_runs_implied(layout: Layout) -> bool:
+    """``--stack auto`` prices ``layout`` as the stack its rule implies, at ``auto_sustained`` (:func:`auto_masks`)."""
+    return bool(auto_masks(**_layout_columns(layout))["auto"])
 
 
 def auto_is_fsdp(zero, tp, pp):

@@ -87,7 +87,7 @@ from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.offload import offload_exposed_s
 from commcost.workload.operators import kernel_rates
 from commcost.workload.operators import micro_batch_operators
-from commcost.workload.stacks import auto_kind, resolve_stack
+from commcost.workload.stacks import auto_kind, auto_runs_implied, resolve_stack
 from commcost.workload.stacks import stack
 import commcost.analyses.plan.compose as K
 
@@ -462,7 +462,7 @@ def plan_stack(inp: PlanInputs):
     compiled or not; every stack-dependent term of the plan reads it here."""
 
     L = inp.layout
-    kind = auto_kind(L.zero, L.tp, L.pp) if inp.stack == "auto" else None
+    kind = auto_kind(L.zero, L.tp, L.pp) if inp.stack == "auto" and auto_runs_implied(L) else None
     return stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled, auto_kind=kind)
 
 

@@ -77,6 +77,9 @@ class SearchResult:
     """The grid's step of each of :attr:`plans` (equal to the plan's to rounding)."""
     distinct_collectives: int
     """Distinct ``(op, size, group, ranks per node)`` the CommModel priced."""
+    grid_cap_bytes: tuple[int | None, ...] = ()
+    """The bucket cap each of :attr:`plans` was ranked at on the grid (None: DDP's default); each plan is priced at
+    its bucket advice's cap (:func:`advised`), what its ``plan_command`` carries."""
     interrupted: bool = False
     """Ctrl-C stopped it: the results are the best of what was evaluated."""
     points: dict | None = field(default=None)
@@ -115,6 +118,24 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
     return usd_per_million_tokens(price_per_gpu_hour, tokens_per_step / (step_s * gpus))
 
 
+def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
+    """The inputs each part of the space is priced under, with the ``auto_part`` of
+    :func:`commcost.analyses.plan.space.enumerate_space`: a named stack, its layouts; ``auto``, the layouts the stack
+    its rule implies runs, then for each other stack of :data:`commcost.workload.stacks.STACKS` the layouts ``auto``
+    resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
+    communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
+    already asked for."""
+    from commcost.workload.stacks import STACKS, stack as stack_row
+
+    def overlap(name: str) -> bool:
+        return inp.tp_comm_overlap or (name in STACKS[1:] and stack_row(name).recipe_tp_comm_overlap)
+
+    if inp.stack != "auto":
+        return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
+    return [(replace(inp, tp_comm_overlap=overlap("megatron")), None)] \
+        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name)), name) for name in STACKS[1:]]
+
+
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     """The :class:`~commcost.analyses.plan.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
 
@@ -125,10 +146,23 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
                     uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0)
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
-                      bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
+                      bucket_cap_bytes=int(row["cap"]) or None,
+                      tp_comm_overlap=bool(row.get("tpo", inp.tp_comm_overlap)),
                       stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention, a2a=inp.a2a,
                       fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load,
                       cpu_offload_layers=inp.cpu_offload_layers)
+
+
+def advised(p: Plan, model: CommModel, inp: SearchInputs) -> Plan:
+    """``p`` at the cap of its own bucket advice (:attr:`commcost.analyses.plan.plan.Plan.bucket_advice`, the one
+    advice ``plan``, ``budget`` and ``timeline`` give), unless the cap is fixed (``--fix bucket_mb``) or no buckets run:
+    the grid ranks at a few caps (:func:`commcost.analyses.plan.space.bucket_caps_bytes`), the result is priced at the
+    advised one, so its ``plan_command``'s ``--bucket-mb`` is the advice's ``recommended_bytes``."""
+    advice = p.bucket_advice
+    if advice is None or inp.space.fix("bucket_mb") is not None \
+            or p.inputs.bucket_cap_bytes == advice.recommended_bytes:
+        return p
+    return plan(replace(p.inputs, bucket_cap_bytes=advice.recommended_bytes), model)
 
 
 class _Top:
@@ -139,10 +173,11 @@ class _Top:
         self.keys = self.steps = self.order = np.zeros(0)
         self.rows: dict = {}
 
-    def add(self, keys, steps, order, rows: dict) -> None:
+    def add(self, keys, steps, order, rows: dict, tp_comm_overlap: bool = False) -> None:
         np = self.np
         if not len(keys):
             return
+        rows = {**rows, "tpo": np.full(len(keys), tp_comm_overlap, dtype=bool)}
         keys = np.concatenate([self.keys, keys])
         if len(keys) > self.top:
             kth = np.partition(keys, self.top - 1)[self.top - 1]
@@ -184,14 +219,15 @@ def search(inp: SearchInputs, model: CommModel, *,
     interrupted = False
     seen = 0
     try:
-        grids = [enumerate_space(space, w, inp.moe_overlap, inp.stack) for w in space.gpus]
-        total = sum(len(g["bi"]) for _, g in grids)
-        for base, g in grids:
+        grids = [(pinp, enumerate_space(space, w, inp.moe_overlap, pinp.stack, part))
+                 for pinp, part in search_passes(inp) for w in space.gpus]
+        total = sum(len(g["bi"]) for _, (_, g) in grids)
+        for pinp, (base, g) in grids:
             n = len(g["bi"])
             if not n:
                 continue
             X = structure(base, space.spec, space.gpus_per_node)
-            tables = memory_tables(base, X, inp)
+            tables = memory_tables(base, X, pinp)
             # pass 1: memory of every configuration (no prices needed); only what fits is priced
             fits = np.zeros(n, dtype=bool)
             fragile = np.zeros(n, dtype=bool)
@@ -199,7 +235,7 @@ def search(inp: SearchInputs, model: CommModel, *,
             high_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
-                mem = memory_grid(chunk, tables, inp, base)
+                mem = memory_grid(chunk, tables, pinp, base)
                 ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
                 fits[lo:lo + CHUNK_ROWS] = ok
                 fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
@@ -220,13 +256,13 @@ def search(inp: SearchInputs, model: CommModel, *,
             needed = np.nonzero(np.bincount(live["bi"], minlength=len(base["t"])))[0]
             sub = {k: col[needed] for k, col in base.items()}
             live["bi"] = np.searchsorted(needed, live["bi"])
-            Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, inp, pricer, caps,
+            Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, pinp, pricer, caps,
                             need=uses(live, len(needed), len(caps)))
             nl = len(live["bi"])
             done_before = evaluated - nl
             for lo in range(0, nl, CHUNK_ROWS):
                 chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in live.items()}
-                r = evaluate_grid(chunk, sub, Xs, inp)
+                r = evaluate_grid(chunk, sub, Xs, pinp)
                 k = len(chunk["bi"])
                 priced += k
                 step = r["step_s"]
@@ -244,7 +280,8 @@ def search(inp: SearchInputs, model: CommModel, *,
                 frag = live_fragile[lo:lo + CHUNK_ROWS]
                 for flag, pool in pools.items():
                     sel = frag if flag else ~frag
-                    pool.add(key[sel], step[sel], order[sel], {c: col[sel] for c, col in full.items()})
+                    pool.add(key[sel], step[sel], order[sel], {c: col[sel] for c, col in full.items()},
+                             pinp.tp_comm_overlap)
                 if progress is not None:
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
@@ -254,7 +291,8 @@ def search(inp: SearchInputs, model: CommModel, *,
         chosen = safe + risky[:max(inp.top - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
     else:
         chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:inp.top]
-    plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+    grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+    plans = [advised(p, model, inp) for p in grid_plans]
     capacity = [p.memory.capacity_bytes for p in plans]
     flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
              for p, c in zip(plans, capacity)]
@@ -274,6 +312,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(chosen[i][1] for i in order),
+                        grid_cap_bytes=tuple(grid_plans[i].inputs.bucket_cap_bytes for i in order),
                         distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts,
                         fragile=tuple(flags[i] for i in order),
                         fastest=None if fastest is None else plans[fastest],
@@ -344,11 +383,19 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
 
     require("numpy", "sweep")
 
+    np = require("numpy", "sweep")
     space = inp.space
-    base, g = enumerate_space(space, world, inp.moe_overlap, inp.stack)
-    X = structure(base, space.spec, space.gpus_per_node)
-    values = memory_grid(g, memory_tables(base, X, inp), inp, base)
-    values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
-    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
-    rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
+    parts = []
+    for pinp, part in search_passes(inp):      # as search prices them: each part under its stack
+        base, g = enumerate_space(space, world, inp.moe_overlap, pinp.stack, part)
+        X = structure(base, space.spec, space.gpus_per_node)
+        values = memory_grid(g, memory_tables(base, X, pinp), pinp, base)
+        values.update(evaluate_grid(g, base, price_base(base, X, pinp, Pricer(model), bucket_caps_bytes(space)), pinp))
+        rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
+        rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
+        rows["tpo"] = np.full(len(g["bi"]), pinp.tp_comm_overlap, dtype=bool)
+        parts.append((rows, values))
+    keys_r, keys_v = parts[0][0].keys(), [k for k in parts[0][1] if all(k in v for _, v in parts)]
+    rows = {k: np.concatenate([np.asarray(r[k]) for r, _ in parts]) for k in keys_r}
+    values = {k: np.concatenate([np.broadcast_to(np.asarray(v[k]), (len(r["t"]),)) for r, v in parts]) for k in keys_v}
     return rows, values

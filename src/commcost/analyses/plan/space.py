@@ -34,7 +34,7 @@ from commcost.core.errors import InputError
 from commcost.core.units import MiB
 from commcost.core.validation import require_count
 from commcost.parallel.layout import expert_data_parallel
-from commcost.workload.stacks import layout_runs
+from commcost.workload.stacks import auto_masks, layout_runs
 from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
@@ -225,14 +225,17 @@ def count_upper_bound(space: SearchSpace) -> int:
     return rows * combos
 
 
-def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto"):
+def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto",
+                    auto_part: str | None = None):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
     ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, enumerated in
     Python); ``cols`` every configuration: ``bi`` the row of ``base`` it expands, ``sp``, ``rc`` the
     :data:`RECOMPUTE` code, ``zero``, ``capi`` the index of its cap in :func:`bucket_caps_bytes` and
     ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination;
-    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring)."""
+    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring); ``auto`` those the stack its
+    rule implies runs, and ``auto_part`` (a stack name) those ``--stack auto`` resolves to that stack
+    (:func:`commcost.workload.stacks.auto_masks`): a layout is priced only by a stack that runs it."""
     import numpy as np
 
 
@@ -263,6 +266,9 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
         if rules is not None:
             ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
                                   recompute=RECOMPUTE[rc], micro_batches=base["m"])
+        if rules is None or auto_part is not None:
+            ok = ok & auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp, recompute=RECOMPUTE[rc],
+                                 micro_batches=base["m"])[auto_part or "auto"]
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run
