@@ -294,7 +294,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     if not p.comm:
         lines.append("  (none: one GPU)")
     if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
-        lines.append("  DP bucket advice (gradients at a uniform rate): " + render_bucket_advice(p.bucket_advice))
+        stream = "tensor by tensor" if p.bucket_advice.stream == "per-tensor" else "at a uniform rate"
+        lines.append(f"  DP bucket advice (gradients {stream}): " + render_bucket_advice(p.bucket_advice))
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",

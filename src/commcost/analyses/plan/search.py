@@ -125,7 +125,7 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
     communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
     already asked for."""
-    from commcost.workload.stacks import STACKS, stack as stack_row
+    from commcost.workload.stacks import STACKS, stack as stack_row, stack_layouts, stack_refuses
 
     def overlap(name: str) -> bool:
         return inp.tp_comm_overlap or (name in STACKS[1:] and stack_row(name).recipe_tp_comm_overlap)
@@ -133,7 +133,8 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     if inp.stack != "auto":
         return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
     return [(replace(inp, tp_comm_overlap=overlap("megatron")), None)] \
-        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name)), name) for name in STACKS[1:]]
+        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name)), name) for name in STACKS[1:]
+           if stack_refuses(stack_layouts(name), dict(inp.space.fixed)) is None]   # a stack that runs none is no part
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
