@@ -98,6 +98,9 @@ def trace_to_dict(s: TraceSummary, predictions: list[Prediction] | None = None, 
     if model is not None:
         out["model"] = model.to_dict()
         out["median_abs_error"] = median_abs_error(predictions or [])
+        from commcost.trace.fabric_share import fabric_shares
+
+        out["fabric_share"] = fabric_shares(predictions or [])
     return out
 
 
@@ -307,6 +310,12 @@ def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width:
                    else "t")
         lines.append(f"median |error| = median over rows of |predicted - measured| / measured (measured: {against}): "
                      + (f"{100 * m:.1f}% over {priced} row(s)" if m is not None else "no row priced"))
+        from commcost.trace.fabric_share import fabric_shares
+
+        for op, f in fabric_shares(preds).items():   # the error column as the speed the op got from the fabric
+            lines.append(f"{op} runs at {100 * f['share']:.0f}% of the fabric: its {f['calls']} call(s) took "
+                         f"{format_seconds(f['measured_s'])} where the model of the fabric needs "
+                         f"{format_seconds(f['fabric_s'])} (achieved bus bandwidth / the fabric's)")
     return lines
 
 
