@@ -40,10 +40,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("the model (a preset, or --params with --compute-ms)")
     m.add_argument("--model", type=A.name_list,
                    help="model key(s), comma-separated: the seed's 125m, 1.3b, 7b (default: all), or a registry "
-                        "model such as llama2-7b with --compute-ms")
+                        "model such as llama2-7b (its t_c from plan on the --system GPU, or --compute-ms)")
     m.add_argument("--params", type=A.params_billions, help="custom model: parameters, billions (1e9)")
     m.add_argument("--compute-ms", type=A.positive_float,
                    help="compute time of one step on one GPU t_c, ms (with --params, or a registry --model)")
+    m.add_argument("--seq", type=A.positive_int,
+                   help="registry --model without --compute-ms: tokens per sequence plan prices t_c at "
+                        "(default 4096)")
     m.add_argument("--dtype", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16, the seed's)")
     f = p.add_argument_group("the fabric (a preset, or --bw with --latency)")
     f.add_argument("--fabric", type=A.name_list,
