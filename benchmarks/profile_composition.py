@@ -6,9 +6,9 @@ tests/data/SOURCES.md; the ranks of a table that does not list them from preset_
 predictions against the measured times for sizes >= 1 MiB. Printed beside it:
 
 * ``validate``: the fit's own held-out score (what ``commcost validate`` reports); the two must be
-  equal, since the CommModel of a profile is the fit's regimes (issue 9);
+  equal, since the CommModel of a profile is the fit's regimes;
 * ``headline``: what ``--profile`` gave before the CommModel -- one flat ring with the first regime's
-  alpha and the last regime's B (the 23.7% median of issue 9, item 1).
+  alpha and the last regime's B (a 23.7% median).
 
 Target: median |error| of ``collective --profile`` <= 5% per log.
 

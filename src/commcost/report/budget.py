@@ -431,7 +431,7 @@ def _cost(c) -> dict[str, float]:
     return {"latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s, "total_s": c.total_s}
 
 
-# --- The simulated overlap (issue 4): exposed time from the DDP bucket timeline -----
+# --- The simulated overlap: exposed time from the DDP bucket timeline -----
 
 def _exposed_header(b: Budget) -> str:
     return f" {'exposed':>10}" if b.overlap is not None else ""
