@@ -64,6 +64,8 @@ def plan_flags(p: Plan) -> str:
         flags.append("--split-counts-ends")
     if inp.bucket_cap_bytes is not None:
         flags.append(f"--bucket-mb {mib_exactly(inp.bucket_cap_bytes)}")
+    if inp.tp_comm_overlap and L.tp > 1:        # the stack's recipes run it (search_passes), or it was asked
+        flags.append("--tp-comm-overlap")
     return " ".join(flags)
 
 
@@ -77,8 +79,10 @@ def mib_exactly(cap_bytes: int) -> str:
 def plan_command(p: Plan, plan_prefix: tuple[str, ...] = ()) -> str:
     """The whole ``commcost plan`` command that reproduces ``p``: the search's model, sequence, batch,
     hardware and compute flags (``plan_prefix``, from the command line) and ``p``'s layout flags."""
-    extra = ("--tp-comm-overlap",) if p.inputs.tp_comm_overlap and "--tp-comm-overlap" not in plan_prefix else ()
-    return " ".join(("commcost plan", *plan_prefix, plan_flags(p), *extra))
+    flags = plan_flags(p)
+    if "--tp-comm-overlap" in plan_prefix:            # given on the command line: said once
+        flags = flags.replace(" --tp-comm-overlap", "")
+    return " ".join(("commcost plan", *plan_prefix, flags))
 
 
 def _terms(p: Plan) -> dict[str, float]:

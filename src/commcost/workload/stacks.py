@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "given_stack_flag", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
-           "stacks_running", "auto_masks", "auto_runs_implied"]
+           "stacks_running", "auto_masks", "auto_runs_implied", "recipe_tp_comm_overlap"]
 
 STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
 """``--stack`` values: the stacks as they are released today."""
@@ -126,9 +126,6 @@ class Stack:
     """Process groups beyond one per parallel dimension that the stack runs collectives on, each an NCCL
     communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`): Megatron-Core's second data-parallel
     group, its model-parallel group and the default group (``dp``, ``mp``, ``world``)."""
-    recipe_tp_comm_overlap: bool = False
-    """The stack's published recipes run TP communication overlap (``PlanInputs.tp_comm_overlap``): ``commcost search``
-    prices its layouts with it on, as a user of those recipes runs them."""
     source: str = ""
     """Where the numbers come from."""
 
@@ -155,6 +152,13 @@ def stack(name: str, *, compiled: bool = False, auto_kind: str | None = None) ->
     if auto_kind is not None:
         row["sustained"] = float(lookup(_table()["auto_sustained"], auto_kind, "auto kind (stacks.json auto_sustained)"))
     return Stack(name=name, compiled=compiled, **row)
+
+
+def recipe_tp_comm_overlap(name: str) -> bool:
+    """Whether stack ``name``'s published recipes run TP communication overlap (``PlanInputs.tp_comm_overlap``;
+    ``stacks.json`` ``recipe_tp_comm_overlap``, with its source): ``commcost search`` prices its layouts with it on,
+    as a user of those recipes runs them."""
+    return bool(_table().get("recipe_tp_comm_overlap", {}).get(name, False))
 
 
 def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:

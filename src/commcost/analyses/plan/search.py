@@ -125,10 +125,10 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
     communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
     already asked for."""
-    from commcost.workload.stacks import STACKS, stack as stack_row, stack_layouts, stack_refuses
+    from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
     def overlap(name: str) -> bool:
-        return inp.tp_comm_overlap or (name in STACKS[1:] and stack_row(name).recipe_tp_comm_overlap)
+        return inp.tp_comm_overlap or recipe_tp_comm_overlap(name)
 
     if inp.stack != "auto":
         return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
