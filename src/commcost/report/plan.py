@@ -147,8 +147,15 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
 
 
 def _bucket_advice_dict(p: Plan) -> dict | None:
-
-    return bucket_advice_to_dict(p.bucket_advice)
+    """``bucket_advice`` with ``timeline``: the data-parallel step it judged (``micro_batch_s``, ``backward_fraction``,
+    ``grad_accum``, ``bytes_per_grad``, ``gpus``), what ``budget`` and ``timeline`` take as ``--step-ms``,
+    ``--backward-fraction``, ``--grad-accum``, ``--dtype`` and ``--gpus`` to give the same advice."""
+    d = bucket_advice_to_dict(p.bucket_advice)
+    if d is not None and p.dp_timeline is not None:
+        tl = p.dp_timeline[0]
+        d["timeline"] = {"micro_batch_s": tl.step_s, "backward_fraction": tl.backward_fraction,
+                         "grad_accum": tl.grad_accum, "bytes_per_grad": tl.bytes_per_grad, "gpus": tl.gpus}
+    return d
 
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
