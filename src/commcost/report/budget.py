@@ -515,13 +515,11 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
     """The whole ``commcost budget`` report as ``(JSON object, text)``: the fabric's note (a system), the
     drill's parts (a)-(g) (``budget``, with its measured ``band``), the memory line (``memory``: the
     :func:`render_ddp_memory` pair), the layer ratio (``layer`` of ``layer_inputs``) and the profile's
-    header ``note``/``info``. On the drill's flat link the drill's parts and the layer ratio keep their
-    format at any width; everything else fits the terminal (:func:`render_budget_text`)."""
+    header ``note``/``info``. Everything fits the terminal, the drill's flat link too (:func:`render_budget_text`:
+    the drill's numbers stay, only its lines' layout changes)."""
     out: dict = {}
     texts: list[str] = []
     drill_texts: list[str] = []  # the drill's report (fitted to the terminal by its renderer)
-    comm = budget.inputs.comm if budget is not None else layer_inputs.comm if layer_inputs is not None else None
-    flat = comm is None or comm.flat_link is not None
     if budget is not None:
         out.update(budget_to_dict(budget, band))
         if topology is not None:
