@@ -137,6 +137,22 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
            if stack_refuses(stack_layouts(name), dict(inp.space.fixed)) is None]   # a stack that runs none is no part
 
 
+def search_spaces(inp: SearchInputs, world: int) -> list[tuple[SearchInputs, tuple[dict, dict]]]:
+    """``[(inputs, (base, cols))]``: the configurations of ``world`` GPUs, each part under the inputs that price it
+    (:func:`search_passes`); under ``auto`` the space is enumerated once and split by its ``part`` column."""
+    from commcost.analyses.plan.space import AUTO_PARTS
+
+    passes = search_passes(inp)
+    if inp.stack != "auto":
+        return [(passes[0][0], enumerate_space(inp.space, world, inp.moe_overlap, inp.stack))]
+    base, g = enumerate_space(inp.space, world, inp.moe_overlap, "auto", "*")
+    out = []
+    for pinp, part in passes:
+        keep = g["part"] == AUTO_PARTS.index(part or "auto")
+        out.append((pinp, (base, {k: col[keep] for k, col in g.items() if k != "part"})))
+    return out
+
+
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     """The :class:`~commcost.analyses.plan.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
 
@@ -215,13 +231,14 @@ def search(inp: SearchInputs, model: CommModel, *,
     pricer = Pricer(model)
     caps = bucket_caps_bytes(space)
     evaluated = feasible = priced = over_states = over_act = 0
-    pools = {False: _Top(np, inp.top), True: _Top(np, inp.top)}      # keyed by fragile
+    # the grid ranks each cap of a layout apart; at its advice's cap (advised) they are one result: keep enough
+    wide = inp.top * max(1, len(caps))
+    pools = {False: _Top(np, wide), True: _Top(np, wide)}      # keyed by fragile
     points: dict[str, list] = {"step_s": [], "memory_bytes": [], "memory_high_bytes": [], "gpus": []}
     interrupted = False
     seen = 0
     try:
-        grids = [(pinp, enumerate_space(space, w, inp.moe_overlap, pinp.stack, part))
-                 for pinp, part in search_passes(inp) for w in space.gpus]
+        grids = [x for w in space.gpus for x in search_spaces(inp, w)]
         total = sum(len(g["bi"]) for _, (_, g) in grids)
         for pinp, (base, g) in grids:
             n = len(g["bi"])
@@ -289,11 +306,16 @@ def search(inp: SearchInputs, model: CommModel, *,
         interrupted = True
     safe, risky = pools[False].entries(), pools[True].entries()
     if inp.fragile_last:
-        chosen = safe + risky[:max(inp.top - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
+        chosen = safe + risky[:max(wide - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
     else:
-        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:inp.top]
+        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
     grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
     plans = [advised(p, model, inp) for p in grid_plans]
+    distinct: list = []
+    for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
+        if all(p.inputs != plans[j].inputs for j in distinct):
+            distinct.append(i)
+    chosen, grid_plans, plans = ([x[i] for i in distinct] for x in (chosen, grid_plans, plans))
     capacity = [p.memory.capacity_bytes for p in plans]
     flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
              for p, c in zip(plans, capacity)]
@@ -305,10 +327,9 @@ def search(inp: SearchInputs, model: CommModel, *,
 
     order = sorted(range(len(plans)), key=rank_key)
     fastest = min(range(len(plans)), key=lambda i: (rank_key(i)[-2], chosen[i][2]), default=None)
-    if inp.fragile_last and len(safe) >= inp.top and fastest is not None and flags[fastest]:
-        order = [i for i in order if i != fastest][:inp.top]   # kept only to say why it is not first
-    elif fastest is not None and fastest not in order:
-        fastest = None
+    if inp.fragile_last and sum(not f for f in flags) >= inp.top and fastest is not None and flags[fastest]:
+        order = [i for i in order if i != fastest]   # kept only to say why it is not first
+    order = order[:inp.top]
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
@@ -387,8 +408,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     np = require("numpy", "sweep")
     space = inp.space
     parts = []
-    for pinp, part in search_passes(inp):      # as search prices them: each part under its stack
-        base, g = enumerate_space(space, world, inp.moe_overlap, pinp.stack, part)
+    for pinp, (base, g) in search_spaces(inp, world):      # as search prices them: each part under its stack
         X = structure(base, space.spec, space.gpus_per_node)
         values = memory_grid(g, memory_tables(base, X, pinp), pinp, base)
         values.update(evaluate_grid(g, base, price_base(base, X, pinp, Pricer(model), bucket_caps_bytes(space)), pinp))

@@ -34,7 +34,7 @@ from commcost.core.errors import InputError
 from commcost.core.units import MiB
 from commcost.core.validation import require_count
 from commcost.parallel.layout import expert_data_parallel
-from commcost.workload.stacks import auto_masks, layout_runs
+from commcost.workload.stacks import STACKS, auto_masks, layout_runs
 from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
@@ -225,6 +225,11 @@ def count_upper_bound(space: SearchSpace) -> int:
     return rows * combos
 
 
+AUTO_PARTS = ("auto", *STACKS[1:])
+"""The parts ``--stack auto`` splits the space into (:func:`commcost.workload.stacks.auto_masks`): the layouts the stack
+its rule implies runs, then those each other of today's stacks is the first to run."""
+
+
 def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto",
                     auto_part: str | None = None):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
@@ -235,7 +240,8 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination;
     ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring); ``auto`` those the stack its
     rule implies runs, and ``auto_part`` (a stack name) those ``--stack auto`` resolves to that stack
-    (:func:`commcost.workload.stacks.auto_masks`): a layout is priced only by a stack that runs it."""
+    (:func:`commcost.workload.stacks.auto_masks`): a layout is priced only by a stack that runs it. ``auto_part="*"``
+    (with ``auto``): every layout some stack runs, ``cols["part"]`` the index in :data:`AUTO_PARTS` of its part."""
     import numpy as np
 
 
@@ -247,7 +253,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     empty = np.zeros(0, dtype=np.int64)
     if not rows or not combos:
         base = {k: empty for k in (*names, "m")}
-        return base, {k: empty for k in ("sp", "rc", "zero", "cap", "bi", "capi")}
+        return base, {k: empty for k in ("sp", "rc", "zero", "cap", "bi", "capi") + (("part",) if auto_part == "*" else ())}
     arr = np.array(rows, dtype=np.int64)
     base = {k: arr[:, i] for i, k in enumerate(names)}
     base["m"] = space.global_batch // (base["b"] * base["d"])
@@ -259,6 +265,8 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     rules = stack_layouts(stack)
     cap_bytes = np.array(caps, dtype=np.int64) * MiB
     parts: dict[str, list] = {k: [] for k in ("bi", "sp", "rc", "zero", "capi", "cap")}
+    if auto_part == "*":
+        parts["part"] = []
     for sp, rc, z, ci in combos:
         ok = np.ones(len(t), dtype=bool) if sp == 0 else sp_ok
         if z:
@@ -266,14 +274,24 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
         if rules is not None:
             ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
                                   recompute=RECOMPUTE[rc], micro_batches=base["m"])
+        part = None
         if rules is None or auto_part is not None:
-            ok = ok & auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp, recompute=RECOMPUTE[rc],
-                                 micro_batches=base["m"])[auto_part or "auto"]
+            masks = auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp, recompute=RECOMPUTE[rc],
+                               micro_batches=base["m"])
+            if auto_part == "*":       # every layout some stack runs, with the part that prices it (AUTO_PARTS)
+                ok = ok & ~masks["none"]
+                part = np.zeros(len(t), dtype=np.int64)
+                for k, name in enumerate(AUTO_PARTS[1:], start=1):
+                    part = np.where(masks[name], k, part)
+            else:
+                ok = ok & masks[auto_part or "auto"]
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run
         bi = np.nonzero(ok)[0]
         parts["bi"].append(bi)
+        if auto_part == "*":
+            parts["part"].append(part[bi])
         parts["cap"].append(np.where(bucketed[bi], cap_bytes[ci], 0))
         for key, value in (("sp", sp), ("rc", rc), ("zero", z), ("capi", ci)):
             parts[key].append(np.full(len(bi), value, dtype=np.int64))
