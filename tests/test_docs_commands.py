@@ -84,3 +84,19 @@ def _has(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+@pytest.mark.parametrize("doc", [p.name for p in sorted((ROOT / "docs").glob("*.md"))
+                                 if p.name != "python.md" and PYTHON_BLOCK.search(p.read_text())])
+def test_python_blocks_of_the_other_docs_run(doc, monkeypatch):
+    # docs/python.md's blocks: tests/test_docs_python.py; the rest here, from a clone's root, as written
+    import contextlib
+    import io
+
+    monkeypatch.chdir(ROOT)
+    for k, code in enumerate(PYTHON_BLOCK.findall((ROOT / "docs" / doc).read_text())):
+        with contextlib.redirect_stdout(io.StringIO()):      # raises if the block does not run as written
+            exec(compile(code, f"docs/{doc} block {k + 1}", "exec"), {"__name__": "__docs__"})
