@@ -100,3 +100,23 @@ def test_python_blocks_of_the_other_docs_run(doc, monkeypatch):
     for k, code in enumerate(PYTHON_BLOCK.findall((ROOT / "docs" / doc).read_text())):
         with contextlib.redirect_stdout(io.StringIO()):      # raises if the block does not run as written
             exec(compile(code, f"docs/{doc} block {k + 1}", "exec"), {"__name__": "__docs__"})
+
+
+SUBCOMMANDS = ("budget", "collective", "presets", "scaling", "timeline", "measure", "fit", "validate", "plan",
+               "search", "trace")
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_help_names_no_tracker_issue_and_no_seed(sub, capsys):
+    from commcost.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main([sub, "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert not re.search(r"\bissue \d+", text) and "seed" not in text.lower(), sub
+
+
+def test_readme_and_docs_name_no_tracker_issue():
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        assert not re.search(r"\bissue \d+", path.read_text()), path.name
