@@ -51,6 +51,7 @@ from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.core.dtypes import gradient_bytes
+import math
 
 __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",
@@ -313,8 +314,6 @@ def knee(curve: ScalingCurve) -> ScalingRow | None:
     GPU ``T`` starts at 0, no slope of the fabric): the cost of adding GPUs grows faster from there. It needs one such
     interval (with none, nothing says the slope changed), and no knee is announced where the crossing costs no more
     than the GPUs added inside the node did (an in-network reduction across nodes, a fast fabric)."""
-    import math
-
     rows = curve.rows
     k = next((i for i, r in enumerate(rows) if r.crosses_nodes), None)
     if k is None:

@@ -14,6 +14,10 @@ point; it is a lower bound (activations come on top), so "fits" means the states
 from __future__ import annotations
 
 from dataclasses import dataclass
+from commcost.analyses.plan.plan import PlanInputs, plan
+from commcost.parallel.layout import Layout
+from commcost.workload.memory import ddp_memory_per_gpu, gpu_capacity_bytes
+from commcost.workload.transformer import model_spec
 
 __all__ = ["PlanCompute", "plan_compute", "StatesMemory", "states_memory"]
 
@@ -30,10 +34,6 @@ class PlanCompute:
 
 def plan_compute(model: str, gpu: str, gpus_per_node: int, seq: int, comm) -> PlanCompute:
     """``t_c``: :func:`commcost.analyses.plan.plan.plan`'s compute of one micro-batch (module docstring)."""
-    from commcost.analyses.plan.plan import PlanInputs, plan
-    from commcost.parallel.layout import Layout
-    from commcost.workload.transformer import model_spec
-
     layout = Layout(dp=1, tp=1, pp=1, micro_batch=1, global_batch=1)
     p = plan(PlanInputs(spec=model_spec(model), layout=layout, seq=seq, gpu=gpu, gpus_per_node=gpus_per_node), comm)
     return PlanCompute(compute_s=p.compute_s,
@@ -58,6 +58,4 @@ class StatesMemory:
 
 def states_memory(params: float, gpu: str) -> StatesMemory:
     """:class:`StatesMemory` of ``params`` on ``gpu``."""
-    from commcost.workload.memory import ddp_memory_per_gpu, gpu_capacity_bytes
-
     return StatesMemory(states_bytes=ddp_memory_per_gpu(params), capacity_bytes=gpu_capacity_bytes(gpu))

@@ -26,6 +26,7 @@ from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs
 from commcost.workload.shape import check_timeline_shape, model_params, model_preset, model_preset_names
 from commcost.workload.transformer import TransformerSpec
+from commcost.analyses.scaling_compute import plan_compute
 
 __all__ = ["TimelineRequest", "timeline_request", "ScalingRequest", "scaling_request"]
 
@@ -201,8 +202,6 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
     gpu = None if args.system is None else system_gpu(args.system)
     sources = {}
     if any(c_s is None for _, _, c_s in models):   # a registry model without --compute-ms: plan's compute
-        from commcost.analyses.scaling_compute import plan_compute
-
         comm = fabrics[0][1]
         for name, _, c_s in models:
             if c_s is None:

@@ -19,6 +19,7 @@ from commcost.report._plot_units import decade_ticks
 from commcost.report._plot_units import pow2_ticks
 from commcost.report._plot_units import size_text
 from commcost.report._plot_units import time_text
+from commcost.report._width import wrap_lines
 
 __all__ = [
     "render_measurement_text", "render_fit_text", "fit_to_dict", "render_validate_text",
@@ -111,8 +112,6 @@ def render_fit_text(fit: AlphaBetaFit, quality: Comparison, series: Series, sing
     lines += table
     if profile_path:
         lines += ["", f"profile written: {profile_path} (use it with --profile)"]
-    from commcost.report._width import wrap_lines   # prose to the terminal's width; the table stays whole
-
     return wrap_lines("\n".join(lines), keep=set(table).__contains__) + "\n"
 
 
@@ -152,8 +151,6 @@ def render_validate_text(profile: Profile, model: AlphaBetaFit, c: Comparison, s
               f"{format_fraction(c.max_abs_rel_error)}, R^2 (on ln T) {c.r2:.4f}"]
     if plot_path:
         lines.append(f"plot written: {plot_path}")
-    from commcost.report._width import wrap_lines   # prose to the terminal's width; the table stays whole
-
     return wrap_lines("\n".join(lines), keep=set(table).__contains__) + "\n"
 
 
@@ -232,8 +229,6 @@ def render_tier_fit_text(fit, system: str, rows: int, output: str | None = None)
     """``commcost fit --tiers SYSTEM``: the fitted scales of :class:`commcost.calibrate.tiers.TierFit` over the
     preset's, the ``rows`` fitted, the median error, and where the profile was written (``output``); wrapped to the
     terminal's width."""
-    from commcost.report._width import wrap_lines
-
     return wrap_lines(f"commcost fit --tiers {system}: {rows} all-reduce rows >= 1 MiB on "
             f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)\n"
             f"  intra-node (and NVLS) bandwidth x {fit.intra_bandwidth_scale:.3f}, NIC bandwidth x "

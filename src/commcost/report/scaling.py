@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from commcost.analyses.scaling import ScalingCurve, ScalingInputs, ScalingRow, knee
 from commcost.core.units import BILLION, GB, MS, US, format_bytes
+from commcost.analyses.scaling_compute import states_memory
 
 __all__ = [
     "ROW_KEYS", "FORMULAS", "render_scaling_text", "render_overlap_analysis_text",
@@ -287,8 +288,6 @@ def _memory_keys(i: ScalingInputs) -> dict[str, Any]:
     """The memory verdict of a point (:func:`commcost.analyses.scaling_compute.states_memory`); null without a GPU."""
     if i.gpu is None:
         return {"gpu": None, "memory_states_bytes": None, "memory_capacity_bytes": None, "memory_fits": None}
-    from commcost.analyses.scaling_compute import states_memory
-
     m = states_memory(i.params, i.gpu)
     return {"gpu": i.gpu, "memory_states_bytes": m.states_bytes, "memory_capacity_bytes": m.capacity_bytes,
             "memory_fits": m.fits}

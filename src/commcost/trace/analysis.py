@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from commcost.trace import classify as C
 from commcost.trace.intervals import intersect, measure, union
 from commcost.trace.load import RankTrace
+from commcost.trace.collectives import timed_calls
 
 __all__ = ["Breakdown", "StepSummary", "RankSummary", "StepSpread", "Stragglers", "breakdown", "analyze_rank",
            "stragglers", "activities", "counted_activities", "steps_in_window"]
@@ -106,8 +107,6 @@ def activities(rt: RankTrace, kernel_ops: dict | None = None) -> list[tuple[floa
     computed here when not given), else what its kernel name says: one name per collective in every section."""
     if rt.on_gpu:
         if kernel_ops is None:
-            from commcost.trace.collectives import timed_calls
-
             kernel_ops = {}
             timed_calls(rt, kernel_ops=kernel_ops)
         out = []

@@ -90,6 +90,7 @@ from commcost.workload.operators import micro_batch_operators
 from commcost.workload.stacks import auto_kind, auto_runs_implied, resolve_stack
 from commcost.workload.stacks import stack
 import commcost.analyses.plan.compose as K
+from commcost.workload.shape import MAX_LAYERS, fits_timeline, model_params
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -588,8 +589,6 @@ def _advice_inputs(inp: PlanInputs, tl_inp: TimelineInputs, total_bytes: float) 
     tensor by tensor as ``budget`` and ``timeline`` see them (the per-tensor stream,
     :mod:`commcost.step.bucket_advice`); otherwise (a shard of each tensor per rank) at a uniform rate. The step
     itself is priced on the uniform stream, the kernel ``search`` shares."""
-    from commcost.workload.shape import MAX_LAYERS, fits_timeline, model_params
-
     L, spec = inp.layout, inp.spec
     if L.tp * L.pp * L.cp * L.ep != 1 or not fits_timeline(spec) or spec.layers > MAX_LAYERS:
         return tl_inp

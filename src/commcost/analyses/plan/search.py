@@ -35,6 +35,8 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.analyses.uncertainty import plan_band
 from commcost.core.optional import require
 from commcost.parallel.layout import Layout
+from commcost.analyses.plan.space import AUTO_PARTS
+from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -125,8 +127,6 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
     communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
     already asked for."""
-    from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
-
     def overlap(name: str) -> bool:
         return inp.tp_comm_overlap or recipe_tp_comm_overlap(name)
 
@@ -140,8 +140,6 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
 def search_spaces(inp: SearchInputs, world: int) -> list[tuple[SearchInputs, tuple[dict, dict]]]:
     """``[(inputs, (base, cols))]``: the configurations of ``world`` GPUs, each part under the inputs that price it
     (:func:`search_passes`); under ``auto`` the space is enumerated once and split by its ``part`` column."""
-    from commcost.analyses.plan.space import AUTO_PARTS
-
     passes = search_passes(inp)
     if inp.stack != "auto":
         return [(passes[0][0], enumerate_space(inp.space, world, inp.moe_overlap, inp.stack))]
