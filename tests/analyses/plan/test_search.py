@@ -29,10 +29,9 @@ def _layouts(space: SearchSpace, world: int) -> set[tuple]:
     out: set[tuple] = set()
     for pinp, part in search_passes(SearchInputs(space=space, gpu="h100-sxm")):
         base, cols = enumerate_space(space, world, "none", pinp.stack, part)
-        bi = cols["bi"]
         got = {(int(base["t"][j]), int(base["p"][j]), int(base["v"][j]), int(base["c"][j]), int(base["d"][j]),
                 int(base["b"][j]), int(sp), int(rc), int(z), int(cap))
-               for j, sp, rc, z, cap in zip(bi, cols["sp"], cols["rc"], cols["zero"], cols["cap"])}
+               for j, sp, rc, z, cap in zip(cols.bi, cols.sp, cols.rc, cols.zero, cols.cap)}
         assert not got & out           # each layout is priced once, by one stack
         out |= got
     return out
