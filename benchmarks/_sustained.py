@@ -65,7 +65,9 @@ def kind_of(inp, *, auto: bool = False) -> str | None:
     """The :func:`commcost.workload.stacks.auto_kind` of ``inp``'s layout where it runs ``--stack auto`` (or ``auto``
     is asked), else None."""
     L = inp.layout
-    return stacks.auto_kind(L.zero, L.tp, L.pp) if auto or inp.stack == "auto" else None
+    if not (auto or inp.stack == "auto") or not stacks.auto_runs_implied(L):
+        return None      # auto prices it as the stack that runs it, at that stack's own fraction
+    return stacks.auto_kind(L.zero, L.tp, L.pp)
 
 
 def row_fraction(inp, model, measured_s: float) -> float | None:

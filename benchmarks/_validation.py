@@ -1,4 +1,4 @@
-"""Validation that cannot flatter itself (issue 31): the out-of-sample figures of benchmarks/plan_accuracy.py.
+"""Validation that cannot flatter itself: the out-of-sample figures of benchmarks/plan_accuracy.py.
 
 Every figure here predicts a run with constants fitted without it:
 

@@ -10,12 +10,12 @@ negative error is a prediction too fast.
 
 Two views:
 
-* **leave-one-system-out** (the headline): the constants issue 20 derives from tables
+* **leave-one-system-out** (the headline): the constants derived from tables
   (:data:`commcost.comm.algorithms.P2P_EFFICIENCY`, the fan-in slowdown
   :data:`commcost.comm.algorithms.FAN_IN_SLOWDOWN_PER_DOUBLING`) are re-derived from the tuning tables
   of every *other* system before a system's rows are scored (:func:`derive_issue20_constants`; a
   constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), and the
-  preset fabric numbers issue 20 read off a system's own tables fall back to their earlier values
+  preset fabric numbers read off a system's own tables fall back to their earlier values
   (:data:`FABRIC_VALUES_FROM_TABLES`), and the system preset numbers fitted on one system's tables (the GB200
   NVL72 spine share, the Azure congestion rule: :data:`SYSTEM_VALUES_FROM_TABLES`) are neutral while that system
   is scored, so no system is scored with a number taken from its own rows.
@@ -66,7 +66,7 @@ FABRIC_VALUES_FROM_TABLES = {
     "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9, "step_latency_s": 50.0e-6,
                                     "collective_floor_s": 0.0}},
 }
-"""Preset fabric numbers issue 20 set from one system's tables, and the value each falls back to while that
+"""Preset fabric numbers set from one system's tables, and the value each falls back to while that
 system is left out: MI355X's Infinity Fabric at MI300X's measured share of line (315/448 = 0.703 of 537.6
 GB/s), tcpxo and tcpx at the 80%-of-line and 35 us / 50 us step assumptions they had before their tables were
 found, and no network floor (tcpxo's floor is read off its table's unscored 8-512 B rows, tcpx's off its 8 MiB

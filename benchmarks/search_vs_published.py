@@ -67,7 +67,8 @@ def layout_rows() -> list[dict]:
                         "precision": r["precision"], "tp": int(r["tp"]), "pp": int(r["pp"]), "vp": int(r["vp"]),
                         "cp": int(r["cp"]), "ep": int(r["ep"]), "etp": _etp(r),
                         "zero": int(r["zero"]), "sequence_parallel": r["sequence_parallel"] == "1",
-                        "recompute": r["recompute"], "micro_batch": int(r["micro_batch"]), "source": r["source"]})
+                        "recompute": r["recompute"], "micro_batch": int(r["micro_batch"]),
+                        "measured_step_s": published_step_s(r), "source": r["source"]})
     return out
 
 

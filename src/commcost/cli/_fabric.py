@@ -218,8 +218,31 @@ def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool
         A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
 
     link = Link(bandwidth_bytes_per_s=f.bandwidth_bytes_per_s, latency_s=f.latency_s)
+    note = flat_link_note(f.bandwidth_bytes_per_s, f.gpus if set_gpus else None, f.gpus_per_node)
+    if note is not None:
+        warn(note)
     return Resolved(comm=FlatLinkModel(link=link, backend=f.backend), gpus=f.gpus if set_gpus else None,
                     note=None, info=None)
+
+
+NODE_GPUS = 8
+"""GPUs (and NICs) of the usual training node: DGX/HGX A100 and H100 carry 8 GPUs and 8 compute NICs, one per
+GPU (NVIDIA DGX A100 user guide: 8x ConnectX-6 HDR 200 Gb/s; DGX H100: 8x ConnectX-7 NDR 400 Gb/s)."""
+
+
+def flat_link_note(bandwidth_bytes_per_s: float, gpus: int | None, gpus_per_node: int | None) -> str | None:
+    """The one stderr line for a flat ``--bw`` link priced over a group wider than one node (``gpus_per_node``,
+    else :data:`NODE_GPUS`), or None. A ring across nodes runs one channel per NIC, every NIC of a node at once:
+    NCCL's bus bandwidth across nodes is about ``G x`` one NIC's (nccl-tests PERFORMANCE.md: busbw is what the
+    slowest link carries; a node's inter-node links are its G NICs), so ``--bw`` of one NIC prices that ring
+    ``G`` times too slow. Where it goes to stderr, the drill's stdout keeps its lines."""
+    G = gpus_per_node or NODE_GPUS
+    if gpus is None or gpus <= G:
+        return None
+    bw, node = bandwidth_bytes_per_s / 1e9, G * bandwidth_bytes_per_s / 1e9
+    return (f"--bw {bw:g} GB/s prices {gpus} GPUs as one flat link; a ring across nodes runs on all "
+            f"{G} NICs of a node at once (bus bandwidth about {G} x one NIC: {node:g} GB/s if {bw:g} GB/s is one "
+            f"NIC's): give the node instead with --system NAME --nodes N, or --bw as the node's NICs together")
 
 
 def _resolve_profile(f: FabricFlags, *, op: str, set_gpus: bool, gpus_list: tuple[int, ...] | None) -> Resolved:

@@ -21,13 +21,14 @@ from commcost.comm.topology import nodes_spanned
 from commcost.core.dtypes import bytes_per_element
 from commcost.core.units import BILLION, MS, MiB
 from commcost.hardware import lookup
-from commcost.hardware.registry import MODEL_ALIASES
+from commcost.hardware.registry import MODEL_ALIASES, system_gpu
 from commcost.comm.systems import system_topology
 from commcost.report.timeline import timeline_model_label
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs
 from commcost.workload.shape import check_timeline_shape, model_params, model_preset, model_preset_names
 from commcost.workload.transformer import TransformerSpec
+from commcost.analyses.scaling_compute import plan_compute
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -152,7 +153,10 @@ class ScalingRequest:
     plot: str | None
 
 
-_SCALING_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",
+DEFAULT_SEQ = 4096
+"""Tokens per sequence plan prices a registry model's ``t_c`` at when ``--seq`` is not given (Llama 2's context)."""
+
+_SCALING_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus", "seq",
                            "overlap", "overhead_ms", "dtype", "gpus_per_node", "system", "algorithm", "profile",
                            "backward_fraction")
 
@@ -185,8 +189,12 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
         if unknown:
             A.fail(f"unknown model {unknown[0]!r} (valid: {', '.join(sorted(seed_models()))}; or a registry model "
                    f"with --compute-ms: {', '.join(sorted(model_preset_names()))})")
-    if registry and args.compute_ms is None:
-        A.fail(f"--model {registry[0]} is a registry model: give its --compute-ms (the seed's models carry their own)")
+    if registry and args.compute_ms is None and args.system is None:
+        A.fail(f"--model {registry[0]} is a registry model: give --system NAME (plan prices its compute on that "
+               "system's GPU) or its --compute-ms")
+    if args.seq is not None and not (registry and args.compute_ms is None):
+        A.fail("--seq sets the tokens plan prices a registry model's compute at: it needs a registry --model "
+               "without --compute-ms")
     custom_model = bool(args.params is not None or (args.compute_ms is not None and not registry)) and \
         _custom_pair(args, "--model", ("--params", "--compute-ms"))
     custom_fabric = args.profile is not None or _custom_pair(args, "--fabric", ("--bw", "--latency"))
@@ -224,8 +232,18 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
                   overhead_s=d.overhead_s if args.overhead_ms is None else args.overhead_ms * MS,
                   overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
                   backward_fraction=2.0 / 3.0 if args.backward_fraction is None else args.backward_fraction)
+    gpu = None if args.system is None else system_gpu(args.system)
+    sources = {}
+    if any(c_s is None for _, _, c_s in models):   # a registry model without --compute-ms: plan's compute
+        comm = fabrics[0][1]
+        for name, _, c_s in models:
+            if c_s is None:
+                pc = plan_compute(name, gpu, comm.topology.gpus_per_node, args.seq or DEFAULT_SEQ, comm)
+                sources[name] = pc
+        models = [(n, params, sources[n].compute_s if c_s is None else c_s) for n, params, c_s in models]
     curves = tuple(ScalingInputs(model=m_name, fabric=f_name, params=params, compute_s=c_s, comm=comm,
-                                 flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, **common)
+                                 flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, gpu=gpu,
+                                 compute_source=sources[m_name].source if m_name in sources else "", **common)
                    for m_name, params, c_s in models for f_name, comm, flat_max, flat_note in fabrics)
     return ScalingRequest(curves=curves, calibrated=calibrated, **render)
 

@@ -21,7 +21,7 @@ also keeps both ends of the band monotone in size wherever the prediction is.
 ``benchmarks/accuracy_nccl_tests.py`` prints the band's coverage on the held-out tables, which
 did not take part in the derivation.
 
-**Per collective and scope** (issue 20): a collective whose tuning rows in a class number at least
+**Per collective and scope**: a collective whose tuning rows in a class number at least
 :data:`MIN_BAND_ROWS` has its own band, ``op/class`` in bands.json (all-to-all across nodes runs
 on other physics than a ring all-reduce, and its spread differs); the others take the class's
 all-reduce band, as an indication only. Each ratio pair is the 5th and 95th percentile of

@@ -80,7 +80,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
             **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
                 "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
                if "nvls_channels_one_node" in sysp else {}))
-    ports = int(sysp.get("nics_per_gpu", 1))  # issue 20: a GPU's scale-out bandwidth is its ports' sum
+    ports = int(sysp.get("nics_per_gpu", 1))  # a GPU's scale-out bandwidth is its ports' sum
     inter_link = _link(inter) if ports == 1 else Link(
         bandwidth_bytes_per_s=ports * float(inter["achievable_bandwidth_bytes_per_s"]),
         latency_s=float(inter["step_latency_s"]))

@@ -28,12 +28,12 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
     """The drill report, parts (a) to (g); with ``band`` (a system preset alone) the measured band of
     T and of the exposed time beside them (:mod:`commcost.analyses.uncertainty`).
 
-    On the drill's flat link the report is printed as it always was, at any width. On a fabric or a
-    profile it fits ``width`` (default :func:`commcost.report._width.terminal_width`): prose wraps,
-    and the tables of (f) and (g) drop to narrower columns where the full ones do not fit."""
+    It fits ``width`` (default :func:`commcost.report._width.terminal_width`), the drill's flat link too: prose
+    wraps, and the tables of (f) and (g) drop to narrower columns where the full ones do not fit; on the flat
+    link every number of the full tables stays (:func:`_buckets_drill`), only the layout of the lines changes."""
     i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
     P, link = i.gpus, i.comm.flat_link
-    width = None if link is not None else (width or terminal_width())
+    width = width or terminal_width()
     tables: set[str] = set()  # table rows: kept whole when the prose is wrapped
     lines: list[str] = []
     add = lines.append
@@ -285,13 +285,11 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
     """The whole ``commcost budget`` report as ``(JSON object, text)``: the fabric's note (a system), the
     drill's parts (a)-(g) (``budget``, with its measured ``band``), the memory line (``memory``: the
     :func:`render_ddp_memory` pair), the layer ratio (``layer`` of ``layer_inputs``) and the profile's
-    header ``note``/``info``. On the drill's flat link the drill's parts and the layer ratio keep their
-    format at any width; everything else fits the terminal (:func:`render_budget_text`)."""
+    header ``note``/``info``. Everything fits the terminal, the drill's flat link too (:func:`render_budget_text`:
+    the drill's numbers stay, only its lines' layout changes)."""
     out: dict = {}
     texts: list[str] = []
-    drill_texts: list[str] = []  # the drill's report (fitted to the terminal off the flat link by its renderer)
-    comm = budget.inputs.comm if budget is not None else layer_inputs.comm if layer_inputs is not None else None
-    flat = comm is None or comm.flat_link is not None
+    drill_texts: list[str] = []  # the drill's report (fitted to the terminal by its renderer)
     if budget is not None:
         out.update(budget_to_dict(budget, band))
         if topology is not None:
@@ -310,12 +308,8 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
         texts.append(render_layer_text(layer, gpus=i.gpus, hidden=i.hidden, seq=i.seq,
                                        achieved_flops_per_s=i.achieved_flops_per_s,
                                        backward_fraction=i.backward_fraction, grad_accum=i.grad_accum))
-        if flat:
-            drill_texts.append(texts[-1])
     if note is not None:
         texts.insert(0, note)
-        if flat:
-            drill_texts.append(note)  # the profile's header, as the drill command prints it
     if info is not None:
         out["profile"] = info
     return out, "\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts)

@@ -58,7 +58,8 @@ def _buckets_text(b: Budget, width: int | None = None, tables: set[str] | None =
                     f"{t(r.one_bucket.bandwidth_s):>11} {pct(r.latency_share):>10} "
                     f"{t(r.latency_total_s):>14} {t(r.total_s):>12} "
                     f"{pct(r.total_s / b.step.compute_s):>7}" + _exposed_cell(b, r))
-    out += _table(full, lambda: _buckets_narrow(b), width, set() if tables is None else tables)
+    out += _table(full, lambda: _buckets_drill(b) if flat else _buckets_narrow(b), width,
+                  set() if tables is None else tables)
     if b.overlap is not None:
         out.append("    exposed: simulated all-reduce time left after backward ends, each cap as an explicit "
                    f"bucket_cap_mb (torch 2.13: first bucket = cap), {_stream_words(b)}")
@@ -77,10 +78,15 @@ def _buckets_text(b: Budget, width: int | None = None, tables: set[str] | None =
         out.append("    no cap meets both ends: the latency term alone is too large for this tail budget")
     d = adv.pytorch_default
     verdict = "within" if adv.min_bucket_bytes <= d.cap_bytes <= adv.max_bucket_bytes else "outside"
-    out.append(f"    PyTorch's 25 MiB default: {d.count:,} buckets, latency share {pct(d.latency_share)} "
-               f"each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
-               f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
     ov = b.overlap
+    packed = "" if ov is None or len(ov.default.buckets) == d.count else \
+        f" (DDP packs {len(ov.default.buckets):,}, simulated in (c): {_packing_words(b)})"
+    recommended = ov is not None and ov.advice.recommended_bytes == d.cap_bytes
+    out.append(f"    PyTorch's 25 MiB default: ceil(S/c) = {d.count:,} buckets{packed}, latency share "
+               f"{pct(d.latency_share)} each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
+               f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range of latency share and "
+               "tail here" + ("; simulated, it is still the cap recommended below" if recommended and
+                              verdict == "outside" else ""))
     if ov is not None:
         out.append("    " + render_bucket_advice(ov.advice))
     if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
@@ -89,6 +95,31 @@ def _buckets_text(b: Budget, width: int | None = None, tables: set[str] | None =
                    "hides in the backward window, so here the bucket size barely changes the step; the range "
                    "above is about each bucket's latency share")
     return "\n".join(out)
+
+
+def _packing_words(b: Budget) -> str:
+    """How DDP's own buckets differ from ``ceil(S/c)`` equal ones."""
+    if b.overlap is not None and b.overlap.advice.stream == "per-tensor":
+        return "tensors whole, a tensor larger than the cap alone in its bucket"
+    return "its first bucket is 1 MiB"
+
+
+def _buckets_drill(b: Budget) -> list[str]:
+    """(f)'s table on the drill's flat link in about 80 columns, every column of the full one kept (the drill
+    prints the same numbers at any width): cap, count, one bucket's latency and bandwidth terms, its latency
+    share, the latency total, the total, T/step, exposed."""
+    exposed = f" {'exposed':>9}" if b.overlap is not None else ""
+    out = [f"  {'cap':>7} {'count':>6} {'latency':>8} {'bandwidth':>9} {'lat%':>5} {'lat total':>9} {'total':>9} "
+           f"{'T/step':>6}" + exposed]
+    for k, r in enumerate(b.buckets.rows):
+        cell = ""
+        if b.overlap is not None:
+            e = b.overlap.exposed_by_cap_s[k]
+            cell = f" {t(e) if e is not None else 'n/a':>9}"
+        out.append(f"  {_mib(r.cap_bytes):>7} {r.count:>6,} {t(r.one_bucket.latency_s):>8} "
+                   f"{t(r.one_bucket.bandwidth_s):>9} {pct(r.latency_share):>5} {t(r.latency_total_s):>9} "
+                   f"{t(r.total_s):>9} {pct(r.total_s / b.step.compute_s):>6}" + cell)
+    return out
 
 
 def _buckets_narrow(b: Budget) -> list[str]:
@@ -118,6 +149,8 @@ def _scaling_text(b: Budget, width: int | None = None, tables: set[str] | None =
         full.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
                     f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
                     f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
+    if width is not None and flat and max(map(len, full)) > width:
+        out.append("    latency 2(P-1)a, S* = P*a*B")      # the full table's headers, which carry the formulas
     out += _table(full, lambda: _scaling_narrow(b), width, set() if tables is None else tables)
     if b.bandwidth_limit_s is not None:
         out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
@@ -144,7 +177,7 @@ def _scaling_narrow(b: Budget) -> list[str]:
     return out
 
 
-# --- The simulated overlap (issue 4): exposed time from the DDP bucket timeline -----
+# --- The simulated overlap: exposed time from the DDP bucket timeline -----
 
 def _exposed_header(b: Budget) -> str:
     return f" {'exposed':>10}" if b.overlap is not None else ""

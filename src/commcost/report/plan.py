@@ -128,8 +128,15 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
 
 
 def _bucket_advice_dict(p: Plan) -> dict | None:
-
-    return bucket_advice_to_dict(p.bucket_advice)
+    """``bucket_advice`` with ``timeline``: the data-parallel step it judged (``micro_batch_s``, ``backward_fraction``,
+    ``grad_accum``, ``bytes_per_grad``, ``gpus``), what ``budget`` and ``timeline`` take as ``--step-ms``,
+    ``--backward-fraction``, ``--grad-accum``, ``--dtype`` and ``--gpus`` to give the same advice."""
+    d = bucket_advice_to_dict(p.bucket_advice)
+    if d is not None and p.dp_timeline is not None:
+        tl = p.dp_timeline[0]
+        d["timeline"] = {"micro_batch_s": tl.step_s, "backward_fraction": tl.backward_fraction,
+                         "grad_accum": tl.grad_accum, "bytes_per_grad": tl.bytes_per_grad, "gpus": tl.gpus}
+    return d
 
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
@@ -278,7 +285,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     if not p.comm:
         lines.append("  (none: one GPU)")
     if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
-        lines.append("  DP bucket advice (gradients at a uniform rate): " + render_bucket_advice(p.bucket_advice))
+        stream = "tensor by tensor" if p.bucket_advice.stream == "per-tensor" else "at a uniform rate"
+        lines.append(f"  DP bucket advice (gradients {stream}): " + render_bucket_advice(p.bucket_advice))
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
-           "stacks_running", "AUTO_STACKS", "stack_family", "stack_row", "STACK_KEYS"]
+           "stacks_running", "AUTO_STACKS", "stack_family", "stack_row", "STACK_KEYS", "auto_masks", "auto_runs_implied",
+           "recipe_tp_comm_overlap"]
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
@@ -205,16 +206,62 @@ def stack(name: str, *, compiled: bool = False, auto_kind: str | None = None) ->
     return Stack(name=name, compiled=compiled, **row)
 
 
+def recipe_tp_comm_overlap(name: str) -> bool:
+    """Whether stack ``name``'s published recipes run TP communication overlap (``PlanInputs.tp_comm_overlap``;
+    ``stacks.json`` ``recipe_tp_comm_overlap``, with its source): ``commcost search`` prices its layouts with it on,
+    as a user of those recipes runs them."""
+    return bool(_table().get("recipe_tp_comm_overlap", {}).get(name, False))
+
+
 def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
     """``(stack, why)``: ``name`` itself, or for ``auto`` the stack the layout implies."""
     if name not in KNOWN_STACKS:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
+    implied = _table()["auto_stacks"][auto_kind(layout.zero, layout.tp, layout.pp)]
     why = ("auto: ZeRO-3 without TP or PP is how FSDP stacks run" if auto_is_fsdp(layout.zero, layout.tp, layout.pp)
            else "auto: a Megatron-Core layout")
-    chosen = _table()["auto_stacks"][auto_kind(layout.zero, layout.tp, layout.pp)]
-    return chosen, f"{why}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
+    masks = auto_masks(**_layout_columns(layout))
+    if not masks["auto"]:
+        other = next((s for s in STACKS[1:] if masks[s]), None)
+        refusal = (layout_refusal(implied, layout) or "").replace(f"--stack {implied} does not", "does not")
+        refusal = refusal.replace(" (hardware/stacks.json)", "")
+        if other is not None:
+            return other, (f"auto: {implied} {refusal}; {other} runs it, priced as {other} runs it, at its own "
+                           "sustained fraction (--stack to pin another)")
+        return implied, f"auto: {implied} {refusal}, and no stack runs this layout: priced as {implied} (a what-if)"
+    return implied, f"{why}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
+
+
+def _layout_columns(layout: Layout) -> dict:
+    return dict(tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
+                sp=int(layout.sequence_parallel), recompute=layout.recompute, micro_batches=layout.micro_batches)
+
+
+def auto_masks(*, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None, micro_batches=None) -> dict:
+    """Where ``--stack auto`` resolves a layout, array-safe: ``auto`` the layouts the stack auto's rule implies
+    (``stacks.json`` ``auto_stacks`` per :func:`auto_kind`) runs (:func:`layout_runs`), priced as today at ``auto_sustained``;
+    then, for each other of :data:`STACKS` in order, the layouts that stack is the first to run where the implied one
+    does not (priced as that stack runs them, at its own sustained fraction: a layout is priced only by a stack that
+    runs it); ``none`` the layouts no stack runs."""
+    kw = dict(tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, zero=zero, sp=sp, recompute=recompute, micro_batches=micro_batches)
+    implied = _table()["auto_stacks"]
+    base = False
+    for kind, on in auto_kinds(zero, tp, pp).items():
+        base = base | (on & layout_runs(stack_layouts(implied[kind]), **kw))
+    out = {"auto": base}
+    left = base ^ True
+    for name in STACKS[1:]:
+        out[name] = left & layout_runs(stack_layouts(name), **kw)
+        left = left & (out[name] ^ True)
+    out["none"] = left
+    return out
+
+
+def auto_runs_implied(layout: Layout) -> bool:
+    """``--stack auto`` prices ``layout`` as the stack its rule implies, at ``auto_sustained`` (:func:`auto_masks`)."""
+    return bool(auto_masks(**_layout_columns(layout))["auto"])
 
 
 def auto_is_fsdp(zero, tp, pp):
@@ -457,6 +504,10 @@ class PublishedLayout:
     """Sequences per micro-batch."""
     source: str
     """Where the run is published."""
+    measured_step_s: float | None = None
+    """The step the run measured, seconds: its published metric (step time, tokens/s/GPU, TFLOP/s or MFU)
+    turned into seconds per step as tests/data/SOURCES.md defines each (benchmarks/plan_accuracy.py
+    ``published_step_s``)."""
 
 
 @lru_cache(maxsize=1)
