@@ -24,14 +24,14 @@ def test_the_drill_imports_no_fabric_profile_or_shape_modules():
     assert r.stdout.strip() == ""
 
 
-PLAN_UNUSED = ("commcost.trace", "commcost.calibrate", "commcost.calibrate.fit", "commcost.calibrate.profile",
-               "commcost.calibrate.nccl_tests", "commcost.calibrate.efficiency", "commcost.report.chrome_trace",
+PLAN_UNUSED = ("commcost.trace", "commcost.calibrate.fit", "commcost.calibrate.profile",
+               "commcost.calibrate.nccl_tests", "commcost.report.chrome_trace",
                "commcost.report.training", "commcost.analyses.plan.search", "commcost.analyses.plan.grid",
                "commcost.analyses.plan.training_cost", "commcost.analyses.drill.budget", "importlib.resources",
                "commcost.report.html", "commcost.formats.readers", "commcost.formats.hf_config",
                "commcost.formats.emit", "numpy")
 """Modules the README's first plan example has no use for (issue 37: ``plan`` imports what it uses):
-the trace reader, calibration, the Chrome-trace writer (only with --trace-out), the training cost
+the trace reader, calibration's fits, the Chrome-trace writer (only with --trace-out), the training cost
 (only with --train-tokens), the HTML page (--html), the job-file and config readers (--from,
 --hf-config), search's enumeration and --emit, the drill's analysis."""
 

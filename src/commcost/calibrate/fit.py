@@ -45,11 +45,11 @@ from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.core.units import format_bytes
 from commcost.core.limits import MAX_REGIMES
-from commcost.core.validation import require_at_most, require_finite_positive
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.band import collective_band
 from commcost.comm.topology import place
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 __all__ = [
     "Sample", "Regime", "FitPoint", "AlphaBetaFit", "Comparison",
@@ -302,10 +302,7 @@ def fit_alpha_beta(samples: Sequence[Sample], *, op: Collective, gpus: int,
         raise InputError(f"only the ring form is fitted so far, got {algorithm}")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 2:
         raise InputError(f"gpus must be an integer >= 2 to fit a collective, got {gpus!r}")
-    if isinstance(max_regimes, bool) or not isinstance(max_regimes, int):
-        raise TypeError(f"max_regimes must be an int, got {type(max_regimes).__name__}")
-    if max_regimes < 1:
-        raise InputError(f"max_regimes must be >= 1, got {max_regimes}")
+    require_count("max_regimes", max_regimes)
     require_at_most("max_regimes", max_regimes, MAX_REGIMES)
     points = sorted(samples, key=lambda s: s.size_bytes)
     sizes = sorted({p.size_bytes for p in points})
@@ -395,7 +392,7 @@ def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gp
     """Each measured ``(S, t)`` of one collective next to what preset ``system`` predicts for it.
 
     The group is ``gpus`` ranks on ``nodes`` nodes of the preset (None: packed on full nodes), as
-    :func:`commcost.hardware.registry.system_group` places it; the prediction is the fabric's ``auto`` cost,
+    :func:`commcost.comm.systems.system_group` places it; the prediction is the fabric's ``auto`` cost,
     the one every command prints; the band is its collective's and scope's.
     """
 

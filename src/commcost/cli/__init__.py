@@ -87,17 +87,7 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     previous = _terminate_as_interrupt()
     hold_warnings()  # printed once the run succeeds; a failure's one line is its error
     try:
-        module = importlib.import_module(module_name)
-        examples = getattr(module, "EXAMPLES", ())
-        epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
-        parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
-        module.add_arguments(parser)
-        args = parser.parse_args(list(argv))
-        code = _run_checked(module.run, args, names=argv)
-        for signum in (2, 15):  # a command that kept its best so far (search) still says why it stopped
-            if code == signal_exit_status(signum):
-                _say_interrupted(signum)
-        return code
+        return _parse_and_run(module_name, prog, argv)
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", 2)
         _say_interrupted(signum)
@@ -127,6 +117,21 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     finally:
         release_warnings(False)  # a run that got here without succeeding drops them
         _restore_sigterm(previous)
+
+
+def _parse_and_run(module_name: str, prog: str, argv: Sequence[str]) -> int:
+    """Import subcommand ``module_name``, parse ``argv`` with its flags and run it; the exit status."""
+    module = importlib.import_module(module_name)
+    examples = getattr(module, "EXAMPLES", ())
+    epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
+    parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
+    module.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    code = _run_checked(module.run, args, names=argv)
+    for signum in (2, 15):  # a command that kept its best so far (search) still says why it stopped
+        if code == signal_exit_status(signum):
+            _say_interrupted(signum)
+    return code
 
 
 def _say_interrupted(signum: int) -> None:

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     out, text = render_budget_report(budget, band, layer, req.layer, topology=r.topology, memory=memory,
                                      note=r.note, info=r.info)
     if req.json:
-        from commcost.report._json import dump_json
+        from commcost.core.strict_json import dump_json
 
         dump_json(out)
     else:

@@ -13,7 +13,7 @@ from commcost.calibrate.fit import fit_alpha_beta
 from commcost.calibrate.profile import Profile
 from commcost.calibrate.profile import save_profile
 from commcost.calibrate.profile import stamped_provenance
-from commcost.calibrate.profile import write_atomic
+from commcost.core.files import write_atomic
 from commcost.calibrate.tiers import MIN_TIER_SIZE_BYTES
 from commcost.calibrate.tiers import fit_tiers
 from commcost.calibrate.tiers import log_group_size
@@ -21,9 +21,9 @@ from commcost.calibrate.tiers import log_tier_samples
 from commcost.calibrate.tiers import split_log_ranks
 from commcost.calibrate.tiers import tier_fit_to_dict
 from commcost.comm.collectives import Collective
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.progress import log_progress_text
-from commcost.report._json import dumps_json
+from commcost.core.strict_json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
 from commcost.cli.inputs_comm import SeriesRequest

@@ -12,7 +12,7 @@ from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_trace_model
 from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_comm import trace_request
-from commcost.report._json import dump_json, dumps_json
+from commcost.core.strict_json import dump_json, dumps_json
 from commcost.report.html import write_html
 from commcost.report.html.trace import trace_html
 from commcost.report.trace import STEPS_SHOWN

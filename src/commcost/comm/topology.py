@@ -102,6 +102,12 @@ class Topology:
     cost (GPUDirect-TCPX/TCPXO, where the data or its control path crosses the host's TCP stack): the latency
     term of such a collective is ``max(latency, t_f)`` (:func:`commcost.comm.algorithms.collective_cost`). A
     fabric property (fabrics.json ``collective_floor_s``, with its source); 0: no floor (RDMA fabrics)."""
+    multi_pod_caution: str | None = None
+    """Where the preset's figures for a group across its pods rest on a constant fitted on one table (systems.json
+    ``multi_pod_caution``, set by :func:`commcost.comm.systems.system_topology`); None: nothing to caution."""
+    caution_spine_oversubscription: float = 1.0
+    """The spine share the caution was written for (the preset's own): a topology whose spine someone else gave
+    carries no caution (:meth:`commcost.comm.fabric_model.FabricModel.scope_warning`)."""
     unlinked_peers: int = 0
     """``u``: GPUs of a full node a GPU has no direct intra-node link to (DGX-1's hybrid cube-mesh: 3 of the other
     7, all behind the other CPU socket). NCCL sends to them through host memory (its SHM transport: point-to-point

@@ -119,9 +119,10 @@ def analyze_file(path: str, index: int, round_us: bool = False) -> RankResult | 
     """The task: read and measure one rank's file; a failure comes back as a :class:`RankFailure`."""
     try:
         rt = load_rank(path, default_rank=index, round_us=round_us)
-        counted = counted_activities(rt)
+        kernel_ops: dict = {}
+        timed, untimed = timed_calls(rt, kernel_ops=kernel_ops)
+        counted = counted_activities(rt, kernel_ops)
         summary = analyze_rank(rt, counted=counted)
-        timed, untimed = timed_calls(rt)
         exposed, by_op_s, short, long = _extras(counted[1])
         use = resource.getrusage(resource.RUSAGE_SELF)
         rss = use.ru_maxrss * (1 if sys.platform == "darwin" else 1024)

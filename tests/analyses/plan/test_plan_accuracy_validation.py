@@ -95,9 +95,11 @@ def scored():
 
 HEADLINE = {
     # measured when the folds became projects (issue 31): figure -> (median |err|, p90, median signed, too fast)
-    "lopo": (0.099, 0.260, -0.033, 0.63),
-    "time_split": (0.093, 0.260, -0.084, 0.81),
-    "no_stack": (0.105, 0.313, 0.010, 0.47),
+    # re-measured when --stack auto began pricing a layout only by a stack that runs it (Meta's 405B runs as
+    # torchtitan, no longer Megatron-Core evidence for the H100's fraction): what plan_accuracy.py prints
+    "lopo": (0.096, 0.252, -0.030, 0.64),
+    "time_split": (0.133, 0.288, -0.133, 0.95),
+    "no_stack": (0.109, 0.313, 0.012, 0.47),
 }
 TOL = {"median": 0.005, "p90": 0.015, "signed": 0.01, "too_fast": 0.04}
 
@@ -121,10 +123,10 @@ def test_shipped_sustained_fractions_equal_a_fresh_fit(scored):
     for gpu, row in kernels()["gpus"].items():
         assert row["sustained"] == round(u_gpu.get(gpu, fallback), 3), gpu
     table = stacks._table()
-    for name, row in table["stacks"].items():
+    for name in table["stacks"]:   # a past release takes its base's fraction (stacks.json stores differences)
         fam = S.family(name)
         want = 1.0 if fam in S.MEGATRON_CORE else u_stack.get(fam, u_stack[None])
-        assert row["sustained"] == round(want, 3), name
+        assert stacks.stack_row(name)["sustained"] == round(want, 3), name
     for kind, u in table["auto_sustained"].items():
         assert u == round(u_stack["auto", kind], 3), kind
 

@@ -35,7 +35,7 @@ from commcost.core.units import MiB
 from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS, MAX_SEQ
 from commcost.core.validation import require_at_most, require_count
 from commcost.parallel.layout import expert_data_parallel
-from commcost.workload.stacks import layout_runs
+from commcost.workload.stacks import STACKS, auto_masks, layout_runs
 from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
@@ -321,12 +321,20 @@ def count_upper_bound(space: SearchSpace) -> int:
     return rows * combos
 
 
-def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto"):
+AUTO_PARTS = ("auto", *STACKS[1:])
+"""The parts ``--stack auto`` splits the space into (:func:`commcost.workload.stacks.auto_masks`): the layouts the stack
+its rule implies runs, then those each other of today's stacks is the first to run."""
+
+
+def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto",
+                    auto_part: str | None = None):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
     ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, :func:`_base_rows`);
     ``cols`` (:class:`GridColumns`) every configuration, one numpy mask per categorical combination;
-    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring)."""
+    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring); ``auto`` those the stack its
+    rule implies runs, and ``auto_part`` (a stack name) those ``--stack auto`` resolves to that stack
+    (:func:`commcost.workload.stacks.auto_masks`): a layout is priced only by a stack that runs it."""
     import numpy as np
 
 
@@ -355,6 +363,9 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
         if rules is not None:
             ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
                                   recompute=RECOMPUTE[rc], micro_batches=base["m"])
+        if rules is None or auto_part is not None:
+            ok = ok & auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp, recompute=RECOMPUTE[rc],
+                                 micro_batches=base["m"])[auto_part or "auto"]
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run
