@@ -27,13 +27,13 @@ def test_the_drill_imports_no_fabric_profile_or_shape_modules():
 PLAN_UNUSED = ("commcost.trace", "commcost.calibrate.fit", "commcost.calibrate.profile",
                "commcost.calibrate.nccl_tests", "commcost.report.chrome_trace",
                "commcost.report.training", "commcost.analyses.plan.search", "commcost.analyses.plan.grid",
-               "commcost.analyses.plan.training_cost", "commcost.analyses.drill.budget", "importlib.resources",
+               "commcost.analyses.plan.training_cost", "importlib.resources",
                "commcost.report.html", "commcost.formats.readers", "commcost.formats.hf_config",
                "commcost.formats.emit", "numpy")
 """Modules the README's first plan example has no use for (issue 37: ``plan`` imports what it uses):
 the trace reader, calibration's fits, the Chrome-trace writer (only with --trace-out), the training cost
 (only with --train-tokens), the HTML page (--html), the job-file and config readers (--from,
---hf-config), search's enumeration and --emit, the drill's analysis."""
+--hf-config), search's enumeration and --emit."""
 
 
 def test_the_plan_command_imports_only_what_it_uses():

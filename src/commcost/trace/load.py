@@ -190,7 +190,14 @@ def _no_cyclic_gc():
 
 def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool = False) -> RankTrace:
     """Read one trace file (streamed) into a :class:`RankTrace`; ``round_us``: HTA's rounding (:class:`_Clock`).
-    The cyclic collector is off while it reads (:func:`_no_cyclic_gc`)."""
+    The cyclic collector is off while it reads (:func:`_no_cyclic_gc`).
+
+    GPU events, runtime launches and CPU ops are the bulk of a trace: they are kept in flat arrays (8 bytes
+    a field) until the end, when only the launches of GPU events (and CPU ops of CPU-only traces) remain and
+    the GPU events become GpuEvent tuples. Millions of small objects kept alive while millions more are
+    parsed and dropped cost more per byte the larger the file (the collector walks every live container,
+    and the survivors scatter the parser's allocations over a growing heap): issue 37 measured 1 GB at 1.2x
+    the CPU seconds per 100 MB of 200 MB."""
     with _no_cyclic_gc():
         return _load_rank(path, default_rank, round_us=round_us)
 
@@ -200,12 +207,7 @@ def _load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool
     clock = _Clock(p, round_us)
     interval = clock.interval
     header = TraceHeader(path=p)
-    # GPU events, runtime launches and CPU ops are the bulk of a trace: kept in flat arrays (8 bytes a
-    # field) until the end, when only the launches of GPU events (and CPU ops of CPU-only traces) remain
-    # and the GPU events become GpuEvent tuples. Millions of small objects kept alive while millions
-    # more are parsed and dropped would cost more per byte the larger the file (the cyclic collector
-    # walks every live container, and the survivors scatter the parser's allocations over a growing
-    # heap): issue 37 measured 1 GB at 1.2x the CPU seconds per 100 MB of 200 MB.
+    # GPU events, runtime launches and CPU ops: flat arrays until the end (load_rank's docstring)
     g_start, g_end, g_kind, g_stream, g_corr = array("d"), array("d"), array("q"), array("q"), array("q")
     l_corr, l_ts, l_tid = array("q"), array("d"), array("q")
     c_start, c_end, c_tid = array("d"), array("d"), array("q")
@@ -234,9 +236,7 @@ def _load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool
             args = check.args(index, e)
             k = kinds.get((name, cat))
             if k is None:
-                kind = C.gpu_kind(name, cat)
-                k = kinds[(name, cat)] = len(known)
-                known.append((name, kind, C.kernel_collective(name) if kind == C.COMMUNICATION else None))
+                k = _new_kind(kinds, known, name, cat)
             corr = check.correlation(index, e, args)
             stream = check.tid(index, e, "stream", args["stream"]) if args.get("stream") is not None \
                 else check.tid(index, e)
@@ -277,9 +277,7 @@ def _load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool
     steps.sort(key=lambda s: s.start_s)
     calls.sort(key=lambda c: c.start_s)
     tid_of = {i: t for t, i in tids.items()}
-    gpu = [GpuEvent(g_start[j], g_end[j], known[g_kind[j]][1], known[g_kind[j]][2], tid_of[g_stream[j]], g_corr[j],
-                    known[g_kind[j]][0])
-           for j in sorted(range(len(g_start)), key=g_start.__getitem__)]   # by start; ties in file order
+    gpu = _gpu_events(g_start, g_end, g_kind, g_stream, g_corr, known, tid_of)
     wanted = set(g_corr)
     launches = {c: (ts, tid_of[i]) for c, ts, i in zip(l_corr, l_ts, l_tid) if c in wanted}
     kept_cpu = () if gpu else tuple((a, b, tid_of[i]) for a, b, i in zip(c_start, c_end, c_tid)
@@ -290,6 +288,20 @@ def _load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool
                      c10d_ops=tuple(sorted(c10d, key=lambda o: o[0])),
                      cpu_ops=kept_cpu, metadata=header.metadata, events=header.events,
                      origin_s=(clock.origin_us or 0) * US)
+
+
+def _new_kind(kinds: dict, known: list, name: str, cat: str) -> int:
+    """Index a GPU event's (name, category) the first time it is seen: ``known[i]`` holds (name, kind, op)."""
+    kind = C.gpu_kind(name, cat)
+    kinds[(name, cat)] = len(known)
+    known.append((name, kind, C.kernel_collective(name) if kind == C.COMMUNICATION else None))
+    return kinds[(name, cat)]
+
+
+def _gpu_events(start, end, kind, stream, corr, known, tid_of) -> list[GpuEvent]:
+    """The GPU events of the loader's arrays as GpuEvent tuples, sorted by start (ties in file order)."""
+    return [GpuEvent(start[j], end[j], known[kind[j]][1], known[kind[j]][2], tid_of[stream[j]], corr[j],
+                     known[kind[j]][0]) for j in sorted(range(len(start)), key=start.__getitem__)]
 
 
 MAX_WORLD_SIZE = 10**6
