@@ -33,7 +33,7 @@ DRILL_PATH = {
 """The modules ``python tools/collective_cost.py`` loads (the drill's four commands). Only these may import
 other commcost modules inside functions: the drill never loads those, so it starts fast."""
 
-PLAN_PATH = {"commcost.hardware", "commcost.cli.plan", "commcost.cli.inputs_plan", "commcost.cli.inputs_from",
+PLAN_PATH = {"commcost.hardware", "commcost.calibrate.efficiency", "commcost.cli.plan", "commcost.cli.inputs_plan", "commcost.cli.inputs_from",
              "commcost.report.plan", "commcost.analyses.uncertainty"}
 """Modules on ``commcost plan``'s start-up path that import, inside the function, what only an option needs
 (--trace-out, --train-tokens, --html, --from, --hf-config, a calibration; search's space and --emit; a
