@@ -24,7 +24,14 @@ the forkserver's children, so ``RUSAGE_CHILDREN`` does not see them). On a machi
 other work, wall time understates the speed-up and equal CPU seconds per 100 MB show the work
 did not grow.
 
+Per-byte cost against size (``--scaling 200,1000``): one trace of each size (MB), read by
+``analyze_trace`` in fresh child processes, the sizes alternated ``--repeat`` times (so machine noise
+hits both alike), with the cyclic collector's share of the time. Prints each size's median CPU seconds
+per 100 MB and the ratio of the largest to the smallest: flat per-byte cost is a ratio near 1 (issue
+37: within 1.1x from 200 MB to 1 GB). The machine's core count is printed with it.
+
     python benchmarks/trace_speed.py [--mb 200] [--ranks 8 --rank-mb 25 --workers 2] [--skip-hta]
+    python benchmarks/trace_speed.py --skip-hta --ranks 0 --scaling 200,1000 [--repeat 3]
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,6 +58,21 @@ dt = time.perf_counter() - t
 u = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"s": dt, "cpu_s": u.ru_utime + u.ru_stime, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   "overlap_pct": r.overlap_pct, "compute_us": r.compute_s * 1e6}))
+"""
+_SCALING = """
+import gc, json, resource, sys, time
+gc_s = [0.0, 0.0]
+def on_gc(phase, info):
+    if phase == "start":
+        gc_s[1] = time.process_time()
+    else:
+        gc_s[0] += time.process_time() - gc_s[1]
+gc.callbacks.append(on_gc)
+t = time.process_time()
+from commcost.trace.summary import analyze_trace
+s = analyze_trace(sys.argv[1])
+cpu = time.process_time() - t
+print(json.dumps({"cpu_s": cpu, "gc_s": gc_s[0], "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 _HTA = """
 import json, logging, os, resource, sys, time
@@ -137,11 +161,42 @@ def main() -> None:
     ap.add_argument("--rank-mb", type=float, default=25.0, help="size of each rank's file, MB (1e6 bytes)")
     ap.add_argument("--workers", type=int, default=2, help="local processes for the parallel read")
     ap.add_argument("--skip-hta", action="store_true", help="only the job part (no single-file comparison)")
+    ap.add_argument("--scaling", metavar="MB,MB", help="CPU seconds per 100 MB at each size, and their ratio")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each size with --scaling (median)")
     args = ap.parse_args()
     if not args.skip_hta:
         single(args.mb)
     if args.ranks > 0:
         job(args.ranks, args.rank_mb, args.workers)
+    if args.scaling:
+        scaling([float(x) for x in args.scaling.split(",")], args.repeat)
+
+
+def scaling(sizes_mb: list[float], repeat: int) -> None:
+    """CPU seconds per 100 MB of ``analyze_trace`` at each size, and the largest's over the smallest's
+    (module docstring)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {mb: Path(tmp) / f"t{mb:g}.json" for mb in sizes_mb}
+        real = {mb: build(f, mb) for mb, f in files.items()}
+        runs: dict[float, list[dict]] = {mb: [] for mb in sizes_mb}
+        for _ in range(repeat):  # interleaved
+            for mb, f in files.items():
+                runs[mb].append(timed(_SCALING, str(f)))
+    print(f"per-byte cost against size: {os.cpu_count()} cores ({usable} usable), median of {repeat} runs "
+          "each, fresh processes, CPU seconds (imports included)")
+    print(f"{'MB of JSON':>10} {'CPU s':>8} {'CPU s per 100 MB':>17} {'of it GC':>9} {'peak RSS':>10}")
+    per = {}
+    for mb in sizes_mb:
+        cpu = statistics.median(r["cpu_s"] for r in runs[mb])
+        gc_s = statistics.median(r["gc_s"] for r in runs[mb])
+        rss = max(r["rss_kb"] for r in runs[mb]) / 1024
+        per[mb] = 100 * cpu / real[mb]
+        print(f"{real[mb]:10.1f} {cpu:8.2f} {per[mb]:17.3f} {100 * gc_s / real[mb]:9.3f} {rss:7.0f} MB")
+    lo, hi = min(sizes_mb), max(sizes_mb)
+    ratio = per[hi] / per[lo]
+    print(f"CPU s per 100 MB at {real[hi]:.0f} MB / at {real[lo]:.0f} MB: {ratio:.3f}x "
+          f"(target <= 1.1x): {'OK' if ratio <= 1.1 else 'OVER'}")
 
 
 def job(ranks: int, rank_mb: float, workers: int) -> None:

@@ -67,3 +67,40 @@ def test_impossible_rank_or_world_size_is_refused(tmp_path, field, value, words)
     path = _trace(tmp_path, lambda b: b.info.__setitem__(field, value))
     with pytest.raises(InputError, match=f"t.json: distributedInfo field {words}"):
         load_rank(path)
+
+
+def test_gpu_events_sorted_by_start_ties_in_file_order_with_their_fields(tmp_path):
+    # issue 37: the loader keeps GPU events in flat arrays while it reads and builds the tuples at the end
+    b = TraceBuilder()
+    b.compute(300, 10, stream=7)                 # correlation 1, 300-310 us
+    b.nccl(100, 50, stream=20)                   # correlation 2, 100-150 us: first by start
+    b.compute(300, 5, stream=8)                  # correlation 3, also at 300 us: after 1 (file order)
+    b.events.append({"ph": "X", "cat": "kernel", "name": "void gemm_kernel<float>(float*)", "pid": 0, "tid": 9,
+                     "ts": 200, "dur": 1, "args": {"stream": "s9", "device": 0}})   # no correlation, a named stream
+    rt = load_rank(b.write(tmp_path / "t.json"))
+    # times are seconds after the first event's ts (300 us): 100 us -> -200e-6 s, 300 us -> 0
+    assert [(g.correlation, g.stream) for g in rt.gpu_events] == [(2, 20), (-1, "s9"), (1, 7), (3, 8)]
+    assert [g.start_s for g in rt.gpu_events] == pytest.approx([-200e-6, -100e-6, 0.0, 0.0], abs=1e-15)
+    assert [g.end_s for g in rt.gpu_events] == pytest.approx([-150e-6, -99e-6, 10e-6, 5e-6], abs=1e-15)
+    assert [g.kind for g in rt.gpu_events] == ["communication", "compute", "compute", "compute"]
+    assert rt.gpu_events[0].op.value == "all_reduce" and rt.gpu_events[2].op is None
+    assert rt.gpu_events[0].name == "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)"
+    assert sorted(rt.launches) == [1, 2, 3]       # the launches of the GPU events with a correlation
+
+
+def test_the_cyclic_collector_is_back_as_it_was_after_reading(tmp_path):
+    import gc
+
+    path = _trace(tmp_path, lambda b: None)
+    assert gc.isenabled()
+    load_rank(path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_rank(path)
+        assert not gc.isenabled()                 # not turned on behind a caller that had it off
+    finally:
+        gc.enable()
+    with pytest.raises(InputError):
+        load_rank(_trace(tmp_path, _set(1, "args", [1])))
+    assert gc.isenabled()                         # also after a refused file

@@ -32,8 +32,6 @@ from dataclasses import dataclass, replace
 from commcost.comm.band import band_class, band_ratios, composed_band
 from commcost.comm.model import CommModel
 from commcost.comm.topology import Topology
-from commcost.analyses.drill.budget import _step_analysis
-from commcost.analyses.drill.budget import budget_timeline_inputs
 from commcost.analyses.plan.plan import plan
 from commcost.comm.collectives import Collective
 from commcost.step.ddp_buckets import DdpBucketCaps
@@ -72,6 +70,8 @@ class BudgetBand:
 def budget_band(b: Budget, topology: Topology) -> BudgetBand | None:
     """The band of ``b`` computed on the system preset ``topology``; None when there is no all-reduce
     (``P = 1``)."""
+    # here, not at the top: ``commcost plan`` (plan_band) does not load the drill's analysis
+    from commcost.analyses.drill.budget import _step_analysis, budget_timeline_inputs
 
     inp, T = b.inputs, b.allreduce
     if T.total_s == 0:

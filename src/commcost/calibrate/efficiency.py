@@ -21,7 +21,6 @@ from dataclasses import replace
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
 from commcost.core.validation import require_finite_positive
-from commcost.core.files import write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,6 +88,8 @@ def save_calibration(path: str, inp: PlanInputs, efficiency: float, measured_ste
     doc = {"kind": KIND, "efficiency": efficiency, "model": inp.spec.name, "family": model_family(inp.spec.name),
            "gpu": inp.gpu, "precision": inp.precision, "measured_step_s": measured_step_s,
            "layout": inp.layout.to_dict(), "seq": inp.seq}
+
+    from commcost.core.files import write_atomic   # only when saving: plan's start-up loads no tempfile
 
     write_atomic(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 

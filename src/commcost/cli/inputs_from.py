@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 
 from commcost.cli import _args as A
-from commcost.formats.job import resolve_job
-from commcost.formats.hf_config import spec_from_hf_config
-from commcost.formats.readers import read_job
 from commcost.workload.transformer import model_spec
 
 __all__ = ["add_from_argument", "apply_from", "LAYOUT_DESTS", "SHAPE_DESTS"]
@@ -37,6 +34,8 @@ def add_from_argument(p: argparse.ArgumentParser) -> None:
 def _layers(merged: dict) -> int | None:
     """The model's layer count (for virtual stages), from the flags as the file fills them in."""
     if merged.get("hf_config"):
+        from commcost.formats.hf_config import spec_from_hf_config   # only with --hf-config (plan's start-up)
+
         return spec_from_hf_config(merged["hf_config"]).layers
     if merged.get("model") is not None:
         return model_spec(merged["model"]).layers
@@ -49,6 +48,9 @@ def apply_from(args: argparse.Namespace, *, search: bool = False) -> tuple[argpa
     path = getattr(args, "from_file", None)
     if path is None:
         return args, None
+    from commcost.formats.job import resolve_job   # only with --from: plan's start-up reads no job file
+    from commcost.formats.readers import read_job
+
     job = read_job(path)
     merged = dict(vars(args))
     given = merged.get("given_flags", frozenset())

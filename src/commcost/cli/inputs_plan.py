@@ -5,7 +5,8 @@ and :class:`~commcost.analyses.plan.search_inputs.SearchInputs` with its space b
 enumerated.
 
 Part of the input builder (:mod:`commcost.cli.inputs` and its ``inputs_*`` siblings), the one reader of
-the argparse Namespace; not on the drill's start-up path, so its imports sit at the top.
+the argparse Namespace. ``commcost plan`` starts through it, so what only ``search`` (the search space)
+needs is imported inside the function that uses it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,10 @@ import shlex
 from dataclasses import dataclass, replace
 
 from commcost.analyses.plan.plan import PlanInputs
-from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
-from commcost.analyses.plan.space import count_upper_bound, fixes_admitting_nothing
 from commcost.calibrate.efficiency import load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
 from commcost.cli.inputs_from import apply_from
-from commcost.formats.emit import EMIT_KINDS
-from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
@@ -34,6 +31,10 @@ from commcost.workload.transformer import TransformerSpec, model_spec
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from commcost.analyses.plan.search import SearchInputs
 
 __all__ = ["moe_inputs", "model_spec_of", "resolve_hardware", "PlanRequest", "plan_request", "parse_gpus_range",
            "plan_prefix", "SearchRequest", "search_request", "MAX_GPU_COUNTS", "MAX_GLOBAL_BATCH", "MAX_TOP",
@@ -64,6 +65,8 @@ def model_spec_of(args: argparse.Namespace):
             A.fail(f"--hf-config fixes the shape; drop --{'model' if args.model is not None else shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
         if args.seq is None:
             A.fail("--hf-config needs --seq (a config.json holds the longest context, not the training length)")
+        from commcost.formats.hf_config import spec_from_hf_config   # only with --hf-config
+
         return spec_from_hf_config(args.hf_config), args.seq
     if args.model is not None:
         if shape_flags or args.gated_mlp:
@@ -283,8 +286,13 @@ class SearchRequest:
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
+    from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
+    from commcost.analyses.plan.space import count_upper_bound, fixes_admitting_nothing
+
     args, _ = apply_from(args, search=True)
     if args.emit is not None:
+        from commcost.formats.emit import EMIT_KINDS
+
         if args.emit[0] not in EMIT_KINDS:
             A.fail(f"--emit {args.emit[0]!r}: valid kinds are {', '.join(EMIT_KINDS)}")
         A.check_output_path("--emit", args.emit[1])

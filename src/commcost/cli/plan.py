@@ -9,7 +9,6 @@ from commcost.cli import _args as A
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.sensitivity import sensitivity
-from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
 from commcost.analyses.interval import plan_interval
 from commcost.calibrate.efficiency import efficiency_from, save_calibration
@@ -17,10 +16,6 @@ from commcost.cli._fabric import add_nvls_argument
 from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_from import add_from_argument
 from commcost.cli.inputs_plan import plan_request
-from commcost.report.chrome_trace import plan_chrome_trace
-from commcost.report.chrome_trace import write_trace
-from commcost.report.html import write_html
-from commcost.report.html.plan import plan_html
 from commcost.report.plan import plan_run_notes
 from commcost.report.plan import render_plan_json
 from commcost.report.plan import render_plan_text
@@ -164,9 +159,13 @@ def run(args: argparse.Namespace) -> int:
     band = None if band_topology is None else plan_band(inp, result, model, band_topology)
     interval = plan_interval(result, band)   # the step's prediction interval (commcost.analyses.interval)
     if req.trace_out:
+        from commcost.report.chrome_trace import plan_chrome_trace, write_trace
+
         write_trace(req.trace_out, plan_chrome_trace(result))
     run_cost = None
     if req.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
+        from commcost.analyses.plan.training_cost import training_cost
+
         run_cost = training_cost(tokens=req.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
                                  gpus=inp.layout.world, price_per_gpu_hour=req.price_per_gpu_hour)
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=measured_step_s, saved_to=req.save_calibration,
@@ -174,9 +173,12 @@ def run(args: argparse.Namespace) -> int:
                                   trace_out=req.trace_out, run_cost=run_cost, interval=interval)
     if req.from_summary:
         extra["from"] = req.from_summary
-    sens = sensitivity(inp, model)
+    sens = sensitivity(inp, model, result)   # the plan itself is not priced again
     text = render_plan_json(result, extra, band, sens, interval) if req.json or html else None
     if html:  # the page of the very dict --json prints (docs/report.md)
+        from commcost.report.html import write_html   # only with --html: plan imports what it uses
+        from commcost.report.html.plan import plan_html
+
         write_html(html, plan_html(json_dict(text)))
     print(text if req.json else render_plan_text(result, notes, band, sens, interval))
     return 0

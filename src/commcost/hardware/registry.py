@@ -20,12 +20,28 @@ from typing import Any
 
 from commcost.hardware import load_preset_file, lookup
 
-__all__ = ["PresetEntry", "gpus", "gpu_row", "kernels", "fabrics", "systems",
+__all__ = ["PresetEntry", "clear_preset_caches", "gpus", "gpu_row", "kernels", "fabrics", "systems",
            "system_names", "preset_entries", "MODEL_ALIASES", "models", "model_key", "model_row"]
 
 
+@lru_cache(maxsize=8)
 def _table(file_name: str) -> dict[str, Any]:
+    """The entries of preset file ``file_name`` (its ``_``-keys dropped), parsed once per process: a
+    repeated ``plan()`` asks for ``gpus()`` on every call (:func:`commcost.workload.nccl_memory.nvls_capable`).
+    Shared, so read-only for callers; :func:`clear_preset_caches` drops it."""
     return {k: v for k, v in load_preset_file(file_name).items() if not k.startswith("_")}
+
+
+def clear_preset_caches() -> None:
+    """Drop every parse this module keeps (:func:`gpus`, :func:`fabrics`, :func:`systems`, :func:`models`,
+    :func:`gpu_row`, :func:`kernels`): the next call reads the packaged file again. For a caller that
+    changed a loaded table in place (an accuracy benchmark overriding a kernels fraction) and wants
+    the packaged numbers back; the caches built from them elsewhere
+    (:func:`commcost.workload.operators.kernel_rates`, :func:`commcost.workload.stacks.stack`) are
+    cleared by that caller too."""
+    _table.cache_clear()
+    gpu_row.cache_clear()
+    kernels.cache_clear()
 
 
 def gpus() -> dict[str, dict[str, Any]]:

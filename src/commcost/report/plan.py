@@ -19,8 +19,6 @@ from commcost.core.strict_json import dumps_json
 from commcost.report._width import wrap_lines
 from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report.bucket_advice import render_bucket_advice
-from commcost.report.training import render_training, training_to_dict
-from commcost.calibrate.efficiency import calibration_note
 from commcost.workload.stacks import stacks_running
 
 TYPE_CHECKING = False
@@ -336,11 +334,15 @@ def plan_run_notes(*, inputs, measured_step_s: float | None = None, saved_to: st
         if saved_to:
             notes.append(f"saved to {saved_to}")
     if calibration is not None:
+        from commcost.calibrate.efficiency import calibration_note  # imported only when a calibration is read
+
         notes.append(calibration_note(calibration, inputs))
         extra["calibration"] = {"path": calibration_path, "efficiency": calibration["efficiency"], "note": notes[-1]}
     if trace_out:
         notes.append(f"Chrome trace of the step's accounting written to {trace_out}")
     if run_cost is not None:
+        from commcost.report.training import render_training, training_to_dict
+
         extra["training"] = training_to_dict(run_cost, interval)
         notes.append(render_training(run_cost, interval))
     return notes, extra

@@ -11,10 +11,12 @@ nowhere else.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 from array import array
 from collections import namedtuple
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,19 +170,50 @@ class _Checked:
         return corr
 
 
+@contextmanager
+def _no_cyclic_gc():
+    """Python's cyclic garbage collector off for the block, back as it was after (also on an error).
+
+    Parsing a trace allocates millions of dicts and lists (the events, a batch at a time) that reference
+    counting frees; none is part of a reference cycle, so the collector finds nothing, yet it runs every
+    700 allocations and walks every container still alive, more of them the larger the file: a quarter
+    of the CPU time of a 1 GB trace (issue 37). The flag is the process's: code on another thread that
+    makes cyclic garbage in the meantime has it collected once the block ends."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool = False) -> RankTrace:
-    """Read one trace file (streamed) into a :class:`RankTrace`; ``round_us``: HTA's rounding (:class:`_Clock`)."""
+    """Read one trace file (streamed) into a :class:`RankTrace`; ``round_us``: HTA's rounding (:class:`_Clock`).
+    The cyclic collector is off while it reads (:func:`_no_cyclic_gc`).
+
+    GPU events, runtime launches and CPU ops are the bulk of a trace: they are kept in flat arrays (8 bytes
+    a field) until the end, when only the launches of GPU events (and CPU ops of CPU-only traces) remain and
+    the GPU events become GpuEvent tuples. Millions of small objects kept alive while millions more are
+    parsed and dropped cost more per byte the larger the file (the collector walks every live container,
+    and the survivors scatter the parser's allocations over a growing heap): issue 37 measured 1 GB at 1.2x
+    the CPU seconds per 100 MB of 200 MB."""
+    with _no_cyclic_gc():
+        return _load_rank(path, default_rank, round_us=round_us)
+
+
+def _load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool = False) -> RankTrace:
     p = os.fspath(path)
     clock = _Clock(p, round_us)
     interval = clock.interval
     header = TraceHeader(path=p)
-    gpu: list[GpuEvent] = []
-    # runtime launches and CPU ops are the bulk of a trace: kept in flat arrays (24 bytes each)
-    # until the end, when only the launches of GPU events (and CPU ops of CPU-only traces) remain
+    # GPU events, runtime launches and CPU ops: flat arrays until the end (load_rank's docstring)
+    g_start, g_end, g_kind, g_stream, g_corr = array("d"), array("d"), array("q"), array("q"), array("q")
     l_corr, l_ts, l_tid = array("q"), array("d"), array("q")
     c_start, c_end, c_tid = array("d"), array("d"), array("q")
     tids: dict[object, int] = {}
-    kinds: dict[tuple[str, str], tuple[str, str, object]] = {}   # (name, cat) -> (interned name, kind, op)
+    kinds: dict[tuple[str, str], int] = {}   # (name, cat) -> index in known
+    known: list[tuple[str, str, object]] = []   # (interned name, kind, op)
     steps: list[Step] = []
     calls: list[CpuCall] = []
     c10d: list[tuple[float, float, int, str, Any]] = []
@@ -201,16 +234,17 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
         if cat in C.GPU_CATEGORIES:
             s, t = interval(e)
             args = check.args(index, e)
-            known = kinds.get((name, cat))
-            if known is None:
-                kind = C.gpu_kind(name, cat)
-                known = kinds[(name, cat)] = (name, kind, C.kernel_collective(name) if kind == C.COMMUNICATION
-                                              else None)
-            name, kind, op = known
+            k = kinds.get((name, cat))
+            if k is None:
+                k = _new_kind(kinds, known, name, cat)
             corr = check.correlation(index, e, args)
             stream = check.tid(index, e, "stream", args["stream"]) if args.get("stream") is not None \
                 else check.tid(index, e)
-            gpu.append(GpuEvent(s, t, kind, op, stream, -1 if corr is None else corr, name))
+            g_start.append(s)
+            g_end.append(t)
+            g_kind.append(k)
+            g_stream.append(tids.setdefault(stream, len(tids)))
+            g_corr.append(-1 if corr is None else corr)
         elif cat in _RUNTIME_CATS:
             corr = check.correlation(index, e, check.args(index, e))
             if corr is not None:
@@ -240,11 +274,11 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     if not isinstance(info, dict):
         info = {}
     rank, world = _rank_and_world(p, info, default_rank)
-    gpu.sort(key=lambda g: g.start_s)
     steps.sort(key=lambda s: s.start_s)
     calls.sort(key=lambda c: c.start_s)
     tid_of = {i: t for t, i in tids.items()}
-    wanted = {g.correlation for g in gpu}
+    gpu = _gpu_events(g_start, g_end, g_kind, g_stream, g_corr, known, tid_of)
+    wanted = set(g_corr)
     launches = {c: (ts, tid_of[i]) for c, ts, i in zip(l_corr, l_ts, l_tid) if c in wanted}
     kept_cpu = () if gpu else tuple((a, b, tid_of[i]) for a, b, i in zip(c_start, c_end, c_tid)
                                     if tid_of[i] not in comm_tids)
@@ -254,6 +288,20 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
                      c10d_ops=tuple(sorted(c10d, key=lambda o: o[0])),
                      cpu_ops=kept_cpu, metadata=header.metadata, events=header.events,
                      origin_s=(clock.origin_us or 0) * US)
+
+
+def _new_kind(kinds: dict, known: list, name: str, cat: str) -> int:
+    """Index a GPU event's (name, category) the first time it is seen: ``known[i]`` holds (name, kind, op)."""
+    kind = C.gpu_kind(name, cat)
+    kinds[(name, cat)] = len(known)
+    known.append((name, kind, C.kernel_collective(name) if kind == C.COMMUNICATION else None))
+    return kinds[(name, cat)]
+
+
+def _gpu_events(start, end, kind, stream, corr, known, tid_of) -> list[GpuEvent]:
+    """The GPU events of the loader's arrays as GpuEvent tuples, sorted by start (ties in file order)."""
+    return [GpuEvent(start[j], end[j], known[kind[j]][1], known[kind[j]][2], tid_of[stream[j]], corr[j],
+                     known[kind[j]][0]) for j in sorted(range(len(start)), key=start.__getitem__)]
 
 
 MAX_WORLD_SIZE = 10**6

@@ -92,6 +92,33 @@ def test_sensitivity_steps_are_plans_steps():
     assert named.current == "nemo" and "auto" not in named.values
 
 
+def test_sensitivity_prices_the_plan_itself_once(monkeypatch):
+    # issue 37: every row holds the current value, the plan's own inputs again; priced once (or not at
+    # all when the caller passes its plan), the rows unchanged
+    import commcost.analyses.plan.sensitivity as S
+
+    inp, model = _inp(zero=1)
+    calls = []
+
+    def counting(i, m):
+        calls.append(i)
+        return plan(i, m)
+
+    monkeypatch.setattr(S, "plan", counting)
+    alone = S.sensitivity(inp, model)
+    n_alone = len(calls)
+    calls.clear()
+    given = S.sensitivity(inp, model, plan(inp, model))
+    assert given == alone
+    assert inp not in calls                  # the plan given is not priced again
+    assert n_alone == len(calls) + 1         # alone: priced once, for the first row
+    # tried: micro-batch 1, 2, 4, 8 (4 values), recompute 3, stack 6 (no pipeline, no --vp row); each of
+    # the 3 rows holds the current value once: 4 + 3 + 6 - 3 = 10 other inputs; the layout refuses
+    # micro-batch 8 before any plan, so 9 are priced, each once, and listed
+    assert len(calls) == len(set(calls)) == 9
+    assert sum(len(r.values) for r in given) - len(given) == 9
+
+
 def test_cli_prints_the_same_step_and_keys():
     inp, model = _inp(zero=3)
     p = plan(inp, model)

@@ -55,20 +55,25 @@ class SensitivityRow:
                 "values": [{"value": v, "step_s": s, "fits": f} for v, s, f in zip(self.values, self.step_s, self.fits)]}
 
 
-def _try(inp: PlanInputs, model: CommModel, **changes) -> Plan | None:
-
+def _try(inp: PlanInputs, model: CommModel, seen: dict, **changes) -> Plan | None:
+    """The plan with ``changes``; ``seen`` holds the plans of inputs already priced (each row's current
+    value is the plan's own inputs again: priced once, not once per row)."""
     layout_changes = {k: v for k, v in changes.items() if k in ("micro_batch", "vp", "recompute")}
     try:
         new = replace(inp, layout=replace(inp.layout, **layout_changes),
                       **{k: v for k, v in changes.items() if k not in layout_changes})
-        return plan(new, model)
+        if new not in seen:
+            seen[new] = plan(new, model)
+        return seen[new]
     except InputError:
         return None
 
 
-def sensitivity(inp: PlanInputs, model: CommModel) -> tuple[SensitivityRow, ...]:
-    """The step across each often-unstated input's admissible values (module docstring)."""
+def sensitivity(inp: PlanInputs, model: CommModel, base: Plan | None = None) -> tuple[SensitivityRow, ...]:
+    """The step across each often-unstated input's admissible values (module docstring). ``base``, the
+    plan of ``inp`` where the caller has it, is not priced again."""
 
+    seen = {} if base is None else {inp: base}
     L = inp.layout
     trials = [("--micro-batch", "micro_batch", [str(b) for b in MICRO_BATCHES], str(L.micro_batch), int),
               ("--recompute", "recompute", ["none", "selective", "full"], L.recompute, str),
@@ -80,7 +85,7 @@ def sensitivity(inp: PlanInputs, model: CommModel) -> tuple[SensitivityRow, ...]
     for flag, field, values, current, conv in trials:
         if current not in values:
             values = sorted({*values, current}, key=lambda x: (len(x), x))
-        got = [(v, _try(inp, model, **{field: conv(v)})) for v in values]
+        got = [(v, _try(inp, model, seen, **{field: conv(v)})) for v in values]
         got = [(v, p) for v, p in got if p is not None]
         if len(got) < 2 or current not in [v for v, _ in got]:
             continue
