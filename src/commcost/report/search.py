@@ -79,6 +79,7 @@ def _terms(p: Plan) -> dict[str, float]:
     for dim, s in sorted(p.exposed_by_dimension().items()):
         out[f"exposed {dim.upper()} communication"] = s
     out["optimizer"] = p.optimizer_s
+    out["losses that grow with the job"] = p.losses.total_s
     return out
 
 

@@ -52,6 +52,7 @@ from commcost.parallel.zero import zero3_gather_bytes
 from commcost.parallel.zero import zero3_scatter_bytes
 from commcost.parallel.zero import zero3_units
 from commcost.step.ddp_buckets import ddp_bucket_caps
+from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, step_losses
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
 from commcost.step.timeline import uniform_layout
@@ -226,6 +227,8 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, zero3_scatter_bytes(params=params, units=units, grad_bytes=q_g),
                           P, rpn, on)
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
+    world = (t * p * c * base["d"]).astype(int)       # plan.plan_losses: the gradient norm's all-reduce over the job
+    X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
     return X
 
 
@@ -384,7 +387,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
     Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
-    ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
+    ``exposed_<dim>_s`` for tp, cp, ep, pp, dp, and the losses :data:`commcost.step.losses.LOSS_NAMES`.
     """
     import numpy as np
 
@@ -470,8 +473,11 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     once = z3 & (p > 1) & given_stack_flag(inp.stack, "zero3_unshard_under_pp", False)
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
                                        layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
+    rounds = np.where(once, 1.0, m)
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
-                                     rounds=np.where(once, 1.0, m))
+                                     rounds=rounds)
+    # ZeRO-3's time on the wire (zero_ops' counts: gathers twice per round, or once where the stage stays gathered)
+    wire_dp = rounds * zero3_units(per_stage) * (np.where(once, 1.0, 2.0) * T_ag + np.where(z3, X["T3_rs"][bi], 0.0))
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
@@ -489,16 +495,22 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
         gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
         ex_dp[low] = E + gather.sum(axis=1)
+        wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
         # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
         if given_stack_flag(inp.stack, "zero2_scatter_per_micro_batch", False):
             z2 = zero[low] == 2
             ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m[low] - 1,
                                                                      scatter_s=X["bucket_whole"][vi, bl], window_s=W),
                                    0.0)
+            wire_dp[low] += np.where(z2, (m[low] - 1) * X["bucket_whole"][vi, bl], 0.0)
     exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
     optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
                               dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=hbm)
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
+    # plan.plan_losses: the losses that grow with the job (commcost.step.losses)
+    losses = dict(zip(LOSS_NAMES, step_losses(np, compute_s=compute, ranks=t * p * c * base["d"][bi], hidden_s=wire_dp - ex_dp,
+                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])))
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + sum(
+        losses.values())
     return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
                 optimizer_s=optimizer, micro_batch_s=t_mb, exposed_tp_s=ex_tp, exposed_cp_s=ex_cp,
-                exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp)
+                exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp, **losses)
