@@ -225,6 +225,8 @@ def main(argv: list[str]) -> int:
                             err=abs(pr.step_s - measured) / measured))
     fits = leave_one_source_out(results, fit_only="--fit" in argv)
     if "--fit" not in argv:
+        import scaling_series   # the error's trend with the GPU count (benchmarks/scaling_series.py)
+        scaling_series.report(results, err="loso", label="leave-one-source-out errors")
         memory_check(results)
         moe_apart(results)
         moe_leave_one_source_out(results, fits)
