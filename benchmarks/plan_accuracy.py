@@ -205,6 +205,21 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     return inp, FabricModel(topology=topo)
 
 
+def no_stack_inputs(inp: PlanInputs) -> PlanInputs:
+    """``inp`` as a user who names no stack and no MoE flag gets it from ``commcost plan``: ``--stack auto`` and, for
+    MoE, the recipes' expert TP, dispatcher and overlap (:func:`commcost.workload.recipes.moe_recipe_defaults`)."""
+    from commcost.workload.recipes import moe_recipe_defaults, recipe_line
+    from commcost.workload.stacks import resolve_stack
+
+    inp = replace(inp, stack="auto")
+    if not inp.spec.is_moe:
+        return inp
+    L = inp.layout
+    d = moe_recipe_defaults(stack=resolve_stack("auto", L)[0], tp=L.tp, dp=L.dp, cp=L.cp, ep=L.ep, pp=L.pp, vp=L.vp)
+    return replace(inp, layout=replace(L, etp=d["etp"]), a2a=d["a2a"], moe_overlap=d["moe_overlap"], fp8_dispatch=False,
+                   defaults_note=recipe_line(d))
+
+
 def p90(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, math.ceil(0.9 * len(xs)) - 1)]
@@ -372,24 +387,27 @@ def moe_apart(results: list[dict]) -> None:
     if not sel:
         return
     print(f"MoE rows ({len(sel)}; no constant fitted on them: all out of sample), signed error:")
-    print(f"  {'id':<32}{'published':>10}{'recipe':>9}{'etp = t':>9}  dispatch and groups (recipe)")
-    signed, defaults = [], []
+    print(f"  {'id':<32}{'published':>10}{'recipe':>9}{'etp = t':>9}{'no stack':>9}  dispatch and groups (recipe)")
+    signed, defaults, nostack = [], [], []
     for r in sel:
         inp_d, model = inputs(r["row"], moe={})
         d = (plan(inp_d, model).step_s - r["measured"]) / r["measured"]
+        n = (plan(no_stack_inputs(inp_d), model).step_s - r["measured"]) / r["measured"]
+        nostack.append(n)
         e = (r["plan"].step_s - r["measured"]) / r["measured"]
         signed.append(e)
         defaults.append(d)
         from commcost.parallel.layout import group_placement
         L = r["inp"].layout
         size, rpn, nodes = group_placement(L, "ep", r["inp"].gpus_per_node)
-        print(f"  {r['row']['id']:<32}{r['measured']:>9.3f}s{e:>+9.1%}{d:>+9.1%}  {r['inp'].a2a}, overlap "
+        print(f"  {r['row']['id']:<32}{r['measured']:>9.3f}s{e:>+9.1%}{d:>+9.1%}{n:>+9.1%}  {r['inp'].a2a}, overlap "
               f"{r['inp'].moe_overlap}, ep {size} on {nodes} node(s), etp {L.expert_tp}")
     for name, pick in (("all", lambda r: True), ("published_runs.csv", lambda r: "a2a" not in r["row"]),
                        ("published_moe_runs.csv (new source)", lambda r: "a2a" in r["row"])):
         idx = [i for i, r in enumerate(sel) if pick(r)]
         for label, es in (("recipe settings", [signed[i] for i in idx]),
-                          ("defaults (etp = t, nccl, no overlap)", [defaults[i] for i in idx])):
+                          ("defaults (etp = t, nccl, no overlap)", [defaults[i] for i in idx]),
+                          ("no stack named (the recipes' defaults)", [nostack[i] for i in idx])):
             if not es:
                 continue
             a = [abs(x) for x in es]

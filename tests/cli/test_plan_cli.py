@@ -19,7 +19,8 @@ def test_plan_json_keys(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["layout"]["dp"] == 8 and d["memory"]["fits"] is True
     assert d["step_s"] == pytest.approx(sum(d["breakdown"][k] for k in ("compute_s", "pipeline_bubble_s",
-                                                                        "exposed_comm_s", "optimizer_s")))
+                                                                        "exposed_comm_s", "optimizer_s"))
+                                        + d["breakdown"]["losses"]["total_s"])
 
 
 def test_pure_ddp_7b_does_not_fit_and_says_why(capsys):

@@ -149,6 +149,7 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
         "expert_groups": expert_placement(p),
+        "defaults_note": inp.defaults_note,
         "moe": {"a2a": inp.a2a, "fp8_dispatch": inp.fp8_dispatch, "overlap": inp.moe_overlap,
                 "expert_load": inp.expert_load} if inp.spec.is_moe else None,
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
@@ -279,6 +280,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"layout: {L.world} x {inp.gpu} = dp {L.dp} x tp {L.tp} x pp {L.pp} (vp {L.vp}) x cp {L.cp}, ep {L.ep}, ZeRO-{L.zero}"
         f"{', sequence parallel' if L.sequence_parallel else ''}, recompute {L.recompute}, {inp.precision}, order {L.order}",
         *_expert_lines(p),
+        *([f"assumed: {inp.defaults_note}"] if inp.defaults_note else []),
         f"fabric: {p.comm_model}",
         f"stack: {p.stack} ({p.stack_source})",
         "  stacks that run this layout (hardware/stacks.json): " + (", ".join(stacks_running(L)) or "none of them"),

@@ -235,7 +235,8 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
            "global_batch": inp.space.global_batch, "objective": inp.objective,
            "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "ranking": ranking_words(r),
-           "memory_headroom": inp.headroom, "stack": inp.stack, "evaluated": r.evaluated,
+           "memory_headroom": inp.headroom, "stack": inp.stack, "defaults_note": inp.defaults_note,
+           "evaluated": r.evaluated,
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
            "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
@@ -295,6 +296,8 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
                          "recomputation was tried)")
         return wrap_lines("\n".join(lines), width)
     lines.append(f"fabric: {r.plans[0].comm_model}")
+    if inp.defaults_note:
+        lines.append(f"assumed: {inp.defaults_note}")
     lines.append(ranking_words(r))
     cols = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
            f"{'optim.':>8} {'memory':>9}"

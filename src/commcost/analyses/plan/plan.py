@@ -159,6 +159,9 @@ class PlanInputs:
     """Megatron-Core's ``recompute_modules`` beside the core attention (:data:`commcost.workload.memory.RECOMPUTE_MODULES`:
     ``mla_up_proj``, ``mlp``): the memory they free (:func:`commcost.workload.memory.layer_activation_bytes`); their
     few recomputed FLOPs are not priced. Empty: none."""
+    defaults_note: str = ""
+    """One line on the defaults assumed for what the user did not give (:func:`commcost.workload.recipes.recipe_line`:
+    a MoE run with no stack or recipe flag takes its recipes' expert TP, dispatcher and overlap); empty: none."""
 
     def __post_init__(self) -> None:
 
