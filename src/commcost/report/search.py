@@ -357,7 +357,11 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
         flat: dict = {}
         for k, v in d.items():
             if isinstance(v, dict):
-                flat.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+                for kk, vv in v.items():   # one level more: breakdown.losses.straggler_s ...
+                    if isinstance(vv, dict):
+                        flat.update({f"{k}.{kk}.{x}": y for x, y in vv.items() if not isinstance(y, (dict, list))})
+                    else:
+                        flat[f"{k}.{kk}"] = vv
             elif not isinstance(v, list):
                 flat[k] = v
         rows.append(flat)
