@@ -1,11 +1,12 @@
 """The sustained fractions of the operator model (commcost.workload.operators, ``u = u_gpu u_stack``), fitted on
-published runs, and leave-one-source-out: each source predicted with the fractions fitted without it.
+published runs; benchmarks/_validation.py refits them per fold (leave-one-project-out, time split).
 
 Fit: for each dense run, ``u_row``, the total fraction that makes ``plan`` give the published step
 (bisection; the step falls as ``u`` rises). ``u_gpu`` = median of ``u_row`` over the GPU's Megatron-Core
 runs (stacks megatron and nemo; a GPU without any takes the median over all of them);
 ``u_stack`` = median of ``u_row / u_gpu`` over the stack's runs (1 for megatron and nemo).
-A source is the document a row comes from (the id's first part: nara, kort, nemo, mb, tt24, lf, ...).
+The folds are by project, read from tests/data/run_projects.csv; :func:`source_of` (the id's first part: nara,
+kort, nemo, mb, tt24, lf, ...) names only the document a row comes from.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ Two views:
   of every *other* system before a system's rows are scored (:func:`derive_issue20_constants`; a
   constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), and the
   preset fabric numbers issue 20 read off a system's own tables fall back to their earlier values
-  (:data:`FABRIC_VALUES_FROM_TABLES`), so no system is scored with a number taken from its own rows.
+  (:data:`FABRIC_VALUES_FROM_TABLES`), and the system preset numbers fitted on one system's tables (the GB200
+  NVL72 spine share, the Azure congestion rule: :data:`SYSTEM_VALUES_FROM_TABLES`) are neutral while that system
+  is scored, so no system is scored with a number taken from its own rows.
   Constants of earlier issues (benchmarks/derive_constants.py) stay as shipped.
 * **tuning / held-out** (tests/data/nccl_tests/split.json): the shipped constants, the systems
   split into those constants may have been chosen on and a held-out third.
@@ -70,6 +72,18 @@ GB/s), tcpxo and tcpx at the 80%-of-line and 35 us / 50 us step assumptions they
 found, and no network floor (tcpxo's floor is read off its table's unscored 8-512 B rows, tcpx's off its 8 MiB
 row: both are the system's own rows, so neither is used while it is left out; tcpx's floor then also leaves the
 other system's scoring untouched, as each system's rows see only their own fabric)."""
+
+
+SYSTEM_VALUES_FROM_TABLES = {
+    "CoreWeave GB200 NVL72": {"gb200-nvl72": {"spine_oversubscription": 1.0}},
+    "Azure ND H100 v5": {"azure-nd-h100-v5": {"slowdown_per_node_doubling": 0.0}},
+}
+"""System preset numbers fitted on one system's own tables (benchmarks/derive_constants.py), and the neutral
+value each takes while that system is scored: the spine share of ``gb200-nvl72`` (``spine_oversubscription``
+2.5, scanned on CoreWeave's 20-rack rows) falls back to a non-blocking spine (1); the congestion rule of
+``azure-nd-h100-v5`` (``slowdown_per_node_doubling`` 0.21, fitted on the Azure 2-64 node sweep) to none (0).
+Other systems that took these numbers by transfer (oci-gb200-nvl72's spine share, the GB200 presets' and
+azure-nd-h200-v5's congestion rule) keep them: for them they come from another system's tables."""
 
 
 def _pct(xs: list[float]) -> str:
@@ -129,27 +143,30 @@ def derive_issue20_constants(tables) -> dict[str, float]:
 
 
 @contextmanager
-def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[str, float]] | None = None):
-    """The model with ``values`` in place of the shipped issue-20 constants and ``fabric_values`` in place of
-    those preset fabric fields (None: as shipped)."""
+def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[str, float]] | None = None,
+               system_values: dict[str, dict[str, float]] | None = None):
+    """The model with ``values`` in place of the shipped issue-20 constants, ``fabric_values`` in place of
+    those preset fabric fields and ``system_values`` of those system preset fields (None: as shipped). The
+    packaged tables are not changed: the overrides live in copies, for the context only."""
     import commcost.hardware.registry as presets
 
     saved = {k: getattr(algorithms, k) for k in (values or {})}
-    shipped_fabrics = presets.fabrics
+    shipped_fabrics, shipped_systems = presets.fabrics, presets.systems
 
-    def fabrics():
-        table = shipped_fabrics()
-        for name, fields in (fabric_values or {}).items():
-            table[name] = {**table[name], **fields}
+    def _over(shipped, overrides):
+        def table():
+            t = shipped()
+            return {**t, **{name: {**t[name], **fields} for name, fields in overrides.items()}} if overrides else t
         return table
 
     try:
         for k, v in (values or {}).items():
             setattr(algorithms, k, v)
-        presets.fabrics = fabrics
+        presets.fabrics = _over(shipped_fabrics, fabric_values)
+        presets.systems = _over(shipped_systems, system_values)
         yield
     finally:
-        presets.fabrics = shipped_fabrics
+        presets.fabrics, presets.systems = shipped_fabrics, shipped_systems
         for k, v in saved.items():
             setattr(algorithms, k, v)
 
@@ -189,7 +206,8 @@ def score_leave_one_system_out() -> list[dict]:
     out = []
     for system in dict.fromkeys(t.system for t in tables):
         others = [t for t in tables if t.split == "tuning" and t.system != system]
-        with _constants(derive_issue20_constants(others), FABRIC_VALUES_FROM_TABLES.get(system)):
+        with _constants(derive_issue20_constants(others), FABRIC_VALUES_FROM_TABLES.get(system),
+                        SYSTEM_VALUES_FROM_TABLES.get(system)):
             for table in (t for t in tables if t.system == system):
                 out += _score_table(table, None)
     return out

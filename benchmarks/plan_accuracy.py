@@ -1,11 +1,16 @@
 """How close ``commcost plan`` comes to published training runs (tests/data/published_runs.csv).
 
-For every row: the published step time (from the metric the source printed: see
-tests/data/SOURCES.md) against the plan's step with the default efficiencies of
-hardware/compute.json, |error| = |predicted - published| / published. Median and p90 on the tuning
-rows and on the held-out third, dense and MoE apart. Then "calibrated from one run": each row
-predicted with the efficiency fitted (:func:`commcost.calibrate.efficiency.fit_efficiency`) on
-another run of the same model family and GPU (a tuning row where one exists).
+For every row: the published step time (from the metric the source printed: see tests/data/SOURCES.md)
+against the plan's step. **The headline is out of sample** (benchmarks/_validation.py), printed first and in
+this order: leave-one-project-out (each project's runs, a framework's or a paper's documents together as
+tests/data/run_projects.csv says, predicted with the sustained fractions fitted on the other projects; a past
+release serving that project alone priced as its base), a time split (fitted on the runs published before
+2024-09, the later ones scored) and no stack named (each held-out run as a new user plans it: ``--stack auto``,
+the GPU's default preset, no recipe flags), each as median |error|, p90, median signed error and the share too
+fast. Then the fitted fractions, memory, the MoE rows and every row; last the figures IN SAMPLE (the shipped
+constants, fitted on these same runs: the ``split`` column no longer keeps any run out of a fit, and its
+``new`` rows print as ``added``), and "calibrated from one run": each row predicted with the efficiency fitted
+(:func:`commcost.calibrate.efficiency.fit_efficiency`) on another run of the same model family and GPU.
 
 NeMo and Megatron-Bridge rows (``stack`` nemo) are planned with ``tp_comm_overlap`` (their performance
 recipes turn Transformer Engine's TP communication overlap on), and so are rows whose id says
@@ -17,20 +22,22 @@ force-balance the routing (load imbalance 1); the GB200/GB300 rows dispatch insi
 (HybridEP, priced as the NCCL all-to-all there), the H100 rows as :data:`RECIPE_MOE_BY_ROW` says (the
 1F1B all-to-all overlap, DeepEP for DeepSeek-V3), each with the recipe file that sets it. They are
 reported apart (signed, share too fast): no constant is fitted on MoE rows (the sustained fractions come
-from the dense rows alone); the headline is the MoE leave-one-source-out (each MoE row predicted with the
-fractions fitted on the other sources' dense rows); the same rows under Megatron's defaults (expert TP
-= t, NCCL, no overlap) are shown beside.
+from the dense rows alone); their out-of-sample line is the MoE leave-one-project-out (each MoE row
+predicted with the fractions fitted on the other projects' dense rows); the same rows under Megatron's
+defaults (expert TP = t, NCCL, no overlap) are shown beside.
 
 Dense rows take the recipe's DP bucket size where the recipe sets one (:data:`RECIPE_BUCKET_BY_ROW`, the MLPerf
 runs' ``optim.bucket_size``), every other row DDP's default; rows whose pipeline split counts the embedding and the
 loss as layers are in :data:`SPLIT_COUNTS_ENDS`, each with the file or paper that says so.
 
-Rows with ``split`` = ``new`` (runs from sources not yet used for any default) are reported on lines
-of their own and never serve as the donor of a tuning or held-out row.
+Rows with ``split`` = ``new`` were added after the first fit; they are in every fit now (in sample), print
+as ``added`` and never serve as the donor of a tuning or held-out row in the calibrated column.
 
-``--fit`` prints the efficiencies the tuning rows imply (median of the per-row fits, by GPU and
-precision class; the MoE factor as the median ratio of MoE fits to the dense default): what
-compute.json holds. Usage: python benchmarks/plan_accuracy.py [--fit] [--rows]
+``--fit`` prints the sustained fractions fitted on every dense row (what kernels.json and stacks.json ship;
+a test requires them equal); ``--interval`` the prediction interval's ratios from the leave-one-project-out
+(what hardware/step_interval.json ships); ``--write-rows`` writes every run's signed error in sample and under
+each out-of-sample figure to benchmarks/plan_accuracy_rows.csv (committed: rerun it with a change that moves
+a run). Usage: python benchmarks/plan_accuracy.py [--fit | --interval | --write-rows]
 """
 
 from __future__ import annotations
@@ -225,7 +232,12 @@ def p90(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, math.ceil(0.9 * len(xs)) - 1)]
 
 
-def main(argv: list[str]) -> int:
+def score_runs(*, out_of_sample: bool = True) -> tuple[list[dict], list[dict]]:
+    """``(results, fits)``: every run planned with the shipped constants (``in_sample``: signed error), its
+    project and date, every dense run's fitted fractions; with ``out_of_sample`` also the leave-one-project-out,
+    time split and no-stack errors (benchmarks/_validation.py)."""
+    import _validation as V
+
     rows = list(csv.DictReader(DATA.open())) + list(csv.DictReader(MOE_DATA.open()))
     results = []
     for row in rows:
@@ -237,22 +249,41 @@ def main(argv: list[str]) -> int:
         except InputError:
             eta = float("nan")
         results.append(dict(row=row, inp=inp, model=model, measured=measured, plan=pr, eta=eta,
-                            err=abs(pr.step_s - measured) / measured))
-    fits = leave_one_source_out(results, fit_only="--fit" in argv)
-    if "--fit" not in argv:
-        import scaling_series   # the error's trend with the GPU count (benchmarks/scaling_series.py)
-        scaling_series.report(results, err="loso", label="leave-one-source-out errors")
-        memory_check(results)
-        moe_apart(results)
-        moe_leave_one_source_out(results, fits)
-    if "--rows" in argv or "--fit" not in argv:
-        print(f"{'id':<34}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
-        for r in results:
-            pr = r["plan"]
-            terms = {"bubble": pr.pipeline_bubble_s, **{f"{d} comm": s for d, s in pr.exposed_by_dimension().items()}}
-            dom = max(terms.items(), key=lambda kv: kv[1]) if terms else ("-", 0.0)
-            print(f"{r['row']['id']:<33} {r['row']['split']:<8}{r['measured']:>10.3f}s{pr.step_s:>9.3f}s"
-                  f"{(pr.step_s - r['measured']) / r['measured']:>+8.1%}  {r['eta']:>7.3f}  {dom[0]} {dom[1] / pr.step_s:.0%}")
+                            err=abs(pr.step_s - measured) / measured, in_sample=(pr.step_s - measured) / measured))
+    V.attach_projects(results)
+    fits = fit_fractions(results)
+    if out_of_sample:
+        V.leave_one_project_out(results, fits)
+        V.time_split(results, fits)
+    return results, fits
+
+
+def main(argv: list[str]) -> int:
+    import _validation as V
+
+    results, fits = score_runs(out_of_sample="--fit" not in argv)
+    if "--fit" in argv:
+        print_fractions(fits)
+        return 0
+    V.print_headline(results)
+    import scaling_series   # the error's trend with the GPU count (benchmarks/scaling_series.py)
+    scaling_series.report(results, err="lopo", label="leave-one-project-out errors")
+    if "--interval" in argv:   # what hardware/step_interval.json ships
+        print(V.dumps_interval(results))
+        return 0
+    if "--write-rows" in argv:
+        V.write_rows(results)
+        print(f"every run's error written to {V.ROWS_CSV.name}")
+    print_fractions(fits)
+    memory_check(results)
+    moe_apart(results)
+    print(f"{'id':<34}{'split':<8}{'published':>11}{'plan':>10}{'err':>8}  {'eta fit':>7}  dominant non-compute term")
+    for r in results:
+        pr = r["plan"]
+        terms = {"bubble": pr.pipeline_bubble_s, **{f"{d} comm": s for d, s in pr.exposed_by_dimension().items()}}
+        dom = max(terms.items(), key=lambda kv: kv[1]) if terms else ("-", 0.0)
+        print(f"{r['row']['id']:<33} {SPLIT_LABEL[r['row']['split']]:<8}{r['measured']:>10.3f}s{pr.step_s:>9.3f}s"
+              f"{(pr.step_s - r['measured']) / r['measured']:>+8.1%}  {r['eta']:>7.3f}  {dom[0]} {dom[1] / pr.step_s:.0%}")
     # calibrated from one run of the same family and GPU
     for r in results:
         fam, gpu = model_family(r["row"]["model"]), r["inp"].gpu
@@ -265,75 +296,58 @@ def main(argv: list[str]) -> int:
             r["cal_err"] = abs(pc.step_s - r["measured"]) / r["measured"]
             r["donor"] = donors[0]["row"]["id"]
     print()
-    print(f"{'set':<22}{'n':>4}{'median |err|':>14}{'p90 |err|':>11}{'calibrated n':>14}{'median':>9}{'p90':>8}")
+    print("IN SAMPLE: the shipped constants, fitted on these same dense runs (every dense run fits the sustained")
+    print("fractions whatever its split; MoE runs fit none; 'added' = split new: added after the first fit, in it now)")
+    print(f"{'set':<15}{'n':>4}{'median':>8}{'p90':>7}{'signed':>8}{'fast':>6}{'cal. n':>7}{'median':>8}{'p90':>7}")
     for split in ("tune", "holdout", "new"):
         for kind in ("dense", "moe"):
             sel = [r for r in results if r["row"]["split"] == split and r["inp"].spec.is_moe == (kind == "moe")]
             if not sel:
                 continue
-            errs = [r["err"] for r in sel]
+            s = V.summary([r["in_sample"] for r in sel])
             cal = [r["cal_err"] for r in sel if "cal_err" in r]
-            cal_txt = f"{len(cal):>14}{statistics.median(cal):>9.1%}{p90(cal):>8.1%}" if cal else f"{0:>14}"
-            print(f"{split + ' ' + kind:<22}{len(sel):>4}{statistics.median(errs):>14.1%}{p90(errs):>11.1%}{cal_txt}")
+            cal_txt = f"{len(cal):>7}{statistics.median(cal):>8.1%}{p90(cal):>7.1%}" if cal else f"{0:>7}"
+            print(f"{SPLIT_LABEL[split] + ' ' + kind:<15}{s['n']:>4}{s['median']:>8.1%}{s['p90']:>7.1%}"
+                  f"{s['signed']:>+8.1%}{s['too_fast']:>6.0%}{cal_txt}")
     return 0
 
 
-def leave_one_source_out(results: list[dict], *, fit_only: bool) -> list[dict]:
-    """The headline: every dense source predicted with the sustained fractions fitted without it
-    (benchmarks/_sustained.py), signed, with the share too fast; then the fractions fitted on all rows."""
+SPLIT_LABEL = {"tune": "tune", "holdout": "holdout", "new": "added"}
+"""How the ``split`` column prints: ``new`` rows are no longer new to any fit (they fit the sustained fractions
+like every other dense run), so they print as ``added``; only the out-of-sample headline predicts a run with
+constants fitted without it."""
+
+
+def fit_fractions(results: list[dict]) -> list[dict]:
+    """Every dense run's sustained fraction (benchmarks/_sustained.py) under its stack and under ``--stack auto``."""
     import _sustained as S
+    from commcost.workload.stacks import resolve_stack
 
     fits = []
     for r in results:
         if r["inp"].spec.is_moe:
             continue
-        from commcost.workload.stacks import resolve_stack
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
         if u is not None:   # and the fraction that makes --stack auto, its behaviour, reproduce the run
             u_auto = u if r["inp"].stack == "auto" else S.row_fraction(replace(r["inp"], stack="auto"), r["model"],
                                                                          r["measured"])
-            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u, u_auto=u_auto,
-                             source=S.source_of(r["row"]), r=r))
+            fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u, u_auto=u_auto, r=r))
+    S.restore()
+    return fits
+
+
+def print_fractions(fits: list[dict]) -> None:
+    """The sustained fractions fitted on every dense run: what kernels.json and stacks.json ship."""
+    import _sustained as S
+
     u_gpu, u_stack, fb = S.fit(fits)
     print("sustained fractions fitted on every dense row (kernels.json sustained, stacks.json sustained):")
     print("  u_gpu   " + ", ".join(f"{g} {u:.3f}" for g, u in sorted(u_gpu.items())) + f"; others {fb:.3f}")
     print("  u_stack " + ", ".join(f"{s} {u:.3f}" for s, u in sorted(u_stack.items(), key=str) if not isinstance(s, tuple)))
     print("  --stack auto (stacks.json auto_sustained) " + ", ".join(
         f"as {s[1]} {u:.3f}" for s, u in sorted(u_stack.items(), key=str) if isinstance(s, tuple)))
-    if fit_only:
-        S.restore()
-        return fits
-    _leave_one_source_out(results, fits, moe=False)
-    dense = [r for r in results if not r["inp"].spec.is_moe]
-    torch_rows = [r for r in dense if r["row"]["stack"] not in NO_STACK]
-    by_source: dict[str, list[float]] = {}
-    for r in torch_rows:
-        by_source.setdefault(S.source_of(r["row"]), []).append(r["loso"])
     print()
-    print(f"LEAVE-ONE-SOURCE-OUT, dense ({len(torch_rows)} runs on PyTorch stacks, {len(by_source)} sources; each "
-          "source predicted with fractions fitted without it):")
-    _print_errors([r["loso"] for r in torch_rows], by_source)
-    for label, sel in (("JAX/XLA rows (no commcost stack: priced as --stack auto)",
-                        [r for r in dense if r["row"]["stack"] in NO_STACK]), ("every dense row", dense)):
-        if sel:
-            e = [r["loso"] for r in sel]
-            a = [abs(x) for x in e]
-            print(f"  {label}: n={len(sel)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median "
-                  f"signed {statistics.median(e):+.1%}, too fast {sum(x < 0 for x in e) / len(e):.0%}")
-    auto = [r["loso_auto"] for r in torch_rows if "loso_auto" in r]
-    if auto:
-        a = [abs(x) for x in auto]
-        print(f"  the same runs under --stack auto (no stack named): n={len(auto)}, median |err| "
-              f"{statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed {statistics.median(auto):+.1%}, too fast "
-              f"{sum(x < 0 for x in auto) / len(auto):.0%}")
-    long = [r["loso"] for r in torch_rows if r["inp"].seq >= 16384]
-    if long:
-        a = [abs(e) for e in long]
-        print(f"  seq >= 16K: n={len(long)}, median |err| {statistics.median(a):.1%}, p90 {p90(a):.1%}, median signed "
-              f"{statistics.median(long):+.1%}, too fast {sum(e < 0 for e in long) / len(long):.0%}")
-    print()
-    return fits
 
 
 GIB = 2**30
@@ -414,52 +428,6 @@ def moe_apart(results: list[dict]) -> None:
             print(f"  {name + ', ' + label:<62} n={len(es):2d} median |err| {statistics.median(a):5.1%}, "
                   f"p90 {p90(a):5.1%}, median signed {statistics.median(es):+6.1%}, "
                   f"too fast {sum(x < 0 for x in es) / len(es):4.0%}")
-    print()
-
-
-def _print_errors(signed: list[float], by_source: dict) -> None:
-    """The headline (median |error|, p90, signed median, share too fast), then one line per source."""
-    absd = [abs(e) for e in signed]
-    print(f"  median |err| {statistics.median(absd):.1%}, p90 {p90(absd):.1%}, median signed "
-          f"{statistics.median(signed):+.1%}, too fast {sum(e < 0 for e in signed) / len(signed):.0%}")
-    for src, es in sorted(by_source.items()):
-        print(f"    {src:<8} n={len(es):3d}  median signed {statistics.median(es):+7.1%}  "
-              f"median |err| {statistics.median(abs(e) for e in es):6.1%}")
-
-
-def _leave_one_source_out(results: list[dict], fits: list[dict], *, moe: bool) -> tuple[list[float], dict]:
-    """Signed errors of the dense (or MoE) rows, each predicted with the sustained fractions fitted on the
-    other sources' dense rows, and the same errors by source."""
-    import _sustained as S
-
-    signed: list[float] = []
-    by_source: dict[str, list[float]] = {}
-    for r in results:
-        if r["inp"].spec.is_moe != moe:
-            continue
-        src = S.source_of(r["row"])
-        g, st, f = S.fit([x for x in fits if x["source"] != src])
-        e = (S.predict(r["inp"], r["model"], g, st, f) - r["measured"]) / r["measured"]
-        r["loso"] = e
-        if not moe and r["inp"].stack != "auto":   # the same run for a user who names no stack
-            r["loso_auto"] = (S.predict(replace(r["inp"], stack="auto"), r["model"], g, st, f)
-                              - r["measured"]) / r["measured"]
-        signed.append(e)
-        by_source.setdefault(src, []).append(e)
-    S.restore()
-    return signed, by_source
-
-
-def moe_leave_one_source_out(results: list[dict], fits: list[dict]) -> None:
-    """The MoE headline: every MoE row (recipe settings) predicted with the sustained fractions fitted on
-    the dense rows of the other sources (no MoE row is ever fitted), signed, with the share too fast."""
-
-    signed, by_source = _leave_one_source_out(results, fits, moe=True)
-    if not signed:
-        return
-    print(f"LEAVE-ONE-SOURCE-OUT, MoE ({len(signed)} runs, {len(by_source)} sources; recipe settings, fractions "
-          "fitted on the other sources' dense rows):")
-    _print_errors(signed, by_source)
     print()
 
 

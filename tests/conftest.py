@@ -98,6 +98,7 @@ DIMENSIONLESS = frozenset({
     "speedup_partial", "speedup_partial_bounded", "speedup_perfect", "spread", "threshold", "dominance_factor",
     "oversubscription", "spine_oversubscription", "global_batch_growth", "band_ratios", "one_node", "multi_node",
     "multi_pod", "activations_exceed_memory", "model_states_exceed_memory", "memory_headroom",
+    "step_interval_coverage", "step_interval_ratios", "mfu_interval",
     # trace counts and indices
     "world_size", "calls", "calls_dropped", "events", "index", "instances", "ranks", "reference_rank",
     "slowest_rank", "step", "straggler_count", "unmatched_calls",

@@ -10,6 +10,7 @@ from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.sensitivity import sensitivity
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
+from commcost.analyses.interval import plan_interval
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
 from commcost.cli.inputs_plan import plan_request
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     result = plan(inp, model)
     # a system preset alone: the measured band of each class
     band = None if band_topology is None else plan_band(inp, result, model, band_topology)
+    interval = plan_interval(result, band)   # the step's prediction interval (commcost.analyses.interval)
     if req.trace_out:
         write_trace(req.trace_out, plan_chrome_trace(result))
     run_cost = None
@@ -156,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
                                  gpus=inp.layout.world, price_per_gpu_hour=req.price_per_gpu_hour)
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
                                   calibration=req.calibration, calibration_path=req.calibration_path,
-                                  trace_out=req.trace_out, run_cost=run_cost)
+                                  trace_out=req.trace_out, run_cost=run_cost, interval=interval)
     sens = sensitivity(inp, model)
-    print(render_plan_json(result, extra, band, sens) if req.json else render_plan_text(result, notes, band, sens))
+    print(render_plan_json(result, extra, band, sens, interval) if req.json
+          else render_plan_text(result, notes, band, sens, interval))
     return 0

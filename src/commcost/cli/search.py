@@ -98,14 +98,14 @@ def run(args: argparse.Namespace) -> int:
     if req.robust:
         result = rank_robust(result, model, band_topology, req.top)
     bands = result.bands
-    if bands is None and req.json and band_topology is not None:  # results[] carry plan --json's keys, band included
+    if bands is None and band_topology is not None:  # results[] carry plan's keys, band and interval included
         bands = tuple(plan_band(p.inputs, p, model, band_topology) for p in result.plans)
     prefix = req.plan_prefix
     signum = A.last_interrupt_signal() if result.interrupted else 0
     published = published_comparison(result, model, band_topology) if result.plans else None
     print(render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
-                                  published=published))
+                                  published=published, bands=bands))
     if req.csv:
         write_search_csv(result, req.csv, plan_prefix=prefix)
     if req.plot:

@@ -14,8 +14,10 @@ from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.layout import group_placement
 from commcost.parallel.layout import layout_group
 from commcost.parallel.layout import leaves_node
+from commcost.analyses.interval import plan_interval
 from commcost.report._band import band_range
 from commcost.report._band import band_side
+from commcost.report._interval import interval_line, interval_to_dict
 from commcost.report._json import dumps_json
 from commcost.report._width import wrap_lines
 from commcost.report.bucket_advice import bucket_advice_to_dict
@@ -127,9 +129,12 @@ def _comm_rows(p: Plan, band: PlanBand | None) -> list[dict]:
     return rows
 
 
-def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
-    """The stable JSON keys (docs/plan.md); the ``*band*`` keys are null without ``band`` (a system preset alone)."""
+def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
+    """The stable JSON keys (docs/plan.md); the ``*band*`` keys are null without ``band`` (a system preset alone);
+    the ``*interval*`` keys (:func:`commcost.report._interval.interval_to_dict`) of ``interval``, by default
+    :func:`commcost.analyses.interval.plan_interval` of ``p`` and ``band``."""
     inp = p.inputs
+    iv = interval if interval is not None else plan_interval(p, band)
     return {
         "model": inp.spec.name, "params": inp.spec.params, "active_params": inp.spec.active_params,
         "gpu": inp.gpu, "gpus": inp.layout.world, "seq": inp.seq, "precision": inp.precision,
@@ -145,6 +150,7 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None) -> dict:
         "wire_band_s": _pair(None if band is None else band.wire_s),
         "exposed_comm_band_s": _pair(None if band is None else band.exposed_comm_s),
         "step_band_s": _pair(None if band is None else band.step_s),
+        **interval_to_dict(p, iv),
         "comm": _comm_rows(p, band),
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
@@ -165,9 +171,9 @@ def _bucket_advice_dict(p: Plan) -> dict | None:
 
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
-                     sensitivity: tuple = ()) -> str:
+                     sensitivity: tuple = (), interval=None) -> str:
     """Strict JSON (no NaN or infinity); ``sensitivity`` (:func:`commcost.analyses.plan.sensitivity.sensitivity`) under its key."""
-    d = plan_to_dict(p, band)
+    d = plan_to_dict(p, band, interval)
     d["sensitivity"] = [row.to_dict() for row in sensitivity]
     if extra:
         d.update(extra)
@@ -270,9 +276,11 @@ def _expert_lines(p: Plan) -> list[str]:
 
 
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
-                     sensitivity: tuple = ()) -> str:
-    """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds."""
+                     sensitivity: tuple = (), interval=None) -> str:
+    """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds; the
+    step's prediction interval (``interval``, default :func:`commcost.analyses.interval.plan_interval`) under it."""
     inp, L, mem = p.inputs, p.inputs.layout, p.memory
+    iv = interval if interval is not None else plan_interval(p, band)
     spec = inp.spec
     lines = [
         f"{spec.name}: {spec.params / 1e9:.1f}B parameters" + (f" ({spec.active_params / 1e9:.1f}B active)" if spec.is_moe else "")
@@ -288,6 +296,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         "",
         f"step {format_seconds(p.step_s)}   {p.tokens_per_s_per_gpu:,.0f} tokens/s/GPU   "
         f"{p.tflops_per_gpu:,.0f} model TFLOP/s/GPU   MFU {p.mfu:.1%}",
+        interval_line(p, iv),
         f"  compute              {format_seconds(p.compute_s):>12}  {p.compute_s / p.step_s:6.1%}",
         f"  pipeline bubble      {format_seconds(p.pipeline_bubble_s):>12}  {p.pipeline_bubble_s / p.step_s:6.1%}",
         f"  exposed comm         {format_seconds(p.exposed_comm_s):>12}  {p.exposed_comm_s / p.step_s:6.1%}",
@@ -346,7 +355,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
 
 def plan_run_notes(*, inputs, measured_step_s: float | None = None, saved_to: str | None = None,
                    calibration: dict | None = None, calibration_path: str | None = None,
-                   trace_out: str | None = None, run_cost=None) -> tuple[list[str], dict]:
+                   trace_out: str | None = None, run_cost=None, interval=None) -> tuple[list[str], dict]:
     """The lines ``commcost plan`` prints under its report and the JSON objects beside it: the efficiency
     fitted to ``measured_step_s`` (and the file it was ``saved_to``), or the saved ``calibration`` read from
     ``calibration_path``; the Chrome trace written to ``trace_out``; the training run's cost ``run_cost``."""
@@ -364,6 +373,6 @@ def plan_run_notes(*, inputs, measured_step_s: float | None = None, saved_to: st
     if trace_out:
         notes.append(f"Chrome trace of the step's accounting written to {trace_out}")
     if run_cost is not None:
-        extra["training"] = training_to_dict(run_cost)
-        notes.append(render_training(run_cost))
+        extra["training"] = training_to_dict(run_cost, interval)
+        notes.append(render_training(run_cost, interval))
     return notes, extra

@@ -17,6 +17,8 @@ from commcost.report._width import terminal_width
 from commcost.report._width import wrap_command
 from commcost.report._width import wrap_lines
 from commcost.report.plan import plan_to_dict
+from commcost.analyses.interval import plan_interval
+from commcost.report._interval import interval_cell
 from commcost.report.training import render_training
 from commcost.report.training import training_to_dict
 from commcost.workload.stacks import KNOWN_STACKS
@@ -214,7 +216,8 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
     inp = r.inputs
     results = []
     for rank, p in enumerate(r.plans, 1):
-        d = plan_to_dict(p, None if bands is None else bands[rank - 1])
+        iv = plan_interval(p, None if bands is None else bands[rank - 1])   # the step's prediction interval
+        d = plan_to_dict(p, None if bands is None else bands[rank - 1], iv)
         d["rank"] = rank
         d["plan_flags"] = plan_flags(p)
         d["plan_command"] = plan_command(p, plan_prefix)
@@ -230,7 +233,7 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
             d["usd_per_million_tokens"] = usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu)
         run_cost = _training(inp, p)
         if run_cost is not None:
-            d["training"] = training_to_dict(run_cost)
+            d["training"] = training_to_dict(run_cost, iv)
         results.append(d)
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
            "global_batch": inp.space.global_batch, "objective": inp.objective,
@@ -267,7 +270,7 @@ def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_pref
 
 
 def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C",
-                       published: PublishedComparison | None = None) -> str:
+                       published: PublishedComparison | None = None, bands: tuple | None = None) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins
     (``stopped_by``: what interrupted an interrupted search, ``Ctrl-C`` or ``SIGTERM``)."""
 
@@ -303,12 +306,14 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
            f"{'optim.':>8} {'memory':>9}"
     table = ["", cols, "      layout" + ("; $/Mtok" if inp.price_per_gpu_hour else "")
              + ("; step at the band's upper edge" if r.robust_step_s is not None else "")]
+    bands = bands if bands is not None else r.bands
+    ivs = [plan_interval(p, None if bands is None else bands[i]) for i, p in enumerate(r.plans)]  # as plan prints
     for i, p in enumerate(r.plans, 1):
         table.append(f"{i:>3} {format_seconds(p.step_s):>9} {p.tokens_per_s_per_gpu:>9,.0f} {p.mfu:>6.1%} "
                      f"{format_seconds(p.compute_s):>9} {format_seconds(p.pipeline_bubble_s):>9} "
                      f"{format_seconds(p.exposed_comm_s):>9} {format_seconds(p.optimizer_s):>8} "
                      f"{format_bytes(p.memory.total_bytes):>9}")
-        extra = [layout_words(p)]
+        extra = [layout_words(p), interval_cell(ivs[i - 1])]
         if inp.price_per_gpu_hour:
             extra.append(f"${usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):.3f}/Mtok")
         if r.robust_step_s is not None:
@@ -343,7 +348,7 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
         lines += published_words(r, published)
     run_cost = _training(inp, best)
     if run_cost is not None:
-        lines.append("  " + render_training(run_cost))
+        lines.append("  " + render_training(run_cost, ivs[0]))
     for w in best.warnings:
         lines.append(f"warning: {w}")
     return wrap_lines("\n".join(lines), width, keep=lambda line: line.endswith(" \\") or line == cols)
@@ -364,6 +369,8 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
                         flat[f"{k}.{kk}"] = vv
             elif not isinstance(v, list):
                 flat[k] = v
+            elif k == "step_interval_s":   # the prediction interval's edges, a column each
+                flat["step_interval_low_s"], flat["step_interval_high_s"] = v
         rows.append(flat)
 
 
