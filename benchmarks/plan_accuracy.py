@@ -212,21 +212,6 @@ def inputs(row: dict, moe: dict | None = None) -> tuple[PlanInputs, FabricModel]
     return inp, FabricModel(topology=topo)
 
 
-def no_stack_inputs(inp: PlanInputs) -> PlanInputs:
-    """``inp`` as a user who names no stack and no MoE flag gets it from ``commcost plan``: ``--stack auto`` and, for
-    MoE, the recipes' expert TP, dispatcher and overlap (:func:`commcost.workload.recipes.moe_recipe_defaults`)."""
-    from commcost.workload.recipes import moe_recipe_defaults, recipe_line
-    from commcost.workload.stacks import resolve_stack
-
-    inp = replace(inp, stack="auto")
-    if not inp.spec.is_moe:
-        return inp
-    L = inp.layout
-    d = moe_recipe_defaults(stack=resolve_stack("auto", L)[0], tp=L.tp, dp=L.dp, cp=L.cp, ep=L.ep, pp=L.pp, vp=L.vp)
-    return replace(inp, layout=replace(L, etp=d["etp"]), a2a=d["a2a"], moe_overlap=d["moe_overlap"], fp8_dispatch=False,
-                   defaults_note=recipe_line(d))
-
-
 def p90(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, math.ceil(0.9 * len(xs)) - 1)]
@@ -396,7 +381,10 @@ def memory_check(results: list[dict]) -> None:
 
 
 def moe_apart(results: list[dict]) -> None:
-    """The MoE rows apart: signed error with the recipe's settings and with Megatron's defaults."""
+    """The MoE rows apart: signed error with the recipe's settings, with Megatron's code defaults, and as a new user
+    plans them (no stack, no MoE flag: the recipes' defaults, :func:`_validation.new_user_inputs`)."""
+    import _validation as V
+
     sel = [r for r in results if r["inp"].spec.is_moe]
     if not sel:
         return
@@ -406,7 +394,7 @@ def moe_apart(results: list[dict]) -> None:
     for r in sel:
         inp_d, model = inputs(r["row"], moe={})
         d = (plan(inp_d, model).step_s - r["measured"]) / r["measured"]
-        n = (plan(no_stack_inputs(inp_d), model).step_s - r["measured"]) / r["measured"]
+        n = (plan(*V.new_user_inputs(r["row"], r["inp"])).step_s - r["measured"]) / r["measured"]   # as a new user
         nostack.append(n)
         e = (r["plan"].step_s - r["measured"]) / r["measured"]
         signed.append(e)
