@@ -1,40 +1,32 @@
-"""How fast ``commcost search`` prices configurations (targets: >= 1e6 configurations per second on one
-core; the full space of a 175B dense model on 1,024 GPUs in under 2 s including start-up).
+"""How fast ``commcost search`` prices configurations (issue 37's targets: every case, MoE included, at
+>= 1.5e6 configurations per CPU second in a fresh process on one core; the time to the best layout of
+GPT-3 175B on 1,024 A100 at most 1.2 CPU s, start-up included).
 
-Measured in this one run, each case once (no warm-up):
+Measured in this one run, each figure printed as its ratio to the target, with the machine's core count:
 
-* in-process, :func:`commcost.analyses.plan.search.search` on each case: configurations evaluated per second of its
-  wall time (enumeration, the memory of every one, the CommModel pricing each distinct collective once,
-  the step of each that fits, the top ones re-priced by ``plan``), and the distinct collectives; numpy is
-  imported before the first clock starts (its import is start-up, timed in the command-line case);
-* the same per CPU-second of the process (``cpu``): on a machine shared with other work the wall time
-  includes waiting for a core, the CPU time does not;
-* the command line, a fresh ``python -m commcost search ... --json`` process timed from outside
-  (interpreter and imports included), on the 175B case.
+* each case in a fresh process pinned to one core (``os.sched_setaffinity``; OMP/BLAS threads 1):
+  :func:`commcost.analyses.plan.search.search`'s configurations evaluated (enumeration, the memory of every
+  one, the CommModel pricing each distinct collective once, the step of each that fits, the top ones
+  re-priced by ``plan``) per CPU second of that call, numpy and commcost imported before its clock starts;
+  on a machine shared with other work the wall time includes waiting for a core, the CPU time does not;
+* the command line: ``python -m commcost search --model gpt3-175b --system dgx-a100 --gpus 1024 --seq 2048
+  --global-batch 1536`` (the default ranking), a fresh process on one core timed in CPU seconds of the child
+  (user + system: interpreter, imports, search, ranking, printing), beside ``python -c "import numpy"``.
 
-numpy's element-wise kernels run on one thread; OMP/BLAS threads are pinned to 1 anyway.
 Usage: python benchmarks/search_speed.py
 """
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from commcost.comm.model import FabricModel  # noqa: E402
-from commcost.hardware.registry import system_group, systems  # noqa: E402
-from commcost.analyses.plan.search import SearchInputs, SearchSpace, search  # noqa: E402
-from commcost.workload.transformer import model_spec  # noqa: E402
-
-RATE_TARGET = 1e6
-WALL_TARGET_S = 2.0
+RATE_TARGET = 1.5e6
+BEST_TARGET_CPU_S = 1.2
 ROOT = Path(__file__).resolve().parents[1]
 
 CASES = [
@@ -47,40 +39,68 @@ CASES = [
     ("mixtral-8x7b (MoE), 64 H100, seq 4096, batch 256", "mixtral-8x7b", "dgx-h100", 64, 4096, 256),
 ]
 
+CHILD = """
+import json, os, sys, time
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import numpy  # noqa: F401
+from commcost.comm.model import FabricModel
+from commcost.hardware.registry import system_group, systems
+from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
+from commcost.workload.transformer import model_spec
+name, system, W, seq, B = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+sysp = systems()[system]
+G = int(sysp["gpus_per_node"])
+topo, _ = system_group(system, nodes=-(-W // G))
+inp = SearchInputs(space=SearchSpace(spec=model_spec(name), seq=seq, global_batch=B, gpus=(W,), gpus_per_node=G),
+                   gpu=sysp["gpu"])
+c0, t0 = time.process_time(), time.perf_counter()
+r = search(inp, FabricModel(topology=topo))
+print(json.dumps(dict(evaluated=r.evaluated, feasible=r.feasible, distinct=r.distinct_collectives,
+                      cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)))
+"""
+
+
+def _env() -> dict:
+    """This tree's source, one thread, and bytecode cached as an installed package has it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _child_cpu_s(cmd: list[str]) -> float:
+    """CPU seconds (user + system) of one fresh child process pinned to one core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), *cmd], capture_output=True, text=True,
+                   env=_env(), check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
 
 def main() -> int:
-    import numpy  # noqa: F401  (start-up, not pricing: see the module docstring)
-
-    rates = []
-    print(f"{'case':<48}{'configs':>11}{'fit':>10}{'distinct':>9}{'wall':>8}{'configs/s':>12}  vs 1e6/s")
+    print(f"machine: {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable); each case a fresh process "
+          "on one core")
+    print(f"{'case':<48}{'configs':>11}{'fit':>10}{'distinct':>9}{'cpu':>8}{'configs/cpu s':>15}  vs 1.5e6")
+    ratios = []
     for label, name, system, W, seq, B in CASES:
-        sysp = systems()[system]
-        G = int(sysp["gpus_per_node"])
-        topo, _ = system_group(system, nodes=-(-W // G))
-        inp = SearchInputs(space=SearchSpace(spec=model_spec(name), seq=seq, global_batch=B, gpus=(W,),
-                                             gpus_per_node=G), gpu=sysp["gpu"])
-        t0, c0 = time.perf_counter(), time.process_time()
-        r = search(inp, FabricModel(topology=topo))
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        rate = r.evaluated / wall
-        rates.append(rate)
-        print(f"{label:<48}{r.evaluated:>11,}{r.feasible:>10,}{r.distinct_collectives:>9,}{wall:>7.2f}s"
-              f"{rate:>12,.0f}  {rate / RATE_TARGET:5.2f}x   cpu {cpu:.2f}s: {r.evaluated / cpu / RATE_TARGET:.2f}x")
-    print(f"every case at >= {RATE_TARGET:.0e} configurations/s: {'met' if min(rates) >= RATE_TARGET else 'MISSED'} "
-          f"(slowest {min(rates) / RATE_TARGET:.2f}x)")
-    cmd = [sys.executable, "-m", "commcost", "search", "--model", "gpt3-175b", "--system", "dgx-h100", "--gpus", "1024",
-           "--seq", "2048", "--global-batch", "1536", "--json"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    wall = time.perf_counter() - t0
-    import json
-
-    d = json.loads(out.stdout)
+        out = subprocess.run([sys.executable, "-c", CHILD, name, system, str(W), str(seq), str(B)],
+                             capture_output=True, text=True, env=_env(), check=True)
+        d = json.loads(out.stdout)
+        rate = d["evaluated"] / d["cpu_s"]
+        ratios.append(rate / RATE_TARGET)
+        print(f"{label:<48}{d['evaluated']:>11,}{d['feasible']:>10,}{d['distinct']:>9,}{d['cpu_s']:>7.2f}s"
+              f"{rate:>15,.0f}  {rate / RATE_TARGET:5.2f}x")
+    print(f"every case at >= {RATE_TARGET:.1e} configurations per CPU second: "
+          f"{'met' if min(ratios) >= 1 else 'MISSED'} (slowest {min(ratios):.2f}x)")
+    cmd = [sys.executable, "-m", "commcost", "search", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024",
+           "--seq", "2048", "--global-batch", "1536"]
+    _child_cpu_s(cmd)                                   # once to write the bytecode caches, as an installed package has
+    best = min(_child_cpu_s(cmd) for _ in range(3))
+    numpy_s = min(_child_cpu_s([sys.executable, "-c", "import numpy"]) for _ in range(3))
     print()
-    print(f"command line, gpt3-175b on 1,024 H100 (fresh process, start-up included): {wall:.2f} s for "
-          f"{d['evaluated']:,} configurations (search itself {d['elapsed_s']:.2f} s); target {WALL_TARGET_S:g} s: "
-          f"{'met' if wall < WALL_TARGET_S else 'MISSED'}")
+    print(f"time to the best layout, gpt3-175b on 1,024 A100 (fresh process, one core, start-up included, best of 3):"
+          f"\n  {best:.2f} CPU s = {best / BEST_TARGET_CPU_S:.2f}x the {BEST_TARGET_CPU_S:g} s target "
+          f"({'met' if best <= BEST_TARGET_CPU_S else 'MISSED'}); {best / numpy_s:.1f}x `python -c \"import numpy\"` "
+          f"({numpy_s:.2f} CPU s)")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""commcost plan side by side with llm-analysis 0.2.2 (pip install llm-analysis==0.2.2; the ``test``
+"""commcost plan side by side with llm-analysis 0.2.2 (pip install llm-analysis==0.2.2, the ``bench``
 extra) on the same configurations: memory per GPU by kind and the step time at the same compute
 efficiency. Prints both and their ratio; the differences are explained in docs/plan.md
 ("Against llm-analysis"), the main ones:

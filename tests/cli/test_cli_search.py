@@ -54,7 +54,7 @@ def test_the_count_bounds_the_enumeration(kw):
     from commcost.analyses.plan.space import count_upper_bound
 
     space = _space(**kw)
-    enumerated = sum(len(enumerate_space(space, w)[1]["bi"]) for w in space.gpus)
+    enumerated = sum(len(enumerate_space(space, w)[1]) for w in space.gpus)
     assert 0 < enumerated <= count_upper_bound(space)
 
 
@@ -65,7 +65,7 @@ def test_the_count_is_exact_without_filters():
     from commcost.analyses.plan.space import count_upper_bound
 
     space = _space(gpus=(1,), global_batch=1)
-    assert len(enumerate_space(space, 1)[1]["bi"]) == 3
+    assert len(enumerate_space(space, 1)[1]) == 3
     assert count_upper_bound(space) == 60
 
 

@@ -9,7 +9,7 @@ import pytest
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.hardware import load_preset_file
-from commcost.workload.stacks import AUTO_KINDS, STACKS, auto_is_fsdp, auto_kind, given_stack_flag, resolve_stack, stack
+from commcost.workload.stacks import AUTO_KINDS, STACKS, auto_is_fsdp, auto_kind, resolve_stack, stack
 
 
 @pytest.mark.parametrize("name", [s for s in STACKS if s != "auto"])
@@ -49,11 +49,6 @@ def test_unknown_stack_lists_the_valid_ones():
         stack("jax")
     with pytest.raises(InputError, match="unknown stack 'jax'"):
         resolve_stack("jax", Layout(dp=1, global_batch=1))
-
-
-def test_a_given_stack_flag_reads_the_stack():
-    assert given_stack_flag("auto", "grad_bytes", 99) == 99
-    assert given_stack_flag("megatron", "grad_bytes", 99) == stack("megatron").grad_bytes
 
 
 def test_torchtitan_before_0_1_keeps_weights_gathered_only_under_a_pipeline():

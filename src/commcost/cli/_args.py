@@ -111,6 +111,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):  # noqa: D102 - argparse hook
         ns = super().parse_args(args, namespace)
+        ns.given_flags = given_flags(self, sys.argv[1:] if args is None else args)
         for action in self._actions:
             for flag in action.option_strings:
                 if flag in FLAG_BOUNDS:
@@ -118,6 +119,23 @@ class Parser(argparse.ArgumentParser):
                 if flag in OUTPUT_FLAGS and isinstance(getattr(ns, action.dest, None), str):
                     check_output_path(flag, getattr(ns, action.dest))
         return ns
+
+
+def given_flags(parser: argparse.ArgumentParser, argv) -> frozenset:
+    """The destinations of the flags typed on the command line ``argv`` (an abbreviation counts as its flag), so
+    ``--from`` can tell a flag the user gave from its default."""
+    options = {o: a.dest for a in parser._actions for o in a.option_strings}
+    out = set()
+    for token in argv:
+        if token == "--":
+            break
+        if not token.startswith("--"):
+            continue
+        key = token.split("=", 1)[0]
+        hits = {d for o, d in options.items() if o == key} or {d for o, d in options.items() if o.startswith(key)}
+        if len(hits) == 1:
+            out |= hits
+    return frozenset(out)
 
 
 MAX_INT = 10**12

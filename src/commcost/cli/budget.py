@@ -35,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m = p.add_argument_group("the model and the step")
     m.add_argument("--params", type=A.params_billions, help="parameters N, billions (1e9)")
     m.add_argument("--model", help="a model from the registry (`commcost presets`), e.g. llama2-7b: sets --params")
+    m.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its directory): sets --params")
     m.add_argument("--gpu", help="GPU preset (`commcost presets`) whose memory pure DDP must fit in "
                    "(default: the --system's GPU)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")

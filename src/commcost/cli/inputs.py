@@ -96,6 +96,12 @@ def budget_request(args: argparse.Namespace) -> BudgetRequest:
             A.fail("--model sets the parameter count; drop --params")
         shape, seq = model_preset(args.model)  # its tensors: the per-tensor gradient stream (bucket advice)
         params = params_n = float(model_params(shape))
+    if getattr(args, "hf_config", None) is not None:
+        from commcost.formats.hf_config import spec_from_hf_config  # lazy: not on the drill's path
+
+        if params is not None or args.model is not None:
+            A.fail(f"--hf-config sets the parameter count; drop --{'params' if params is not None else 'model'}")
+        params = params_n = float(spec_from_hf_config(args.hf_config).params)
     want_budget = params is not None or args.step_ms is not None
     if not want_budget and not args.layer_ratio:
         A.fail("nothing to report: give --params (or --model) and --step-ms, or --layer-ratio with --hidden and --seq")

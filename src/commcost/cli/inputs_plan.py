@@ -21,6 +21,9 @@ from commcost.analyses.plan.space import count_upper_bound
 from commcost.calibrate.efficiency import fit_efficiency, load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
+from commcost.cli.inputs_from import apply_from
+from commcost.formats.emit import EMIT_KINDS
+from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
@@ -74,6 +77,12 @@ def model_spec_of(args: argparse.Namespace):
     """``(TransformerSpec, seq)`` of ``--model`` (and ``--seq``, default the model's training length) or of
     the explicit shape (``plan`` and ``search``)."""
     shape_flags = [f for f in _SHAPE_FLAGS if getattr(args, f) is not None]
+    if getattr(args, "hf_config", None) is not None:
+        if args.model is not None or shape_flags or args.gated_mlp:
+            A.fail(f"--hf-config fixes the shape; drop --{'model' if args.model is not None else shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
+        if args.seq is None:
+            A.fail("--hf-config needs --seq (a config.json holds the longest context, not the training length)")
+        return spec_from_hf_config(args.hf_config), args.seq
     if args.model is not None:
         if shape_flags or args.gated_mlp:
             A.fail(f"--model {args.model} fixes the shape; drop --{shape_flags[0].replace('_', '-') if shape_flags else 'gated-mlp'}")
@@ -105,7 +114,7 @@ MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
 
 class PlanRequest(namedtuple("PlanRequest", (
         "inputs", "resolved", "measured_step_s", "save_calibration", "calibration", "calibration_path",
-        "trace_out", "train_tokens", "price_per_gpu_hour", "json"))):
+        "trace_out", "train_tokens", "price_per_gpu_hour", "json", "from_summary"), defaults=(None,))):
     """``commcost plan``: ``inputs`` the :class:`~commcost.analyses.plan.plan.PlanInputs` (its efficiency
     fitted to ``measured_step_s`` where a measurement was given, or read from ``calibration``, the document
     at ``calibration_path``); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
@@ -117,6 +126,9 @@ class PlanRequest(namedtuple("PlanRequest", (
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan flags checked; the layout, the PlanInputs in SI units and its calibrated efficiency."""
+    args, from_summary = apply_from(args)
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
     spec, seq = model_spec_of(args)
     cp, tp, pp = args.cp, args.tp, args.pp
     gpus, dp = args.gpus, args.dp
@@ -185,7 +197,7 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=measured,
                        save_calibration=args.save_calibration if measured is not None else None, calibration=doc,
                        calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
-                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json)
+                       price_per_gpu_hour=args.price_per_gpu_hour, json=args.json, from_summary=from_summary)
 
 MAX_GPU_COUNTS = 64
 """Most GPU counts one search takes (``--gpus-range``): each is a whole search of its own."""
@@ -240,7 +252,9 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
             return
         out.append(flag if value is True else f"{flag} {shlex.quote(repr(value) if isinstance(value, float) else str(value))}")
 
-    if args.model is not None:
+    if getattr(args, "hf_config", None) is not None:
+        add("--hf-config", args.hf_config)
+    elif args.model is not None:
         add("--model", args.model)
     else:
         for f in _SHAPE_FLAGS:
@@ -263,7 +277,7 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
 
 
 class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust", "top", "plan_prefix", "progress",
-                                                 "json", "csv", "plot"))):
+                                                 "json", "csv", "plot", "emit"), defaults=(None,))):
     """``commcost search``: ``inputs`` the :class:`~commcost.analyses.plan.search_inputs.SearchInputs`;
     ``resolved`` the one CommModel; ``robust`` rank again by the measured band's upper edge (``--rank
     robust``) and show ``top``; ``plan_prefix`` the ``commcost plan`` flags each result's command starts
@@ -274,6 +288,13 @@ class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust",
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The search flags checked, the space bounded before it is enumerated, the CommModel resolved."""
+    args, _ = apply_from(args, search=True)
+    if args.emit is not None:
+        if args.emit[0] not in EMIT_KINDS:
+            A.fail(f"--emit {args.emit[0]!r}: valid kinds are {', '.join(EMIT_KINDS)}")
+        A.check_output_path("--emit", args.emit[1])
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
     if args.plot is not None:
         A.check_output_path("--plot", args.plot, (".png", ".svg"))
     if args.global_batch > MAX_GLOBAL_BATCH:
@@ -305,7 +326,7 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                "(--fix tp=8,pp=4), or search fewer GPU counts")
     inp = SearchInputs(space=space, gpu=gpu, precision=args.precision, efficiency=args.efficiency,
                        flash_attention=not args.no_flash_attention, tp_comm_overlap=args.tp_comm_overlap,
-                       stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
+                       order=args.order, stack=args.stack, compiled=args.compile, fp8_attention=args.fp8_attention,
                        objective=objective, price_per_gpu_hour=args.price_per_gpu_hour or 0.0,
                        top=robust_candidates(args.top) if robust else args.top,
                        keep_points=args.plot is not None, train_tokens=args.train_tokens,
@@ -313,4 +334,4 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                        cpu_offload_layers=args.cpu_offload_layers, **search_moe_inputs(args, spec))
     return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
                          plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
-                         json=args.json, csv=args.csv, plot=args.plot)
+                         json=args.json, csv=args.csv, plot=args.plot, emit=args.emit)

@@ -14,6 +14,7 @@ from collections import namedtuple
 from commcost.analyses.scaling import ScalingInputs, seed_defaults, seed_fabrics, seed_models, seed_two_tier
 from commcost.cli import _args as A
 from commcost.cli._fabric import bucket_algorithms_note, resolve_comm_model
+from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import nodes_spanned
@@ -53,6 +54,14 @@ def _timeline_shape(args: argparse.Namespace):
     training length unless --seq) or of --layers/--hidden/--seq[/--vocab] (one head: only the ratio
     n_kv/n_q matters to the timeline), checked as the timeline checks it; (None, 0, None) if none."""
     explicit = [f for f in ("layers", "hidden", "vocab") if getattr(args, f) is not None]
+    if getattr(args, "hf_config", None) is not None:
+        if args.model is not None or explicit:
+            A.fail(f"--hf-config sets the shape; drop --{'model' if args.model is not None else explicit[0]}")
+        if args.seq is None:
+            A.fail("--hf-config needs --seq (a config.json holds the longest context, not the training length)")
+        spec = spec_from_hf_config(args.hf_config)
+        check_timeline_shape(spec, args.seq)
+        return spec, args.seq, f"model {spec.name} (--hf-config)"
     if args.model is not None:
         if explicit:
             A.fail(f"--model sets the shape; drop --{explicit[0]} (only --seq may override a preset)")
@@ -92,7 +101,8 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
         bytes_per_grad=bytes_per_element(args.dtype), backward_fraction=args.backward_fraction,
         grad_accum=args.grad_accum, optimizer_s=args.optimizer_ms * MS,
     )
-    shape_flag = "--params" if shape is None else "--model" if args.model is not None else "--layers/--hidden"
+    shape_flag = "--params" if shape is None else "--model" if args.model is not None else \
+        "--hf-config" if getattr(args, "hf_config", None) is not None else "--layers/--hidden"
     A.check_bucket_count(shape_flag, inp.message_bytes, 25 * MiB)  # the default, always run
     auto = args.bucket == "auto"
     cap_bytes = None if args.bucket is None or auto else args.bucket * MiB

@@ -13,9 +13,13 @@ from commcost.analyses.uncertainty import plan_band
 from commcost.analyses.interval import plan_interval
 from commcost.calibrate.efficiency import save_calibration
 from commcost.cli._fabric import add_nvls_argument
+from commcost.cli._html import add_html_argument, check_html, json_dict
+from commcost.cli.inputs_from import add_from_argument
 from commcost.cli.inputs_plan import plan_request
 from commcost.report.chrome_trace import plan_chrome_trace
 from commcost.report.chrome_trace import write_trace
+from commcost.report.html import write_html
+from commcost.report.html.plan import plan_html
 from commcost.report.plan import plan_run_notes
 from commcost.report.plan import render_plan_json
 from commcost.report.plan import render_plan_text
@@ -39,6 +43,8 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     ``plan`` and ``search``."""
     m = p.add_argument_group("model (a registry name, or the shape)")
     m.add_argument("--model", help="registry name (hardware/models.json), e.g. llama3-70b, gpt3-175b, mixtral-8x7b, deepseek-v3")
+    m.add_argument("--hf-config", metavar="PATH",
+                   help="a Hugging Face config.json (or a directory holding one): the model's shape (needs --seq)")
     for flag, what in (("--layers", "layers L"), ("--hidden", "hidden size h"), ("--heads", "attention heads"),
                        ("--kv-heads", "key/value heads (GQA; default heads)"), ("--head-dim", "head width (default h/heads)"),
                        ("--ffn-hidden", "MLP width (default 4h)"), ("--vocab", "vocabulary (default 50257)"),
@@ -48,6 +54,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         m.add_argument(flag, type=A.positive_int, help=what)
     m.add_argument("--gated-mlp", action="store_true", help="SwiGLU MLP (three matrices)")
     m.add_argument("--seq", type=A.positive_int, help="sequence length (default: the model's training length)")
+    add_from_argument(p)
 
 
 def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
@@ -82,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lay.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     lay.add_argument("--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation")
     lay.add_argument("--micro-batch", type=A.positive_int, default=1, help="sequences per micro-batch (default 1)")
-    lay.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    lay.add_argument("--global-batch", type=A.positive_int, help="sequences per optimizer step (required, or --from)")
     lay.add_argument("--uneven-pipeline", action="store_true",
                      help="layers need not divide by pp x vp (the heaviest stage takes ceil(L/(pp vp)) per chunk)")
     lay.add_argument("--split-counts-ends", action="store_true",
@@ -115,6 +122,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--train-tokens", type=A.token_count, help="tokens to train on (2e12, 2T, 300B): days and GPU-hours")
     t.add_argument("--price-per-gpu-hour", type=A.positive_float, help="dollars per GPU-hour: the run's cost")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
+    add_html_argument(p)
     p.add_argument("--trace-out", metavar="FILE", help="write the step's accounting as a Chrome trace (.json: Perfetto, "
                    "chrome://tracing; `commcost trace` reads it back)")
 
@@ -142,6 +150,7 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
 def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_plan.plan_request`, which fits the efficiency to a
     measurement), plan, render."""
+    html = check_html(args)
     req = plan_request(args)
     inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology
     if req.save_calibration:
@@ -159,7 +168,11 @@ def run(args: argparse.Namespace) -> int:
     notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
                                   calibration=req.calibration, calibration_path=req.calibration_path,
                                   trace_out=req.trace_out, run_cost=run_cost, interval=interval)
+    if req.from_summary:
+        extra["from"] = req.from_summary
     sens = sensitivity(inp, model)
-    print(render_plan_json(result, extra, band, sens, interval) if req.json
-          else render_plan_text(result, notes, band, sens, interval))
+    text = render_plan_json(result, extra, band, sens, interval) if req.json or html else None
+    if html:  # the page of the very dict --json prints (docs/report.md)
+        write_html(html, plan_html(json_dict(text)))
+    print(text if req.json else render_plan_text(result, notes, band, sens, interval))
     return 0

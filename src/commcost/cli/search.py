@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from commcost.cli import _args as A
+from commcost.parallel.layout import DEFAULT_ORDER
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.analyses.plan.search import rank_robust
 from commcost.analyses.plan.search import search
@@ -12,11 +14,16 @@ from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
 from commcost.analyses.plan.search_published import published_comparison
 from commcost.analyses.uncertainty import plan_band
 from commcost.cli.inputs_plan import MAX_CONFIGURATIONS, MAX_GLOBAL_BATCH, MAX_GPU_COUNTS, MAX_TOP  # noqa: F401 (re-exported)
+from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_plan import parse_gpus_range
 from commcost.cli.inputs_plan import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
+from commcost.formats.emit import emit
+from commcost.report._files import write_atomic
 from commcost.cli.plan import add_moe_arguments
+from commcost.report.html import write_html
+from commcost.report.html.search import feasible_sample, search_html
 from commcost.report.search import plot_pareto
 from commcost.report.search import render_search_json
 from commcost.report.search import render_search_text
@@ -44,10 +51,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--gpus", type=A.positive_int, help="GPUs W")
     s.add_argument("--gpus-range", metavar="LO:HI[:STEP]",
                    help="search several GPU counts: LO, 2 LO, 4 LO ... up to HI, or LO, LO+STEP ... with STEP")
-    s.add_argument("--global-batch", type=A.positive_int, required=True, help="sequences per optimizer step")
+    s.add_argument("--global-batch", type=A.positive_int, help="sequences per optimizer step (required, or --from)")
+    s.add_argument("--emit", nargs=2, metavar=("KIND", "FILE"),
+                   help="write the winner as a framework config: torchtitan (.toml), megatron (arguments) or "
+                        "deepspeed (.json); `plan --from FILE` reads it back")
     s.add_argument("--fix", action="append", default=[], metavar="DIM=VALUE",
                    help="fix a dimension (tp, pp, vp, cp, ep, etp, dp, zero, micro_batch, sp, recompute, bucket_mb); "
                         "repeat or comma-separate")
+    s.add_argument("--order", default=DEFAULT_ORDER,
+                   help=f"rank order of every layout, innermost first (default {DEFAULT_ORDER}, Megatron's)")
     s.add_argument("--even-pipeline-only", action="store_true", help="only layouts whose pp x vp divides the layers")
 
     add_moe_arguments(p)
@@ -82,17 +94,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--top", type=A.positive_int, default=10, help="configurations shown (default 10)")
     o.add_argument("--json", action="store_true", help="print one JSON object (SI units)")
     o.add_argument("--csv", metavar="FILE", help="write the top configurations to FILE, plan --json's keys flattened")
+    add_html_argument(o)
     o.add_argument("--plot", metavar="FILE", help="draw the Pareto front (step against memory, and GPU count) to FILE")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_plan.search_request`), search, render."""
+    html = check_html(args)
     req = search_request(args)
     model, band_topology = req.resolved.comm, req.resolved.band_topology
+    # the page draws every feasible layout (sampled): the arrays --plot keeps
+    inputs = replace(req.inputs, keep_points=True) if html else req.inputs
     bar = SearchBar(req.progress)
     try:
-        result = search(req.inputs, model, progress=bar)
+        result = search(inputs, model, progress=bar)
     finally:
         bar.close()
     if req.robust:
@@ -103,9 +119,16 @@ def run(args: argparse.Namespace) -> int:
     prefix = req.plan_prefix
     signum = A.last_interrupt_signal() if result.interrupted else 0
     published = published_comparison(result, model, band_topology) if result.plans else None
-    print(render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json
+    text = render_search_json(result, bands, plan_prefix=prefix, published=published) if req.json or html else None
+    if html:  # the page of the very dict --json prints, and a sample of the arrays behind it (docs/report.md)
+        write_html(html, search_html(json_dict(text), feasible_sample(result.points)))
+    print(text if req.json
           else render_search_text(result, plan_prefix=prefix, stopped_by="SIGTERM" if signum == 15 else "Ctrl-C",
                                   published=published, bands=bands))
+    if req.emit and result.plans:
+        kind, path = req.emit
+        write_atomic(path, emit(kind, result.plans[0].inputs))
+        A.warn(f"the winner written as a {kind} config to {path} (commcost plan --from {path} reads it back)")
     if req.csv:
         write_search_csv(result, req.csv, plan_prefix=prefix)
     if req.plot:

@@ -6,9 +6,12 @@ import argparse
 
 from commcost.cli import _args as A
 from commcost.cli._fabric import add_group_arguments
+from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_step import timeline_request
 from commcost.analyses.uncertainty import timeline_band
-from commcost.report._json import dump_json
+from commcost.report._json import dump_json, dumps_json
+from commcost.report.html import write_html
+from commcost.report.html.timeline import timeline_html
 from commcost.report.chrome_trace import write_timeline_trace
 from commcost.report.plot_timeline import plot_timeline
 from commcost.report.timeline import TimelineContext
@@ -54,18 +57,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="first bucket cap, MiB (default: 1 MiB with DDP's default cap, else the cap, as torch 2.13)")
     s = p.add_argument_group("model shape (per-layer gradients and backward compute)")
     s.add_argument("--model", help="a model preset from hardware/models.json (e.g. gpt3-1.3b, llama2-7b)")
+    s.add_argument("--hf-config", metavar="PATH",
+                   help="a Hugging Face config.json (or its directory) of a dense model: the shape (needs --seq)")
     s.add_argument("--layers", type=A.positive_int, help="transformer layers L")
     s.add_argument("--hidden", type=A.positive_int, help="hidden size h")
     s.add_argument("--seq", type=A.positive_int, help="sequence length s, tokens")
     s.add_argument("--vocab", type=A.positive_int, help="vocabulary size V (default 50257 with --layers)")
     p.add_argument("--plot", metavar="FILE", help="write a Gantt chart of both streams (and the curve with auto), .png or .svg")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+    add_html_argument(p)
     p.add_argument("--trace-out", metavar="FILE", help="write the simulated step as a Chrome trace (.json: Perfetto, "
                    "chrome://tracing, `commcost trace`)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_step.timeline_request`), simulate, render."""
+    html = check_html(args)
     req = timeline_request(args)
     inp, r = req.inputs, req.resolved
     stream = gradient_stream(inp)
@@ -84,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     ctx = TimelineContext(inputs=inp, model_label=req.model_label, caps_note=note, fabric_note=req.fabric_note,
                           band=band)
     out, text = render_timeline_report(ctx, best, default, sweep, advice, plot=req.plot, info=r.info)
+    if html:  # the page of the very dict --json prints (docs/report.md)
+        write_html(html, timeline_html(json_dict(dumps_json(out))))
     if req.plot:
         plot_timeline(req.plot, best, sweep, default if sweep is not None else None)
     if req.trace_out:

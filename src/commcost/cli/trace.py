@@ -10,8 +10,11 @@ from commcost.cli import _args as A
 from commcost.cli._fabric import add_profile_argument, add_system_arguments
 from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_trace_model
+from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_comm import trace_request
-from commcost.report._json import dump_json
+from commcost.report._json import dump_json, dumps_json
+from commcost.report.html import write_html
+from commcost.report.html.trace import trace_html
 from commcost.report.trace import STEPS_SHOWN
 from commcost.report.trace import render_trace_tail
 from commcost.report.trace import trace_extra_dict
@@ -38,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """PATH, output options and the model flags (all optional)."""
     p.add_argument("path", help="a Kineto trace (.json or .json.gz) or a directory with one per rank")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+    add_html_argument(p)
     p.add_argument("--hta-rounding", action="store_true",
                    help="round every event inward to whole microseconds, as HTA 0.5.0 does by default")
     p.add_argument("--verbose", action="store_true", help="the formulas and the dtype/algbw columns in the text")
@@ -63,6 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Parse (:func:`commcost.cli.inputs_comm.trace_request`), read, measure, optionally price and save, render."""
+    html = check_html(args)
     req = trace_request(args)
     summary = analyze_trace(req.path, round_us=req.round_us, workers=req.workers, scheduler=req.scheduler,
                             progress=_progress if req.show_progress else None)
@@ -78,8 +83,12 @@ def run(args: argparse.Namespace) -> int:
         write_measurement(m, req.save_measurement)
         saved = (req.save_measurement, len(m.rows))
     note = resolved.note if resolved is not None else None
+    out = (trace_to_dict(summary, preds, model) | trace_extra_dict(resolved.info if resolved else None, saved)
+           if req.json or html else None)
+    if html:  # the page of the very dict --json prints (docs/report.md)
+        write_html(html, trace_html(json_dict(dumps_json(out))))
     if req.json:
-        dump_json(trace_to_dict(summary, preds, model) | trace_extra_dict(resolved.info if resolved else None, saved))
+        dump_json(out)
     else:
         print(render_trace_text(summary, preds, model, steps_shown=STEPS_SHOWN if req.steps is None else req.steps,
                                 verbose=req.verbose), end="")

@@ -36,7 +36,7 @@ from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "stage_slots", "split_slots", "stage_end_shares", "heaviest_stage_layers",
-           "check_layout", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
+           "check_layout", "check_order", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
            "expert_data_parallel", "layer_passes"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
@@ -108,9 +108,7 @@ class Layout:
             if (self.dp * self.cp) % self.shard_group:
                 raise InputError(f"shard group {self.shard_group} must divide dp x cp = {self.dp} x {self.cp} = "
                                  f"{self.dp * self.cp}")
-        dims = self.order.split("-")
-        if sorted(dims) != sorted(DIMENSIONS):
-            raise InputError(f"order must arrange tp, cp, ep, dp, pp (e.g. {DEFAULT_ORDER}), got {self.order!r}")
+        check_order(self.order)
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(
                 f"global batch {self.global_batch} is not a multiple of micro-batch x dp = "
@@ -212,6 +210,12 @@ def expert_sizes(*, expert_tp, ep, expert_dp, pp) -> dict:
 
 EXPERT_DIMENSIONS = {"etp": "tp", "ep": "ep", "edp": "dp"}
 """The expert layers' groups and the dimension of ``order`` each one varies along."""
+
+
+def check_order(order: str) -> None:
+    """A rank order arranges each of tp, cp, ep, dp, pp once (``tp-cp-ep-dp-pp``), or InputError."""
+    if sorted(order.split("-")) != sorted(DIMENSIONS):
+        raise InputError(f"order must arrange tp, cp, ep, dp, pp (e.g. {DEFAULT_ORDER}), got {order!r}")
 
 
 def order_stride(order: str, sizes: dict, dim: str):

@@ -30,7 +30,8 @@ from commcost.comm.collectives import Collective
 from commcost.core.xp import SCALAR
 from commcost.parallel.layout import CommOp, Layout, layer_passes, layout_group
 
-__all__ = ["tensor_ops", "tp_blocks_per_stage", "tp_message_bytes", "tp_count_per_step"]
+__all__ = ["tensor_ops", "tp_blocks_per_stage", "tp_message_bytes", "tp_count_per_step", "tp_gather_count",
+           "regather_passes"]
 
 
 def tp_blocks_per_stage(*, layers_per_stage, moe_layers_per_stage, shared_experts: int):
@@ -54,13 +55,20 @@ def tp_count_per_step(*, micro_batches, layers_per_stage, moe_layers_per_stage, 
                                                shared_experts=shared_experts) * passes
 
 
+def tp_gather_count(*, count, passes, regather_passes):
+    """``n (passes + r) / passes``: the sequence-parallel all-gathers per step, the ``n`` of every TP
+    collective (:func:`tp_count_per_step`) with the ``r`` passes re-gathered on top (:func:`regather_passes`).
+    Array-safe."""
+    return count * (passes + regather_passes) / passes
+
+
 def regather_passes(xp, *, selective, recompute_selective):
     """``1`` where op-level selective checkpointing re-runs the sequence-parallel all-gathers in the backward, else
     ``0``: torchtitan's ``_save_list`` (``torchtitan/distributed/activation_checkpoint.py``; ``parallelize_llama.py``
     before) saves ``reduce_scatter_tensor``'s output but not ``all_gather_into_tensor``'s, so the gathered input
     of the QKV and up projections, which their weight gradients need, is gathered again (the stacks whose
-    ``selective`` is ``alternate_matmul``). Array-safe in ``recompute_selective``."""
-    return xp.where(recompute_selective, 1.0, 0.0) * (1.0 if selective == "alternate_matmul" else 0.0)
+    ``selective`` is ``alternate_matmul``). Array-safe in ``recompute_selective`` and ``selective``."""
+    return xp.where(recompute_selective, 1.0, 0.0) * xp.where(selective == "alternate_matmul", 1.0, 0.0)
 
 
 def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float, activation_bytes: float,
@@ -84,7 +92,8 @@ def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float
                        ranks_per_node=rpn, count_per_step=per_layer, critical=True,
                        what="layer activations (forward) and their gradients (backward), after attention and the dense MLP"),)
     return (CommOp(dimension="tp", op=Collective.ALL_GATHER, size_bytes=S, group_size=size, ranks_per_node=rpn,
-                   count_per_step=per_layer * (passes + regather_passes) / passes, critical=True,
+                   count_per_step=tp_gather_count(count=per_layer, passes=passes, regather_passes=regather_passes),
+                   critical=True,
                    what="sequence-parallel all-gather before attention and MLP, each pass"),
             CommOp(dimension="tp", op=Collective.REDUCE_SCATTER, size_bytes=S, group_size=size, ranks_per_node=rpn,
                    count_per_step=per_layer, critical=True,

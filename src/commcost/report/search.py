@@ -23,6 +23,7 @@ from commcost.report.training import render_training
 from commcost.report.training import training_to_dict
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.stacks import stacks_running
+from commcost.parallel.layout import DEFAULT_ORDER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ def plan_flags(p: Plan) -> str:
         flags.append("--split-counts-ends")
     if inp.bucket_cap_bytes is not None:
         flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
+    if L.order != DEFAULT_ORDER:
+        flags.append(f"--order {L.order}")
     return " ".join(flags)
 
 

@@ -77,13 +77,13 @@ def elementwise_bytes_per_token(*, hidden: float, ffn_width: float, gated: bool,
 
 def elementwise_layer_bytes_per_token(spec: TransformerSpec, *, seq: float, tp, sp: bool, flash: bool):
     """``(L_dense Q_dense + L_moe Q_moe) / L``: :func:`elementwise_bytes_per_token` of the model's
-    layers mixed in their proportion (an MoE layer's activation over ``(k + E_s) f_e``); ``tp`` a float
+    layers mixed in their proportion (an MoE layer's activation over ``k f_e + f_s``); ``tp`` a float
     or a numpy array (``commcost search``)."""
     common = dict(hidden=spec.hidden, gated=spec.gated_mlp, q_width=spec.q_width, kv_width=spec.kv_width,
                   heads=spec.heads, seq=seq, tp=tp, sp=sp, dropout=spec.dropout, flash=flash,
                   rotary=spec.max_positions == 0)
     dense = elementwise_bytes_per_token(ffn_width=spec.ffn, **common)
-    moe = elementwise_bytes_per_token(ffn_width=(spec.top_k + spec.shared_experts) * spec.expert_ffn,
+    moe = elementwise_bytes_per_token(ffn_width=spec.top_k * spec.expert_ffn + spec.shared_ffn,
                                       top_k=spec.top_k, **common) if spec.is_moe else 0.0
     return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
 

@@ -88,7 +88,7 @@ if TYPE_CHECKING:
     from commcost.workload.stacks import Stack
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
+__all__ = ["ACTIVATION_BYTES", "fits_on_card", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
@@ -99,6 +99,8 @@ WEIGHT_BYTES = 2.0
 """q_w: bf16/fp16 weights (Rajbhandari et al. 2020, mixed-precision Adam)."""
 GRAD_BYTES = 2.0
 """q_g: bf16/fp16 gradients."""
+ACTIVATION_BYTES = 2.0
+"""q: bf16/fp16 activations (what tensor, context, pipeline and expert parallelism send)."""
 OPTIMIZER_BYTES = 12.0
 """K: fp32 master weights + Adam's two fp32 moments."""
 RECOMPUTE_WORKING_FACTOR = (1.0, 2.0)
@@ -360,6 +362,13 @@ def in_flight_layers(*, layers: float, pp: float, vp: float, micro_batches: floa
     return first + (second - first) * (second > first)
 
 
+
+def fits_on_card(device_low_bytes, capacity_bytes):
+    """The fit rule: a layout fits when even the low estimate of what the card holds does,
+    ``device_bytes[0] <= capacity`` ("does not fit" only when the lower end exceeds the card, DESIGN.md).
+    Array-safe (``commcost search`` applies it to every configuration)."""
+    return device_low_bytes <= capacity_bytes
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryBreakdown:
     """Bytes per GPU on the fullest pipeline stage."""
@@ -420,8 +429,8 @@ class MemoryBreakdown:
 
     @property
     def fits(self) -> bool:
-        """The low estimate of the card's use fits: ``device_bytes[0] <= capacity``."""
-        return self.device_bytes[0] <= self.capacity_bytes
+        """The low estimate of the card's use fits (:func:`fits_on_card`)."""
+        return bool(fits_on_card(self.device_bytes[0], self.capacity_bytes))
 
     @property
     def margin_bytes(self) -> float:
@@ -502,7 +511,7 @@ def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
     if not spec.is_moe:
         return dense
     moe = layer_activation_bytes(**kw, mlp_width=spec.expert_ffn, recompute=recompute, top_k=spec.top_k,
-                                 experts=spec.experts, shared_width=spec.shared_experts * spec.expert_ffn)
+                                 experts=spec.experts, shared_width=spec.shared_ffn)
     return (spec.dense_layer_count * dense + spec.moe_layer_count * moe) / spec.layers
 
 

@@ -199,11 +199,14 @@ def attention_efficiency(xp, r: KernelRates, *, seq, head_dim: float):
     return r.attention_forward_efficiency * s_factor * d_factor, r.attention_backward_efficiency * s_factor * d_factor
 
 
-def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool, cp=1.0):
+def attention_s(xp, r: KernelRates, *, tokens, seq, heads_local, d_qk: float, d_v: float, flash: bool, cp=1.0,
+                keys=None):
     """``(forward, backward)`` of the attention core: ``F_a = 4 n s_k n_q/t (d_qk + d)/2`` at
     ``eta_a(s/c, d)`` (module docstring; ``c = cp``, the context-parallel ring's kernels run on ``s/c``
-    tokens); ``s_k = s/2`` with flash attention's causal skip, else ``s``."""
-    keys = seq * (0.5 if flash else 1.0)
+    tokens); ``s_k = s/2`` with flash attention's causal skip, else ``s``; ``keys`` gives ``s_k`` instead
+    (sliding-window layers: :meth:`commcost.workload.transformer.TransformerSpec.executed_attention_keys`)."""
+    if keys is None:
+        keys = seq * (0.5 if flash else 1.0)
     flops = 2.0 * tokens * keys * heads_local * (d_qk + d_v)
     eta_f, eta_b = attention_efficiency(xp, r, seq=seq / cp, head_dim=d_v)
     return (flops / (r.attention_peak_flops_per_s * eta_f),
@@ -257,14 +260,37 @@ def expert_rows(xp, *, n, tp, sp, ep, expert_tp, experts: int, top_k: int, exper
     return n / t_prime * gathered * top_k * ep / experts * expert_load
 
 
+def _input_projections(spec: TransformerSpec, *, n, tp) -> list:
+    """``(M, N, K, count)`` of the GEMMs from the layer's input to the attention core. Q, K and V as one
+    ``(n, (A - w_q h)/h / t, h)`` (the fused QKV of Megatron-LM and Transformer Engine). Multi-latent
+    attention runs four: the query down projection ``(n, r_q, h)`` and the joint KV down projection
+    ``(n, r_kv + d_r, h)``, not split by TP (Megatron-Core's ``MLASelfAttention`` builds
+    ``linear_q_down_proj`` and ``linear_kv_down_proj`` with ``parallel_mode="duplicated"``: every TP rank
+    computes them whole), the query up projection ``(n, n_q d_qk / t, r_q)`` (or ``(n, n_q d_qk / t, h)``
+    without query compression) and the KV up projection ``(n, n_q (d_qk - d_r + d) / t, r_kv)``, column
+    parallel (DeepSeek-V2 section 2.1)."""
+    h = spec.hidden
+    if not spec.is_mla or spec.attention_params:
+        return [(n, (spec.attention_matrix_params - spec.q_width * h) / h / tp, h, 1.0)]
+    r_q, r_kv, d_r, n_q = spec.q_lora_rank, spec.kv_lora_rank, spec.qk_rope_head_dim, spec.heads
+    q = [(n, r_q, h, 1.0), (n, n_q * spec.d_qk / tp, r_q, 1.0)] if r_q else [(n, n_q * spec.d_qk / tp, h, 1.0)]
+    return q + [(n, r_kv + d_r, h, 1.0), (n, n_q * (spec.d_qk - d_r + spec.d) / tp, r_kv, 1.0)]
+
+
+def _input_projections_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, split: bool = False):
+    """Forward time of :func:`_input_projections` (``split``: each as ``t`` GEMMs of ``M/t`` rows)."""
+    if split:
+        return sum(tp * gemm_s(xp, r, m=m_ / tp, n=n_, k=k_) for m_, n_, k_, _ in _input_projections(spec, n=n, tp=tp))
+    return sum(gemm_s(xp, r, m=m_, n=n_, k=k_) for m_, n_, k_, _ in _input_projections(spec, n=n, tp=tp))
+
+
 def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert_tp, moe: bool, sp=False,
                  expert_load=1.0):
     """``(forward, backward, (M K, M N, K N) element sums for fp8 casts)`` of one layer's GEMMs; the
     routed experts as one grouped GEMM of ``E/e`` experts of :func:`expert_rows` rows each (tiles of all
     of them share the waves), the router ``(n/t', E, h)`` on the tokens the rank dispatches."""
     h = spec.hidden
-    qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
-    shapes = [(n, qkv_n / tp, h, 1.0), (n, h, spec.q_width / tp, 1.0)]
+    shapes = [*_input_projections(spec, n=n, tp=tp), (n, h, spec.q_width / tp, 1.0)]
     mult = 2.0 if spec.gated_mlp else 1.0
     if moe:
         E, k, f = spec.experts, spec.top_k, spec.expert_ffn
@@ -273,8 +299,8 @@ def _layer_gemms(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, ep, expert
                            expert_load=expert_load)
         shapes += [(n / xp.where(sp, tp, 1.0), E, h, 1.0), (rows, mult * f / expert_tp, h, local),
                    (rows, h, f / expert_tp, local)]
-        if spec.shared_experts:
-            fs = spec.shared_experts * f
+        if spec.shared_ffn:
+            fs = spec.shared_ffn
             shapes += [(n, mult * fs / tp, h, 1.0), (n, h, fs / tp, 1.0)]
     else:
         f = spec.ffn
@@ -304,13 +330,13 @@ def tp_partner_gemms_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, moe:
     with the data-gradient GEMM of the same projection (TE ``qkv_dgrad``, ``fc1_dgrad``; the same FLOPs as
     the forward), so the forward times serve both passes."""
     h = spec.hidden
-    qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
     mult = 2.0 if spec.gated_mlp else 1.0
-    shapes = [(qkv_n / tp, h), (h, spec.q_width / tp)]
+    shapes = [(h, spec.q_width / tp)]
     if not moe:
         shapes += [(mult * spec.ffn / tp, h), (h, spec.ffn / tp)]
-    whole = [gemm_s(xp, r, m=n, n=n_, k=k_) for n_, k_ in shapes]
-    split = [tp * gemm_s(xp, r, m=n / tp, n=n_, k=k_) for n_, k_ in shapes]
+    whole = [_input_projections_s(xp, r, spec, n=n, tp=tp)] + [gemm_s(xp, r, m=n, n=n_, k=k_) for n_, k_ in shapes]
+    split = [_input_projections_s(xp, r, spec, n=n, tp=tp, split=True)] + [
+        tp * gemm_s(xp, r, m=n / tp, n=n_, k=k_) for n_, k_ in shapes]
     if moe:
         f, local = spec.expert_ffn, spec.experts / ep
         rows = expert_rows(xp, n=n, tp=tp, sp=sp, ep=ep, expert_tp=expert_tp, experts=spec.experts,
@@ -324,9 +350,7 @@ def tp_partner_gemms_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp, moe:
 def attention_projections_forward_s(xp, r: KernelRates, spec: TransformerSpec, *, n, tp):
     """Forward of one layer's attention projections: QKV ``(n, (A_attn - w_q h)/h / t, h)`` and the output
     projection ``(n, h, w_q / t)``, the first two GEMMs of :func:`_layer_gemms` (dense and MoE layers alike)."""
-    h = spec.hidden
-    qkv_n = (spec.attention_matrix_params - spec.q_width * h) / h
-    return gemm_s(xp, r, m=n, n=qkv_n / tp, k=h) + gemm_s(xp, r, m=n, n=h, k=spec.q_width / tp)
+    return _input_projections_s(xp, r, spec, n=n, tp=tp) + gemm_s(xp, r, m=n, n=spec.hidden, k=spec.q_width / tp)
 
 
 def alternate_matmul_recompute_share(spec: TransformerSpec) -> float:
@@ -372,7 +396,7 @@ def _elementwise_bytes(xp, spec: TransformerSpec, st: Stack, *, n, tp, sp, seq, 
     expert and token); without flash attention the softmax ``(2 + 2.5 dropout) n_q s`` over t."""
     r = xp.where(sp, tp, 1.0)
     h = spec.hidden
-    width = (spec.top_k + spec.shared_experts) * spec.expert_ffn if moe else spec.ffn
+    width = spec.top_k * spec.expert_ffn + spec.shared_ffn if moe else spec.ffn
     act = st.activation_accesses_gated if spec.gated_mlp else st.activation_accesses
     rotary = st.rotary_accesses * (spec.q_width + spec.kv_width) * (spec.max_positions == 0)
     norm = FUSED_NORM_ACCESSES if spec.fused_norm else st.norm_accesses
@@ -418,7 +442,7 @@ def micro_batch_operators(xp, spec: TransformerSpec, st: Stack, r: KernelRates, 
         cast = cast + frac * (b_x * mk + b_dy * mn + b_w * weights) / r.hbm_bytes_per_s
     cast = cast * r.fp8
     a_f, a_b = attention_s(xp, r, tokens=tokens, seq=seq, heads_local=spec.heads / tp, d_qk=spec.d_qk, d_v=spec.d,
-                           flash=flash, cp=cp)
+                           flash=flash, cp=cp, keys=spec.executed_attention_keys(seq, flash=flash))
     # the head: logits GEMM (M = n, N = V/t, K = h) and the loss over V/t
     h_f, h_b = gemm_train_s(xp, r, m=tokens, n=spec.vocab / tp, k=spec.hidden)
     loss = 2.0 * tokens * st.loss_accesses_per_vocab * spec.vocab / tp / r.hbm_bytes_per_s

@@ -86,7 +86,8 @@ def fits_timeline(spec: TransformerSpec) -> bool:
     is the Q K V O formula with heads of width ``h / n_q`` and no QK-norm. The rest (mixture-of-experts,
     multi-latent attention, QK-norm, heads wider than ``h/n_q``) are for ``commcost plan``. The
     ``"timeline"`` flag of ``models.json`` says the same for each row (a test holds them equal)."""
-    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params
+    return (not spec.is_moe and not spec.qk_norm and not spec.attention_params and not spec.is_mla
+            and not spec.window_layers and not spec.extra_layer_params
             and spec.d * spec.heads == spec.hidden and spec.d_qk == spec.d)
 
 

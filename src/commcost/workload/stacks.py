@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.parallel.layout import Layout
 
-__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "given_stack_flag", "StackLayouts",
+__all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
            "stacks_running"]
 
@@ -188,12 +188,6 @@ def auto_kinds(zero, tp, pp) -> dict:
 def auto_kind(zero, tp, pp) -> str:
     """The one of :func:`auto_kinds` a single layout is."""
     return next(kind for kind, on in auto_kinds(zero, tp, pp).items() if on)
-
-
-def given_stack_flag(name: str, attribute: str, auto_value):
-    """A stack field for a whole search: ``auto_value`` under ``auto`` (what both stacks ``auto`` resolves
-    to agree on for the rows it applies to), else the given stack's ``attribute``."""
-    return auto_value if name == "auto" else getattr(stack(name), attribute)
 
 
 SEQUENCE_PARALLEL = ("optional", "always", "never")

@@ -14,13 +14,24 @@ key-value heads of width ``d`` (``d_qk`` for the score product), ``f`` dense MLP
 ``V`` vocabulary, ``s`` sequence length.
 
 * attention matrices per layer ``A = h n_q d_qk + 2 h n_kv d + n_q d h`` (Q, K, V, O; an
-  explicit ``attention_params`` replaces it, for multi-latent attention)
+  explicit ``attention_params`` replaces it). Multi-latent attention (DeepSeek-AI 2024, DeepSeek-V2
+  section 2.1; Hugging Face ``modeling_deepseek_v3.py`` ``DeepseekV3Attention``) with query rank ``r_q``
+  (0: no query compression), key-value rank ``r_kv`` and decoupled rotary width ``d_r``:
+  ``A = [h r_q + r_q n_q d_qk] + h (r_kv + d_r) + r_kv n_q (d_qk - d_r + d) + n_q d h`` (the query
+  down and up projections, or ``h n_q d_qk``; the joint KV down projection with the shared rotary key; the
+  KV up projection to per-head keys without rotary part and values; the output), and the latent norms
+  ``r_q + r_kv`` beside the layer's norms
+* sliding-window attention (Mistral, Gemma 2/3, GPT-OSS: Beltagy et al. 2020) on ``L_w`` of the layers
+  with window ``w``: a query attends to ``min(i + 1, w)`` keys, on average over ``s`` positions
+  ``k - k^2/(2 s)`` with ``k = min(s, w)`` (the causal ``s/2`` at ``w >= s``); model FLOPs count twice
+  that, ``s_w = 2k - k^2/s`` (the full square ``s`` at ``w >= s``)
 * MLP matrices ``M(f) = m h f`` with ``m = 3`` gated (SwiGLU), else 2
-* MoE layer ``(E + E_s) M(f_e) + h E`` (experts and router)
+* MoE layer ``E M(f_e) + M(f_s) + h E`` (routed experts, shared experts of total width
+  ``f_s = E_s f_e`` unless given, as Qwen2-MoE's ``shared_expert_intermediate_size``, and router)
 * forward FLOPs per token: 2 per multiply-accumulate of every matrix a token passes through,
-  ``F_mm = 2 (L A + L_d M(f) + L_m ((k + E_s) M(f_e) + h E) + V h)`` (logits included, the
+  ``F_mm = 2 (L A + L_d M(f) + L_m (k M(f_e) + M(f_s) + h E) + V h)`` (logits included, the
   embedding look-up ~0), plus attention's score and value products
-  ``F_att = 2 L s n_q (d_qk + d)`` counted over the full ``s x s`` square (the Megatron-LM /
+  ``F_att = 2 s n_q (d_qk + d) ((L - L_w) + L_w s_w / s)`` counted over the full ``s x s`` square (the Megatron-LM /
   PaLM convention: Narayanan et al. 2021 eq. 3; Chowdhery et al. 2022 appendix B). Causal
   masking halves what a flash-attention kernel executes (:data:`CAUSAL_EXECUTED_FRACTION`).
 """
@@ -41,7 +52,9 @@ the whole square; executed FLOPs (time) count this share."""
 
 _INT_FIELDS = ("layers", "hidden", "heads", "vocab")
 _NONNEG_FIELDS = ("kv_heads", "head_dim", "qk_head_dim", "ffn_hidden", "max_positions", "experts", "top_k",
-                  "expert_ffn_hidden", "shared_experts", "moe_layers", "attention_params")
+                  "expert_ffn_hidden", "shared_experts", "moe_layers", "attention_params", "q_lora_rank",
+                  "kv_lora_rank", "qk_rope_head_dim", "shared_expert_ffn_hidden", "sliding_window", "window_layers",
+                  "extra_layer_params", "extra_moe_layer_params")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +107,24 @@ class TransformerSpec:
     """MoE layers L_m (the last L_m layers; DeepSeek-V3's first 3 are dense); 0 with experts means all."""
     attention_params: int = 0
     """Attention matrix parameters per layer, replacing the Q K V O formula (multi-latent attention)."""
+    q_lora_rank: int = 0
+    """Multi-latent attention: query compression rank r_q (0: the queries are projected directly)."""
+    kv_lora_rank: int = 0
+    """Multi-latent attention: key-value compression rank r_kv (0: not multi-latent attention)."""
+    qk_rope_head_dim: int = 0
+    """Multi-latent attention: the decoupled rotary part d_r of d_qk (one key shared by every head)."""
+    shared_expert_ffn_hidden: int = 0
+    """Total width f_s of the shared experts' MLP; 0 means ``E_s f_e``."""
+    sliding_window: int = 0
+    """Window w of the sliding-window layers, tokens; 0 for none."""
+    window_layers: int = 0
+    """L_w: layers that attend within the window (the others attend to the whole sequence)."""
+    extra_layer_params: int = 0
+    """Vector parameters of every layer the formulas leave out (norms beyond two, biases of models whose
+    biases do not follow ``biases``, attention sinks), counted by the config reader."""
+    extra_moe_layer_params: int = 0
+    """Vector parameters of every MoE layer beyond :attr:`extra_layer_params` (router and expert biases, a
+    shared-expert gate)."""
     source: str = ""
     """Where the shape comes from."""
 
@@ -117,8 +148,18 @@ class TransformerSpec:
                 raise InputError(f"top_k must be between 1 and experts ({self.experts}), got {self.top_k}")
             if self.moe_layers > self.layers:
                 raise InputError(f"moe_layers ({self.moe_layers}) exceeds layers ({self.layers})")
-        elif self.top_k or self.moe_layers or self.shared_experts:
-            raise InputError("top_k, moe_layers and shared_experts need experts >= 1")
+        elif self.top_k or self.moe_layers or self.shared_experts or self.shared_expert_ffn_hidden:
+            raise InputError("top_k, moe_layers and shared experts need experts >= 1")
+        if self.window_layers > self.layers:
+            raise InputError(f"window_layers ({self.window_layers}) exceeds layers ({self.layers})")
+        if bool(self.window_layers) != bool(self.sliding_window):
+            raise InputError(f"sliding_window ({self.sliding_window}) and window_layers ({self.window_layers}) "
+                             "go together")
+        if self.kv_lora_rank and self.qk_rope_head_dim >= self.d_qk:
+            raise InputError(f"qk_rope_head_dim ({self.qk_rope_head_dim}) must be below the score width "
+                             f"({self.d_qk})")
+        if (self.q_lora_rank or self.qk_rope_head_dim) and not self.kv_lora_rank:
+            raise InputError("q_lora_rank and qk_rope_head_dim need kv_lora_rank (multi-latent attention)")
 
     # --- shape ---------------------------------------------------------------------
     @property
@@ -157,6 +198,16 @@ class TransformerSpec:
         return self.expert_ffn_hidden or self.ffn
 
     @property
+    def shared_ffn(self) -> int:
+        """Total shared-expert width f_s (0 without shared experts)."""
+        return self.shared_expert_ffn_hidden or self.shared_experts * self.expert_ffn
+
+    @property
+    def is_mla(self) -> bool:
+        """True for multi-latent attention (a key-value rank r_kv)."""
+        return self.kv_lora_rank > 0
+
+    @property
     def is_moe(self) -> bool:
         """True with routed experts."""
         return self.experts > 0
@@ -180,15 +231,21 @@ class TransformerSpec:
         """A per layer."""
         if self.attention_params:
             return self.attention_params
-        h = self.hidden
-        return h * self.heads * self.d_qk + 2 * h * self.kv_width + self.q_width * h
+        h, n_q = self.hidden, self.heads
+        if self.is_mla:
+            r_q, r_kv, d_r = self.q_lora_rank, self.kv_lora_rank, self.qk_rope_head_dim
+            q = h * r_q + r_q * n_q * self.d_qk if r_q else h * n_q * self.d_qk
+            return q + h * (r_kv + d_r) + r_kv * n_q * (self.d_qk - d_r + self.d) + self.q_width * h
+        return h * n_q * self.d_qk + 2 * h * self.kv_width + self.q_width * h
 
     @property
     def layer_small_params(self) -> int:
         """Norms (and biases) of one layer: 2 h norm weights (x2 with biases), 2 d with QK-norm,
         biases of Q K V O and the MLP when the model has them."""
         h = self.hidden
-        n = (4 * h if self.biases else 2 * h) + (2 * self.d if self.qk_norm else 0)
+        n = (4 * h if self.biases else 2 * h) + (2 * self.d if self.qk_norm else 0) + self.extra_layer_params
+        if self.is_mla and not self.attention_params:   # the latent norms (an explicit A counts them)
+            n += self.q_lora_rank + self.kv_lora_rank
         if self.biases:
             n += self.heads * self.d_qk + 2 * self.kv_width + h + self.ffn + h
         return n
@@ -211,8 +268,8 @@ class TransformerSpec:
     @property
     def moe_layer_nonexpert_params(self) -> int:
         """Parameters of one MoE layer outside the routed experts: attention, shared experts, router, norms."""
-        return (self.attention_matrix_params + self.shared_experts * self.expert_params
-                + self.hidden * self.experts + self.layer_small_params)
+        return (self.attention_matrix_params + self._mlp(self.shared_ffn)
+                + self.hidden * self.experts + self.layer_small_params + self.extra_moe_layer_params)
 
     @property
     def embedding_params(self) -> int:
@@ -250,16 +307,42 @@ class TransformerSpec:
     @property
     def layer_matmul_flops(self) -> tuple[float, float]:
         """Forward matrix FLOPs per token of one ``(dense, MoE)`` layer: ``2 (A + M(f))`` and
-        ``2 (A + (k + E_s) M(f_e) + h E)``."""
+        ``2 (A + k M(f_e) + M(f_s) + h E)``."""
         a = self.attention_matrix_params
         dense = 2.0 * (a + self._mlp(self.ffn))
-        moe = 2.0 * (a + (self.top_k + self.shared_experts) * self.expert_params + self.hidden * self.experts)
+        moe = 2.0 * (a + self.top_k * self.expert_params + self._mlp(self.shared_ffn) + self.hidden * self.experts)
         return dense, moe
 
+    @property
+    def window_share(self) -> float:
+        """``L_w / L``: the share of layers attending within the sliding window."""
+        return self.window_layers / self.layers
+
+    def _window_keys(self, seq):
+        """``k = min(s, w)`` (array-safe: ``(s + w - |s - w|)/2``)."""
+        w = self.sliding_window
+        return (seq + w - abs(seq - w)) / 2.0
+
+    def model_attention_keys(self, seq):
+        """Keys per query over the full-square convention, averaged over layers:
+        ``(1 - L_w/L) s + (L_w/L)(2k - k^2/s)`` (module docstring)."""
+        if not self.window_layers:
+            return seq
+        k = self._window_keys(seq)
+        return (1.0 - self.window_share) * seq + self.window_share * (2.0 * k - k * k / seq)
+
+    def executed_attention_keys(self, seq, *, flash: bool):
+        """Keys per query a kernel computes, averaged over layers: with flash attention the causal
+        ``s/2`` (global layers) and ``k - k^2/(2s)`` (windowed: FlashAttention >= 2.3 skips the blocks
+        outside the window, its ``window_size`` argument); the math kernel computes the whole ``s``."""
+        if not flash:
+            return seq
+        return CAUSAL_EXECUTED_FRACTION * self.model_attention_keys(seq)
+
     def attention_score_flops(self, seq: int) -> float:
-        """Forward score and value products per token of one layer over the full square,
-        ``2 s n_q (d_qk + d)``."""
-        return 2.0 * seq * self.heads * (self.d_qk + self.d)
+        """Forward score and value products per token of one layer (the mean over layers) over the full
+        square, ``2 s n_q (d_qk + d)`` (``s`` becomes :meth:`model_attention_keys` with windowed layers)."""
+        return 2.0 * self.model_attention_keys(seq) * self.heads * (self.d_qk + self.d)
 
     @property
     def logits_flops(self) -> float:
@@ -279,7 +362,10 @@ _ROW_FIELDS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_hea
                "max_positions": "max_positions", "biases": "biases", "fused_norm": "fused_norm", "qk_norm": "qk_norm",
                "dropout": "dropout", "experts": "experts", "top_k": "top_k",
                "expert_ffn_hidden": "expert_ffn_hidden", "shared_experts": "shared_experts",
-               "moe_layers": "moe_layers", "attention_params": "attention_params", "source": "source"}
+               "moe_layers": "moe_layers", "attention_params": "attention_params", "source": "source",
+               "q_lora_rank": "q_lora_rank", "kv_lora_rank": "kv_lora_rank", "qk_rope_head_dim": "qk_rope_head_dim",
+               "shared_expert_ffn_hidden": "shared_expert_ffn_hidden", "sliding_window": "sliding_window",
+               "window_layers": "window_layers"}
 
 
 def spec_from_row(key: str, row: dict) -> TransformerSpec:

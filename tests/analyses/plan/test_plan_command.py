@@ -29,7 +29,10 @@ def _run_printed(command: str) -> dict:
     # a past release (Megatron-LM of 2021): its advice pastes, the stack travels with it
     ("--model", "megatron-gpt-1.7b", "--system", "dgx-a100", "--gpus", "32", "--seq", "2048", "--global-batch", "512",
      "--precision", "fp16", "--stack", "megatron-2021"),
-], ids=["system", "flat-shape", "past-release"])
+    # a rank order other than Megatron's: search places every group by it, and the command carries it
+    ("--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "32", "--seq", "4096", "--global-batch", "64",
+     "--fix", "tp=2", "--order", "pp-dp-ep-cp-tp"),
+], ids=["system", "flat-shape", "past-release", "order"])
 def test_results_plan_command_reproduces_the_step(flags):
     r = run_commcost("search", *flags, "--top", "3", "--json", "--no-progress")
     assert r.returncode == 0, r.stderr
@@ -37,6 +40,8 @@ def test_results_plan_command_reproduces_the_step(flags):
     for res in results[:2]:
         if "--stack" in flags:
             assert "--stack megatron-2021" in res["plan_command"]
+        if "--order" in flags:
+            assert "--order pp-dp-ep-cp-tp" in res["plan_command"] and res["layout"]["order"] == "pp-dp-ep-cp-tp"
         got = _run_printed(res["plan_command"])
         assert got["step_s"] == pytest.approx(res["step_s"], rel=1e-12)
         assert got["layout"] == res["layout"] and got["model"] == res["model"] and got["seq"] == res["seq"]

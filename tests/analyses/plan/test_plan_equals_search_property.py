@@ -1,6 +1,7 @@
 """Property (issue 21, "One kernel"): ``plan`` on one row equals the search grid's row, over random
 systems (GPUs per node 1-72, 6 among them; custom two-tier fabrics, system presets with their nodes
-shrunk, flat links), random models of models.json (dense and MoE) and random layouts and options.
+shrunk, flat links), random models of models.json (dense and MoE), random layouts and options, every
+stack that runs the layout (past releases included) and random rank orders.
 
 Each example draws a structural row (``W t p v c e d b t_e``) of the whole space, fixes it, lets the
 grid price every categorical variant of it (SP, recomputation, ZeRO, bucket cap) and re-prices a few
@@ -22,6 +23,7 @@ from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Topology
 from commcost.hardware.registry import system_group, systems
+from commcost.parallel.layout import DEFAULT_ORDER, DIMENSIONS
 from commcost.workload.stacks import KNOWN_STACKS, stack_layouts, stack_refuses
 from commcost.workload.transformer import model_spec, model_spec_names
 
@@ -73,14 +75,18 @@ def cases(draw):
     options = dict(gpu=gpu, precision=draw(st.sampled_from(("bf16",) if gpu.startswith("a100") else ("bf16", "fp8"))),
                    efficiency=draw(st.sampled_from((None, None, 0.45))), flash_attention=draw(st.booleans()),
                    tp_comm_overlap=draw(st.booleans()),
-                   compiled=draw(st.booleans()))
+                   compiled=draw(st.booleans()),
+                   # the rank order: Megatron's default half the time, else any arrangement (plan's --order)
+                   order=draw(st.one_of(st.just(DEFAULT_ORDER),
+                                        st.permutations(DIMENSIONS).map("-".join))))
     if spec.is_moe:
         a2a = draw(st.sampled_from(("nccl", "deepep")))
         options.update(a2a=a2a, fp8_dispatch=a2a == "deepep" and draw(st.booleans()),
                        moe_overlap=draw(st.sampled_from(("none", "none", "1f1b", "dualpipe"))),
                        expert_load=draw(st.sampled_from((1.0, 1.3))))
     space = SearchSpace(spec=spec, seq=seq, global_batch=B, gpus=(W,), gpus_per_node=G)
-    rows = _base_rows(space, W, options.get("moe_overlap", "none"))
+    cols = _base_rows(space, W, options.get("moe_overlap", "none"))
+    rows = list(zip(*(cols[k].tolist() for k in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp"))))
     assume(rows)
     # half the time a layout with a group whose stride does not divide G (it straddles nodes; rounding shows)
     straddle = [r for r in rows if any(n > 1 and 0 < k < G and G % k for n, k in _groups(r))]

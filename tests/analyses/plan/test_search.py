@@ -24,10 +24,10 @@ TINY = TransformerSpec(name="tiny", layers=2, hidden=64, heads=2, vocab=128)
 
 def _layouts(space: SearchSpace, world: int) -> set[tuple]:
     base, cols = enumerate_space(space, world)
-    bi = cols["bi"]
+    bi = cols.bi
     return {(int(base["t"][j]), int(base["p"][j]), int(base["v"][j]), int(base["c"][j]), int(base["d"][j]),
              int(base["b"][j]), int(sp), int(rc), int(z), int(cap))
-            for j, sp, rc, z, cap in zip(bi, cols["sp"], cols["rc"], cols["zero"], cols["cap"])}
+            for j, sp, rc, z, cap in zip(bi, cols.sp, cols.rc, cols.zero, cols.cap)}
 
 
 def test_tiny_space_enumerated_by_hand():

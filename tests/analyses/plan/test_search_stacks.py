@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
-from commcost.analyses.plan.space import enumerate_space
+from commcost.analyses.plan.space import Choices, enumerate_space
 from commcost.cli import main
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
 from commcost.workload.stacks import STACKS, layout_runs, stack, stack_layouts, stack_refuses
-from commcost.workload.transformer import TransformerSpec
+from commcost.workload.transformer import TransformerSpec, model_spec
 
 FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=100e9, latency_s=5e-6))
 SPEC = TransformerSpec(name="s", layers=8, hidden=512, heads=8, vocab=1024)
@@ -25,8 +25,8 @@ SPACE = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_n
 
 def _columns(stack_name: str) -> dict[str, np.ndarray]:
     base, cols = enumerate_space(SPACE, 16, "none", stack_name)
-    out = {k: base[k][cols["bi"]] for k in ("t", "p", "v", "c", "e")}
-    out.update(zero=cols["zero"], sp=cols["sp"], rc=cols["rc"])
+    out = {k: base[k][cols.bi] for k in ("t", "p", "v", "c", "e")}
+    out.update(zero=cols.zero, sp=cols.sp, rc=cols.rc)
     return out
 
 
@@ -91,7 +91,7 @@ def test_megatron_2021_space_has_no_sp_cp_zero1_or_selective():
     fixed = (("zero", 0), ("sp", 0), ("cp", 1), ("recompute", 0))
     space = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_node=8, fixed=fixed)
     base, cols = enumerate_space(space, 16, "none", "auto")
-    p, v = base["p"][cols["bi"]], base["v"][cols["bi"]]
+    p, v = base["p"][cols.bi], base["v"][cols.bi]
     assert len(only["t"]) == 2 * int(((v == 1) | (p > 2)).sum()) > 0
 
 
@@ -109,16 +109,16 @@ def test_plan_equals_search_under_megatron_2021():
 
 def test_torchtitan_0_0_space_accumulates_only_through_a_pipeline():
     base, cols = enumerate_space(SPACE, 16, "none", "torchtitan-0.0")
-    p, m, b, d = (base[k][cols["bi"]] for k in ("p", "m", "b", "d"))
+    p, m, b, d = (base[k][cols.bi] for k in ("p", "m", "b", "d"))
     assert len(p) > 0 and (m[p == 1] == 1).all() and (m[p > 1] > 1).any()
     # without a pipeline the micro-batch is the local batch B / d (global batch 16)
     assert (b[p == 1] * d[p == 1] == 16).all()
     # by hand: today's torchtitan's rows less those without a pipeline and m > 1
     tb, tc = enumerate_space(SPACE, 16, "none", "torchtitan")
-    tp_, tm = tb["p"][tc["bi"]], tb["m"][tc["bi"]]
+    tp_, tm = tb["p"][tc.bi], tb["m"][tc.bi]
     past = stack_layouts("torchtitan-0.0")
-    kept = layout_runs(past, tp=tb["t"][tc["bi"]], pp=tp_, vp=tb["v"][tc["bi"]], cp=tb["c"][tc["bi"]],
-                       ep=tb["e"][tc["bi"]], zero=tc["zero"], sp=tc["sp"])      # its ZeRO rule without a pipeline
+    kept = layout_runs(past, tp=tb["t"][tc.bi], pp=tp_, vp=tb["v"][tc.bi], cp=tb["c"][tc.bi],
+                       ep=tb["e"][tc.bi], zero=tc.zero, sp=tc.sp)      # its ZeRO rule without a pipeline
     assert len(p) == int((kept & ((tp_ > 1) | (tm == 1))).sum())
     r = search(SearchInputs(space=SPACE, gpu="h100-sxm", stack="torchtitan-0.0", top=8), FLAT)
     assert r.plans and all(q.inputs.layout.pp > 1 or q.inputs.layout.micro_batches == 1 for q in r.plans)
@@ -165,7 +165,7 @@ def test_llm_foundry_2023_space_is_sharded_data_parallelism_by_hand():
     fixed = (("tp", 1), ("pp", 1), ("cp", 1), ("sp", 0), ("recompute", 0))
     space = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_node=8, fixed=fixed)
     base, cols = enumerate_space(space, 16, "none", "auto")
-    z, e = cols["zero"], base["e"][cols["bi"]]
+    z, e = cols.zero, base["e"][cols.bi]
     assert len(only["t"]) == 2 * int((((z == 2) | (z == 3)) & (e == 1)).sum()) > 0
 
 
@@ -284,3 +284,25 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
                                      sequence_parallel=L["sequence_parallel"], recompute=L["recompute"],
                                      global_batch=64))
         assert r["stacks_that_run"] == list(want)
+
+
+def test_stack_behaviour_enters_the_grid_as_per_row_columns_from_the_stacks_file():
+    """``grid_memory.stack_column``: under ``auto`` a row takes the field of the stack that prices it
+    (ZeRO-3 without TP or PP: fsdp; every other row: megatron); one value where the stacks agree."""
+    from commcost.analyses.plan.grid_memory import stack_column, stack_value
+
+    spec = model_spec("llama2-7b")
+    inp = SearchInputs(space=SearchSpace(spec=spec, seq=4096, global_batch=64, gpus=(8,), gpus_per_node=8),
+                       gpu="h100-sxm")
+    base = {"t": np.array([1, 2, 1]), "p": np.array([1, 1, 2])}
+    none = np.zeros(4, dtype=np.int64)
+    cols = Choices(bi=np.array([0, 0, 1, 2]), sp=none, rc=none, zero=np.array([3, 0, 3, 3]))
+    # rows: (t1 p1 z3) fsdp; (t1 p1 z0), (t2 p1 z3), (t1 p2 z3) megatron
+    want = [stack(n).grad_bytes for n in ("fsdp", "megatron", "megatron", "megatron")]
+    assert stack_column(cols, base, inp, "grad_bytes").tolist() == want
+    assert stack("megatron").grad_bytes != stack("fsdp").grad_bytes      # else the test shows nothing
+    assert stack_column(cols, base, inp, "zero3_gathers_per_layer") == stack("megatron").zero3_gathers_per_layer
+    named = SearchInputs(space=inp.space, gpu="h100-sxm", stack="deepspeed")
+    assert stack_value(named, "zero3_live_params") == stack("deepspeed").zero3_live_params
+    with pytest.raises(ValueError, match="grad_bytes"):
+        stack_value(inp, "grad_bytes")

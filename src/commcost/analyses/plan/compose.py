@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["OPTIMIZER_HBM_BYTES_PER_PARAM", "BACKWARD_PER_FORWARD", "TP_OVERLAP_SHARE", "layer_flops",
            "micro_batch_flops", "micro_batch_times", "full_exposed_s", "tp_exposed_s", "tp_partners_s", "MOE_OVERLAPS",
            "ep_paired_share", "ep_exposed_s", "cp_exposed_s", "pp_exposed_s",
+           "elementwise_passes", "zero3_once", "zero3_regather_rounds",
            "zero3_layer_exposed_s", "zero3_exposed_s", "pipeline_terms", "dp_backward_fraction",
            "dp_accumulated_micro_batches", "nic_share", "zero2_micro_batch_exposed_s", "gather_exposed_s", "optimizer_s", "step_s",
            "tokens_per_s_per_gpu"]
@@ -179,6 +180,26 @@ def zero3_layer_exposed_s(xp, *, gather_s, scatter_s, layer_fwd_s, regather=1.0)
     fwd = xp.maximum(0.0, gather_s - layer_fwd_s)
     bwd = xp.maximum(0.0, regather * gather_s + scatter_s - BACKWARD_PER_FORWARD * layer_fwd_s)
     return fwd, bwd
+
+
+def elementwise_passes(xp, full):
+    """Passes of the element-wise operators per micro-batch: forward, backward (two) and, under full
+    recomputation, the forward again: ``4`` with full recomputation, else ``3``. Array-safe."""
+    return xp.where(full, 4.0, 3.0)
+
+
+def zero3_once(*, zero3, pp, unshard_under_pp):
+    """Whether ZeRO-3 gathers and scatters once per step: the stack keeps the stage gathered under
+    pipeline parallelism (``unshard_under_pp``, :attr:`commcost.workload.stacks.Stack.zero3_unshard_under_pp`)
+    and ``p > 1``. Array-safe (booleans combined with ``&``)."""
+    return zero3 & (pp > 1) & unshard_under_pp
+
+
+def zero3_regather_rounds(xp, *, once, micro_batches):
+    """``(regather, rounds)`` of ZeRO-3's gathers: the stage re-gathered in the backward (1, else 0) and
+    rounds of gathers per step (``m``, else 1) unless it stays gathered through the step (``once``,
+    :func:`zero3_once`). Array-safe."""
+    return xp.where(once, 0.0, 1.0), xp.where(once, 1.0, micro_batches)
 
 
 def zero3_exposed_s(*, fwd_s, bwd_s, units, micro_batches, gather_s, rounds=None):

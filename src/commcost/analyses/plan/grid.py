@@ -7,7 +7,7 @@ The composition is not restated here: :func:`evaluate_grid` calls the kernels ``
 the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`commcost.parallel.tensor`,
 :mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.pipeline`,
 :mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
-(:func:`commcost.parallel.layout.group_of` under the default rank order).
+(:func:`commcost.parallel.layout.group_of` under the search's rank order, ``--order``).
 ``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
 1e-9 relative.
@@ -22,11 +22,13 @@ priced as arrays, one :meth:`~commcost.comm.model.CommModel.cost_many` call per 
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.workload.stacks import given_stack_flag
 from commcost.analyses.plan.compose import nic_share
 from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
+from commcost.analyses.plan.grid_memory import stack_column
+from commcost.analyses.plan.grid_memory import stack_value
 from commcost.analyses.plan.space import RECOMPUTE
+from commcost.analyses.plan.space import Choices
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.context import cp_message_bytes
 from commcost.parallel.context import cp_rings_per_step
@@ -46,6 +48,7 @@ from commcost.parallel.layout import leaves_node
 from commcost.parallel.layout import pair_ranks
 from commcost.parallel.pipeline import pp_message_bytes
 from commcost.parallel.tensor import regather_passes
+from commcost.parallel.tensor import tp_gather_count
 from commcost.parallel.tensor import tp_count_per_step
 from commcost.parallel.tensor import tp_message_bytes
 from commcost.parallel.zero import zero3_gather_bytes
@@ -73,8 +76,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
     from commcost.analyses.plan.search_inputs import SearchInputs
+    from commcost.analyses.plan.space import GridColumns
 
-__all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid"]
+__all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid", "distinct_keys"]
 
 
 
@@ -137,7 +141,7 @@ def unique_rows(mat):
     return srt[new], inv
 
 
-def structure(base: dict, spec, G: int) -> dict:
+def structure(base: dict, spec, G: int, order: str = DEFAULT_ORDER) -> dict:
     """Per structural row: stage layers, placement, parameters per GPU and shard groups (all that does
     not depend on SP, recomputation, ZeRO or the bucket cap)."""
     import numpy as np
@@ -148,8 +152,8 @@ def structure(base: dict, spec, G: int) -> dict:
     expert_tp = base["etp"]
 
     def group(dim):
-        """``(size, ranks per node)`` of every row's ``dim`` group under the default order."""
-        return group_of(np, dim, order=DEFAULT_ORDER, tp=t, cp=c, dp=d, pp=p, ep=e, expert_tp=expert_tp,
+        """``(size, ranks per node)`` of every row's ``dim`` group under the rank order ``order``."""
+        return group_of(np, dim, order=order, tp=t, cp=c, dp=d, pp=p, ep=e, expert_tp=expert_tp,
                         gpus_per_node=G)
 
     (_, tp_rpn), (_, cp_rpn), (_, ep_rpn) = group("tp"), group("cp"), group("ep")
@@ -174,7 +178,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
 
 
     spec, s = inp.space.spec, inp.space.seq
-    q = q_g = 2.0                                   # PlanInputs' activation_bytes and grad_bytes
+    q, q_g = inp.activation_bytes, inp.grad_bytes
     X = dict(X)
     t, p, c, e, b = (base[k].astype(float) for k in ("t", "p", "c", "e", "b"))
     ti, ci, ei, pi = base["t"], base["c"], base["e"], base["p"]
@@ -217,7 +221,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     units = zero3_units(X["per_stage"])
     # a layer's gathers, one after another (1 under auto: fsdp and megatron gather per layer)
-    g = given_stack_flag(inp.stack, "zero3_gathers_per_layer", 1)
+    g = stack_column(Choices.every_row(nb, zero=3), base, inp, "zero3_gathers_per_layer")
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
         on = (P > 1) & (params > 0) & need["z3"]
@@ -226,7 +230,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
                               P, rpn, on)
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, zero3_scatter_bytes(params=params, units=units, grad_bytes=q_g),
                           P, rpn, on)
-    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"]))
+    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
     world = (t * p * c * base["d"]).astype(int)       # plan.plan_losses: the gradient norm's all-reduce over the job
     X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
     return X
@@ -245,23 +249,23 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     return out
 
 
-def needed(cols: dict, nb: int, ncaps: int) -> dict:
+def needed(cols: GridColumns, nb: int, ncaps: int) -> dict:
     """What the configurations ``cols`` use of each structural row (``need`` of :func:`price_base`)."""
     import numpy as np
 
-    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
+    bi, sp, zero = cols.bi, cols.sp, cols.zero
     out = {}
     for name, sel in (("sp0", sp == 0), ("sp1", sp == 1), ("z3", zero == 3)):
         out[name] = np.zeros(nb, dtype=bool)
         out[name][bi[sel]] = True
     variant = np.zeros((nb, 2 * ncaps), dtype=bool)
     low = zero < 3
-    variant[bi[low], (zero[low] > 0) * ncaps + cols["capi"][low]] = True
+    variant[bi[low], (zero[low] > 0) * ncaps + cols.capi[low]] = True
     out["variant"] = variant
     return out
 
 
-def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict:
+def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad_bytes: float) -> dict:
     """The prices behind plan._data_parallel_lines per structural row and variant ``2 x len(caps)``
     (ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter, then the cap): what the timeline's closed form
     (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
@@ -270,8 +274,7 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     (``bucket_gather``); ``k`` is :func:`commcost.analyses.plan.compose.nic_share`."""
     import numpy as np
 
-
-    q_g = 2.0
+    q_g = grad_bytes
     ng, nb, nv = len(groups), len(crossing), 2 * len(caps)
     sizes = np.stack([g[0] * q_g for g in groups], axis=1)
     P = np.stack([g[1] for g in groups], axis=1)
@@ -301,15 +304,9 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
     group = np.where(on, P_g, 1)
     for sharded in (0, 1):
         op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
-
-        def cost(c_bytes, sel, op=op):
-            """``sum_i k_i T(op, c f_i, P_i, r_i)`` of the rows ``sel`` (plan._data_parallel_lines' cost)."""
-            acc = np.zeros(len(sel))
-            for i in range(ng):
-                T = pricer.column(op, c_bytes * share[sel, i], group[sel, i], r_g[sel, i])
-                acc = acc + np.where(on[sel, i], k_g[sel, i] * T, 0.0)
-            return acc
-
+        # every cap's bucket layout first, then each group's prices of all of them in one Pricer.column
+        # (one CommModel.cost_many per distinct (op, group, ranks per node), not one per cap and bucket)
+        todo = []
         for ci, cap_bytes in enumerate(caps):
             vi = sharded * len(caps) + ci
             sel = np.nonzero(used[:, vi] & any_on)[0]
@@ -322,27 +319,49 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant) -> dict
             lay = np.array([uniform_layout(x, c1, c) for x in S.tolist()]).reshape(-1, 3)
             first, m, last = lay[:, 0], lay[:, 1], lay[:, 2]
             one = last == 0                               # one bucket, ready when backward ends
-            T1 = cost(first, sel)
-            Tc = cost(np.where(~one & (m > 0), c, 0.0), sel)
-            Tl = cost(np.where(one, 0.0, last), sel)
+            # T(c_1), T(c), T(last) and one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
+            todo.append((vi, sel, first, m, last, one, c, S,
+                         (first, np.where(~one & (m > 0), c, 0.0), np.where(one, 0.0, last), S)))
+        if not todo:
+            continue
+        # plan._data_parallel_lines' cost: sum_i k_i T(op, c f_i, P_i, r_i), summed over i in order
+        acc = [[np.zeros(len(e[1])) for _ in range(4)] for e in todo]
+        for i in range(ng):
+            sizes = np.concatenate([x * share[e[1], i] for e in todo for x in e[8]])
+            T = pricer.column(op, sizes, np.concatenate([group[e[1], i] for e in todo for _ in range(4)]),
+                              np.concatenate([r_g[e[1], i] for e in todo for _ in range(4)]))
+            at = 0
+            for j, e in enumerate(todo):
+                sel = e[1]
+                for k in range(4):
+                    part = T[at:at + len(sel)]
+                    at += len(sel)
+                    acc[j][k] = acc[j][k] + np.where(on[sel, i], k_g[sel, i] * part, 0.0)
+        for j, (vi, sel, first, m, last, one, c, S, _) in enumerate(todo):
+            T1, Tc, Tl, Tw = acc[j]
             times[vi, sel] = np.stack([T1, Tc, Tl], axis=1)
             full[vi, sel] = np.where(one, 0.0, m)
             not_ready[vi, sel] = np.where(one[:, None], 0.0, np.stack(
                 [1.0 - first / S, np.where(m > 0, 1.0 - (first + c) / S, 0.0),
                  np.where(m > 0, 1.0 - (first + m * c) / S, 0.0)], axis=1))
             wire[vi, sel] = np.where(one, T1, T1 + m * Tc + Tl)
-            whole[vi, sel] = cost(S, sel)   # one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
-            if sharded:
-                for i in range(ng):
-                    T = pricer.column(Collective.ALL_GATHER, S_g[sel, i] / q_g * WEIGHT_BYTES, group[sel, i],
-                                      r_g[sel, i])
-                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T, 0.0)
+            whole[vi, sel] = Tw
+        if sharded:
+            for i in range(ng):
+                T = pricer.column(Collective.ALL_GATHER, np.concatenate([S_g[e[1], i] / q_g * WEIGHT_BYTES for e in todo]),
+                                  np.concatenate([group[e[1], i] for e in todo]),
+                                  np.concatenate([r_g[e[1], i] for e in todo]))
+                at = 0
+                for e in todo:
+                    vi, sel = e[0], e[1]
+                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T[at:at + len(sel)], 0.0)
+                    at += len(sel)
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
 
 
-def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_base):
+def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base):
     """``(t_c, t_fwd, t_f, t_attention, partners)`` of every row (``partners``: the TP collectives' partner
     GEMMs, ``OperatorTimes.tp_partners_s``): :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
@@ -353,7 +372,7 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
 
 
     spec, s = inp.space.spec, inp.space.seq
-    bi, sp, rc = cols["bi"], cols["sp"], cols["rc"]
+    bi, sp, rc = cols.bi, cols.sp, cols.rc
     out = [np.zeros(len(bi)) for _ in range(12)]
     for (name, kind), mask in rate_masks(cols, base, inp).items():
         rows = np.nonzero(mask)[0]
@@ -381,21 +400,109 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: dict, *, per_stage_ba
     return (*out[:4], tuple(out[4:]))
 
 
-def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
+def distinct_keys(cols: Choices, nb: int, *, zero3_only: bool) -> tuple[Choices, object]:
+    """``(keys, back)``: the distinct ``(row, sp, recompute, ZeRO stage)`` of the configurations ``cols``
+    (``zero3_only``: the stage as ZeRO-3 or not, ``zero`` 3 or 0) as :class:`Choices`, and for each
+    configuration the index of its key (a column computed on the keys, ``[back]``, is each configuration's)."""
+    import numpy as np
+
+    bi, sp, rc, zero = cols.bi, cols.sp, cols.rc, cols.zero
+    nz = 2 if zero3_only else 4
+    z = (zero == 3) if zero3_only else zero
+    key = ((sp * 3 + rc) * nz + z) * nb + bi
+    present = np.zeros(6 * nz * nb, dtype=bool)
+    present[key] = True
+    ukey = np.flatnonzero(present)
+    pos = np.zeros(len(present), dtype=np.int64)
+    pos[ukey] = np.arange(len(ukey))
+    uz = (ukey // nb) % nz
+    keys = Choices(bi=ukey % nb, sp=ukey // (3 * nz * nb), rc=(ukey // (nz * nb)) % 3,
+                   zero=np.where(uz == 1, 3, 0) if zero3_only else uz)
+    return keys, pos[key]
+
+
+def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
     kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
 
-    Returns arrays ``step_s, compute_s, pipeline_bubble_s, exposed_comm_s, optimizer_s, micro_batch_s`` and
-    ``exposed_<dim>_s`` for tp, cp, ep, pp, dp, and the losses :data:`commcost.step.losses.LOSS_NAMES`.
+    Shared subexpressions once per distinct value: all but ZeRO-1/2's bucket timeline and the optimizer
+    depend on ``(row, sp, recompute, ZeRO-3 or not)`` only (:func:`_per_key`), a tenth of the
+    configurations; they are computed once per distinct key and gathered back (the same element
+    operations on the same values, so the same floats).
+
+    Returns arrays ``step_s`` and, with ``breakdown``, ``compute_s, pipeline_bubble_s, exposed_comm_s,
+    optimizer_s, micro_batch_s``, ``exposed_<dim>_s`` for tp, cp, ep, pp, dp and the losses
+    :data:`commcost.step.losses.LOSS_NAMES`.
     """
+    import numpy as np
+
+    bi, zero = cols.bi, cols.zero
+    z3 = zero == 3
+    keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
+    mid = _per_key(keys, base, X, inp)
+    n = len(bi)
+    ex_dp = np.zeros(n)
+    ex_dp[z3] = mid["ex_dp"][back[z3]]
+    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses (plan.plan_losses)
+    wire_dp[z3] = mid["wire_dp"][back[z3]]
+    # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
+    low = np.nonzero(~z3)[0]
+    if len(low):
+        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
+        bl = bi[low]
+        kl = back[low]
+        t_mb_low = mid["t_mb"][kl]
+        p_low, m_low = base["p"][bl].astype(float), base["m"][bl].astype(float)
+        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
+        W = K.dp_backward_fraction(fwd_share=mid["fwd_share"][kl], compute_mb_s=mid["t_c"][kl],
+                                   micro_batch_s=t_mb_low) * t_mb_low
+        t_e = K.dp_accumulated_micro_batches(np, pp=p_low, micro_batches=m_low) * t_mb_low
+        wire = X["bucket_wire"][vi, bl]
+        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
+                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
+        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
+        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
+        ex_dp[low] = E + gather.sum(axis=1)
+        wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
+        # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
+        per_mb = mid["zero2_scatter_per_micro_batch"]       # the stack's, per row (stacks.json)
+        z2 = (zero[low] == 2) & (per_mb[kl] if np.ndim(per_mb) else bool(per_mb))
+        if z2.any():
+            ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
+                                                                     scatter_s=X["bucket_whole"][vi, bl], window_s=W),
+                                   0.0)
+            wire_dp[low] += np.where(z2, (m_low - 1) * X["bucket_whole"][vi, bl], 0.0)
+    exposed_total = mid["model_exposed"][back] + ex_dp
+    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
+                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero,
+                              hbm_bytes_per_s=gpu_row(inp.gpu)[1])
+    compute, bubble = mid["compute"][back], mid["bubble"][back]
+    # plan.plan_losses: the losses that grow with the job (commcost.step.losses)
+    world = (base["t"] * base["p"] * base["c"] * base["d"])[bi].astype(float)
+    losses = dict(zip(LOSS_NAMES, step_losses(np, compute_s=compute, ranks=world, hidden_s=wire_dp - ex_dp,
+                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])))
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + sum(
+        losses.values())
+    if not breakdown:
+        return dict(step_s=step)
+    return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
+                optimizer_s=optimizer, micro_batch_s=mid["t_mb"][back], exposed_tp_s=mid["ex_tp"][back],
+                exposed_cp_s=mid["ex_cp"][back], exposed_ep_s=mid["ex_ep"][back], exposed_pp_s=mid["ex_pp"][back],
+                exposed_dp_s=ex_dp, **losses)
+
+
+def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
+    """Everything of :func:`evaluate_grid` that does not depend on ZeRO-1/2 or the bucket cap, on the
+    columns ``cols`` of distinct ``(row, sp, recompute, ZeRO-3 or not)`` (``zero`` 3 or 0): the compute,
+    the critical communication per micro-batch, the pipeline terms and ZeRO-3's exposure."""
     import numpy as np
 
 
     spec, s = inp.space.spec, inp.space.seq
-    bi = cols["bi"]
+    bi = cols.bi
     t, p, v, c, b, m = (base[k][bi].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
-    sp, rc, zero = cols["sp"], cols["rc"], cols["zero"]
+    sp, rc, zero = cols.sp, cols.rc, cols.zero
     n = len(t)
     per_stage = X["per_stage"][bi]
     full = rc == 2
@@ -404,7 +511,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     if inp.efficiency is None:
         t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
                                                                        per_stage_base=X["per_stage"])
-        if not given_stack_flag(inp.stack, "tp_overlap_per_gemm", False):
+        if not stack_value(inp, "tp_overlap_per_gemm"):
             tp_partners = None
         fwd_share = t_fwd / t_c
     else:
@@ -420,7 +527,7 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
             ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag),
                                                         flash=inp.flash_attention)
         t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
-                                  passes=np.where(full, 4.0, 3.0), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
+                                  passes=K.elementwise_passes(np, full), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
         t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share,
                                                             layer_flops=tokens * f_layer / t,
                                                             attention_flops=tokens * attn / t,
@@ -429,7 +536,6 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
         t_c = t_c + offload_exposed_s(np, offloaded_bytes=offloaded_bytes(cols, base, inp),
                                       host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
                                       backward_s=t_c - t_fwd)
-    hbm = gpu_row(inp.gpu)[1]
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = layer_passes(np, full)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers,
@@ -438,10 +544,11 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
                                  shared_experts=spec.shared_experts, passes=passes)
     ex_tp = np.zeros(n)
     critical_mb = np.zeros(n)
-    regather = regather_passes(np, selective=given_stack_flag(inp.stack, "selective", "attention"),
+    regather = regather_passes(np, selective=stack_column(cols, base, inp, "selective"),
                                recompute_selective=rc == 1)
     for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        count = count_tp if name != "T_tp_ag" else count_tp * (passes + regather) / passes
+        count = count_tp if name != "T_tp_ag" else tp_gather_count(count=count_tp, passes=passes,
+                                                                   regather_passes=regather)
         x = K.tp_exposed_s(np, count=count, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
                            passes=passes, overlap=inp.tp_comm_overlap,
                            partners_s=K.tp_partners_s(gathers=name == "T_tp_ag", partners_s=tp_partners))
@@ -470,47 +577,17 @@ def evaluate_grid(cols: dict, base: dict, X: dict, inp: SearchInputs) -> dict:
     z3 = zero == 3
     T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
     # plan.zero3_once_per_step (under auto ZeRO-3 with a pipeline resolves to megatron: never)
-    once = z3 & (p > 1) & given_stack_flag(inp.stack, "zero3_unshard_under_pp", False)
+    once = K.zero3_once(zero3=z3, pp=p, unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"))
+    regather_z3, rounds = K.zero3_regather_rounds(np, once=once, micro_batches=m)
     fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
-                                       layer_fwd_s=t_layer_f, regather=np.where(once, 0.0, 1.0))
-    rounds = np.where(once, 1.0, m)
+                                       layer_fwd_s=t_layer_f, regather=regather_z3)
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
                                      rounds=rounds)
-    # ZeRO-3's time on the wire (zero_ops' counts: gathers twice per round, or once where the stage stays gathered)
-    wire_dp = rounds * zero3_units(per_stage) * (np.where(once, 1.0, 2.0) * T_ag + np.where(z3, X["T3_rs"][bi], 0.0))
+    # ZeRO-3's time on the wire (zero_ops' counts: 1 + regather gathers and one scatter per unit and round)
+    wire_dp = rounds * zero3_units(per_stage) * ((1.0 + regather_z3) * T_ag + np.where(z3, X["T3_rs"][bi], 0.0))
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
-    # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
-    low = np.nonzero(~z3)[0]
-    if len(low):
-        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols["capi"][low]
-        bl = bi[low]
-        t_mb_low = t_mb[low]
-        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
-        W = K.dp_backward_fraction(fwd_share=fwd_share[low], compute_mb_s=t_c[low], micro_batch_s=t_mb_low) * t_mb_low
-        t_e = K.dp_accumulated_micro_batches(np, pp=p[low], micro_batches=m[low]) * t_mb_low
-        wire = X["bucket_wire"][vi, bl]
-        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
-                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
-        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
-        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=t_fwd[low, None])
-        ex_dp[low] = E + gather.sum(axis=1)
-        wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
-        # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
-        if given_stack_flag(inp.stack, "zero2_scatter_per_micro_batch", False):
-            z2 = zero[low] == 2
-            ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m[low] - 1,
-                                                                     scatter_s=X["bucket_whole"][vi, bl], window_s=W),
-                                   0.0)
-            wire_dp[low] += np.where(z2, (m[low] - 1) * X["bucket_whole"][vi, bl], 0.0)
-    exposed_total = ex_tp + ex_cp + ex_ep + ex_pp + ex_dp
-    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
-                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=hbm)
-    # plan.plan_losses: the losses that grow with the job (commcost.step.losses)
-    losses = dict(zip(LOSS_NAMES, step_losses(np, compute_s=compute, ranks=t * p * c * base["d"][bi], hidden_s=wire_dp - ex_dp,
-                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])))
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + sum(
-        losses.values())
-    return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
-                optimizer_s=optimizer, micro_batch_s=t_mb, exposed_tp_s=ex_tp, exposed_cp_s=ex_cp,
-                exposed_ep_s=ex_ep, exposed_pp_s=ex_pp, exposed_dp_s=ex_dp, **losses)
+    return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,
+                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp, wire_dp=wire_dp,
+                zero2_scatter_per_micro_batch=stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"),
+                model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)

@@ -6,6 +6,7 @@ per configuration (``tests/analyses/plan/test_search_equals_plan.py`` pins it to
 
 from __future__ import annotations
 from commcost.analyses.plan.space import RECOMPUTE
+from commcost.analyses.plan.space import Choices
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.zero import zero3_units
 from commcost.workload.compute import precision_class
@@ -27,14 +28,13 @@ from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
 from commcost.workload.offload import resident_layers
 from commcost.workload.stacks import auto_is_fsdp, auto_kinds
-from commcost.workload.stacks import given_stack_flag
 from commcost.workload.stacks import stack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.search_inputs import SearchInputs
 
-__all__ = ["memory_tables", "memory_grid", "offloaded_bytes"]
+__all__ = ["memory_tables", "memory_grid", "offloaded_bytes", "stack_column", "stack_value"]
 
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
@@ -90,12 +90,11 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                     zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
                                     top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load,
-                                    live_params=given_stack_flag(inp.stack, "zero3_live_params", None),
-                                    reduce_bucket_params=given_stack_flag(inp.stack, "zero3_reduce_bucket_params",
-                                                                          None),
+                                    live_params=stack_value(inp, "zero3_live_params"),
+                                    reduce_bucket_params=stack_value(inp, "zero3_reduce_bucket_params"),
                                     largest_params=largest_matrix_params(spec, t)))
-    q_acc = given_stack_flag(inp.stack, "grad_bytes", GRAD_BYTES)
-    unshard = (dense + expert) * (WEIGHT_BYTES + q_acc)   # memory_per_gpu: the stage gathered under PP
+    # memory_per_gpu: the stage gathered under PP, weights and gradients as the stack keeps them under ZeRO-3
+    unshard = (dense + expert) * (WEIGHT_BYTES + stack_column(Choices.every_row(len(t), zero=3), base, inp, "grad_bytes"))
     nccl = {name: nccl_buffer_bytes(np, world=base["W"].astype(float), tp=t, cp=c, dp=base["d"].astype(float), pp=p,
                                     ep=base["e"].astype(float), gpus_per_node=inp.space.gpus_per_node,
                                     nvls=nvls_capable(inp.gpu),
@@ -111,30 +110,56 @@ def _stacks(inp: SearchInputs) -> tuple[str, ...]:
     return ("fsdp", "megatron") if inp.stack == "auto" else (inp.stack,)
 
 
-def stack_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
+def stack_masks(cols: Choices, base: dict, inp: SearchInputs) -> dict:
     """``{stack: boolean column}``: which rows each stack prices (:func:`commcost.workload.stacks.resolve_stack`'s rule)."""
     import numpy as np
 
     if inp.stack != "auto":
-        return {inp.stack: np.ones(len(cols["bi"]), dtype=bool)}
+        return {inp.stack: np.ones(len(cols.bi), dtype=bool)}
 
-    bi = cols["bi"]
-    fsdp = auto_is_fsdp(cols["zero"], base["t"][bi], base["p"][bi])
+    bi = cols.bi
+    fsdp = auto_is_fsdp(cols.zero, base["t"][bi], base["p"][bi])
     return {"fsdp": fsdp, "megatron": ~fsdp}
 
 
-def rate_masks(cols: dict, base: dict, inp: SearchInputs) -> dict:
+def stack_column(cols: Choices, base: dict, inp: SearchInputs, attribute: str):
+    """A stack field per row, read from ``stacks.json``: each row takes the value of the stack that prices it
+    (:func:`stack_masks`). One value, not a column, when every stack the
+    search prices has the same (a named stack, or both of ``auto``'s agreeing)."""
+    values = {name: getattr(stack(name, compiled=inp.compiled), attribute) for name in _stacks(inp)}
+    first = next(iter(values.values()))
+    if all(v == first for v in values.values()):
+        return first
+    import numpy as np
+
+    out = None
+    for name, mask in stack_masks(cols, base, inp).items():
+        out = np.where(mask, values[name], values[name] if out is None else out)
+    return out
+
+
+def stack_value(inp: SearchInputs, attribute: str):
+    """A stack field the grid uses as one switch for the whole search (:func:`stack_column` without rows): the
+    value every stack the search prices has. Raises if they differ, where the grid needs it as a column."""
+    values = {name: getattr(stack(name, compiled=inp.compiled), attribute) for name in _stacks(inp)}
+    first = next(iter(values.values()))
+    if any(v != first for v in values.values()):
+        raise ValueError(f"stacks {', '.join(values)} differ in {attribute!r}: the grid must take it per row")
+    return first
+
+
+def rate_masks(cols: Choices, base: dict, inp: SearchInputs) -> dict:
     """``{(stack, auto kind or None): boolean column}``: :func:`stack_masks` with ``--stack auto``'s Megatron-Core rows
     split by :func:`commcost.workload.stacks.auto_kind` (each kind's kernels at its ``auto_sustained`` fraction)."""
     if inp.stack != "auto":
         return {(inp.stack, None): stack_masks(cols, base, inp)[inp.stack]}
-    bi = cols["bi"]
-    kinds = auto_kinds(cols["zero"], base["t"][bi], base["p"][bi])
+    bi = cols.bi
+    kinds = auto_kinds(cols.zero, base["t"][bi], base["p"][bi])
     return {("fsdp" if kind == "fsdp" else "megatron", kind): on for kind, on in kinds.items()}
 
 
 
-def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict:
+def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> dict:
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`; the peak allocated's high end), its low end ``memory_low_bytes``
     (:attr:`commcost.workload.memory.MemoryBreakdown.allocated_bytes`), the low end of what the card holds
@@ -144,20 +169,21 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
 
     import numpy as np
 
-    bi, sp, zero = cols["bi"], cols["sp"], cols["zero"]
+    bi, sp, zero = cols.bi, cols.sp, cols.zero
     masks = stack_masks(cols, base, inp)
     states = np.zeros(len(bi))
     for name, mask in masks.items():
         states = np.where(mask, tables["states"][name][zero, bi], states)
 
 
-    if given_stack_flag(inp.stack, "zero3_unshard_under_pp", False):
-        states = states + np.where((zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
+    unshard = stack_column(cols, base, inp, "zero3_unshard_under_pp")
+    if np.any(unshard):
+        states = states + np.where(unshard & (zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
 
     act, spread, nccl_low, nccl_high = (np.zeros(len(bi)) for _ in range(4))
     for name, mask in masks.items():
-        act = np.where(mask, tables["act"][name][3 * sp + cols["rc"], bi], act)
-        spread = np.where(mask, tables["spread"][name][3 * sp + cols["rc"], bi], spread)
+        act = np.where(mask, tables["act"][name][3 * sp + cols.rc, bi], act)
+        spread = np.where(mask, tables["spread"][name][3 * sp + cols.rc, bi], spread)
         nccl_low = np.where(mask, tables["nccl"][name][0][bi], nccl_low)
         nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
     buffers = tables["buf"][2 * sp + (zero == 3), bi]
@@ -169,12 +195,12 @@ def memory_grid(cols: dict, tables: dict, inp: SearchInputs, base: dict) -> dict
                 capacity_bytes=gpu_row(inp.gpu)[0])
 
 
-def offloaded_bytes(cols: dict, base: dict, inp: SearchInputs):
+def offloaded_bytes(cols: Choices, base: dict, inp: SearchInputs):
     """``N A`` of every configuration: the activation bytes one micro-batch offloads to host memory
     (:attr:`commcost.workload.memory.MemoryBreakdown.offloaded_bytes`; 0 without ``cpu_offload_layers``)."""
     import numpy as np
 
-    bi, sp = cols["bi"], cols["sp"]
+    bi, sp = cols.bi, cols.sp
     out = np.zeros(len(bi))
     if not inp.cpu_offload_layers:
         return out

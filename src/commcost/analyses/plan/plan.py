@@ -49,6 +49,7 @@ from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
+from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES
 from commcost.workload.nccl_memory import nvls_capable
 from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node
 from commcost.parallel.layout import stage_end_shares, stage_layers
@@ -122,9 +123,9 @@ class PlanInputs:
     operator (:mod:`commcost.workload.operators`)."""
     flash_attention: bool = True
     """Attention runs a flash kernel (no s^2 activations; causal blocks skipped)."""
-    activation_bytes: float = 2.0
+    activation_bytes: float = ACTIVATION_BYTES
     """Bytes per activation element on the wire (bf16)."""
-    grad_bytes: float = 2.0
+    grad_bytes: float = GRAD_BYTES
     """Bytes per gradient element reduced across data parallel (bf16)."""
     bucket_cap_bytes: int | None = None
     """DP bucket cap; None takes DDP's default (25 MiB, first bucket 1 MiB)."""
@@ -551,7 +552,7 @@ def _zero3_lines(dp_ops, *, m: int, units: float, t_layer_f: float, gathers: int
     ag = [(o, T, a) for o, T, a in dp_ops if o.op is Collective.ALL_GATHER]
     rs = [(o, T, a) for o, T, a in dp_ops if o.op in (Collective.REDUCE_SCATTER, Collective.ALL_REDUCE)]
     T_ag, T_rs = gathers * sum(T for _, T, _ in ag), sum(T for _, T, _ in rs)
-    regather, rounds = (0.0, 1) if once else (1.0, m)
+    regather, rounds = K.zero3_regather_rounds(SCALAR, once=once, micro_batches=m)
     fwd, bwd = K.zero3_layer_exposed_s(SCALAR, gather_s=T_ag, scatter_s=T_rs, layer_fwd_s=t_layer_f,
                                        regather=regather)
     critical_mb, _ = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=units, micro_batches=m, gather_s=T_ag,
@@ -574,7 +575,7 @@ def zero3_once_per_step(inp: PlanInputs) -> bool:
     """Whether ZeRO-3 gathers and scatters once per step: the stack keeps the stage gathered under
     pipeline parallelism (:attr:`commcost.workload.stacks.Stack.zero3_unshard_under_pp`) and ``p > 1``."""
     L = inp.layout
-    return L.zero == 3 and L.pp > 1 and plan_stack(inp).zero3_unshard_under_pp
+    return K.zero3_once(zero3=L.zero == 3, pp=L.pp, unshard_under_pp=plan_stack(inp).zero3_unshard_under_pp)
 
 
 @lru_cache(maxsize=64)
@@ -584,7 +585,7 @@ def elementwise_s(inp: PlanInputs) -> float:
     per_layer = elementwise_layer_bytes_per_token(spec, seq=inp.seq, tp=L.tp, sp=L.sequence_parallel,
                                                   flash=inp.flash_attention)
     return elementwise_time_s(tokens=L.micro_batch * inp.seq / L.cp, layers=stage_layers(spec.layers, L),
-                              bytes_per_token_layer=per_layer, passes=4.0 if L.recompute == "full" else 3.0,
+                              bytes_per_token_layer=per_layer, passes=K.elementwise_passes(SCALAR, L.recompute == "full"),
                               hbm_bytes_per_s=gpu_row(inp.gpu)[1])
 
 

@@ -23,6 +23,7 @@ from commcost.analyses.plan.search_inputs import memory_fragile, memory_high_byt
 from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
+from commcost.analyses.plan.grid import distinct_keys
 from commcost.analyses.plan.grid import evaluate_grid
 from commcost.analyses.plan.grid import needed as uses
 from commcost.analyses.plan.grid import price_base
@@ -34,6 +35,7 @@ from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.analyses.uncertainty import plan_band
 from commcost.core.optional import require
+from commcost.workload.memory import fits_on_card
 from commcost.parallel.layout import Layout
 
 TYPE_CHECKING = False
@@ -122,10 +124,11 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     layout = Layout(dp=int(row["d"]), tp=int(row["t"]), pp=int(row["p"]), vp=int(row["v"]), cp=int(row["c"]),
                     ep=int(row["e"]), zero=int(row["zero"]), sequence_parallel=bool(row["sp"]),
                     recompute=RECOMPUTE[int(row["rc"])], micro_batch=int(row["b"]), global_batch=sp.global_batch,
-                    uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0)
+                    uneven_pipeline=bool(row["uneven"]), etp=int(row["etp"]) if sp.spec.is_moe else 0,
+                    order=inp.order)
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
-                      bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
+                      activation_bytes=inp.activation_bytes, grad_bytes=inp.grad_bytes, bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
                       stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention, a2a=inp.a2a,
                       fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load,
                       cpu_offload_layers=inp.cpu_offload_layers, defaults_note=inp.defaults_note)
@@ -139,21 +142,31 @@ class _Top:
         self.keys = self.steps = self.order = np.zeros(0)
         self.rows: dict = {}
 
-    def add(self, keys, steps, order, rows: dict) -> None:
+    def add(self, keys, steps, order, take: Callable[[object], dict]) -> None:
+        """Offer new rows: their keys, grid steps, running order, and ``take(index)`` the columns of the
+        new rows at ``index`` (called for the candidates only, not every row offered)."""
         np = self.np
         if not len(keys):
             return
+        old = len(self.keys)
         keys = np.concatenate([self.keys, keys])
         if len(keys) > self.top:
             kth = np.partition(keys, self.top - 1)[self.top - 1]
             cand = np.nonzero(keys <= kth)[0]
         else:
             cand = np.arange(len(keys))
-        every = {c: np.concatenate([self.rows[c], col]) if self.rows else col for c, col in rows.items()}
         steps, order = np.concatenate([self.steps, steps]), np.concatenate([self.order, order])
         keep = cand[np.lexsort((order[cand], keys[cand]))][:self.top]
+        was = keep < old
+        rows = take(keep[~was] - old)            # the new rows kept, in keep's order
+        merged = {}
+        for c, col in rows.items():
+            merged[c] = np.empty(len(keep), dtype=col.dtype)
+            merged[c][~was] = col
+            if was.any():
+                merged[c][was] = self.rows[c][keep[was]]
+        self.rows = merged
         self.keys, self.steps, self.order = keys[keep], steps[keep], order[keep]
-        self.rows = {c: col[keep] for c, col in every.items()}
 
     def entries(self) -> list[tuple[float, float, float, dict]]:
         """``(key, grid step, order, row)`` best first."""
@@ -185,12 +198,12 @@ def search(inp: SearchInputs, model: CommModel, *,
     seen = 0
     try:
         grids = [enumerate_space(space, w, inp.moe_overlap, inp.stack) for w in space.gpus]
-        total = sum(len(g["bi"]) for _, g in grids)
+        total = sum(len(g) for _, g in grids)
         for base, g in grids:
-            n = len(g["bi"])
+            n = len(g)
             if not n:
                 continue
-            X = structure(base, space.spec, space.gpus_per_node)
+            X = structure(base, space.spec, space.gpus_per_node, inp.order)
             tables = memory_tables(base, X, inp)
             # pass 1: memory of every configuration (no prices needed); only what fits is priced
             fits = np.zeros(n, dtype=bool)
@@ -198,53 +211,63 @@ def search(inp: SearchInputs, model: CommModel, *,
             mem_all = np.zeros(n) if inp.keep_points else None
             high_all = np.zeros(n) if inp.keep_points else None
             for lo in range(0, n, CHUNK_ROWS):
-                chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in g.items()}
-                mem = memory_grid(chunk, tables, inp, base)
-                ok = mem["device_low_bytes"] <= mem["capacity_bytes"]   # MemoryBreakdown.fits
+                chunk = g.take(slice(lo, lo + CHUNK_ROWS))
+                # memory does not depend on the bucket cap: once per distinct (row, sp, recompute, ZeRO)
+                keys, back = distinct_keys(chunk, len(base["t"]), zero3_only=False)
+                mem = memory_grid(keys, tables, inp, base)
+                ok = fits_on_card(mem["device_low_bytes"], mem["capacity_bytes"])[back]
                 fits[lo:lo + CHUNK_ROWS] = ok
                 fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
-                                                             mem["nccl_high_bytes"])
+                                                             mem["nccl_high_bytes"])[back]
                 if mem_all is not None:
-                    mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"]
-                    high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])
-                states_over = mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_low_bytes"] > mem["capacity_bytes"]
+                    mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"][back]
+                    high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])[back]
+                states_over = (mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_low_bytes"]
+                               > mem["capacity_bytes"])[back]
                 evaluated += len(ok)
                 feasible += int(ok.sum())
                 over_states += int(states_over.sum())
                 over_act += int((~ok & ~states_over).sum())
             # pass 2: price the structural rows that have a feasible configuration, then step times
-            live = {k: col[fits] for k, col in g.items()}
+            live = g.take(fits)
             live_fragile = fragile[fits]
             if mem_all is not None:
                 live_mem, live_high = mem_all[fits], high_all[fits]
-            needed = np.nonzero(np.bincount(live["bi"], minlength=len(base["t"])))[0]
+            needed = np.nonzero(np.bincount(live.bi, minlength=len(base["t"])))[0]
             sub = {k: col[needed] for k, col in base.items()}
-            live["bi"] = np.searchsorted(needed, live["bi"])
+            live = replace(live, bi=np.searchsorted(needed, live.bi))
             Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, inp, pricer, caps,
                             need=uses(live, len(needed), len(caps)))
-            nl = len(live["bi"])
+            nl = len(live)
             done_before = evaluated - nl
             for lo in range(0, nl, CHUNK_ROWS):
-                chunk = {k: col[lo:lo + CHUNK_ROWS] for k, col in live.items()}
-                r = evaluate_grid(chunk, sub, Xs, inp)
-                k = len(chunk["bi"])
+                chunk = live.take(slice(lo, lo + CHUNK_ROWS))
+                r = evaluate_grid(chunk, sub, Xs, inp, breakdown=False)
+                k = len(chunk)
                 priced += k
                 step = r["step_s"]
-                W = sub["W"][chunk["bi"]]
+                W = sub["W"][chunk.bi]
                 key = objective_value(inp.objective, step, W, tokens, inp.price_per_gpu_hour)
                 if mem_all is not None:
                     points["step_s"].append(step)
                     points["memory_bytes"].append(live_mem[lo:lo + CHUNK_ROWS])
                     points["memory_high_bytes"].append(live_high[lo:lo + CHUNK_ROWS])
                     points["gpus"].append(W)
-                full = {c: sub[c][chunk["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
-                full.update({c: chunk[c] for c in ("sp", "rc", "zero", "cap")})
+
+                def take(index, chunk=chunk):
+                    """The columns ``plan_inputs_of`` reads, of the chunk's rows at ``index``."""
+                    rows = {c: sub[c][chunk.bi[index]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven",
+                                                                    "etp")}
+                    rows.update({c: getattr(chunk, c)[index] for c in ("sp", "rc", "zero", "cap")})
+                    return rows
+
                 order = seen + np.arange(k, dtype=float)
                 seen += k
                 frag = live_fragile[lo:lo + CHUNK_ROWS]
                 for flag, pool in pools.items():
                     sel = frag if flag else ~frag
-                    pool.add(key[sel], step[sel], order[sel], {c: col[sel] for c, col in full.items()})
+                    idx = np.flatnonzero(sel)
+                    pool.add(key[idx], step[idx], order[idx], lambda i, idx=idx, take=take: take(idx[i]))
                 if progress is not None:
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
@@ -346,9 +369,9 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
 
     space = inp.space
     base, g = enumerate_space(space, world, inp.moe_overlap, inp.stack)
-    X = structure(base, space.spec, space.gpus_per_node)
+    X = structure(base, space.spec, space.gpus_per_node, inp.order)
     values = memory_grid(g, memory_tables(base, X, inp), inp, base)
     values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
-    rows = {c: base[c][g["bi"]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
-    rows.update({c: g[c] for c in ("sp", "rc", "zero", "cap")})
+    rows = {c: base[c][g.bi] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
+    rows.update({c: getattr(g, c) for c in ("sp", "rc", "zero", "cap")})
     return rows, values

@@ -15,7 +15,8 @@ from commcost.analyses.plan.plan import check_moe_options
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.workload.compute import precision_class
-from commcost.workload.memory import NCCL_BYTES, device_bytes_range
+from commcost.parallel.layout import DEFAULT_ORDER, check_order
+from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES, NCCL_BYTES, device_bytes_range
 from commcost.workload.offload import check_cpu_offload
 from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.stacks import KNOWN_STACKS
@@ -69,6 +70,12 @@ class SearchInputs:
     """Compute efficiency eta; None: compute.json's default."""
     flash_attention: bool = True
     """Attention runs a flash kernel."""
+    activation_bytes: float = ACTIVATION_BYTES
+    """Bytes per activation element on the wire (as :attr:`commcost.analyses.plan.plan.PlanInputs.activation_bytes`)."""
+    grad_bytes: float = GRAD_BYTES
+    """Bytes per gradient element reduced across data parallel (as ``PlanInputs.grad_bytes``)."""
+    order: str = DEFAULT_ORDER
+    """Rank order, innermost first (as ``plan --order``): where every group of every layout is placed."""
     tp_comm_overlap: bool = False
     """TP collectives overlap their GEMMs (as ``plan --tp-comm-overlap``)."""
     stack: str = "auto"
@@ -112,6 +119,7 @@ class SearchInputs:
     def __post_init__(self) -> None:
 
         precision_class(self.precision)
+        check_order(self.order)
         require_count("top", self.top)
         if self.objective not in OBJECTIVES:
             raise InputError(f"unknown objective {self.objective!r} (valid: {', '.join(OBJECTIVES)})")

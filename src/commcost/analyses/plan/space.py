@@ -22,13 +22,13 @@ and :class:`~commcost.parallel.layout.Layout`'s own), applied here to whole colu
   pipeline or model parallelism, TP, PP, interleaving, CP, EP, its sequence-parallel rule, the
   recomputation it runs and whether it accumulates gradients without a pipeline, from ``hardware/stacks.json``).
 
-Not searched (fixed at ``plan``'s defaults): the rank order (``tp-cp-ep-dp-pp``), hybrid sharding,
-TP communication overlap and flash attention (inputs of the whole search).
+Not searched: the rank order (``--order``, default ``tp-cp-ep-dp-pp``), TP communication overlap and flash
+attention are inputs of the whole search, as ``plan``'s flags; hybrid sharding stays at ``plan``'s default (none).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
@@ -39,9 +39,11 @@ from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
+__all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
            "count_upper_bound"]
 
 BUCKET_CAPS_MIB = (0, 100, 400)
@@ -93,6 +95,47 @@ class SearchSpace:
         return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Choices:
+    """Configurations as columns (numpy integer arrays of one length): the structural row each expands and its
+    categorical choices. What the step and memory kernels read; :class:`GridColumns` adds the bucket cap."""
+
+    bi: NDArray
+    """Index of the structural row (``base`` of :func:`enumerate_space`) the configuration expands."""
+    sp: NDArray
+    """Sequence parallelism: 0 or 1."""
+    rc: NDArray
+    """Recomputation: its code in :data:`RECOMPUTE`."""
+    zero: NDArray
+    """ZeRO stage, 0-3."""
+
+    def __len__(self) -> int:
+        return len(self.bi)
+
+    @classmethod
+    def every_row(cls, rows: int, *, zero: int) -> Choices:
+        """One configuration per structural row ``0 .. rows - 1`` at ZeRO stage ``zero`` (no SP, no recomputation):
+        what a per-row table needs to know which stack prices a row (:func:`commcost.analyses.plan.grid_memory.stack_masks`)."""
+        import numpy as np
+
+        empty = np.zeros(rows, dtype=np.int64)
+        return cls(bi=np.arange(rows), sp=empty, rc=empty, zero=np.full(rows, zero))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GridColumns(Choices):
+    """Every configuration of a space as columns (:func:`enumerate_space`): :class:`Choices` and the bucket cap."""
+
+    capi: NDArray
+    """Index of the cap in :func:`bucket_caps_bytes`."""
+    cap: NDArray
+    """The cap, bytes (0: DDP's default, or no buckets run)."""
+
+    def take(self, index) -> GridColumns:
+        """The configurations at ``index`` (a slice, a boolean mask or indices)."""
+        return GridColumns(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
 def parse_fix(items: list[str]) -> tuple[tuple[str, int], ...]:
     """``["tp=8", "recompute=selective", "sp=1"]`` -> ``(("tp", 8), ("recompute", 1), ("sp", 1))``."""
     out = []
@@ -141,52 +184,101 @@ def _allowed(space: SearchSpace, key: str, values) -> list[int]:
     return [x for x in values if x == v] if v is not None else list(values)
 
 
-def _expert_tps(space: SearchSpace, t: int, d: int, c: int, e: int) -> list[int]:
-    """The ``t_e`` searched for one ``(t, d, c, e)`` (module docstring)."""
-    default = t if (d * c) % e == 0 else 1
-    values = [default] + ([1] if default != 1 and e > 1 else [])
-    fixed = space.fix("etp")
-    if fixed is not None:
-        values = [fixed] if (t * d * c) % (e * fixed) == 0 else []
-    return values
+def _expand(rows: dict, name: str, values, counts=None) -> dict:
+    """Each row of the columns ``rows`` once per value of ``values`` (the same values for every row), or with
+    ``counts`` once per value of its own run of ``values`` (``len(values) == counts.sum()``): loops nested
+    in the order the columns were added, rows first, as the loops they replace."""
+    import numpy as np
+
+    n = len(next(iter(rows.values())))
+    if counts is None:
+        counts = np.full(n, len(values), dtype=np.int64)
+        values = np.tile(values, n)
+    out = {k: np.repeat(col, counts) for k, col in rows.items()}
+    out[name] = values
+    return out
 
 
-def _base_rows(space: SearchSpace, world: int, moe_overlap: str = "none") -> list[tuple[int, ...]]:
-    """``(W, t, p, v, c, e, d, b, uneven, t_e)`` rows of one GPU count (structural rules only)."""
+def _keep(rows: dict, mask) -> dict:
+    return {k: col[mask] for k, col in rows.items()}
+
+
+def _base_rows(space: SearchSpace, world: int, moe_overlap: str = "none") -> dict:
+    """Columns ``W t p v c e d b uneven etp m`` of the structural rows of one GPU count (structural rules only,
+    module docstring), built as arrays: each dimension multiplies the rows by its candidate values and a mask
+    keeps the valid ones, in the order of the nested loops ``t, p, c, e, b, v, t_e`` (the order ties are
+    broken by). ``t_e`` is Megatron's default (``t`` where ``e`` divides ``d c``, else 1), then 1 where that
+    differs and ``e > 1``; ``--fix etp=N`` keeps ``N`` where ``e N`` divides ``t d c``."""
+    import numpy as np
+
     spec, s, B, G = space.spec, space.seq, space.global_batch, space.gpus_per_node
     Lr, n_q, n_kv, E = spec.layers, spec.heads, spec.n_kv, spec.experts
-    rows = []
-    tp_fixed = space.fix("tp")
-    for t in _allowed(space, "tp", _divisors(world)):
-        if tp_fixed is None and t > G:
-            continue
-        if n_q % t or (n_kv % t and t % n_kv):
-            continue
-        for p in _allowed(space, "pp", _divisors(world // t)):
-            if p > Lr:
-                continue
-            for c in _allowed(space, "cp", _divisors(world // (t * p))):
-                if c > 1 and s % (2 * c):
-                    continue
-                d = world // (t * p * c)
-                if space.fix("dp") is not None and d != space.fix("dp"):
-                    continue
-                if B % d:
-                    continue
-                eps = [e for e in _divisors(E) if (t * d * c) % e == 0] if E else [1]
-                for e in _allowed(space, "ep", eps):
-                    for b in _allowed(space, "micro_batch", _divisors(B // d)):
-                        m = B // (b * d)
-                        vps = [1] if p == 1 else [v for v in range(1, Lr // p + 1) if v == 1 or m % p == 0]
-                        for v in _allowed(space, "vp", vps):
-                            uneven = Lr % (p * v) != 0
-                            if uneven and space.even_pipeline_only:
-                                continue
-                            if (moe_overlap == "1f1b" and p > 1 and v == 1) or (moe_overlap == "dualpipe" and p % 2):
-                                continue
-                            for te in _expert_tps(space, t, d, c, e):
-                                rows.append((world, t, p, v, c, e, d, b, int(uneven), te))
+    divs = np.array(_divisors(world), dtype=np.int64)
+
+    def allowed(key: str, values):
+        v = space.fix(key)
+        return values[values == v] if v is not None else values
+
+    t = allowed("tp", divs)
+    if space.fix("tp") is None:
+        t = t[t <= G]
+    t = t[(n_q % t == 0) & ((n_kv % t == 0) | (t % n_kv == 0))]
+    rows = _expand({"W": np.full(len(t), world, dtype=np.int64)}, "t", t, np.ones(len(t), dtype=np.int64))
+    rows = _expand(rows, "p", allowed("pp", divs))
+    rows = _keep(rows, ((world // rows["t"]) % rows["p"] == 0) & (rows["p"] <= Lr))
+    rows = _expand(rows, "c", allowed("cp", divs))
+    t, p, c = rows["t"], rows["p"], rows["c"]
+    rows = _keep(rows, ((world // (t * p)) % c == 0) & ((c == 1) | (s % (2 * c) == 0)))
+    rows["d"] = world // (rows["t"] * rows["p"] * rows["c"])
+    d = rows["d"]
+    ok = B % d == 0
+    if space.fix("dp") is not None:
+        ok &= d == space.fix("dp")
+    rows = _keep(rows, ok)
+    rows = _expand(rows, "e", allowed("ep", np.array(_divisors(E) if E else [1], dtype=np.int64)))
+    rows = _keep(rows, (rows["t"] * rows["d"] * rows["c"]) % rows["e"] == 0)
+    rows = _expand(rows, "b", allowed("micro_batch", np.array(_divisors(B), dtype=np.int64)))
+    rows = _keep(rows, (B // rows["d"]) % rows["b"] == 0)
+    p, m = rows["p"], B // (rows["b"] * rows["d"])
+    counts = np.where((p == 1) | (m % p != 0), 1, Lr // p)            # v = 1, or 1 .. L // p
+    start = np.cumsum(counts) - counts
+    v = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(start, counts) + 1
+    rows = _expand(rows, "v", v, counts)
+    p, v = rows["p"], rows["v"]
+    uneven = Lr % (p * v) != 0
+    ok = np.ones(len(v), dtype=bool)
+    if space.fix("vp") is not None:
+        ok &= v == space.fix("vp")
+    if space.even_pipeline_only:
+        ok &= ~uneven
+    if moe_overlap == "1f1b":
+        ok &= ~((p > 1) & (v == 1))
+    elif moe_overlap == "dualpipe":
+        ok &= p % 2 == 0
+    rows = _keep(rows, ok)
+    rows["uneven"] = (Lr % (rows["p"] * rows["v"]) != 0).astype(np.int64)
+    t, d, c, e = rows["t"], rows["d"], rows["c"], rows["e"]
+    fixed = space.fix("etp")
+    if fixed is not None:
+        counts = ((t * d * c) % (e * fixed) == 0).astype(np.int64)
+        values = np.full(int(counts.sum()), fixed, dtype=np.int64)
+    else:
+        default = np.where((d * c) % e == 0, t, 1)
+        counts = np.where((default != 1) & (e > 1), 2, 1)
+        values = np.ones(int(counts.sum()), dtype=np.int64)
+        values[np.cumsum(counts) - counts] = default                  # each row's first value: the default
+    rows = _expand(rows, "etp", values, counts)
+    rows["m"] = B // (rows["b"] * rows["d"])
     return rows
+
+
+def _expert_tp_count(space: SearchSpace, t: int, d: int, c: int, e: int) -> int:
+    """How many ``t_e`` :func:`_base_rows` keeps for one ``(t, d, c, e)``."""
+    fixed = space.fix("etp")
+    if fixed is not None:
+        return int((t * d * c) % (e * fixed) == 0)
+    default = t if (d * c) % e == 0 else 1
+    return 2 if default != 1 and e > 1 else 1
 
 
 def count_upper_bound(space: SearchSpace) -> int:
@@ -215,7 +307,7 @@ def count_upper_bound(space: SearchSpace) -> int:
                     d = world // (t * p * c)
                     if (c > 1 and s % (2 * c)) or (space.fix("dp") not in (None, d)) or B % d:
                         continue
-                    eps = sum(len(_expert_tps(space, t, d, c, e)) for e in
+                    eps = sum(_expert_tp_count(space, t, d, c, e) for e in
                               _allowed(space, "ep", [e for e in _divisors(E) if (t * d * c) % e == 0] if E else [1]))
                     for b in _allowed(space, "micro_batch", _divisors(B // d)):
                         vs = 1 if p == 1 or (B // (b * d)) % p else Lr // p   # v = 1, or 1 .. L // p
@@ -228,26 +320,22 @@ def count_upper_bound(space: SearchSpace) -> int:
 def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto"):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
-    ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, enumerated in
-    Python); ``cols`` every configuration: ``bi`` the row of ``base`` it expands, ``sp``, ``rc`` the
-    :data:`RECOMPUTE` code, ``zero``, ``capi`` the index of its cap in :func:`bucket_caps_bytes` and
-    ``cap`` the cap in bytes (0: DDP's default, or no buckets run), one numpy mask per categorical combination;
+    ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, :func:`_base_rows`);
+    ``cols`` (:class:`GridColumns`) every configuration, one numpy mask per categorical combination;
     ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring)."""
     import numpy as np
 
 
-    rows = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else []
-    names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")
+    names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp", "m")
     caps = list(BUCKET_CAPS_MIB) if space.fix("bucket_mb") is None else [space.fix("bucket_mb")]
     combos = [(sp, rc, z, ci) for sp in _allowed(space, "sp", (0, 1)) for rc in _allowed(space, "recompute", (0, 1, 2))
               for z in _allowed(space, "zero", (0, 1, 2, 3)) for ci in (range(len(caps)) if z < 3 else [0])]
     empty = np.zeros(0, dtype=np.int64)
-    if not rows or not combos:
-        base = {k: empty for k in (*names, "m")}
-        return base, {k: empty for k in ("sp", "rc", "zero", "cap", "bi", "capi")}
-    arr = np.array(rows, dtype=np.int64)
-    base = {k: arr[:, i] for i, k in enumerate(names)}
-    base["m"] = space.global_batch // (base["b"] * base["d"])
+    base = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else None
+    if base is None or not len(base["t"]) or not combos:
+        base = {k: empty for k in names}
+        return base, GridColumns(bi=empty, sp=empty, rc=empty, zero=empty, capi=empty, cap=empty)
+    base = {k: base[k] for k in names}
     t, c, d, e = base["t"], base["c"], base["d"], base["e"]
     expert_tp = base["etp"]
     shared = (d * c > 1) | (expert_data_parallel(tp=t, dp=d, cp=c, ep=e, expert_tp=expert_tp) > 1
@@ -271,7 +359,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
         parts["cap"].append(np.where(bucketed[bi], cap_bytes[ci], 0))
         for key, value in (("sp", sp), ("rc", rc), ("zero", z), ("capi", ci)):
             parts[key].append(np.full(len(bi), value, dtype=np.int64))
-    return base, {k: np.concatenate(v) for k, v in parts.items()}
+    return base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()})
 
 
 def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
