@@ -32,18 +32,17 @@ def chip(gpu: str) -> str:
     return SAME_CHIP.get(gpu, gpu)
 
 
-STACK_FAMILY = {"torchtitan-0.0": "torchtitan", "megatron-2021": "megatron", "megatron-2022": "megatron",
-                "megatron-2023": "megatron", "megatron-2024": "megatron", "nemo-2024": "nemo", "nemo-2024h1": "nemo", "deepspeed-2022": "deepspeed",
-                "llm-foundry-2023": "fsdp", "amd-fsdp-te-2025": "fsdp"}
-"""Stack versions that share one training loop share one ``u_stack`` (fitted on their rows together;
-Megatron-LM of 2021 and of 2023 (the legacy local transformer: its own kernels, priced as such, in Megatron's
-training loop) take Megatron-Core's reference, ``u_stack`` 1, and their rows fit ``u_gpu`` with it; llm-foundry
-of 2023, Triton FlashAttention in Composer's FSDP loop, fits fsdp's; so does AMD's train_fsdp.py over Transformer
-Engine layers, the fp8 path of the same FSDP loop)."""
+# Stack versions that share one training loop (one base in stacks.json) share one ``u_stack`` (fitted on their rows together;
+# Megatron-LM of 2021 and of 2023 (the legacy local transformer: its own kernels, priced as such, in Megatron's
+# training loop) take Megatron-Core's reference, ``u_stack`` 1, and their rows fit ``u_gpu`` with it; llm-foundry
+# of 2023, Triton FlashAttention in Composer's FSDP loop, fits fsdp's; so does AMD's train_fsdp.py over Transformer
+# Engine layers, the fp8 path of the same FSDP loop).
 
 
 def family(stack: str) -> str:
-    return STACK_FAMILY.get(stack, stack)
+    """The release of today a row's stack descends from (``stacks.json`` ``base``, :func:`stacks.stack_family`);
+    a stack without a row (``other``, ``jax``) is its own."""
+    return stacks.stack_family(stack) if stack in stacks.KNOWN_STACKS[1:] else stack
 
 
 def source_of(row: dict) -> str:
@@ -66,7 +65,9 @@ def kind_of(inp, *, auto: bool = False) -> str | None:
     """The :func:`commcost.workload.stacks.auto_kind` of ``inp``'s layout where it runs ``--stack auto`` (or ``auto``
     is asked), else None."""
     L = inp.layout
-    return stacks.auto_kind(L.zero, L.tp, L.pp) if auto or inp.stack == "auto" else None
+    if not (auto or inp.stack == "auto") or not stacks.auto_runs_implied(L):
+        return None      # auto prices it as the stack that runs it, at that stack's own fraction
+    return stacks.auto_kind(L.zero, L.tp, L.pp)
 
 
 def row_fraction(inp, model, measured_s: float) -> float | None:

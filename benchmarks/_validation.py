@@ -1,4 +1,4 @@
-"""Validation that cannot flatter itself (issue 31): the out-of-sample figures of benchmarks/plan_accuracy.py.
+"""Validation that cannot flatter itself: the out-of-sample figures of benchmarks/plan_accuracy.py.
 
 Every figure here predicts a run with constants fitted without it:
 
@@ -40,9 +40,10 @@ from pathlib import Path
 import _sustained as S
 
 from commcost.comm.model import FabricModel
+from commcost.comm.systems import system_group
+from commcost.hardware.registry import systems
 from commcost.workload.recipes import moe_recipe_defaults, recipe_line
 from commcost.workload.stacks import resolve_stack
-from commcost.hardware.registry import system_group, systems
 from commcost.workload import stacks
 from commcost.workload.transformer import model_spec
 
@@ -71,7 +72,7 @@ def attach_projects(results: list[dict]) -> None:
 
 def release_base(name: str) -> str:
     """The stack a past release differs from: stacks.json's ``base`` where the entry names one, else the stack
-    whose training loop it shares (:data:`_sustained.STACK_FAMILY`)."""
+    whose training loop it shares (:func:`_sustained.family`)."""
     return stacks._table()["stacks"].get(name, {}).get("base") or S.family(name)
 
 

@@ -10,12 +10,12 @@ negative error is a prediction too fast.
 
 Two views:
 
-* **leave-one-system-out** (the headline): the constants issue 20 derives from tables
+* **leave-one-system-out** (the headline): the constants derived from tables
   (:data:`commcost.comm.algorithms.P2P_EFFICIENCY`, the fan-in slowdown
   :data:`commcost.comm.algorithms.FAN_IN_SLOWDOWN_PER_DOUBLING`) are re-derived from the tuning tables
   of every *other* system before a system's rows are scored (:func:`derive_issue20_constants`; a
   constant with no other source falls back to its neutral value: ``e_p = 1``, ``c = 0``), and the
-  preset fabric numbers issue 20 read off a system's own tables fall back to their earlier values
+  preset fabric numbers read off a system's own tables fall back to their earlier values
   (:data:`FABRIC_VALUES_FROM_TABLES`), and the system preset numbers fitted on one system's tables (the GB200
   NVL72 spine share, the Azure congestion rule: :data:`SYSTEM_VALUES_FROM_TABLES`) are neutral while that system
   is scored, so no system is scored with a number taken from its own rows.
@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost  # noqa: E402
-from commcost.comm import algorithms  # noqa: E402
+from commcost.comm import algorithms, protocol_terms, table_terms  # noqa: E402
 from commcost.comm.algorithms import protocol_costs  # noqa: E402
 from commcost.comm.band import band_class, collective_band  # noqa: E402
 from commcost.hardware.registry import systems  # noqa: E402
@@ -66,7 +66,7 @@ FABRIC_VALUES_FROM_TABLES = {
     "GCP A3 High (TCPX)": {"tcpx": {"achievable_bandwidth_bytes_per_s": 10.0e9, "step_latency_s": 50.0e-6,
                                     "collective_floor_s": 0.0}},
 }
-"""Preset fabric numbers issue 20 set from one system's tables, and the value each falls back to while that
+"""Preset fabric numbers set from one system's tables, and the value each falls back to while that
 system is left out: MI355X's Infinity Fabric at MI300X's measured share of line (315/448 = 0.703 of 537.6
 GB/s), tcpxo and tcpx at the 80%-of-line and 35 us / 50 us step assumptions they had before their tables were
 found, and no network floor (tcpxo's floor is read off its table's unscored 8-512 B rows, tcpx's off its 8 MiB
@@ -150,7 +150,9 @@ def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[st
     packaged tables are not changed: the overrides live in copies, for the context only."""
     import commcost.hardware.registry as presets
 
-    saved = {k: getattr(algorithms, k) for k in (values or {})}
+    # each constant is read where it is defined (table or protocol terms) and re-exported by algorithms: set it on all
+    modules = [m for m in (algorithms, table_terms, protocol_terms)]
+    saved = {(m, k): getattr(m, k) for k in (values or {}) for m in modules if hasattr(m, k)}
     shipped_fabrics, shipped_systems = presets.fabrics, presets.systems
 
     def _over(shipped, overrides):
@@ -161,14 +163,16 @@ def _constants(values: dict[str, float] | None, fabric_values: dict[str, dict[st
 
     try:
         for k, v in (values or {}).items():
-            setattr(algorithms, k, v)
+            for m in modules:
+                if hasattr(m, k):
+                    setattr(m, k, v)
         presets.fabrics = _over(shipped_fabrics, fabric_values)
         presets.systems = _over(shipped_systems, system_values)
         yield
     finally:
         presets.fabrics, presets.systems = shipped_fabrics, shipped_systems
-        for k, v in saved.items():
-            setattr(algorithms, k, v)
+        for (m, k), v in saved.items():
+            setattr(m, k, v)
 
 
 def _score_table(table, est) -> list[dict]:

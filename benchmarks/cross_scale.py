@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Cross-scale calibration: fit at <= 2 nodes, predict >= 4 nodes of the same system (issue 14).
+"""Cross-scale calibration: fit at <= 2 nodes, predict >= 4 nodes of the same system.
 
 For each system with real tables at several node counts (tests/data/nccl_tests/, via
 benchmarks/real_tables.py), the tiers of its preset are fitted to the rows >= 1 MiB measured on 1
 and 2 nodes (:func:`commcost.calibrate.tiers.fit_tiers`) and every row on 4 or more nodes is
 predicted through the topology. Printed beside it: the preset alone, and a flat alpha-beta profile
 fitted on the 2-node rows (:func:`commcost.calibrate.fit.fit_alpha_beta`, one regime per size range)
-reused at the larger group size, which is what issue 14 measured missing by 40%.
+reused at the larger group size, which is what was measured missing by 40%.
 
     python benchmarks/cross_scale.py
 """
@@ -25,7 +25,7 @@ from commcost import collective_cost  # noqa: E402
 from commcost.calibrate.fit import Sample, fit_alpha_beta  # noqa: E402
 from commcost.calibrate.tiers import TierSample, fit_tiers  # noqa: E402
 from commcost.comm.collectives import Collective, bus_bandwidth_factor, ring_latency_steps  # noqa: E402
-from commcost.hardware.registry import system_group  # noqa: E402
+from commcost.comm.systems import system_group  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
 SYSTEMS = {  # system -> the tables holding its node counts

@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 from commcost import collective_cost  # noqa: E402
 from commcost.comm.band import MIN_BAND_ROWS, band_class  # noqa: E402
-from commcost.hardware.registry import system_group  # noqa: E402
+from commcost.comm.systems import system_group  # noqa: E402
 from real_tables import load_tables  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 def _scan_overlap_loss(tables) -> None:
-    import commcost.comm.algorithms as alg
+    import commcost.comm.protocol_terms as alg
 
     saved, results = alg.TIER_OVERLAP_LOSS, []
     try:
@@ -136,9 +136,9 @@ def main() -> int:
         table = json.loads(path.read_text(encoding="utf-8"))
         for cls, r in ratios.items():
             if "/" not in cls and "--write-class-bands" not in sys.argv:
-                continue  # issue 20: the class bands stay issue 14's unless asked (docs/fabrics.md 3)
+                continue  # the class bands stay the unless asked (docs/fabrics.md 3)
             table.setdefault(cls, {"source": f"benchmarks/derive_constants.py: the tuning rows of {cls.replace('/', ' ')} "
-                                             "(issue 20: a band per collective and scope)"})
+                                             "(a band per collective and scope)"})
             lo, hi = _quantile(r, 0.05), _quantile(r, 0.95)
             if "/" in cls:  # few rows: never narrower than the class's all-reduce band on either side
                 base = table[cls.split("/")[1]]

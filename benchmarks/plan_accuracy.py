@@ -56,14 +56,15 @@ from commcost.workload.compute import peak_flops_per_s, precision_class
 from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.hardware.registry import system_group, systems
-from commcost.workload.stacks import KNOWN_STACKS
+from commcost.hardware.registry import systems
+from commcost.comm.systems import system_group
+from commcost.workload.stacks import KNOWN_STACKS, stack_family
 from commcost.workload.transformer import model_spec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-NEMO = ("nemo", "nemo-2024", "nemo-2024h1")
+NEMO = tuple(s for s in KNOWN_STACKS[1:] if stack_family(s) == "nemo")
 """NeMo's releases: their performance recipes run TE's TP communication overlap (stacks.json nemo)."""
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_runs.csv"
 MOE_DATA = DATA.with_name("published_moe_runs.csv")

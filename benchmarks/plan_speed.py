@@ -1,4 +1,4 @@
-"""How long one ``commcost plan`` takes in-process (target: under 1 ms, issue 21), on the issue's example
+"""How long one ``commcost plan`` takes in-process (target: under 1 ms), on the issue's example
 (llama3-70b, 1,024 H100, tp 8 pp 4 vp 5, ZeRO-1, sequence parallel, selective recomputation) and on
 the heaviest row of tests/data/published_runs.csv. Prints the median of repeated runs and its ratio
 to the target, two ways:
@@ -18,11 +18,11 @@ import statistics
 import sys
 import time
 
-from commcost.comm.algorithms import clear_memos
+from commcost.comm.table_terms import clear_memos
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.workload.transformer import model_spec
 
 TARGET_S = 1e-3

@@ -75,7 +75,7 @@ class Table:
 
     def group(self, row: Row):
         """``(topology, P)`` of ``row`` on the table's preset, as the run was configured."""
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         return system_group(self.preset, nodes=row.nodes, gpus=row.gpus, nvls=self.nvls,
                             gpus_per_node=self.gpus_per_node)

@@ -35,7 +35,7 @@ CASES = [
     ("gpt3-175b, 1,024 H100, seq 2048, batch 1536", "gpt3-175b", "dgx-h100", 1024, 2048, 1536),
     ("llama3-70b, 512 H100, seq 8192, batch 1024", "llama3-70b", "dgx-h100", 512, 8192, 1024),
     ("llama3.1-405b, 2,048 H100, seq 8192, batch 2048", "llama3.1-405b", "dgx-h100", 2048, 8192, 2048),
-    # MoE (issue 19: in the target too): the expert groups multiply the distinct collectives
+    # MoE (in the target too): the expert groups multiply the distinct collectives
     ("mixtral-8x7b (MoE), 64 H100, seq 4096, batch 256", "mixtral-8x7b", "dgx-h100", 64, 4096, 256),
 ]
 
@@ -44,7 +44,8 @@ import json, os, sys, time
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 import numpy  # noqa: F401
 from commcost.comm.model import FabricModel
-from commcost.hardware.registry import system_group, systems
+from commcost.hardware.registry import systems
+from commcost.comm.systems import system_group
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
 from commcost.workload.transformer import model_spec
 name, system, W, seq, B = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])

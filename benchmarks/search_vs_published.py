@@ -42,7 +42,7 @@ from commcost.analyses.plan.search import (SearchInputs, SearchSpace, rank_robus
                                            search)
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM, memory_fragile  # noqa: E402
 from commcost.analyses.uncertainty import plan_band  # noqa: E402
-from commcost.hardware.registry import system_group  # noqa: E402
+from commcost.comm.systems import system_group  # noqa: E402
 from commcost.report.search import layout_words, why_best  # noqa: E402
 from commcost.workload.transformer import model_spec  # noqa: E402
 
@@ -67,7 +67,8 @@ def layout_rows() -> list[dict]:
                         "precision": r["precision"], "tp": int(r["tp"]), "pp": int(r["pp"]), "vp": int(r["vp"]),
                         "cp": int(r["cp"]), "ep": int(r["ep"]), "etp": _etp(r),
                         "zero": int(r["zero"]), "sequence_parallel": r["sequence_parallel"] == "1",
-                        "recompute": r["recompute"], "micro_batch": int(r["micro_batch"]), "source": r["source"]})
+                        "recompute": r["recompute"], "micro_batch": int(r["micro_batch"]),
+                        "measured_step_s": published_step_s(r), "source": r["source"]})
     return out
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speed of the DDP timeline: a 70B-parameter model with 25 MiB buckets.
 
-Target (issue 4): well under 50 ms for the thousands of buckets of a 70B model.
+Target: well under 50 ms for the thousands of buckets of a 70B model.
 Prints, from one run: buckets, best-of-N wall time, time per bucket, and the
 ratio to the 50 ms target; for the uniform-rate stream (no shape: 5,341 buckets),
 the llama2-70b shape (DDP never splits a tensor, so fewer, larger buckets), and

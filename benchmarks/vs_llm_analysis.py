@@ -23,7 +23,7 @@ import sys
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.workload.transformer import model_spec
 
 CASES = [

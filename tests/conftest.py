@@ -127,3 +127,12 @@ def strict_round_trip(obj):
 def wide_lines(text: str, width: int = 80) -> list[str]:
     """Lines of ``text`` wider than ``width`` columns."""
     return [line for line in text.splitlines() if len(line) > width]
+
+
+try:  # a busy machine (other suites, other people's work) must not fail a property test by its clock
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("commcost", deadline=None)
+    _hypothesis_settings.load_profile("commcost")
+except ImportError:  # the test extra installs it; without it the property tests are not collected
+    pass

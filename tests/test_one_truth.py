@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from commcost.analyses.drill.budget import BudgetInputs, budget_timeline_inputs, communication_budget
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.step.timeline import simulate_timeline
 from conftest import DATA, run_commcost, run_tool
 

@@ -57,6 +57,8 @@ def test_every_readme_command_runs(tmp_path):
         r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
         assert r.returncode == 0, f"{command}\n{r.stderr[-2000:]}"
         assert r.stdout.strip(), command
+        lines = r.stdout.splitlines()     # 80 columns (COLUMNS=80): at most 5% of a command's lines wider
+        assert sum(len(x) > 80 for x in lines) <= 0.05 * len(lines), command
         ran += 1
     assert ran == len(readme_commands()) - len(NOT_RUN_HERE)
     for written in ("scaling.png", "gloo.csv", "cluster.profile.json", "fit.png"):

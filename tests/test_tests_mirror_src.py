@@ -21,7 +21,7 @@ from conftest import ROOT
 
 TOP_LEVEL = frozenset({
     "test_one_truth.py", "test_profile_everywhere.py", "test_public_api.py", "test_readme_commands.py", "test_docs_python.py",
-    "test_smoke.py", "test_layout.py", "test_tests_mirror_src.py",
+    "test_smoke.py", "test_layout.py", "test_tests_mirror_src.py", "test_docs_commands.py",
 })
 """The test files allowed directly in ``tests/``: each compares several commands or the whole package."""
 

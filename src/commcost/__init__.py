@@ -81,8 +81,8 @@ _EXPORTS: dict[str, str] = {
     "protocol_costs": "commcost.comm.algorithms",
     "Protocol": "commcost.comm.protocols",
     "ProtocolModel": "commcost.comm.protocols",
-    "system_topology": "commcost.hardware.registry",
-    "system_group": "commcost.hardware.registry",
+    "system_topology": "commcost.comm.systems",
+    "system_group": "commcost.comm.systems",
     # parallel plans
     "TransformerSpec": "commcost.workload.transformer",
     "model_spec": "commcost.workload.transformer",

@@ -11,7 +11,7 @@ from commcost.comm.band import collective_band
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 LINK = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
 

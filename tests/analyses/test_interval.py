@@ -14,7 +14,7 @@ from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.comm.model import FabricModel
 from commcost.core.xp import SCALAR
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.parallel.layout import Layout
 from commcost.workload.compute import mfu_frontier
 from commcost.workload.transformer import model_spec

@@ -57,7 +57,9 @@ def test_cli_gpus_per_node_marks_the_knee_and_json_says_so():
 def test_cli_system_preset():
     r = run_commcost("scaling", "--model", "1.3b", "--system", "dgx-h100", "--gpus", "8,16,64")
     assert r.returncode == 0, r.stderr
-    assert "dgx-h100" in r.stdout and "the knee" in r.stdout
+    # N = 8 is the one point inside a node: nothing says the slope changes there, so no knee is announced
+    # (commcost.analyses.scaling.knee needs a doubling inside the node to compare with)
+    assert "dgx-h100" in r.stdout and "the knee" not in r.stdout
 
 
 @pytest.mark.parametrize("args", [

@@ -12,7 +12,7 @@ from commcost.analyses.drill.budget import BudgetInputs, communication_budget
 from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.uncertainty import budget_band, plan_band, timeline_band
 from commcost.comm.model import FabricModel, FlatLinkModel
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.parallel.layout import Layout
 from commcost.step.timeline import TimelineInputs, simulate_timeline
 from commcost.workload.transformer import model_spec

@@ -6,7 +6,7 @@ import pytest
 
 from commcost import InputError, collective_cost
 from commcost.calibrate.tiers import TierSample, fit_tiers, scaled_topology
-from commcost.hardware.registry import system_group, system_topology
+from commcost.comm.systems import system_group, system_topology
 
 SIZES = [2 ** k for k in range(16, 31, 2)]  # 64 KiB .. 1 GiB
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.calibrate.efficiency import (ETA_MIN, calibration_note, fit_efficiency, load_calibration, model_family,
-                                           save_calibration)
+from commcost.calibrate.efficiency import (ETA_MIN, calibration_note, efficiency_from, fit_efficiency, load_calibration,
+                                           model_family, save_calibration)
 from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.core.errors import InputError
@@ -66,3 +66,15 @@ def test_bad_files_are_one_line(tmp_path, text, fragment):
     with pytest.raises(InputError) as exc:
         load_calibration(str(path))
     assert str(exc.value).startswith(f"{path}: ") and fragment in str(exc.value)
+
+
+def test_efficiency_from_a_flop_rate_fits_the_step_that_rate_gives():
+    # T* = F_model / (X* W): the plan's model FLOPs per step over the measured rate times its 8 GPUs
+    F = plan(INP, LINK).model_flops_per_step
+    X = 300e12
+    eta, measured = efficiency_from(INP, LINK, measured_flops_per_s=X)
+    assert measured == pytest.approx(F / (X * 8), rel=1e-15)
+    assert plan(replace(INP, efficiency=eta), LINK).step_s == pytest.approx(measured, rel=1e-9)
+    step_eta, step_measured = efficiency_from(INP, LINK, measured_step_s=measured)
+    assert (step_eta, step_measured) == (eta, measured)
+    assert efficiency_from(INP, LINK) == (None, None)         # nothing measured: nothing fitted

@@ -12,7 +12,7 @@ from commcost.calibrate.tiers import log_group_size, split_log_ranks
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from conftest import DATA, run_commcost
 
 NT = DATA / "nccl_tests"

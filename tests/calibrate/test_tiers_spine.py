@@ -9,7 +9,7 @@ import pytest
 from commcost import collective_cost
 from commcost.core.errors import InputError
 from commcost.calibrate.tiers import TierSample, fit_tiers, scaled_topology, tier_fit_from_dict, tier_fit_to_dict
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 GiB = 2 ** 30
 SIZES = (GiB // 4, GiB, 4 * GiB, 16 * GiB)

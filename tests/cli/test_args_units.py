@@ -20,7 +20,9 @@ def test_rates_with_units_give_the_same_report_byte_for_byte():
     assert plain.returncode == 0, plain.stderr
     for bw, lat in (("400Gbps", "20us"), ("50GB/s", "0.02ms"), ("400Gb/s", "2e-5s"), ("50 GB/s", "20000ns")):
         r = run_tool("--gpus", "32", "--bw", bw, "--latency", lat, "--params", "1.3", "--step-ms", "400")
-        assert (r.returncode, r.stdout, r.stderr) == (0, plain.stdout, ""), (bw, lat)
+        # the same report and the same one stderr note (32 GPUs on one flat --bw: wider than a node)
+        assert (r.returncode, r.stdout, r.stderr) == (0, plain.stdout, plain.stderr), (bw, lat)
+        assert r.stderr.count("\n") == 1 and "one flat link" in r.stderr
 
 
 @pytest.mark.parametrize("text, gb_per_s", [

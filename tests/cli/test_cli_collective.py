@@ -113,7 +113,7 @@ def test_bad_input_is_one_line_exit_2(args, message):
 
 def test_protocol_is_named_on_presets_and_null_on_flat_links():
     from commcost.comm.algorithms import protocol_costs
-    from commcost.hardware.registry import system_topology
+    from commcost.comm.systems import system_topology
 
     d = ok_json("collective", "--op", "all_reduce", "--size", "16MiB", "--system", "dgx-h100", "--nodes", "2")
     fastest = next(iter(protocol_costs("all_reduce", 16 * 2**20, 16, system_topology("dgx-h100", nodes=2),
@@ -167,7 +167,7 @@ def test_system_pods_and_spine_can_be_overridden():
     import dataclasses
 
     from commcost import collective_cost
-    from commcost.hardware.registry import system_group
+    from commcost.comm.systems import system_group
 
     topo, P = system_group("dgx-h100", nodes=64)
     lib = collective_cost("all_reduce", 2 ** 30, P, dataclasses.replace(topo, pod_nodes=32, spine_oversubscription=2.0),

@@ -23,7 +23,7 @@ BASE = ("search", "--model", "llama3-70b", "--system", "dgx-h100", "--global-bat
 @pytest.mark.parametrize("flags, words", [
     (("--gpus-range", "1:1000000:1"), "--gpus-range 1:1000000:1 is 1,000,000 GPU counts; a search takes at most 64"),
     (("--gpus-range", "1:1000000000000000000"), "--gpus-range: HI must be at most 1,000,000 GPUs"),
-    (("--gpus", "512", "--global-batch", "1000000000000"), "--global-batch must be at most 10,000,000 sequences"),
+    (("--gpus", "512", "--global-batch", "1000000000000"), "--global-batch must be between 1 and 10,000,000 sequences"),
     (("--gpus", "512", "--top", "1000000000"), "--top must be at most 1,000 configurations"),
 ])
 def test_unbounded_flags_are_refused_at_once(flags, words):

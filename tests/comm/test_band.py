@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from commcost import InputError, collective_cost, system_topology
 from commcost.comm.band import band_class, band_ratios, collective_band
 from commcost.comm.topology import Link
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 MiB = 2 ** 20
 

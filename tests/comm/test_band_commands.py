@@ -15,7 +15,7 @@ import pytest
 
 from commcost.comm.band import BandEdgeModel, band_models, composed_band
 from commcost.comm.model import FabricModel
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.step.timeline import TimelineInputs, simulate_timeline
 from commcost.core.units import format_seconds

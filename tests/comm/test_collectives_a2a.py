@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcost import collective_cost, system_topology
-from commcost.comm.algorithms import (FAN_IN_SLOWDOWN_PER_DOUBLING, P2P_EFFICIENCY, fan_in_efficiency,
+from commcost.comm.protocol_terms import P2P_EFFICIENCY
+from commcost.comm.algorithms import (FAN_IN_SLOWDOWN_PER_DOUBLING, fan_in_efficiency,
                                       fan_in_slowdown_from, protocol_costs)
 from commcost.comm.collectives import Algorithm
 from commcost.comm.topology import Link, Topology
@@ -229,7 +230,7 @@ def test_dgx1_all_to_all_reaches_its_unlinked_peers_through_host_memory():
     assert c.latency_s == pytest.approx(11.8e-6)
     # a part-node group is taken as placed on a linked quad: 4 ranks, the NVLink term only,
     # 3/4 * 2**30 / (120e9 * 0.906) = 7.4064 ms
-    from commcost.hardware.registry import system_group
+    from commcost.comm.systems import system_group
     quad, P = system_group("dgx-1-v100", nodes=1, gpus=4, gpus_per_node=4)
     assert quad.unlinked_peers == 0
     assert collective_cost("all_to_all", 2 ** 30, P, quad).bandwidth_s == pytest.approx(

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from commcost.comm.algorithms import collective_cost, protocol_costs
 from commcost.comm.topology import Link, Topology
 from commcost.core.errors import InputError
-from commcost.hardware.registry import fabrics, system_group, system_topology
+from commcost.hardware.registry import fabrics
+from commcost.comm.systems import system_group, system_topology
 
 
 def _topo(floor_s: float) -> Topology:

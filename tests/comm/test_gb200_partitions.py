@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from commcost import collective_cost
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "nccl_tests" / "busbw_gb200_nvl_partitions_3x4_3x8.md"
 

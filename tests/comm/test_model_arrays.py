@@ -17,7 +17,7 @@ from commcost.comm.model import FlatLinkModel
 from commcost.comm.profile_model import ProfileModel, ProfileScope
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 PRESETS = ("dgx-h100", "dgx-a100", "gb200-nvl72", "hgx-b200", "mi300x-roce", "pcie-l40s", "dgx-2")
 sizes = st.lists(st.one_of(st.just(0.0), st.floats(1.0, 4e10), st.integers(1, 1 << 34).map(float)),

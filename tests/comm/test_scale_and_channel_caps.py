@@ -182,7 +182,7 @@ def test_blackwell_nvls_loop_uses_nccl_channel_counts():
 @example(system="pcie-l40s", nodes=1, S=34_082_174.0, factor=2.0)
 def test_every_preset_is_monotone_in_bytes_and_nodes(system, nodes, S, factor):
     # caps, congestion and NVLS channel counts only ever slow a larger message or a larger group
-    from commcost.hardware.registry import system_group
+    from commcost.comm.systems import system_group
 
     topo, P = system_group(system, nodes=nodes)
     t = collective_cost("all_reduce", S, P, topo).total_s
@@ -203,7 +203,7 @@ def test_two_mi325x_nodes_beat_one_by_the_rings_intra_share_as_measured():
     # AMD AAC11 MI325X (held out), 4 GiB all-reduce: 23,719 us on 1 node, 23,192 us on 2 (2.2% faster).
     # The model: one node V/B_i with V = 2 x 7/8 S; two nodes the intra share (g-1)/g of V = 2 x 15/16 S,
     # 2 x 15/16 x 7/8 = 1.641 vs 1.75: at most 6.25% faster, and only while the NICs keep up
-    from commcost.hardware.registry import system_group
+    from commcost.comm.systems import system_group
 
     one, P1 = system_group("mi325x-roce", nodes=1)
     two, P2 = system_group("mi325x-roce", nodes=2)

@@ -13,7 +13,7 @@ from commcost import InputError, collective_cost, system_topology
 from commcost.comm.algorithms import APPLICABLE, algorithm_costs
 from commcost.comm.collectives import Collective
 from commcost.comm.topology import Link, Topology, network_oversubscription, place
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 GiB = 2 ** 30
 

@@ -10,7 +10,8 @@ from commcost import InputError
 from commcost.hardware import load_preset_file
 from commcost import collective_cost
 from commcost.comm.collectives import Algorithm, Collective
-from commcost.hardware.registry import fabrics, gpus, preset_entries, system_group, system_topology, systems
+from commcost.hardware.registry import fabrics, gpus, preset_entries, systems
+from commcost.comm.systems import system_group, system_topology
 
 UNIT_SUFFIXES = ("_bytes", "_bytes_per_s", "_flops_per_s", "_s")
 
@@ -253,3 +254,58 @@ def test_efa_v4_numbers_by_hand():
     c = collective_cost("all_reduce", 8, P, topo)
     assert c.algorithm is Algorithm.TREE
     assert c.latency_s == pytest.approx(55.2e-6)
+
+
+UNIT_WORDS = ("bytes", "flops_per_s", "_s", "tokens", "params", "accesses", "copies", "gathers")
+"""A number's key (or the key of the table holding it) names its unit: bytes, FLOP/s, seconds, tokens, parameters,
+HBM element accesses, copies of a tensor, collectives issued."""
+
+DIMENSIONLESS = frozenset({
+    "sustained", "auto_sustained", "gemm_efficiency", "frontier_mfu", "attention", "triton_slowdown_vs_fa2",
+    "sms", "tile_m", "tile_n", "k_overhead", "head_dim_half", "vp_min_pp",
+    "gpus_per_node", "oversubscription", "full_bandwidth_nodes", "slowdown_per_node_doubling", "nvls_channels_one_node",
+    "nvls_channels_more_nodes", "pod_nodes", "spine_oversubscription", "nics_per_gpu", "unlinked_peers",
+    "layouts",   # a stack's ZeRO stages (0-3) are names of stages, not quantities
+})
+"""Keys whose numbers are fractions, ratios or counts of a named thing (SMs, elements of a tile, pipeline stages)."""
+
+
+def unitless_numbers(node, path: tuple[str, ...] = ()) -> list[str]:
+    """The paths of numbers in ``node`` whose key and every enclosing key name no unit (:data:`UNIT_WORDS`) and
+    are not :data:`DIMENSIONLESS`."""
+    if isinstance(node, dict):
+        return [p for k, v in node.items() if not k.startswith("_") for p in unitless_numbers(v, (*path, k))]
+    if isinstance(node, list):
+        return [p for v in node for p in unitless_numbers(v, path)]
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        return []
+    named = any(w in k for k in path for w in UNIT_WORDS) or DIMENSIONLESS.intersection(path)
+    return [] if named else [".".join(path)]
+
+
+def unsourced_numbers(node, path: tuple[str, ...] = (), sourced: bool = False) -> list[str]:
+    """The paths of numbers in ``node`` with no ``source`` in their own table or any enclosing one."""
+    if isinstance(node, dict):
+        sourced = sourced or bool(node.get("source"))
+        return [p for k, v in node.items() if not k.startswith("_") for p in unsourced_numbers(v, (*path, k), sourced)]
+    if isinstance(node, list):
+        return [p for v in node for p in unsourced_numbers(v, path, sourced)]
+    if isinstance(node, bool) or not isinstance(node, (int, float)) or sourced:
+        return []
+    return [".".join(path)]
+
+
+@pytest.mark.parametrize("file_name", ["gpus.json", "fabrics.json", "systems.json", "kernels.json", "compute.json",
+                                       "stacks.json"])
+def test_every_number_names_its_unit_and_has_a_source(file_name):
+    table = load_preset_file(file_name)
+    assert not unitless_numbers(table), unitless_numbers(table)
+    if file_name != "stacks.json":   # a past release sources each key it changes (tests/workload/test_stacks.py)
+        assert not unsourced_numbers(table), unsourced_numbers(table)
+
+
+def test_the_unit_and_source_checks_fail_on_a_made_up_table():
+    table = {"peak": {"h100": {"bf16": 1e15}}, "fast_s": {"a": 2.0}, "ok_bytes": 3, "sms": 132,
+             "rows": {"x": {"source": "somewhere", "k_bytes": 1}}}
+    assert unitless_numbers(table) == ["peak.h100.bf16"]
+    assert unsourced_numbers(table) == ["peak.h100.bf16", "fast_s.a", "ok_bytes", "sms"]

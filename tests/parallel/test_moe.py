@@ -241,7 +241,7 @@ def test_moe_option_errors():
 def test_overlap_lowers_the_step_and_stays_above_everything_hidden():
     from commcost.comm.model import FabricModel
     from commcost.analyses.plan.plan import PlanInputs, plan
-    from commcost.hardware.registry import system_group
+    from commcost.comm.systems import system_group
     from commcost.workload.transformer import model_spec
 
     topo, _ = system_group("dgx-h100", nodes=8)
@@ -262,7 +262,7 @@ def test_search_keeps_expert_parallelism_of_a_published_run():
     # distributed optimizer (ZeRO-1), EP 32. With the recipe's fixed parts the best layout keeps
     # expert parallelism, with expert TP 1 (EP inside a node, as the recipes' intra-node strategy)
     from commcost.comm.model import FabricModel
-    from commcost.hardware.registry import system_group
+    from commcost.comm.systems import system_group
     from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
     from commcost.workload.transformer import model_spec
 

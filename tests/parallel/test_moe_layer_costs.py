@@ -12,7 +12,7 @@ from commcost.core.xp import SCALAR
 from commcost.comm.model import FabricModel
 from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, search
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.parallel.layout import Layout
 from commcost.parallel.tensor import tensor_ops, tp_blocks_per_stage
 from commcost.workload.operators import kernel_rates, local_sort_passes, micro_batch_operators

@@ -3,12 +3,14 @@ their units in the text, and ``budget_to_dict`` strict JSON whose every number n
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from commcost.analyses.drill.budget import BudgetInputs, communication_budget
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.analyses.uncertainty import budget_band
 from commcost.report.budget import budget_to_dict, render_budget_text
 from conftest import numbers_without_a_unit, strict_round_trip
@@ -105,5 +107,11 @@ def test_a_system_budget_fits_80_columns_with_the_same_numbers_as_the_full_table
         assert n == f[:5] + f[6:]
     # (g): every cell the same, the global batch last ("0.25x")
     assert _rows(narrow, ["P", "latency"]) == _rows(full, ["P", "latency"]) and len(_rows(full, ["P", "latency"])) > 3
-    # the drill's flat link: one text at any width
-    assert render_budget_text(drill, width=40) == render_budget_text(drill, width=300)
+    # the drill's flat link fits 80 columns too, every number kept: (f)'s narrow table has all nine cells of
+    # the full one, (g)'s every cell, and the text the same numbers as at any width (only line layout changes)
+    d80, d300 = render_budget_text(drill, width=80), render_budget_text(drill, width=300)
+    assert max(map(len, d80.splitlines())) <= 80
+    assert _rows(d80, ["cap", "count"]) == _rows(d300, ["cap", "count"])
+    assert _rows(d80, ["P", "latency"]) == _rows(d300, ["P", "latency"])
+    numbers = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+    assert set(numbers.findall(d80)) == set(numbers.findall(d300))

@@ -52,10 +52,11 @@ def test_fit_of_exact_data_by_hand(data):
 def test_fit_text_by_hand(data):
     _, series, fit, quality = data
     text = render_fit_text(fit, quality, series, quality, fit, "p.json")
-    assert "model: T(S) = k*alpha_i + f*S/B_i   (ring all_reduce, P = 4: k = 6 ring steps, f = 1.5 " in text
-    assert "alpha (per ring step, small messages): 5.00 us" in text
-    assert "B (per-rank bus bandwidth, large messages): 10.00 GB/s" in text
-    assert "crossover S* = k*alpha*B/f (latency term = bandwidth term): 200.00 kB" in text
+    prose = " ".join(text.split())      # the prose is wrapped to 80 columns (the table rows are not)
+    assert "model: T(S) = k*alpha_i + f*S/B_i (ring all_reduce, P = 4: k = 6 ring steps, f = 1.5 " in prose
+    assert "alpha (per ring step, small messages): 5.00 us" in prose
+    assert "B (per-rank bus bandwidth, large messages): 10.00 GB/s" in prose
+    assert "crossover S* = k*alpha*B/f (latency term = bandwidth term): 200.00 kB" in prose
     # 1 MiB: T = 30 us + 1.5 * 1,048,576 / 1e10 s = 30 + 157.29 us = 187.29 us; busbw 1.5 S / T = 8.40 GB/s
     row = next(line for line in text.splitlines() if line.strip().startswith("1.00 MiB"))
     assert "187.29 us" in row and "8.40 GB/s" in row and "+0.0%" in row

@@ -10,7 +10,8 @@ from commcost.comm.collectives import Algorithm, Collective
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import place
-from commcost.hardware.registry import preset_entries, system_group
+from commcost.hardware.registry import preset_entries
+from commcost.comm.systems import system_group
 from commcost.report.collective import (fabric_to_dict, render_presets_text, render_size_text,
                                         render_table_text, size_to_dict)
 from conftest import numbers_without_a_unit, strict_round_trip, wide_lines

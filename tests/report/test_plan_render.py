@@ -14,7 +14,7 @@ from commcost.analyses.uncertainty import plan_band
 from commcost.comm.link import Link
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.core.units import format_bytes
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.parallel.layout import Layout
 from commcost.report.plan import advice, plan_to_dict, render_plan_json, render_plan_text
 from commcost.workload.transformer import model_spec

@@ -36,7 +36,7 @@ def _bands(ax, kind):
 
 
 def test_plotted_speedups_and_efficiencies_are_the_tables_numbers(fig):
-    ax_x, ax_e = fig.axes
+    ax_x, ax_e, ax_s = fig.axes
     speed, eff = _lines(ax_x, "speedup"), _lines(ax_e, "efficiency")
     assert len(speed) == len(eff) == 6
     table = json.loads(run_commcost("scaling", "--json").stdout)["rows"]
@@ -73,7 +73,7 @@ def test_band_spans_no_overlap_to_perfect_overlap(fig):
 
 
 def test_axes_are_labelled_log2_and_legend_is_outside_the_data(fig):
-    ax_x, ax_e = fig.axes
+    ax_x, ax_e, ax_s = fig.axes
     assert ax_x.get_xscale() == ax_x.get_yscale() == "log" and ax_e.get_xscale() == "log"
     assert ax_x.xaxis.get_transform().base == 2 and ax_x.yaxis.get_transform().base == 2
     for ax in (ax_x, ax_e):
@@ -218,7 +218,7 @@ def test_legend_explains_every_band_colour(fig):
 
 
 def test_physical_bound_is_drawn_beside_the_seeds_line(fig):
-    ax_x, ax_e = fig.axes
+    ax_x, ax_e, ax_s = fig.axes
     phys = _lines(ax_x, "physical-speedup")
     phys_e = _lines(ax_e, "physical-efficiency")
     assert len(phys) == len(phys_e) == 6

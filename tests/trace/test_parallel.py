@@ -159,58 +159,37 @@ def test_text_shows_the_ranks_that_wait_most(tmp_path, monkeypatch):
     assert [x.split()[2] for x in table] == ["0.630", "0.540", "0.450"]
 
 
-def _descendants(pid: int) -> set[int]:
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except FileNotFoundError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children") as fh:
-                    kids = {int(x) for x in fh.read().split()}
-            except FileNotFoundError:
-                continue
-            todo += list(kids - out)
-            out |= kids
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in fh)
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc to find the worker processes")
 def test_ctrl_c_leaves_no_worker_behind(tmp_path):
+    """Twelve copies of a real trace, each given its own rank (the same rank twice is refused, exit 2,
+    which could end the run before the signal); a worker is held on one of them (:mod:`_hold`), so the
+    run cannot end first, and the SIGINT is sent once a rank has been read and the worker holds its file."""
+    import gzip
     import signal
-    import time
+
+    from _hold import alive, descendants, hold_env, wait_for
 
     d = tmp_path / "job"
     d.mkdir()
-    nccl = ROOT / "tests" / "data" / "traces" / "nccl_parser_config__nccl_data.json.gz"
+    nccl = json.loads(gzip.decompress((ROOT / "tests" / "data" / "traces" /
+                                       "nccl_parser_config__nccl_data.json.gz").read_bytes()))
     for r in range(12):
-        (d / f"rank{r:02d}.json.gz").write_bytes(nccl.read_bytes())
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        nccl["distributedInfo"] = dict(nccl.get("distributedInfo") or {}, rank=r, world_size=12)
+        (d / f"rank{r:02d}.json.gz").write_bytes(gzip.compress(json.dumps(nccl).encode()))
+    env, marker = hold_env(tmp_path, "rank07.json.gz")
     p = subprocess.Popen([sys.executable, "-m", "commcost", "trace", str(d), "--workers", "2", "--progress"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
         first = p.stderr.readline()
         assert "rank files read" in first, first
-        kids = _descendants(p.pid)
-        assert len(kids) >= 2  # the forkserver and at least one worker
+        wait_for(marker.exists, "a worker holding rank07.json.gz")
+        kids = descendants(p.pid)
+        assert len(kids) == 2  # the two workers, nothing else
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
     assert p.returncode == 130 and out == "" and "interrupted" in err, (p.returncode, err)
-    deadline = time.monotonic() + 10
-    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [k for k in kids if _alive(k)]
+    assert "Traceback" not in err
+    wait_for(lambda: not any(alive(k) for k in kids), "every worker gone")

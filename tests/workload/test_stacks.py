@@ -303,3 +303,99 @@ def test_nemo_2024h1_is_nemo_2024_with_flashattention2():
     assert (early.attention_kernel, late.attention_kernel) == ("fa2", "fa3")
     assert early.sustained == late.sustained and early.selective == late.selective
     assert early.norm_accesses == late.norm_accesses and early.grad_bytes == late.grad_bytes
+
+
+def _stack_rows() -> dict:
+    return load_preset_file("stacks.json")["stacks"]
+
+
+def test_today_releases_state_every_key_and_past_ones_name_an_earlier_base():
+    from commcost.workload.stacks import KNOWN_STACKS, PAST_RELEASES, STACK_KEYS
+
+    rows = _stack_rows()
+    assert tuple(rows) == KNOWN_STACKS[1:]           # names come from the file, in its order
+    for name in STACKS[1:]:
+        assert set(rows[name]) == {*STACK_KEYS, "layouts"}, name
+        assert rows[name]["layouts"]["source"], name
+    assert PAST_RELEASES
+    for name in PAST_RELEASES:
+        base = rows[name]["base"]
+        assert list(rows).index(base) < list(rows).index(name), (name, base)   # no forward reference, no loop
+        assert rows[name]["source"], name
+
+
+def test_a_past_release_gives_only_the_keys_that_differ_each_with_its_source():
+    from commcost.workload.stacks import PAST_RELEASES, STACK_KEYS, stack_row
+
+    rows = _stack_rows()
+    for name in PAST_RELEASES:
+        row = rows[name]
+        base = stack_row(row["base"])
+        given = set(row) - {"base", "source", "sources", "layouts"}
+        assert given <= set(STACK_KEYS), (name, given - set(STACK_KEYS))
+        for key in given:
+            assert row[key] != base[key], f"{name}.{key} equals its base's: drop it"
+        assert set(row.get("sources", {})) == given, name
+        assert all(len(text) > 40 for text in row.get("sources", {}).values()), name
+        layouts = row.get("layouts", {})
+        for key in set(layouts) - {"source"}:
+            assert layouts[key] != base["layouts"].get(key), f"{name}.layouts.{key} equals its base's: drop it"
+        assert not layouts or layouts["source"], name
+        if not given:   # a release that changes no behaviour key is only a layouts restriction
+            assert set(row) == {"base", "source", "layouts"}, name
+
+
+def test_a_release_prices_as_its_base_except_for_its_own_keys():
+    # megatron-2023 changes the attention kernel (fa2) and element-wise accesses; nemo-2024h1's base is nemo-2024,
+    # which is nemo's: its one change is fa2; megatron-2021 changes no behaviour key at all
+    from dataclasses import replace
+
+    from commcost.workload.stacks import stack_family
+
+    assert stack("megatron-2021") == replace(stack("megatron"), name="megatron-2021", source=stack("megatron-2021").source)
+    h1, nemo = stack("nemo-2024h1"), stack("nemo")
+    assert h1.attention_kernel == "fa2" and nemo.attention_kernel == "fa3"
+    assert replace(h1, name="nemo", source=nemo.source, attention_kernel="fa3") == nemo
+    assert stack("megatron-2023").norm_accesses == 18 and stack("megatron").norm_accesses == 2
+    assert stack_family("nemo-2024h1") == "nemo" and stack_family("fsdp") == "fsdp"
+
+
+def test_a_row_missing_a_key_is_refused_not_defaulted(monkeypatch):
+    import commcost.workload.stacks as stacks
+
+    table = {**stacks._table(), "stacks": dict(stacks._table()["stacks"])}
+    table["stacks"]["megatron"] = {k: v for k, v in table["stacks"]["megatron"].items() if k != "grad_bytes"}
+    monkeypatch.setattr(stacks, "_table", lambda: table)
+    stacks.stack.cache_clear()
+    try:
+        with pytest.raises(InputError, match="stacks.json megatron: missing grad_bytes"):
+            stacks.stack("megatron")
+        with pytest.raises(InputError, match="stacks.json megatron-2021: missing grad_bytes"):
+            stacks.stack("megatron-2021")       # inherits the gap: no silent default either
+    finally:
+        stacks.stack.cache_clear()
+
+
+def stack_name_tuples(source: str, names: frozenset[str]) -> list[int]:
+    """Lines of ``source`` holding a tuple, list or set literal of two or more stack names."""
+    import ast
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            named = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names]
+            if len(named) >= 2:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_stack_names_written_as_a_literal_tuple_in_the_library():
+    from commcost.workload.stacks import KNOWN_STACKS
+    from conftest import ROOT
+
+    names = frozenset(KNOWN_STACKS)
+    # formats/ lists file formats (one reader or writer each: EMIT_KINDS, FORMATS), named after their frameworks
+    found = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / "src" / "commcost").rglob("*.py"))
+             if "formats" not in p.relative_to(ROOT).parts for line in stack_name_tuples(p.read_text(), names)]
+    assert not found, found
+    assert stack_name_tuples('X = ("megatron", "nemo")\nY = ["fsdp"]\n', names) == [1]   # the check can fail

@@ -1,4 +1,4 @@
-"""The prediction interval on the step, and on everything a user pays for (issue 31).
+"""The prediction interval on the step, and on everything a user pays for.
 
 Symbols: ``t`` the plan's step; ``r_lo``, ``r_hi`` the ratios measured / predicted between which a share
 ``c`` (the coverage) of held-out published runs fell (``hardware/step_interval.json``: the 10th and 90th

@@ -45,12 +45,13 @@ from dataclasses import dataclass
 from commcost.comm.collectives import Collective, CollectiveCost
 from commcost.core.errors import InputError
 from commcost.hardware import lookup
-from commcost.hardware.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
+from commcost.analyses.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
                                             seed_fabrics, seed_models, seed_two_tier)
 from commcost.comm.model import CommModel, FlatLinkModel
 from commcost.step.overlap import OverlapBounds
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.core.dtypes import gradient_bytes
+import math
 
 __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",
@@ -102,6 +103,11 @@ class ScalingInputs:
     seed's flat link: the ring)."""
     backward_fraction: float = 2.0 / 3.0
     """f_b: share of the step in backward, the window of the physical perfect-overlap bound."""
+    compute_source: str = ""
+    """Where ``compute_s`` comes from when not given (:mod:`commcost.analyses.scaling_compute`); empty: given."""
+    gpu: str | None = None
+    """The GPU preset, where known (a system): the memory verdict of each point
+    (:func:`commcost.analyses.scaling_compute.states_memory`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.comm, CommModel):
@@ -174,7 +180,7 @@ class ScalingRow:
     beyond_flat_ring: bool
     """``N`` exceeds the fabric's ``flat_ring_max_gpus``: the flat ring is an idealization."""
     crosses_nodes: bool = False
-    """Two-tier fabric and ``N > G``: the all-reduce leaves the NVLink domain (the knee)."""
+    """Two-tier fabric and ``N > G``: the all-reduce leaves the NVLink domain (a knee where the curve bends: :func:`knee`)."""
 
     @property
     def comm_s(self) -> float:
@@ -293,6 +299,34 @@ def scaling_row(*, gpus: int, message_bytes: float, compute_s: float, overhead_s
         beyond_flat_ring=flat_ring_max_gpus is not None and gpus > flat_ring_max_gpus,
         crosses_nodes=topo is not None and gpus > topo.gpus_per_node,
     )
+
+
+KNEE_SLOPE_RATIO = 2.0
+"""A knee is announced where the all-reduce's growth per doubling of N at least doubles (:func:`knee`)."""
+
+
+def knee(curve: ScalingCurve) -> ScalingRow | None:
+    """The row where the curve bends as the group leaves the node, or None.
+
+    With ``k`` the first row whose group crosses nodes and the slope of ``T`` per doubling of ``N``,
+    ``s(i) = (T_i - T_{i-1}) / log2(N_i / N_{i-1})``, the knee is row ``k`` when ``s(k) > 0`` and ``s(k) >=``
+    :data:`KNEE_SLOPE_RATIO` ``x max s(i)`` over the intervals inside the node (``1 < N_{i-1}``, ``i < k``; from one
+    GPU ``T`` starts at 0, no slope of the fabric): the cost of adding GPUs grows faster from there. It needs one such
+    interval (with none, nothing says the slope changed), and no knee is announced where the crossing costs no more
+    than the GPUs added inside the node did (an in-network reduction across nodes, a fast fabric)."""
+    rows = curve.rows
+    k = next((i for i, r in enumerate(rows) if r.crosses_nodes), None)
+    if k is None:
+        return None
+
+    def slope(i: int) -> float:
+        return (rows[i].comm_s - rows[i - 1].comm_s) / math.log2(rows[i].gpus / rows[i - 1].gpus)
+
+    inside = [slope(i) for i in range(1, k) if rows[i - 1].gpus > 1]
+    if not inside:
+        return None
+    s_k = slope(k)
+    return rows[k] if s_k > 0 and s_k >= KNEE_SLOPE_RATIO * max(max(inside), 0.0) else None
 
 
 def scaling_curve(inputs: ScalingInputs) -> ScalingCurve:

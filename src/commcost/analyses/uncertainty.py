@@ -1,4 +1,4 @@
-"""The measured band of what ``budget``, ``timeline`` and ``plan`` compose from collectives (issue 14).
+"""The measured band of what ``budget``, ``timeline`` and ``plan`` compose from collectives.
 
 A system preset's collective has a band: the range measured clusters of its class fell in around
 the preset's prediction (:mod:`commcost.comm.band`, ratios ``r_lo``, ``r_hi`` from ``bands.json``).

@@ -21,14 +21,14 @@ from dataclasses import replace
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
 from commcost.core.validation import require_finite_positive
-from commcost.report._files import write_atomic
+from commcost.core.files import write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
     from commcost.analyses.plan.plan import PlanInputs
 
-__all__ = ["ETA_MIN", "fit_efficiency", "model_family", "save_calibration", "load_calibration", "calibration_note"]
+__all__ = ["ETA_MIN", "fit_efficiency", "efficiency_from", "model_family", "save_calibration", "load_calibration", "calibration_note"]
 
 ETA_MIN = 1e-3
 """Lowest efficiency the fit searches."""
@@ -41,6 +41,19 @@ def model_family(name: str) -> str:
     while len(parts) > 1 and re.match(r"^(\d|a\d|x\d)", parts[-1]):
         parts.pop()
     return "-".join(parts)
+
+
+def efficiency_from(inp: PlanInputs, model: CommModel, *, measured_step_s: float | None = None,
+                    measured_flops_per_s: float | None = None) -> tuple[float | None, float | None]:
+    """``(eta, T*)`` from one measurement, or ``(None, None)`` without one: a measured step ``T*`` as given, or
+    the step a measured (or assumed) model FLOP rate per GPU ``X*`` gives with the plan's own model-FLOP
+    convention, ``T* = F_model / (X* W)`` (module docstring); ``eta`` is :func:`fit_efficiency` at ``T*``.
+    What ``commcost plan`` runs on ``--measured-step-s``, ``--measured-tflops`` and ``--mfu``."""
+    if measured_flops_per_s is not None:
+        measured_step_s = plan(inp, model).model_flops_per_step / (measured_flops_per_s * inp.layout.world)
+    if measured_step_s is None:
+        return None, None
+    return fit_efficiency(inp, model, measured_step_s), measured_step_s
 
 
 def fit_efficiency(inp: PlanInputs, model: CommModel, measured_step_s: float) -> float:

@@ -44,11 +44,12 @@ from commcost.comm.collectives import Algorithm, Collective, bus_bandwidth_facto
 from commcost.core.errors import InputError
 from commcost.comm.topology import Link
 from commcost.core.units import format_bytes
-from commcost.core.validation import require_finite_positive
+from commcost.core.limits import MAX_REGIMES
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
 from commcost.comm.algorithms import collective_cost
 from commcost.comm.band import collective_band
 from commcost.comm.topology import place
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 __all__ = [
     "Sample", "Regime", "FitPoint", "AlphaBetaFit", "Comparison",
@@ -90,6 +91,9 @@ class Regime:
     def __post_init__(self) -> None:
         require_finite_positive("alpha_s", self.alpha_s, allow_zero=True)
         require_finite_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        require_finite_positive("min_size_bytes", self.min_size_bytes, allow_zero=True)
+        if self.max_size_bytes != math.inf:  # inf: the last regime's open end
+            require_finite_positive("max_size_bytes", self.max_size_bytes)
         if not 0 <= self.min_size_bytes < self.max_size_bytes:
             raise InputError(f"regime size range must satisfy 0 <= min < max, got "
                              f"[{self.min_size_bytes:g}, {self.max_size_bytes:g})")
@@ -298,8 +302,8 @@ def fit_alpha_beta(samples: Sequence[Sample], *, op: Collective, gpus: int,
         raise InputError(f"only the ring form is fitted so far, got {algorithm}")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 2:
         raise InputError(f"gpus must be an integer >= 2 to fit a collective, got {gpus!r}")
-    if max_regimes < 1:
-        raise InputError(f"max_regimes must be >= 1, got {max_regimes}")
+    require_count("max_regimes", max_regimes)
+    require_at_most("max_regimes", max_regimes, MAX_REGIMES)
     points = sorted(samples, key=lambda s: s.size_bytes)
     sizes = sorted({p.size_bytes for p in points})
     if len(sizes) < 2:
@@ -388,7 +392,7 @@ def score_against_preset(series_samples: Sequence[Sample], *, op: Collective, gp
     """Each measured ``(S, t)`` of one collective next to what preset ``system`` predicts for it.
 
     The group is ``gpus`` ranks on ``nodes`` nodes of the preset (None: packed on full nodes), as
-    :func:`commcost.hardware.registry.system_group` places it; the prediction is the fabric's ``auto`` cost,
+    :func:`commcost.comm.systems.system_group` places it; the prediction is the fabric's ``auto`` cost,
     the one every command prints; the band is its collective's and scope's.
     """
 

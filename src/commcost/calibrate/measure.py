@@ -42,6 +42,7 @@ from commcost.calibrate.measure_worker import rank_main, spawned_worker
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
 from commcost.core.units import format_bytes
+from commcost.core.validation import require_finite_positive
 from multiprocessing.connection import wait
 import math
 import signal
@@ -75,6 +76,11 @@ def size_grid(min_bytes: float, max_bytes: float, factor: float = 2.0, *, quantu
     The number of sizes is known before any is made, ``n = floor(ln(max/min) / ln(factor)) + 1``,
     and refused above :data:`MAX_GRID_SIZES`; so is a range whose sizes all round to one, or one
     that starts below one quantum."""
+    for name, value in (("min_bytes", min_bytes), ("max_bytes", max_bytes), ("factor", factor)):
+        require_finite_positive(name, value)
+    if max_bytes > MAX_MEASURE_BYTES:
+        raise InputError(f"sizes up to {format_bytes(MAX_MEASURE_BYTES, binary=True)} can be measured, "
+                         f"got {max_bytes:.4g} bytes")
     if not 0 < min_bytes <= max_bytes:
         raise InputError(f"size range must satisfy 0 < min <= max, got {min_bytes:.4g}:{max_bytes:.4g}")
     if not factor > 1:

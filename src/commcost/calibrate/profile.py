@@ -39,7 +39,7 @@ from commcost.calibrate.fit import AlphaBetaFit, Comparison, Regime
 from commcost.comm.collectives import Algorithm, Collective
 from commcost.core.errors import InputError
 from commcost.comm.topology import Link
-from commcost.report._files import write_atomic  # the one writer (re-exported: data.py, fit, chrome_trace)
+from commcost.core.files import write_atomic
 from commcost.core.units import LATENCY_MAX_S, RATE_MAX_BYTES_PER_S, RATE_MIN_BYTES_PER_S
 from commcost.calibrate.tiers import tier_fit_from_dict
 from commcost.comm.model import ProfileModel
@@ -49,7 +49,7 @@ from commcost.core.errors import long_integer_field
 SIZE_MAX_BYTES = 2.0**60
 """Largest size a profile's regime edge may name, 1 EiB (as the ``--size`` flags)."""
 
-__all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict", "write_atomic",
+__all__ = ["PROFILE_VERSION", "Profile", "load_profile", "save_profile", "profile_to_dict",
            "stamped_provenance"]
 
 PROFILE_VERSION = 1

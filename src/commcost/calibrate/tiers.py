@@ -1,7 +1,7 @@
 """Calibration that crosses scales: fit a system preset's tiers to logs from small scales.
 
 A flat alpha-beta profile fitted on 2 nodes and reused on 16 carries the 2-node bandwidth (where
-a tree moves S per node and NVLink dominates) to a scale where the network dominates: issue 14
+a tree moves S per node and NVLink dominates) to a scale where the network dominates
 measured a 40% median miss that way. Instead, :func:`fit_tiers` keeps the preset's topology and
 protocol model (:mod:`commcost.comm.algorithms`) and fits three multipliers of its tiers to the
 measured all-reduce times::
@@ -44,8 +44,8 @@ from commcost.core.validation import require_count, require_finite_positive
 from pathlib import Path
 from commcost.calibrate.nccl_tests import collective_from_name
 from commcost.calibrate.nccl_tests import parse_nccl_tests
-from commcost.hardware.registry import system_group
-from commcost.hardware.registry import system_topology
+from commcost.comm.systems import system_group
+from commcost.comm.systems import system_topology
 
 __all__ = ["TierSample", "TierFit", "fit_tiers", "scaled_topology", "nodes_spanned", "log_tier_samples",
            "MIN_TIER_SIZE_BYTES"]

@@ -87,18 +87,10 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     previous = _terminate_as_interrupt()
     hold_warnings()  # printed once the run succeeds; a failure's one line is its error
     try:
-        module = importlib.import_module(module_name)
-        examples = getattr(module, "EXAMPLES", ())
-        epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
-        parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
-        module.add_arguments(parser)
-        args = parser.parse_args(list(argv))
-        return _run_checked(module.run, args, names=argv)
+        return _parse_and_run(module_name, prog, argv)
     except KeyboardInterrupt as exc:
-        note = interrupt_note()
         signum = getattr(exc, "signum", 2)
-        what = "terminated (SIGTERM)" if signum == 15 else "interrupted"
-        print(f"{PROG}: {what}{'; ' + note if note else ''}", file=sys.stderr)
+        _say_interrupted(signum)
         return signal_exit_status(signum)
     except BrokenPipeError:
         # the reader (head, less) went away: not an error of ours
@@ -125,6 +117,28 @@ def _dispatch(module_name: str, prog: str, argv: Sequence[str]) -> int:
     finally:
         release_warnings(False)  # a run that got here without succeeding drops them
         _restore_sigterm(previous)
+
+
+def _parse_and_run(module_name: str, prog: str, argv: Sequence[str]) -> int:
+    """Import subcommand ``module_name``, parse ``argv`` with its flags and run it; the exit status."""
+    module = importlib.import_module(module_name)
+    examples = getattr(module, "EXAMPLES", ())
+    epilog = "examples:\n" + "\n".join(f"  {prog} {e}".rstrip() for e in examples) if examples else None
+    parser = Parser(prog=prog, description=module.HELP, epilog=epilog)
+    module.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    code = _run_checked(module.run, args, names=argv)
+    for signum in (2, 15):  # a command that kept its best so far (search) still says why it stopped
+        if code == signal_exit_status(signum):
+            _say_interrupted(signum)
+    return code
+
+
+def _say_interrupted(signum: int) -> None:
+    """The one line on stderr of a run a signal ended (docs/exit-codes.md), with what it kept."""
+    note = interrupt_note()
+    what = "terminated (SIGTERM)" if signum == 15 else "interrupted"
+    print(f"{PROG}: {what}{'; ' + note if note else ''}", file=sys.stderr)
 
 
 def _terminate_as_interrupt():

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Parser", "fail", "warn", "positive_int", "nonneg_int", "positive_float", "nonneg_float",
     "fraction", "open_fraction", "size_list", "mib_list", "int_list", "size", "mib_or_auto",
-    "name_list",
+    "name_list", "preset_name",
     "size_range", "size_bounds", "collective_list", "collective",
     "bucket_mib_list", "check_output_path", "check_bucket_count",
     "rate_gb_per_s", "latency_us", "nonneg_latency_us", "params_billions", "algorithm_name", "FLAG_BOUNDS",
@@ -173,6 +173,10 @@ FLAG_BOUNDS: dict[str, tuple[float, float, str]] = {
     "--tail-budget": (1e-6, 1, ""),
     "--threshold": (1e-6, 1, ""),
     "--backward-fraction": (1e-6, 1, ""),
+    # commcost.core.limits, the library's own bounds (tests/core/test_limits.py checks they agree)
+    "--global-batch": (1, 10**7, "sequences"),
+    "--train-tokens": (1, 1e16, "tokens"),
+    "--price-per-gpu-hour": (0, 1e4, "dollars"),
 }
 """Flag -> (smallest, largest, unit): sane bounds, in the flag's own unit, that keep every result
 finite (a step of 1e-308 ms or 10**309 GPUs overflows the arithmetic). Rates, latencies and sizes
@@ -600,3 +604,10 @@ def token_count(text: str) -> float:
         return parse_token_count(text)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def preset_name(text: str) -> str:
+    """A preset's name (``--gpu h100-sxm``): not empty, looked up exactly where it is used."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a preset name (commcost presets lists them)")
+    return text

@@ -22,7 +22,7 @@ from commcost.core.errors import InputError
 
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
-           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "warn",
+           "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "intra_node_model", "warn",
            "bucket_algorithms_note", "resolve_trace_model"]
 
 
@@ -137,6 +137,17 @@ class Resolved(namedtuple("Resolved", ("comm", "gpus", "note", "info", "topology
     __slots__ = ()
 
 
+def intra_node_model(resolved: Resolved, *, bandwidth_bytes_per_s: float, latency_s: float | None) -> FlatLinkModel:
+    """The CommModel of the drill's fix (e)3, one node's link: the system's own NVLink where a fabric was resolved,
+    else ``--intra-bw`` at ``--intra-latency`` (``latency_s`` None: the flat link's latency, 0 without one)."""
+    if resolved.topology is not None:
+        return FlatLinkModel(link=resolved.topology.intra)
+    flat = resolved.comm.flat_link
+    if latency_s is None:
+        latency_s = flat.latency_s if flat is not None else 0.0
+    return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bandwidth_bytes_per_s, latency_s=latency_s))
+
+
 def warn(text: str) -> None:
     """One warning line on stderr (held until the run succeeds: :func:`commcost.cli._args.warn`)."""
 
@@ -170,7 +181,7 @@ def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool
         if flat or custom:
             A.fail(f"--system {f.system} takes its links from the preset; drop " + ", ".join(flat + custom))
         from commcost.comm.model import FabricModel
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         topo, P = system_group(f.system, nodes=f.nodes, gpus_per_node=f.gpus_per_node,
                                gpus=f.gpus if set_gpus else None, oversubscription=f.oversubscription,
@@ -207,8 +218,31 @@ def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool
         A.fail("--gpus is required (or --system NAME with --nodes, or --profile FILE)")
 
     link = Link(bandwidth_bytes_per_s=f.bandwidth_bytes_per_s, latency_s=f.latency_s)
+    note = flat_link_note(f.bandwidth_bytes_per_s, f.gpus if set_gpus else None, f.gpus_per_node)
+    if note is not None:
+        warn(note)
     return Resolved(comm=FlatLinkModel(link=link, backend=f.backend), gpus=f.gpus if set_gpus else None,
                     note=None, info=None)
+
+
+NODE_GPUS = 8
+"""GPUs (and NICs) of the usual training node: DGX/HGX A100 and H100 carry 8 GPUs and 8 compute NICs, one per
+GPU (NVIDIA DGX A100 user guide: 8x ConnectX-6 HDR 200 Gb/s; DGX H100: 8x ConnectX-7 NDR 400 Gb/s)."""
+
+
+def flat_link_note(bandwidth_bytes_per_s: float, gpus: int | None, gpus_per_node: int | None) -> str | None:
+    """The one stderr line for a flat ``--bw`` link priced over a group wider than one node (``gpus_per_node``,
+    else :data:`NODE_GPUS`), or None. A ring across nodes runs one channel per NIC, every NIC of a node at once:
+    NCCL's bus bandwidth across nodes is about ``G x`` one NIC's (nccl-tests PERFORMANCE.md: busbw is what the
+    slowest link carries; a node's inter-node links are its G NICs), so ``--bw`` of one NIC prices that ring
+    ``G`` times too slow. Where it goes to stderr, the drill's stdout keeps its lines."""
+    G = gpus_per_node or NODE_GPUS
+    if gpus is None or gpus <= G:
+        return None
+    bw, node = bandwidth_bytes_per_s / 1e9, G * bandwidth_bytes_per_s / 1e9
+    return (f"--bw {bw:g} GB/s prices {gpus} GPUs as one flat link; a ring across nodes runs on all "
+            f"{G} NICs of a node at once (bus bandwidth about {G} x one NIC: {node:g} GB/s if {bw:g} GB/s is one "
+            f"NIC's): give the node instead with --system NAME --nodes N, or --bw as the node's NICs together")
 
 
 def _resolve_profile(f: FabricFlags, *, op: str, set_gpus: bool, gpus_list: tuple[int, ...] | None) -> Resolved:
@@ -356,7 +390,7 @@ def resolve_trace_model(f: FabricFlags | None, *, backend: str | None, max_group
         override["backend"] = backend if backend in BACKENDS else "nccl"
     if f.system is not None and f.nodes is None:
         from commcost.comm.topology import nodes_spanned
-        from commcost.hardware.registry import system_group
+        from commcost.comm.systems import system_group
 
         probe, _ = system_group(f.system, gpus_per_node=f.gpus_per_node)
         override["nodes"] = nodes_spanned(max(1, max_group), probe.gpus_per_node)

@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--params", type=A.params_billions, help="parameters N, billions (1e9)")
     m.add_argument("--model", help="a model from the registry (`commcost presets`), e.g. llama2-7b: sets --params")
     m.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its directory): sets --params")
-    m.add_argument("--gpu", help="GPU preset (`commcost presets`) whose memory pure DDP must fit in "
+    m.add_argument("--gpu", type=A.preset_name, help="GPU preset (`commcost presets`) whose memory pure DDP must fit in "
                    "(default: the --system's GPU)")
     m.add_argument("--dtype", default="bf16", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16)")
     m.add_argument("--step-ms", type=A.positive_float, help="measured compute-only step time, ms (one micro-batch)")
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     out, text = render_budget_report(budget, band, layer, req.layer, topology=r.topology, memory=memory,
                                      note=r.note, info=r.info)
     if req.json:
-        from commcost.report._json import dump_json
+        from commcost.core.strict_json import dump_json
 
         dump_json(out)
     else:

@@ -13,7 +13,7 @@ from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import score_against_preset
 from commcost.analyses.collective import nodes_used
 from commcost.analyses.collective import price_sizes
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.collective import collective_to_dict
 from commcost.report.collective import preset_score_to_dict
 from commcost.report.collective import render_preset_score_text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from commcost.cli import _args as A
 from commcost.calibrate.data import load_series
@@ -11,7 +13,7 @@ from commcost.calibrate.fit import fit_alpha_beta
 from commcost.calibrate.profile import Profile
 from commcost.calibrate.profile import save_profile
 from commcost.calibrate.profile import stamped_provenance
-from commcost.calibrate.profile import write_atomic
+from commcost.core.files import write_atomic
 from commcost.calibrate.tiers import MIN_TIER_SIZE_BYTES
 from commcost.calibrate.tiers import fit_tiers
 from commcost.calibrate.tiers import log_group_size
@@ -19,8 +21,9 @@ from commcost.calibrate.tiers import log_tier_samples
 from commcost.calibrate.tiers import split_log_ranks
 from commcost.calibrate.tiers import tier_fit_to_dict
 from commcost.comm.collectives import Collective
-from commcost.report._json import dump_json
-from commcost.report._json import dumps_json
+from commcost.core.strict_json import dump_json
+from commcost.report.progress import log_progress_text
+from commcost.core.strict_json import dumps_json
 from commcost.report.calibrate import fit_to_dict
 from commcost.report.calibrate import render_fit_text
 from commcost.cli.inputs_comm import SeriesRequest
@@ -62,14 +65,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-regimes", type=A.positive_int, default=3,
                    help="most size regimes the model may use (default 3; 1 = one straight line)")
     p.add_argument("--json", action="store_true", help="print one JSON object (SI units) instead of text")
+    p.add_argument("--progress", action="store_true",
+                   help="a line on stderr at each tenth of the log read (default: on a terminal, for logs of "
+                        "16 MiB or more)")
+
+
+PROGRESS_MIN_BYTES = 16 * 2**20
+"""A log this large (about 100,000 rows, several seconds to read) shows its progress on a terminal."""
+
+
+def _progress_for(args: argparse.Namespace, path: str):
+    """The reporter of :func:`commcost.calibrate.data.load_series` for ``path``, or None."""
+    try:
+        big = os.stat(path).st_size >= PROGRESS_MIN_BYTES
+    except OSError:
+        big = False  # load_series names the file
+    if not (getattr(args, "progress", False) or (big and sys.stderr.isatty())):
+        return None
+
+    def say(read: int, total: int) -> None:
+        print(f"commcost fit: {log_progress_text(os.path.basename(path), read, total)}", file=sys.stderr, flush=True)
+    return say
 
 
 def run(args: argparse.Namespace) -> int:
     """Parse (:func:`commcost.cli.inputs_comm.fit_request`), read, fit, write the profile, render."""
     req = fit_request(args)
     if req.tiers is not None:
-        return _run_tiers(req)
-    series = load_series(req.data, op=req.op, gpus=req.gpus, placement=req.placement)
+        return _run_tiers(req, args)
+    series = load_series(req.data, op=req.op, gpus=req.gpus, placement=req.placement,
+                         progress=_progress_for(args, req.data))
     for warning in series.warnings:
         A.warn(warning)
     fit = fit_alpha_beta(series.samples, op=series.op, gpus=series.gpus, max_regimes=req.max_regimes)
@@ -85,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_tiers(req: SeriesRequest) -> int:
+def _run_tiers(req: SeriesRequest, args: argparse.Namespace) -> int:
     """``--tiers SYSTEM``: every file's all-reduce rows as samples on the nodes it spans
     (:func:`commcost.calibrate.tiers.log_tier_samples`); fit; write."""
     G = req.tiers_gpus_per_node
@@ -94,7 +119,8 @@ def _run_tiers(req: SeriesRequest) -> int:
     for spec in specs:
         path, given = split_log_ranks(spec)
         ranks = log_group_size(path, given, req.gpus, len(specs))  # each log at its own group size
-        series = load_series(path, op=req.op or Collective.ALL_REDUCE, gpus=ranks, placement=req.placement)
+        series = load_series(path, op=req.op or Collective.ALL_REDUCE, gpus=ranks, placement=req.placement,
+                             progress=_progress_for(args, path))
         if series.op is not Collective.ALL_REDUCE:
             A.fail(f"{path}: --tiers fits all-reduce tables, this one is {series.op.value}")
         for warning in series.warnings:

@@ -29,9 +29,7 @@ from collections import namedtuple
 
 from commcost.analyses.drill.budget import BudgetInputs
 from commcost.cli import _args as A
-from commcost.cli._fabric import FabricFlags, Resolved, resolve_comm_model
-from commcost.comm.link import Link
-from commcost.comm.model import FlatLinkModel
+from commcost.cli._fabric import FabricFlags, intra_node_model, resolve_comm_model
 from commcost.core.dtypes import bytes_per_element, gradient_bytes
 from commcost.core.units import BILLION, GB, MS, TERA, US
 
@@ -125,7 +123,9 @@ def budget_request(args: argparse.Namespace) -> BudgetRequest:
             gpus=gpus, comm=comm, params=params_n, step_s=args.step_ms * MS,
             bytes_per_grad=bytes_per_grad, grad_accum=args.grad_accum,
             backward_fraction=args.backward_fraction, threshold=args.threshold,
-            fix_grad_accum=args.fix_grad_accum, intra_node_comm=FlatLinkModel(link=_intra_link(args, resolved)),
+            fix_grad_accum=args.fix_grad_accum, intra_node_comm=intra_node_model(
+                resolved, bandwidth_bytes_per_s=args.intra_bw * GB,
+                latency_s=None if args.intra_latency is None else args.intra_latency * US),
             gpus_per_node=topo.gpus_per_node if topo is not None else args.gpus_per_node or 8,
             bucket_caps_bytes=tuple(args.buckets), max_latency_share=args.max_latency_share,
             tail_budget_fraction=args.tail_budget, algorithm=args.algorithm, shape=shape, seq=seq,
@@ -145,14 +145,3 @@ def budget_request(args: argparse.Namespace) -> BudgetRequest:
             backward_fraction=args.backward_fraction,
         )
     return BudgetRequest(budget=budget, layer=layer, resolved=resolved, memory_gpu=memory_gpu, json=args.json)
-
-
-def _intra_link(args: argparse.Namespace, resolved: Resolved) -> Link:
-    """The intra-node link of fix (e)3: the system's own NVLink, else ``--intra-bw``/``--intra-latency``
-    (default: the flat link's latency)."""
-    if resolved.topology is not None:
-        return resolved.topology.intra
-    flat = resolved.comm.flat_link
-    latency_s = (args.intra_latency * US if args.intra_latency is not None
-                 else flat.latency_s if flat is not None else 0.0)
-    return Link(bandwidth_bytes_per_s=args.intra_bw * GB, latency_s=latency_s)

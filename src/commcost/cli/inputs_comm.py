@@ -9,9 +9,9 @@ the argparse Namespace; not on the drill's start-up path, so its imports sit at 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import os
 import sys
-from collections import namedtuple
 
 from commcost.calibrate.measure import MeasureConfig, launched_by_torchrun, size_grid, size_quantum_bytes
 from commcost.cli import _args as A
@@ -25,17 +25,25 @@ from commcost.core.units import format_bytes
 from commcost.hardware import lookup
 from commcost.hardware.registry import systems
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from commcost.cli._fabric import FabricFlags, Resolved
+
 __all__ = ["MeasureRequest", "measure_request", "CollectiveRequest", "CollectiveLogRequest", "collective_request",
            "SeriesRequest", "fit_request", "validate_request", "TraceRequest", "trace_request", "ListRequest",
            "presets_request"]
 
 
-class MeasureRequest(namedtuple("MeasureRequest", ("config", "output", "json", "is_rank0"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureRequest:
     """``commcost measure``: ``config`` the :class:`~commcost.calibrate.measure.MeasureConfig` (sizes in
     bytes on their grid, the backend chosen); ``output`` the file rows are kept in (or None); ``json`` print
     JSON; ``is_rank0`` this process reports (not one rank of a torchrun job other than rank 0)."""
 
-    __slots__ = ()
+    config: MeasureConfig
+    output: str | None
+    json: bool
+    is_rank0: bool
 
 
 def measure_request(args: argparse.Namespace) -> MeasureRequest:
@@ -70,21 +78,32 @@ def measure_request(args: argparse.Namespace) -> MeasureRequest:
                           is_rank0=not launched_by_torchrun() or os.environ.get("RANK") == "0")
 
 
-class CollectiveRequest(namedtuple("CollectiveRequest", ("op", "algorithm", "sizes_bytes", "one_size", "resolved",
-                                                         "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveRequest:
     """``commcost collective``: ``op`` the :class:`~commcost.comm.collectives.Collective`, ``algorithm`` the
     one asked for (``auto``: the fastest), ``sizes_bytes`` the message sizes, ``one_size`` whether ``--size``
     (one size, its own report) rather than ``--sizes``; ``resolved`` the one CommModel; ``json`` print JSON."""
 
-    __slots__ = ()
+    op: Collective
+    algorithm: str
+    sizes_bytes: tuple[float, ...]
+    one_size: bool
+    resolved: Resolved
+    json: bool
 
 
-class CollectiveLogRequest(namedtuple("CollectiveLogRequest", ("log", "op", "gpus", "system", "nodes",
-                                                               "gpus_per_node", "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveLogRequest:
     """``commcost collective --log``: the nccl-tests ``log`` scored against the preset ``system`` (``op``,
     ``gpus`` select its table; ``nodes``, ``gpus_per_node`` place it, None: from the log and the preset)."""
 
-    __slots__ = ()
+    log: str
+    op: Collective | None
+    gpus: int | None
+    system: str
+    nodes: int | None
+    gpus_per_node: int | None
+    json: bool
 
 
 def collective_request(args: argparse.Namespace):
@@ -109,15 +128,25 @@ def collective_request(args: argparse.Namespace):
                              else args.sizes, one_size=args.size is not None, resolved=resolved, json=args.json)
 
 
-class SeriesRequest(namedtuple("SeriesRequest", (
-        "data", "op", "gpus", "placement", "more", "tiers", "tiers_gpus_per_node", "output", "max_regimes", "profile",
-        "plot", "json"), defaults=((), None, None, None, 3, None, None, False))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeriesRequest:
     """``commcost fit`` and ``validate``: the measurement file ``data`` and the series to use of it (``op``,
     ``gpus``, ``placement``); fit's ``more`` files and ``tiers`` system (cross-scale) with its
     ``tiers_gpus_per_node``, ``output`` profile and ``max_regimes``; validate's ``profile`` and ``plot``;
     ``json`` print JSON."""
 
-    __slots__ = ()
+    data: str
+    op: Collective | None
+    gpus: int | None
+    placement: str
+    more: tuple[str, ...] = ()
+    tiers: str | None = None
+    tiers_gpus_per_node: int | None = None
+    output: str | None = None
+    max_regimes: int = 3
+    profile: str | None = None
+    plot: str | None = None
+    json: bool = False
 
 
 def fit_request(args: argparse.Namespace) -> SeriesRequest:
@@ -142,16 +171,27 @@ def validate_request(args: argparse.Namespace) -> SeriesRequest:
                          plot=args.plot, json=args.json)
 
 
-class TraceRequest(namedtuple("TraceRequest", (
-        "path", "round_us", "workers", "scheduler", "show_progress", "fabric", "algorithm", "save_measurement",
-        "steps", "verbose", "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceRequest:
     """``commcost trace``: the trace file or directory ``path``, read with ``round_us`` (HTA's rounding) on
     ``workers`` processes or a Dask ``scheduler``, a line per file read where ``show_progress``; ``fabric``
     the model flags (None: no model flag given; its backend None: the trace's), ``algorithm`` asked of the
     model; ``save_measurement`` a file for the measured collectives; ``steps`` per-step rows shown (None:
-    the report's default), ``verbose``, ``json``."""
+    the report's default), ``verbose``, ``json``; ``allow_partial`` report the ranks that were read when
+    others were lost while running (a worker or the cluster died) instead of failing."""
 
-    __slots__ = ()
+    path: str
+    round_us: bool
+    workers: int
+    scheduler: str | None
+    show_progress: bool
+    fabric: FabricFlags | None
+    algorithm: str
+    save_measurement: str | None
+    steps: int | None
+    verbose: bool
+    json: bool
+    allow_partial: bool = False
 
 
 _TRACE_MODEL_FLAGS = ("profile", "system", "bw", "latency", "nodes", "gpus_per_node")
@@ -171,13 +211,15 @@ def trace_request(args: argparse.Namespace) -> TraceRequest:
     return TraceRequest(path=args.path, round_us=args.hta_rounding, workers=args.workers, scheduler=args.scheduler,
                         show_progress=args.progress or sys.stderr.isatty(), fabric=fabric, algorithm=args.algorithm,
                         save_measurement=args.save_measurement, steps=args.steps, verbose=args.verbose,
-                        json=args.json)
+                        json=args.json, allow_partial=args.allow_partial)
 
 
-class ListRequest(namedtuple("ListRequest", ("kind", "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListRequest:
     """``commcost presets``: ``kind`` the one kind to list (None: all), ``json`` print JSON."""
 
-    __slots__ = ()
+    kind: str | None
+    json: bool
 
 
 def presets_request(args: argparse.Namespace) -> ListRequest:

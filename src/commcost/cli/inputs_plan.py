@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from collections import namedtuple
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from commcost.analyses.plan.plan import PlanInputs, plan
+from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, parse_fix, robust_candidates
-from commcost.analyses.plan.space import count_upper_bound
-from commcost.calibrate.efficiency import fit_efficiency, load_calibration
+from commcost.analyses.plan.space import count_upper_bound, fixes_admitting_nothing
+from commcost.calibrate.efficiency import load_calibration
 from commcost.cli import _args as A
 from commcost.cli._fabric import Resolved, resolve_comm_model
 from commcost.cli.inputs_from import apply_from
@@ -32,6 +31,10 @@ from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.recipes import moe_recipe_defaults, recipe_line
 from commcost.workload.stacks import layout_refusal, resolve_stack
 from commcost.workload.transformer import TransformerSpec, model_spec
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["moe_inputs", "model_spec_of", "resolve_hardware", "PlanRequest", "plan_request", "parse_gpus_range",
            "plan_prefix", "SearchRequest", "search_request", "MAX_GPU_COUNTS", "MAX_GLOBAL_BATCH", "MAX_TOP",
@@ -112,20 +115,32 @@ MEASURED_TFLOPS_MIN, MEASURED_TFLOPS_MAX = 1e-6, 1e6
 ``model FLOPs / (TFLOP/s * 1e12 * W)`` underflows to 0 or is below any step a GPU can take."""
 
 
-class PlanRequest(namedtuple("PlanRequest", (
-        "inputs", "resolved", "measured_step_s", "save_calibration", "calibration", "calibration_path",
-        "trace_out", "train_tokens", "price_per_gpu_hour", "json", "from_summary"), defaults=(None,))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanRequest:
     """``commcost plan``: ``inputs`` the :class:`~commcost.analyses.plan.plan.PlanInputs` (its efficiency
-    fitted to ``measured_step_s`` where a measurement was given, or read from ``calibration``, the document
-    at ``calibration_path``); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
+    as given or read from ``calibration``, the document at ``calibration_path``); ``measured_step_s`` and
+    ``measured_flops_per_s`` a measurement ``run`` fits the efficiency to
+    (:func:`commcost.calibrate.efficiency.efficiency_from`); ``resolved`` the one CommModel; ``save_calibration`` a file to write the fitted
     efficiency to; ``trace_out`` a Chrome trace to write; ``train_tokens`` and ``price_per_gpu_hour`` the
     training run to cost (None: none); ``json`` print JSON."""
 
-    __slots__ = ()
+    inputs: PlanInputs
+    resolved: Resolved
+    measured_step_s: float | None
+    measured_flops_per_s: float | None
+    save_calibration: str | None
+    calibration: dict[str, Any] | None
+    calibration_path: str | None
+    trace_out: str | None
+    train_tokens: float | None
+    price_per_gpu_hour: float | None
+    json: bool
+    from_summary: str | None = None
+    """What ``--from`` read (None: no ``--from``)."""
 
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
-    """The plan flags checked; the layout, the PlanInputs in SI units and its calibrated efficiency."""
+    """The plan flags checked; the layout, the PlanInputs in SI units and the measurement to fit its efficiency to."""
     args, from_summary = apply_from(args)
     if args.global_batch is None:
         A.fail("the following arguments are required: --global-batch")
@@ -177,14 +192,11 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     refusal = layout_refusal(args.stack, layout)   # a named stack's user cannot run what it does not run
     if refusal:
         A.fail(refusal)
-    model = resolved.comm
-    measured = args.measured_step_s
-    if args.measured_tflops or args.mfu:  # the step a measured (or assumed) model FLOP rate gives
+    flops_per_s = None   # a measured (or assumed) model FLOP rate per GPU, FLOP/s (--mfu: of the dense peak)
+    if args.measured_tflops or args.mfu:
         flops_per_s = _si(args.measured_tflops, TERA) or args.mfu * peak_flops_per_s(gpu, args.precision)
-        measured = plan(inp, model).model_flops_per_step / (flops_per_s * layout.world)
-    if measured is not None:
-        inp = replace(inp, efficiency=fit_efficiency(inp, model, measured))
-    elif args.save_calibration:
+    measured = args.measured_step_s is not None or flops_per_s is not None
+    if not measured and args.save_calibration:
         A.fail("--save-calibration needs --measured-step-s, --measured-tflops or --mfu")
     doc = None
     if args.calibration is not None:
@@ -194,8 +206,9 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
         A.check_output_path("--trace-out", args.trace_out, (".json",))
     if args.train_tokens is None and args.price_per_gpu_hour is not None:
         A.fail("--price-per-gpu-hour prices a training run: give --train-tokens too")
-    return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=measured,
-                       save_calibration=args.save_calibration if measured is not None else None, calibration=doc,
+    return PlanRequest(inputs=inp, resolved=resolved, measured_step_s=args.measured_step_s,
+                       measured_flops_per_s=flops_per_s,
+                       save_calibration=args.save_calibration if measured else None, calibration=doc,
                        calibration_path=args.calibration, trace_out=args.trace_out, train_tokens=args.train_tokens,
                        price_per_gpu_hour=args.price_per_gpu_hour, json=args.json, from_summary=from_summary)
 
@@ -276,14 +289,24 @@ def plan_prefix(args: argparse.Namespace, seq: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-class SearchRequest(namedtuple("SearchRequest", ("inputs", "resolved", "robust", "top", "plan_prefix", "progress",
-                                                 "json", "csv", "plot", "emit"), defaults=(None,))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchRequest:
     """``commcost search``: ``inputs`` the :class:`~commcost.analyses.plan.search_inputs.SearchInputs`;
     ``resolved`` the one CommModel; ``robust`` rank again by the measured band's upper edge (``--rank
     robust``) and show ``top``; ``plan_prefix`` the ``commcost plan`` flags each result's command starts
     with (:func:`plan_prefix`); ``progress`` draw a bar; ``json``, ``csv``, ``plot`` how to render."""
 
-    __slots__ = ()
+    inputs: SearchInputs
+    resolved: Resolved
+    robust: bool
+    top: int
+    plan_prefix: str
+    progress: bool
+    json: bool
+    csv: str | None
+    plot: str | None
+    emit: list[str] | None = None
+    """``--emit KIND FILE``: write the winner as KIND's config file (None: no ``--emit``)."""
 
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
@@ -320,6 +343,12 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
     space = SearchSpace(spec=spec, seq=seq, global_batch=args.global_batch, gpus=gpus, gpus_per_node=G,
                         fixed=parse_fix(args.fix), even_pipeline_only=args.even_pipeline_only)
     estimate = count_upper_bound(space)
+    blamed = fixes_admitting_nothing(space) if estimate == 0 else ()
+    if blamed:
+        fixes = ",".join(f"{k}={v}" for k, v in blamed)
+        A.fail(f"--fix {fixes} admits no layout of {spec.name} on {', '.join(map(str, gpus))} GPUs (global batch "
+               f"{args.global_batch}, {spec.heads} heads, {spec.layers} layers): tp must divide the GPUs and the "
+               "heads, dp the global batch, etp x ep the expert ranks; drop it or pick a value that divides")
     if estimate > MAX_CONFIGURATIONS:
         A.fail(f"the space holds up to {estimate:,} configurations ({len(gpus)} GPU count(s)), more than the "
                f"{MAX_CONFIGURATIONS:,} a search enumerates (about a minute, ~1 GB); fix a dimension "

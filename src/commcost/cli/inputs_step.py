@@ -9,7 +9,7 @@ the argparse Namespace; not on the drill's start-up path, so its imports sit at 
 from __future__ import annotations
 
 import argparse
-from collections import namedtuple
+from dataclasses import dataclass
 
 from commcost.analyses.scaling import ScalingInputs, seed_defaults, seed_fabrics, seed_models, seed_two_tier
 from commcost.cli import _args as A
@@ -21,19 +21,27 @@ from commcost.comm.topology import nodes_spanned
 from commcost.core.dtypes import bytes_per_element
 from commcost.core.units import BILLION, MS, MiB
 from commcost.hardware import lookup
-from commcost.hardware.registry import MODEL_ALIASES, system_topology
+from commcost.hardware.registry import MODEL_ALIASES, system_gpu
+from commcost.comm.systems import system_topology
 from commcost.report.timeline import timeline_model_label
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs
 from commcost.workload.shape import check_timeline_shape, model_params, model_preset, model_preset_names
 from commcost.workload.transformer import TransformerSpec
+from commcost.analyses.scaling_compute import plan_compute
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    
+    from commcost.cli._fabric import Resolved
+    from commcost.step.ddp_buckets import DdpBucketCaps
 
 __all__ = ["TimelineRequest", "timeline_request", "ScalingRequest", "scaling_request"]
 
 
-class TimelineRequest(namedtuple("TimelineRequest", (
-        "inputs", "resolved", "model_label", "fabric_note", "bucket_auto", "caps", "bucket_cap_bytes",
-        "first_bucket_bytes", "first_bucket_cap_bytes", "plot", "trace_out", "json"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineRequest:
     """``commcost timeline``: ``inputs`` the :class:`~commcost.step.timeline.TimelineInputs`; ``resolved`` the
     one CommModel; ``model_label`` how gradients arrive; ``fabric_note`` what prices the bucket all-reduces
     (None for a flat link); ``bucket_auto`` search the caps (``--bucket auto``), else ``caps`` the
@@ -42,7 +50,18 @@ class TimelineRequest(namedtuple("TimelineRequest", (
     DDP's) and ``first_bucket_cap_bytes`` the same before rounding (for the notes); ``plot``, ``trace_out``
     files to write; ``json`` print JSON."""
 
-    __slots__ = ()
+    inputs: TimelineInputs
+    resolved: Resolved
+    model_label: str
+    fabric_note: str | None
+    bucket_auto: bool
+    caps: DdpBucketCaps | None
+    bucket_cap_bytes: float | None
+    first_bucket_bytes: int | None
+    first_bucket_cap_bytes: float | None
+    plot: str | None
+    trace_out: str | None
+    json: bool
 
 
 _PARAMS_TOLERANCE = 0.10
@@ -121,15 +140,23 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
         plot=args.plot, trace_out=args.trace_out, json=args.json)
 
 
-class ScalingRequest(namedtuple("ScalingRequest", ("curves", "calibrated", "json", "csv", "plot"))):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalingRequest:
     """``commcost scaling``: ``curves`` one :class:`~commcost.analyses.scaling.ScalingInputs` per model and
     fabric (None: no analysis flag given, the seed's whole analysis); ``calibrated`` the resolver's answer
     for a ``--profile`` (its header and JSON), else None; ``json``, ``csv``, ``plot`` how to render."""
 
-    __slots__ = ()
+    curves: Sequence[ScalingInputs] | None
+    calibrated: Resolved | None
+    json: bool
+    csv: str | None
+    plot: str | None
 
 
-_SCALING_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus",
+DEFAULT_SEQ = 4096
+"""Tokens per sequence plan prices a registry model's ``t_c`` at when ``--seq`` is not given (Llama 2's context)."""
+
+_SCALING_ANALYSIS_FLAGS = ("model", "fabric", "params", "compute_ms", "bw", "latency", "gpus", "seq",
                            "overlap", "overhead_ms", "dtype", "gpus_per_node", "system", "algorithm", "profile",
                            "backward_fraction")
 
@@ -162,8 +189,12 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
         if unknown:
             A.fail(f"unknown model {unknown[0]!r} (valid: {', '.join(sorted(seed_models()))}; or a registry model "
                    f"with --compute-ms: {', '.join(sorted(model_preset_names()))})")
-    if registry and args.compute_ms is None:
-        A.fail(f"--model {registry[0]} is a registry model: give its --compute-ms (the seed's models carry their own)")
+    if registry and args.compute_ms is None and args.system is None:
+        A.fail(f"--model {registry[0]} is a registry model: give --system NAME (plan prices its compute on that "
+               "system's GPU) or its --compute-ms")
+    if args.seq is not None and not (registry and args.compute_ms is None):
+        A.fail("--seq sets the tokens plan prices a registry model's compute at: it needs a registry --model "
+               "without --compute-ms")
     custom_model = bool(args.params is not None or (args.compute_ms is not None and not registry)) and \
         _custom_pair(args, "--model", ("--params", "--compute-ms"))
     custom_fabric = args.profile is not None or _custom_pair(args, "--fabric", ("--bw", "--latency"))
@@ -201,8 +232,18 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
                   overhead_s=d.overhead_s if args.overhead_ms is None else args.overhead_ms * MS,
                   overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
                   backward_fraction=2.0 / 3.0 if args.backward_fraction is None else args.backward_fraction)
+    gpu = None if args.system is None else system_gpu(args.system)
+    sources = {}
+    if any(c_s is None for _, _, c_s in models):   # a registry model without --compute-ms: plan's compute
+        comm = fabrics[0][1]
+        for name, _, c_s in models:
+            if c_s is None:
+                pc = plan_compute(name, gpu, comm.topology.gpus_per_node, args.seq or DEFAULT_SEQ, comm)
+                sources[name] = pc
+        models = [(n, params, sources[n].compute_s if c_s is None else c_s) for n, params, c_s in models]
     curves = tuple(ScalingInputs(model=m_name, fabric=f_name, params=params, compute_s=c_s, comm=comm,
-                                 flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, **common)
+                                 flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, gpu=gpu,
+                                 compute_source=sources[m_name].source if m_name in sources else "", **common)
                    for m_name, params, c_s in models for f_name, comm, flat_max, flat_note in fabrics)
     return ScalingRequest(curves=curves, calibrated=calibrated, **render)
 

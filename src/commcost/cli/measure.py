@@ -13,7 +13,7 @@ from commcost.calibrate.data import write_measurement
 from commcost.calibrate.measure import MeasurementFailed
 from commcost.calibrate.measure import measure
 from commcost.cli.inputs_comm import measure_request
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.calibrate import render_measurement_text
 from commcost.report.progress import SweepBar
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from commcost.cli import _args as A
 from commcost.workload.stacks import KNOWN_STACKS
@@ -11,7 +12,7 @@ from commcost.analyses.plan.sensitivity import sensitivity
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.analyses.uncertainty import plan_band
 from commcost.analyses.interval import plan_interval
-from commcost.calibrate.efficiency import save_calibration
+from commcost.calibrate.efficiency import efficiency_from, save_calibration
 from commcost.cli._fabric import add_nvls_argument
 from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_from import add_from_argument
@@ -66,7 +67,7 @@ def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--system", help="system preset (commcost presets), e.g. dgx-h100, gb200-nvl72")
     hw.add_argument("--gpus-per-node", type=A.positive_int, help="GPUs per node (default: the preset's; flat: 8)")
     add_nvls_argument(hw)
-    hw.add_argument("--gpu", help="GPU preset (default: the system's), e.g. h100-sxm")
+    hw.add_argument("--gpu", type=A.preset_name, help="GPU preset (default: the system's), e.g. h100-sxm")
     hw.add_argument("--bw", type=A.rate_gb_per_s, help="flat link: per-rank bandwidth, GB/s (or 50GB/s, 400Gbps)")
     hw.add_argument("--latency", type=A.nonneg_latency_us, help="flat link: per-step latency, us (or 20us)")
     hw.add_argument("--profile", help="calibrated communication profile (commcost fit -o FILE)")
@@ -148,13 +149,17 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse and resolve (:func:`commcost.cli.inputs_plan.plan_request`, which fits the efficiency to a
-    measurement), plan, render."""
+    """Parse and resolve (:func:`commcost.cli.inputs_plan.plan_request`), fit the efficiency to a measurement
+    (:func:`commcost.calibrate.efficiency.efficiency_from`), plan, render."""
     html = check_html(args)
     req = plan_request(args)
     inp, model, band_topology = req.inputs, req.resolved.comm, req.resolved.band_topology
+    eta, measured_step_s = efficiency_from(inp, model, measured_step_s=req.measured_step_s,
+                                           measured_flops_per_s=req.measured_flops_per_s)
+    if eta is not None:
+        inp = replace(inp, efficiency=eta)
     if req.save_calibration:
-        save_calibration(req.save_calibration, inp, inp.efficiency, req.measured_step_s)
+        save_calibration(req.save_calibration, inp, inp.efficiency, measured_step_s)
     result = plan(inp, model)
     # a system preset alone: the measured band of each class
     band = None if band_topology is None else plan_band(inp, result, model, band_topology)
@@ -165,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if req.train_tokens is not None:  # days, GPU-hours and dollars (commcost.analyses.plan.training_cost)
         run_cost = training_cost(tokens=req.train_tokens, tokens_per_s_per_gpu=result.tokens_per_s_per_gpu,
                                  gpus=inp.layout.world, price_per_gpu_hour=req.price_per_gpu_hour)
-    notes, extra = plan_run_notes(inputs=inp, measured_step_s=req.measured_step_s, saved_to=req.save_calibration,
+    notes, extra = plan_run_notes(inputs=inp, measured_step_s=measured_step_s, saved_to=req.save_calibration,
                                   calibration=req.calibration, calibration_path=req.calibration_path,
                                   trace_out=req.trace_out, run_cost=run_cost, interval=interval)
     if req.from_summary:

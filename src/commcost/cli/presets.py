@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from commcost.cli.inputs_comm import presets_request
 from commcost.hardware.registry import preset_entries
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.collective import render_presets_text
 from commcost.report.presets import model_entries
 from commcost.report.presets import presets_to_dict

@@ -13,8 +13,8 @@ from commcost.cli._fabric import add_backend_argument, add_nvls_argument, add_pr
 from commcost.cli.inputs_step import scaling_request
 from commcost.analyses.scaling import scaling_curve
 from commcost.analyses.scaling import seed_analysis
-from commcost.report._files import write_atomic
-from commcost.report._json import dump_json
+from commcost.core.files import write_atomic
+from commcost.core.strict_json import dump_json
 from commcost.report.plot_scaling import plot_scaling
 from commcost.report.plot_scaling import save_figure
 from commcost.report.scaling import render_overlap_analysis_text
@@ -39,12 +39,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the scaling flags (units as in ``budget``) to ``p``."""
     m = p.add_argument_group("the model (a preset, or --params with --compute-ms)")
     m.add_argument("--model", type=A.name_list,
-                   help="model key(s), comma-separated: the seed's 125m, 1.3b, 7b (default: all), or a registry "
-                        "model such as llama2-7b with --compute-ms")
+                   help="model key(s), comma-separated: the scaling analysis's 125m, 1.3b, 7b (default: all), or a registry "
+                        "model such as llama2-7b (its t_c from plan on the --system GPU, or --compute-ms)")
     m.add_argument("--params", type=A.params_billions, help="custom model: parameters, billions (1e9)")
     m.add_argument("--compute-ms", type=A.positive_float,
                    help="compute time of one step on one GPU t_c, ms (with --params, or a registry --model)")
-    m.add_argument("--dtype", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16, the seed's)")
+    m.add_argument("--seq", type=A.positive_int,
+                   help="registry --model without --compute-ms: tokens per sequence plan prices t_c at "
+                        "(default 4096)")
+    m.add_argument("--dtype", help="gradient dtype: fp32, tf32, bf16, fp16, fp8 (default bf16, the analysis's)")
     f = p.add_argument_group("the fabric (a preset, or --bw with --latency)")
     f.add_argument("--fabric", type=A.name_list,
                    help="preset fabric key(s), comma-separated: nvlink, infiniband (default: both)")
@@ -53,20 +56,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_argument(f)
     add_backend_argument(f)
     f.add_argument("--gpus-per-node", type=A.positive_int,
-                   help="two-tier view: the seed's NVLink inside nodes of this many GPUs, its "
+                   help="two-tier view: the analysis's NVLink inside nodes of this many GPUs, its "
                         "InfiniBand across them (or, with --system, fewer GPUs per node than the preset)")
     f.add_argument("--system", help="two-tier system preset (see `commcost presets`), e.g. dgx-h100")
     add_nvls_argument(f)
     f.add_argument("--algorithm", type=A.algorithm_name,
                    help="all-reduce algorithm: auto (default: the backend's fastest; the ring on a flat fabric, "
-                        "the seed's), ring, tree, halving_doubling, hierarchical, in_network")
+                        "the analysis's), ring, tree, halving_doubling, hierarchical, in_network")
     s = p.add_argument_group("the step")
     s.add_argument("--gpus", type=A.int_list,
                    help="GPU counts N, comma-separated (default 1,2,4,...,128)")
     s.add_argument("--overlap", type=A.fraction,
                    help="overlap fraction f in [0, 1] of the partial-overlap estimate (default 0.85)")
     s.add_argument("--overhead-ms", type=A.nonneg_float,
-                   help="serial overhead per step t_o, ms (default 0.5, the seed's)")
+                   help="serial overhead per step t_o, ms (default 0.5, the analysis's)")
     s.add_argument("--backward-fraction", type=A.open_fraction,
                    help="share of the step in backward: the window of the physical perfect-overlap bound "
                         "(default 2/3, as budget and timeline)")

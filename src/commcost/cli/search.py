@@ -20,7 +20,7 @@ from commcost.cli.inputs_plan import search_request
 from commcost.cli.plan import add_hardware_arguments
 from commcost.cli.plan import add_model_arguments
 from commcost.formats.emit import emit
-from commcost.report._files import write_atomic
+from commcost.core.files import write_atomic
 from commcost.cli.plan import add_moe_arguments
 from commcost.report.html import write_html
 from commcost.report.html.search import feasible_sample, search_html

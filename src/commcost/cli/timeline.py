@@ -9,7 +9,7 @@ from commcost.cli._fabric import add_group_arguments
 from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_step import timeline_request
 from commcost.analyses.uncertainty import timeline_band
-from commcost.report._json import dump_json, dumps_json
+from commcost.core.strict_json import dump_json, dumps_json
 from commcost.report.html import write_html
 from commcost.report.html.timeline import timeline_html
 from commcost.report.chrome_trace import write_timeline_trace

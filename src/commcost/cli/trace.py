@@ -12,7 +12,7 @@ from commcost.calibrate.data import write_measurement
 from commcost.cli._fabric import resolve_trace_model
 from commcost.cli._html import add_html_argument, check_html, json_dict
 from commcost.cli.inputs_comm import trace_request
-from commcost.report._json import dump_json, dumps_json
+from commcost.core.strict_json import dump_json, dumps_json
 from commcost.report.html import write_html
 from commcost.report.html.trace import trace_html
 from commcost.report.trace import STEPS_SHOWN
@@ -21,6 +21,8 @@ from commcost.report.trace import trace_extra_dict
 from commcost.report.trace import failed_ranks_warning
 from commcost.report.trace import render_trace_text
 from commcost.report.trace import trace_to_dict
+from commcost.trace.pool import worker_count
+from commcost.trace.reader import trace_files
 from commcost.trace.summary import analyze_trace
 from commcost.trace.summary import predict_rows
 from commcost.trace.summary import trace_measurement
@@ -50,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="read the rank files on a Dask distributed cluster (tcp://host:8786; needs dask[distributed] "
                         "and the files at the same paths on its workers)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="when ranks are lost while running (a worker or the cluster died), report the others "
+                        "(default: exit 1)")
     p.add_argument("--progress", action="store_true",
                    help="a line on stderr as each rank file is read (default: only when stderr is a terminal)")
     p.add_argument("--steps", type=A.nonneg_int, default=None,
@@ -69,8 +74,12 @@ def run(args: argparse.Namespace) -> int:
     """Parse (:func:`commcost.cli.inputs_comm.trace_request`), read, measure, optionally price and save, render."""
     html = check_html(args)
     req = trace_request(args)
+    if req.workers > 1:
+        _, lowered = worker_count(req.workers, len(trace_files(req.path)))
+        if lowered:
+            A.warn(lowered)
     summary = analyze_trace(req.path, round_us=req.round_us, workers=req.workers, scheduler=req.scheduler,
-                            progress=_progress if req.show_progress else None)
+                            progress=_progress if req.show_progress else None, allow_partial=req.allow_partial)
     max_group = max((r.group_size for r in summary.rows), default=1)
     resolved = resolve_trace_model(req.fabric, backend=summary.backend, max_group=max_group)
     model = resolved.comm if resolved is not None else None

@@ -12,7 +12,7 @@ from commcost.calibrate.data import load_series
 from commcost.calibrate.fit import AlphaBetaFit
 from commcost.calibrate.fit import compare
 from commcost.calibrate.profile import load_profile
-from commcost.report._json import dump_json
+from commcost.core.strict_json import dump_json
 from commcost.report.calibrate import plot_validate
 from commcost.report.calibrate import render_validate_text
 from commcost.report.calibrate import validate_to_dict

@@ -21,7 +21,7 @@ also keeps both ends of the band monotone in size wherever the prediction is.
 ``benchmarks/accuracy_nccl_tests.py`` prints the band's coverage on the held-out tables, which
 did not take part in the derivation.
 
-**Per collective and scope** (issue 20): a collective whose tuning rows in a class number at least
+**Per collective and scope**: a collective whose tuning rows in a class number at least
 :data:`MIN_BAND_ROWS` has its own band, ``op/class`` in bands.json (all-to-all across nodes runs
 on other physics than a ring all-reduce, and its spread differs); the others take the class's
 all-reduce band, as an indication only. Each ratio pair is the 5th and 95th percentile of
@@ -53,14 +53,18 @@ from commcost.comm.model import CommModel
 from commcost.comm.topology import Link, Topology, as_topology, place, pods_spanned
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 
 __all__ = ["collective_band", "band_class", "band_ratios", "class_ratios", "scale_cost", "BandEdgeModel", "band_models",
            "composed_band"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from collections.abc import Callable
+
+    from commcost.comm.collectives import Collective
     from typing import Literal, TypeVar
 
     Q = TypeVar("Q")
@@ -153,11 +157,13 @@ class BandEdgeModel(CommModel):
         r_lo, r_hi = class_ratios(c.op.value, band_class(c, self.topology, ranks_per_node=ranks_per_node))
         return scale_cost(c, r_lo if self.edge == "low" else r_hi)
 
-    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+    def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
+                 ranks_per_node: int | None = None) -> CollectiveCost:
         return self._scaled(self.inner.cost(op, size_bytes, gpus, algorithm, ranks_per_node=ranks_per_node),
                             ranks_per_node)
 
-    def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
+    def candidates(self, op: Collective | str, size_bytes: float, gpus: int, *,
+                       ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
         return {a: self._scaled(c, ranks_per_node)
                 for a, c in self.inner.candidates(op, size_bytes, gpus, ranks_per_node=ranks_per_node).items()}
 
@@ -168,13 +174,13 @@ class BandEdgeModel(CommModel):
         inner = self.inner.scaled()
         return replace(self, inner=inner, topology=getattr(inner, "topology", self.topology))
 
-    def scope_warning(self, op, gpus) -> str | None:
+    def scope_warning(self, op: Collective | str, gpus: int) -> str | None:
         return self.inner.scope_warning(op, gpus)
 
     def describe(self) -> str:
         return f"{self.inner.describe()}, at the {self.edge} edge of the measured band of its class"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "edge": self.edge, "inner": self.inner.to_dict()}
 
 

@@ -31,7 +31,8 @@ from enum import StrEnum
 
 from commcost.core.errors import InputError
 from commcost.comm.link import Link
-from commcost.core.validation import require_count, require_finite_positive
+from commcost.core.limits import MAX_GPUS, MAX_MESSAGE_BYTES
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -76,8 +77,8 @@ def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
     point-to-point transfers; algorithms that are not bandwidth optimal (tree) or
     not point-to-point (NVLS, SHARP) can show a busbw above the link bandwidth.
     """
-    if gpus < 1:
-        raise InputError(f"gpus must be >= 1, got {gpus}")
+    require_count("gpus", gpus)
+    require_at_most("gpus", gpus, MAX_GPUS)
     n = gpus
     match op:
         case Collective.ALL_REDUCE:
@@ -156,13 +157,17 @@ def ring_latency_steps(op: Collective, gpus: int) -> int:
 
 def _check(message_bytes: float, gpus: int) -> None:
     require_finite_positive("message_bytes", message_bytes, allow_zero=True)
+    require_at_most("message_bytes", message_bytes, MAX_MESSAGE_BYTES)
     require_count("gpus", gpus)
+    require_at_most("gpus", gpus, MAX_GPUS)
 
 
 def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
           gpus: int, link: Link, reason: str = "") -> CollectiveCost:
     """``T = k(P-1) a + k(P-1)/P * S/B`` with ``k`` = 2 for all-reduce, 1 otherwise."""
     _check(message_bytes, gpus)
+    if not isinstance(link, Link):
+        raise TypeError(f"link must be a commcost.Link, got {type(link).__name__}")
     k, P, S = steps_per_rank_minus_one, gpus, message_bytes
     a, B = link.latency_s, link.bandwidth_bytes_per_s
     return CollectiveCost(

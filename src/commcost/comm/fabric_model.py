@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
-from commcost.core.validation import require_count
-from commcost.comm.algorithms import IdentityMemo
+from commcost.core.limits import MAX_GPUS
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
+from commcost.comm.table_terms import IdentityMemo
 from commcost.comm.algorithms import algorithm_costs
 from commcost.comm.algorithms import available_algorithms
-from commcost.comm.algorithms import derive
+from commcost.comm.table_terms import derive
 from commcost.comm.algorithms import totals_many
 from commcost.comm.model import sizes_array
 from commcost.comm.algorithms import collective_cost
@@ -26,7 +26,13 @@ from commcost.comm.algorithms import protocol_costs
 from commcost.comm.algorithms import unavailable_algorithms
 from commcost.comm.topology import pods_spanned
 from commcost.core.units import format_seconds as t
-from commcost.hardware.registry import systems
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from commcost.core.xp import FloatOrArray
+
 
 __all__ = ["FabricModel"]
 
@@ -47,15 +53,6 @@ def _make_group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_nod
 
 
 _group_topology = IdentityMemo(_make_group_topology)
-
-
-@lru_cache(maxsize=64)
-def _preset_caution(name: str) -> tuple[str, float] | None:
-    """``(multi_pod_caution, spine_oversubscription)`` of system preset ``name`` (None: no caution)."""
-    preset = systems().get(name)
-    if not isinstance(preset, dict) or "multi_pod_caution" not in preset:
-        return None
-    return preset["multi_pod_caution"], float(preset.get("spine_oversubscription", 1.0))
 
 
 def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
@@ -93,7 +90,8 @@ class FabricModel(CommModel):
     def _topo(self, gpus: int, ranks_per_node: int | None = None) -> Topology:
         return _group_topology(self.topology, self.grow_nodes, gpus, ranks_per_node)
 
-    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+    def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
+                      ranks_per_node: int | None = None) -> FloatOrArray:
         """:meth:`cost`'s ``total_s`` under ``auto`` on an array of sizes: the fastest algorithm the backend
         runs, each under its fastest protocol (:func:`commcost.comm.algorithms.totals_many`), the group's
         placement and the algorithms that can run it found once for every size."""
@@ -108,19 +106,27 @@ class FabricModel(CommModel):
                              f"here: {reasons}")
         return totals_many(op, S, gpus, topo, algs)
 
-    def candidates(self, op, size_bytes, gpus, *, ranks_per_node=None) -> dict[Algorithm, CollectiveCost]:
+    def candidates(self, op: Collective | str, size_bytes: float, gpus: int, *,
+                       ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
 
         op = parse_collective(op)
         allowed = BACKEND_ALGORITHMS[self.backend][op]
         costs = algorithm_costs(op, size_bytes, gpus, self._topo(gpus, ranks_per_node))
         return {a: costs[a] for a in allowed if a in costs}
 
-    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+    def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
+                 ranks_per_node: int | None = None) -> CollectiveCost:
         """The one collective (:meth:`CommModel.cost`); the frozen result is memoised on this model and the
         call's arguments (plan, its advice and a search's re-pricing ask for the same collectives again)."""
         return _costs(self, op, size_bytes, gpus, algorithm, ranks_per_node)
 
-    def _cost(self, op, size_bytes, gpus, algorithm="auto", ranks_per_node=None) -> CollectiveCost:
+    def _cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto",
+                  ranks_per_node: int | None = None) -> CollectiveCost:
+        require_finite_positive("size_bytes", size_bytes, allow_zero=True)
+        require_count("gpus", gpus)
+        require_at_most("gpus", gpus, MAX_GPUS)
+        if ranks_per_node is not None:
+            require_count("ranks_per_node", ranks_per_node)
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
         topo = self._topo(gpus, ranks_per_node)
@@ -150,21 +156,21 @@ class FabricModel(CommModel):
                 f"{t.intra.bandwidth_bytes_per_s / 1e9:g} GB/s, inter {t.inter.bandwidth_bytes_per_s / 1e9:g} GB/s "
                 f"per GPU ({self.backend})")
 
-    def scope_warning(self, op, gpus) -> str | None:
-        """The preset's own caution (systems.json ``multi_pod_caution``) for a group across its pods, while the
-        spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine someone else gave)."""
+    def scope_warning(self, op: Collective | str, gpus: int) -> str | None:
+        """The preset's own caution (:attr:`Topology.multi_pod_caution`, set by the registry's row) for a group
+        across its pods, while the spine is the preset's fitted one; None elsewhere (two tiers, one pod, a spine
+        someone else gave)."""
 
         t = self.topology
         m = pods_spanned(t, math.ceil(gpus / t.gpus_per_node))
         if m < 2:
             return None
-        preset = _preset_caution(t.name)
-        if preset is None or t.spine_oversubscription != preset[1]:
+        if t.multi_pod_caution is None or t.spine_oversubscription != t.caution_spine_oversubscription:
             return None
         return (f"{t.name} across {m} pods of {t.pod_nodes} nodes: the spine's bandwidth share "
-                f"(1/{t.spine_oversubscription:g}) is {preset[0]}")
+                f"(1/{t.spine_oversubscription:g}) is {t.multi_pod_caution}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         t = self.topology
         return {"kind": self.kind, "backend": self.backend, "system": t.name, "nodes": t.nodes,
                 "gpus_per_node": t.gpus_per_node,

@@ -49,6 +49,13 @@ from commcost.comm.link import Link
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from commcost.core.xp import FloatOrArray
+
+
 
 __all__ = ["BACKENDS", "BACKEND_ALGORITHMS", "CommModel", "FlatLinkModel", "sizes_array"]
 # and, loaded on first use (module __getattr__ below): FabricModel (commcost.comm.fabric_model),
@@ -91,7 +98,7 @@ def _parse_backend(backend: str) -> str:
     return backend
 
 
-def sizes_array(sizes_bytes):
+def sizes_array(sizes_bytes: FloatOrArray) -> FloatOrArray:
     """``sizes_bytes`` as a float numpy array, checked once for every element (finite, >= 0): the edge of
     :meth:`CommModel.cost_many`, which then prices without a check per size."""
     import numpy as np
@@ -110,7 +117,7 @@ class CommModel(ABC):
 
     @abstractmethod
     def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
-             ranks_per_node: int | None = None) -> CollectiveCost:
+                 ranks_per_node: int | None = None) -> CollectiveCost:
         """One collective of ``op`` on ``size_bytes`` over ``gpus`` ranks.
 
         ``ranks_per_node``: how many of the group's ranks share a node (a strided group, such as
@@ -118,7 +125,8 @@ class CommModel(ABC):
         None packs the group onto full nodes. Only a fabric distinguishes placements.
         """
 
-    def cost_many(self, op: Collective | str, sizes_bytes, gpus: int, *, ranks_per_node: int | None = None):
+    def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
+                      ranks_per_node: int | None = None) -> FloatOrArray:
         """Seconds of one ``op`` collective on each of ``sizes_bytes`` (a numpy array) over ``gpus`` ranks:
         element by element ``cost(op, S, gpus, ranks_per_node=...).total_s`` under ``auto``, priced as
         arrays (inputs checked once here, not per size). numpy needed. This generic form asks
@@ -130,7 +138,7 @@ class CommModel(ABC):
                          for x in S.ravel()]).reshape(S.shape)
 
     def candidates(self, op: Collective | str, size_bytes: float, gpus: int, *,
-                   ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
+                       ranks_per_node: int | None = None) -> dict[Algorithm, CollectiveCost]:
         """Every algorithm ``auto`` would consider here, with its cost (the winner is the cheapest)."""
         c = self.cost(op, size_bytes, gpus, ranks_per_node=ranks_per_node)
         return {c.algorithm: c}
@@ -158,7 +166,7 @@ class CommModel(ABC):
         return None
 
     @abstractmethod
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON description (SI units)."""
 
 
@@ -177,7 +185,8 @@ class FlatLinkModel(CommModel):
             raise InputError(f"link must be a Link, got {type(self.link).__name__}")
         _parse_backend(self.backend)
 
-    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+    def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
+                 ranks_per_node: int | None = None) -> CollectiveCost:
         if algorithm == "auto":
             op = _collective(op)
             ring = {Collective.ALL_REDUCE: ring_all_reduce, Collective.REDUCE_SCATTER: ring_reduce_scatter,
@@ -194,7 +203,8 @@ class FlatLinkModel(CommModel):
             return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason=_FLAT_REASON)
         return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason="asked for by name")
 
-    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+    def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
+                      ranks_per_node: int | None = None) -> FloatOrArray:
         """:meth:`cost`'s ``total_s`` under ``auto`` on an array of sizes: the ring formulas
         ``k(P-1) a + k(P-1)/P S/B`` on arrays for all-reduce, reduce-scatter and all-gather, else
         :func:`commcost.comm.algorithms.totals_many` on the flat link (ring; direct for all-to-all, send/recv)."""
@@ -223,7 +233,7 @@ class FlatLinkModel(CommModel):
         return (f"flat link: B = {self.link.bandwidth_bytes_per_s / 1e9:g} GB/s per rank, "
                 f"a = {self.link.latency_s * 1e6:g} us per ring step")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "backend": self.backend,
                 "bandwidth_bytes_per_s": self.link.bandwidth_bytes_per_s, "latency_s": self.link.latency_s}
 
@@ -233,7 +243,7 @@ _LAZY = {"FabricModel": "commcost.comm.fabric_model", "ProfileModel": "commcost.
          "EXTRAPOLATION_RULE": "commcost.comm.profile_model"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """The fabric and profile kinds live in their own modules, loaded on first use (PEP 562), so the
     drill's flat path builds one model class, not three."""
     module = _LAZY.get(name)

@@ -6,15 +6,43 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from commcost.comm.collectives import Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
+from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
 from commcost.comm.model import CommModel, sizes_array
 from commcost.core.errors import InputError
+from commcost.core.validation import require_count
 from commcost.comm.algorithms import parse_algorithm
 from commcost.comm.algorithms import parse_collective
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from commcost.calibrate.fit import AlphaBetaFit
+    from typing import Any
+
+    from commcost.core.xp import FloatOrArray
+    from typing import Protocol
+
+    from commcost.comm.collectives import Algorithm
+
+    class FittedRegime(Protocol):
+        """What the model reads of one fitted regime (:class:`commcost.calibrate.fit.Regime` is one):
+        ``comm`` sits below ``calibrate`` in the layer order, so it names the shape, not the class."""
+
+        @property
+        def min_size_bytes(self) -> float: ...
+        @property
+        def max_size_bytes(self) -> float: ...
+        @property
+        def alpha_s(self) -> float: ...
+        @property
+        def bandwidth_bytes_per_s(self) -> float: ...
+        def describe(self) -> str: ...
+
+    class FittedProfile(Protocol):
+        """What the model reads of a fit (:class:`commcost.calibrate.fit.AlphaBetaFit` is one)."""
+
+        @property
+        def algorithm(self) -> Algorithm: ...
+        @property
+        def regimes(self) -> tuple[FittedRegime, ...]: ...
 
 __all__ = ["ProfileModel", "ProfileScope", "DERIVED_OPS", "EXTRAPOLATION_RULE"]
 
@@ -49,6 +77,14 @@ class ProfileScope:
     backend: str | None = None
     """Backend of the measurement (nccl, gloo, rccl; None: not recorded)."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.op, Collective):
+            raise TypeError(f"op must be a Collective, got {type(self.op).__name__}")
+        require_count("gpus", self.gpus)
+        for name in ("nodes", "gpus_per_node"):
+            if getattr(self, name) is not None:
+                require_count(name, getattr(self, name))
+
     def describe(self) -> str:
         where = f"{self.gpus} ranks"
         if self.nodes is not None:
@@ -60,7 +96,7 @@ class ProfileScope:
 class ProfileModel(CommModel):
     """A calibrated profile: every fitted regime, exactly as ``validate`` scores it."""
 
-    fit: AlphaBetaFit
+    fit: FittedProfile
     """The fitted regimes (op, algorithm, gpus)."""
     scope: ProfileScope
     """What it was measured on."""
@@ -84,16 +120,18 @@ class ProfileModel(CommModel):
         return f"profile {self.source or ''} was measured on {s.describe()}; asked for {' and '.join(why)}".replace(
             "profile  ", "profile ")
 
-    def scope_warning(self, op, gpus) -> str | None:
+    def scope_warning(self, op: Collective | str, gpus: int) -> str | None:
 
         why = self._out_of_scope(parse_collective(op), gpus)
         return None if why is None else f"{why}: extrapolated ({EXTRAPOLATION_RULE})"
 
-    def cost(self, op, size_bytes, gpus, algorithm="auto", *, ranks_per_node=None) -> CollectiveCost:
+    def cost(self, op: Collective | str, size_bytes: float, gpus: int, algorithm: Algorithm | str = "auto", *,
+                 ranks_per_node: int | None = None) -> CollectiveCost:
 
         op = parse_collective(op)
         alg = parse_algorithm(algorithm)
         if alg != "auto" and alg is not self.fit.algorithm:
+            assert isinstance(alg, Algorithm)
             raise InputError(f"a profile fitted the {self.fit.algorithm.value} form; --algorithm {alg.value} "
                              f"needs a fabric (--system) instead")
         if not self.extrapolate:
@@ -111,7 +149,8 @@ class ProfileModel(CommModel):
                               latency_s=k * regime.alpha_s, bandwidth_s=f * size_bytes / regime.bandwidth_bytes_per_s,
                               reason=f"calibrated regime {i + 1} of {len(self.fit.regimes)} ({regime.describe()})")
 
-    def cost_many(self, op, sizes_bytes, gpus, *, ranks_per_node=None):
+    def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
+                      ranks_per_node: int | None = None) -> FloatOrArray:
         """:meth:`cost`'s ``total_s`` on an array of sizes: each size in its fitted regime ``i``,
         ``k a_i + f S / B_i`` (scope checked once)."""
         import numpy as np
@@ -143,7 +182,7 @@ class ProfileModel(CommModel):
         return (f"profile {self.source}: {len(self.fit.regimes)} fitted regime(s), measured on "
                 f"{self.scope.describe()}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         s = self.scope
         return {"kind": self.kind, "path": self.source, "op": s.op.value, "gpus": s.gpus, "nodes": s.nodes,
                 "gpus_per_node": s.gpus_per_node, "backend": s.backend, "extrapolate": self.extrapolate,

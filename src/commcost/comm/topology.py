@@ -102,6 +102,12 @@ class Topology:
     cost (GPUDirect-TCPX/TCPXO, where the data or its control path crosses the host's TCP stack): the latency
     term of such a collective is ``max(latency, t_f)`` (:func:`commcost.comm.algorithms.collective_cost`). A
     fabric property (fabrics.json ``collective_floor_s``, with its source); 0: no floor (RDMA fabrics)."""
+    multi_pod_caution: str | None = None
+    """Where the preset's figures for a group across its pods rest on a constant fitted on one table (systems.json
+    ``multi_pod_caution``, set by :func:`commcost.comm.systems.system_topology`); None: nothing to caution."""
+    caution_spine_oversubscription: float = 1.0
+    """The spine share the caution was written for (the preset's own): a topology whose spine someone else gave
+    carries no caution (:meth:`commcost.comm.fabric_model.FabricModel.scope_warning`)."""
     unlinked_peers: int = 0
     """``u``: GPUs of a full node a GPU has no direct intra-node link to (DGX-1's hybrid cube-mesh: 3 of the other
     7, all behind the other CPU socket). NCCL sends to them through host memory (its SHM transport: point-to-point
@@ -172,6 +178,13 @@ class Placement:
     pods: int = 1
     """Pods m the group spans, ``ceil(n / pod_nodes)`` (1 on a two-tier topology)."""
 
+    def __post_init__(self) -> None:
+        for name in ("gpus", "nodes", "gpus_per_node", "min_gpus_per_node", "pods"):
+            require_count(name, getattr(self, name))
+        if self.min_gpus_per_node > self.gpus_per_node:
+            raise InputError(f"min_gpus_per_node {self.min_gpus_per_node} is above gpus_per_node "
+                             f"{self.gpus_per_node}")
+
     @property
     def even(self) -> bool:
         """True when every node holds the same number of ranks."""
@@ -184,8 +197,10 @@ def place(gpus: int, topology: Topology) -> Placement:
     Raises :class:`InputError` if the group needs more nodes than the topology has.
     """
     require_count("gpus", gpus)
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology must be a commcost.Topology, got {type(topology).__name__}")
     G = topology.gpus_per_node
-    n = math.ceil(gpus / G)
+    n = -(-gpus // G)
     if n > topology.nodes:
         raise InputError(
             f"a group of {gpus} GPUs needs ceil({gpus}/{G}) = {n} nodes, "

@@ -10,7 +10,8 @@ import math
 
 from commcost.core.errors import InputError
 
-__all__ = ["require_finite_positive", "require_count", "require_fraction", "require_efficiency", "EFFICIENCY_MIN"]
+__all__ = ["require_finite_positive", "require_count", "require_fraction", "require_efficiency", "require_at_most",
+           "EFFICIENCY_MIN"]
 
 EFFICIENCY_MIN = 1e-3
 """Lowest compute efficiency (fraction of peak) accepted: 0.1% of peak is far below any real run (published
@@ -50,3 +51,13 @@ def require_efficiency(value: float) -> None:
     require_finite_positive("efficiency", value)
     if not EFFICIENCY_MIN <= value <= 1:
         raise InputError(f"efficiency is a fraction of peak, between {EFFICIENCY_MIN:g} and 1, got {value:g}")
+
+
+def require_at_most(name: str, value: float, maximum: float, unit: str = "") -> None:
+    """Raise :class:`InputError` if ``value`` (already checked as a number) exceeds ``maximum``
+    (:mod:`commcost.core.limits`), naming both."""
+    if value > maximum:
+        shown = f"{value:,}" if isinstance(value, int) and value < 10**30 else (
+            f"{value:.4g}" if isinstance(value, float) else f"an integer of {len(str(value))} digits")
+        bound = f"{maximum:,}" if isinstance(maximum, int) else f"{maximum:g}"
+        raise InputError(f"{name} must be at most {bound}{' ' + unit if unit else ''}, got {shown}")

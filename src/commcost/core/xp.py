@@ -9,6 +9,14 @@ from __future__ import annotations
 
 import math
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    FloatOrArray = Any
+    """A float, or a numpy array of them: what an array-safe kernel takes and returns (typed ``Any``: numpy stays an
+    optional extra, never imported to type a signature)."""
+
 __all__ = ["SCALAR", "ScalarNamespace", "is_array", "namespace_of"]
 
 
@@ -52,12 +60,12 @@ SCALAR = ScalarNamespace()
 """The scalar namespace ``plan`` passes as ``xp``."""
 
 
-def is_array(x) -> bool:
+def is_array(x: object) -> bool:
     """Whether ``x`` is a numpy array (anything with a ``shape``), not a float."""
     return hasattr(x, "shape")
 
 
-def namespace_of(*values):
+def namespace_of(*values: FloatOrArray) -> Any:
     """``numpy`` when any of ``values`` is an array, else :data:`SCALAR`: for code that takes floats or
     columns without an ``xp`` argument (the collective formulas of :mod:`commcost.comm.algorithms`)."""
     if any(is_array(v) for v in values):

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
-from commcost.core.validation import require_count
+from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS
+from commcost.core.validation import require_at_most, require_count
 from commcost.core.xp import SCALAR
 
 __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
@@ -97,6 +98,8 @@ class Layout:
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "vp", "cp", "ep", "micro_batch", "global_batch"):
             require_count(name, getattr(self, name))
+        require_at_most("global_batch", self.global_batch, MAX_GLOBAL_BATCH, "sequences")
+        require_at_most("dp x tp x pp x cp", self.dp * self.tp * self.pp * self.cp, MAX_GPUS, "GPUs")
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.recompute not in ("none", "selective", "full"):

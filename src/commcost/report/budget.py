@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 
-from commcost.step.buckets import BucketRow
 from commcost.analyses.drill.budget import Budget
-from commcost.report.bucket_advice import bucket_advice_to_dict, render_bucket_advice
+from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report._width import terminal_width, wrap_lines
 from commcost.report.layer import layer_to_dict, render_layer_text
 from commcost.core.units import GB, MB, MiB, format_fraction as pct, format_mb_mib, format_seconds as t
@@ -19,29 +18,22 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from commcost.analyses.uncertainty import BudgetBand
 
+from commcost.report.budget_parts import (_band_cell, _buckets_text, _mib, _mib_cap, _ran, _scaling_text,
+                                          _simulated_dict, _simulated_lines, _simulated_verdict)
+
 __all__ = ["render_budget_text", "budget_to_dict", "render_ddp_memory", "render_budget_report"]
-
-
-
-def _mib(n_bytes: float) -> str:
-    return f"{n_bytes / MiB:,.4g} MiB"
-
-
-def _ran(c) -> str:
-    """``in_network (simple protocol)``: the algorithm that ran, and NCCL's protocol where modelled."""
-    return c.algorithm.value + (f" ({c.protocol} protocol)" if c.protocol else "")
 
 
 def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | None = None) -> str:
     """The drill report, parts (a) to (g); with ``band`` (a system preset alone) the measured band of
     T and of the exposed time beside them (:mod:`commcost.analyses.uncertainty`).
 
-    On the drill's flat link the report is printed as it always was, at any width. On a fabric or a
-    profile it fits ``width`` (default :func:`commcost.report._width.terminal_width`): prose wraps,
-    and the tables of (f) and (g) drop to narrower columns where the full ones do not fit."""
+    It fits ``width`` (default :func:`commcost.report._width.terminal_width`), the drill's flat link too: prose
+    wraps, and the tables of (f) and (g) drop to narrower columns where the full ones do not fit; on the flat
+    link every number of the full tables stays (:func:`_buckets_drill`), only the layout of the lines changes."""
     i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
     P, link = i.gpus, i.comm.flat_link
-    width = None if link is not None else (width or terminal_width())
+    width = width or terminal_width()
     tables: set[str] = set()  # table rows: kept whole when the prose is wrapped
     lines: list[str] = []
     add = lines.append
@@ -169,25 +161,6 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
     return text if width is None else wrap_lines(text, width, keep=tables.__contains__)
 
 
-def _table(full: list[str], narrow, width: int | None, tables: set[str]) -> list[str]:
-    """``full`` (header and rows), or ``narrow()`` where ``width`` is set and a full row is wider; the
-    chosen rows are added to ``tables`` (never wrapped)."""
-    rows = full if width is None or max(map(len, full)) <= width else narrow()
-    tables.update(rows)
-    return rows
-
-
-def _band_cell(point_s: float, edges: tuple[float, float]) -> str:
-    """``184.47 us - 581.24 us``, and which side of the point where the range does not contain it."""
-    from commcost.report._band import band_range, band_side
-
-    return band_range(*edges) + band_side(point_s, *edges, brief=True)
-
-
-def _mib_cap(tl) -> str:
-    return f"{tl.bucket_cap_bytes / MiB:,.4g} MiB"
-
-
 def _verdict_sentence(b: Budget) -> str:
     st = b.step
     if st.first_order_verdict == "NO COMMUNICATION":
@@ -206,108 +179,6 @@ def _verdict_sentence(b: Budget) -> str:
         return "-> They agree: T is a minority of the step and fits in the backward window."
     return ("-> They disagree: T is under the threshold but longer than the backward window, "
             "so part of it is exposed however well it overlaps.")
-
-
-def _buckets_text(b: Budget, width: int | None = None, tables: set[str] | None = None) -> str:
-    i, bt = b.inputs, b.buckets
-    adv = bt.advice
-    flat = i.comm.flat_link is not None
-    out = [f"(f) buckets  crossover S* = P*a*B = {bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}"
-           if flat else f"(f) buckets  crossover S* (one bucket's latency term = its bandwidth term) = "
-                        f"{bt.crossover_bytes:,.0f} B = {format_mb_mib(bt.crossover_bytes)}",
-           "    total = count * 2(P-1)a + 2(P-1)/P * S/B" if flat else
-           "    total = (count-1) T(cap) + T(last bucket), each all-reduce from the fabric's model"]
-    full = [f"    {'cap':>9} {'count':>7} {'1 bucket: latency':>18} {'bandwidth':>11} {'lat share':>10} "
-            f"{'latency total':>14} {'total':>12} {'T/step':>7}" + _exposed_header(b)]
-    for r in bt.rows:
-        full.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>18} "
-                    f"{t(r.one_bucket.bandwidth_s):>11} {pct(r.latency_share):>10} "
-                    f"{t(r.latency_total_s):>14} {t(r.total_s):>12} "
-                    f"{pct(r.total_s / b.step.compute_s):>7}" + _exposed_cell(b, r))
-    out += _table(full, lambda: _buckets_narrow(b), width, set() if tables is None else tables)
-    if b.overlap is not None:
-        out.append("    exposed: simulated all-reduce time left after backward ends, each cap as an explicit "
-                   f"bucket_cap_mb (torch 2.13: first bucket = cap), {_stream_words(b)}")
-    if i.gpus == 1:
-        out.append("    P = 1: no all-reduce, bucket size does not matter.")
-        return "\n".join(out)
-    s = adv.max_latency_share
-    lat = "2(P-1)a =" if flat else "a latency term of"
-    out.append(f"    smallest bucket: latency share <= {pct(s)} needs c >= {'S*(1-s)/s' if flat else 'about S*(1-s)/s'} = "
-               f"{format_mb_mib(adv.min_bucket_bytes)}; smaller buckets pay {lat} "
-               f"{t(b.allreduce.latency_s)} each for too few bytes")
-    out.append(f"    largest bucket: the last bucket cannot overlap; keeping its all-reduce within "
-               f"{t(adv.tail_budget_s)} ({pct(i.tail_budget_fraction)} of the step) needs c <= "
-               f"{format_mb_mib(adv.max_bucket_bytes)}; larger buckets also leave too few buckets to overlap")
-    if not adv.consistent:
-        out.append("    no cap meets both ends: the latency term alone is too large for this tail budget")
-    d = adv.pytorch_default
-    verdict = "within" if adv.min_bucket_bytes <= d.cap_bytes <= adv.max_bucket_bytes else "outside"
-    out.append(f"    PyTorch's 25 MiB default: {d.count:,} buckets, latency share {pct(d.latency_share)} "
-               f"each, total {t(d.total_s)} ({pct(d.total_s / b.step.compute_s)} of the step, "
-               f"backward window {t(b.step.backward_window_s)}); {verdict} the sensible range here")
-    ov = b.overlap
-    if ov is not None:
-        out.append("    " + render_bucket_advice(ov.advice))
-    if ov is not None and verdict == "outside" and ov.default.exposed_s <= adv.tail_budget_s:
-        out.append(f"    but simulated, the default leaves only {t(ov.default.exposed_s)} exposed (within the "
-                   f"{t(adv.tail_budget_s)} tail budget; the best cap {t(ov.best.exposed_s)}): the wire time "
-                   "hides in the backward window, so here the bucket size barely changes the step; the range "
-                   "above is about each bucket's latency share")
-    return "\n".join(out)
-
-
-def _buckets_narrow(b: Budget) -> list[str]:
-    """(f)'s table in about 76 columns: one bucket's latency and bandwidth terms, its latency share,
-    the total, T/step, exposed; the latency total is left to ``--json`` (``buckets.rows[].latency_total_s``)."""
-    exposed = f" {'exposed':>9}" if b.overlap is not None else ""
-    out = [f"    {'cap':>9} {'count':>7} {'latency':>9} {'bandwidth':>9} {'lat %':>6} {'total':>9} "
-           f"{'T/step':>7}" + exposed]
-    for r in b.buckets.rows:
-        cell = ""
-        if b.overlap is not None:
-            e = b.overlap.exposed_by_cap_s[b.buckets.rows.index(r)]
-            cell = f" {t(e) if e is not None else 'n/a':>9}"
-        out.append(f"    {_mib(r.cap_bytes):>9} {r.count:>7,} {t(r.one_bucket.latency_s):>9} "
-                   f"{t(r.one_bucket.bandwidth_s):>9} {pct(r.latency_share):>6} {t(r.total_s):>9} "
-                   f"{pct(r.total_s / b.step.compute_s):>7}" + cell)
-    return out
-
-
-def _scaling_text(b: Budget, width: int | None = None, tables: set[str] | None = None) -> str:
-    flat = b.inputs.comm.flat_link is not None
-    out = ["(g) scaling on the same fabric (per-GPU batch fixed)"]
-    full = [f"    {'P':>6} {'latency 2(P-1)a' if flat else 'latency':>16} {'bandwidth':>11} {'total T':>10} "
-            f"{'T/step':>8} {'S* = P*a*B' if flat else 'S*':>12} {'global batch':>13}"]
-    for r in b.scaling:
-        mark = "  <- this run" if r.gpus == b.inputs.gpus else ""
-        full.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>16} {t(r.allreduce.bandwidth_s):>11} "
-                    f"{t(r.allreduce.total_s):>10} {pct(r.comm_fraction):>8} "
-                    f"{r.crossover_bytes / MB:>9,.1f} MB {r.global_batch_growth:>12g}x{mark}")
-    out += _table(full, lambda: _scaling_narrow(b), width, set() if tables is None else tables)
-    if b.bandwidth_limit_s is not None:
-        out.append(f"    bandwidth term -> 2S/B = {t(b.bandwidth_limit_s)} as P grows (it saturates); "
-                   "latency term grows linearly in P; S* grows with P, so fixed buckets drift "
-                   "into the latency-bound regime; the global batch grows with P and may pass the "
-                   "critical batch size long before communication stops the run")
-    else:
-        out.append("    each row is the model's all-reduce at P (a fabric with the nodes P needs), so the bandwidth "
-                   "term steps up where the group leaves "
-                   "the NVLink domain instead of tending to 2S/B of the one-link drill; the latency term "
-                   "still grows with P; the global batch grows with P and may pass the critical batch size "
-                   "long before communication stops the run")
-    return "\n".join(out)
-
-
-def _scaling_narrow(b: Budget) -> list[str]:
-    """(g)'s table in at most 80 columns (the same columns, narrower; ``batch`` is the global batch)."""
-    out = [f"    {'P':>6} {'latency':>9} {'bandwidth':>10} {'total T':>9} {'T/step':>7} {'S*':>9} {'batch':>6}"]
-    for r in b.scaling:
-        mark = "  <- this run" if r.gpus == b.inputs.gpus else ""
-        out.append(f"    {r.gpus:>6} {t(r.allreduce.latency_s):>9} {t(r.allreduce.bandwidth_s):>10} "
-                   f"{t(r.allreduce.total_s):>9} {pct(r.comm_fraction):>7} "
-                   f"{r.crossover_bytes / MB:>6,.1f} MB {r.global_batch_growth:>5g}x{mark}")
-    return out
 
 
 def _pair(x: tuple[float, float] | None) -> list[float] | None:
@@ -398,74 +269,6 @@ def _cost(c) -> dict[str, float]:
     return {"latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s, "total_s": c.total_s}
 
 
-# --- The simulated overlap (issue 4): exposed time from the DDP bucket timeline -----
-
-def _exposed_header(b: Budget) -> str:
-    return f" {'exposed':>10}" if b.overlap is not None else ""
-
-
-def _exposed_cell(b: Budget, row: BucketRow) -> str:
-    if b.overlap is None:
-        return ""
-    exposed = b.overlap.exposed_by_cap_s[b.buckets.rows.index(row)]
-    return f" {t(exposed) if exposed is not None else 'n/a':>10}"
-
-
-def _share_of_T(b: Budget, exposed_s: float) -> str:
-    T = b.allreduce.total_s
-    return f"{pct(exposed_s / T)} of T" if T > 0 else "no communication"
-
-
-def _stream_words(b: Budget) -> str:
-    """How the gradients arrive in the simulation: a uniform rate, or the model's tensors."""
-    if b.inputs.shape is None:
-        return "gradients at a uniform rate"
-    return "gradients per tensor, layer by layer in reverse (the model's shape; DDP never splits a tensor)"
-
-
-def _simulated_lines(b: Budget) -> list[str]:
-    ov = b.overlap
-    if ov is None or b.allreduce.total_s == 0:
-        return []
-    d, best = ov.default, ov.best
-    return [
-        f"    simulated (DDP bucket timeline, {_stream_words(b)}, one comm stream; `commcost timeline`):",
-        f"      PyTorch's 25 MiB default (first bucket 1 MiB): {len(d.buckets):,} buckets, {t(d.wire_s)} on the "
-        f"wire, exposed {t(d.exposed_s)} = {_share_of_T(b, d.exposed_s)} -> efficiency {pct(d.efficiency)}",
-        f"      best bucket {best.bucket_cap_bytes / MiB:,.3g} MiB (the largest cap exposing within max(5%, 50 us) "
-        f"of the least, and no more than the default): {len(best.buckets):,} buckets, "
-        f"{t(best.wire_s)} on the wire, exposed {t(best.exposed_s)} = {_share_of_T(b, best.exposed_s)} "
-        f"-> efficiency {pct(best.efficiency)}",
-    ]
-
-
-def _simulated_verdict(b: Budget) -> str:
-    ov = b.overlap
-    assert ov is not None
-    d, best = ov.default, ov.best
-    return (f"-> Simulated: with the 25 MiB default {t(d.exposed_s)} ({_share_of_T(b, d.exposed_s)}) stays exposed, "
-            f"{pct(d.exposed_s / d.step_s)} of its {t(d.step_s)} step; with {best.bucket_cap_bytes / MiB:,.3g} MiB "
-            f"buckets {t(best.exposed_s)} ({_share_of_T(b, best.exposed_s)}), {pct(best.exposed_s / best.step_s)} "
-            f"of its {t(best.step_s)} step. What costs time is the exposed part, not T/step.")
-
-
-def _simulated_dict(b: Budget) -> dict[str, object]:
-    ov = b.overlap
-    if ov is None:
-        return {}
-    return {
-        "default_bucket_bytes": ov.default.bucket_cap_bytes,
-        "default_first_bucket_bytes": ov.default.first_bucket_cap_bytes,
-        "default_wire_s": ov.default.wire_s, "default_exposed_s": ov.default.exposed_s,
-        "default_step_s": ov.default.step_s,
-        "best_bucket_bytes": ov.best.bucket_cap_bytes, "best_wire_s": ov.best.wire_s,
-        "best_exposed_s": ov.best.exposed_s, "best_step_s": ov.best.step_s,
-        "good_min_bucket_bytes": ov.choice.good_min_cap_bytes, "good_max_bucket_bytes": ov.choice.good_max_cap_bytes,
-        "good_bucket_bytes": list(ov.choice.good_caps_bytes),
-        "tolerance_s": ov.choice.tolerance_s, "rule": ov.choice.rule,
-    }
-
-
 def render_ddp_memory(need_bytes: float, have_bytes: float, gpu: str) -> tuple[str, dict]:
     """Whether pure DDP's model states fit on ``gpu``: ``need_bytes`` = 16 N (bf16 weights and gradients,
     fp32 master weights and Adam moments, :func:`commcost.workload.memory.ddp_memory_per_gpu`) against
@@ -482,13 +285,11 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
     """The whole ``commcost budget`` report as ``(JSON object, text)``: the fabric's note (a system), the
     drill's parts (a)-(g) (``budget``, with its measured ``band``), the memory line (``memory``: the
     :func:`render_ddp_memory` pair), the layer ratio (``layer`` of ``layer_inputs``) and the profile's
-    header ``note``/``info``. On the drill's flat link the drill's parts and the layer ratio keep their
-    format at any width; everything else fits the terminal (:func:`render_budget_text`)."""
+    header ``note``/``info``. Everything fits the terminal, the drill's flat link too (:func:`render_budget_text`:
+    the drill's numbers stay, only its lines' layout changes)."""
     out: dict = {}
     texts: list[str] = []
-    drill_texts: list[str] = []  # the drill's report (fitted to the terminal off the flat link by its renderer)
-    comm = budget.inputs.comm if budget is not None else layer_inputs.comm if layer_inputs is not None else None
-    flat = comm is None or comm.flat_link is not None
+    drill_texts: list[str] = []  # the drill's report (fitted to the terminal by its renderer)
     if budget is not None:
         out.update(budget_to_dict(budget, band))
         if topology is not None:
@@ -507,12 +308,8 @@ def render_budget_report(budget: Budget | None, band, layer, layer_inputs, *, to
         texts.append(render_layer_text(layer, gpus=i.gpus, hidden=i.hidden, seq=i.seq,
                                        achieved_flops_per_s=i.achieved_flops_per_s,
                                        backward_fraction=i.backward_fraction, grad_accum=i.grad_accum))
-        if flat:
-            drill_texts.append(texts[-1])
     if note is not None:
         texts.insert(0, note)
-        if flat:
-            drill_texts.append(note)  # the profile's header, as the drill command prints it
     if info is not None:
         out["profile"] = info
     return out, "\n\n".join(text if text in drill_texts else wrap_lines(text) for text in texts)

@@ -14,11 +14,12 @@ from commcost.calibrate.profile import MODEL_TEXT, Profile
 from commcost.comm.collectives import bus_bandwidth_factor
 from commcost.core.units import GB, US, format_bytes, format_fraction, format_rate, format_seconds
 from commcost.core.optional import pyplot
-from commcost.report._files import save_figure_atomic
+from commcost.core.files import save_figure_atomic
 from commcost.report._plot_units import decade_ticks
 from commcost.report._plot_units import pow2_ticks
 from commcost.report._plot_units import size_text
 from commcost.report._plot_units import time_text
+from commcost.report._width import wrap_lines
 
 __all__ = [
     "render_measurement_text", "render_fit_text", "fit_to_dict", "render_validate_text",
@@ -106,10 +107,12 @@ def render_fit_text(fit: AlphaBetaFit, quality: Comparison, series: Series, sing
         f"{format_rate(single_fit.bandwidth_bytes_per_s)}): |error| median "
         f"{format_fraction(single_line.median_abs_rel_error)}, worst {format_fraction(single_line.max_abs_rel_error)}",
         "",
-    ] + _points_table(quality, fit)
+    ]
+    table = _points_table(quality, fit)
+    lines += table
     if profile_path:
         lines += ["", f"profile written: {profile_path} (use it with --profile)"]
-    return "\n".join(lines) + "\n"
+    return wrap_lines("\n".join(lines), keep=set(table).__contains__) + "\n"
 
 
 def fit_to_dict(fit: AlphaBetaFit, quality: Comparison, series: Series, single_line: Comparison,
@@ -142,12 +145,13 @@ def render_validate_text(profile: Profile, model: AlphaBetaFit, c: Comparison, s
     if (fitted.op, fitted.gpus) != (model.op, model.gpus):
         lines.append(f"note: the profile's per-step alpha and bus bandwidth are applied to {model.op} on "
                      f"{model.gpus} ranks through the ring formula")
-    lines += [""] + _model_lines(model) + ["", *_points_table(c, model), "",
+    table = _points_table(c, model)
+    lines += [""] + _model_lines(model) + ["", *table, "",
               f"|error| median {format_fraction(c.median_abs_rel_error)}, worst "
               f"{format_fraction(c.max_abs_rel_error)}, R^2 (on ln T) {c.r2:.4f}"]
     if plot_path:
         lines.append(f"plot written: {plot_path}")
-    return "\n".join(lines) + "\n"
+    return wrap_lines("\n".join(lines), keep=set(table).__contains__) + "\n"
 
 
 def validate_to_dict(profile: Profile, model: AlphaBetaFit, c: Comparison, series: Series,
@@ -223,8 +227,9 @@ def plot_validate(model: AlphaBetaFit, c: Comparison, path: str, title: str) -> 
 
 def render_tier_fit_text(fit, system: str, rows: int, output: str | None = None) -> str:
     """``commcost fit --tiers SYSTEM``: the fitted scales of :class:`commcost.calibrate.tiers.TierFit` over the
-    preset's, the ``rows`` fitted, the median error, and where the profile was written (``output``)."""
-    return (f"commcost fit --tiers {system}: {rows} all-reduce rows >= 1 MiB on "
+    preset's, the ``rows`` fitted, the median error, and where the profile was written (``output``); wrapped to the
+    terminal's width."""
+    return wrap_lines(f"commcost fit --tiers {system}: {rows} all-reduce rows >= 1 MiB on "
             f"{', '.join(str(n) for n in fit.fitted_nodes)} node(s)\n"
             f"  intra-node (and NVLS) bandwidth x {fit.intra_bandwidth_scale:.3f}, NIC bandwidth x "
             f"{fit.inter_bandwidth_scale:.3f}, network step latency x {fit.inter_latency_scale:.3f}"

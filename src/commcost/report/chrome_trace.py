@@ -29,8 +29,8 @@ from typing import Any
 
 from commcost.core.errors import InputError
 from commcost.step.timeline import Timeline, TimelineInputs
-from commcost.calibrate.profile import write_atomic
-from commcost.report._json import find_non_finite
+from commcost.core.files import write_atomic
+from commcost.core.strict_json import find_non_finite
 
 __all__ = ["COMPUTE_STREAM", "COMM_STREAM", "timeline_chrome_trace", "write_timeline_trace", "plan_chrome_trace",
            "write_trace"]

@@ -229,7 +229,7 @@ def render_preset_score_text(score: Any, source: str) -> str:
     outside = sum(not r.in_band for r in score.rows)
     lines.append(f"{outside} of {len(score.rows)} sizes outside the preset's measured band of {score.op.value} "
                  f"{'inside one node' if score.nodes == 1 else 'across nodes'}")
-    return "\n".join(lines)
+    return wrap_lines("\n".join(lines), keep=set(lines[1:2 + len(score.rows)]).__contains__)
 
 
 def preset_score_to_dict(score: Any, source: str) -> dict[str, Any]:

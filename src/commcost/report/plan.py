@@ -4,11 +4,8 @@ from __future__ import annotations
 
 
 from commcost.core.units import format_bytes, format_seconds
-from dataclasses import replace
 from commcost.analyses.plan.compose import ep_paired_share
-from commcost.analyses.plan.plan import plan_memory
-from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
-from commcost.analyses.plan.search_inputs import memory_fragile
+from commcost.analyses.plan.advice import MEMORY_HEADROOM, MemoryOption, memory_options, step_hint
 from commcost.core.xp import SCALAR
 from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.layout import group_placement
@@ -18,7 +15,7 @@ from commcost.analyses.interval import plan_interval
 from commcost.report._band import band_range
 from commcost.report._band import band_side
 from commcost.report._interval import interval_line, interval_to_dict
-from commcost.report._json import dumps_json
+from commcost.core.strict_json import dumps_json
 from commcost.report._width import wrap_lines
 from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report.bucket_advice import render_bucket_advice
@@ -40,68 +37,46 @@ MFU_CONVENTION = ("model FLOPs = 3 x forward: 2 per multiply-accumulate of every
 
 def advice(p: Plan) -> list[str]:
     """The one or two changes that would help most, each with the number that motivates it; when memory
-    does not fit, every ZeRO stage and recomputation that would fit comes first (:func:`_memory_options`)."""
+    does not fit, every ZeRO stage and recomputation that would fit comes first
+    (:func:`commcost.analyses.plan.advice.memory_options`, :func:`~commcost.analyses.plan.advice.step_hint`)."""
     out: list[str] = []
-    L, mem = p.inputs.layout, p.memory
+    mem = p.memory
     if not mem.fits:
-        fitting = _memory_options(p)
+        fitting = memory_options(p)
         if fitting:
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)} ({format_bytes(mem.total_bytes)} of "
                        f"{format_bytes(mem.capacity_bytes)}); these fit, with {MEMORY_HEADROOM:.0%} of the card "
                        "to spare as search requires, without touching tp or pp: "
-                       + "; ".join(f"{label} {format_bytes(need)}" for label, need in fitting))
+                       + "; ".join(f"{_option_label(o)} {format_bytes(o.total_bytes)}" for o in fitting))
         else:
             out.append(f"does not fit by {format_bytes(-mem.margin_bytes)}: no ZeRO stage or recomputation "
                        "(alone or together) fits: raise tp or pp (weights and activations split by both)")
-    terms = {"pipeline bubble": p.pipeline_bubble_s, **{f"exposed {d.upper()} communication": s
-                                                       for d, s in p.exposed_by_dimension().items()}}
-    name, worst = max(terms.items(), key=lambda kv: kv[1])
-    if worst > 0.05 * p.step_s:
-        share = worst / p.step_s
-        if name == "pipeline bubble":
-            hint = (f"more virtual stages (--vp {2 * L.vp} halves it if layers allow) or more micro-batches"
-                    if L.pp > 1 else "")
-        elif "TP" in name:
-            hint = "keep tp inside one NVLink domain, or trade tp for pp" if any(
-                line.comm.dimension == "tp" and line.comm.ranks_per_node < line.comm.group_size for line in p.comm) \
-                else ("lower tp (trade it for pp or dp) if memory allows"
-                      + ("" if p.inputs.tp_comm_overlap else ", or overlap it with the GEMMs (--tp-comm-overlap)"))
-        elif "DP" in name:
-            hint = "larger buckets, fewer data-parallel ranks across nodes, or more micro-batches to hide it behind"
-        elif "EP" in name:
-            hint = "keep the expert group inside one NVLink domain or lower ep"
-        else:
-            hint = "fewer ranks in this dimension across nodes"
-        out.append(f"{name} is {share:.0%} of the step" + (f": {hint}" if hint else ""))
+    h = step_hint(p)
+    if h is not None:
+        name = "pipeline bubble" if h.term == "bubble" else f"exposed {h.term.upper()} communication"
+        hint = _HINTS.get(h.change, "") if h.change != "more_virtual_stages" else (
+            f"more virtual stages (--vp {h.next_vp} halves it if layers allow) or more micro-batches")
+        if h.change == "lower_tp" and not h.tp_comm_overlap:
+            hint += ", or overlap it with the GEMMs (--tp-comm-overlap)"
+        out.append(f"{name} is {h.share:.0%} of the step" + (f": {hint}" if hint else ""))
     return out[:2]
 
 
-def _memory_options(p: Plan) -> list[tuple[str, float]]:
-    """Every ZeRO stage above the plan's and every recomputation, alone and together, that brings the
-    plan's memory within the GPU with search's headroom to spare
-    (:func:`commcost.analyses.plan.search_inputs.memory_fragile`: what search would not call fragile)
-    (``(label, bytes per GPU)``, ZeRO stages first), before any tp/pp change."""
+_HINTS = {
+    "tp_inside_domain": "keep tp inside one NVLink domain, or trade tp for pp",
+    "lower_tp": "lower tp (trade it for pp or dp) if memory allows",
+    "dp_buckets": "larger buckets, fewer data-parallel ranks across nodes, or more micro-batches to hide it behind",
+    "ep_inside_domain": "keep the expert group inside one NVLink domain or lower ep",
+    "fewer_ranks_across_nodes": "fewer ranks in this dimension across nodes",
+}
+"""The words of each :class:`commcost.analyses.plan.advice.Hint` change."""
 
 
-    L = p.inputs.layout
-    zeros = [z for z in (1, 2, 3) if z > L.zero and L.grad_dp > 1]
-    # Megatron-Core does not recompute while it offloads activations (commcost.workload.offload): no recompute option
-    recomputes = [] if p.inputs.cpu_offload_layers else [
-        r for r in ("selective", "full") if r != L.recompute and not (L.recompute == "full")]
-    changes: list[tuple[str, dict]] = [(f"ZeRO-{z}" + (" / FSDP" if z == 3 else ""), {"zero": z}) for z in zeros]
-    changes += [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
-    changes += [(f"ZeRO-{z} + --recompute {r}", {"zero": z, "recompute": r}) for z in zeros for r in recomputes]
-    out: list[tuple[str, float]] = []
-    for label, change in changes:
-        if "zero" in change and "recompute" in change and any(lbl in (f"ZeRO-{change['zero']}",
-                                                                      f"ZeRO-{change['zero']} / FSDP")
-                                                               for lbl, _ in out):
-            continue  # the stage fits alone: recomputing as well only costs time
-        m2 = plan_memory(replace(p.inputs, layout=replace(L, **change)))
-        if m2.fits and not memory_fragile(m2.total_bytes, m2.capacity_bytes, MEMORY_HEADROOM,
-                                          m2.nccl_bytes[1]):  # as search ranks
-            out.append((label, m2.total_bytes))
-    return out
+def _option_label(o: MemoryOption) -> str:
+    """``ZeRO-3 / FSDP``, ``--recompute full``, ``ZeRO-2 + --recompute selective``."""
+    if o.recompute is None:
+        return f"ZeRO-{o.zero}" + (" / FSDP" if o.zero == 3 else "")
+    return f"--recompute {o.recompute}" if o.zero is None else f"ZeRO-{o.zero} + --recompute {o.recompute}"
 
 
 LOSS_LABELS = {"straggler_s": "slowest of W ranks", "contention_s": "comm beside compute",
@@ -166,8 +141,15 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
 
 
 def _bucket_advice_dict(p: Plan) -> dict | None:
-
-    return bucket_advice_to_dict(p.bucket_advice)
+    """``bucket_advice`` with ``timeline``: the data-parallel step it judged (``micro_batch_s``, ``backward_fraction``,
+    ``grad_accum``, ``bytes_per_grad``, ``gpus``), what ``budget`` and ``timeline`` take as ``--step-ms``,
+    ``--backward-fraction``, ``--grad-accum``, ``--dtype`` and ``--gpus`` to give the same advice."""
+    d = bucket_advice_to_dict(p.bucket_advice)
+    if d is not None and p.dp_timeline is not None:
+        tl = p.dp_timeline[0]
+        d["timeline"] = {"micro_batch_s": tl.step_s, "backward_fraction": tl.backward_fraction,
+                         "grad_accum": tl.grad_accum, "bytes_per_grad": tl.bytes_per_grad, "gpus": tl.gpus}
+    return d
 
 
 def render_plan_json(p: Plan, extra: dict | None = None, band: PlanBand | None = None,
@@ -318,7 +300,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
     if not p.comm:
         lines.append("  (none: one GPU)")
     if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
-        lines.append("  DP bucket advice (gradients at a uniform rate): " + render_bucket_advice(p.bucket_advice))
+        stream = "tensor by tensor" if p.bucket_advice.stream == "per-tensor" else "at a uniform rate"
+        lines.append(f"  DP bucket advice (gradients {stream}): " + render_bucket_advice(p.bucket_advice))
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",

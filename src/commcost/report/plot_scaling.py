@@ -21,7 +21,9 @@ from typing import Any, Sequence
 
 from commcost.core.optional import pyplot
 from commcost.analyses.scaling import ScalingCurve
-from commcost.report._files import save_figure_atomic
+from commcost.analyses.scaling import knee as knee_of
+from commcost.core.units import MS
+from commcost.core.files import save_figure_atomic
 
 __all__ = ["plot_scaling", "save_figure", "LINESTYLES", "MARKERS", "efficiency_ylim"]
 
@@ -74,7 +76,7 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
 
     if not curves:
         raise ValueError("plot_scaling needs at least one curve")
-    fig, (ax_x, ax_e) = plt.subplots(1, 2, figsize=(13.5, 5.4), layout="constrained")
+    fig, (ax_x, ax_e, ax_s) = plt.subplots(1, 3, figsize=(18.5, 5.4), layout="constrained")
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     models = list(dict.fromkeys(c.inputs.model for c in curves))
     fabrics = list(dict.fromkeys(c.inputs.fabric for c in curves))
@@ -108,13 +110,18 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
         ax_e.fill_between(n, [100.0 * r.efficiency_no_overlap for r in c.rows],
                           [100.0 * r.efficiency for r in c.rows],
                           color=color, alpha=0.13, lw=0, gid=f"band-efficiency|{key}")
+        # the step time itself (step_s of each point), with the same bracket and bound
+        ax_s.plot(n, [r.step_s / MS for r in c.rows], label=label, gid=f"step|{key}", **look)
+        ax_s.plot(n, [r.step_perfect_s / MS for r in c.rows], gid=f"physical-step|{key}", **bound)
+        ax_s.fill_between(n, [r.step_s / MS for r in c.rows], [r.step_no_overlap_s / MS for r in c.rows],
+                          color=color, alpha=0.13, lw=0, gid=f"band-step|{key}")
         handles.append(line)
     handles.append(Line2D([], [], color="0.3", lw=0.9, label="thin line, same colour: the physical perfect-overlap\n"
                                                          "bound (T hides behind backward only, f_b t_c)"))
     # the bracket's entry shows each model's shade (the bands are the curves' colours, see-through)
     shades = tuple(Patch(facecolor=palette[k % len(palette)], alpha=0.25, lw=0) for k in range(len(models)))
     bracket = Patch(label="overlap bracket, shaded in each model's colour:\n"
-                          "no overlap (lower edge) to the seed's overlap (the line)")
+                          "no overlap (the far edge) to communication hidden\nbehind the whole step (the line)")
     handles.append(bracket)
     handler_map = {bracket: _Shades(shades)}
 
@@ -122,23 +129,22 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
                      if c.inputs.flat_ring_max_gpus is not None
                      and any(r.beyond_flat_ring for r in c.rows)})
     for fabric, limit in limits:
-        for ax in (ax_x, ax_e):
+        for ax in (ax_x, ax_e, ax_s):
             ax.axvline(limit, color="gray", lw=0.9, ls="-.", zorder=0)
         handles.append(Line2D([], [], color="gray", lw=0.9, ls="-.",
                               label=f"{fabric} flat-ring limit: {limit} GPUs\n"
                                     f"(beyond it the flat {fabric} rows are idealized)"))
 
-    knees = sorted({next(r.gpus for r in c.rows if r.crosses_nodes) for c in curves
-                    if any(r.crosses_nodes for r in c.rows)})
+    knees = sorted({k.gpus for k in (knee_of(c) for c in curves) if k is not None})
     for knee in knees:
-        for ax in (ax_x, ax_e):
+        for ax in (ax_x, ax_e, ax_s):
             ax.axvline(knee, color="firebrick", lw=0.9, ls=":", zorder=0)
         handles.append(Line2D([], [], color="firebrick", lw=0.9, ls=":",
                               label=f"the knee: from N = {knee} the group\nspans nodes (inter-node fabric)"))
 
     xticks = FixedLocator(gpus_all)
     xfmt = FuncFormatter(lambda v, _pos: f"{v:g}")
-    for ax in (ax_x, ax_e):
+    for ax in (ax_x, ax_e, ax_s):
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_locator(xticks)
         ax.xaxis.set_major_formatter(xfmt)
@@ -159,13 +165,16 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
                                     for v in (r.efficiency, r.efficiency_no_overlap)]))
     ax_e.set_ylabel("efficiency E = X / N (%)")
     ax_e.set_title("Efficiency vs GPUs")
+    ax_s.set_ylim(bottom=0)
+    ax_s.set_ylabel("step time (ms)")
+    ax_s.set_title("Step time vs GPUs")
     ran = sorted({r.comm.algorithm.value for c in curves for r in c.rows if r.gpus > 1})
     algorithms = ran if len(ran) == 1 else sorted({c.inputs.algorithm for c in curves})
     what = ("ring all-reduce" if algorithms == ["ring"] else
             "all-reduce (" + ", ".join("auto: the fastest algorithm per N" if a == "auto" else a
                                        for a in algorithms) + ")")
     fig.suptitle(f"Data-parallel scaling: {what} of the gradients, fixed per-GPU batch\n"
-                 "line = the seed's overlap (T hides behind the whole step), shade = down to no overlap",
+                 "line = communication hidden behind the whole step, shade = to no overlap",
                  fontsize=11)
     fig.legend(handles=handles, loc="outside right center", fontsize=8.5, frameon=False, handler_map=handler_map)
     return fig

@@ -30,7 +30,7 @@ from commcost.report._plot_units import decade_ticks, linear_size_ticks, pow2_ti
 from commcost.step.sweep import BucketSweep
 from commcost.step.timeline import Timeline
 from commcost.core.optional import pyplot
-from commcost.report._files import save_figure_atomic
+from commcost.core.files import save_figure_atomic
 
 __all__ = ["plot_timeline", "timeline_figure", "bucket_sizes_text", "ZOOM_BELOW", "MAX_DRAWN_BARS", "COLORS"]
 

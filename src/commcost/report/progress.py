@@ -15,7 +15,7 @@ import time
 from commcost.report._width import terminal_width
 
 __all__ = ["fraction_done", "bar_cells", "tenths_done", "rate_per_s", "sweep_progress_text",
-           "search_progress_text", "SweepBar", "SearchBar"]
+           "search_progress_text", "log_progress_text", "SweepBar", "SearchBar"]
 
 BAR_CELLS = 30
 """Cells of a bar, each ``#`` (done) or a blank."""
@@ -61,6 +61,12 @@ def search_progress_text(done: int, total: int, elapsed_s: float, width: int | N
         return line + hint
     cells = max(10, cells - (len(line) - width))
     return f"search [{'#' * bar_cells(done, total, cells):<{cells}}] {counts}"
+
+
+def log_progress_text(name: str, read_bytes: int, total_bytes: int) -> str:
+    """``"big.txt: 40% read (40.0 of 100.0 MB)"``: how far a long log has been read (``fit --progress``)."""
+    share = read_bytes / total_bytes if total_bytes else 1.0
+    return f"{name}: {share:.0%} read ({read_bytes / 1e6:,.1f} of {total_bytes / 1e6:,.1f} MB)"
 
 
 class SweepBar:

@@ -10,9 +10,9 @@ import io
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.training_cost import training_cost
 from commcost.core.optional import pyplot
-from commcost.report._files import save_figure_atomic
-from commcost.report._files import write_atomic
-from commcost.report._json import dumps_json
+from commcost.core.files import save_figure_atomic
+from commcost.core.files import write_atomic
+from commcost.core.strict_json import dumps_json
 from commcost.report._width import terminal_width
 from commcost.report._width import wrap_command
 from commcost.report._width import wrap_lines
@@ -66,16 +66,28 @@ def plan_flags(p: Plan) -> str:
     if L.split_counts_ends:
         flags.append("--split-counts-ends")
     if inp.bucket_cap_bytes is not None:
-        flags.append(f"--bucket-mb {inp.bucket_cap_bytes / 2**20:g}")
+        flags.append(f"--bucket-mb {mib_exactly(inp.bucket_cap_bytes)}")
     if L.order != DEFAULT_ORDER:
         flags.append(f"--order {L.order}")
+    if inp.tp_comm_overlap and L.tp > 1:        # the stack's recipes run it (search_passes), or it was asked
+        flags.append("--tp-comm-overlap")
     return " ".join(flags)
+
+
+def mib_exactly(cap_bytes: int) -> str:
+    """``cap_bytes`` in MiB, short where that is exact, else to every digit: ``--bucket-mb X`` gives back
+    ``int(X * 2**20) == cap_bytes`` (DDP's own conversion)."""
+    short = f"{cap_bytes / 2**20:g}"
+    return short if int(float(short) * 2**20) == cap_bytes else repr(cap_bytes / 2**20)
 
 
 def plan_command(p: Plan, plan_prefix: tuple[str, ...] = ()) -> str:
     """The whole ``commcost plan`` command that reproduces ``p``: the search's model, sequence, batch,
     hardware and compute flags (``plan_prefix``, from the command line) and ``p``'s layout flags."""
-    return " ".join(("commcost plan", *plan_prefix, plan_flags(p)))
+    flags = plan_flags(p)
+    if "--tp-comm-overlap" in plan_prefix:            # given on the command line: said once
+        flags = flags.replace(" --tp-comm-overlap", "")
+    return " ".join(("commcost plan", *plan_prefix, flags))
 
 
 def _terms(p: Plan) -> dict[str, float]:
@@ -176,7 +188,10 @@ def published_to_dict(r: SearchResult, c: PublishedComparison, plan_prefix: tupl
             "gap": None if best is None else _gain(c.plan.step_s, best.step_s),
             "gap_upper": None if best_upper is None or c.robust_step_s is None
             else _gain(c.robust_step_s, best_upper),
-            "why": None if best is None or c.plan.step_s <= best.step_s else why_best(best, c.plan)}
+            "why": None if best is None or c.plan.step_s <= best.step_s else why_best(best, c.plan),
+            "measured_step_s": c.layout.measured_step_s,
+            "gap_measured": None if best is None or c.layout.measured_step_s is None
+            else _gain(c.layout.measured_step_s, best.step_s)}
 
 
 def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
@@ -186,9 +201,15 @@ def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
     lines = [f"published layout ({c.layout.id}, {c.layout.stack} on {c.layout.system}): {layout_words(p)}",
              f"  priced here: step {format_seconds(p.step_s)}{upper}, memory {format_bytes(p.memory.total_bytes)}"
              + (" (does not fit)" if not p.memory.fits else " (fragile)" if c.fragile else "")]
+    measured = c.layout.measured_step_s
+    if measured is not None:   # the gain a user can count on is against the run's measurement, not its prediction
+        g = _gain(measured, best.step_s)
+        lines.append(f"  measured: step {format_seconds(measured)}, "
+                     + (f"{g:.1%} longer" if g >= 0 else f"{-g:.1%} shorter")
+                     + f" than the best's predicted {format_seconds(best.step_s)}")
     gap = _gain(p.step_s, best.step_s)
     if gap > 0:
-        text = f"  its step is {gap:.1%} longer than the best's"
+        text = f"  its predicted step is {gap:.1%} longer than the best's"
         if c.robust_step_s is not None and r.robust_step_s is not None:
             text += f" ({_gain(c.robust_step_s, r.robust_step_s[0]):+.1%} at the upper edges)"
         lines.append(text + "; " + why_best(best, p).replace("the runner-up", "the published layout"))

@@ -13,6 +13,7 @@ from commcost.report._width import terminal_width, wrap
 from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
 from commcost.core.units import MS, format_bytes, format_rate, format_seconds
+from commcost.trace.fabric_share import fabric_shares
 
 __all__ = ["trace_to_dict", "render_trace_text", "STEPS_SHOWN", "terminal_width", "fit_lines", "render_trace_tail",
            "trace_extra_dict", "failed_ranks_warning"]
@@ -98,6 +99,7 @@ def trace_to_dict(s: TraceSummary, predictions: list[Prediction] | None = None, 
     if model is not None:
         out["model"] = model.to_dict()
         out["median_abs_error"] = median_abs_error(predictions or [])
+        out["fabric_share"] = fabric_shares(predictions or [])
     return out
 
 
@@ -307,6 +309,10 @@ def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width:
                    else "t")
         lines.append(f"median |error| = median over rows of |predicted - measured| / measured (measured: {against}): "
                      + (f"{100 * m:.1f}% over {priced} row(s)" if m is not None else "no row priced"))
+        for op, f in fabric_shares(preds).items():   # the error column as the speed the op got from the fabric
+            lines.append(f"{op} runs at {100 * f['share']:.0f}% of the fabric: its {f['calls']} call(s) took "
+                         f"{format_seconds(f['measured_s'])} where the model of the fabric needs "
+                         f"{format_seconds(f['fabric_s'])} (achieved bus bandwidth / the fabric's)")
     return lines
 
 

@@ -117,10 +117,20 @@ class BucketRow:
     """``(n-1) L(c) + L(r)`` (flat link: ``n 2(P-1)a``), seconds: what bucketing adds over one all-reduce."""
 
 
+MAX_BUCKETS_PRICED = 1e15
+"""Most buckets one row prices (the count multiplies one bucket's time; beyond it no gradient is real)."""
+
+
 def bucket_row(message_bytes: float, cap_bytes: float, gpus: int, comm: CommModel,
                algorithm: str = "auto") -> BucketRow:
     """The :class:`BucketRow` for gradient ``S = message_bytes`` and cap ``c``."""
     require_finite_positive("bucket cap (bytes)", cap_bytes)
+    require_finite_positive("message_bytes", message_bytes, allow_zero=True)
+    if cap_bytes < 1:
+        raise InputError(f"bucket cap must be at least 1 byte, got {cap_bytes:g}")
+    if message_bytes / cap_bytes > MAX_BUCKETS_PRICED:
+        raise InputError(f"a {message_bytes:.4g}-byte gradient in {cap_bytes:.4g}-byte buckets is "
+                         f"{message_bytes / cap_bytes:.3g} buckets; at most {MAX_BUCKETS_PRICED:.0e} are priced")
     count = max(1, math.ceil(message_bytes / cap_bytes))
     one = comm.cost("all_reduce", min(cap_bytes, message_bytes), gpus, algorithm)
     rest = comm.cost("all_reduce", message_bytes - (count - 1) * cap_bytes, gpus, algorithm) if count > 1 else one
@@ -158,6 +168,10 @@ class BucketAdvice:
 def bucket_advice(message_bytes: float, gpus: int, comm: CommModel, *, max_latency_share: float,
                   tail_budget_s: float, algorithm: str = "auto") -> BucketAdvice:
     """Smallest and largest sensible bucket caps (see the module docstring)."""
+    require_finite_positive("message_bytes", message_bytes, allow_zero=True)
+    if message_bytes > 2.0**60:
+        raise InputError(f"message_bytes must be at most 2**60, got {message_bytes:.4g}")
+    require_finite_positive("max latency share", max_latency_share)
     if not 0 < max_latency_share < 1:
         raise InputError(f"max latency share must be in (0, 1), got {max_latency_share:g}")
     require_finite_positive("tail budget (s)", tail_budget_s)

@@ -59,6 +59,8 @@ import sys
 from dataclasses import dataclass
 from collections.abc import Hashable, Sequence
 
+import math
+
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
 
@@ -109,13 +111,17 @@ def ddp_bucket_caps(bucket_cap_mb: float | None = None, *,
         cap = DEFAULT_BUCKET_CAP_MIB * int(MiB)
         first = DEFAULT_FIRST_BUCKET_BYTES
     else:
-        if isinstance(bucket_cap_mb, bool) or not bucket_cap_mb > 0:
-            raise InputError(f"bucket_cap_mb must be > 0, got {bucket_cap_mb!r}")
+        if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)):
+            raise TypeError(f"bucket_cap_mb must be a number of MiB, got {type(bucket_cap_mb).__name__}")
+        if not 0 < bucket_cap_mb <= 2.0**40:
+            raise InputError(f"bucket_cap_mb must be > 0 and at most 2**40 MiB, got {bucket_cap_mb!r}")
         cap = int(bucket_cap_mb * MiB)
         if cap < 1:
             raise InputError(f"bucket_cap_mb = {bucket_cap_mb:g} MiB is under one byte")
         first = cap
     if first_bucket_bytes is not None:
+        if isinstance(first_bucket_bytes, bool) or not isinstance(first_bucket_bytes, int):
+            raise TypeError(f"first_bucket_bytes must be an int, got {type(first_bucket_bytes).__name__}")
         first = first_bucket_bytes
     return DdpBucketCaps(bucket_cap_bytes=cap, first_bucket_cap_bytes=first)
 
@@ -141,11 +147,15 @@ def assign_buckets_by_size(
     if not limits:
         raise InputError("bucket size limits must not be empty")
     for lim in limits:
-        if lim < 1:
-            raise InputError(f"bucket size limit must be >= 1 byte, got {lim!r}")
+        if isinstance(lim, bool) or not isinstance(lim, (int, float)):
+            raise TypeError(f"bucket size limit must be a number of bytes, got {type(lim).__name__}")
+        if not 1 <= lim < math.inf:  # NaN fails too; sys.maxsize is torch's "no limit"
+            raise InputError(f"bucket size limit must be a finite number of bytes >= 1, got {lim!r}")
     for i, b in enumerate(tensor_bytes):
-        if b < 0:
-            raise InputError(f"tensor {i} has negative size {b!r} bytes")
+        if isinstance(b, bool) or not isinstance(b, (int, float)):
+            raise TypeError(f"tensor {i}'s size must be a number of bytes, got {type(b).__name__}")
+        if not 0 <= b <= 2.0**60:
+            raise InputError(f"tensor {i} has size {b!r} bytes (must be between 0 and 2**60)")
     keys = keys if keys is not None else (None,) * n
     if len(keys) != n or (sparse is not None and len(sparse) != n):
         raise InputError(f"keys/sparse must have one entry per tensor ({n})")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commcost.core.errors import InputError
+from commcost.core.limits import MAX_BUCKET_CAPS
+
 from commcost.step.bucket_advice import BucketRecommendation, advice_grid, recommendation_from_choice
 from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
 from commcost.step.timeline import AllReduceCost, GradientStream, Timeline, TimelineInputs, caps_for, \
@@ -59,6 +62,9 @@ def sweep_buckets(inp: TimelineInputs, caps_bytes: tuple[int, ...] | None = None
     says otherwise. The choice is :func:`~commcost.step.timeline.pick_best`': the largest cap whose exposed
     time is within max(5%, 50 us) of the smallest, never exposing more than PyTorch's default.
     """
+    if caps_bytes is not None and len(caps_bytes) > MAX_BUCKET_CAPS:
+        raise InputError(f"caps_bytes: at most {MAX_BUCKET_CAPS:,} caps are simulated in one sweep, got "
+                         f"{len(caps_bytes):,}")
     stream = gradient_stream(inp)
     grid = caps_bytes or advice_grid(stream.total_bytes)
     cost = allreduce_s or comm_allreduce_cost(inp)

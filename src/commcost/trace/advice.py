@@ -13,8 +13,8 @@ ProfilerSteps: then "per step" is per traced window) and ``mean_r`` the mean ove
   data: ``gain_s = mean_r M_r / n_r`` with ``M_r`` the rank's ``exposed_moving_s``
   (:mod:`commcost.trace.cross_rank`; all of its exposed communication with one rank traced). The
   collective named is the one with the largest ``mean_r |U(M_op) \\ U(K)|``; overlapping it
-  (gradient bucketing, prefetching the next all-gather) or shrinking it (fewer bytes, a faster
-  fabric) wins at most this.
+  or shrinking it, by the means that op allows (:data:`HOW_BY_OP`: bucketing for all-reduce and
+  reduce-scatter, prefetch for all-gather, dispatch overlap for all-to-all), wins at most this.
 * **stragglers** -- exposed time spent waiting for a late rank: ``gain_s = mean_r W_r / n_r`` with
   ``W_r`` the rank's ``exposed_waiting_s``; the rank named is the one that arrived last at the most
   collective instances (ties: the larger sum of those instances' skews), and the step-time spread
@@ -51,6 +51,21 @@ class Advice:
     """The time per step it could win at most (module docstring), seconds."""
     kind: str
     """``idle``, ``exposed_communication`` or ``stragglers``."""
+
+
+HOW_BY_OP = {
+    "all_reduce": "gradient buckets sized to hide behind backward, fewer bytes, a faster fabric",
+    "reduce_scatter": "gradient buckets sized to hide behind backward, fewer bytes, a faster fabric",
+    "all_gather": "prefetch the next gather during compute, fewer bytes, a faster fabric",
+    "all_to_all": "overlap the expert dispatch with compute, keep the expert group inside a node, fewer bytes "
+                  "(fp8 dispatch, a lower capacity factor)",
+    "send_recv": "an interleaved pipeline schedule that hides the stage sends, fewer bytes",
+    "broadcast": "fewer or smaller broadcasts, overlapped with compute",
+}
+"""How each op's exposed time is won back: bucketing only for the ops a DDP/FSDP bucket carries (all-reduce,
+reduce-scatter); prefetch for gathers; the dispatch overlap and placement of expert parallelism for all-to-all
+(Megatron-Core's MoE all-to-all overlap); the schedule for pipeline sends."""
+HOW_OTHER = "overlap it with compute, fewer bytes, a faster fabric"
 
 
 def _ms(t_s: float) -> str:
@@ -90,7 +105,7 @@ def trace_advice(s) -> tuple[Advice, ...]:
                 ops[op] = ops.get(op, 0.0) + t / n[d.rank] / len(s.details)
         top = max(sorted(ops), key=lambda k: ops[k]) if ops else "unknown"
         out.append(Advice(kind="exposed_communication", gain_s=moving,
-                          what=f"overlap or shrink {top} (bucketing, prefetch, fewer bytes, a faster fabric)",
+                          what=f"overlap or shrink {top} ({HOW_BY_OP.get(top, HOW_OTHER)})",
                           why=(f"{_ms(moving)} per step of communication moves data with no compute beside it; "
                                f"{top} is the most exposed collective ({_ms(ops.get(top, 0.0))} per step, "
                                "waits included)")))

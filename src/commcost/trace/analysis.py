@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from commcost.trace import classify as C
 from commcost.trace.intervals import intersect, measure, union
 from commcost.trace.load import RankTrace
+from commcost.trace.collectives import timed_calls
 
 __all__ = ["Breakdown", "StepSummary", "RankSummary", "StepSpread", "Stragglers", "breakdown", "analyze_rank",
            "stragglers", "activities", "counted_activities", "steps_in_window"]
@@ -99,14 +100,20 @@ def breakdown(acts) -> Breakdown:
                      span_s=span, idle_s=idle, other_s=max(0.0, span - t_comp - idle), events=n)
 
 
-def activities(rt: RankTrace) -> list[tuple[float, float, str, object, float | None]]:
+def activities(rt: RankTrace, kernel_ops: dict | None = None) -> list[tuple[float, float, str, object, float | None]]:
     """``(start_s, end_s, kind, op, launch_s)`` of every device event of ``rt`` (CPU-only rules
-    when it has no GPU event); ``launch_s`` None when the launch is not in the trace."""
+    when it has no GPU event); ``launch_s`` None when the launch is not in the trace. A communication kernel's
+    ``op`` is the op of the call that launched it (``kernel_ops``, :func:`commcost.trace.collectives.timed_calls`;
+    computed here when not given), else what its kernel name says: one name per collective in every section."""
     if rt.on_gpu:
+        if kernel_ops is None:
+            kernel_ops = {}
+            timed_calls(rt, kernel_ops=kernel_ops)
         out = []
         for g in rt.gpu_events:
             launch = rt.launches.get(g.correlation)
-            out.append((g.start_s, g.end_s, g.kind, g.op, launch[0] if launch is not None else None))
+            out.append((g.start_s, g.end_s, g.kind, kernel_ops.get(g.correlation, g.op),
+                        launch[0] if launch is not None else None))
         return out
     out = [(s, e, C.COMPUTE, None, s) for s, e, _ in rt.cpu_ops]
     for c in rt.comm_calls:
@@ -157,11 +164,11 @@ def _attribute(acts, steps) -> dict[int, list]:
     return per
 
 
-def counted_activities(rt: RankTrace) -> tuple[list, list, str]:
-    """``(acts, counted, window)``: every device event of ``rt`` (:func:`activities`), the ones the
-    rank's totals count by HTA's rule (module docstring, **Which events count**) as
+def counted_activities(rt: RankTrace, kernel_ops: dict | None = None) -> tuple[list, list, str]:
+    """``(acts, counted, window)``: every device event of ``rt`` (:func:`activities`, with ``kernel_ops``), the ones
+    the rank's totals count by HTA's rule (module docstring, **Which events count**) as
     ``(start_s, end_s, kind, op)``, and that rule in words."""
-    acts = activities(rt)
+    acts = activities(rt, kernel_ops)
     numbers = {s.number for s in rt.steps}
     if len(numbers) >= 2:
         last = max(s.start_s for s in rt.steps)

@@ -263,9 +263,12 @@ def _communicator(args: dict, group: int | None) -> str:
     return f"size {group}" if group is not None else "default"
 
 
-def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
+def timed_calls(rt: RankTrace, *, kernel_ops: dict | None = None) -> tuple[list[TimedCall], int]:
     """Every call of ``rt`` with a known op and a measured time, sized or not, in issue order
-    (module docstring); and how many recorded calls had no kernel (or no op) to time them by."""
+    (module docstring); and how many recorded calls had no kernel (or no op) to time them by.
+    ``kernel_ops``, when given, is filled with ``{correlation: op}`` of every kernel a call was timed by: the op the
+    program called (an all-to-all that NCCL runs as send/recv kernels is an all-to-all), which every section of the
+    report names it by (:func:`commcost.trace.analysis.activities`)."""
     out: list[TimedCall] = []
     untimed = 0
     comm = {g.correlation: g for g in rt.gpu_events if g.kind == C.COMMUNICATION and g.correlation >= 0}
@@ -278,9 +281,12 @@ def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
         v.sort()
     c10d_starts = [o[0] for o in rt.c10d_ops]
     issued = {} if rt.on_gpu else _issue_times(rt)
+    later: list = []
     for i, call in enumerate(rt.comm_calls):
         cpu = C.is_cpu_comm(call.name)
         if rt.on_gpu and cpu:
+            if kernel_ops is not None:   # a backend's own annotation (nccl:_all_gather_base): names its kernels
+                later.append(call)
             continue
         size, dtype = _size(call.args)
         if size is None and ("In msg nelems" in call.args or "Out msg nelems" in call.args):
@@ -310,6 +316,8 @@ def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
         if op is None:
             untimed += 1
             continue
+        if kernel_ops is not None and not cpu:
+            kernel_ops.update((k.correlation, op) for k in kernels)
         group = call.args.get("Group size")
         source = "Group size"
         if group is None:
@@ -320,6 +328,13 @@ def timed_calls(rt: RankTrace) -> tuple[list[TimedCall], int]:
         out.append(TimedCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype if size is not None else None,
                              group_size=group, group_size_source=source, comm=_communicator(call.args, group),
                              start_s=start, end_s=end, issue_s=issued.get(i, call.start_s)))
+    for call in later:        # kernels no record_param_comms call claimed, by the annotation they were launched in
+        op = C.collective_from_trace_name(call.name.split(":", 1)[1])
+        launches = by_tid.get(call.tid, [])
+        j = bisect.bisect_left(launches, (call.start_s, -1))
+        while op is not None and j < len(launches) and launches[j][0] <= call.end_s:
+            kernel_ops.setdefault(launches[j][1], op)
+            j += 1
     out.sort(key=lambda c: c.issue_s)
     return out, untimed
 

@@ -8,7 +8,8 @@ interval, never the events -- so a worker holds one rank's trace at a time and t
 travel back are small. :func:`run_ranks` runs the tasks
 
 * serially in this process (``workers=1``, the default);
-* on ``workers`` local processes (:class:`concurrent.futures.ProcessPoolExecutor`);
+* on ``workers`` local processes (:mod:`commcost.trace.pool`: they die with this process, however it
+  dies; at most one per CPU and per file, :func:`commcost.trace.pool.worker_count`);
 * on a Dask distributed cluster (``scheduler="tcp://host:8786"``; ``dask[distributed]`` is an
   optional extra, imported here only): the same task function runs on a laptop's ``LocalCluster``
   and on a cluster's scheduler. Its workers must see the trace files at the same paths (a shared
@@ -23,6 +24,7 @@ shut down (pending tasks cancelled) on every way out, Ctrl-C included.
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import sys
@@ -35,9 +37,8 @@ from commcost.trace.analysis import RankSummary, analyze_rank, counted_activitie
 from commcost.trace.collectives import TimedCall, timed_calls
 from commcost.trace.intervals import measure, subtract, union
 from commcost.trace.load import load_rank
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import as_completed
-import multiprocessing
+from commcost.trace.pool import run_on_processes, worker_count
+from commcost.trace.scheduler import HANDSHAKE_TIMEOUT_S, check_scheduler
 
 __all__ = ["RankResult", "RankFailure", "analyze_file", "run_ranks", "DASK_HINT", "SHORT_GAP_S"]
 
@@ -118,9 +119,10 @@ def analyze_file(path: str, index: int, round_us: bool = False) -> RankResult | 
     """The task: read and measure one rank's file; a failure comes back as a :class:`RankFailure`."""
     try:
         rt = load_rank(path, default_rank=index, round_us=round_us)
-        counted = counted_activities(rt)
+        kernel_ops: dict = {}
+        timed, untimed = timed_calls(rt, kernel_ops=kernel_ops)
+        counted = counted_activities(rt, kernel_ops)
         summary = analyze_rank(rt, counted=counted)
-        timed, untimed = timed_calls(rt)
         exposed, by_op_s, short, long = _extras(counted[1])
         use = resource.getrusage(resource.RUSAGE_SELF)
         rss = use.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
@@ -145,46 +147,40 @@ Progress = Callable[[int, int, str], None]
 def run_ranks(files: list[str], *, round_us: bool = False, workers: int = 1, scheduler: str | None = None,
               progress: Progress | None = None) -> list[RankResult | RankFailure]:
     """Run :func:`analyze_file` on every file; the results in file order (module docstring)."""
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
     if workers < 1:
         raise InputError(f"--workers {workers}: need at least 1")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address string, got {type(scheduler).__name__}")
+    workers = worker_count(workers, len(files))[0]
     if scheduler is not None:
         out = _on_dask(files, round_us, scheduler, progress)
-    elif workers == 1 or len(files) == 1:
+    elif workers == 1:
         out = []
         for i, f in enumerate(files):
             out.append(analyze_file(f, i, round_us))
             if progress:
                 progress(i + 1, len(files), f)
     else:
-        out = _on_processes(files, round_us, min(workers, len(files)), progress)
+        out = _on_processes(files, round_us, workers, progress)
     return sorted(out, key=lambda r: r.index)
 
 
 def _on_processes(files, round_us, workers, progress) -> list:
+    """The tasks on local worker processes that die with this one (:mod:`commcost.trace.pool`)."""
+    out: list = []
 
-    # forkserver (spawn where it is missing): no child inherits this process's threads or memory,
-    # so each worker's peak is its own rank's trace
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload([__name__])  # imported once in the server, not once per worker
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    out = []
-    try:
-        futures = {pool.submit(analyze_file, f, i, round_us): f for i, f in enumerate(files)}
-        for done, fut in enumerate(as_completed(futures), 1):
-            out.append(fut.result())
-            if progress:
-                progress(done, len(files), futures[fut])
-    except BaseException:
-        # Ctrl-C or an error here: stop the workers now rather than let them finish their ranks
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            p.terminate()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    def done(result, task) -> None:
+        out.append(result)
+        if progress:
+            progress(len(out), len(files), task[0])
+
+    def lost(task, why) -> None:
+        done(RankFailure(index=task[1], path=task[0], bad_input=False, message=f"{task[0]}: {why}"), task)
+
+    run_on_processes(analyze_file, [(f, i, round_us) for i, f in enumerate(files)], workers,
+                     on_result=done, on_lost=lost)
     return out
 
 
@@ -193,9 +189,30 @@ def _on_dask(files, round_us, scheduler, progress) -> list:
         from distributed import Client, as_completed
     except ImportError:
         raise InputError(DASK_HINT) from None
+    address = check_scheduler(scheduler)
+    quiet = _quiet_dask_logs()
     try:
-        client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError, ValueError) as exc:
+        return _run_on_client(Client, as_completed, files, round_us, address, scheduler, progress)
+    finally:
+        for logger, level in quiet:
+            logger.setLevel(level)
+
+
+def _quiet_dask_logs() -> list:
+    """Dask's own loggers silenced (a lost scheduler logs tracebacks on stderr); their levels, to restore."""
+    names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    out = []
+    for name in names:
+        logger = logging.getLogger(name)
+        out.append((logger, logger.level))
+        logger.setLevel(logging.CRITICAL + 1)
+    return out
+
+
+def _run_on_client(Client, as_completed, files, round_us, address, scheduler, progress) -> list:
+    try:
+        client = Client(address, timeout=f"{HANDSHAKE_TIMEOUT_S:g}s")
+    except Exception as exc:  # noqa: BLE001 - whatever the address did, it is the address's fault: one line
         raise InputError(f"--scheduler {scheduler}: cannot connect ({type(exc).__name__}: "
                          f"{' '.join(str(exc).split())[:200]})") from None
     out = []

@@ -142,16 +142,22 @@ def _unsized_rows(results) -> list[UnsizedRow]:
 
 
 def analyze_trace(path, *, round_us: bool = False, workers: int = 1, scheduler: str | None = None,
-                  progress=None) -> TraceSummary:
+                  progress=None, allow_partial: bool = False) -> TraceSummary:
     """Read and measure the trace(s) at ``path`` (streamed; see :mod:`commcost.trace.reader`), one
     task per rank file (:func:`commcost.trace.parallel.run_ranks`: ``workers`` local processes, or
     the Dask ``scheduler`` at that address). Ranks that fail are in ``failed``; when every rank
-    fails, the first one's reason is raised (:class:`InputError` for a bad file, else OSError)."""
+    fails, the first one's reason is raised (:class:`InputError` for a bad file, else OSError). A rank
+    lost while running (its worker or the cluster died: not the file's fault) fails the whole run with
+    OSError unless ``allow_partial``: a report of part of a job only when asked for."""
 
     files = trace_files(path)
     out = run_ranks(files, round_us=round_us, workers=workers, scheduler=scheduler, progress=progress)
     failed = tuple(r for r in out if isinstance(r, RankFailure))
     results = [r for r in out if not isinstance(r, RankFailure)]
+    lost = [r for r in failed if not r.bad_input]
+    if lost and results and not allow_partial:
+        raise OSError(f"{len(lost)} of {len(out)} ranks lost while running ({lost[0].message}); "
+                      "--allow-partial reports the others")
     if not results:
         if failed[0].bad_input:
             raise InputError(failed[0].message)

@@ -45,7 +45,7 @@ def precision_class(precision: str) -> str:
 
 def peak_flops_per_s(gpu: str, precision: str) -> float:
     """Dense tensor-core peak of GPU preset ``gpu`` at ``precision``, FLOP/s."""
-    row = lookup(_table()["peak_flops"], gpu, "GPU (compute.json)")
+    row = lookup(_table()["peak_flops_per_s"], gpu, "GPU (compute.json)")
     cls = precision_class(precision)
     if cls not in row:
         have = ", ".join(k for k in row if k != "source")

@@ -169,6 +169,10 @@ def model_params(m: TransformerSpec) -> int:
     the sum over :func:`transformer_gradient_layers`, in closed form (the L layers are alike), so O(1) in L:
     ``N = V h [+ s_max h] + L * sum(layer tensors) + final norm + [V h]``. Equal to ``m.params`` for every
     registry model the timeline takes (tests/workload/test_shape_spec.py)."""
+    from commcost.workload.transformer import TransformerSpec
+
+    if not isinstance(m, TransformerSpec):
+        raise TypeError(f"m must be a TransformerSpec, got {type(m).__name__}")
     h, V = m.hidden, m.vocab
     embedding = V * h + m.max_positions * h
     final_norm = 2 * h if m.biases else h

@@ -13,11 +13,15 @@ Each stack's ``layouts`` entry says which parallel layouts it runs at all (:clas
 stages, with and without a pipeline or model parallelism, and whether it runs TP, PP, interleaving, CP,
 EP and sequence parallelism), each with its source; ``commcost search --stack NAME`` enumerates only
 those (:func:`layout_runs`, applied to whole columns), ``auto`` every layout.
+
+Stored as differences (``stacks.json`` ``_stacks``): today's releases state every key of :class:`Stack`; a past release
+names its ``base`` and only the keys that differ, each with its own source; :func:`stack_row` resolves it. Every stack
+name comes from the file (:data:`STACKS`, :data:`PAST_RELEASES`); none is written in code.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 from commcost.core.errors import InputError
@@ -29,26 +33,71 @@ if TYPE_CHECKING:
 
 __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
-           "stacks_running"]
+           "stacks_running", "AUTO_STACKS", "stack_family", "stack_row", "STACK_KEYS", "auto_masks", "auto_runs_implied",
+           "recipe_tp_comm_overlap"]
 
-STACKS = ("auto", "megatron", "nemo", "deepspeed", "torchtitan", "fsdp")
-"""``--stack`` values: the stacks as they are released today."""
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    return load_preset_file("stacks.json")
 
-PAST_RELEASES = ("torchtitan-0.0", "megatron-2021", "megatron-2022", "megatron-2023", "megatron-2024", "nemo-2024", "nemo-2024h1",
-                 "deepspeed-2022", "llm-foundry-2023", "amd-fsdp-te-2025")
-"""Earlier releases that published runs used (``stacks.json`` says how they differ; ``amd-fsdp-te-2025`` is AMD's
-FSDP benchmark script over Transformer Engine layers, fsdp with what TE's layers keep for backward). The library, the
-accuracy benchmarks and ``--stack`` accept them so that old runs are priced and searched as they ran (a user
-on that release can paste the advice); the sensitivity table offers only :data:`STACKS`, the stacks a search
-names (:func:`stacks_running`) list them after today's."""
+
+def _rows() -> dict:
+    return _table()["stacks"]
+
+
+STACKS = ("auto", *(name for name, row in _rows().items() if "base" not in row))
+"""``--stack`` values: ``auto`` and the stacks as they are released today (the rows of ``stacks.json`` with no
+``base``, in the file's order)."""
+
+PAST_RELEASES = tuple(name for name, row in _rows().items() if "base" in row)
+"""Earlier releases that published runs used (the rows of ``stacks.json`` that name a ``base``: each says only how
+it differs from it). The library, the accuracy benchmarks and ``--stack`` accept them so that old runs are priced
+and searched as they ran (a user on that release can paste the advice); the sensitivity table offers only
+:data:`STACKS`, the stacks a search names (:func:`stacks_running`) list them after today's."""
 
 KNOWN_STACKS = STACKS + PAST_RELEASES
 """Every stack ``stacks.json`` describes."""
 
 
+def _unknown(name: str) -> InputError:
+    return InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
+
+
+def stack_family(name: str) -> str:
+    """The release of today that ``name`` descends from (its ``base``, followed to a row without one): the stacks
+    that share one training loop, and so one fitted ``u_stack``."""
+    rows = _rows()
+    if name not in rows:
+        raise _unknown(name)
+    while "base" in rows[name]:
+        name = rows[name]["base"]
+    return name
+
+
+def stack_row(name: str) -> dict:
+    """Stack ``name``'s row with its ``base`` resolved: the base's keys, then the release's own over them; its
+    ``layouts`` likewise key by key (``stacks.json`` ``_stacks``). ``source`` is the release's own; ``base`` and
+    ``sources`` (the per-key sources) are dropped."""
+    rows = _rows()
+    if name not in rows:
+        raise _unknown(name)
+    own = rows[name]
+    if "base" not in own:
+        return dict(own)
+    base = stack_row(own["base"])
+    out = {**base, **{k: v for k, v in own.items() if k not in ("base", "sources", "layouts")}}
+    out["layouts"] = {**base["layouts"], **own.get("layouts", {})}
+    return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Stack:
-    """One stack's behaviour (``hardware/stacks.json``)."""
+    """One stack's behaviour (``hardware/stacks.json``).
+
+    Every field is required, and this is the one place that lists them (:data:`STACK_KEYS`): today's releases
+    state every key in ``stacks.json``, a past release takes its ``base``'s for the keys it does not give
+    (:func:`stack_row`), and :func:`stack` refuses a row that lacks one, so no key is ever silently defaulted.
+    ``name`` and ``compiled`` come from the call, not the file."""
 
     name: str
     """Registry key."""
@@ -77,62 +126,62 @@ class Stack:
     """Bytes per token and vocabulary entry the loss holds at its peak (logits and the cross-entropy's buffers)."""
     fp8_weight_cast_per_micro_batch: bool
     """fp8 recipes cast the weights every micro-batch (torchao) rather than once a step (Transformer Engine)."""
-    zero2_scatter_per_micro_batch: bool = False
+    zero2_scatter_per_micro_batch: bool
     """ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (DeepSpeed stage 2, FSDP
     ``SHARD_GRAD_OP``), where Megatron's distributed optimizer keeps full gradients until the last."""
-    zero3_unshard_under_pp: bool = False
+    zero3_unshard_under_pp: bool
     """Under pipeline parallelism ZeRO-3 keeps each stage's parameters gathered for the step and reduces
     gradients once, on the last backward (torchtitan's FSDP2 with PP): one gather and one scatter per
     layer and step, the stage's weights and gradients held unsharded."""
-    fp8_saves_inputs: bool = False
+    fp8_saves_inputs: bool
     """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
-    sustained: float = 1.0
+    sustained: float
     """``u_stack``: the share of the kernels' benchmark rates this stack's training loop sustains
     (fitted: :mod:`commcost.workload.operators`)."""
-    compiled: bool = False
+    compiled: bool
     """torch.compile fuses the element-wise chains (accesses as fused kernels)."""
-    main_grad_bytes: float = 2.0
+    main_grad_bytes: float
     """``q_g`` of the memory model: bytes per parameter of the gradients the stack holds for the optimizer
     (Megatron-Core's fp32 ``main_grad`` buffer: 4; FSDP stacks' fp32 sharded gradients come with fp32 sharded
     parameters in place of the master copy, which totals as 2 + 2 + 12: 2)."""
-    gated_mlp_saved_bytes: float = 6.0
+    gated_mlp_saved_bytes: float
     """Bytes a gated MLP keeps per element of its width besides the down projection's input: 6 eager
     (gate and up outputs, SiLU's output), 4 with a fused SwiGLU that saves only its input (Megatron-Core)."""
-    norm_saved_bytes: float = 2.0
+    norm_saved_bytes: float
     """Bytes each norm keeps per element of h besides its output: 2 (the bf16 input; fused norms), 6 where an eager
     RMSNorm upcasts (HF transformers' ``LlamaRMSNorm``: the fp32 copy of its input, 4, and the bf16 normalized tensor
     the weight multiplies, 2)."""
-    rotary_saved_copies: float = 0.0
+    rotary_saved_copies: float
     """Extra copies of Q and K an unfused rotary embedding keeps: 2 for ``q * cos + rotate_half(q) * sin`` (the
     pre-rotary tensor and its ``rotate_half``), 0 with a fused rotary kernel."""
-    zero3_live_params: float | None = None
+    zero3_live_params: float | None
     """ZeRO-3's bound on the gathered parameters resident at once (DeepSpeed's ``stage3_max_live_parameters``);
     None: the two-layer prefetch window (FSDP's, Megatron-FSDP's) alone (:func:`commcost.workload.memory.buffer_bytes`)."""
-    zero3_reduce_bucket_params: float | None = None
+    zero3_reduce_bucket_params: float | None
     """ZeRO-3's gradient bucket, parameters (DeepSpeed's ``reduce_bucket_size``); None: one layer's gradients."""
-    compile_covers_loss: bool = True
+    compile_covers_loss: bool
     """torch.compile also compiles the loss (its accesses and bytes as a fused kernel's); False where the stack
     compiles the model's blocks only and the cross-entropy runs eager (torchtitan before 0.1)."""
-    tp_overlap_per_gemm: bool = False
+    tp_overlap_per_gemm: bool
     """With TP communication overlap, each collective runs beside the one GEMM it is fused with, micro-pipelined
     (PyTorch's async TP: :func:`commcost.workload.operators.tp_partner_gemms_s`); False: beside a quarter of the
     layer's pass (:data:`commcost.analyses.plan.compose.TP_OVERLAP_SHARE`), Transformer Engine's userbuffers,
     which also overlap the backward's collectives in bulk with the other gradient GEMM."""
-    fp8_weight_cache_bytes: float = 0.0
+    fp8_weight_cache_bytes: float
     """``q_8``: bytes per layer parameter an fp8 recipe keeps cast across the micro-batches of a step (Transformer
     Engine's fp8 weight and its transpose, 1 + 1, cached on the first micro-batch: 2); 0 where the weights are cast
     anew in every forward (torchao)."""
-    nccl_extra_groups: tuple[str, ...] = ()
+    nccl_extra_groups: tuple[str, ...]
     """Process groups beyond one per parallel dimension that the stack runs collectives on, each an NCCL
     communicator (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`): Megatron-Core's second data-parallel
     group, its model-parallel group and the default group (``dp``, ``mp``, ``world``)."""
-    source: str = ""
+    source: str
     """Where the numbers come from."""
 
 
-@lru_cache(maxsize=1)
-def _table() -> dict:
-    return load_preset_file("stacks.json")
+STACK_KEYS = tuple(f.name for f in fields(Stack) if f.name not in ("name", "compiled"))
+"""The keys a stack's resolved row in ``stacks.json`` gives: every field of :class:`Stack` but ``name`` and
+``compiled``."""
 
 
 @lru_cache(maxsize=32)
@@ -141,17 +190,27 @@ def stack(name: str, *, compiled: bool = False, auto_kind: str | None = None) ->
     ``auto_kind`` (:func:`auto_kind`): ``name`` is what ``--stack auto`` resolved to, and its ``sustained`` is
     ``stacks.json`` ``auto_sustained[auto_kind]``, the median over every published run of that kind of layout
     (module docstring)."""
-    rows = _table()["stacks"]
-    if name not in rows:
-        raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
-    row = {k: v for k, v in rows[name].items() if k != "layouts"}
-    row["nccl_extra_groups"] = tuple(row.get("nccl_extra_groups", ()))
+    row = {k: v for k, v in stack_row(name).items() if k != "layouts"}
+    missing = sorted(set(STACK_KEYS) - set(row))
+    extra = sorted(set(row) - set(STACK_KEYS))
+    if missing or extra:
+        raise InputError(f"stacks.json {name}: " + "; ".join(
+            ([f"missing {', '.join(missing)} (today's releases state every key)"] if missing else [])
+            + ([f"unknown {', '.join(extra)}"] if extra else [])))
+    row["nccl_extra_groups"] = tuple(row["nccl_extra_groups"])
     if compiled:
-        loss_keys = () if row.get("compile_covers_loss", True) else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
+        loss_keys = () if row["compile_covers_loss"] else ("loss_accesses_per_vocab", "loss_bytes_per_vocab")
         row.update({k: v for k, v in _table()["compiled"].items() if k != "source" and k not in loss_keys})
     if auto_kind is not None:
         row["sustained"] = float(lookup(_table()["auto_sustained"], auto_kind, "auto kind (stacks.json auto_sustained)"))
     return Stack(name=name, compiled=compiled, **row)
+
+
+def recipe_tp_comm_overlap(name: str) -> bool:
+    """Whether stack ``name``'s published recipes run TP communication overlap (``PlanInputs.tp_comm_overlap``;
+    ``stacks.json`` ``recipe_tp_comm_overlap``, with its source): ``commcost search`` prices its layouts with it on,
+    as a user of those recipes runs them."""
+    return bool(_table().get("recipe_tp_comm_overlap", {}).get(name, False))
 
 
 def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
@@ -160,9 +219,49 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
-    kind = ("fsdp", "auto: ZeRO-3 without TP or PP is how FSDP stacks run") if auto_is_fsdp(
-        layout.zero, layout.tp, layout.pp) else ("megatron", "auto: a Megatron-Core layout")
-    return kind[0], f"{kind[1]}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
+    implied = _table()["auto_stacks"][auto_kind(layout.zero, layout.tp, layout.pp)]
+    why = ("auto: ZeRO-3 without TP or PP is how FSDP stacks run" if auto_is_fsdp(layout.zero, layout.tp, layout.pp)
+           else "auto: a Megatron-Core layout")
+    masks = auto_masks(**_layout_columns(layout))
+    if not masks["auto"]:
+        other = next((s for s in STACKS[1:] if masks[s]), None)
+        refusal = (layout_refusal(implied, layout) or "").replace(f"--stack {implied} does not", "does not")
+        refusal = refusal.replace(" (hardware/stacks.json)", "")
+        if other is not None:
+            return other, (f"auto: {implied} {refusal}; {other} runs it, priced as {other} runs it, at its own "
+                           "sustained fraction (--stack to pin another)")
+        return implied, f"auto: {implied} {refusal}, and no stack runs this layout: priced as {implied} (a what-if)"
+    return implied, f"{why}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
+
+
+def _layout_columns(layout: Layout) -> dict:
+    return dict(tp=layout.tp, pp=layout.pp, vp=layout.vp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
+                sp=int(layout.sequence_parallel), recompute=layout.recompute, micro_batches=layout.micro_batches)
+
+
+def auto_masks(*, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None, micro_batches=None) -> dict:
+    """Where ``--stack auto`` resolves a layout, array-safe: ``auto`` the layouts the stack auto's rule implies
+    (``stacks.json`` ``auto_stacks`` per :func:`auto_kind`) runs (:func:`layout_runs`), priced as today at ``auto_sustained``;
+    then, for each other of :data:`STACKS` in order, the layouts that stack is the first to run where the implied one
+    does not (priced as that stack runs them, at its own sustained fraction: a layout is priced only by a stack that
+    runs it); ``none`` the layouts no stack runs."""
+    kw = dict(tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, zero=zero, sp=sp, recompute=recompute, micro_batches=micro_batches)
+    implied = _table()["auto_stacks"]
+    base = False
+    for kind, on in auto_kinds(zero, tp, pp).items():
+        base = base | (on & layout_runs(stack_layouts(implied[kind]), **kw))
+    out = {"auto": base}
+    left = base ^ True
+    for name in STACKS[1:]:
+        out[name] = left & layout_runs(stack_layouts(name), **kw)
+        left = left & (out[name] ^ True)
+    out["none"] = left
+    return out
+
+
+def auto_runs_implied(layout: Layout) -> bool:
+    """``--stack auto`` prices ``layout`` as the stack its rule implies, at ``auto_sustained`` (:func:`auto_masks`)."""
+    return bool(auto_masks(**_layout_columns(layout))["auto"])
 
 
 def auto_is_fsdp(zero, tp, pp):
@@ -171,8 +270,11 @@ def auto_is_fsdp(zero, tp, pp):
     return (zero == 3) & (tp == 1) & (pp == 1)
 
 
-AUTO_KINDS = ("megatron", "megatron-zero3", "fsdp")
+AUTO_KINDS = tuple(_table()["auto_sustained"])
 """The kinds of layout ``--stack auto`` prices at a sustained fraction of their own (:func:`auto_kind`)."""
+
+AUTO_STACKS = tuple(sorted(set(_table()["auto_stacks"].values())))
+"""The stacks ``--stack auto`` resolves to (``stacks.json`` ``auto_stacks``: one per kind of layout)."""
 
 
 def auto_kinds(zero, tp, pp) -> dict:
@@ -250,11 +352,11 @@ class StackLayouts:
 @lru_cache(maxsize=16)
 def stack_layouts(name: str) -> StackLayouts | None:
     """The layouts stack ``name`` runs; None for ``auto`` (every layout)."""
-    if name not in KNOWN_STACKS:
-        raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name == "auto":
         return None
-    row = dict(_table()["stacks"][name]["layouts"])
+    if name not in KNOWN_STACKS:
+        raise _unknown(name)
+    row = {k: v for k, v in stack_row(name)["layouts"].items()}
     row.setdefault("zero_without_pp", row["zero"])
     for key in ("zero", "zero_with_pp", "zero_with_model_parallel", "zero_without_pp"):
         row[key] = tuple(int(z) for z in row[key])
@@ -402,6 +504,10 @@ class PublishedLayout:
     """Sequences per micro-batch."""
     source: str
     """Where the run is published."""
+    measured_step_s: float | None = None
+    """The step the run measured, seconds: its published metric (step time, tokens/s/GPU, TFLOP/s or MFU)
+    turned into seconds per step as tests/data/SOURCES.md defines each (benchmarks/plan_accuracy.py
+    ``published_step_s``)."""
 
 
 @lru_cache(maxsize=1)

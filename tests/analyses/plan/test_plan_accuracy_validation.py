@@ -94,12 +94,13 @@ def scored():
 
 
 HEADLINE = {
-    # measured with the losses that grow with the job in the step (commcost.step.losses) and the fractions refitted
-    # on it (issue 31; before them: 0.099/0.260, 0.093/0.260, 0.105/0.313): figure -> (median |err|, p90, median
+    # measured with the losses that grow with the job in the step (commcost.step.losses) and with --stack auto
+    # pricing a layout only by a stack that runs it (Meta's 405B runs as torchtitan), the fractions refitted on
+    # both (issue 31; before either: 0.099/0.260, 0.093/0.260, 0.105/0.313): figure -> (median |err|, p90, median
     # signed, too fast)
-    "lopo": (0.093, 0.249, -0.031, 0.58),
-    "time_split": (0.092, 0.253, -0.085, 0.79),
-    "no_stack": (0.102, 0.295, 0.009, 0.46),
+    "lopo": (0.094, 0.249, -0.032, 0.58),
+    "time_split": (0.129, 0.277, -0.129, 0.94),
+    "no_stack": (0.105, 0.291, 0.018, 0.46),
 }
 TOL = {"median": 0.005, "p90": 0.015, "signed": 0.01, "too_fast": 0.04}
 
@@ -123,10 +124,10 @@ def test_shipped_sustained_fractions_equal_a_fresh_fit(scored):
     for gpu, row in kernels()["gpus"].items():
         assert row["sustained"] == round(u_gpu.get(gpu, fallback), 3), gpu
     table = stacks._table()
-    for name, row in table["stacks"].items():
+    for name in table["stacks"]:   # a past release takes its base's fraction (stacks.json stores differences)
         fam = S.family(name)
         want = 1.0 if fam in S.MEGATRON_CORE else u_stack.get(fam, u_stack[None])
-        assert row["sustained"] == round(want, 3), name
+        assert stacks.stack_row(name)["sustained"] == round(want, 3), name
     for kind, u in table["auto_sustained"].items():
         assert u == round(u_stack["auto", kind], 3), kind
 

@@ -1,4 +1,5 @@
-"""plan's advice lists every ZeRO stage and recomputation that fits before it suggests tp/pp."""
+"""plan's advice (``analyses/plan/advice.py``, worded by ``report/plan.py``) lists every ZeRO stage and
+recomputation that fits before it suggests tp/pp, and names the largest term of the step."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from commcost.comm.link import Link
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, plan, plan_memory
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM, memory_high_bytes
-from commcost.report.plan import _memory_options, advice
+from commcost.analyses.plan.advice import HINT_SHARE, memory_options, step_hint
+from commcost.report.plan import _option_label, advice
 from commcost.workload.transformer import model_spec
 
 COMM = FlatLinkModel(link=Link(bandwidth_bytes_per_s=50e9, latency_s=10e-6))
@@ -23,7 +25,7 @@ def _plan(**layout):
 def test_every_fitting_zero_stage_and_recomputation_is_listed_and_no_other():
     p = _plan()
     assert not p.memory.fits
-    options = dict(_memory_options(p))
+    options = {_option_label(o): o.total_bytes for o in memory_options(p)}
     L = p.inputs.layout
     for z in (0, 1, 2, 3):
         for r in ("none", "selective", "full"):
@@ -50,5 +52,19 @@ def test_tp_pp_only_when_nothing_else_fits():
     # one data-parallel rank: no ZeRO stage shards anything; 16 B per parameter of 70.6B / 8 = 141 GB of model
     # states per GPU alone exceed 80 GB, whatever is recomputed
     p = _plan(dp=1, tp=8, global_batch=256)
-    assert not p.memory.fits and _memory_options(p) == []
+    assert not p.memory.fits and memory_options(p) == ()
     assert "raise tp or pp" in advice(p)[0]
+
+
+def test_the_hint_is_the_largest_term_over_five_percent_of_the_step():
+    # tp 8 across 8-GPU nodes on a 50 GB/s link: the largest of the bubble (none: pp 1) and each dimension's
+    # exposed communication, as its share of the step
+    p = _plan(zero=1, recompute="full")
+    terms = {"bubble": p.pipeline_bubble_s, **p.exposed_by_dimension()}
+    term, worst = max(terms.items(), key=lambda kv: kv[1])
+    h = step_hint(p)
+    if worst > HINT_SHARE * p.step_s:
+        assert h is not None and h.term == term and h.share == worst / p.step_s
+        assert advice(p)[-1].startswith(("pipeline bubble" if term == "bubble" else f"exposed {term.upper()}"))
+    else:
+        assert h is None

@@ -22,7 +22,8 @@ from commcost.comm.fabric_model import FabricModel
 from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Topology
-from commcost.hardware.registry import system_group, systems
+from commcost.hardware.registry import systems
+from commcost.comm.systems import system_group
 from commcost.parallel.layout import DEFAULT_ORDER, DIMENSIONS
 from commcost.workload.stacks import KNOWN_STACKS, stack_layouts, stack_refuses
 from commcost.workload.transformer import model_spec, model_spec_names

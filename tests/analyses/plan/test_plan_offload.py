@@ -11,7 +11,7 @@ from commcost.analyses.plan.plan import PlanInputs, plan
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
 from commcost.comm.model import FabricModel
 from commcost.core.errors import InputError
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.parallel.layout import Layout
 from commcost.workload.transformer import TransformerSpec
 

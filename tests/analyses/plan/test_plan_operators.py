@@ -11,7 +11,7 @@ import pytest
 from commcost.comm.model import FabricModel
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, operator_times, plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.analyses.plan.sensitivity import SensitivityRow, sensitivity
 from commcost.workload.stacks import resolve_stack
 from commcost.workload.transformer import model_spec

@@ -10,7 +10,7 @@ from commcost.comm.model import FabricModel
 from commcost.workload.memory import memory_per_gpu
 from commcost.parallel.layout import Layout
 from commcost.analyses.plan.plan import PlanInputs, operator_times, plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs, exposed_at, simulate_timeline
 from commcost.workload.transformer import TransformerSpec

@@ -13,7 +13,7 @@ from commcost.core.errors import InputError
 from commcost.parallel.layout import Layout
 from commcost.parallel.zero import zero_ops
 from commcost.analyses.plan.plan import PlanInputs, plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.workload.transformer import TransformerSpec
 
 

@@ -14,7 +14,8 @@ from commcost.comm.model import FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import plan
-from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of, search
+from commcost.analyses.plan.search import (SearchInputs, SearchSpace, evaluate_all, parse_fix, plan_inputs_of,
+                                           search, search_passes)
 from commcost.analyses.plan.space import enumerate_space
 from commcost.workload.transformer import TransformerSpec
 
@@ -23,11 +24,17 @@ TINY = TransformerSpec(name="tiny", layers=2, hidden=64, heads=2, vocab=128)
 
 
 def _layouts(space: SearchSpace, world: int) -> set[tuple]:
-    base, cols = enumerate_space(space, world)
-    bi = cols.bi
-    return {(int(base["t"][j]), int(base["p"][j]), int(base["v"][j]), int(base["c"][j]), int(base["d"][j]),
-             int(base["b"][j]), int(sp), int(rc), int(z), int(cap))
-            for j, sp, rc, z, cap in zip(bi, cols.sp, cols.rc, cols.zero, cols.cap)}
+    """Every layout search prices: under ``--stack auto`` the parts of the space each stack that runs them prices
+    (:func:`commcost.analyses.plan.search.search_passes`), disjoint, together the layouts some stack runs."""
+    out: set[tuple] = set()
+    for pinp, part in search_passes(SearchInputs(space=space, gpu="h100-sxm")):
+        base, cols = enumerate_space(space, world, "none", pinp.stack, part)
+        got = {(int(base["t"][j]), int(base["p"][j]), int(base["v"][j]), int(base["c"][j]), int(base["d"][j]),
+                int(base["b"][j]), int(sp), int(rc), int(z), int(cap))
+               for j, sp, rc, z, cap in zip(cols.bi, cols.sp, cols.rc, cols.zero, cols.cap)}
+        assert not got & out           # each layout is priced once, by one stack
+        out |= got
+    return out
 
 
 def test_tiny_space_enumerated_by_hand():
@@ -107,7 +114,20 @@ def test_memory_filter_counts_and_reasons():
     safe = fits & ~memory_fragile(values["memory_bytes"], values["capacity_bytes"], inp8.headroom,
                                   values["nccl_high_bytes"])
     assert safe.any()
-    assert r8.plans[0].step_s == pytest.approx(float(values["step_s"][safe].min()), rel=1e-12)
+    assert r8.grid_step_s[0] == pytest.approx(float(values["step_s"][safe].min()), rel=1e-12)
+    _at_advised_caps(r8)
+
+
+def _at_advised_caps(r) -> None:
+    """Each result is the grid's row priced at its own bucket advice's cap (search.advised): at the cap it was
+    ranked at, plan gives the grid's step; the cap printed is the advice's."""
+    from dataclasses import replace
+
+    for p, g, cap in zip(r.plans, r.grid_step_s, r.grid_cap_bytes):
+        at_grid = plan(replace(p.inputs, bucket_cap_bytes=cap), FLAT) if cap != p.inputs.bucket_cap_bytes else p
+        assert at_grid.step_s == pytest.approx(g, rel=1e-9)
+        if p.bucket_advice is not None:
+            assert p.inputs.bucket_cap_bytes == p.bucket_advice.recommended_bytes
 
 
 def test_objective_ordering_over_a_gpu_range():
@@ -145,12 +165,11 @@ def test_properties_best_is_the_minimum_and_counts_add_up(layers, heads, batch, 
     assert len(rows["t"]) == r.evaluated
     fits = values["memory_bytes"] <= values["capacity_bytes"]
     if fits.any():
-        assert r.plans[0].step_s == pytest.approx(float(values["step_s"][fits].min()), rel=1e-9)
+        assert min(r.grid_step_s) == pytest.approx(float(values["step_s"][fits].min()), rel=1e-9)
         assert all(math.isfinite(p.step_s) and p.step_s > 0 for p in r.plans)
         assert [p.step_s for p in r.plans] == sorted(p.step_s for p in r.plans)
-    # the grid step of each result is the plan's
-    for p, g in zip(r.plans, r.grid_step_s):
-        assert p.step_s == pytest.approx(g, rel=1e-9)
+    # the grid step of each result is the plan's at the cap it was ranked at; printed at its advice's cap
+    _at_advised_caps(r)
 
 
 CLI = ["search", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "16", "--global-batch", "64", "--seq", "8192"]

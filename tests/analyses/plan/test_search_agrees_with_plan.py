@@ -20,7 +20,7 @@ def _json(argv, capsys) -> dict:
 
 
 def _label(layout: dict) -> str:
-    """plan's advice label of a ZeRO stage and recomputation (report.plan._memory_options)."""
+    """plan's advice label of a ZeRO stage and recomputation (report.plan._option_label)."""
     z, r = layout["zero"], layout["recompute"]
     zero = f"ZeRO-{z}" + (" / FSDP" if z == 3 else "")
     return zero if r == "none" else f"{zero} + --recompute {r}"

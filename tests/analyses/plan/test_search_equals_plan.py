@@ -10,7 +10,7 @@ import pytest
 from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import Link
 from commcost.analyses.plan.plan import plan
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
 from commcost.workload.transformer import TransformerSpec, model_spec
 

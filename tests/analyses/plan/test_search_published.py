@@ -81,3 +81,26 @@ def test_search_shows_the_published_layout_and_the_gap(capsys):
 def test_no_published_layout_is_null(capsys):
     assert main([*ARGV, "--global-batch", "96", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["published"] is None
+
+
+def test_search_states_the_gain_against_the_published_measurement(capsys):
+    # MaxText's Llama 3 70B on 256 H100 at batch 512 (published_runs.csv dgxc-maxtext-llama3-70b-bf16-256) measured
+    # 15.444 s a step (its metric is step_s): the gain a user can count on is against that, not against its prediction
+    assert main(["search", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "256", "--seq", "8192",
+                 "--global-batch", "512", "--top", "1", "--no-progress", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    pub, best = d["published"], d["results"][0]
+    assert pub["id"] == "dgxc-maxtext-llama3-70b-bf16-256"
+    assert pub["measured_step_s"] == pytest.approx(15.444, rel=1e-12)
+    # gap_measured = measured / best's predicted step - 1
+    assert pub["gap_measured"] == pytest.approx(15.444 / best["step_s"] - 1, rel=1e-12)
+
+
+def test_measured_step_of_a_tokens_per_second_row():
+    # a row published as tokens/s/GPU: step = B s / (tokens/s/GPU x W) (tests/data/SOURCES.md)
+    row = next(r for r in csv.DictReader((DATA / "published_runs.csv").open())
+               if r["metric"] == "tokens_per_s_per_gpu")
+    (got,) = [r for r in published_layouts(row["model"], int(row["gpus"]), int(row["seq"]), int(row["global_batch"]))
+              if r.id == row["id"]]
+    B, s, W, x = int(row["global_batch"]), int(row["seq"]), int(row["gpus"]), float(row["value"])
+    assert got.measured_step_s == pytest.approx(B * s / (x * W), rel=1e-12)

@@ -24,10 +24,18 @@ SPACE = SearchSpace(spec=SPEC, seq=1024, global_batch=16, gpus=(16,), gpus_per_n
 
 
 def _columns(stack_name: str) -> dict[str, np.ndarray]:
-    base, cols = enumerate_space(SPACE, 16, "none", stack_name)
-    out = {k: base[k][cols.bi] for k in ("t", "p", "v", "c", "e")}
-    out.update(zero=cols.zero, sp=cols.sp, rc=cols.rc)
-    return out
+    """The layouts search prices under ``stack_name``; under ``auto`` every part (each layout under the stack that
+    runs it: space.AUTO_PARTS), together every layout some stack runs."""
+    from commcost.analyses.plan.space import AUTO_PARTS
+
+    parts = [(stack_name, None)] if stack_name != "auto" else [("auto", None)] + [(n, n) for n in AUTO_PARTS[1:]]
+    outs = []
+    for name, part in parts:
+        base, cols = enumerate_space(SPACE, 16, "none", name, part)
+        out = {k: base[k][cols.bi] for k in ("t", "p", "v", "c", "e")}
+        out.update(zero=cols.zero, sp=cols.sp, rc=cols.rc)
+        outs.append(out)
+    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
 
 
 def test_every_named_stack_has_sourced_layouts():

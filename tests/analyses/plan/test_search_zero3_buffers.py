@@ -8,7 +8,7 @@ import math
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
 from commcost.comm.model import FabricModel
-from commcost.hardware.registry import system_group
+from commcost.comm.systems import system_group
 from commcost.workload.transformer import TransformerSpec
 
 # two layers of h = 12,288 (a layer: 12 h^2 = 1.8e9 parameters, over DeepSpeed's 1e9 live bound at t = 1)

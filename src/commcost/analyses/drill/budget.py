@@ -422,7 +422,7 @@ def communication_budget(inp: BudgetInputs) -> Budget:
     )
 
 
-# --- The simulated overlap (issue 4: the DDP bucket timeline) ---------------------
+# --- The simulated overlap (the DDP bucket timeline) ---------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulatedOverlap:

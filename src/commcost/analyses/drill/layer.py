@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Literal
 
 from commcost.comm.collectives import CollectiveCost
 from commcost.core.units import TERA
-from commcost.core.validation import require_count, require_finite_positive, require_fraction
+from commcost.core.limits import MAX_GPUS, MAX_SEQ
+from commcost.core.validation import require_at_most, require_count, require_finite_positive, require_fraction
 from commcost.workload.shape import gradient_bytes, transformer_layer_params, transformer_layer_train_flops
 
 if TYPE_CHECKING:
@@ -67,12 +68,11 @@ class LayerInputs:
     """Share f_b of compute in the backward pass."""
 
     def __post_init__(self) -> None:
-        require_count("gpus", self.gpus)
-        require_count("hidden", self.hidden)
-        require_count("seq", self.seq)
-        require_count("micro_batch", self.micro_batch)
-        require_count("grad_accum", self.grad_accum)
-        require_count("bytes_per_grad", self.bytes_per_grad)
+        # the CLI's bounds (FLAG_BOUNDS: --gpus, --hidden, --seq, --micro-batch, --grad-accum)
+        for name, most in (("gpus", MAX_GPUS), ("hidden", 10**6), ("seq", MAX_SEQ), ("micro_batch", 10**6),
+                           ("grad_accum", 10**6), ("bytes_per_grad", 64)):
+            require_count(name, getattr(self, name))
+            require_at_most(name, getattr(self, name), most)
         require_finite_positive("achieved_flops_per_s", self.achieved_flops_per_s)
         require_fraction("backward_fraction", self.backward_fraction)
 

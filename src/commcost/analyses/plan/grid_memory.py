@@ -27,7 +27,7 @@ from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
 from commcost.workload.offload import resident_layers
-from commcost.workload.stacks import auto_is_fsdp, auto_kinds
+from commcost.workload.stacks import AUTO_STACKS, auto_is_fsdp, auto_kinds
 from commcost.workload.stacks import stack
 
 TYPE_CHECKING = False
@@ -107,7 +107,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:
     """The stacks a search prices: the one given, or under ``auto`` both a layout can imply."""
-    return ("fsdp", "megatron") if inp.stack == "auto" else (inp.stack,)
+    return AUTO_STACKS if inp.stack == "auto" else (inp.stack,)
 
 
 def stack_masks(cols: Choices, base: dict, inp: SearchInputs) -> dict:

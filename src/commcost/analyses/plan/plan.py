@@ -91,9 +91,10 @@ from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.offload import offload_exposed_s
 from commcost.workload.operators import kernel_rates
 from commcost.workload.operators import micro_batch_operators
-from commcost.workload.stacks import auto_kind, resolve_stack
+from commcost.workload.stacks import auto_kind, auto_runs_implied, resolve_stack
 from commcost.workload.stacks import stack
 import commcost.analyses.plan.compose as K
+from commcost.workload.shape import MAX_LAYERS, fits_timeline, model_params
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -488,7 +489,7 @@ def plan_stack(inp: PlanInputs):
     compiled or not; every stack-dependent term of the plan reads it here."""
 
     L = inp.layout
-    kind = auto_kind(L.zero, L.tp, L.pp) if inp.stack == "auto" else None
+    kind = auto_kind(L.zero, L.tp, L.pp) if inp.stack == "auto" and auto_runs_implied(L) else None
     return stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled, auto_kind=kind)
 
 
@@ -608,6 +609,20 @@ def _scatters_per_micro_batch(inp: PlanInputs) -> bool:
     return plan_stack(inp).zero2_scatter_per_micro_batch
 
 
+def _advice_inputs(inp: PlanInputs, tl_inp: TimelineInputs, total_bytes: float) -> TimelineInputs:
+    """The timeline the bucket advice judges: with pure data parallelism of a model the timeline lays out
+    (:func:`commcost.workload.shape.fits_timeline`) every rank holds every tensor whole, so the gradients arrive
+    tensor by tensor as ``budget`` and ``timeline`` see them (the per-tensor stream,
+    :mod:`commcost.step.bucket_advice`); otherwise (a shard of each tensor per rank) at a uniform rate. The step
+    itself is priced on the uniform stream, the kernel ``search`` shares."""
+    L, spec = inp.layout, inp.spec
+    if L.tp * L.pp * L.cp * L.ep != 1 or not fits_timeline(spec) or spec.layers > MAX_LAYERS:
+        return tl_inp
+    if abs(model_params(spec) * tl_inp.bytes_per_grad - total_bytes) > 1e-9 * total_bytes:
+        return tl_inp                       # gradients other than the model's tensors: keep the uniform stream
+    return replace(tl_inp, shape=spec, seq=inp.seq)
+
+
 def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
@@ -637,7 +652,7 @@ def _data_parallel_lines(inp: PlanInputs, model: CommModel, dp_ops, *, t_mb: flo
         # the timeline's own evaluation (what exposed_at returns; O(1) for this uniform stream), with T_w
         _, wire, exposed, _ = evaluate_caps(tl_inp, caps, allreduce_s=cost)
         if advice is not None:  # kept for the one bucket advice (Plan.bucket_advice)
-            advice.append((tl_inp, cost))
+            advice.append((_advice_inputs(inp, tl_inp, total), cost))
         for (o, f), (_, T, a) in zip(shares, grads):
             out.append(CommLine(comm=o, one_s=T, algorithm=a, time_s=wire * f, exposed_s=exposed * f))
         extra = L.micro_batches - 1

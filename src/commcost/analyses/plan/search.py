@@ -37,6 +37,7 @@ from commcost.analyses.uncertainty import plan_band
 from commcost.core.optional import require
 from commcost.workload.memory import fits_on_card
 from commcost.parallel.layout import Layout
+from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ class SearchResult:
     """The grid's step of each of :attr:`plans` (equal to the plan's to rounding)."""
     distinct_collectives: int
     """Distinct ``(op, size, group, ranks per node)`` the CommModel priced."""
+    grid_cap_bytes: tuple = ()
+    """The bucket cap each of :attr:`plans` was ranked at on the grid (None: DDP's default); each plan is priced at
+    its bucket advice's cap (:func:`advised`), what its ``plan_command`` carries."""
     interrupted: bool = False
     """Ctrl-C stopped it: the results are the best of what was evaluated."""
     points: dict | None = field(default=None)
@@ -117,6 +121,43 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
     return usd_per_million_tokens(price_per_gpu_hour, tokens_per_step / (step_s * gpus))
 
 
+def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
+    """The inputs each part of the space is priced under, with the ``auto_part`` of
+    :func:`commcost.analyses.plan.space.enumerate_space`: a named stack, its layouts; ``auto``, the layouts the stack
+    its rule implies runs, then for each other stack of :data:`commcost.workload.stacks.STACKS` the layouts ``auto``
+    resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
+    communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
+    already asked for."""
+
+    def overlap(name: str) -> bool:
+        return inp.tp_comm_overlap or recipe_tp_comm_overlap(name)
+
+    if inp.stack != "auto":
+        return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
+    return [(replace(inp, tp_comm_overlap=overlap("megatron")), None)] \
+        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name)), name) for name in STACKS[1:]
+           if stack_refuses(stack_layouts(name), dict(inp.space.fixed)) is None]   # a stack that runs none is no part
+
+
+def search_spaces(inp: SearchInputs, world: int) -> list:
+    """``[(inputs, (base, cols))]``: the configurations of ``world`` GPUs, each part under the inputs that price it
+    (:func:`search_passes`)."""
+    return [(pinp, enumerate_space(inp.space, world, inp.moe_overlap, pinp.stack, part))
+            for pinp, part in search_passes(inp)]
+
+
+def advised(p: Plan, model: CommModel, inp: SearchInputs) -> Plan:
+    """``p`` at the cap of its own bucket advice (:attr:`commcost.analyses.plan.plan.Plan.bucket_advice`, the one
+    advice ``plan``, ``budget`` and ``timeline`` give), unless the cap is fixed (``--fix bucket_mb``) or no buckets run:
+    the grid ranks at a few caps (:func:`commcost.analyses.plan.space.bucket_caps_bytes`), the result is priced at the
+    advised one, so its ``plan_command``'s ``--bucket-mb`` is the advice's ``recommended_bytes``."""
+    advice = p.bucket_advice
+    if advice is None or inp.space.fix("bucket_mb") is not None \
+            or p.inputs.bucket_cap_bytes == advice.recommended_bytes:
+        return p
+    return plan(replace(p.inputs, bucket_cap_bytes=advice.recommended_bytes), model)
+
+
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
     """The :class:`~commcost.analyses.plan.plan.PlanInputs` of one grid row (``commcost plan`` with these flags prices it)."""
 
@@ -128,7 +169,8 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
                     order=inp.order)
     return PlanInputs(spec=sp.spec, layout=layout, seq=sp.seq, gpu=inp.gpu, gpus_per_node=sp.gpus_per_node,
                       precision=inp.precision, efficiency=inp.efficiency, flash_attention=inp.flash_attention,
-                      activation_bytes=inp.activation_bytes, grad_bytes=inp.grad_bytes, bucket_cap_bytes=int(row["cap"]) or None, tp_comm_overlap=inp.tp_comm_overlap,
+                      activation_bytes=inp.activation_bytes, grad_bytes=inp.grad_bytes, bucket_cap_bytes=int(row["cap"]) or None,
+                      tp_comm_overlap=bool(row.get("tpo", inp.tp_comm_overlap)),
                       stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention, a2a=inp.a2a,
                       fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load,
                       cpu_offload_layers=inp.cpu_offload_layers, defaults_note=inp.defaults_note)
@@ -192,19 +234,21 @@ def search(inp: SearchInputs, model: CommModel, *,
     pricer = Pricer(model)
     caps = bucket_caps_bytes(space)
     evaluated = feasible = priced = over_states = over_act = 0
-    pools = {False: _Top(np, inp.top), True: _Top(np, inp.top)}      # keyed by fragile
+    # the grid ranks each cap of a layout apart; at its advice's cap (advised) they are one result: keep enough
+    wide = inp.top * max(1, len(caps))
+    pools = {False: _Top(np, wide), True: _Top(np, wide)}      # keyed by fragile
     points: dict[str, list] = {"step_s": [], "memory_bytes": [], "memory_high_bytes": [], "gpus": []}
     interrupted = False
     seen = 0
     try:
-        grids = [enumerate_space(space, w, inp.moe_overlap, inp.stack) for w in space.gpus]
-        total = sum(len(g) for _, g in grids)
-        for base, g in grids:
+        grids = [x for w in space.gpus for x in search_spaces(inp, w)]
+        total = sum(len(g) for _, (_, g) in grids)
+        for pinp, (base, g) in grids:
             n = len(g)
             if not n:
                 continue
             X = structure(base, space.spec, space.gpus_per_node, inp.order)
-            tables = memory_tables(base, X, inp)
+            tables = memory_tables(base, X, pinp)
             # pass 1: memory of every configuration (no prices needed); only what fits is priced
             fits = np.zeros(n, dtype=bool)
             fragile = np.zeros(n, dtype=bool)
@@ -214,7 +258,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                 chunk = g.take(slice(lo, lo + CHUNK_ROWS))
                 # memory does not depend on the bucket cap: once per distinct (row, sp, recompute, ZeRO)
                 keys, back = distinct_keys(chunk, len(base["t"]), zero3_only=False)
-                mem = memory_grid(keys, tables, inp, base)
+                mem = memory_grid(keys, tables, pinp, base)
                 ok = fits_on_card(mem["device_low_bytes"], mem["capacity_bytes"])[back]
                 fits[lo:lo + CHUNK_ROWS] = ok
                 fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
@@ -236,13 +280,13 @@ def search(inp: SearchInputs, model: CommModel, *,
             needed = np.nonzero(np.bincount(live.bi, minlength=len(base["t"])))[0]
             sub = {k: col[needed] for k, col in base.items()}
             live = replace(live, bi=np.searchsorted(needed, live.bi))
-            Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, inp, pricer, caps,
+            Xs = price_base(sub, {k: col[needed] for k, col in X.items()}, pinp, pricer, caps,
                             need=uses(live, len(needed), len(caps)))
             nl = len(live)
             done_before = evaluated - nl
             for lo in range(0, nl, CHUNK_ROWS):
                 chunk = live.take(slice(lo, lo + CHUNK_ROWS))
-                r = evaluate_grid(chunk, sub, Xs, inp, breakdown=False)
+                r = evaluate_grid(chunk, sub, Xs, pinp, breakdown=False)
                 k = len(chunk)
                 priced += k
                 step = r["step_s"]
@@ -259,6 +303,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                     rows = {c: sub[c][chunk.bi[index]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven",
                                                                     "etp")}
                     rows.update({c: getattr(chunk, c)[index] for c in ("sp", "rc", "zero", "cap")})
+                    rows["tpo"] = np.full(len(rows["t"]), pinp.tp_comm_overlap, dtype=bool)
                     return rows
 
                 order = seen + np.arange(k, dtype=float)
@@ -274,10 +319,16 @@ def search(inp: SearchInputs, model: CommModel, *,
         interrupted = True
     safe, risky = pools[False].entries(), pools[True].entries()
     if inp.fragile_last:
-        chosen = safe + risky[:max(inp.top - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
+        chosen = safe + risky[:max(wide - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
     else:
-        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:inp.top]
-    plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
+    grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+    plans = [advised(p, model, inp) for p in grid_plans]
+    distinct: list = []
+    for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
+        if all(p.inputs != plans[j].inputs for j in distinct):
+            distinct.append(i)
+    chosen, grid_plans, plans = ([x[i] for i in distinct] for x in (chosen, grid_plans, plans))
     capacity = [p.memory.capacity_bytes for p in plans]
     flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
              for p, c in zip(plans, capacity)]
@@ -289,14 +340,14 @@ def search(inp: SearchInputs, model: CommModel, *,
 
     order = sorted(range(len(plans)), key=rank_key)
     fastest = min(range(len(plans)), key=lambda i: (rank_key(i)[-2], chosen[i][2]), default=None)
-    if inp.fragile_last and len(safe) >= inp.top and fastest is not None and flags[fastest]:
-        order = [i for i in order if i != fastest][:inp.top]   # kept only to say why it is not first
-    elif fastest is not None and fastest not in order:
-        fastest = None
+    if inp.fragile_last and sum(not f for f in flags) >= inp.top and fastest is not None and flags[fastest]:
+        order = [i for i in order if i != fastest]   # kept only to say why it is not first
+    order = order[:inp.top]
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(chosen[i][1] for i in order),
+                        grid_cap_bytes=tuple(grid_plans[i].inputs.bucket_cap_bytes for i in order),
                         distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts,
                         fragile=tuple(flags[i] for i in order),
                         fastest=None if fastest is None else plans[fastest],
@@ -365,13 +416,18 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
     columns :func:`plan_inputs_of` reads and ``values`` the grid's step, breakdown and memory (tests and
     benchmarks compare them with :func:`commcost.analyses.plan.plan.plan`)."""
 
-    require("numpy", "sweep")
-
+    np = require("numpy", "sweep")
     space = inp.space
-    base, g = enumerate_space(space, world, inp.moe_overlap, inp.stack)
-    X = structure(base, space.spec, space.gpus_per_node, inp.order)
-    values = memory_grid(g, memory_tables(base, X, inp), inp, base)
-    values.update(evaluate_grid(g, base, price_base(base, X, inp, Pricer(model), bucket_caps_bytes(space)), inp))
-    rows = {c: base[c][g.bi] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
-    rows.update({c: getattr(g, c) for c in ("sp", "rc", "zero", "cap")})
+    parts = []
+    for pinp, (base, g) in search_spaces(inp, world):      # as search prices them: each part under its stack
+        X = structure(base, space.spec, space.gpus_per_node, inp.order)
+        values = memory_grid(g, memory_tables(base, X, pinp), pinp, base)
+        values.update(evaluate_grid(g, base, price_base(base, X, pinp, Pricer(model), bucket_caps_bytes(space)), pinp))
+        rows = {c: base[c][g.bi] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
+        rows.update({c: getattr(g, c) for c in ("sp", "rc", "zero", "cap")})
+        rows["tpo"] = np.full(len(g.bi), pinp.tp_comm_overlap, dtype=bool)
+        parts.append((rows, values))
+    keys_v = [k for k in parts[0][1] if all(k in v for _, v in parts)]
+    rows = {k: np.concatenate([np.asarray(r[k]) for r, _ in parts]) for k in parts[0][0]}
+    values = {k: np.concatenate([np.broadcast_to(np.asarray(v[k]), (len(r["t"]),)) for r, v in parts]) for k in keys_v}
     return rows, values

@@ -28,13 +28,14 @@ attention are inputs of the whole search, as ``plan``'s flags; hybrid sharding s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from commcost.core.errors import InputError
 from commcost.core.units import MiB
-from commcost.core.validation import require_count
+from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS, MAX_SEQ
+from commcost.core.validation import require_at_most, require_count
 from commcost.parallel.layout import expert_data_parallel
-from commcost.workload.stacks import layout_runs
+from commcost.workload.stacks import STACKS, auto_masks, layout_runs
 from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
@@ -77,12 +78,15 @@ class SearchSpace:
     def __post_init__(self) -> None:
 
         require_count("seq", self.seq)
+        require_at_most("seq", self.seq, MAX_SEQ, "tokens")
         require_count("global_batch", self.global_batch)
+        require_at_most("global_batch", self.global_batch, MAX_GLOBAL_BATCH, "sequences")
         require_count("gpus_per_node", self.gpus_per_node)
         if not self.gpus:
             raise InputError("no GPU count to search")
         for w in self.gpus:
             require_count("gpus", w)
+            require_at_most("gpus", w, MAX_GPUS)
         for key, _ in self.fixed:
             if key not in FIXABLE:
                 raise InputError(f"cannot fix {key!r} (valid: {', '.join(FIXABLE)})")
@@ -317,12 +321,20 @@ def count_upper_bound(space: SearchSpace) -> int:
     return rows * combos
 
 
-def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto"):
+AUTO_PARTS = ("auto", *STACKS[1:])
+"""The parts ``--stack auto`` splits the space into (:func:`commcost.workload.stacks.auto_masks`): the layouts the stack
+its rule implies runs, then those each other of today's stacks is the first to run."""
+
+
+def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto",
+                    auto_part: str | None = None):
     """Every configuration of GPU count ``world`` as numpy columns: ``(base, cols)``.
 
     ``base`` holds the structural rows (``W t p v c e d b m uneven etp``, a few thousand, :func:`_base_rows`);
     ``cols`` (:class:`GridColumns`) every configuration, one numpy mask per categorical combination;
-    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring)."""
+    ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring); ``auto`` those the stack its
+    rule implies runs, and ``auto_part`` (a stack name) those ``--stack auto`` resolves to that stack
+    (:func:`commcost.workload.stacks.auto_masks`): a layout is priced only by a stack that runs it."""
     import numpy as np
 
 
@@ -351,6 +363,9 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
         if rules is not None:
             ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
                                   recompute=RECOMPUTE[rc], micro_batches=base["m"])
+        if rules is None or auto_part is not None:
+            ok = ok & auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp, recompute=RECOMPUTE[rc],
+                                 micro_batches=base["m"])[auto_part or "auto"]
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run
@@ -367,3 +382,15 @@ def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
 
     caps = BUCKET_CAPS_MIB if space.fix("bucket_mb") is None else (space.fix("bucket_mb"),)
     return tuple(int(c * MiB) for c in caps)
+
+
+def fixes_admitting_nothing(space: SearchSpace) -> tuple[tuple[str, int], ...]:
+    """The ``--fix`` pairs to blame when ``space`` holds no layout that it would hold without them:
+    the first pair that alone empties it, else all of them together; ``()`` when the space has a
+    layout, or has none even without any fix (:func:`count_upper_bound`; then no fix is at fault)."""
+    if not space.fixed or count_upper_bound(space) > 0:
+        return ()
+    for i, pair in enumerate(space.fixed):
+        if count_upper_bound(replace(space, fixed=space.fixed[:i] + space.fixed[i + 1:])) > 0:
+            return (pair,)
+    return space.fixed if count_upper_bound(replace(space, fixed=())) > 0 else ()

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commcost.core.errors import InputError
-from commcost.core.validation import require_count, require_finite_positive
+from commcost.core.limits import MAX_GPUS, MAX_PRICE_PER_GPU_HOUR, MAX_TRAIN_TOKENS
+from commcost.core.validation import require_at_most, require_count, require_finite_positive
 
 __all__ = ["TrainingCost", "training_cost", "gpu_hours", "usd_per_million_tokens", "parse_token_count",
            "SECONDS_PER_HOUR", "HOURS_PER_DAY"]
@@ -64,10 +65,13 @@ def training_cost(*, tokens: float, tokens_per_s_per_gpu: float, gpus: int,
                   price_per_gpu_hour: float | None = None) -> TrainingCost:
     """Days, GPU-hours and (with a price) dollars for ``tokens`` (module docstring)."""
     require_finite_positive("tokens", tokens)
+    require_at_most("tokens", tokens, MAX_TRAIN_TOKENS)
     require_finite_positive("tokens_per_s_per_gpu", tokens_per_s_per_gpu)
     require_count("gpus", gpus)
+    require_at_most("gpus", gpus, MAX_GPUS)
     if price_per_gpu_hour is not None:
         require_finite_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
+        require_at_most("price_per_gpu_hour", price_per_gpu_hour, MAX_PRICE_PER_GPU_HOUR, "dollars")
     H = gpu_hours(tokens, tokens_per_s_per_gpu)
     return TrainingCost(tokens=tokens, tokens_per_s_per_gpu=tokens_per_s_per_gpu, gpus=gpus, gpu_hours=H,
                         days=H / gpus / HOURS_PER_DAY, price_per_gpu_hour=price_per_gpu_hour,

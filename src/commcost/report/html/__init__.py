@@ -8,11 +8,11 @@ docs/report.md describes them; tests/report/html/ opens each in headless Chromiu
 
 from __future__ import annotations
 
-from commcost.report._files import write_atomic
+from commcost.core.files import write_atomic
 
 __all__ = ["write_html"]
 
 
 def write_html(path: str, html: str) -> None:
-    """Write the page ``html`` to ``path``, whole or not at all (:func:`commcost.report._files.write_atomic`)."""
+    """Write the page ``html`` to ``path``, whole or not at all (:func:`commcost.core.files.write_atomic`)."""
     write_atomic(path, html)

@@ -1,4 +1,4 @@
-"""Every writer goes through one atomic writer (commcost.report._files, issue 24 item 5 and the
+"""Every writer goes through one atomic writer (commcost.core.files, issue 24 item 5 and the
 write part of item 16): past ``ulimit -f`` the old file is kept whole and the error names the file;
 no temporary file is left behind; two writers of one path leave one whole file."""
 
@@ -63,7 +63,7 @@ def test_a_write_past_ulimit_keeps_the_old_file_and_names_it(tmp_path_factory, w
 
 
 def test_bytes_and_text_and_a_device(tmp_path):
-    from commcost.report._files import write_atomic
+    from commcost.core.files import write_atomic
 
     write_atomic(tmp_path / "a.bin", b"\x89PNG")
     write_atomic(tmp_path / "a.txt", "\u00e9\n")

@@ -1,4 +1,4 @@
-"""``report/_json.py``: ``--json`` is strict JSON or nothing; a non-finite number is refused before a byte
+"""``core/strict_json.py``: ``--json`` is strict JSON or nothing; a non-finite number is refused before a byte
 is written, with its path in the object named (issue 10, items 1 and 7)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from commcost.core.errors import InputError
-from commcost.report._json import dump_json, find_non_finite
+from commcost.core.strict_json import dump_json, find_non_finite
 from conftest import run_tool, strict_json
 
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20")

@@ -1,4 +1,4 @@
-"""The atomic writer (``report/_files.py``, issue 10 item 12): a new file honours the umask, a rewritten
+"""The atomic writer (``core/files.py``, issue 10 item 12): a new file honours the umask, a rewritten
 one keeps its mode, links and devices are written through, and no temporary file is left or named."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from commcost.calibrate.profile import write_atomic
+from commcost.core.files import write_atomic
 from conftest import DATA, ROOT, run_commcost
 
 LOG = DATA / "nccl_tests" / "h100_ib_2node_16gpu_all_reduce.log"

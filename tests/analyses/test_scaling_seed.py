@@ -1,4 +1,4 @@
-"""Direct tests of ``hardware/scaling_seed.py``: the seed's presets in SI, and its model keys are the
+"""Direct tests of ``analyses/scaling_seed.py``: the seed's presets in SI, and its model keys are the
 model registry's aliases (one name per model across the seed and the registry)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from commcost.hardware.registry import MODEL_ALIASES, models
-from commcost.hardware.scaling_seed import seed_defaults, seed_fabrics, seed_models, seed_two_tier
+from commcost.analyses.scaling_seed import seed_defaults, seed_fabrics, seed_models, seed_two_tier
 
 
 def test_models_in_si():

@@ -1,0 +1,58 @@
+"""search and plan price each layout only under a stack that runs it (auto resolves it per layout), and search's plan_command reproduces the result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commcost.cli import main
+from commcost.parallel.layout import Layout
+from commcost.workload.stacks import auto_masks, resolve_stack, stacks_running
+
+CASES = [
+    ["--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "256", "--seq", "8192", "--global-batch", "512"],
+    ["--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "64", "--seq", "4096", "--global-batch", "256"],
+]
+
+
+@pytest.mark.parametrize("argv", CASES, ids=["llama3-70b-256", "mixtral-8x7b-64"])
+def test_winner_runs_on_its_stack_and_its_plan_command_reproduces_it(argv, capsys):
+    assert main(["search", *argv, "--top", "1", "--no-progress", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["results"][0]
+    assert best["stack"] in best["stacks_that_run"]
+    # one bucket rule: the cap the command carries is the advice's (DDP: int(bucket_cap_mb * 2**20))
+    cmd = best["plan_command"].split()
+    if best["bucket_advice"] is not None:
+        mb = float(cmd[cmd.index("--bucket-mb") + 1])
+        assert int(mb * 2**20) == best["bucket_advice"]["recommended_bytes"]
+    assert main([*cmd[1:], "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["step_s"] == best["step_s"] and p["memory"]["total_bytes"] == best["memory"]["total_bytes"]
+    assert p["stack"] == best["stack"]
+
+
+def test_auto_resolves_a_layout_megatron_does_not_run_to_the_stack_that_runs_it():
+    # ZeRO-2 with a pipeline: Megatron-Core runs ZeRO-2 only through Megatron-FSDP, without a pipeline
+    # (stacks.json megatron layouts zero_with_pp [0, 1]); torchtitan's FSDP2 runs it (zero_with_pp [2, 3])
+    L = Layout(dp=16, tp=2, pp=2, vp=40, cp=4, zero=2, sequence_parallel=True, recompute="none", micro_batch=1,
+               global_batch=512)
+    name, why = resolve_stack("auto", L)
+    assert name == "torchtitan" and name in stacks_running(L) and "megatron does not run" in why
+    # a layout Megatron-Core runs stays megatron
+    M = Layout(dp=16, tp=8, pp=2, vp=40, cp=1, zero=1, sequence_parallel=True, recompute="none", micro_batch=1,
+               global_batch=512)
+    assert resolve_stack("auto", M)[0] == "megatron"
+
+
+def test_auto_masks_partition_the_layouts():
+    import numpy as np
+
+    zero = np.array([0, 1, 2, 3, 2, 3, 3])
+    tp = np.array([1, 8, 1, 1, 2, 1, 2])
+    pp = np.array([1, 2, 1, 1, 2, 1, 4])
+    one = np.ones(7, dtype=int)
+    m = auto_masks(tp=tp, pp=pp, vp=one, cp=one, ep=one, zero=zero, sp=(tp > 1).astype(int))
+    total = sum(mask.astype(int) for mask in m.values())
+    assert (total == 1).all()          # each layout resolves exactly one way
+    assert list(m["torchtitan"]) == [False, False, False, False, True, False, True]
