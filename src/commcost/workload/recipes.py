@@ -19,21 +19,27 @@ by default (``parallelism.expert_tensor_parallel_degree = 1``) and overlaps noth
 
 from __future__ import annotations
 
-__all__ = ["MOE_RECIPE_SOURCE", "OVERLAPPING_STACKS", "moe_recipe_defaults", "recipe_line"]
+__all__ = ["MOE_RECIPE_SOURCE", "overlapping_stacks", "moe_recipe_defaults", "recipe_line"]
 
 MOE_RECIPE_SOURCE = ("Megatron-Bridge performance recipes (scripts/performance/configs/{qwen3,deepseek}/"
                      "workload_base_configs.py: expert_tensor_parallel_size 1, alltoall dispatcher, moe_a2a_overlap "
                      "on H100); torchtitan expert_tensor_parallel_degree 1")
 """Where the defaults come from (module docstring)."""
-OVERLAPPING_STACKS = ("megatron", "nemo")
-"""Stacks (by family prefix) whose MoE recipes run the 1F1B all-to-all overlap."""
+
+
+def overlapping_stacks() -> tuple[str, ...]:
+    """Stacks (by family prefix) whose MoE recipes run the 1F1B all-to-all overlap: ``stacks.json``
+    ``recipe_moe_a2a_overlap``, with its source (the stack names live in the data file, not here)."""
+    from commcost.workload.stacks import _table
+
+    return tuple(k for k, v in _table().get("recipe_moe_a2a_overlap", {}).items() if v is True)
 
 
 def moe_recipe_defaults(*, stack: str, tp: int, dp: int, cp: int, ep: int, pp: int, vp: int) -> dict:
     """``{etp, a2a, moe_overlap}`` the implied stack's recipes run (module docstring); ``stack`` the resolved
     stack's name."""
     etp = 1 if (tp * dp * cp) % ep == 0 else 0
-    overlap = ("1f1b" if stack.startswith(OVERLAPPING_STACKS) and (pp == 1 or vp > 1) else "none")
+    overlap = ("1f1b" if stack.startswith(overlapping_stacks()) and (pp == 1 or vp > 1) else "none")
     return {"etp": etp, "a2a": "nccl", "moe_overlap": overlap}
 
 
