@@ -14,7 +14,9 @@ Every figure here predicts a run with constants fitted without it:
   system preset (:func:`default_system`: the first preset in systems.json with that GPU, the vendor's reference
   node), and none of the recipe's flags (no ``--tp-comm-overlap``, DDP's default bucket, the model's preset
   rather than the run's variant, the pipeline split without the embedding and head counted as layers); the
-  layout, batch, sequence, precision, recomputation, FlashAttention, compile and offload stay as the run's.
+  layout, batch, sequence, precision, recomputation, FlashAttention, compile and offload stay as the run's; MoE
+  runs take what the implied stack's MoE recipes run (:mod:`commcost.workload.recipes`: expert TP 1, the
+  all-to-all dispatcher, Megatron-Core's 1F1B overlap where the schedule allows), as ``commcost plan`` assumes.
 
 In the first two a **past release** of a stack (a ``stacks.json`` entry with a ``base``, or one of
 :data:`_sustained.STACK_FAMILY`'s versions) whose every run is among the scored ones is priced as its base (:func:`release_base`): a release that serves
@@ -38,8 +40,10 @@ from pathlib import Path
 import _sustained as S
 
 from commcost.comm.model import FabricModel
-from commcost.hardware.registry import systems
 from commcost.comm.systems import system_group
+from commcost.hardware.registry import systems
+from commcost.workload.recipes import moe_recipe_defaults, recipe_line
+from commcost.workload.stacks import resolve_stack
 from commcost.workload import stacks
 from commcost.workload.transformer import model_spec
 
@@ -95,8 +99,13 @@ def new_user_inputs(row: dict, inp):
     L = inp.layout
     topo, _ = system_group(name, nodes=-(-L.world // G))
     L = replace(L, split_counts_ends=False, uneven_pipeline=spec.layers % (L.pp * L.vp) != 0)
-    return (replace(inp, spec=spec, layout=L, gpus_per_node=G, stack="auto", tp_comm_overlap=False,
-                    bucket_cap_bytes=None), FabricModel(topology=topo))
+    new = replace(inp, spec=spec, layout=L, gpus_per_node=G, stack="auto", tp_comm_overlap=False, bucket_cap_bytes=None)
+    if spec.is_moe:   # no MoE flag either: what the implied stack's MoE recipes run, as `commcost plan` assumes
+        d = moe_recipe_defaults(stack=resolve_stack("auto", L)[0], tp=L.tp, dp=L.dp, cp=L.cp, ep=L.ep, pp=L.pp,
+                                vp=L.vp)
+        new = replace(new, layout=replace(L, etp=d["etp"]), a2a=d["a2a"], moe_overlap=d["moe_overlap"],
+                      fp8_dispatch=False, defaults_note=recipe_line(d))
+    return new, FabricModel(topology=topo)
 
 
 def _err(r: dict, inp, model, fit) -> float:
@@ -108,7 +117,7 @@ def _as_base(inp, lone: set[str]):
 
 
 def leave_one_project_out(results: list[dict], fits: list[dict]) -> None:
-    """``r["lopo"]`` (every run) and ``r["no_stack"]`` (dense runs): signed errors with the fractions fitted on
+    """``r["lopo"]`` and ``r["no_stack"]`` (every run): signed errors with the fractions fitted on
     the other projects' dense runs."""
     for project in sorted({r["project"] for r in results}):
         fit = S.fit([x for x in fits if x["r"]["project"] != project])
@@ -116,8 +125,7 @@ def leave_one_project_out(results: list[dict], fits: list[dict]) -> None:
         lone = lone_releases(results, held)
         for r in held:
             r["lopo"] = _err(r, _as_base(r["inp"], lone), r["model"], fit)
-            if not r["inp"].spec.is_moe:
-                r["no_stack"] = _err(r, *new_user_inputs(r["row"], r["inp"]), fit)
+            r["no_stack"] = _err(r, *new_user_inputs(r["row"], r["inp"]), fit)
     S.restore()
 
 
@@ -177,6 +185,8 @@ def print_headline(results: list[dict]) -> None:
     moe = [r["lopo"] for r in results if r["inp"].spec.is_moe]
     if moe:
         print(f"  MoE, leave-one-project-out (recipe settings): {line(moe)}")
+        print(f"  MoE, no stack named (the recipes' defaults):  "
+              f"{line([r['no_stack'] for r in results if r['inp'].spec.is_moe])}")
     jax = [r["lopo"] for r in results if not r["inp"].spec.is_moe and r["row"]["stack"] in NO_STACK]
     if jax:
         print(f"  JAX/XLA runs (no commcost stack: --stack auto): {line(jax)}")

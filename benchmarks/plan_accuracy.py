@@ -252,6 +252,8 @@ def main(argv: list[str]) -> int:
         print_fractions(fits)
         return 0
     V.print_headline(results)
+    import scaling_series   # the error's trend with the GPU count (benchmarks/scaling_series.py)
+    scaling_series.report(results, err="lopo", label="leave-one-project-out errors")
     if "--interval" in argv:   # what hardware/step_interval.json ships
         print(V.dumps_interval(results))
         return 0
@@ -380,29 +382,35 @@ def memory_check(results: list[dict]) -> None:
 
 
 def moe_apart(results: list[dict]) -> None:
-    """The MoE rows apart: signed error with the recipe's settings and with Megatron's defaults."""
+    """The MoE rows apart: signed error with the recipe's settings, with Megatron's code defaults, and as a new user
+    plans them (no stack, no MoE flag: the recipes' defaults, :func:`_validation.new_user_inputs`)."""
+    import _validation as V
+
     sel = [r for r in results if r["inp"].spec.is_moe]
     if not sel:
         return
     print(f"MoE rows ({len(sel)}; no constant fitted on them: all out of sample), signed error:")
-    print(f"  {'id':<32}{'published':>10}{'recipe':>9}{'etp = t':>9}  dispatch and groups (recipe)")
-    signed, defaults = [], []
+    print(f"  {'id':<32}{'published':>10}{'recipe':>9}{'etp = t':>9}{'no stack':>9}  dispatch and groups (recipe)")
+    signed, defaults, nostack = [], [], []
     for r in sel:
         inp_d, model = inputs(r["row"], moe={})
         d = (plan(inp_d, model).step_s - r["measured"]) / r["measured"]
+        n = (plan(*V.new_user_inputs(r["row"], r["inp"])).step_s - r["measured"]) / r["measured"]   # as a new user
+        nostack.append(n)
         e = (r["plan"].step_s - r["measured"]) / r["measured"]
         signed.append(e)
         defaults.append(d)
         from commcost.parallel.layout import group_placement
         L = r["inp"].layout
         size, rpn, nodes = group_placement(L, "ep", r["inp"].gpus_per_node)
-        print(f"  {r['row']['id']:<32}{r['measured']:>9.3f}s{e:>+9.1%}{d:>+9.1%}  {r['inp'].a2a}, overlap "
+        print(f"  {r['row']['id']:<32}{r['measured']:>9.3f}s{e:>+9.1%}{d:>+9.1%}{n:>+9.1%}  {r['inp'].a2a}, overlap "
               f"{r['inp'].moe_overlap}, ep {size} on {nodes} node(s), etp {L.expert_tp}")
     for name, pick in (("all", lambda r: True), ("published_runs.csv", lambda r: "a2a" not in r["row"]),
                        ("published_moe_runs.csv (new source)", lambda r: "a2a" in r["row"])):
         idx = [i for i, r in enumerate(sel) if pick(r)]
         for label, es in (("recipe settings", [signed[i] for i in idx]),
-                          ("defaults (etp = t, nccl, no overlap)", [defaults[i] for i in idx])):
+                          ("defaults (etp = t, nccl, no overlap)", [defaults[i] for i in idx]),
+                          ("no stack named (the recipes' defaults)", [nostack[i] for i in idx])):
             if not es:
                 continue
             a = [abs(x) for x in es]

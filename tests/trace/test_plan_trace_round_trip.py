@@ -25,7 +25,8 @@ def test_plan_trace_reads_back_plans_exposed_communication_idle_and_step(tmp_pat
     # exposed communication = the comm kernels with no compute under them = plan's exposed_comm_s
     assert rank["exposed_communication_s"] == pytest.approx(b["exposed_comm_s"], rel=1e-9)
     # idle = the pipeline bubble; compute = compute + optimizer; the step spans plan's step_s
-    assert rank["idle_s"] == pytest.approx(b["pipeline_bubble_s"], rel=1e-9)
+    # idle: the bubble and the losses that grow with the job (commcost.step.losses), drawn as waiting
+    assert rank["idle_s"] == pytest.approx(b["pipeline_bubble_s"] + b["losses"]["total_s"], rel=1e-9)
     assert rank["compute_s"] == pytest.approx(b["compute_s"] + b["optimizer_s"], rel=1e-9)
     assert rank["span_s"] == pytest.approx(p["step_s"], rel=1e-9)
     # every dimension's wire time is drawn: hidden + exposed = plan's time per step

@@ -25,7 +25,8 @@ from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
 from commcost.parallel.layout import Layout
 from commcost.workload.compute import peak_flops_per_s
-from commcost.workload.stacks import layout_refusal
+from commcost.workload.recipes import moe_recipe_defaults, recipe_line
+from commcost.workload.stacks import layout_refusal, resolve_stack
 from commcost.workload.transformer import TransformerSpec, model_spec
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -48,7 +49,27 @@ def moe_inputs(args: argparse.Namespace) -> dict:
     load = args.capacity_factor or args.moe_imbalance or 1.0
     if load < 1:
         A.fail(f"the load imbalance (busiest over mean) is at least 1, got {load:g}")
-    return dict(a2a=args.a2a, fp8_dispatch=args.fp8_dispatch, moe_overlap=args.moe_overlap, expert_load=load)
+    return dict(a2a=args.a2a or "nccl", fp8_dispatch=args.fp8_dispatch, moe_overlap=args.moe_overlap or "none",
+                expert_load=load)
+
+
+def search_moe_inputs(args: argparse.Namespace, spec) -> dict:
+    """:func:`moe_inputs` for ``search``; a MoE search with no stack or recipe flag takes what Megatron-Core's MoE
+    recipes run (:mod:`commcost.workload.recipes`): the 1F1B all-to-all overlap, so layouts that cannot run it
+    (a pipeline without virtual stages) are not enumerated; expert TP 1 and t are both tried, as always."""
+    moe = moe_inputs(args)
+    if spec.is_moe and not recipe_flags_given(args):
+        moe.update(a2a="nccl", moe_overlap="1f1b", defaults_note="no --stack, no MoE flag: nccl all-to-all, overlap "
+                   "1f1b (no pipeline without virtual stages), expert TP 1 or t, as Megatron-Core's MoE recipes run")
+    return moe
+
+
+def recipe_flags_given(args: argparse.Namespace) -> bool:
+    """Whether the user named a stack or any MoE recipe flag (``--stack``, ``--etp``, ``--a2a``,
+    ``--moe-overlap``, ``--fp8-dispatch``): if not, MoE runs take the recipes' defaults
+    (:mod:`commcost.workload.recipes`)."""
+    return (args.stack != "auto" or getattr(args, "etp", None) is not None or args.a2a is not None
+            or args.moe_overlap is not None or args.fp8_dispatch)
 
 
 _SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "experts", "top_k",
@@ -143,6 +164,13 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                     uneven_pipeline=args.uneven_pipeline, split_counts_ends=args.split_counts_ends)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
+    moe, note = moe_inputs(args), ""
+    if spec.is_moe and not recipe_flags_given(args):   # what the implied stack's MoE recipes run
+        d = moe_recipe_defaults(stack=resolve_stack("auto", layout)[0], tp=tp, dp=dp, cp=cp, ep=args.ep, pp=pp,
+                                vp=args.vp)
+        layout = replace(layout, etp=d["etp"])
+        moe.update(a2a=d["a2a"], moe_overlap=d["moe_overlap"])
+        note = recipe_line(d)
     resolved, G, gpu = resolve_hardware(args, gpus)
     if args.calibration is not None and not args.calibration.strip():
         A.fail(f"--calibration {args.calibration!r}: expected a file name, got an empty one")
@@ -163,7 +191,7 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                      bucket_cap_bytes=None if bucket is None else int(bucket),
                      tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
                      fp8_attention=args.fp8_attention, cpu_offload_layers=args.cpu_offload_layers,
-                     **moe_inputs(args))
+                     defaults_note=note, **moe)
     refusal = layout_refusal(args.stack, layout)   # a named stack's user cannot run what it does not run
     if refusal:
         A.fail(refusal)
@@ -340,7 +368,7 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                        top=robust_candidates(args.top) if robust else args.top,
                        keep_points=args.plot is not None, train_tokens=args.train_tokens,
                        headroom=args.memory_headroom, fragile_last=args.rank not in ("step", "cost"),
-                       cpu_offload_layers=args.cpu_offload_layers, **moe_inputs(args))
+                       cpu_offload_layers=args.cpu_offload_layers, **search_moe_inputs(args, spec))
     return SearchRequest(inputs=inp, resolved=resolved, robust=robust, top=args.top,
                          plan_prefix=plan_prefix(args, seq), progress=not args.no_progress and not args.json,
                          json=args.json, csv=args.csv, plot=args.plot, emit=args.emit)

@@ -131,11 +131,12 @@ def add_moe_arguments(p: argparse.ArgumentParser, lay=None) -> None:
         lay.add_argument("--etp", type=A.positive_int,
                          help="expert tensor parallel (default tp, or 1 where ep x tp does not divide tp x dp x cp); "
                               "expert data parallel follows")
-    moe.add_argument("--a2a", choices=("nccl", "deepep"), default="nccl",
+    moe.add_argument("--a2a", choices=("nccl", "deepep"),
                      help="token dispatch: NCCL all-to-all, or node-aware DeepEP (default nccl)")
     moe.add_argument("--fp8-dispatch", action="store_true", help="DeepEP's fp8 dispatch (with --a2a deepep)")
-    moe.add_argument("--moe-overlap", choices=("none", "1f1b", "dualpipe"), default="none",
-                     help="expert all-to-all behind another micro-batch's compute (default none)")
+    moe.add_argument("--moe-overlap", choices=("none", "1f1b", "dualpipe"),
+                     help="expert all-to-all behind another micro-batch's compute (default none; with no --stack "
+                          "and no MoE flag, what Megatron-Core's MoE recipes run: 1f1b where the schedule allows)")
     moe.add_argument("--capacity-factor", type=A.positive_float,
                      help="tokens padded to this capacity factor: the expert GEMMs and all-to-all of the busiest rank")
     moe.add_argument("--moe-imbalance", type=A.positive_float,

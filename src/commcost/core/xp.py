@@ -41,6 +41,16 @@ class ScalarNamespace:
         return float(math.ceil(a))
 
     @staticmethod
+    def sqrt(a: float) -> float:
+        """``np.sqrt`` of a float."""
+        return math.sqrt(a)
+
+    @staticmethod
+    def log(a: float) -> float:
+        """``np.log`` of a float (natural)."""
+        return math.log(a)
+
+    @staticmethod
     def where(condition: bool, a: float, b: float) -> float:
         """``np.where``: ``a`` if ``condition`` else ``b``."""
         return a if condition else b

@@ -116,8 +116,9 @@ def plan_chrome_trace(p) -> dict[str, Any]:
     its index) whose hidden part ``time - exposed`` is drawn inside ``[0, C)`` (behind compute, the
 dimensions one after another while they fit) and
     whose exposed part is drawn after ``C + bubble``, one dimension after another, with no compute
-    under it; the optimizer follows. Read back by ``commcost trace``: compute ``C + optimizer``,
-    exposed communication ``sum exposed`` = ``plan``'s ``exposed_comm_s``, idle = the bubble, step
+    under it; then the losses that grow with the job (:mod:`commcost.step.losses`, an idle annotation) and the
+    optimizer. Read back by ``commcost trace``: compute ``C + optimizer``,
+    exposed communication ``sum exposed`` = ``plan``'s ``exposed_comm_s``, idle = the bubble and the losses, step
     = ``plan``'s ``step_s`` (tests/report/test_chrome_trace.py). The order inside each span is
     commcost's drawing, not a measured or simulated schedule; the bucket timeline of
     ``timeline --trace-out`` is a simulation.
@@ -165,6 +166,10 @@ dimensions one after another while they fit) and
         hidden_at = end
         kernel(name + " exposed", stream, t, t + line.exposed_s, args)
         t += line.exposed_s
+    if p.losses.total_s > 0:   # the losses that grow with the job (commcost.step.losses): waiting, then the optimizer
+        events.append(_x("losses that grow with the job (waiting)", "user_annotation", _CPU_PID, _CPU_TID, t,
+                         t + p.losses.total_s, p.losses.to_dict()))
+        t += p.losses.total_s
     kernel("optimizer", COMPUTE_STREAM, t, t + p.optimizer_s, {})
     return {"schemaVersion": 1, "displayTimeUnit": "ms", "traceName": "commcost plan (accounting, one GPU)",
             "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": p.inputs.layout.world},

@@ -77,6 +77,18 @@ def _option_label(o: MemoryOption) -> str:
     return f"--recompute {o.recompute}" if o.zero is None else f"ZeRO-{o.zero} + --recompute {o.recompute}"
 
 
+LOSS_LABELS = {"straggler_s": "slowest of W ranks", "contention_s": "comm beside compute",
+               "sync_s": "gradient-norm sync"}
+"""The text report's name of each loss (:data:`commcost.step.losses.LOSS_NAMES`)."""
+
+
+def _loss_lines(p: Plan) -> list[str]:
+    """One line per loss that grows with the job (:mod:`commcost.step.losses`), zero ones left out."""
+    d = p.losses.to_dict()
+    return [f"  {LOSS_LABELS[k]:<21}{format_seconds(d[k]):>12}  {d[k] / p.step_s:6.1%}"
+            for k in LOSS_LABELS if d[k] > 0]
+
+
 def _pair(x: tuple[float, float] | None) -> list[float] | None:
     return None if x is None else list(x)
 
@@ -104,8 +116,8 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
         "efficiency": p.efficiency, "efficiency_source": p.efficiency_source, "peak_flops_per_s": p.peak_flops_per_s,
         "breakdown": {"compute_s": p.compute_s, "pipeline_bubble_s": p.pipeline_bubble_s,
                       "exposed_comm_s": p.exposed_comm_s, "optimizer_s": p.optimizer_s,
-                      "micro_batch_s": p.micro_batch_s},
-        "bounds": {"all_hidden_s": p.compute_s + p.pipeline_bubble_s + p.optimizer_s, "modelled_s": p.step_s,
+                      "micro_batch_s": p.micro_batch_s, "losses": p.losses.to_dict()},
+        "bounds": {"all_hidden_s": p.all_hidden_s, "modelled_s": p.step_s,
                    "no_overlap_s": p.no_overlap_s, "wire_s": p.wire_s},
         "band_ratios": None if band is None else {c: list(r) for c, r in band.ratios.items()},
         "wire_band_s": _pair(None if band is None else band.wire_s),
@@ -116,6 +128,7 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
         "memory": p.memory.to_dict(),
         "layout": inp.layout.to_dict(),
         "expert_groups": expert_placement(p),
+        "defaults_note": inp.defaults_note,
         "moe": {"a2a": inp.a2a, "fp8_dispatch": inp.fp8_dispatch, "overlap": inp.moe_overlap,
                 "expert_load": inp.expert_load} if inp.spec.is_moe else None,
         "comm_model": p.comm_model, "warnings": list(p.warnings), "advice": advice(p),
@@ -255,6 +268,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"layout: {L.world} x {inp.gpu} = dp {L.dp} x tp {L.tp} x pp {L.pp} (vp {L.vp}) x cp {L.cp}, ep {L.ep}, ZeRO-{L.zero}"
         f"{', sequence parallel' if L.sequence_parallel else ''}, recompute {L.recompute}, {inp.precision}, order {L.order}",
         *_expert_lines(p),
+        *([f"assumed: {inp.defaults_note}"] if inp.defaults_note else []),
         f"fabric: {p.comm_model}",
         f"stack: {p.stack} ({p.stack_source})",
         "  stacks that run this layout (hardware/stacks.json): " + (", ".join(stacks_running(L)) or "none of them"),
@@ -267,7 +281,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  pipeline bubble      {format_seconds(p.pipeline_bubble_s):>12}  {p.pipeline_bubble_s / p.step_s:6.1%}",
         f"  exposed comm         {format_seconds(p.exposed_comm_s):>12}  {p.exposed_comm_s / p.step_s:6.1%}",
         f"  optimizer            {format_seconds(p.optimizer_s):>12}  {p.optimizer_s / p.step_s:6.1%}",
-        f"  bounds: {format_seconds(p.compute_s + p.pipeline_bubble_s + p.optimizer_s)} if every collective hid, "
+        *_loss_lines(p),
+        f"  bounds: {format_seconds(p.all_hidden_s)} if every collective hid, "
         f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
         *(_band_lines(p, band) if band is not None else []),
         *_operator_lines(p),

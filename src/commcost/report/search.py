@@ -96,6 +96,7 @@ def _terms(p: Plan) -> dict[str, float]:
     for dim, s in sorted(p.exposed_by_dimension().items()):
         out[f"exposed {dim.upper()} communication"] = s
     out["optimizer"] = p.optimizer_s
+    out["losses that grow with the job"] = p.losses.total_s
     return out
 
 
@@ -261,7 +262,8 @@ def search_to_dict(r: SearchResult, bands: tuple | None = None, *, plan_prefix: 
     out = {"model": inp.space.spec.name, "gpus": list(inp.space.gpus), "seq": inp.space.seq,
            "global_batch": inp.space.global_batch, "objective": inp.objective,
            "rank_by": "robust" if r.robust_step_s is not None else inp.objective, "ranking": ranking_words(r),
-           "memory_headroom": inp.headroom, "stack": inp.stack, "evaluated": r.evaluated,
+           "memory_headroom": inp.headroom, "stack": inp.stack, "defaults_note": inp.defaults_note,
+           "evaluated": r.evaluated,
            "feasible": r.feasible, "infeasible": {"model_states_exceed_memory": r.over_by_states,
                                                   "activations_exceed_memory": r.over_by_activations},
            "priced": r.priced, "distinct_collectives": r.distinct_collectives, "elapsed_s": r.elapsed_s, "interrupted": r.interrupted,
@@ -321,6 +323,8 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
                          "recomputation was tried)")
         return wrap_lines("\n".join(lines), width)
     lines.append(f"fabric: {r.plans[0].comm_model}")
+    if inp.defaults_note:
+        lines.append(f"assumed: {inp.defaults_note}")
     lines.append(ranking_words(r))
     cols = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
            f"{'optim.':>8} {'memory':>9}"
@@ -382,7 +386,11 @@ def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...]
         flat: dict = {}
         for k, v in d.items():
             if isinstance(v, dict):
-                flat.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+                for kk, vv in v.items():   # one level more: breakdown.losses.straggler_s ...
+                    if isinstance(vv, dict):
+                        flat.update({f"{k}.{kk}.{x}": y for x, y in vv.items() if not isinstance(y, (dict, list))})
+                    else:
+                        flat[f"{k}.{kk}"] = vv
             elif not isinstance(v, list):
                 flat[k] = v
             elif k == "step_interval_s":   # the prediction interval's edges, a column each

@@ -32,7 +32,8 @@ def test_plan_breakdown_adds_up_and_json_is_strict():
     inp = PlanInputs(spec=_small_spec(), layout=Layout(dp=4, tp=2, pp=2, vp=2, zero=1, sequence_parallel=True,
                                                         global_batch=32), seq=2048, gpu="h100-sxm", gpus_per_node=8)
     p = plan(inp, FabricModel(topology=topo))
-    assert p.step_s == pytest.approx(p.compute_s + p.pipeline_bubble_s + p.exposed_comm_s + p.optimizer_s, rel=1e-12)
+    assert p.step_s == pytest.approx(p.compute_s + p.pipeline_bubble_s + p.exposed_comm_s + p.optimizer_s
+                                     + p.losses.total_s, rel=1e-12)
     d = json.loads(render_plan_json(p))
     for key in ("step_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"):
         assert d[key] > 0

@@ -62,10 +62,10 @@ def test_plan_step_in_the_page_is_the_json_step(tabs, reports):
     assert float(values["step_s"]) == d["step_s"]
     assert float(values["memory.capacity_bytes"]) == d["memory"]["capacity_bytes"]
     assert float(values["training.days"]) == d["training"]["days"]
-    # the stacked bar's terms add up to the step: compute + bubble + exposed + optimizer
+    # the stacked bar's terms add up to the step: compute + bubble + exposed + optimizer + losses
     b = d["breakdown"]
-    assert b["compute_s"] + b["pipeline_bubble_s"] + b["exposed_comm_s"] + b["optimizer_s"] == \
-        pytest.approx(d["step_s"], rel=1e-12)
+    assert b["compute_s"] + b["pipeline_bubble_s"] + b["exposed_comm_s"] + b["optimizer_s"] + \
+        b["losses"]["total_s"] == pytest.approx(d["step_s"], rel=1e-12)
 
 
 def test_search_winner_step_in_the_page_is_the_json_winner(tabs, reports):

@@ -55,6 +55,7 @@ from commcost.parallel.zero import zero3_gather_bytes
 from commcost.parallel.zero import zero3_scatter_bytes
 from commcost.parallel.zero import zero3_units
 from commcost.step.ddp_buckets import ddp_bucket_caps
+from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, step_losses
 from commcost.step.timeline import caps_for
 from commcost.step.timeline import exposed_after_s
 from commcost.step.timeline import uniform_layout
@@ -230,6 +231,8 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, zero3_scatter_bytes(params=params, units=units, grad_bytes=q_g),
                           P, rpn, on)
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
+    world = (t * p * c * base["d"]).astype(int)       # plan.plan_losses: the gradient norm's all-reduce over the job
+    X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
     return X
 
 
@@ -429,7 +432,8 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     operations on the same values, so the same floats).
 
     Returns arrays ``step_s`` and, with ``breakdown``, ``compute_s, pipeline_bubble_s, exposed_comm_s,
-    optimizer_s, micro_batch_s`` and ``exposed_<dim>_s`` for tp, cp, ep, pp, dp.
+    optimizer_s, micro_batch_s``, ``exposed_<dim>_s`` for tp, cp, ep, pp, dp and the losses
+    :data:`commcost.step.losses.LOSS_NAMES`.
     """
     import numpy as np
 
@@ -440,6 +444,8 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     n = len(bi)
     ex_dp = np.zeros(n)
     ex_dp[z3] = mid["ex_dp"][back[z3]]
+    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses (plan.plan_losses)
+    wire_dp[z3] = mid["wire_dp"][back[z3]]
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
@@ -458,6 +464,7 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
         E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
         gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
         ex_dp[low] = E + gather.sum(axis=1)
+        wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
         # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
         per_mb = mid["zero2_scatter_per_micro_batch"]       # the stack's, per row (stacks.json)
         z2 = (zero[low] == 2) & (per_mb[kl] if np.ndim(per_mb) else bool(per_mb))
@@ -465,18 +472,24 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
             ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
                                                                      scatter_s=X["bucket_whole"][vi, bl], window_s=W),
                                    0.0)
+            wire_dp[low] += np.where(z2, (m_low - 1) * X["bucket_whole"][vi, bl], 0.0)
     exposed_total = mid["model_exposed"][back] + ex_dp
     optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
                               dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero,
                               hbm_bytes_per_s=gpu_row(inp.gpu)[1])
     compute, bubble = mid["compute"][back], mid["bubble"][back]
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
+    # plan.plan_losses: the losses that grow with the job (commcost.step.losses)
+    world = (base["t"] * base["p"] * base["c"] * base["d"])[bi].astype(float)
+    losses = dict(zip(LOSS_NAMES, step_losses(np, compute_s=compute, ranks=world, hidden_s=wire_dp - ex_dp,
+                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])))
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + sum(
+        losses.values())
     if not breakdown:
         return dict(step_s=step)
     return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
                 optimizer_s=optimizer, micro_batch_s=mid["t_mb"][back], exposed_tp_s=mid["ex_tp"][back],
                 exposed_cp_s=mid["ex_cp"][back], exposed_ep_s=mid["ex_ep"][back], exposed_pp_s=mid["ex_pp"][back],
-                exposed_dp_s=ex_dp)
+                exposed_dp_s=ex_dp, **losses)
 
 
 def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
@@ -570,9 +583,11 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
                                        layer_fwd_s=t_layer_f, regather=regather_z3)
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
                                      rounds=rounds)
+    # ZeRO-3's time on the wire (zero_ops' counts: 1 + regather gathers and one scatter per unit and round)
+    wire_dp = rounds * zero3_units(per_stage) * ((1.0 + regather_z3) * T_ag + np.where(z3, X["T3_rs"][bi], 0.0))
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,
-                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp,
+                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp, wire_dp=wire_dp,
                 zero2_scatter_per_micro_batch=stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"),
                 model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)

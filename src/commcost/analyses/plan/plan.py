@@ -27,7 +27,9 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    DP collectives get ``1/(1+n)`` of the NIC (groups that run at the same time share the NICs).
 5. **Optimizer**: Adam streams ``28`` bytes per parameter of its shard through HBM (fp32 master,
    two moments read and written, bf16 gradient read and weight written): ``t_opt = 28 N_shard / B_hbm``.
-6. **Step** ``= compute + bubble + exposed communication + optimizer``, between the bounds
+6. **Step** ``= compute + bubble + exposed communication + optimizer + losses`` (the losses that grow with the
+   job, :mod:`commcost.step.losses`: the slowest of ``W`` ranks, communication contending with compute, the
+   gradient norm's all-reduce: :func:`plan_losses`), between the bounds
    ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.no_overlap_s` (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
    model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.workload.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
@@ -76,6 +78,7 @@ from commcost.parallel.tensor import tensor_ops
 from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
 from commcost.step.bucket_advice import recommend_buckets
+from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, Losses, step_losses
 from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.timeline import TimelineInputs
 from commcost.step.timeline import caps_for
@@ -158,6 +161,9 @@ class PlanInputs:
     """Megatron-Core's ``recompute_modules`` beside the core attention (:data:`commcost.workload.memory.RECOMPUTE_MODULES`:
     ``mla_up_proj``, ``mlp``): the memory they free (:func:`commcost.workload.memory.layer_activation_bytes`); their
     few recomputed FLOPs are not priced. Empty: none."""
+    defaults_note: str = ""
+    """One line on the defaults assumed for what the user did not give (:func:`commcost.workload.recipes.recipe_line`:
+    a MoE run with no stack or recipe flag takes its recipes' expert TP, dispatcher and overlap); empty: none."""
 
     def __post_init__(self) -> None:
 
@@ -252,6 +258,8 @@ class Plan:
     """Scope warnings of the CommModel."""
     dp_timeline: tuple | None = field(default=None, compare=False, repr=False)
     """``(TimelineInputs, all-reduce cost)`` of the data-parallel gradient timeline; None without one."""
+    losses: Losses = field(default_factory=Losses)
+    """The losses that grow with the job (:mod:`commcost.step.losses`), already in :attr:`step_s`."""
 
     @property
     def bucket_advice(self):
@@ -266,9 +274,14 @@ class Plan:
 
     @property
     def no_overlap_s(self) -> float:
-        """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` (STYLE.md item 7: the
-        modelled step lies between it and ``compute + bubble + optimizer``)."""
-        return self.compute_s + self.pipeline_bubble_s + self.wire_s + self.optimizer_s
+        """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` and the losses (STYLE.md item 7: the
+        modelled step lies between it and :attr:`all_hidden_s`)."""
+        return self.compute_s + self.pipeline_bubble_s + self.wire_s + self.optimizer_s + self.losses.total_s
+
+    @property
+    def all_hidden_s(self) -> float:
+        """Bound: every collective hidden, ``compute + bubble + optimizer`` (and the losses)."""
+        return self.compute_s + self.pipeline_bubble_s + self.optimizer_s + self.losses.total_s
 
     def exposed_by_dimension(self) -> dict[str, float]:
         """Exposed seconds per dimension (tp, cp, ep, pp, dp)."""
@@ -440,8 +453,9 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                                       crossing=crossing, advice=advice)
     exposed_total = sum(line.exposed_s for line in lines)
     optimizer = _optimizer_s(inp)
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer)
     W = L.world
+    losses = plan_losses(inp, model, lines, compute_s=compute)
+    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + losses.total_s
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
@@ -456,7 +470,18 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
                 comm=tuple(lines), memory=mem, comm_model=model.describe(), stack=stack_name, stack_source=stack_src,
                 compute_by_operator=by_operator, warnings=tuple(warnings),
-                dp_timeline=advice[0] if advice else None)
+                dp_timeline=advice[0] if advice else None, losses=losses)
+
+
+def plan_losses(inp: PlanInputs, model: CommModel, lines, *, compute_s: float) -> Losses:
+    """The losses that grow with the job (:mod:`commcost.step.losses`): the slowest of the ``W`` ranks on the
+    compute, the compute slowed by the data-parallel communication hidden beside it (wire less exposed of the
+    ``dp`` lines), the gradient norm's all-reduce over the job."""
+    W, G = inp.layout.world, inp.gpus_per_node
+    hidden = sum(line.time_s - line.exposed_s for line in lines if line.comm.dimension == "dp")
+    sync_one = model.cost(Collective.ALL_REDUCE, SYNC_BYTES, W, ranks_per_node=min(G, W)).total_s if W > 1 else 0.0
+    return Losses(**dict(zip(LOSS_NAMES, step_losses(SCALAR, compute_s=compute_s, ranks=W, hidden_s=hidden,
+                                                     sm_share=comm_sm_share(inp.gpu), sync_one_s=sync_one))))
 
 
 def plan_stack(inp: PlanInputs):

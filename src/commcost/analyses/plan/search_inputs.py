@@ -112,6 +112,10 @@ class SearchInputs:
     """``N`` layers' activations offloaded to host memory (as ``plan --cpu-offload-layers``); Megatron-Core runs it
     only without a pipeline and without recomputation, so the space must fix ``pp=1`` and ``recompute=none``."""
 
+    defaults_note: str = ""
+    """One line on the defaults assumed for what the user did not give (a MoE search with no stack or recipe flag:
+    :func:`commcost.cli.inputs_plan.search_moe_inputs`); empty: none."""
+
     def __post_init__(self) -> None:
 
         precision_class(self.precision)

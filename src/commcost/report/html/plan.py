@@ -48,6 +48,11 @@ def step_parts(d: dict) -> list[tuple[str, float, str, str]]:
         parts.append((f"exposed {dim.upper()} communication", s, _DIM_COLOURS.get(dim, "#999999"),
                       f"{fmt_s(s)} = sum of comm[].exposed_s with dimension {dim}"))
     parts.append(("optimizer", b["optimizer_s"], "#999933", f"{fmt_s(b['optimizer_s'])} = breakdown.optimizer_s"))
+    losses = (b.get("losses") or {}).get("total_s", 0.0)
+    if losses > 0:   # the losses that grow with the job (commcost.step.losses)
+        parts.append(("losses that grow with the job", losses, "#AA4499",
+                      f"{fmt_s(losses)} = breakdown.losses.total_s (slowest of W ranks, communication beside "
+                      "compute, the gradient norm's all-reduce)"))
     return parts
 
 
