@@ -20,7 +20,7 @@ OPTIONAL_EXTRAS = {"numpy", "matplotlib", "torch", "dask", "distributed", "hta",
 
 DRILL_PATH = {
     "commcost", "commcost.analyses", "commcost.analyses.drill", "commcost.analyses.drill.budget",
-    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._fabric",
+    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._interrupt", "commcost.cli._fabric",
     "commcost.cli.budget", "commcost.cli.inputs", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
     "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
     "commcost.core.limits", "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
