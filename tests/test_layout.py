@@ -306,7 +306,7 @@ LONG_FUNCTIONS = {
     "report/plan.py": {"render_plan_text": 74},
     "report/plot_scaling.py": {"plot_scaling": 104},
     "report/search.py": {"render_search_text": 81},
-    "report/trace.py": {"_collectives_text": 69, "render_trace_text": 72},
+    "report/trace.py": {"render_trace_text": 72},
     "trace/load.py": {"_load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
     "workload/activations.py": {"layer_activation_bytes": 74},
