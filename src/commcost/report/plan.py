@@ -242,7 +242,7 @@ def _expert_lines(p: Plan) -> list[str]:
     return out
 
 
-def _comm_rows(p: Plan) -> list[str]:
+def _comm_text_rows(p: Plan) -> list[str]:
     """The rows of the text report's communication table, then the DP bucket advice."""
     lines = []
     for line in p.comm:
@@ -291,7 +291,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         "communication per step (one GPU):",
         f"  {'dim':<4}{'op':<14}{'size':>10}{'group':>6}{'/node':>6}{'count':>8}{'one':>10}{'wire':>10}{'exposed':>10}",
     ]
-    lines += _comm_rows(p)
+    lines += _comm_text_rows(p)
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",
