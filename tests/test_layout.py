@@ -293,7 +293,6 @@ LONG_FUNCTIONS = {
     "calibrate/data.py": {"load_series": 103},
     "calibrate/measure.py": {"_measure_spawned": 88},
     "calibrate/nccl_tests.py": {"parse_nccl_tests": 101},
-    "cli/_fabric.py": {"resolve_comm_model": 61},
     "cli/inputs.py": {"budget_request": 62},
     "cli/inputs_plan.py": {"plan_request": 65},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
