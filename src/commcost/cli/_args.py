@@ -14,8 +14,7 @@ from collections.abc import Callable
 
 from commcost.core.errors import InputError
 from commcost.core.units import parse_size_bytes
-from commcost.cli._interrupt import (Terminated, clear_interrupt_notes, interrupt_note, last_interrupt_signal, on_interrupt,
-                                     signal_exit_status)
+from commcost.cli._interrupt import Terminated, clear_interrupt_notes, interrupt_note, last_interrupt_signal, on_interrupt
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -196,6 +195,12 @@ def check_bounds(flag: str, value) -> None:
                                                                        else f"an integer of {len(str(v))} digits")
             bound = lambda x: f"{x:,}" if isinstance(x, int) else f"{x:g}"  # noqa: E731
             fail(f"{flag} must be between {bound(lo)} and {bound(hi)}{' ' + unit if unit else ''}, got {shown}")
+
+
+def signal_exit_status(signum: int) -> int:
+    """``128 + signum``: the exit status of a run a signal ended, as a shell reports it (130 for
+    Ctrl-C, 143 for SIGTERM; docs/exit-codes.md)."""
+    return 128 + signum
 
 
 def _number(text: str) -> float:

@@ -3,7 +3,7 @@ prints about what it kept (:mod:`commcost.cli._args` re-exports them)."""
 
 from __future__ import annotations
 
-__all__ = ["Terminated", "last_interrupt_signal", "signal_exit_status", "on_interrupt", "clear_interrupt_notes",
+__all__ = ["Terminated", "last_interrupt_signal", "on_interrupt", "clear_interrupt_notes",
            "interrupt_note"]
 
 
@@ -24,12 +24,6 @@ _LAST_SIGNAL = [2]
 def last_interrupt_signal() -> int:
     """The signal of this run's last interruption: 15 after a :class:`Terminated`, else 2 (SIGINT)."""
     return _LAST_SIGNAL[0]
-
-
-def signal_exit_status(signum: int) -> int:
-    """``128 + signum``: the exit status of a run a signal ended, as a shell reports it (130 for
-    Ctrl-C, 143 for SIGTERM; docs/exit-codes.md)."""
-    return 128 + signum
 
 
 _INTERRUPT_NOTES: list = []
