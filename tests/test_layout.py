@@ -20,7 +20,7 @@ OPTIONAL_EXTRAS = {"numpy", "matplotlib", "torch", "dask", "distributed", "hta",
 
 DRILL_PATH = {
     "commcost", "commcost.analyses", "commcost.analyses.drill", "commcost.analyses.drill.budget",
-    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._fabric",
+    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._interrupt", "commcost.cli._fabric",
     "commcost.cli.budget", "commcost.cli.inputs", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
     "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
     "commcost.core.limits", "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
@@ -270,7 +270,7 @@ MAX_MODULE_LINES = 500
 """No module of ``src/commcost`` is longer (STYLE.md convention 4 asks about 400)."""
 
 LONG_MODULES = {
-    "analyses/plan/grid.py": 578, "analyses/plan/plan.py": 633, "cli/_args.py": 602,
+    "analyses/plan/grid.py": 578, "analyses/plan/plan.py": 536, "cli/_args.py": 602,
 }
 """Modules allowed past :data:`MAX_MODULE_LINES`, at most this long. The list only shrinks: a module that grows past its
 number, or one listed that is back under the limit, fails the test (take it off the list). grid.py and plan.py are being
@@ -288,7 +288,6 @@ LONG_FUNCTIONS = {
     "calibrate/data.py": {"load_series": 103},
     "calibrate/measure.py": {"_measure_spawned": 88},
     "calibrate/nccl_tests.py": {"parse_nccl_tests": 101},
-    "cli/_fabric.py": {"resolve_comm_model": 61},
     "cli/inputs.py": {"budget_request": 62},
     "cli/inputs_plan.py": {"plan_request": 65},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
@@ -301,7 +300,7 @@ LONG_FUNCTIONS = {
     "report/plan.py": {"render_plan_text": 74},
     "report/plot_scaling.py": {"plot_scaling": 104},
     "report/search.py": {"render_search_text": 81},
-    "report/trace.py": {"_collectives_text": 69, "render_trace_text": 72},
+    "report/trace.py": {"render_trace_text": 72},
     "trace/load.py": {"_load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
     "workload/activations.py": {"layer_activation_bytes": 74},

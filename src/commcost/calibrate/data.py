@@ -318,6 +318,24 @@ def _counted(lines, total_bytes: int, progress):
         progress(total_bytes, total_bytes)
 
 
+def _run_key(p: Path, run, op: Collective | None, gpus: int | None,
+             missing_in_place: dict[int, int]) -> tuple[Collective, int]:
+    """A nccl-tests run's ``(op, gpus)``: the log's own, else ``--op``/``--gpus``; refused when neither says, or
+    when the in-place time was asked for and one of its rows has none."""
+    run_op = run.op or op
+    run_gpus = run.gpus or gpus
+    if run_op is None:
+        raise InputError(f"{p}:{run.first_line}: the log does not say which collective it measured "
+                         "(no 'Collective test concluded' line, command line or file name); pass --op")
+    if run_gpus is None:
+        raise InputError(f"{p}:{run.first_line}: the log lists no ranks under '# Using devices'; "
+                         "pass --gpus")
+    if run.first_line in missing_in_place:
+        raise InputError(f"{p}:{missing_in_place[run.first_line]}: no in-place time in this row; use "
+                         "--placement out_of_place or best")
+    return run_op, run_gpus
+
+
 def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | None = None,
                 placement: Placement = "best", progress=None) -> Series:
     """The (size, time) points of one collective in a measurement file or a nccl-tests log.
@@ -393,17 +411,7 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
             runs = parse_nccl_tests(lines, source=str(p), op_hint=collective_from_name(p.name), on_row=on_row)
             provenance = {}
             for run in runs:
-                run_op = run.op or op
-                run_gpus = run.gpus or gpus
-                if run_op is None:
-                    raise InputError(f"{p}:{run.first_line}: the log does not say which collective it measured "
-                                     "(no 'Collective test concluded' line, command line or file name); pass --op")
-                if run_gpus is None:
-                    raise InputError(f"{p}:{run.first_line}: the log lists no ranks under '# Using devices'; "
-                                     "pass --gpus")
-                if run.first_line in missing_in_place:
-                    raise InputError(f"{p}:{missing_in_place[run.first_line]}: no in-place time in this row; use "
-                                     "--placement out_of_place or best")
+                run_op, run_gpus = _run_key(p, run, op, gpus, missing_in_place)
                 pool = per_run.get(run.first_line)
                 for size, ts in (pool.times.items() if pool else ()):
                     for t in ts:  # the run's rows, merged into the series' pool (a size's rows stay together)

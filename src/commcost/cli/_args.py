@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from commcost.core.errors import InputError
 from commcost.core.units import parse_size_bytes
+from commcost.cli._interrupt import Terminated, clear_interrupt_notes, interrupt_note, last_interrupt_signal, on_interrupt
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -196,48 +197,10 @@ def check_bounds(flag: str, value) -> None:
             fail(f"{flag} must be between {bound(lo)} and {bound(hi)}{' ' + unit if unit else ''}, got {shown}")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an exception, so that ``finally`` blocks run (ranks are reaped, rows kept,
-    temporary files removed) and the dispatcher prints one line and exits ``128 + signum``."""
-
-    signum = 15
-
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
-        _LAST_SIGNAL[0] = self.signum
-
-
-_LAST_SIGNAL = [2]
-
-
-def last_interrupt_signal() -> int:
-    """The signal of this run's last interruption: 15 after a :class:`Terminated`, else 2 (SIGINT)."""
-    return _LAST_SIGNAL[0]
-
-
 def signal_exit_status(signum: int) -> int:
     """``128 + signum``: the exit status of a run a signal ended, as a shell reports it (130 for
     Ctrl-C, 143 for SIGTERM; docs/exit-codes.md)."""
     return 128 + signum
-
-
-_INTERRUPT_NOTES: list = []
-
-
-def on_interrupt(note) -> None:
-    """Register ``note() -> str``: what an interrupted run keeps and where (``measure``: its rows)."""
-    _INTERRUPT_NOTES.append(note)
-
-
-def clear_interrupt_notes() -> None:
-    """Forget the registered notes and the last signal (the dispatcher does, before each run)."""
-    _INTERRUPT_NOTES.clear()
-    _LAST_SIGNAL[0] = 2
-
-
-def interrupt_note() -> str:
-    """The registered notes, joined (empty when nothing is kept)."""
-    return "; ".join(text for text in (note() for note in _INTERRUPT_NOTES) if text)
 
 
 def _number(text: str) -> float:

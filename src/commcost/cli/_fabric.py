@@ -159,6 +159,26 @@ _THIRD_TIER = ("--pod-nodes", "--spine-oversubscription", "--spine-latency")
 """Third-tier flags: part of a custom topology, or overrides of a system preset's pods and spine."""
 
 
+def _resolve_system(f: FabricFlags, *, op: str, set_gpus: bool) -> Resolved:
+    """The CommModel of ``--system`` (its third tier overridden by the flags): :func:`resolve_comm_model`'s
+    system branch, with the scope warning when the command has one ``--gpus``."""
+    from commcost.comm.model import FabricModel
+    from commcost.comm.systems import system_group
+
+    topo, P = system_group(f.system, nodes=f.nodes, gpus_per_node=f.gpus_per_node,
+                           gpus=f.gpus if set_gpus else None, oversubscription=f.oversubscription,
+                           nvls=not f.no_nvls)
+    topo = _third_tier_override(f, topo)
+    comm = FabricModel(topology=topo, backend=f.backend)
+    w = None
+    if set_gpus:
+        w = comm.scope_warning(op, P)
+        if w:
+            warn(w)
+    return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",
+                    info=None, topology=topo, band_topology=topo)
+
+
 def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool = True,
                        gpus_list: tuple[int, ...] | None = None) -> Resolved:
     """The CommModel of the flags (module docstring). ``set_gpus``: the command has one ``--gpus``
@@ -180,21 +200,7 @@ def resolve_comm_model(f: FabricFlags, *, op: str = "all_reduce", set_gpus: bool
     if f.system is not None:
         if flat or custom:
             A.fail(f"--system {f.system} takes its links from the preset; drop " + ", ".join(flat + custom))
-        from commcost.comm.model import FabricModel
-        from commcost.comm.systems import system_group
-
-        topo, P = system_group(f.system, nodes=f.nodes, gpus_per_node=f.gpus_per_node,
-                               gpus=f.gpus if set_gpus else None, oversubscription=f.oversubscription,
-                               nvls=not f.no_nvls)
-        topo = _third_tier_override(f, topo)
-        comm = FabricModel(topology=topo, backend=f.backend)
-        w = None
-        if set_gpus:
-            w = comm.scope_warning(op, P)
-            if w:
-                warn(w)
-        return Resolved(comm=comm, gpus=P if set_gpus else None, note=None if w is None else f"CAUTION: {w}",
-                        info=None, topology=topo, band_topology=topo)
+        return _resolve_system(f, op=op, set_gpus=set_gpus)
     if tier3 and not custom:
         A.fail(f"{', '.join(tier3)} describe a third tier: they need --system (to override its "
                "pods and spine) or a custom topology (--intra-bw ...)")

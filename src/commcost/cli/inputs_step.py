@@ -174,14 +174,9 @@ def _custom_pair(args: argparse.Namespace, preset_flag: str, flags: tuple[str, s
     return True
 
 
-def scaling_request(args: argparse.Namespace) -> ScalingRequest:
-    """The scaling flags checked; every model x fabric as ScalingInputs in SI units."""
-    if args.plot is not None:
-        A.check_output_path("--plot", args.plot, (".png", ".svg"))
-    if args.csv is not None:
-        A.check_output_path("--csv", args.csv)
-    if args.profile is not None and args.fabric is not None:
-        A.fail("--profile and --fabric both describe the fabric; give one")
+def _registry_models(args: argparse.Namespace) -> list:
+    """The ``--model`` names that are registry models (not the seed table's), checked: known, with ``--system`` or
+    ``--compute-ms``; ``--seq`` only for them."""
     registry = [k for k in (args.model or ()) if k not in seed_models()]
     if registry:
         names = set(model_preset_names()) | set(MODEL_ALIASES)
@@ -195,6 +190,32 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
     if args.seq is not None and not (registry and args.compute_ms is None):
         A.fail("--seq sets the tokens plan prices a registry model's compute at: it needs a registry --model "
                "without --compute-ms")
+    return registry
+
+
+def _plan_computed(args: argparse.Namespace, models: list, fabrics: list, gpu) -> tuple[list, dict]:
+    """``(models, sources)``: a registry model without ``--compute-ms`` gets plan's compute on the first fabric
+    (``sources``: its plan compute by name)."""
+    sources = {}
+    if any(c_s is None for _, _, c_s in models):   # a registry model without --compute-ms: plan's compute
+        comm = fabrics[0][1]
+        for name, _, c_s in models:
+            if c_s is None:
+                pc = plan_compute(name, gpu, comm.topology.gpus_per_node, args.seq or DEFAULT_SEQ, comm)
+                sources[name] = pc
+        models = [(n, params, sources[n].compute_s if c_s is None else c_s) for n, params, c_s in models]
+    return models, sources
+
+
+def scaling_request(args: argparse.Namespace) -> ScalingRequest:
+    """The scaling flags checked; every model x fabric as ScalingInputs in SI units."""
+    if args.plot is not None:
+        A.check_output_path("--plot", args.plot, (".png", ".svg"))
+    if args.csv is not None:
+        A.check_output_path("--csv", args.csv)
+    if args.profile is not None and args.fabric is not None:
+        A.fail("--profile and --fabric both describe the fabric; give one")
+    registry = _registry_models(args)
     custom_model = bool(args.params is not None or (args.compute_ms is not None and not registry)) and \
         _custom_pair(args, "--model", ("--params", "--compute-ms"))
     custom_fabric = args.profile is not None or _custom_pair(args, "--fabric", ("--bw", "--latency"))
@@ -233,14 +254,7 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
                   overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
                   backward_fraction=2.0 / 3.0 if args.backward_fraction is None else args.backward_fraction)
     gpu = None if args.system is None else system_gpu(args.system)
-    sources = {}
-    if any(c_s is None for _, _, c_s in models):   # a registry model without --compute-ms: plan's compute
-        comm = fabrics[0][1]
-        for name, _, c_s in models:
-            if c_s is None:
-                pc = plan_compute(name, gpu, comm.topology.gpus_per_node, args.seq or DEFAULT_SEQ, comm)
-                sources[name] = pc
-        models = [(n, params, sources[n].compute_s if c_s is None else c_s) for n, params, c_s in models]
+    models, sources = _plan_computed(args, models, fabrics, gpu)
     curves = tuple(ScalingInputs(model=m_name, fabric=f_name, params=params, compute_s=c_s, comm=comm,
                                  flat_ring_max_gpus=flat_max, flat_ring_note=flat_note, gpu=gpu,
                                  compute_source=sources[m_name].source if m_name in sources else "", **common)

@@ -39,6 +39,21 @@ def _caution(sysp: dict[str, Any]) -> dict[str, Any]:
             "caution_spine_oversubscription": float(sysp.get("spine_oversubscription", 1.0))}
 
 
+def _protocols(sysp: dict[str, Any]) -> ProtocolModel | None:
+    """NCCL's protocol model of a system preset with ``nccl_protocols`` (its ``llMaxBw`` caps); None without."""
+    if not sysp["nccl_protocols"]:
+        return None
+    return ProtocolModel(ll_max_bus_bandwidth_bytes_per_s=(
+        float(sysp["ll_max_bus_bandwidth_one_node_bytes_per_s"]),
+        float(sysp["ll_max_bus_bandwidth_two_nodes_bytes_per_s"]),
+        float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"],
+        gpu_generation=sysp.get("nccl_gpu_generation"), ll128_enabled=bool(sysp.get("nccl_ll128", True)),
+        net_overhead_s=2.0e-6 if sysp.get("host_cpu_vendor") == "amd" else 1.0e-6,
+        **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
+            "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
+           if "nvls_channels_one_node" in sysp else {}))
+
+
 def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = None,
                     oversubscription: float | None = None, nvls: bool = True) -> Topology:
     """The two- or three-tier :class:`Topology` of ``nodes`` nodes of system preset ``name``.
@@ -69,17 +84,7 @@ def system_topology(name: str, *, nodes: int = 1, gpus_per_node: int | None = No
             raise InputError(f"system {name!r} says in_network but fabric {sysp['intra_fabric']!r} has no NVLS figures")
         in_network = Link(bandwidth_bytes_per_s=float(intra["in_network_bandwidth_bytes_per_s"]),
                           latency_s=float(intra["in_network_step_latency_s"]))
-    protocols = None
-    if sysp["nccl_protocols"]:
-        protocols = ProtocolModel(ll_max_bus_bandwidth_bytes_per_s=(
-            float(sysp["ll_max_bus_bandwidth_one_node_bytes_per_s"]),
-            float(sysp["ll_max_bus_bandwidth_two_nodes_bytes_per_s"]),
-            float(sysp["ll_max_bus_bandwidth_more_nodes_bytes_per_s"])), source=sysp["protocols_source"],
-            gpu_generation=sysp.get("nccl_gpu_generation"), ll128_enabled=bool(sysp.get("nccl_ll128", True)),
-            net_overhead_s=2.0e-6 if sysp.get("host_cpu_vendor") == "amd" else 1.0e-6,
-            **({"nvls_channels": int(sysp["nvls_channels_one_node"]),
-                "nvls_channels_multi_node": int(sysp["nvls_channels_more_nodes"])}
-               if "nvls_channels_one_node" in sysp else {}))
+    protocols = _protocols(sysp)
     ports = int(sysp.get("nics_per_gpu", 1))  # a GPU's scale-out bandwidth is its ports' sum
     inter_link = _link(inter) if ports == 1 else Link(
         bandwidth_bytes_per_s=ports * float(inter["achievable_bandwidth_bytes_per_s"]),

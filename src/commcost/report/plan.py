@@ -255,6 +255,22 @@ def _expert_lines(p: Plan) -> list[str]:
     return out
 
 
+def _comm_text_rows(p: Plan) -> list[str]:
+    """The rows of the text report's communication table, then the DP bucket advice."""
+    lines = []
+    for line in p.comm:
+        c = line.comm
+        lines.append(f"  {c.dimension:<4}{c.op.value:<14}{format_bytes(c.size_bytes):>10}{c.group_size:>6}"
+                     f"{c.ranks_per_node:>6}{c.count_per_step:>8,.0f}{format_seconds(line.one_s):>10}"
+                     f"{format_seconds(line.time_s):>10}{format_seconds(line.exposed_s):>10}")
+    if not p.comm:
+        lines.append("  (none: one GPU)")
+    if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
+        stream = "tensor by tensor" if p.bucket_advice.stream == "per-tensor" else "at a uniform rate"
+        lines.append(f"  DP bucket advice (gradients {stream}): " + render_bucket_advice(p.bucket_advice))
+    return lines
+
+
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
                      sensitivity: tuple = (), interval=None) -> str:
     """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds; the
@@ -290,16 +306,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         "communication per step (one GPU):",
         f"  {'dim':<4}{'op':<14}{'size':>10}{'group':>6}{'/node':>6}{'count':>8}{'one':>10}{'wire':>10}{'exposed':>10}",
     ]
-    for line in p.comm:
-        c = line.comm
-        lines.append(f"  {c.dimension:<4}{c.op.value:<14}{format_bytes(c.size_bytes):>10}{c.group_size:>6}"
-                     f"{c.ranks_per_node:>6}{c.count_per_step:>8,.0f}{format_seconds(line.one_s):>10}"
-                     f"{format_seconds(line.time_s):>10}{format_seconds(line.exposed_s):>10}")
-    if not p.comm:
-        lines.append("  (none: one GPU)")
-    if p.bucket_advice is not None:  # the one bucket advice (budget, timeline and plan print it alike)
-        stream = "tensor by tensor" if p.bucket_advice.stream == "per-tensor" else "at a uniform rate"
-        lines.append(f"  DP bucket advice (gradients {stream}): " + render_bucket_advice(p.bucket_advice))
+    lines += _comm_text_rows(p)
     lines += [
         "",
         f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",

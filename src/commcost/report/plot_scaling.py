@@ -67,6 +67,31 @@ def _pow2_ticks(lo: float, hi: float) -> list[float]:
     return [2.0 ** e for e in range(k, top + 1)]
 
 
+def _vertical_markers(curves: Sequence[ScalingCurve], axes: tuple) -> list[Any]:
+    """Each fabric's flat-ring limit (where a curve passes it) and each knee as a vertical line on every axis;
+    their legend handles."""
+    from matplotlib.lines import Line2D
+
+    handles: list[Any] = []
+    limits = sorted({(c.inputs.fabric, c.inputs.flat_ring_max_gpus) for c in curves
+                     if c.inputs.flat_ring_max_gpus is not None
+                     and any(r.beyond_flat_ring for r in c.rows)})
+    for fabric, limit in limits:
+        for ax in axes:
+            ax.axvline(limit, color="gray", lw=0.9, ls="-.", zorder=0)
+        handles.append(Line2D([], [], color="gray", lw=0.9, ls="-.",
+                              label=f"{fabric} flat-ring limit: {limit} GPUs\n"
+                                    f"(beyond it the flat {fabric} rows are idealized)"))
+
+    knees = sorted({k.gpus for k in (knee_of(c) for c in curves) if k is not None})
+    for knee in knees:
+        for ax in axes:
+            ax.axvline(knee, color="firebrick", lw=0.9, ls=":", zorder=0)
+        handles.append(Line2D([], [], color="firebrick", lw=0.9, ls=":",
+                              label=f"the knee: from N = {knee} the group\nspans nodes (inter-node fabric)"))
+    return handles
+
+
 def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     """Draw ``curves`` on a new Figure and return it (the caller saves or shows it)."""
     plt = pyplot()
@@ -125,22 +150,7 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     handles.append(bracket)
     handler_map = {bracket: _Shades(shades)}
 
-    limits = sorted({(c.inputs.fabric, c.inputs.flat_ring_max_gpus) for c in curves
-                     if c.inputs.flat_ring_max_gpus is not None
-                     and any(r.beyond_flat_ring for r in c.rows)})
-    for fabric, limit in limits:
-        for ax in (ax_x, ax_e, ax_s):
-            ax.axvline(limit, color="gray", lw=0.9, ls="-.", zorder=0)
-        handles.append(Line2D([], [], color="gray", lw=0.9, ls="-.",
-                              label=f"{fabric} flat-ring limit: {limit} GPUs\n"
-                                    f"(beyond it the flat {fabric} rows are idealized)"))
-
-    knees = sorted({k.gpus for k in (knee_of(c) for c in curves) if k is not None})
-    for knee in knees:
-        for ax in (ax_x, ax_e, ax_s):
-            ax.axvline(knee, color="firebrick", lw=0.9, ls=":", zorder=0)
-        handles.append(Line2D([], [], color="firebrick", lw=0.9, ls=":",
-                              label=f"the knee: from N = {knee} the group\nspans nodes (inter-node fabric)"))
+    handles += _vertical_markers(curves, (ax_x, ax_e, ax_s))
 
     xticks = FixedLocator(gpus_all)
     xfmt = FuncFormatter(lambda v, _pos: f"{v:g}")

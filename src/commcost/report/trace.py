@@ -241,6 +241,30 @@ def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:
     return lines
 
 
+def _model_lines(predictions, model) -> list[str]:
+    """The collectives' section under a model: the model, rows it refused, the median error, each op's share of
+    the fabric."""
+    lines: list[str] = []
+    preds = predictions or []
+    lines.append("")
+    lines.append(f"model: {model.describe()}")
+    refused = [p for p in preds if p.predicted_s is None]
+    for p in refused[:3]:
+        lines.append(f"  not priced: {p.row.op.value} {format_bytes(p.row.size_bytes)} on {p.row.group_size}: "
+                     f"{p.reason}")
+    m = median_abs_error(preds)
+    priced = sum(1 for p in preds if p.error is not None)
+    against = ("transfer where matched across ranks, else t" if any(p.measured == "transfer" for p in preds)
+               else "t")
+    lines.append(f"median |error| = median over rows of |predicted - measured| / measured (measured: {against}): "
+                 + (f"{100 * m:.1f}% over {priced} row(s)" if m is not None else "no row priced"))
+    for op, f in fabric_shares(preds).items():   # the error column as the speed the op got from the fabric
+        lines.append(f"{op} runs at {100 * f['share']:.0f}% of the fabric: its {f['calls']} call(s) took "
+                     f"{format_seconds(f['measured_s'])} where the model of the fabric needs "
+                     f"{format_seconds(f['fabric_s'])} (achieved bus bandwidth / the fabric's)")
+    return lines
+
+
 def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width: int) -> list[str]:
     lines: list[str] = []
     if not s.rows and not s.unsized:
@@ -296,23 +320,7 @@ def _collectives_text(s: TraceSummary, predictions, model, verbose: bool, width:
         lines.append(f"  {s.calls_dropped - unsized_calls} recorded call(s) left out: an impossible size or group size "
                      "(negative, past 1 EiB, not 1 to 10**6 ranks), or no kernel found to time them")
     if model is not None:
-        preds = predictions or []
-        lines.append("")
-        lines.append(f"model: {model.describe()}")
-        refused = [p for p in preds if p.predicted_s is None]
-        for p in refused[:3]:
-            lines.append(f"  not priced: {p.row.op.value} {format_bytes(p.row.size_bytes)} on {p.row.group_size}: "
-                         f"{p.reason}")
-        m = median_abs_error(preds)
-        priced = sum(1 for p in preds if p.error is not None)
-        against = ("transfer where matched across ranks, else t" if any(p.measured == "transfer" for p in preds)
-                   else "t")
-        lines.append(f"median |error| = median over rows of |predicted - measured| / measured (measured: {against}): "
-                     + (f"{100 * m:.1f}% over {priced} row(s)" if m is not None else "no row priced"))
-        for op, f in fabric_shares(preds).items():   # the error column as the speed the op got from the fabric
-            lines.append(f"{op} runs at {100 * f['share']:.0f}% of the fabric: its {f['calls']} call(s) took "
-                         f"{format_seconds(f['measured_s'])} where the model of the fabric needs "
-                         f"{format_seconds(f['fabric_s'])} (achieved bus bandwidth / the fabric's)")
+        lines += _model_lines(predictions, model)
     return lines
 
 

@@ -126,6 +126,25 @@ def ddp_bucket_caps(bucket_cap_mb: float | None = None, *,
     return DdpBucketCaps(bucket_cap_bytes=cap, first_bucket_cap_bytes=first)
 
 
+def _check_sizes(tensor_bytes: Sequence[int], limits: Sequence[int]) -> None:
+    """:func:`assign_buckets_by_size`'s sizes: at least one tensor of 0 to 2**60 bytes, at least one limit,
+    each a finite number of bytes >= 1."""
+    if len(tensor_bytes) == 0:
+        raise InputError("no tensors to bucket")
+    if not limits:
+        raise InputError("bucket size limits must not be empty")
+    for lim in limits:
+        if isinstance(lim, bool) or not isinstance(lim, (int, float)):
+            raise TypeError(f"bucket size limit must be a number of bytes, got {type(lim).__name__}")
+        if not 1 <= lim < math.inf:  # NaN fails too; sys.maxsize is torch's "no limit"
+            raise InputError(f"bucket size limit must be a finite number of bytes >= 1, got {lim!r}")
+    for i, b in enumerate(tensor_bytes):
+        if isinstance(b, bool) or not isinstance(b, (int, float)):
+            raise TypeError(f"tensor {i}'s size must be a number of bytes, got {type(b).__name__}")
+        if not 0 <= b <= 2.0**60:
+            raise InputError(f"tensor {i} has size {b!r} bytes (must be between 0 and 2**60)")
+
+
 def assign_buckets_by_size(
     tensor_bytes: Sequence[int], limits: Sequence[int], *,
     keys: Sequence[Hashable] | None = None,
@@ -142,20 +161,7 @@ def assign_buckets_by_size(
     current when each bucket was filled (0 for sparse singletons), like torch.
     """
     n = len(tensor_bytes)
-    if n == 0:
-        raise InputError("no tensors to bucket")
-    if not limits:
-        raise InputError("bucket size limits must not be empty")
-    for lim in limits:
-        if isinstance(lim, bool) or not isinstance(lim, (int, float)):
-            raise TypeError(f"bucket size limit must be a number of bytes, got {type(lim).__name__}")
-        if not 1 <= lim < math.inf:  # NaN fails too; sys.maxsize is torch's "no limit"
-            raise InputError(f"bucket size limit must be a finite number of bytes >= 1, got {lim!r}")
-    for i, b in enumerate(tensor_bytes):
-        if isinstance(b, bool) or not isinstance(b, (int, float)):
-            raise TypeError(f"tensor {i}'s size must be a number of bytes, got {type(b).__name__}")
-        if not 0 <= b <= 2.0**60:
-            raise InputError(f"tensor {i} has size {b!r} bytes (must be between 0 and 2**60)")
+    _check_sizes(tensor_bytes, limits)
     keys = keys if keys is not None else (None,) * n
     if len(keys) != n or (sparse is not None and len(sparse) != n):
         raise InputError(f"keys/sparse must have one entry per tensor ({n})")

@@ -263,6 +263,40 @@ def _communicator(args: dict, group: int | None) -> str:
     return f"size {group}" if group is not None else "default"
 
 
+def _launches_by_thread(rt: RankTrace, comm: dict) -> dict[object, list[tuple[float, int]]]:
+    """``{CPU thread: [(launch time, correlation), ...] sorted}`` of the communication kernels ``comm``."""
+    by_tid: dict[object, list[tuple[float, int]]] = {}
+    for corr in comm:
+        launch = rt.launches.get(corr)
+        if launch is not None:
+            by_tid.setdefault(launch[1], []).append((launch[0], corr))
+    for v in by_tid.values():
+        v.sort()
+    return by_tid
+
+
+def _kernels_launched_in(call, by_tid: dict, comm: dict) -> list:
+    """The kernels of ``comm`` that ``call``'s thread launched between its start and its end, in launch order."""
+    launches = by_tid.get(call.tid, [])
+    j = bisect.bisect_left(launches, (call.start_s, -1))
+    kernels = []
+    while j < len(launches) and launches[j][0] <= call.end_s:
+        kernels.append(comm[launches[j][1]])
+        j += 1
+    return kernels
+
+
+def _claim_by_annotation(later: list, by_tid: dict, kernel_ops) -> None:
+    """Kernels no record_param_comms call claimed, by the annotation they were launched in: into ``kernel_ops``."""
+    for call in later:
+        op = C.collective_from_trace_name(call.name.split(":", 1)[1])
+        launches = by_tid.get(call.tid, [])
+        j = bisect.bisect_left(launches, (call.start_s, -1))
+        while op is not None and j < len(launches) and launches[j][0] <= call.end_s:
+            kernel_ops.setdefault(launches[j][1], op)
+            j += 1
+
+
 def timed_calls(rt: RankTrace, *, kernel_ops: dict | None = None) -> tuple[list[TimedCall], int]:
     """Every call of ``rt`` with a known op and a measured time, sized or not, in issue order
     (module docstring); and how many recorded calls had no kernel (or no op) to time them by.
@@ -272,13 +306,7 @@ def timed_calls(rt: RankTrace, *, kernel_ops: dict | None = None) -> tuple[list[
     out: list[TimedCall] = []
     untimed = 0
     comm = {g.correlation: g for g in rt.gpu_events if g.kind == C.COMMUNICATION and g.correlation >= 0}
-    by_tid: dict[object, list[tuple[float, int]]] = {}
-    for corr in comm:
-        launch = rt.launches.get(corr)
-        if launch is not None:
-            by_tid.setdefault(launch[1], []).append((launch[0], corr))
-    for v in by_tid.values():
-        v.sort()
+    by_tid = _launches_by_thread(rt, comm)
     c10d_starts = [o[0] for o in rt.c10d_ops]
     issued = {} if rt.on_gpu else _issue_times(rt)
     later: list = []
@@ -296,12 +324,7 @@ def timed_calls(rt: RankTrace, *, kernel_ops: dict | None = None) -> tuple[list[
             start, end = call.start_s, call.end_s
             op = C.collective_from_trace_name(call.name.split(":", 1)[1])
         else:
-            launches = by_tid.get(call.tid, [])
-            j = bisect.bisect_left(launches, (call.start_s, -1))
-            kernels = []
-            while j < len(launches) and launches[j][0] <= call.end_s:
-                kernels.append(comm[launches[j][1]])
-                j += 1
+            kernels = _kernels_launched_in(call, by_tid, comm)
             if not kernels:
                 untimed += 1
                 continue
@@ -328,13 +351,7 @@ def timed_calls(rt: RankTrace, *, kernel_ops: dict | None = None) -> tuple[list[
         out.append(TimedCall(rank=rt.rank, op=op, size_bytes=size, dtype=dtype if size is not None else None,
                              group_size=group, group_size_source=source, comm=_communicator(call.args, group),
                              start_s=start, end_s=end, issue_s=issued.get(i, call.start_s)))
-    for call in later:        # kernels no record_param_comms call claimed, by the annotation they were launched in
-        op = C.collective_from_trace_name(call.name.split(":", 1)[1])
-        launches = by_tid.get(call.tid, [])
-        j = bisect.bisect_left(launches, (call.start_s, -1))
-        while op is not None and j < len(launches) and launches[j][0] <= call.end_s:
-            kernel_ops.setdefault(launches[j][1], op)
-            j += 1
+    _claim_by_annotation(later, by_tid, kernel_ops)
     out.sort(key=lambda c: c.issue_s)
     return out, untimed
 

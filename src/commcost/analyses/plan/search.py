@@ -216,6 +216,38 @@ class _Top:
                  {c: col[i] for c, col in self.rows.items()}) for i in range(len(self.keys))]
 
 
+def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens: float):
+    """The grid's best (safe, then fragile where ``inp.fragile_last``) planned and advised, one per layout:
+    ``(chosen, grid_plans, plans, flags, order, fastest)``, ``order`` the first ``top`` by the objective."""
+    safe, risky = pools[False].entries(), pools[True].entries()
+    if inp.fragile_last:
+        chosen = safe + risky[:max(wide - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
+    else:
+        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
+    grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+    plans = [advised(p, model, inp) for p in grid_plans]
+    distinct: list = []
+    for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
+        if all(p.inputs != plans[j].inputs for j in distinct):
+            distinct.append(i)
+    chosen, grid_plans, plans = ([x[i] for i in distinct] for x in (chosen, grid_plans, plans))
+    capacity = [p.memory.capacity_bytes for p in plans]
+    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
+             for p, c in zip(plans, capacity)]
+
+    def rank_key(i: int):
+        value = objective_value(inp.objective, plans[i].step_s, plans[i].inputs.layout.world, tokens,
+                                inp.price_per_gpu_hour)
+        return (flags[i], value, chosen[i][2]) if inp.fragile_last else (value, chosen[i][2])
+
+    order = sorted(range(len(plans)), key=rank_key)
+    fastest = min(range(len(plans)), key=lambda i: (rank_key(i)[-2], chosen[i][2]), default=None)
+    if inp.fragile_last and sum(not f for f in flags) >= inp.top and fastest is not None and flags[fastest]:
+        order = [i for i in order if i != fastest]   # kept only to say why it is not first
+    order = order[:inp.top]
+    return chosen, grid_plans, plans, flags, order, fastest
+
+
 def search(inp: SearchInputs, model: CommModel, *,
            progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
     """Enumerate, price, filter, rank (module docstring). ``progress(done, total, elapsed_s)`` is called
@@ -317,32 +349,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
         interrupted = True
-    safe, risky = pools[False].entries(), pools[True].entries()
-    if inp.fragile_last:
-        chosen = safe + risky[:max(wide - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
-    else:
-        chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
-    grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
-    plans = [advised(p, model, inp) for p in grid_plans]
-    distinct: list = []
-    for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
-        if all(p.inputs != plans[j].inputs for j in distinct):
-            distinct.append(i)
-    chosen, grid_plans, plans = ([x[i] for i in distinct] for x in (chosen, grid_plans, plans))
-    capacity = [p.memory.capacity_bytes for p in plans]
-    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
-             for p, c in zip(plans, capacity)]
-
-    def rank_key(i: int):
-        value = objective_value(inp.objective, plans[i].step_s, plans[i].inputs.layout.world, tokens,
-                                inp.price_per_gpu_hour)
-        return (flags[i], value, chosen[i][2]) if inp.fragile_last else (value, chosen[i][2])
-
-    order = sorted(range(len(plans)), key=rank_key)
-    fastest = min(range(len(plans)), key=lambda i: (rank_key(i)[-2], chosen[i][2]), default=None)
-    if inp.fragile_last and sum(not f for f in flags) >= inp.top and fastest is not None and flags[fastest]:
-        order = [i for i in order if i != fastest]   # kept only to say why it is not first
-    order = order[:inp.top]
+    chosen, grid_plans, plans, flags, order, fastest = _ranked(pools, inp, model, wide, tokens)
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
