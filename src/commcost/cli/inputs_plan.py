@@ -142,12 +142,8 @@ class PlanRequest:
     """What ``--from`` read (None: no ``--from``)."""
 
 
-def plan_request(args: argparse.Namespace) -> PlanRequest:
-    """The plan flags checked; the layout, the PlanInputs in SI units and the measurement to fit its efficiency to."""
-    args, from_summary = apply_from(args)
-    if args.global_batch is None:
-        A.fail("the following arguments are required: --global-batch")
-    spec, seq = model_spec_of(args)
+def _plan_layout(args: argparse.Namespace) -> tuple[Layout, int, int]:
+    """``(layout, gpus, dp)`` of the plan flags: the GPU count or the DP degree from the other, checked."""
     cp, tp, pp = args.cp, args.tp, args.pp
     gpus, dp = args.gpus, args.dp
     if gpus is None:
@@ -164,6 +160,17 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
                     uneven_pipeline=args.uneven_pipeline, split_counts_ends=args.split_counts_ends)
     if layout.world != gpus:
         A.fail(f"dp x tp x pp x cp = {dp} x {tp} x {pp} x {cp} = {layout.world} != --gpus {gpus}")
+    return layout, gpus, dp
+
+
+def plan_request(args: argparse.Namespace) -> PlanRequest:
+    """The plan flags checked; the layout, the PlanInputs in SI units and the measurement to fit its efficiency to."""
+    args, from_summary = apply_from(args)
+    if args.global_batch is None:
+        A.fail("the following arguments are required: --global-batch")
+    spec, seq = model_spec_of(args)
+    cp, tp, pp = args.cp, args.tp, args.pp
+    layout, gpus, dp = _plan_layout(args)
     moe, note = moe_inputs(args), ""
     if spec.is_moe and not recipe_flags_given(args):   # what the implied stack's MoE recipes run
         d = moe_recipe_defaults(stack=resolve_stack("auto", layout)[0], tp=tp, dp=dp, cp=cp, ep=args.ep, pp=pp,

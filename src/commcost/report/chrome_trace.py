@@ -107,6 +107,24 @@ _KERNEL_OP = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all
               "broadcast": "Broadcast", "reduce": "Reduce", "all_to_all": "AllToAll", "send_recv": "SendRecv"}
 
 
+def _plan_header(p) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(dims, events)`` of :func:`plan_chrome_trace`: the plan's communication dimensions in order of first
+    appearance, and the trace's opening events (process and stream names, the step's annotation)."""
+    dims: list[str] = []
+    for line in p.comm:
+        if line.comm.dimension not in dims:
+            dims.append(line.comm.dimension)
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": _GPU_PID, "args": {"name": "GPU 0 (commcost plan: accounting)"}},
+        {"ph": "M", "name": "thread_name", "pid": _GPU_PID, "tid": COMPUTE_STREAM, "args": {"name": "compute"}},
+        *({"ph": "M", "name": "thread_name", "pid": _GPU_PID, "tid": COMM_STREAM + i,
+           "args": {"name": f"{d} communication"}} for i, d in enumerate(dims)),
+        {"ph": "M", "name": "process_name", "pid": _CPU_PID, "args": {"name": "CPU (commcost plan)"}},
+        _x("ProfilerStep#1", "user_annotation", _CPU_PID, _CPU_TID, 0.0, p.step_s, {}),
+    ]
+    return dims, events
+
+
 def plan_chrome_trace(p) -> dict[str, Any]:
     """One GPU's step of a :class:`commcost.analyses.plan.plan.Plan` as a Chrome trace: its *accounting*, laid out.
 
@@ -124,18 +142,7 @@ dimensions one after another while they fit) and
     ``timeline --trace-out`` is a simulation.
     """
     C, bubble = p.compute_s, p.pipeline_bubble_s
-    dims: list[str] = []
-    for line in p.comm:
-        if line.comm.dimension not in dims:
-            dims.append(line.comm.dimension)
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": _GPU_PID, "args": {"name": "GPU 0 (commcost plan: accounting)"}},
-        {"ph": "M", "name": "thread_name", "pid": _GPU_PID, "tid": COMPUTE_STREAM, "args": {"name": "compute"}},
-        *({"ph": "M", "name": "thread_name", "pid": _GPU_PID, "tid": COMM_STREAM + i,
-           "args": {"name": f"{d} communication"}} for i, d in enumerate(dims)),
-        {"ph": "M", "name": "process_name", "pid": _CPU_PID, "args": {"name": "CPU (commcost plan)"}},
-        _x("ProfilerStep#1", "user_annotation", _CPU_PID, _CPU_TID, 0.0, p.step_s, {}),
-    ]
+    dims, events = _plan_header(p)
     correlation = 0
 
     def kernel(name: str, stream: int, start_s: float, end_s: float, extra: dict) -> None:

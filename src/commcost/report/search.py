@@ -293,6 +293,18 @@ def render_search_json(r: SearchResult, bands: tuple | None = None, *, plan_pref
     return dumps_json(search_to_dict(r, bands, plan_prefix=plan_prefix, published=published)).rstrip("\n")
 
 
+def _nothing_fits(r: SearchResult) -> str:
+    """The line :func:`render_search_text` prints when no configuration that fits was priced, and why."""
+    if r.interrupted:
+        return "interrupted before any configuration that fits was priced"
+    elif r.over_by_states == r.evaluated:
+        return ("no configuration fits: the model states alone exceed the GPU in every layout; "
+                "more GPUs (ZeRO-3 over more ranks, more tp x pp) are needed")
+    else:
+        return ("no configuration fits: more GPUs or a shorter sequence (every micro-batch size and "
+                "recomputation was tried)")
+
+
 def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C",
                        published: PublishedComparison | None = None, bands: tuple | None = None) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins
@@ -313,14 +325,7 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
         what = "terminated" if stopped_by == "SIGTERM" else "interrupted"
         lines.append(f"{what} ({stopped_by}): the best of the {r.priced:,} configurations priced so far")
     if not r.plans:
-        if r.interrupted:
-            lines.append("interrupted before any configuration that fits was priced")
-        elif r.over_by_states == r.evaluated:
-            lines.append("no configuration fits: the model states alone exceed the GPU in every layout; "
-                         "more GPUs (ZeRO-3 over more ranks, more tp x pp) are needed")
-        else:
-            lines.append("no configuration fits: more GPUs or a shorter sequence (every micro-batch size and "
-                         "recomputation was tried)")
+        lines.append(_nothing_fits(r))
         return wrap_lines("\n".join(lines), width)
     lines.append(f"fabric: {r.plans[0].comm_model}")
     if inp.defaults_note:

@@ -13,8 +13,8 @@ the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`comm
 1e-9 relative.
 
 **Pricing.** Every collective goes through the one CommModel, once per distinct
-``(op, size, group, ranks per node)`` (:class:`Pricer`): a grid of a million configurations
-holds a few thousand distinct collectives, and the prices are broadcast back by index. They are
+``(op, size, group, ranks per node)`` (:class:`~commcost.analyses.plan.grid_distinct.Pricer`): a grid of
+a million configurations holds a few thousand distinct collectives, and the prices are broadcast back by index. They are
 priced as arrays, one :meth:`~commcost.comm.model.CommModel.cost_many` call per distinct
 ``(op, group, ranks per node)`` with every size it carries.
 """
@@ -27,6 +27,10 @@ from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.grid_memory import stack_column
 from commcost.analyses.plan.grid_memory import stack_value
+from commcost.analyses.plan.grid_distinct import Pricer
+from commcost.analyses.plan.grid_distinct import distinct_keys
+from commcost.analyses.plan.grid_distinct import needed
+from commcost.analyses.plan.grid_distinct import unique_rows
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.plan.space import Choices
 from commcost.hardware.registry import gpu_row
@@ -74,71 +78,11 @@ import commcost.analyses.plan.compose as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from commcost.comm.model import CommModel
     from commcost.analyses.plan.search_inputs import SearchInputs
     from commcost.analyses.plan.space import GridColumns
 
 __all__ = ["Pricer", "structure", "needed", "price_base", "evaluate_grid", "distinct_keys"]
 
-
-
-class Pricer:
-    """``T(op, S, P, rpn)`` from the CommModel, memoised; zero for a group of one or an empty message
-    (as :func:`commcost.analyses.plan.plan.plan`)."""
-
-    def __init__(self, model: CommModel) -> None:
-        self.model = model
-        self.memo: dict[tuple, float] = {}
-
-    def one(self, op: Collective, size: float, group: int, rpn: int) -> float:
-        """One collective, seconds (:meth:`fetch` prices many at once)."""
-        if group == 1 or size == 0:
-            return 0.0
-        key = (op, size, group, rpn)
-        T = self.memo.get(key)
-        if T is None:
-            T = self.memo[key] = self.model.cost(op, size, group, ranks_per_node=rpn).total_s
-        return T
-
-    def fetch(self, keys) -> None:
-        """Price the ``(op, size, group, rpn)`` of ``keys`` not yet known: one
-        :meth:`~commcost.comm.model.CommModel.cost_many` per distinct ``(op, group, rpn)``."""
-        import numpy as np
-
-        by: dict[tuple, list[float]] = {}
-        for op, S, P, r in keys:
-            if P != 1 and S != 0 and (op, S, P, r) not in self.memo:
-                by.setdefault((op, P, r), []).append(S)
-        for (op, P, r), sizes in by.items():
-            T = self.model.cost_many(op, np.array(sizes), P, ranks_per_node=r)
-            self.memo.update(zip([(op, S, P, r) for S in sizes], T.tolist()))
-
-    def column(self, op: Collective, size, group, rpn):
-        """Element-wise prices of arrays ``size, group, rpn`` (each distinct triple priced once)."""
-        import numpy as np
-
-        size, group, rpn = np.broadcast_arrays(np.asarray(size, float), np.asarray(group), np.asarray(rpn))
-        if size.size == 0:
-            return np.zeros(0)
-        uniq, inv = unique_rows(np.stack([size, group.astype(float), rpn.astype(float)], axis=1))
-        keys = [(op, float(S), int(P), int(r)) for S, P, r in uniq.tolist()]
-        self.fetch(keys)
-        prices = np.array([self.one(*k) for k in keys])
-        return prices[inv]
-
-
-def unique_rows(mat):
-    """``(distinct rows, inverse)`` of a 2-D float array, by one lexicographic sort (``np.unique(axis=0)``
-    without its structured-dtype sort)."""
-    import numpy as np
-
-    order = np.lexsort(mat.T[::-1])
-    srt = mat[order]
-    new = np.ones(len(srt), dtype=bool)
-    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-    inv = np.empty(len(srt), dtype=np.int64)
-    inv[order] = np.cumsum(new) - 1
-    return srt[new], inv
 
 
 def structure(base: dict, spec, G: int, order: str = DEFAULT_ORDER) -> dict:
@@ -219,21 +163,32 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     X["T_pp"] = col(Collective.SEND_RECV, pp_message_bytes(micro_batch=b, seq=s, cp=c, hidden=spec.hidden,
                                                            activation_bytes=q, tp=t), 2, X["pp_pair"], pi > 1)
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
+    X["T3_ag"], X["T3_rs"] = _zero3_columns(col, groups, X, base, inp, need["z3"])
+    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
+    world = (t * p * c * base["d"]).astype(int)       # plan.plan_losses: the gradient norm's all-reduce over the job
+    X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
+    return X
+
+
+def _zero3_columns(col, groups, X: dict, base: dict, inp: SearchInputs, on_rows) -> tuple:
+    """``(T3_ag, T3_rs)`` of :func:`price_base`: ZeRO-3's gather and scatter per unit, summed over the shard
+    ``groups`` (``col`` prices a column; ``on_rows``: the structural rows that use ZeRO-3)."""
+    import numpy as np
+
+    nb, q_g = len(base["t"]), inp.grad_bytes
+    zeros = np.zeros(nb)
     units = zero3_units(X["per_stage"])
     # a layer's gathers, one after another (1 under auto: fsdp and megatron gather per layer)
     g = stack_column(Choices.every_row(nb, zero=3), base, inp, "zero3_gathers_per_layer")
     X["T3_ag"], X["T3_rs"] = zeros.copy(), zeros.copy()
     for params, P, rpn in groups:
-        on = (P > 1) & (params > 0) & need["z3"]
+        on = (P > 1) & (params > 0) & on_rows
         X["T3_ag"] += g * col(Collective.ALL_GATHER, zero3_gather_bytes(params=params, units=units,
                                                                         weight_bytes=WEIGHT_BYTES, gathers_per_layer=g),
                               P, rpn, on)
         X["T3_rs"] += col(Collective.REDUCE_SCATTER, zero3_scatter_bytes(params=params, units=units, grad_bytes=q_g),
                           P, rpn, on)
-    X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
-    world = (t * p * c * base["d"]).astype(int)       # plan.plan_losses: the gradient norm's all-reduce over the job
-    X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
-    return X
+    return X["T3_ag"], X["T3_rs"]
 
 
 def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
@@ -246,22 +201,6 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
     for S, P, r, runs in a2a_part_columns(np, inp.a2a, size_bytes=size, group=group, ranks_per_node=rpn,
                                           experts=spec.experts, top_k=spec.top_k):
         out = np.maximum(out, col(Collective.ALL_TO_ALL, S, P, r, on & runs))
-    return out
-
-
-def needed(cols: GridColumns, nb: int, ncaps: int) -> dict:
-    """What the configurations ``cols`` use of each structural row (``need`` of :func:`price_base`)."""
-    import numpy as np
-
-    bi, sp, zero = cols.bi, cols.sp, cols.zero
-    out = {}
-    for name, sel in (("sp0", sp == 0), ("sp1", sp == 1), ("z3", zero == 3)):
-        out[name] = np.zeros(nb, dtype=bool)
-        out[name][bi[sel]] = True
-    variant = np.zeros((nb, 2 * ncaps), dtype=bool)
-    low = zero < 3
-    variant[bi[low], (zero[low] > 0) * ncaps + cols.capi[low]] = True
-    out["variant"] = variant
     return out
 
 
@@ -400,27 +339,6 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage
     return (*out[:4], tuple(out[4:]))
 
 
-def distinct_keys(cols: Choices, nb: int, *, zero3_only: bool) -> tuple[Choices, object]:
-    """``(keys, back)``: the distinct ``(row, sp, recompute, ZeRO stage)`` of the configurations ``cols``
-    (``zero3_only``: the stage as ZeRO-3 or not, ``zero`` 3 or 0) as :class:`Choices`, and for each
-    configuration the index of its key (a column computed on the keys, ``[back]``, is each configuration's)."""
-    import numpy as np
-
-    bi, sp, rc, zero = cols.bi, cols.sp, cols.rc, cols.zero
-    nz = 2 if zero3_only else 4
-    z = (zero == 3) if zero3_only else zero
-    key = ((sp * 3 + rc) * nz + z) * nb + bi
-    present = np.zeros(6 * nz * nb, dtype=bool)
-    present[key] = True
-    ukey = np.flatnonzero(present)
-    pos = np.zeros(len(present), dtype=np.int64)
-    pos[ukey] = np.arange(len(ukey))
-    uz = (ukey // nb) % nz
-    keys = Choices(bi=ukey % nb, sp=ukey // (3 * nz * nb), rc=(ukey // (nz * nb)) % 3,
-                   zero=np.where(uz == 1, 3, 0) if zero3_only else uz)
-    return keys, pos[key]
-
-
 def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
     """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
     and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
@@ -449,30 +367,7 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
-        vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
-        bl = bi[low]
-        kl = back[low]
-        t_mb_low = mid["t_mb"][kl]
-        p_low, m_low = base["p"][bl].astype(float), base["m"][bl].astype(float)
-        # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
-        W = K.dp_backward_fraction(fwd_share=mid["fwd_share"][kl], compute_mb_s=mid["t_c"][kl],
-                                   micro_batch_s=t_mb_low) * t_mb_low
-        t_e = K.dp_accumulated_micro_batches(np, pp=p_low, micro_batches=m_low) * t_mb_low
-        wire = X["bucket_wire"][vi, bl]
-        end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
-                            full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
-        E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
-        gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
-        ex_dp[low] = E + gather.sum(axis=1)
-        wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
-        # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
-        per_mb = mid["zero2_scatter_per_micro_batch"]       # the stack's, per row (stacks.json)
-        z2 = (zero[low] == 2) & (per_mb[kl] if np.ndim(per_mb) else bool(per_mb))
-        if z2.any():
-            ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
-                                                                     scatter_s=X["bucket_whole"][vi, bl], window_s=W),
-                                   0.0)
-            wire_dp[low] += np.where(z2, (m_low - 1) * X["bucket_whole"][vi, bl], 0.0)
+        _bucket_exposed(cols, base, X, mid, back, low, ex_dp, wire_dp)
     exposed_total = mid["model_exposed"][back] + ex_dp
     optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
                               dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero,
@@ -492,6 +387,39 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
                 exposed_dp_s=ex_dp, **losses)
 
 
+def _bucket_exposed(cols: GridColumns, base: dict, X: dict, mid: dict, back, low, ex_dp, wire_dp) -> None:
+    """:func:`evaluate_grid`'s step 4 for the ZeRO-0/1/2 configurations ``low``: their ``ex_dp`` and
+    ``wire_dp`` (filled in place) from the bucket timeline over the last backward and ZeRO-1/2's weight
+    gather behind the next forward (``mid``: :func:`_per_key` of the keys, ``back``: each one's key)."""
+    import numpy as np
+
+    bi, zero = cols.bi, cols.zero
+    vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
+    bl = bi[low]
+    kl = back[low]
+    t_mb_low = mid["t_mb"][kl]
+    p_low, m_low = base["p"][bl].astype(float), base["m"][bl].astype(float)
+    # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
+    W = K.dp_backward_fraction(fwd_share=mid["fwd_share"][kl], compute_mb_s=mid["t_c"][kl],
+                               micro_batch_s=t_mb_low) * t_mb_low
+    t_e = K.dp_accumulated_micro_batches(np, pp=p_low, micro_batches=m_low) * t_mb_low
+    wire = X["bucket_wire"][vi, bl]
+    end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
+                        full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
+    E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
+    gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
+    ex_dp[low] = E + gather.sum(axis=1)
+    wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
+    # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
+    per_mb = mid["zero2_scatter_per_micro_batch"]       # the stack's, per row (stacks.json)
+    z2 = (zero[low] == 2) & (per_mb[kl] if np.ndim(per_mb) else bool(per_mb))
+    if z2.any():
+        ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
+                                                                 scatter_s=X["bucket_whole"][vi, bl], window_s=W),
+                               0.0)
+        wire_dp[low] += np.where(z2, (m_low - 1) * X["bucket_whole"][vi, bl], 0.0)
+
+
 def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
     """Everything of :func:`evaluate_grid` that does not depend on ZeRO-1/2 or the bucket cap, on the
     columns ``cols`` of distinct ``(row, sp, recompute, ZeRO-3 or not)`` (``zero`` 3 or 0): the compute,
@@ -499,43 +427,15 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
     import numpy as np
 
 
-    spec, s = inp.space.spec, inp.space.seq
+    spec = inp.space.spec
     bi = cols.bi
-    t, p, v, c, b, m = (base[k][bi].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
+    p, v, c, m = (base[k][bi].astype(float) for k in ("p", "v", "c", "m"))
     sp, rc, zero = cols.sp, cols.rc, cols.zero
-    n = len(t)
+    n = len(p)
     per_stage = X["per_stage"][bi]
     full = rc == 2
     # 1. compute (plan.operator_times, or with a given efficiency plan._flops and compute.elementwise_s)
-    tokens = b * s / c
-    if inp.efficiency is None:
-        t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
-                                                                       per_stage_base=X["per_stage"])
-        if not stack_value(inp, "tp_overlap_per_gemm"):
-            tp_partners = None
-        fwd_share = t_fwd / t_c
-    else:
-        tp_partners = None
-        peak = peak_flops_per_s(inp.gpu, inp.precision)
-        f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
-        F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
-                                              f_recompute=np.array([recompute[k] for k in RECOMPUTE])[rc],
-                                              f_logits=spec.logits_flops, tp=t)
-        ew = np.empty(n)
-        for flag in (0, 1):
-            sel = sp == flag
-            ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag),
-                                                        flash=inp.flash_attention)
-        t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
-                                  passes=K.elementwise_passes(np, full), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
-        t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share,
-                                                            layer_flops=tokens * f_layer / t,
-                                                            attention_flops=tokens * attn / t,
-                                                            rate_flops_per_s=peak * inp.efficiency, elementwise_s=t_ew)
-    if inp.cpu_offload_layers:   # plan: the wait for the activations' host copies joins t_c
-        t_c = t_c + offload_exposed_s(np, offloaded_bytes=offloaded_bytes(cols, base, inp),
-                                      host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
-                                      backward_s=t_c - t_fwd)
+    t_c, t_fwd, t_layer_f, t_attn, tp_partners, fwd_share = _compute_columns(cols, base, X, inp)
     # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
     passes = layer_passes(np, full)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers,
@@ -591,3 +491,47 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
                 ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp, wire_dp=wire_dp,
                 zero2_scatter_per_micro_batch=stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"),
                 model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)
+
+
+def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple:
+    """:func:`_per_key`'s step 1, the compute of the keys ``cols``: ``(t_c, t_fwd, t_layer_f, t_attn,
+    tp_partners, fwd_share)`` (plan.operator_times, or with a given efficiency plan._flops and
+    compute.elementwise_s; the wait for offloaded activations' host copies joins ``t_c``)."""
+    import numpy as np
+
+    spec, s = inp.space.spec, inp.space.seq
+    bi, sp, rc = cols.bi, cols.sp, cols.rc
+    t, c, b = (base[k][bi].astype(float) for k in ("t", "c", "b"))
+    n = len(t)
+    per_stage = X["per_stage"][bi]
+    full = rc == 2
+    tokens = b * s / c
+    if inp.efficiency is None:
+        t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
+                                                                       per_stage_base=X["per_stage"])
+        if not stack_value(inp, "tp_overlap_per_gemm"):
+            tp_partners = None
+        fwd_share = t_fwd / t_c
+    else:
+        tp_partners = None
+        peak = peak_flops_per_s(inp.gpu, inp.precision)
+        f_layer, attn, recompute = K.layer_flops(spec, seq=s, flash_attention=inp.flash_attention)
+        F_mb, fwd_share = K.micro_batch_flops(tokens=tokens, layers=per_stage, f_layer=f_layer,
+                                              f_recompute=np.array([recompute[k] for k in RECOMPUTE])[rc],
+                                              f_logits=spec.logits_flops, tp=t)
+        ew = np.empty(n)
+        for flag in (0, 1):
+            sel = sp == flag
+            ew[sel] = elementwise_layer_bytes_per_token(spec, seq=s, tp=t[sel], sp=bool(flag),
+                                                        flash=inp.flash_attention)
+        t_ew = elementwise_time_s(tokens=tokens, layers=per_stage, bytes_per_token_layer=ew,
+                                  passes=K.elementwise_passes(np, full), hbm_bytes_per_s=gpu_row(inp.gpu)[1])
+        t_c, t_fwd, t_layer_f, t_attn = K.micro_batch_times(F_mb=F_mb, fwd_share=fwd_share,
+                                                            layer_flops=tokens * f_layer / t,
+                                                            attention_flops=tokens * attn / t,
+                                                            rate_flops_per_s=peak * inp.efficiency, elementwise_s=t_ew)
+    if inp.cpu_offload_layers:   # plan: the wait for the activations' host copies joins t_c
+        t_c = t_c + offload_exposed_s(np, offloaded_bytes=offloaded_bytes(cols, base, inp),
+                                      host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
+                                      backward_s=t_c - t_fwd)
+    return t_c, t_fwd, t_layer_f, t_attn, tp_partners, fwd_share

@@ -367,19 +367,7 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     per_stage = stage_layers(spec.layers, L)
     ops = collective_ops(inp)
     warnings: list[str] = []
-    priced: list[tuple[CommOp, float, str]] = []
-    for op in ops:
-        if op.group_size == 1 or op.size_bytes == 0:
-            priced.append((op, 0.0, "none"))
-            continue
-        if op.dimension == "ep" and op.op is Collective.ALL_TO_ALL:
-            priced.append(_ep_priced(inp, model, op, warnings))
-            continue
-        c = model.cost(op.op, op.size_bytes, op.group_size, ranks_per_node=op.ranks_per_node)
-        w = model.scope_warning(op.op, op.group_size)
-        if w and w not in warnings:
-            warnings.append(w)
-        priced.append((op, c.total_s, c.algorithm.value))
+    priced: list[tuple[CommOp, float, str]] = [_priced(inp, model, op, warnings) for op in ops]
     G = inp.gpus_per_node
     crossing = sum(leaves_node(*layout_group(L, dim, G)) for dim in ("tp", "cp", "ep"))
     passes = layer_passes(SCALAR, L.recompute == "full")
@@ -466,6 +454,20 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
                           expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers,
                           gpus_per_node=inp.gpus_per_node, nvls=nvls_capable(inp.gpu),
                           recompute_modules=inp.recompute_modules)
+
+
+def _priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:
+    """``(op, T, algorithm)`` of one collective of :func:`plan` (none for a group of one or an empty message, the EP
+    all-to-all by :func:`_ep_priced`); the model's scope warning joins ``warnings`` once."""
+    if op.group_size == 1 or op.size_bytes == 0:
+        return op, 0.0, "none"
+    if op.dimension == "ep" and op.op is Collective.ALL_TO_ALL:
+        return _ep_priced(inp, model, op, warnings)
+    c = model.cost(op.op, op.size_bytes, op.group_size, ranks_per_node=op.ranks_per_node)
+    w = model.scope_warning(op.op, op.group_size)
+    if w and w not in warnings:
+        warnings.append(w)
+    return op, c.total_s, c.algorithm.value
 
 
 def _ep_priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:
