@@ -19,6 +19,8 @@ by default (``parallelism.expert_tensor_parallel_degree = 1``) and overlaps noth
 
 from __future__ import annotations
 
+from commcost.workload.stacks import _table
+
 __all__ = ["MOE_RECIPE_SOURCE", "overlapping_stacks", "moe_recipe_defaults", "recipe_line"]
 
 MOE_RECIPE_SOURCE = ("Megatron-Bridge performance recipes (scripts/performance/configs/{qwen3,deepseek}/"
@@ -30,8 +32,6 @@ MOE_RECIPE_SOURCE = ("Megatron-Bridge performance recipes (scripts/performance/c
 def overlapping_stacks() -> tuple[str, ...]:
     """Stacks (by family prefix) whose MoE recipes run the 1F1B all-to-all overlap: ``stacks.json``
     ``recipe_moe_a2a_overlap``, with its source (the stack names live in the data file, not here)."""
-    from commcost.workload.stacks import _table
-
     return tuple(k for k, v in _table().get("recipe_moe_a2a_overlap", {}).items() if v is True)
 
 
