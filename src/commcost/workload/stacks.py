@@ -223,7 +223,7 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
     implied = _table()["auto_stacks"][auto_kind(layout.zero, layout.tp, layout.pp)]
     why = ("auto: ZeRO-3 without TP or PP is how FSDP stacks run" if auto_is_fsdp(layout.zero, layout.tp, layout.pp)
            else "auto: a Megatron-Core layout")
-    masks = auto_masks(**_layout_columns(layout))
+    masks = _layout_masks(tuple(_layout_columns(layout).items()))
     if not masks["auto"]:
         other = next((s for s in STACKS[1:] if masks[s]), None)
         refusal = (layout_refusal(implied, layout) or "").replace(f"--stack {implied} does not", "does not")
@@ -233,6 +233,13 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
                            "sustained fraction (--stack to pin another)")
         return implied, f"auto: {implied} {refusal}, and no stack runs this layout: priced as {implied} (a what-if)"
     return implied, f"{why}; kernels at what published runs of it sustain, any stack (--stack to pin it)"
+
+
+@lru_cache(maxsize=1024)
+def _layout_masks(columns: tuple) -> dict:
+    """:func:`auto_masks` of one layout's ``(name, value)`` columns, computed once per distinct layout (search
+    re-plans its best layouts, each resolving ``auto`` again)."""
+    return auto_masks(**dict(columns))
 
 
 def _layout_columns(layout: Layout) -> dict:
@@ -262,7 +269,7 @@ def auto_masks(*, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None, mi
 
 def auto_runs_implied(layout: Layout) -> bool:
     """``--stack auto`` prices ``layout`` as the stack its rule implies, at ``auto_sustained`` (:func:`auto_masks`)."""
-    return bool(auto_masks(**_layout_columns(layout))["auto"])
+    return bool(_layout_masks(tuple(_layout_columns(layout).items()))["auto"])
 
 
 def auto_is_fsdp(zero, tp, pp):
