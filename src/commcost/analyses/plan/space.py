@@ -356,6 +356,7 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     rules = stack_layouts(stack)
     cap_bytes = np.array(caps, dtype=np.int64) * MiB
     parts: dict[str, list] = {k: [] for k in ("bi", "sp", "rc", "zero", "capi", "cap")}
+    masks_of: dict = {}
     for sp, rc, z, ci in combos:
         ok = np.ones(len(t), dtype=bool) if sp == 0 else sp_ok
         if z:
@@ -364,8 +365,10 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
             ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
                                   recompute=RECOMPUTE[rc], micro_batches=base["m"])
         if rules is None or auto_part is not None:
-            ok = ok & auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp, recompute=RECOMPUTE[rc],
-                                 micro_batches=base["m"])[auto_part or "auto"]
+            if (sp, rc, z) not in masks_of:          # the cap does not change which stack runs a layout
+                masks_of[sp, rc, z] = auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
+                                                 recompute=RECOMPUTE[rc], micro_batches=base["m"])
+            ok = ok & masks_of[sp, rc, z][auto_part or "auto"]
         bucketed = shared & (z < 3)
         if ci:
             ok = ok & bucketed                     # the cap only matters where buckets run
