@@ -177,7 +177,7 @@ def _no_cyclic_gc():
     Parsing a trace allocates millions of dicts and lists (the events, a batch at a time) that reference
     counting frees; none is part of a reference cycle, so the collector finds nothing, yet it runs every
     700 allocations and walks every container still alive, more of them the larger the file: a quarter
-    of the CPU time of a 1 GB trace (issue 37). The flag is the process's: code on another thread that
+    of the CPU time of a 1 GB trace. The flag is the process's: code on another thread that
     makes cyclic garbage in the meantime has it collected once the block ends."""
     was = gc.isenabled()
     gc.disable()
@@ -196,7 +196,7 @@ def load_rank(path: str | os.PathLike, default_rank: int = 0, *, round_us: bool 
     a field) until the end, when only the launches of GPU events (and CPU ops of CPU-only traces) remain and
     the GPU events become GpuEvent tuples. Millions of small objects kept alive while millions more are
     parsed and dropped cost more per byte the larger the file (the collector walks every live container,
-    and the survivors scatter the parser's allocations over a growing heap): issue 37 measured 1 GB at 1.2x
+    and the survivors scatter the parser's allocations over a growing heap): before this, 1 GB measured 1.2x
     the CPU seconds per 100 MB of 200 MB."""
     with _no_cyclic_gc():
         return _load_rank(path, default_rank, round_us=round_us)
