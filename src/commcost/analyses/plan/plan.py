@@ -47,12 +47,14 @@ from functools import lru_cache
 
 from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
-from commcost.analyses.plan.plan_dp import CommLine, _data_parallel_lines, _zero3_lines, plan_stack  # re-exported
+from commcost.analyses.plan.plan_dp import CommLine, plan_stack  # re-exported
+from commcost.analyses.plan.explain import explain, kernel_row
+from commcost.analyses.plan.kernel import Compute, evaluate
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
 from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES
 from commcost.workload.nccl_memory import nvls_capable
-from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node
+from commcost.parallel.layout import CommOp, Layout, check_layout
 from commcost.parallel.layout import stage_end_shares, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
@@ -60,7 +62,6 @@ from commcost.workload.transformer import TransformerSpec
 from commcost.analyses.plan.compose import MOE_OVERLAPS
 from commcost.analyses.plan.compose import layer_flops
 from commcost.analyses.plan.compose import micro_batch_flops
-from commcost.analyses.plan.compose import optimizer_s
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.core.xp import SCALAR
@@ -70,16 +71,14 @@ from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 from commcost.parallel.dispatch import a2a_one_s
 from commcost.parallel.dispatch import a2a_parts
 from commcost.parallel.dispatch import check_a2a
-from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.expert import expert_ops
 from commcost.parallel.expert import moe_layers_per_stage
 from commcost.parallel.pipeline import pipeline_ops
 from commcost.parallel.tensor import regather_passes
 from commcost.parallel.tensor import tensor_ops
-from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
 from commcost.step.bucket_advice import recommend_buckets
-from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, Losses, step_losses
+from commcost.step.losses import LOSS_NAMES, Losses
 from commcost.workload.compute import mfu_frontier
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.compute import precision_class
@@ -363,59 +362,14 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         t_c += stall
         if by_operator:
             by_operator["offload_s"] = L.micro_batches * stall
-    m, p, v = L.micro_batches, L.pp, L.vp
-    per_stage = stage_layers(spec.layers, L)
-    ops = collective_ops(inp)
     warnings: list[str] = []
-    priced: list[tuple[CommOp, float, str]] = [_priced(inp, model, op, warnings) for op in ops]
-    G = inp.gpus_per_node
-    crossing = sum(leaves_node(*layout_group(L, dim, G)) for dim in ("tp", "cp", "ep"))
-    passes = layer_passes(SCALAR, L.recompute == "full")
-    lines: list[CommLine] = []
-    critical_mb = 0.0
-    dp_ops, advice = [], []
-    ep_wire = sum(op.count_per_step * T for op, T, _ in priced if op.dimension == "ep")
-    ep_exposed = K.ep_exposed_s(SCALAR, wire_s=ep_wire, pairs=m * spec.moe_layer_count / spec.layers * per_stage,
-                                layer_fwd_s=t_layer_f, passes=passes,
-                                paired_share=K.ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=p, vp=v,
-                                                               micro_batches=m),
-                                sm_share=comm_sm_share(inp.gpu) if inp.moe_overlap != "none" else 0.0) if ep_wire > 0 else 0.0
-    for op, T, alg in priced:
-        n = op.count_per_step
-        if op.dimension == "tp":
-            exposed = K.tp_exposed_s(SCALAR, count=n, one_s=T, layer_fwd_s=t_layer_f, passes=passes,
-                                     overlap=inp.tp_comm_overlap,
-                                     partners_s=K.tp_partners_s(gathers=op.op == Collective.ALL_GATHER,
-                                                                partners_s=tp_partners))
-            critical_mb += exposed / m
-        elif op.dimension == "ep":    # the EP lines share the exposed time by their wire time
-            exposed = ep_exposed * (n * T / ep_wire) if ep_wire > 0 else 0.0
-            critical_mb += exposed / m
-        elif op.dimension == "cp":
-            exposed = K.cp_exposed_s(SCALAR, rings=n / (L.cp - 1), cp=L.cp, one_s=T, attention_s=t_attn)
-            critical_mb += exposed / m
-        elif op.dimension == "pp":
-            exposed = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=T)
-        else:
-            dp_ops.append((op, T, alg))
-            continue
-        lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=n * T, exposed_s=exposed))
-    if L.zero == 3:
-        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=zero3_units(per_stage), t_layer_f=t_layer_f,
-                                             gathers=zero3_gathers_per_layer(inp), once=zero3_once_per_step(inp))
-        critical_mb += zero3_mb
-        lines += zero3_lines
-        dp_ops = []
-    compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c,
-                                             critical_mb_s=critical_mb)
-    if dp_ops:
-        lines += _data_parallel_lines(inp, model, dp_ops, t_mb=t_mb, t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share,
-                                      crossing=crossing, advice=advice)
-    exposed_total = sum(line.exposed_s for line in lines)
-    optimizer = _optimizer_s(inp)
-    W = L.world
-    losses = plan_losses(inp, model, lines, compute_s=compute)
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + losses.total_s
+    priced = [_priced(inp, model, op, warnings) for op in collective_ops(inp)]
+    row, dp_prices = kernel_row(inp, model, priced, Compute(compute_mb_s=t_c, forward_s=t_fwd,
+                                                            layer_forward_s=t_layer_f, attention_forward_s=t_attn,
+                                                            forward_share=fwd_share, tp_partners_s=tp_partners))
+    out = evaluate(SCALAR, row)               # items 2-6: the step kernel search runs on its grid
+    lines, dp_timeline = explain(inp, model, priced, row, out, dp_prices)
+    step, W = out.step_s, L.world
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
@@ -423,25 +377,14 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     if frontier is not None and tflops * 1e12 / peak > frontier[0]:
         warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "
                         f"{inp.precision} ({frontier[1]}): treat this step as optimistic")
-    return Plan(inputs=inp, step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
-                optimizer_s=optimizer, micro_batch_s=t_mb,
+    return Plan(inputs=inp, step_s=step, compute_s=out.compute_s, pipeline_bubble_s=out.pipeline_bubble_s,
+                exposed_comm_s=out.exposed_comm_s, optimizer_s=out.optimizer_s, micro_batch_s=out.micro_batch_s,
                 tokens_per_s_per_gpu=K.tokens_per_s_per_gpu(tokens_per_step=tokens, step_s=step, gpus=W),
-                model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
+                model_flops_per_step=model_flops, executed_flops_per_gpu=L.micro_batches * F_mb, tflops_per_gpu=tflops,
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
                 comm=tuple(lines), memory=mem, comm_model=model.describe(), stack=stack_name, stack_source=stack_src,
                 compute_by_operator=by_operator, warnings=tuple(warnings),
-                dp_timeline=advice[0] if advice else None, losses=losses)
-
-
-def plan_losses(inp: PlanInputs, model: CommModel, lines, *, compute_s: float) -> Losses:
-    """The losses that grow with the job (:mod:`commcost.step.losses`): the slowest of the ``W`` ranks on the
-    compute, the compute slowed by the data-parallel communication hidden beside it (wire less exposed of the
-    ``dp`` lines), the gradient norm's all-reduce over the job."""
-    W, G = inp.layout.world, inp.gpus_per_node
-    hidden = sum(line.time_s - line.exposed_s for line in lines if line.comm.dimension == "dp")
-    sync_one = model.cost(Collective.ALL_REDUCE, SYNC_BYTES, W, ranks_per_node=min(G, W)).total_s if W > 1 else 0.0
-    return Losses(**dict(zip(LOSS_NAMES, step_losses(SCALAR, compute_s=compute_s, ranks=W, hidden_s=hidden,
-                                                     sm_share=comm_sm_share(inp.gpu), sync_one_s=sync_one))))
+                dp_timeline=dp_timeline, losses=Losses(**dict(zip(LOSS_NAMES, out.losses))))
 
 
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
@@ -527,12 +470,3 @@ def elementwise_s(inp: PlanInputs) -> float:
 
 def _capacity(gpu: str) -> float:
     return gpu_row(gpu)[0]
-
-
-def _optimizer_s(inp: PlanInputs) -> float:
-    """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.analyses.plan.compose.optimizer_s`)."""
-
-    L = inp.layout
-    dense, expert = params_per_gpu(inp.spec, L)
-    return optimizer_s(SCALAR, dense_params=dense, expert_params=expert, dense_ranks=L.shard_dp,
-                       expert_ranks=L.expert_dp, zero=L.zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1])
