@@ -21,7 +21,8 @@ COMPOSERS = ("commcost.workload", "commcost.parallel", "commcost.analyses.plan.c
 """Modules (and packages) whose functions compose a step; search-only code may not call them."""
 
 STILL_COMPOSING = {
-    "commcost.analyses.plan.grid": "the step of every row: plan's composition wired again on columns",
+    "commcost.analyses.plan.grid": "the collectives of every row (sizes, counts, placement) priced as columns, and "
+                                   "one micro-batch's compute on columns; the step is kernel.py's, plan's too",
     "commcost.analyses.plan.grid_memory": "the memory of every row: memory_per_gpu's parts wired again on columns",
     "commcost.analyses.plan.space": "enumeration's rules: stacks.layout_runs/stack_layouts, layout.expert_data_parallel",
     "commcost.analyses.plan.search_inputs": "validation of the inputs: stacks' refusals, offload, order, memory",

@@ -1,12 +1,12 @@
 """``plan``'s composition over a whole grid of configurations at once (numpy columns).
 
-The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
-(:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
-:func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
-:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). The collectives to price come from the array functions
-the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`commcost.parallel.tensor`,
-:mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.pipeline`,
-:mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
+The step is not composed here: :func:`evaluate_grid` runs :mod:`commcost.analyses.plan.kernel`'s stages, the ones
+``plan`` runs on its one row, with ``xp = numpy``; the compute calls the kernels ``plan`` calls
+(:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.operators.micro_batch_operators`), and the memory comes
+from :mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). The collectives to price
+come from the array functions the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts
+(:mod:`commcost.parallel.tensor`, :mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`,
+:mod:`~commcost.parallel.pipeline`, :mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
 (:func:`commcost.parallel.layout.group_of` under the search's rank order, ``--order``).
 ``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to

@@ -35,9 +35,10 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
 
-The composition (items 1-6) is :mod:`commcost.analyses.plan.compose`'s kernels, called here on floats
-(``xp = SCALAR``) and by ``commcost search`` on numpy columns; this module prices the collectives,
-names the lines and builds the :class:`Plan`.
+Items 2-6 are :mod:`commcost.analyses.plan.kernel` (over :mod:`commcost.analyses.plan.compose`'s kernels), which
+this module runs on its one row with ``xp = SCALAR`` and ``commcost search`` runs on numpy columns; this module prices
+the collectives and the compute (item 1), :mod:`commcost.analyses.plan.explain` builds the row and words the kernel's
+per-term exposures as the lines, and :func:`plan` builds the :class:`Plan`.
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ class Plan:
     pipeline_bubble_s: float
     """``(p-1) t_mb / v``."""
     exposed_comm_s: float
-    """Sum of the ``exposed_s`` of :attr:`comm`."""
+    """Exposed communication per step, the kernel's (:attr:`comm`'s ``exposed_s`` share it out: they sum to it)."""
     optimizer_s: float
     """``t_opt``."""
     micro_batch_s: float
@@ -332,7 +333,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 
 
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
-    """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.analyses.plan.compose`'s)."""
+    """Price ``inp`` with ``model`` (module docstring; items 2-6 are :func:`commcost.analyses.plan.kernel.evaluate`)."""
 
     spec, L = inp.spec, inp.layout
     peak = peak_flops_per_s(inp.gpu, inp.precision)
