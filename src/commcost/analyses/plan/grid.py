@@ -29,6 +29,7 @@ from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.grid_memory import stack_column
 from commcost.analyses.plan.grid_memory import stack_value
+from commcost.analyses.plan.grid_buckets import BucketRows, variant_prices
 from commcost.analyses.plan.grid_distinct import Pricer
 from commcost.analyses.plan.grid_distinct import distinct_keys
 from commcost.analyses.plan.grid_distinct import needed
@@ -60,10 +61,7 @@ from commcost.parallel.tensor import tp_message_bytes
 from commcost.parallel.zero import zero3_gather_bytes
 from commcost.parallel.zero import zero3_scatter_bytes
 from commcost.parallel.zero import zero3_units
-from commcost.step.ddp_buckets import ddp_bucket_caps
 from commcost.step.losses import LOSS_NAMES, SYNC_BYTES
-from commcost.step.timeline import caps_for
-from commcost.step.timeline import uniform_layout
 from commcost.workload.compute import elementwise_layer_bytes_per_token
 from commcost.workload.compute import elementwise_time_s
 from commcost.workload.compute import peak_flops_per_s
@@ -205,7 +203,7 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
 
 
 def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad_bytes: float) -> dict:
-    """The prices behind plan._data_parallel_lines per structural row and variant ``2 x len(caps)``
+    """The prices behind plan's data-parallel lines (:mod:`commcost.analyses.plan.explain`) per structural row and variant ``2 x len(caps)``
     (ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter, then the cap): what the timeline's closed form
     (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
     (``bucket_times`` ``T(c_1), T(c), T(last)``, ``bucket_full`` ``m``, ``bucket_not_ready`` ``f_j``,
@@ -241,60 +239,11 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad
     share = S_g / np.where(any_on, total, 1.0)[:, None]
     S_all = total / q_g * q_g
     group = np.where(on, P_g, 1)
+    rows = BucketRows(used=used, any_on=any_on, total_bytes=S_all, share=share, group=group, ranks_per_node=r_g,
+                      nic=k_g, on=on, group_bytes=S_g, times=times, full=full, not_ready=not_ready, wire=wire,
+                      whole=whole, gather=gather)
     for sharded in (0, 1):
-        op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
-        # every cap's bucket layout first, then each group's prices of all of them in one Pricer.column
-        # (one CommModel.cost_many per distinct (op, group, ranks per node), not one per cap and bucket)
-        todo = []
-        for ci, cap_bytes in enumerate(caps):
-            vi = sharded * len(caps) + ci
-            sel = np.nonzero(used[:, vi] & any_on)[0]
-            if not len(sel):
-                continue
-            cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
-            c1, c = float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes)
-            S = S_all[sel]
-            # step.timeline.uniform_buckets, the bucket layout per row and the prices as arrays
-            lay = np.array([uniform_layout(x, c1, c) for x in S.tolist()]).reshape(-1, 3)
-            first, m, last = lay[:, 0], lay[:, 1], lay[:, 2]
-            one = last == 0                               # one bucket, ready when backward ends
-            # T(c_1), T(c), T(last) and one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
-            todo.append((vi, sel, first, m, last, one, c, S,
-                         (first, np.where(~one & (m > 0), c, 0.0), np.where(one, 0.0, last), S)))
-        if not todo:
-            continue
-        # plan._data_parallel_lines' cost: sum_i k_i T(op, c f_i, P_i, r_i), summed over i in order
-        acc = [[np.zeros(len(e[1])) for _ in range(4)] for e in todo]
-        for i in range(ng):
-            sizes = np.concatenate([x * share[e[1], i] for e in todo for x in e[8]])
-            T = pricer.column(op, sizes, np.concatenate([group[e[1], i] for e in todo for _ in range(4)]),
-                              np.concatenate([r_g[e[1], i] for e in todo for _ in range(4)]))
-            at = 0
-            for j, e in enumerate(todo):
-                sel = e[1]
-                for k in range(4):
-                    part = T[at:at + len(sel)]
-                    at += len(sel)
-                    acc[j][k] = acc[j][k] + np.where(on[sel, i], k_g[sel, i] * part, 0.0)
-        for j, (vi, sel, first, m, last, one, c, S, _) in enumerate(todo):
-            T1, Tc, Tl, Tw = acc[j]
-            times[vi, sel] = np.stack([T1, Tc, Tl], axis=1)
-            full[vi, sel] = np.where(one, 0.0, m)
-            not_ready[vi, sel] = np.where(one[:, None], 0.0, np.stack(
-                [1.0 - first / S, np.where(m > 0, 1.0 - (first + c) / S, 0.0),
-                 np.where(m > 0, 1.0 - (first + m * c) / S, 0.0)], axis=1))
-            wire[vi, sel] = np.where(one, T1, T1 + m * Tc + Tl)
-            whole[vi, sel] = Tw
-        if sharded:
-            for i in range(ng):
-                T = pricer.column(Collective.ALL_GATHER, np.concatenate([S_g[e[1], i] / q_g * WEIGHT_BYTES for e in todo]),
-                                  np.concatenate([group[e[1], i] for e in todo]),
-                                  np.concatenate([r_g[e[1], i] for e in todo]))
-                at = 0
-                for e in todo:
-                    vi, sel = e[0], e[1]
-                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T[at:at + len(sel)], 0.0)
-                    at += len(sel)
+        variant_prices(sharded, rows, caps, pricer, grad_bytes=q_g)
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
