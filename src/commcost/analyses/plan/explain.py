@@ -85,8 +85,9 @@ def _timeline(inp, dpp: DataParallelPrices, *, model: CommModel, micro_batch_s: 
                           grad_accum=K.dp_accumulated_micro_batches(SCALAR, pp=L.pp, micro_batches=L.micro_batches))
 
 
-def _buckets(inp, dpp: DataParallelPrices) -> Buckets:
-    """The bucket timeline's terms of the plan's gradients on the uniform stream (:func:`uniform_buckets`)."""
+def _buckets(inp, dpp: DataParallelPrices, st) -> Buckets:
+    """The bucket timeline's terms of the plan's gradients on the uniform stream (:func:`uniform_buckets`); ``st`` the
+    plan's stack (:func:`~commcost.analyses.plan.plan_dp.plan_stack`)."""
     gathers = tuple(k * T for _, k, T, _ in dpp.gathers)
     if dpp.cost is None:
         return replace(NO_BUCKETS, gathers_s=gathers)
@@ -97,7 +98,7 @@ def _buckets(inp, dpp: DataParallelPrices) -> Buckets:
     caps = ddp_bucket_caps(None) if inp.bucket_cap_bytes is None else caps_for(inp.bucket_cap_bytes)
     _, times, m, not_ready, wire = uniform_buckets(gradient_stream(probe).total_bytes, caps, dpp.cost)
     L = inp.layout
-    each = L.zero == 2 and L.micro_batches > 1 and plan_stack(inp).zero2_scatter_per_micro_batch
+    each = L.zero == 2 and L.micro_batches > 1 and st.zero2_scatter_per_micro_batch
     return Buckets(times_s=times, full=m, not_ready=not_ready, wire_s=wire,
                    whole_s=dpp.cost(dpp.total_bytes) if each else 0.0, zero2_each=each, gathers_s=gathers)
 
@@ -108,7 +109,9 @@ def kernel_row(inp, model: CommModel, priced, compute: Compute) -> tuple[Row, Da
     spec, L, G = inp.spec, inp.layout, inp.gpus_per_node
     m, per_stage = L.micro_batches, stage_layers(spec.layers, L)
     st = plan_stack(inp)
-    by = {d: [x for x in priced if x[0].dimension == d] for d in ("tp", "cp", "ep", "pp", "dp")}
+    by: dict[str, list] = {"tp": [], "cp": [], "ep": [], "pp": [], "dp": []}
+    for x in priced:
+        by[x[0].dimension].append(x)
     z3 = L.zero == 3
     g = st.zero3_gathers_per_layer
     dp_ops = by["dp"]
@@ -128,7 +131,7 @@ def kernel_row(inp, model: CommModel, priced, compute: Compute) -> tuple[Row, Da
     dense, expert = params_per_gpu(spec, L)
     W = L.world
     sync_one = model.cost(Collective.ALL_REDUCE, SYNC_BYTES, W, ranks_per_node=min(G, W)).total_s if W > 1 else 0.0
-    row = Row(compute=compute, comm=terms, buckets=NO_BUCKETS if z3 else _buckets(inp, dpp), dense_params=dense,
+    row = Row(compute=compute, comm=terms, buckets=NO_BUCKETS if z3 else _buckets(inp, dpp, st), dense_params=dense,
               expert_params=expert, dense_ranks=L.shard_dp, expert_ranks=L.expert_dp, zero=L.zero,
               hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=W, sync_one_s=sync_one)
     return row, dpp
