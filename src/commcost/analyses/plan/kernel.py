@@ -194,16 +194,27 @@ class StepColumns:
     """The step of every row and its parts (seconds per step)."""
 
     step_s: FloatOrArray
+    """``compute + bubble + exposed + optimizer + losses``."""
     compute_s: FloatOrArray
+    """``m t_c``."""
     pipeline_bubble_s: FloatOrArray
+    """``(p-1) t_mb / v``."""
     exposed_comm_s: FloatOrArray
+    """Exposed communication, every dimension: ``tp + cp + ep + pp + dp``."""
     optimizer_s: FloatOrArray
+    """``t_opt = 28 N_shard / B_hbm``."""
     micro_batch_s: FloatOrArray
+    """``t_mb``: one micro-batch on the slowest stage, compute and critical communication."""
     exposed_tp_s: FloatOrArray
+    """TP exposed."""
     exposed_cp_s: FloatOrArray
+    """CP exposed."""
     exposed_ep_s: FloatOrArray
+    """EP exposed."""
     exposed_pp_s: FloatOrArray
+    """Pipeline transfers exposed."""
     exposed_dp_s: FloatOrArray
+    """Data parallelism exposed (ZeRO-3's gathers and scatters, or the buckets, gathers and ZeRO-2's scatters)."""
     dp_wire_s: FloatOrArray
     """Data parallelism's time on the wire (ZeRO-3's, or the buckets', gathers' and ZeRO-2's)."""
     losses: tuple
@@ -219,17 +230,23 @@ class Row:
     """Everything :func:`evaluate` needs of one row (or of columns where every stage applies to every row)."""
 
     compute: Compute
+    """Item 1: one micro-batch's compute."""
     comm: CommTerms
+    """The priced collectives of the critical path and ZeRO-3."""
     buckets: Buckets
+    """ZeRO-0/1/2's bucket timeline and weight gathers (all zeros for ZeRO-3)."""
     dense_params: FloatOrArray
-    """Parameters per GPU, dense, for the optimizer."""
+    """``N_d``: dense parameters per GPU, for the optimizer."""
     expert_params: FloatOrArray
+    """``N_e``: expert parameters per GPU."""
     dense_ranks: FloatOrArray
-    """The dense shard group (``d c``)."""
+    """``D``: the dense shard group (``d c``)."""
     expert_ranks: FloatOrArray
+    """``D_e``: the expert-data-parallel group."""
     zero: FloatOrArray
     """ZeRO stage."""
     hbm_bytes_per_s: float
+    """``B_hbm``: the GPU's HBM bandwidth, bytes/s."""
     world: FloatOrArray
     """``W``."""
     sync_one_s: FloatOrArray
