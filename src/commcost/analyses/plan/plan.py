@@ -55,7 +55,7 @@ from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
 from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES
 from commcost.workload.nccl_memory import nvls_capable
-from commcost.parallel.layout import CommOp, Layout, check_layout
+from commcost.parallel.layout import CommOp, Layout, check_layout, check_order
 from commcost.parallel.layout import stage_end_shares, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
@@ -95,7 +95,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "operator_times", "plan_memory", "plan_stack",
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "check_run_options", "check_offload", "check_moe_options", "collective_ops", "operator_times", "plan_memory", "plan_stack",
            "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,18 +164,14 @@ class PlanInputs:
 
         require_count("seq", self.seq)
         require_count("gpus_per_node", self.gpus_per_node)
-        precision_class(self.precision)
-        if self.efficiency is not None:
-            require_efficiency(self.efficiency)
-        resolve_stack(self.stack, self.layout)
-        check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
-                          expert_load=self.expert_load, pp=self.layout.pp, vp=self.layout.vp)
-        check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
-                     kv_heads=self.spec.n_kv, seq=self.seq, experts=self.spec.experts)
-        check_cpu_offload(self.cpu_offload_layers, layers=self.spec.layers, pp=self.layout.pp,
-                          recompute=self.layout.recompute)
-        if self.cpu_offload_layers:
-            host_link_bytes_per_s(self.gpu)
+        L = self.layout
+        check_run_options(precision=self.precision, order=L.order, efficiency=self.efficiency, a2a=self.a2a,
+                          fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap, expert_load=self.expert_load,
+                          pp=L.pp, vp=L.vp)
+        resolve_stack(self.stack, L)
+        check_layout(L, gpus=L.world, layers=self.spec.layers, heads=self.spec.heads, kv_heads=self.spec.n_kv,
+                     seq=self.seq, experts=self.spec.experts)
+        check_offload(self.cpu_offload_layers, gpu=self.gpu, layers=self.spec.layers, pp=L.pp, recompute=L.recompute)
         check_recompute_modules(self.recompute_modules)
 
 
@@ -261,6 +257,27 @@ class Plan:
         for line in self.comm:
             out[line.comm.dimension] = out.get(line.comm.dimension, 0.0) + line.exposed_s
         return out
+
+
+def check_run_options(*, precision: str, order: str, efficiency: float | None, a2a: str, fp8_dispatch: bool,
+                      moe_overlap: str, expert_load: float, pp: int, vp: int) -> None:
+    """The options ``plan`` and ``search`` both take, checked alike: the precision (``compute.json``), the rank order,
+    a given efficiency ``0 < eta <= 1``, the MoE options (:func:`check_moe_options`; ``search`` passes ``p = v = 2``,
+    the rules a pipeline adds being the enumeration's)."""
+    precision_class(precision)
+    check_order(order)
+    if efficiency is not None:
+        require_efficiency(efficiency)
+    check_moe_options(a2a=a2a, fp8_dispatch=fp8_dispatch, moe_overlap=moe_overlap, expert_load=expert_load, pp=pp,
+                      vp=vp)
+
+
+def check_offload(layers_offloaded: int, *, gpu: str, layers: int, pp: int, recompute: str) -> None:
+    """Activation offloading's rules (:func:`commcost.workload.offload.check_cpu_offload`) and, with ``N > 0``, a host
+    link known for ``gpu``; ``plan`` checks its layout, ``search`` the space's fixed ``pp = 1``, no recomputation."""
+    check_cpu_offload(layers_offloaded, layers=layers, pp=pp, recompute=recompute)
+    if layers_offloaded:
+        host_link_bytes_per_s(gpu)
 
 
 def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_load: float, pp: int,
