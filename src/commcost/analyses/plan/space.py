@@ -36,7 +36,7 @@ from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS, MAX_SEQ
 from commcost.core.validation import require_at_most, require_count
 from commcost.parallel.layout import Recompute, expert_data_parallel
 from commcost.workload.stacks import STACKS, auto_masks, layout_runs
-from commcost.workload.stacks import stack_layouts, stack_refuses
+from commcost.workload.stacks import stack_layouts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "stack_refusal", "bucket_caps_bytes", "parse_fix",
+__all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
            "count_upper_bound"]
 
 BUCKET_CAPS_MIB = (0, 100, 400)
@@ -324,12 +324,6 @@ def count_upper_bound(space: SearchSpace) -> int:
 AUTO_PARTS = ("auto", *STACKS[1:])
 """The parts ``--stack auto`` splits the space into (:func:`commcost.workload.stacks.auto_masks`): the layouts the stack
 its rule implies runs, then those each other of today's stacks is the first to run."""
-
-
-def stack_refusal(stack: str, fixed) -> str | None:
-    """Why ``stack`` runs no layout of a space with these ``fixed`` ``(dimension, value)`` pairs
-    (:func:`commcost.workload.stacks.stack_refuses`), or None: a search of such a space is refused before it runs."""
-    return stack_refuses(stack_layouts(stack), dict(fixed))
 
 
 def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto",
