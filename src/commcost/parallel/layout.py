@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
@@ -35,7 +36,7 @@ from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS
 from commcost.core.validation import require_at_most, require_count
 from commcost.core.xp import SCALAR
 
-__all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_node", "layout_group", "group_placement",
+__all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "Recompute", "group_ranks_per_node", "layout_group", "group_placement",
            "pair_ranks_per_node", "stage_layers", "stage_slots", "split_slots", "stage_end_shares", "heaviest_stage_layers",
            "check_layout", "check_order", "group_of", "pair_ranks", "leaves_node", "order_stride", "dense_sizes", "expert_sizes",
            "expert_data_parallel", "layer_passes"]
@@ -44,6 +45,22 @@ DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
 
 Dimension = str
+
+
+class Recompute(StrEnum):
+    """Activation recomputation (``--recompute``; :attr:`Layout.recompute`). A ``str``: ``"full"`` compares equal to
+    :attr:`FULL` and JSON writes the value. The search grid codes it by position in ``tuple(Recompute)`` (0, 1, 2:
+    :data:`commcost.analyses.plan.space.RECOMPUTE`)."""
+
+    NONE = "none"
+    """Every activation kept for the backward."""
+    SELECTIVE = "selective"
+    """The attention core recomputed (Korthikanti et al. 2022, section 5), or the stack's selective set."""
+    FULL = "full"
+    """Every layer's forward recomputed from its input in the backward."""
+
+
+_RECOMPUTE_VALUES = frozenset(r.value for r in Recompute)
 """One of ``"tp"``, ``"pp"``, ``"dp"``, ``"cp"``, ``"ep"``."""
 
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
@@ -69,8 +86,9 @@ class Layout:
     """ZeRO stage 0-3 over the d*c ranks: 1 shards optimizer states, 2 also gradients, 3 also weights (FSDP)."""
     sequence_parallel: bool = False
     """Megatron's sequence parallelism: norms and dropout split over t; TP all-reduce becomes all-gather + reduce-scatter."""
-    recompute: str = "none"
-    """Activation recomputation: ``none``, ``selective`` (attention core, Korthikanti et al. 2022) or ``full`` (every layer)."""
+    recompute: Recompute = Recompute.NONE
+    """Activation recomputation (:class:`Recompute`; a string of its values is taken): ``none``, ``selective``
+    (attention core, Korthikanti et al. 2022) or ``full`` (every layer)."""
     micro_batch: int = 1
     """Sequences per micro-batch b."""
     global_batch: int = 1
@@ -102,8 +120,9 @@ class Layout:
         require_at_most("dp x tp x pp x cp", self.dp * self.tp * self.pp * self.cp, MAX_GPUS, "GPUs")
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be 0, 1, 2 or 3, got {self.zero!r}")
-        if self.recompute not in ("none", "selective", "full"):
+        if self.recompute not in _RECOMPUTE_VALUES:
             raise InputError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        object.__setattr__(self, "recompute", Recompute(self.recompute))
         if self.shard_group:
             require_count("shard_group", self.shard_group)
             if self.zero != 3:

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from commcost.core.errors import InputError
 from commcost.hardware import load_preset_file, lookup
+from commcost.parallel.layout import Recompute
 from commcost.workload.published_layouts import PublishedLayout, published_layouts
 
 TYPE_CHECKING = False
@@ -302,7 +303,7 @@ def auto_kind(zero, tp, pp) -> str:
 
 SEQUENCE_PARALLEL = ("optional", "always", "never")
 """What a stack does with the sequence under tensor parallelism (:attr:`StackLayouts.sequence_parallel`)."""
-RECOMPUTATIONS = ("none", "selective", "full")
+RECOMPUTATIONS = tuple(Recompute)
 """Activation recomputation a stack may run (:attr:`StackLayouts.recompute`)."""
 
 

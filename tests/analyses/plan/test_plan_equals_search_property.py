@@ -1,4 +1,5 @@
-"""Property (issue 21, "One kernel"): ``plan`` on one row equals the search grid's row, over random
+"""Property (issue 21, "One kernel"): ``plan`` on one row equals the search grid's row (both run
+:mod:`commcost.analyses.plan.kernel`; the rest, collectives priced and compute, each its own way), over random
 systems (GPUs per node 1-72, 6 among them; custom two-tier fabrics, system presets with their nodes
 shrunk, flat links), random models of models.json (dense and MoE), random layouts and options, every
 stack that runs the layout (past releases included) and random rank orders.
@@ -121,3 +122,5 @@ def test_plan_on_a_row_equals_the_search_grid(case):
         for dim in ("tp", "cp", "ep", "pp", "dp"):
             got, want = float(values[f"exposed_{dim}_s"][i]), by_dim.get(dim, 0.0)
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (dim, row, got, want)
+        # the lines (kernel.explain) share out the kernel's exposed seconds: they sum to the step's
+        assert math.isclose(sum(line.exposed_s for line in p.comm), p.exposed_comm_s, rel_tol=1e-12, abs_tol=1e-15)

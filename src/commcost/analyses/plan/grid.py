@@ -1,12 +1,12 @@
 """``plan``'s composition over a whole grid of configurations at once (numpy columns).
 
-The composition is not restated here: :func:`evaluate_grid` calls the kernels ``plan`` calls
-(:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.compute.elementwise_time_s`, the DDP timeline's closed form
-:func:`commcost.step.timeline.uniform_end_s`) with ``xp = numpy``, and the memory comes from
-:mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). The collectives to price come from the array functions
-the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts (:mod:`commcost.parallel.tensor`,
-:mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`, :mod:`~commcost.parallel.pipeline`,
-:mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
+The step is not composed here: :func:`evaluate_grid` runs :mod:`commcost.analyses.plan.kernel`'s stages, the ones
+``plan`` runs on its one row, with ``xp = numpy``; the compute calls the kernels ``plan`` calls
+(:mod:`commcost.analyses.plan.compose`, :func:`commcost.workload.operators.micro_batch_operators`), and the memory comes
+from :mod:`commcost.workload.memory`'s kernels (:mod:`commcost.analyses.plan.grid_memory`). The collectives to price
+come from the array functions the ``parallel/*`` modules' ``*_ops`` call: message sizes and counts
+(:mod:`commcost.parallel.tensor`, :mod:`~commcost.parallel.context`, :mod:`~commcost.parallel.expert`,
+:mod:`~commcost.parallel.pipeline`, :mod:`~commcost.parallel.zero`, :mod:`~commcost.parallel.dispatch`) and placement
 (:func:`commcost.parallel.layout.group_of` under the search's rank order, ``--order``).
 ``tests/analyses/plan/test_search_equals_plan.py`` checks that every configuration of several spaces
 (dense, MoE, CP, ZeRO-3, uneven pipelines, bucket caps, TP overlap) gets ``plan``'s step and memory to
@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import nic_share
+from commcost.analyses.plan.kernel import Buckets, CommTerms, Compute, Critical, DataParallel
+from commcost.analyses.plan.kernel import critical, data_parallel, finish
 from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.grid_memory import stack_column
 from commcost.analyses.plan.grid_memory import stack_value
+from commcost.analyses.plan.grid_buckets import BucketRows, variant_prices
 from commcost.analyses.plan.grid_distinct import Pricer
 from commcost.analyses.plan.grid_distinct import distinct_keys
 from commcost.analyses.plan.grid_distinct import needed
@@ -58,12 +61,7 @@ from commcost.parallel.tensor import tp_message_bytes
 from commcost.parallel.zero import zero3_gather_bytes
 from commcost.parallel.zero import zero3_scatter_bytes
 from commcost.parallel.zero import zero3_units
-from commcost.step.ddp_buckets import ddp_bucket_caps
-from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, step_losses
-from commcost.step.timeline import caps_for
-from commcost.step.timeline import exposed_after_s
-from commcost.step.timeline import uniform_layout
-from commcost.step.timeline import uniform_end_s
+from commcost.step.losses import LOSS_NAMES, SYNC_BYTES
 from commcost.workload.compute import elementwise_layer_bytes_per_token
 from commcost.workload.compute import elementwise_time_s
 from commcost.workload.compute import peak_flops_per_s
@@ -205,7 +203,7 @@ def _a2a_column(col, inp: SearchInputs, size, group, rpn, on):
 
 
 def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad_bytes: float) -> dict:
-    """The prices behind plan._data_parallel_lines per structural row and variant ``2 x len(caps)``
+    """The prices behind plan's data-parallel lines (:mod:`commcost.analyses.plan.explain`) per structural row and variant ``2 x len(caps)``
     (ZeRO-0 all-reduce or ZeRO-1/2 reduce-scatter, then the cap): what the timeline's closed form
     (:func:`commcost.step.timeline.uniform_end_s`) needs, from :func:`~commcost.step.timeline.uniform_buckets`
     (``bucket_times`` ``T(c_1), T(c), T(last)``, ``bucket_full`` ``m``, ``bucket_not_ready`` ``f_j``,
@@ -241,60 +239,11 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad
     share = S_g / np.where(any_on, total, 1.0)[:, None]
     S_all = total / q_g * q_g
     group = np.where(on, P_g, 1)
+    rows = BucketRows(used=used, any_on=any_on, total_bytes=S_all, share=share, group=group, ranks_per_node=r_g,
+                      nic=k_g, on=on, group_bytes=S_g, times=times, full=full, not_ready=not_ready, wire=wire,
+                      whole=whole, gather=gather)
     for sharded in (0, 1):
-        op = Collective.REDUCE_SCATTER if sharded else Collective.ALL_REDUCE
-        # every cap's bucket layout first, then each group's prices of all of them in one Pricer.column
-        # (one CommModel.cost_many per distinct (op, group, ranks per node), not one per cap and bucket)
-        todo = []
-        for ci, cap_bytes in enumerate(caps):
-            vi = sharded * len(caps) + ci
-            sel = np.nonzero(used[:, vi] & any_on)[0]
-            if not len(sel):
-                continue
-            cp = ddp_bucket_caps(None) if cap_bytes == 0 else caps_for(cap_bytes)
-            c1, c = float(cp.first_bucket_cap_bytes), float(cp.bucket_cap_bytes)
-            S = S_all[sel]
-            # step.timeline.uniform_buckets, the bucket layout per row and the prices as arrays
-            lay = np.array([uniform_layout(x, c1, c) for x in S.tolist()]).reshape(-1, 3)
-            first, m, last = lay[:, 0], lay[:, 1], lay[:, 2]
-            one = last == 0                               # one bucket, ready when backward ends
-            # T(c_1), T(c), T(last) and one reduce-scatter of the whole gradient (ZeRO-2 per micro-batch)
-            todo.append((vi, sel, first, m, last, one, c, S,
-                         (first, np.where(~one & (m > 0), c, 0.0), np.where(one, 0.0, last), S)))
-        if not todo:
-            continue
-        # plan._data_parallel_lines' cost: sum_i k_i T(op, c f_i, P_i, r_i), summed over i in order
-        acc = [[np.zeros(len(e[1])) for _ in range(4)] for e in todo]
-        for i in range(ng):
-            sizes = np.concatenate([x * share[e[1], i] for e in todo for x in e[8]])
-            T = pricer.column(op, sizes, np.concatenate([group[e[1], i] for e in todo for _ in range(4)]),
-                              np.concatenate([r_g[e[1], i] for e in todo for _ in range(4)]))
-            at = 0
-            for j, e in enumerate(todo):
-                sel = e[1]
-                for k in range(4):
-                    part = T[at:at + len(sel)]
-                    at += len(sel)
-                    acc[j][k] = acc[j][k] + np.where(on[sel, i], k_g[sel, i] * part, 0.0)
-        for j, (vi, sel, first, m, last, one, c, S, _) in enumerate(todo):
-            T1, Tc, Tl, Tw = acc[j]
-            times[vi, sel] = np.stack([T1, Tc, Tl], axis=1)
-            full[vi, sel] = np.where(one, 0.0, m)
-            not_ready[vi, sel] = np.where(one[:, None], 0.0, np.stack(
-                [1.0 - first / S, np.where(m > 0, 1.0 - (first + c) / S, 0.0),
-                 np.where(m > 0, 1.0 - (first + m * c) / S, 0.0)], axis=1))
-            wire[vi, sel] = np.where(one, T1, T1 + m * Tc + Tl)
-            whole[vi, sel] = Tw
-        if sharded:
-            for i in range(ng):
-                T = pricer.column(Collective.ALL_GATHER, np.concatenate([S_g[e[1], i] / q_g * WEIGHT_BYTES for e in todo]),
-                                  np.concatenate([group[e[1], i] for e in todo]),
-                                  np.concatenate([r_g[e[1], i] for e in todo]))
-                at = 0
-                for e in todo:
-                    vi, sel = e[0], e[1]
-                    gather[vi, sel, i] = np.where(on[sel, i], k_g[sel, i] * T[at:at + len(sel)], 0.0)
-                    at += len(sel)
+        variant_prices(sharded, rows, caps, pricer, grad_bytes=q_g)
     del nb
     return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
                 bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
@@ -340,14 +289,14 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage
 
 
 def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, breakdown: bool = True) -> dict:
-    """Step, breakdown and memory of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
-    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.compose`'s
-    kernels, the ones ``plan`` calls, on numpy columns, in ``plan``'s order.
+    """Step and breakdown of every configuration in ``cols`` (:func:`commcost.analyses.plan.space.enumerate_space`)
+    and the per-structural-row prices ``X`` of ``base`` (:func:`price_base`): :mod:`commcost.analyses.plan.kernel`'s
+    stages, the ones ``plan`` runs on its one row, on numpy columns.
 
     Shared subexpressions once per distinct value: all but ZeRO-1/2's bucket timeline and the optimizer
-    depend on ``(row, sp, recompute, ZeRO-3 or not)`` only (:func:`_per_key`), a tenth of the
-    configurations; they are computed once per distinct key and gathered back (the same element
-    operations on the same values, so the same floats).
+    depend on ``(row, sp, recompute, ZeRO-3 or not)`` only (:func:`_per_key`: :func:`~commcost.analyses.plan.kernel.critical`),
+    a tenth of the configurations; they are computed once per distinct key and gathered back (the same
+    element operations on the same values, so the same floats).
 
     Returns arrays ``step_s`` and, with ``breakdown``, ``compute_s, pipeline_bubble_s, exposed_comm_s,
     optimizer_s, micro_batch_s``, ``exposed_<dim>_s`` for tp, cp, ep, pp, dp and the losses
@@ -358,144 +307,104 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     bi, zero = cols.bi, cols.zero
     z3 = zero == 3
     keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
-    mid = _per_key(keys, base, X, inp)
+    comp, crit = _per_key(keys, base, X, inp)
     n = len(bi)
     ex_dp = np.zeros(n)
-    ex_dp[z3] = mid["ex_dp"][back[z3]]
-    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses (plan.plan_losses)
-    wire_dp[z3] = mid["wire_dp"][back[z3]]
+    ex_dp[z3] = crit.zero3_s[back[z3]]
+    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses
+    wire_dp[z3] = crit.zero3_wire_s[back[z3]]
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
-        _bucket_exposed(cols, base, X, mid, back, low, ex_dp, wire_dp)
-    exposed_total = mid["model_exposed"][back] + ex_dp
-    optimizer = K.optimizer_s(np, dense_params=X["dense"][bi], expert_params=X["expert"][bi],
-                              dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero,
-                              hbm_bytes_per_s=gpu_row(inp.gpu)[1])
-    compute, bubble = mid["compute"][back], mid["bubble"][back]
-    # plan.plan_losses: the losses that grow with the job (commcost.step.losses)
+        dp = _bucket_exposed(cols, base, X, inp, comp, crit, back, low)
+        ex_dp[low], wire_dp[low] = dp.exposed_s, dp.wire_s
     world = (base["t"] * base["p"] * base["c"] * base["d"])[bi].astype(float)
-    losses = dict(zip(LOSS_NAMES, step_losses(np, compute_s=compute, ranks=world, hidden_s=wire_dp - ex_dp,
-                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])))
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + sum(
-        losses.values())
+    out = finish(np, compute_s=crit.compute_s[back], bubble_s=crit.bubble_s[back],
+                 micro_batch_s=crit.micro_batch_s[back], exposed_tp_s=crit.tp_s[back], exposed_cp_s=crit.cp_s[back],
+                 exposed_ep_s=_col(crit.ep_s, len(keys.bi))[back], exposed_pp_s=crit.pp_s[back], exposed_dp_s=ex_dp,
+                 dp_wire_s=wire_dp, dense_params=X["dense"][bi], expert_params=X["expert"][bi], dense_ranks=X["D"][bi],
+                 expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=world,
+                 sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])
     if not breakdown:
-        return dict(step_s=step)
-    return dict(step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
-                optimizer_s=optimizer, micro_batch_s=mid["t_mb"][back], exposed_tp_s=mid["ex_tp"][back],
-                exposed_cp_s=mid["ex_cp"][back], exposed_ep_s=mid["ex_ep"][back], exposed_pp_s=mid["ex_pp"][back],
-                exposed_dp_s=ex_dp, **losses)
+        return dict(step_s=out.step_s)
+    return dict(step_s=out.step_s, compute_s=out.compute_s, pipeline_bubble_s=out.pipeline_bubble_s,
+                exposed_comm_s=out.exposed_comm_s, optimizer_s=out.optimizer_s, micro_batch_s=out.micro_batch_s,
+                exposed_tp_s=out.exposed_tp_s, exposed_cp_s=out.exposed_cp_s, exposed_ep_s=out.exposed_ep_s,
+                exposed_pp_s=out.exposed_pp_s, exposed_dp_s=out.exposed_dp_s, **dict(zip(LOSS_NAMES, out.losses)))
 
 
-def _bucket_exposed(cols: GridColumns, base: dict, X: dict, mid: dict, back, low, ex_dp, wire_dp) -> None:
-    """:func:`evaluate_grid`'s step 4 for the ZeRO-0/1/2 configurations ``low``: their ``ex_dp`` and
-    ``wire_dp`` (filled in place) from the bucket timeline over the last backward and ZeRO-1/2's weight
-    gather behind the next forward (``mid``: :func:`_per_key` of the keys, ``back``: each one's key)."""
+def _col(x, n: int):
+    """``x`` as a column of ``n`` (a kernel returns a float 0 for a term no row has)."""
+    import numpy as np
+
+    return np.broadcast_to(np.asarray(x), (n,))
+
+
+def _bucket_exposed(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, comp: Compute, crit: Critical, back,
+                    low) -> DataParallel:
+    """:func:`evaluate_grid`'s step 4 for the ZeRO-0/1/2 configurations ``low``:
+    :func:`commcost.analyses.plan.kernel.data_parallel` on their bucket tables (``comp``, ``crit``: the compute and
+    :func:`~commcost.analyses.plan.kernel.critical` of the keys, ``back``: each row's key)."""
     import numpy as np
 
     bi, zero = cols.bi, cols.zero
     vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
     bl = bi[low]
     kl = back[low]
-    t_mb_low = mid["t_mb"][kl]
-    p_low, m_low = base["p"][bl].astype(float), base["m"][bl].astype(float)
-    # the timeline plan runs: step_s = t_mb, W = f_b t_mb, t_e = k t_mb (k = m without a pipeline)
-    W = K.dp_backward_fraction(fwd_share=mid["fwd_share"][kl], compute_mb_s=mid["t_c"][kl],
-                               micro_batch_s=t_mb_low) * t_mb_low
-    t_e = K.dp_accumulated_micro_batches(np, pp=p_low, micro_batches=m_low) * t_mb_low
-    wire = X["bucket_wire"][vi, bl]
-    end = uniform_end_s(np, backward_end_s=t_e, window_s=W, times_s=X["bucket_times"][vi, bl].T,
-                        full_buckets=X["bucket_full"][vi, bl], not_ready=X["bucket_not_ready"][vi, bl].T)
-    E = exposed_after_s(np, end_s=end, backward_end_s=t_e, wire_s=wire)
-    gather = K.gather_exposed_s(np, gather_s=X["bucket_gather"][vi, bl], fwd_s=mid["t_fwd"][kl, None])
-    ex_dp[low] = E + gather.sum(axis=1)
-    wire_dp[low] = wire + X["bucket_gather"][vi, bl].sum(axis=1)
-    # plan._data_parallel_lines: the m - 1 earlier reduce-scatters (under auto ZeRO-2 is megatron: none)
-    per_mb = mid["zero2_scatter_per_micro_batch"]       # the stack's, per row (stacks.json)
-    z2 = (zero[low] == 2) & (per_mb[kl] if np.ndim(per_mb) else bool(per_mb))
-    if z2.any():
-        ex_dp[low] += np.where(z2, K.zero2_micro_batch_exposed_s(np, extra=m_low - 1,
-                                                                 scatter_s=X["bucket_whole"][vi, bl], window_s=W),
-                               0.0)
-        wire_dp[low] += np.where(z2, (m_low - 1) * X["bucket_whole"][vi, bl], 0.0)
+    # the stack's, per row (stacks.json; under auto ZeRO-2 is megatron: none)
+    per_mb = _col(stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"), len(bi))[low]
+    gather = X["bucket_gather"][vi, bl]
+    b = Buckets(times_s=tuple(X["bucket_times"][vi, bl].T), full=X["bucket_full"][vi, bl],
+                not_ready=tuple(X["bucket_not_ready"][vi, bl].T), wire_s=X["bucket_wire"][vi, bl],
+                whole_s=X["bucket_whole"][vi, bl], zero2_each=(zero[low] == 2) & per_mb,
+                gathers_s=tuple(gather[:, i] for i in range(gather.shape[1])))
+    return data_parallel(np, b, micro_batch_s=crit.micro_batch_s[kl], compute_mb_s=comp.compute_mb_s[kl],
+                         forward_share=comp.forward_share[kl], forward_s=comp.forward_s[kl],
+                         pp=base["p"][bl].astype(float), micro_batches=base["m"][bl].astype(float))
 
 
-def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
+def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Compute, Critical]:
     """Everything of :func:`evaluate_grid` that does not depend on ZeRO-1/2 or the bucket cap, on the
-    columns ``cols`` of distinct ``(row, sp, recompute, ZeRO-3 or not)`` (``zero`` 3 or 0): the compute,
-    the critical communication per micro-batch, the pipeline terms and ZeRO-3's exposure."""
+    columns ``cols`` of distinct ``(row, sp, recompute, ZeRO-3 or not)`` (``zero`` 3 or 0): the compute and
+    :func:`commcost.analyses.plan.kernel.critical` of the prices ``X`` gathered per key."""
     import numpy as np
-
 
     spec = inp.space.spec
     bi = cols.bi
     p, v, c, m = (base[k][bi].astype(float) for k in ("p", "v", "c", "m"))
     sp, rc, zero = cols.sp, cols.rc, cols.zero
-    n = len(p)
     per_stage = X["per_stage"][bi]
     full = rc == 2
-    # 1. compute (plan.operator_times, or with a given efficiency plan._flops and compute.elementwise_s)
-    t_c, t_fwd, t_layer_f, t_attn, tp_partners, fwd_share = _compute_columns(cols, base, X, inp)
-    # 2. critical communication per micro-batch, in plan's order: tp, cp, ep, (pp), ZeRO-3
+    comp = _compute_columns(cols, base, X, inp)
     passes = layer_passes(np, full)
     moe_per_stage = moe_layers_per_stage(moe_layers=spec.moe_layer_count, layers=spec.layers,
                                          layers_per_stage=per_stage)
     count_tp = tp_count_per_step(micro_batches=m, layers_per_stage=per_stage, moe_layers_per_stage=moe_per_stage,
                                  shared_experts=spec.shared_experts, passes=passes)
-    ex_tp = np.zeros(n)
-    critical_mb = np.zeros(n)
     regather = regather_passes(np, selective=stack_column(cols, base, inp, "selective"),
                                recompute_selective=rc == 1)
-    for name, used in (("T_tp_ar", sp == 0), ("T_tp_ag", sp == 1), ("T_tp_rs", sp == 1)):
-        count = count_tp if name != "T_tp_ag" else tp_gather_count(count=count_tp, passes=passes,
-                                                                   regather_passes=regather)
-        x = K.tp_exposed_s(np, count=count, one_s=np.where(used, X[name][bi], 0.0), layer_fwd_s=t_layer_f,
-                           passes=passes, overlap=inp.tp_comm_overlap,
-                           partners_s=K.tp_partners_s(gathers=name == "T_tp_ag", partners_s=tp_partners))
-        ex_tp += x
-        critical_mb += x / m
-    ex_cp = K.cp_exposed_s(np, rings=cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
-                           cp=c, one_s=X["T_cp"][bi],
-                           attention_s=t_attn)
-    critical_mb += ex_cp / m
-    if spec.moe_layer_count == 0:                                  # dense: no expert all-to-all
-        ex_ep = np.zeros(n)
-    else:
+    tp = ((count_tp, np.where(sp == 0, X["T_tp_ar"][bi], 0.0), False),
+          (tp_gather_count(count=count_tp, passes=passes, regather_passes=regather),
+           np.where(sp == 1, X["T_tp_ag"][bi], 0.0), True),
+          (count_tp, np.where(sp == 1, X["T_tp_rs"][bi], 0.0), False))
+    ep = ()
+    if spec.moe_layer_count:                                       # dense: no expert all-to-all
         pairs = m * moe_per_stage                                  # MoE layer passes, as expert_ops counts them
-        T_d = np.where(sp == 1, X["T_epd1"][bi], X["T_epd0"][bi])
-        T_c = np.where(sp == 1, X["T_epc1"][bi], X["T_epc0"][bi])
-        T_etp = np.where(sp == 1, X["T_etp1"][bi], X["T_etp0"][bi])
         n_d, n_c, n_etp = expert_counts_per_step(pairs=pairs, passes=passes)
-        wire_ep = n_d * T_d + n_c * T_c + n_etp * T_etp
-        # with nothing overlapped the kernel is (1 - 0) W + 0 (...) = W exactly
-        ex_ep = wire_ep if inp.moe_overlap == "none" else K.ep_exposed_s(
-            np, wire_s=wire_ep, pairs=pairs, layer_fwd_s=t_layer_f, passes=passes,
-            paired_share=K.ep_paired_share(np, overlap=inp.moe_overlap, pp=p, vp=v, micro_batches=m),
-            sm_share=comm_sm_share(inp.gpu))
-    critical_mb += ex_ep / m
-    ex_pp = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=X["T_pp"][bi])
-    z3 = zero == 3
-    T_ag = np.where(z3, X["T3_ag"][bi], 0.0)
-    # plan.zero3_once_per_step (under auto ZeRO-3 with a pipeline resolves to megatron: never)
-    once = K.zero3_once(zero3=z3, pp=p, unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"))
-    regather_z3, rounds = K.zero3_regather_rounds(np, once=once, micro_batches=m)
-    fwd, bwd = K.zero3_layer_exposed_s(np, gather_s=T_ag, scatter_s=np.where(z3, X["T3_rs"][bi], 0.0),
-                                       layer_fwd_s=t_layer_f, regather=regather_z3)
-    z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
-                                     rounds=rounds)
-    # ZeRO-3's time on the wire (zero_ops' counts: 1 + regather gathers and one scatter per unit and round)
-    wire_dp = rounds * zero3_units(per_stage) * ((1.0 + regather_z3) * T_ag + np.where(z3, X["T3_rs"][bi], 0.0))
-    critical_mb += z3_mb
-    compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
-    return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,
-                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp, wire_dp=wire_dp,
-                zero2_scatter_per_micro_batch=stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"),
-                model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)
+        ep = tuple((n, np.where(sp == 1, X[f"{name}1"][bi], X[f"{name}0"][bi]))
+                   for n, name in ((n_d, "T_epd"), (n_c, "T_epc"), (n_etp, "T_etp")))
+    terms = CommTerms(micro_batches=m, pp=p, vp=v, cp=c, passes=passes, tp=tp, tp_overlap=inp.tp_comm_overlap,
+                      cp_rings=((cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
+                                 X["T_cp"][bi]),),
+                      ep=ep, ep_pairs=m * moe_per_stage, moe_overlap=inp.moe_overlap, sm_share=comm_sm_share(inp.gpu),
+                      pp_sends=(X["T_pp"][bi],), zero3=zero == 3, zero3_gather_s=X["T3_ag"][bi],
+                      zero3_scatter_s=X["T3_rs"][bi], zero3_units=zero3_units(per_stage),
+                      zero3_unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"))
+    return comp, critical(np, terms, comp)
 
 
-def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple:
-    """:func:`_per_key`'s step 1, the compute of the keys ``cols``: ``(t_c, t_fwd, t_layer_f, t_attn,
-    tp_partners, fwd_share)`` (plan.operator_times, or with a given efficiency plan._flops and
+def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> Compute:
+    """:func:`_per_key`'s step 1, the compute of the keys ``cols`` (plan.operator_times, or with a given efficiency plan._flops and
     compute.elementwise_s; the wait for offloaded activations' host copies joins ``t_c``)."""
     import numpy as np
 
@@ -534,4 +443,5 @@ def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> t
         t_c = t_c + offload_exposed_s(np, offloaded_bytes=offloaded_bytes(cols, base, inp),
                                       host_bytes_per_s=host_link_bytes_per_s(inp.gpu), forward_s=t_fwd,
                                       backward_s=t_c - t_fwd)
-    return t_c, t_fwd, t_layer_f, t_attn, tp_partners, fwd_share
+    return Compute(compute_mb_s=t_c, forward_s=t_fwd, layer_forward_s=t_layer_f, attention_forward_s=t_attn,
+                   forward_share=fwd_share, tp_partners_s=tp_partners)

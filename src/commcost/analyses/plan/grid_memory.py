@@ -48,18 +48,7 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
     per_stage, dense, expert = X["per_stage"], X["dense"], X["expert"]
-    D, E_dp = X["D"].astype(float), X["E_dp"].astype(float)
-    states: dict[str, list] = {}
-    fp8 = precision_class(inp.precision) != "bf16"
-    for name in _stacks(inp):
-        st = stack(name, compiled=inp.compiled)
-        q_g = st.main_grad_bytes
-        cache = (fp8_weight_cache_bytes(per_stage * layer_dense_params(spec) / t, fp8, st)
-                 + fp8_weight_cache_bytes(expert, fp8, st))          # memory_per_gpu: kept under ZeRO < 3
-        for z in range(4):
-            w_d, g_d, o_d = model_state_bytes(dense, z, D, grad_bytes=q_g)
-            w_e, g_e, o_e = model_state_bytes(expert, z, E_dp, grad_bytes=q_g)
-            states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e + (cache if z < 3 else 0.0))
+    states = _state_tables(inp, X, t)
     s_local = s / c
     first_layers = resident_layers(in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m),
                                    inp.cpu_offload_layers)
@@ -103,6 +92,25 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     return dict(states={k: np.array(v) for k, v in states.items()}, act={k: np.array(v) for k, v in acts.items()},
                 spread={k: np.array(v) for k, v in spread.items()}, buf=np.array(buf),
                 unshard=unshard, nccl=nccl)
+
+
+def _state_tables(inp: SearchInputs, X: dict, t) -> dict[str, list]:
+    """:func:`memory_tables`' model states, ``{stack: [bytes at ZeRO 0, 1, 2, 3]}`` per structural row (weights,
+    gradients at the stack's main-gradient bytes, optimizer; fp8 weight caches kept under ZeRO < 3)."""
+    spec, per_stage, dense, expert = inp.space.spec, X["per_stage"], X["dense"], X["expert"]
+    D, E_dp = X["D"].astype(float), X["E_dp"].astype(float)
+    states: dict[str, list] = {}
+    fp8 = precision_class(inp.precision) != "bf16"
+    for name in _stacks(inp):
+        st = stack(name, compiled=inp.compiled)
+        q_g = st.main_grad_bytes
+        cache = (fp8_weight_cache_bytes(per_stage * layer_dense_params(spec) / t, fp8, st)
+                 + fp8_weight_cache_bytes(expert, fp8, st))          # memory_per_gpu: kept under ZeRO < 3
+        for z in range(4):
+            w_d, g_d, o_d = model_state_bytes(dense, z, D, grad_bytes=q_g)
+            w_e, g_e, o_e = model_state_bytes(expert, z, E_dp, grad_bytes=q_g)
+            states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e + (cache if z < 3 else 0.0))
+    return states
 
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:

@@ -35,9 +35,10 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
 
-The composition (items 1-6) is :mod:`commcost.analyses.plan.compose`'s kernels, called here on floats
-(``xp = SCALAR``) and by ``commcost search`` on numpy columns; this module prices the collectives,
-names the lines and builds the :class:`Plan`.
+Items 2-6 are :mod:`commcost.analyses.plan.kernel` (over :mod:`commcost.analyses.plan.compose`'s kernels), which
+this module runs on its one row with ``xp = SCALAR`` and ``commcost search`` runs on numpy columns; this module prices
+the collectives and the compute (item 1), :mod:`commcost.analyses.plan.explain` builds the row and words the kernel's
+per-term exposures as the lines, and :func:`plan` builds the :class:`Plan`.
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ from functools import lru_cache
 
 from commcost.comm.collectives import Collective
 from commcost.analyses.plan.compose import OPTIMIZER_HBM_BYTES_PER_PARAM  # item 5; re-exported
-from commcost.analyses.plan.plan_dp import CommLine, _data_parallel_lines, _zero3_lines, plan_stack  # re-exported
+from commcost.analyses.plan.plan_dp import CommLine, plan_stack  # re-exported
+from commcost.analyses.plan.explain import explain, kernel_row
+from commcost.analyses.plan.kernel import Compute, evaluate
 from commcost.core.errors import InputError
 from commcost.workload.memory import MemoryBreakdown, check_recompute_modules, memory_per_gpu, params_per_gpu
 from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES
 from commcost.workload.nccl_memory import nvls_capable
-from commcost.parallel.layout import CommOp, Layout, check_layout, layer_passes, layout_group, leaves_node
+from commcost.parallel.layout import CommOp, Layout, check_layout, check_order
 from commcost.parallel.layout import stage_end_shares, stage_layers
 from commcost.hardware.registry import gpu_row
 from commcost.workload.compute import elementwise_layer_bytes_per_token, elementwise_time_s
@@ -60,7 +63,6 @@ from commcost.workload.transformer import TransformerSpec
 from commcost.analyses.plan.compose import MOE_OVERLAPS
 from commcost.analyses.plan.compose import layer_flops
 from commcost.analyses.plan.compose import micro_batch_flops
-from commcost.analyses.plan.compose import optimizer_s
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.core.xp import SCALAR
@@ -70,16 +72,14 @@ from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
 from commcost.parallel.dispatch import a2a_one_s
 from commcost.parallel.dispatch import a2a_parts
 from commcost.parallel.dispatch import check_a2a
-from commcost.parallel.dispatch import comm_sm_share
 from commcost.parallel.expert import expert_ops
 from commcost.parallel.expert import moe_layers_per_stage
 from commcost.parallel.pipeline import pipeline_ops
 from commcost.parallel.tensor import regather_passes
 from commcost.parallel.tensor import tensor_ops
-from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
 from commcost.step.bucket_advice import recommend_buckets
-from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, Losses, step_losses
+from commcost.step.losses import LOSS_NAMES, Losses
 from commcost.workload.compute import mfu_frontier
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.compute import precision_class
@@ -95,7 +95,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.comm.model import CommModel
 
-__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "collective_ops", "operator_times", "plan_memory", "plan_stack",
+__all__ = ["PlanInputs", "CommLine", "Plan", "plan", "check_run_options", "check_offload", "check_moe_options", "collective_ops", "operator_times", "plan_memory", "plan_stack",
            "OPTIMIZER_HBM_BYTES_PER_PARAM"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,18 +164,14 @@ class PlanInputs:
 
         require_count("seq", self.seq)
         require_count("gpus_per_node", self.gpus_per_node)
-        precision_class(self.precision)
-        if self.efficiency is not None:
-            require_efficiency(self.efficiency)
-        resolve_stack(self.stack, self.layout)
-        check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
-                          expert_load=self.expert_load, pp=self.layout.pp, vp=self.layout.vp)
-        check_layout(self.layout, gpus=self.layout.world, layers=self.spec.layers, heads=self.spec.heads,
-                     kv_heads=self.spec.n_kv, seq=self.seq, experts=self.spec.experts)
-        check_cpu_offload(self.cpu_offload_layers, layers=self.spec.layers, pp=self.layout.pp,
-                          recompute=self.layout.recompute)
-        if self.cpu_offload_layers:
-            host_link_bytes_per_s(self.gpu)
+        L = self.layout
+        check_run_options(precision=self.precision, order=L.order, efficiency=self.efficiency, a2a=self.a2a,
+                          fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap, expert_load=self.expert_load,
+                          pp=L.pp, vp=L.vp)
+        resolve_stack(self.stack, L)
+        check_layout(L, gpus=L.world, layers=self.spec.layers, heads=self.spec.heads, kv_heads=self.spec.n_kv,
+                     seq=self.seq, experts=self.spec.experts)
+        check_offload(self.cpu_offload_layers, gpu=self.gpu, layers=self.spec.layers, pp=L.pp, recompute=L.recompute)
         check_recompute_modules(self.recompute_modules)
 
 
@@ -192,7 +188,7 @@ class Plan:
     pipeline_bubble_s: float
     """``(p-1) t_mb / v``."""
     exposed_comm_s: float
-    """Sum of the ``exposed_s`` of :attr:`comm`."""
+    """Exposed communication per step, the kernel's (:attr:`comm`'s ``exposed_s`` share it out: they sum to it)."""
     optimizer_s: float
     """``t_opt``."""
     micro_batch_s: float
@@ -261,6 +257,27 @@ class Plan:
         for line in self.comm:
             out[line.comm.dimension] = out.get(line.comm.dimension, 0.0) + line.exposed_s
         return out
+
+
+def check_run_options(*, precision: str, order: str, efficiency: float | None, a2a: str, fp8_dispatch: bool,
+                      moe_overlap: str, expert_load: float, pp: int, vp: int) -> None:
+    """The options ``plan`` and ``search`` both take, checked alike: the precision (``compute.json``), the rank order,
+    a given efficiency ``0 < eta <= 1``, the MoE options (:func:`check_moe_options`; ``search`` passes ``p = v = 2``,
+    the rules a pipeline adds being the enumeration's)."""
+    precision_class(precision)
+    check_order(order)
+    if efficiency is not None:
+        require_efficiency(efficiency)
+    check_moe_options(a2a=a2a, fp8_dispatch=fp8_dispatch, moe_overlap=moe_overlap, expert_load=expert_load, pp=pp,
+                      vp=vp)
+
+
+def check_offload(layers_offloaded: int, *, gpu: str, layers: int, pp: int, recompute: str) -> None:
+    """Activation offloading's rules (:func:`commcost.workload.offload.check_cpu_offload`) and, with ``N > 0``, a host
+    link known for ``gpu``; ``plan`` checks its layout, ``search`` the space's fixed ``pp = 1``, no recomputation."""
+    check_cpu_offload(layers_offloaded, layers=layers, pp=pp, recompute=recompute)
+    if layers_offloaded:
+        host_link_bytes_per_s(gpu)
 
 
 def check_moe_options(*, a2a: str, fp8_dispatch: bool, moe_overlap: str, expert_load: float, pp: int,
@@ -333,7 +350,7 @@ def _flops(inp: PlanInputs) -> tuple[float, float, float, float]:
 
 
 def plan(inp: PlanInputs, model: CommModel) -> Plan:
-    """Price ``inp`` with ``model`` (module docstring; the composition is :mod:`commcost.analyses.plan.compose`'s)."""
+    """Price ``inp`` with ``model`` (module docstring; items 2-6 are :func:`commcost.analyses.plan.kernel.evaluate`)."""
 
     spec, L = inp.spec, inp.layout
     peak = peak_flops_per_s(inp.gpu, inp.precision)
@@ -363,59 +380,14 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
         t_c += stall
         if by_operator:
             by_operator["offload_s"] = L.micro_batches * stall
-    m, p, v = L.micro_batches, L.pp, L.vp
-    per_stage = stage_layers(spec.layers, L)
-    ops = collective_ops(inp)
     warnings: list[str] = []
-    priced: list[tuple[CommOp, float, str]] = [_priced(inp, model, op, warnings) for op in ops]
-    G = inp.gpus_per_node
-    crossing = sum(leaves_node(*layout_group(L, dim, G)) for dim in ("tp", "cp", "ep"))
-    passes = layer_passes(SCALAR, L.recompute == "full")
-    lines: list[CommLine] = []
-    critical_mb = 0.0
-    dp_ops, advice = [], []
-    ep_wire = sum(op.count_per_step * T for op, T, _ in priced if op.dimension == "ep")
-    ep_exposed = K.ep_exposed_s(SCALAR, wire_s=ep_wire, pairs=m * spec.moe_layer_count / spec.layers * per_stage,
-                                layer_fwd_s=t_layer_f, passes=passes,
-                                paired_share=K.ep_paired_share(SCALAR, overlap=inp.moe_overlap, pp=p, vp=v,
-                                                               micro_batches=m),
-                                sm_share=comm_sm_share(inp.gpu) if inp.moe_overlap != "none" else 0.0) if ep_wire > 0 else 0.0
-    for op, T, alg in priced:
-        n = op.count_per_step
-        if op.dimension == "tp":
-            exposed = K.tp_exposed_s(SCALAR, count=n, one_s=T, layer_fwd_s=t_layer_f, passes=passes,
-                                     overlap=inp.tp_comm_overlap,
-                                     partners_s=K.tp_partners_s(gathers=op.op == Collective.ALL_GATHER,
-                                                                partners_s=tp_partners))
-            critical_mb += exposed / m
-        elif op.dimension == "ep":    # the EP lines share the exposed time by their wire time
-            exposed = ep_exposed * (n * T / ep_wire) if ep_wire > 0 else 0.0
-            critical_mb += exposed / m
-        elif op.dimension == "cp":
-            exposed = K.cp_exposed_s(SCALAR, rings=n / (L.cp - 1), cp=L.cp, one_s=T, attention_s=t_attn)
-            critical_mb += exposed / m
-        elif op.dimension == "pp":
-            exposed = K.pp_exposed_s(pp=p, micro_batches=m, vp=v, one_s=T)
-        else:
-            dp_ops.append((op, T, alg))
-            continue
-        lines.append(CommLine(comm=op, one_s=T, algorithm=alg, time_s=n * T, exposed_s=exposed))
-    if L.zero == 3:
-        zero3_mb, zero3_lines = _zero3_lines(dp_ops, m=m, units=zero3_units(per_stage), t_layer_f=t_layer_f,
-                                             gathers=zero3_gathers_per_layer(inp), once=zero3_once_per_step(inp))
-        critical_mb += zero3_mb
-        lines += zero3_lines
-        dp_ops = []
-    compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c,
-                                             critical_mb_s=critical_mb)
-    if dp_ops:
-        lines += _data_parallel_lines(inp, model, dp_ops, t_mb=t_mb, t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share,
-                                      crossing=crossing, advice=advice)
-    exposed_total = sum(line.exposed_s for line in lines)
-    optimizer = _optimizer_s(inp)
-    W = L.world
-    losses = plan_losses(inp, model, lines, compute_s=compute)
-    step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + losses.total_s
+    priced = [_priced(inp, model, op, warnings) for op in collective_ops(inp)]
+    row, dp_prices = kernel_row(inp, model, priced, Compute(compute_mb_s=t_c, forward_s=t_fwd,
+                                                            layer_forward_s=t_layer_f, attention_forward_s=t_attn,
+                                                            forward_share=fwd_share, tp_partners_s=tp_partners))
+    out = evaluate(SCALAR, row)               # items 2-6: the step kernel search runs on its grid
+    lines, dp_timeline = explain(inp, model, priced, row, out, dp_prices)
+    step, W = out.step_s, L.world
     tokens = L.global_batch * inp.seq
     model_flops = 3.0 * tokens * spec.model_forward_flops_per_token(inp.seq)
     tflops = model_flops / (step * W) / 1e12
@@ -423,25 +395,14 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
     if frontier is not None and tflops * 1e12 / peak > frontier[0]:
         warnings.append(f"MFU {tflops * 1e12 / peak:.1%} is above the best published {frontier[0]:.1%} on {inp.gpu} "
                         f"{inp.precision} ({frontier[1]}): treat this step as optimistic")
-    return Plan(inputs=inp, step_s=step, compute_s=compute, pipeline_bubble_s=bubble, exposed_comm_s=exposed_total,
-                optimizer_s=optimizer, micro_batch_s=t_mb,
+    return Plan(inputs=inp, step_s=step, compute_s=out.compute_s, pipeline_bubble_s=out.pipeline_bubble_s,
+                exposed_comm_s=out.exposed_comm_s, optimizer_s=out.optimizer_s, micro_batch_s=out.micro_batch_s,
                 tokens_per_s_per_gpu=K.tokens_per_s_per_gpu(tokens_per_step=tokens, step_s=step, gpus=W),
-                model_flops_per_step=model_flops, executed_flops_per_gpu=m * F_mb, tflops_per_gpu=tflops,
+                model_flops_per_step=model_flops, executed_flops_per_gpu=L.micro_batches * F_mb, tflops_per_gpu=tflops,
                 mfu=tflops * 1e12 / peak, efficiency=eta, efficiency_source=eta_src, peak_flops_per_s=peak,
                 comm=tuple(lines), memory=mem, comm_model=model.describe(), stack=stack_name, stack_source=stack_src,
                 compute_by_operator=by_operator, warnings=tuple(warnings),
-                dp_timeline=advice[0] if advice else None, losses=losses)
-
-
-def plan_losses(inp: PlanInputs, model: CommModel, lines, *, compute_s: float) -> Losses:
-    """The losses that grow with the job (:mod:`commcost.step.losses`): the slowest of the ``W`` ranks on the
-    compute, the compute slowed by the data-parallel communication hidden beside it (wire less exposed of the
-    ``dp`` lines), the gradient norm's all-reduce over the job."""
-    W, G = inp.layout.world, inp.gpus_per_node
-    hidden = sum(line.time_s - line.exposed_s for line in lines if line.comm.dimension == "dp")
-    sync_one = model.cost(Collective.ALL_REDUCE, SYNC_BYTES, W, ranks_per_node=min(G, W)).total_s if W > 1 else 0.0
-    return Losses(**dict(zip(LOSS_NAMES, step_losses(SCALAR, compute_s=compute_s, ranks=W, hidden_s=hidden,
-                                                     sm_share=comm_sm_share(inp.gpu), sync_one_s=sync_one))))
+                dp_timeline=dp_timeline, losses=Losses(**dict(zip(LOSS_NAMES, out.losses))))
 
 
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
@@ -527,12 +488,3 @@ def elementwise_s(inp: PlanInputs) -> float:
 
 def _capacity(gpu: str) -> float:
     return gpu_row(gpu)[0]
-
-
-def _optimizer_s(inp: PlanInputs) -> float:
-    """``28 N_shard / B_hbm`` (module docstring, item 5; :func:`commcost.analyses.plan.compose.optimizer_s`)."""
-
-    L = inp.layout
-    dense, expert = params_per_gpu(inp.spec, L)
-    return optimizer_s(SCALAR, dense_params=dense, expert_params=expert, dense_ranks=L.shard_dp,
-                       expert_ranks=L.expert_dp, zero=L.zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1])

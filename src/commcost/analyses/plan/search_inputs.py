@@ -11,14 +11,11 @@ from dataclasses import dataclass
 
 from commcost.analyses.plan.space import SearchSpace
 from commcost.core.errors import InputError
-from commcost.analyses.plan.plan import check_moe_options
-from commcost.core.validation import require_efficiency, require_count
+from commcost.analyses.plan.plan import check_offload, check_run_options
+from commcost.core.validation import require_count
 from commcost.core.validation import require_finite_positive
-from commcost.workload.compute import precision_class
-from commcost.parallel.layout import DEFAULT_ORDER, check_order
+from commcost.parallel.layout import DEFAULT_ORDER
 from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES, NCCL_BYTES, device_bytes_range
-from commcost.workload.offload import check_cpu_offload
-from commcost.workload.offload import host_link_bytes_per_s
 from commcost.workload.stacks import KNOWN_STACKS
 from commcost.workload.stacks import stack_layouts
 from commcost.workload.stacks import stack_refuses
@@ -118,18 +115,15 @@ class SearchInputs:
 
     def __post_init__(self) -> None:
 
-        precision_class(self.precision)
-        check_order(self.order)
+        check_run_options(precision=self.precision, order=self.order, efficiency=self.efficiency, a2a=self.a2a,
+                          fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap, expert_load=self.expert_load,
+                          pp=2, vp=2)
         require_count("top", self.top)
         if self.objective not in OBJECTIVES:
             raise InputError(f"unknown objective {self.objective!r} (valid: {', '.join(OBJECTIVES)})")
         require_finite_positive("price_per_gpu_hour", self.price_per_gpu_hour, allow_zero=True)
         if self.objective == "cost" and not self.price_per_gpu_hour > 0:
             raise InputError("--objective cost needs --price-per-gpu-hour (dollars per GPU-hour)")
-        if self.efficiency is not None:
-            require_efficiency(self.efficiency)
-        check_moe_options(a2a=self.a2a, fp8_dispatch=self.fp8_dispatch, moe_overlap=self.moe_overlap,
-                          expert_load=self.expert_load, pp=2, vp=2)
         if self.stack not in KNOWN_STACKS:
             raise InputError(f"unknown stack {self.stack!r} (valid: {', '.join(KNOWN_STACKS)})")
         if not 0.0 <= self.headroom < 1.0:
@@ -139,8 +133,8 @@ class SearchInputs:
             if fixed.get("pp") != 1 or fixed.get("recompute") != 0:
                 raise InputError("--cpu-offload-layers runs only without a pipeline and without recomputation "
                                  "(Megatron-Core): add --fix pp=1,recompute=none")
-            check_cpu_offload(self.cpu_offload_layers, layers=self.space.spec.layers, pp=1, recompute="none")
-            host_link_bytes_per_s(self.gpu)
+            check_offload(self.cpu_offload_layers, gpu=self.gpu, layers=self.space.spec.layers, pp=1,
+                          recompute="none")
         refusal = stack_refuses(stack_layouts(self.stack), dict(self.space.fixed))
         if refusal:
             raise InputError(refusal)

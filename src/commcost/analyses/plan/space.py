@@ -34,7 +34,7 @@ from commcost.core.errors import InputError
 from commcost.core.units import MiB
 from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS, MAX_SEQ
 from commcost.core.validation import require_at_most, require_count
-from commcost.parallel.layout import expert_data_parallel
+from commcost.parallel.layout import Recompute, expert_data_parallel
 from commcost.workload.stacks import STACKS, auto_masks, layout_runs
 from commcost.workload.stacks import stack_layouts
 
@@ -49,8 +49,8 @@ __all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", 
 
 BUCKET_CAPS_MIB = (0, 100, 400)
 """Bucket caps searched, MiB; 0 is DDP's default (``bucket_cap_mb=None``: first bucket 1 MiB, then 25)."""
-RECOMPUTE = ("none", "selective", "full")
-"""Recomputation choices, in column code order (0, 1, 2)."""
+RECOMPUTE = tuple(Recompute)
+"""Recomputation choices (:class:`commcost.parallel.layout.Recompute`), in column code order (0, 1, 2)."""
 FIXABLE = ("gpus", "tp", "pp", "vp", "cp", "ep", "dp", "zero", "micro_batch", "sp", "recompute", "bucket_mb", "etp")
 """Dimensions ``--fix`` accepts."""
 
