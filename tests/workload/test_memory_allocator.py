@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes,
+from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes, gathered_stage_bytes,
                                      check_recompute_modules, fp8_weight_cache_bytes,
                                      layer_activation_bytes, memory_per_gpu)
 from commcost.core.errors import InputError
@@ -132,12 +132,26 @@ def test_fsdp2_accumulates_the_unsharded_gradients_in_fp32_under_pp_by_hand():
     # 2 layers and the larger end, max(embedding 6,400, head 6,400 + final norm 64) = 6,464 -> N = 105,024.
     # FSDP2 over d = 2: the bf16 weight shard 2 N / 2 = 105,024 and the stage gathered whole 2 N = 210,048;
     # gradients: the shard 2 N / 2 = 105,024 and the unsharded gradients accumulated in reduce_dtype fp32,
-    # 4 N = 420,096 (torchtitan; bf16 would be 210,048)
+    # 4 N = 420,096 (torchtitan; bf16 would be 210,048), which stand in for the fp32 sharded gradients, 4 N / 2 =
+    # 210,048 (made by the last backward's reduce-scatter only): 105,024 + 420,096 - 210,048 = 315,072
     spec = TransformerSpec(layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=100)
     L = Layout(dp=2, pp=2, zero=3, global_batch=8)
     m = memory_per_gpu(spec, L, seq=S, capacity_bytes=80e9, stack=stack("torchtitan"))
     assert m.weights_bytes == pytest.approx(105_024 + 210_048, rel=1e-12)
-    assert m.gradients_bytes == pytest.approx(105_024 + 420_096, rel=1e-12)
+    assert m.gradients_bytes == pytest.approx(105_024 + 420_096 - 210_048, rel=1e-12)
+    # gathered once a step, no prefetched weights beside it: ZeRO-3's buffers keep one unit's gradients, a
+    # unit N / (2 layers + 1) = 35,008 parameters x 2 bytes = 70,016 (the two prefetched units' weights,
+    # 2 x 35,008 x 2 = 140,032, are gone), beside the pipeline's send/receive buffers 4 x 2 b s' h =
+    # 8 x 1 x 32 x 64 = 16,384
+    assert m.buffers_bytes == pytest.approx(70_016 + 16_384, rel=1e-12)
+
+
+def test_gathered_stage_replaces_the_sharded_gradients_by_hand():
+    # N = 1e9 over D = 64 with fp32 accumulation (q_red = 4): bf16 whole 2e9; gradients 4e9 (1 - 1/64) =
+    # 3.9375e9. Experts over efsdp = 1 (torchtitan's dp_shard x cp x tp / (ep x etp), e.g. 64 / 64): the whole
+    # fp32 copy is the sharded one, nothing added to the gradients: 4e9 (1 - 1) = 0
+    assert gathered_stage_bytes(1e9, 64, 4.0) == pytest.approx((2e9, 3.9375e9), rel=1e-12)
+    assert gathered_stage_bytes(1e9, 1, 4.0) == (2e9, 0.0)
 
 
 def test_transformer_engine_keeps_fp8_weights_and_transposes_by_hand():

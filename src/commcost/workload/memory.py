@@ -47,8 +47,10 @@ The last stage holds one micro-batch of its layers (``n - 1`` where the split co
 
 **Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
 FSDP2 with PP) also holds the stage's bf16 weights whole and its gradients whole in the reduce dtype (FSDP2
-accumulates an unsharded gradient whose reduce-scatter is skipped in ``reduce_dtype``, fp32):
-``+ N_stage (q_w + q_red)``, ``q_red`` the stack's :attr:`~commcost.workload.stacks.Stack.grad_bytes`.
+accumulates an unsharded gradient whose reduce-scatter is skipped in ``reduce_dtype``, fp32), which take the
+place of the sharded fp32 gradients: ``+ N_stage (q_w + q_red (1 - 1/D))`` (:func:`gathered_stage_bytes`),
+``q_red`` the stack's :attr:`~commcost.workload.stacks.Stack.grad_bytes`; and, gathered once a step, it holds no
+prefetched weights beside them (the buffers below keep only the gradients of one layer).
 
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one (a stack that bounds them, DeepSpeed's ``stage3_max_live_parameters`` ``M`` and
@@ -93,7 +95,7 @@ if TYPE_CHECKING:
 from commcost.workload.activations import (alternate_matmul_bytes, embedding_chunks_in_flight, first_ranks_in_flight,
                                            in_flight_chunks, in_flight_layers, layer_activation_bytes, selective_kept)
 
-__all__ = ["ACTIVATION_BYTES", "fits_on_card", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
+__all__ = ["ACTIVATION_BYTES", "fits_on_card", "gathered_stage_bytes", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
@@ -161,6 +163,24 @@ def model_state_bytes(params: float, zero: float, ranks: float, *, weight_bytes:
     return (params * weight_bytes / ranks ** (zero >= 3),
             params * grad_bytes / ranks ** (zero >= 2),
             params * optimizer_bytes / ranks ** (zero >= 1))
+
+
+def gathered_stage_bytes(params, ranks, accumulate_bytes, weight_bytes: float = WEIGHT_BYTES):
+    """``(weights, gradients)`` a stage kept gathered through the step adds to its sharded states (a stack's
+    :attr:`~commcost.workload.stacks.Stack.zero3_unshard_under_pp`, ZeRO-3 with ``p > 1``): its ``params``
+    (``N``) in bf16 whole, ``N q_w``, and its gradients accumulated whole in the reduce dtype, ``N q_red``, less
+    the sharded gradients they stand in for, ``N q_red / D``: ``(N q_w, N q_red (1 - 1/D))``.
+
+    FSDP2 over a pipeline stage: PyTorch's ``torch/distributed/pipelining/stage.py``
+    (``backward_maybe_with_nosync``) sets ``set_reshard_after_backward(False)`` and
+    ``set_requires_gradient_sync(False)`` on every backward but the last, and torchtitan's ``apply_fsdp`` sets
+    ``reshard_after_forward = not pp_enabled``; FSDP2's ``FSDPParam.to_accumulated_grad_if_needed`` upcasts the
+    unsharded bf16 gradient to ``reduce_dtype`` (fp32: torchtitan ``mixed_precision_reduce``) as
+    ``unsharded_accumulated_grad``, and the sharded gradient is made only by the last backward's reduce-scatter
+    (``foreach_reduce``), after ``zero_grad`` set it to None at the step's start. The FSDP states
+    ``4 + 4 + 8`` (fp32 parameter, fp32 gradient, Adam) are the model's ``(q_w + q_g + K)/D``; the gradient's
+    ``q_red / D`` of them is not held while its whole copy is. Array-safe in ``params`` and ``ranks``."""
+    return params * weight_bytes, params * accumulate_bytes * (1.0 - 1.0 / ranks)
 
 
 def fits_on_card(device_low_bytes, capacity_bytes):
@@ -335,20 +355,24 @@ def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, 
 
 def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_params, sequence_parallel,
                  weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES, top_k: float = 0.0,
-                 expert_load: float = 1.0, live_params=None, reduce_bucket_params=None, largest_params=0.0):
+                 expert_load: float = 1.0, live_params=None, reduce_bucket_params=None, largest_params=0.0,
+                 gathered=False):
     """Communication buffers (module docstring): pipeline send/receive ``4 S_pp = 4 x 2 b s' h / t``
     with ``p > 1``; ZeRO-3's prefetch ``N_layer (2 q_w + q_g)``, or with a stack's bounds (``live_params`` ``M``,
     ``reduce_bucket_params`` ``R``, ``largest_params`` ``N_max``) ``min(2 N_layer, max(M, N_max)) q_w +
-    min(N_layer, max(R, N_max)) q_g``; sequence parallelism's gathered input ``2 s'bh``; with experts
-    (``top_k = k > 0``) the dispatcher's send and receive token buffers ``4 k s'bh I / r``. Array-safe."""
+    min(N_layer, max(R, N_max)) q_g``, without the prefetched weights where the stage stays ``gathered`` through
+    the step (:func:`gathered_stage_bytes`: gathered once, before the micro-batches' activations pile up);
+    sequence parallelism's gathered input ``2 s'bh``; with experts (``top_k = k > 0``) the dispatcher's send and
+    receive token buffers ``4 k s'bh I / r``. Array-safe (``gathered`` a bool or a boolean column)."""
     r = xp.where(sequence_parallel, tp, 1.0)
-    gathered, grads = 2.0 * layer_params, layer_params
+    prefetched, grads = 2.0 * layer_params, layer_params
     if live_params is not None:
-        gathered = xp.minimum(gathered, xp.maximum(live_params, largest_params))
+        prefetched = xp.minimum(prefetched, xp.maximum(live_params, largest_params))
+    prefetched = xp.where(gathered, 0.0, prefetched)
     if reduce_bucket_params is not None:
         grads = xp.minimum(grads, xp.maximum(reduce_bucket_params, largest_params))
     return (xp.where(pp > 1, 4.0 * micro_batch * seq_local * hidden * 2.0 / tp, 0.0)
-            + xp.where(zero3, gathered * weight_bytes + grads * grad_bytes, 0.0)
+            + xp.where(zero3, prefetched * weight_bytes + grads * grad_bytes, 0.0)
             + xp.where(sequence_parallel, 2.0 * seq_local * micro_batch * hidden, 0.0)
             + 4.0 * top_k * seq_local * micro_batch * hidden * expert_load / r)
 
@@ -428,19 +452,21 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     else:
         first = "second" if rank1 > rank0 else "first"
         stage, layers_held = (first, first_layers) if first_fullest else ("last", last_held)
+    gathered = stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1
     buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
                            tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / zero3_units(held),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
                            grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load,
                            live_params=None if stack is None else stack.zero3_live_params,
                            reduce_bucket_params=None if stack is None else stack.zero3_reduce_bucket_params,
-                           largest_params=largest_matrix_params(spec, layout.tp))
-    if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
+                           largest_params=largest_matrix_params(spec, layout.tp), gathered=gathered)
+    if gathered:
         # the stage stays gathered through the step: its bf16 weights whole, and its gradients whole, accumulated
-        # over the micro-batches in the stack's reduce dtype (FSDP2's unsharded_accumulated_grad)
-        q_acc = stack.grad_bytes
-        w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * q_acc
-        w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * q_acc
+        # over the micro-batches in the stack's reduce dtype (FSDP2's unsharded_accumulated_grad), in place of
+        # the sharded ones
+        (dw_d, dg_d), (dw_e, dg_e) = (gathered_stage_bytes(n, ranks, stack.grad_bytes) for n, ranks in
+                                      ((dense, layout.shard_dp), (expert, layout.expert_dp)))
+        w_d, g_d, w_e, g_e = w_d + dw_d, g_d + dg_d, w_e + dw_e, g_e + dg_e
     if layout.zero < 3:   # ZeRO-3 gathers each unit's weights anew: no cast kept across micro-batches
         w_d = w_d + fp8_weight_cache_bytes(held * layer_dense_params(spec) / layout.tp, fp8, stack)
         w_e = w_e + fp8_weight_cache_bytes(expert, fp8, stack)

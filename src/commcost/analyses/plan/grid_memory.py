@@ -14,6 +14,7 @@ from commcost.workload.memory import CONTEXT_BYTES
 from commcost.workload.memory import GRAD_BYTES
 from commcost.workload.memory import layer_dense_params
 from commcost.workload.memory import fp8_weight_cache_bytes
+from commcost.workload.memory import gathered_stage_bytes
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.nccl_memory import nvls_capable
 from commcost.workload.memory import recompute_working_bytes
@@ -40,7 +41,7 @@ __all__ = ["memory_tables", "memory_grid", "offloaded_bytes", "stack_column", "s
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     """:func:`commcost.workload.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
     that depend on one categorical choice each: model states by stack and ZeRO stage (``states[stack][z]``), activations by
-    (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3) (``buf[2 sp + z3]``); ``X`` is
+    (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3, gathered stage) (``buf[3 sp + z3 + gathered]``); ``X`` is
     :func:`structure` of ``base``."""
     import numpy as np
 
@@ -85,16 +86,18 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
                                                   dropout=spec.dropout,
                                                   loss_bytes_per_vocab=st.loss_bytes_per_vocab)[0])
     for flag in (0, 1):
-        for z3 in (0, 1):
+        for z3 in (0, 1, 2):     # 2: ZeRO-3 with the stage gathered through the step (memory_per_gpu)
             buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
-                                    zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
+                                    zero3=bool(z3), gathered=z3 == 2, layer_params=layer_params,
+                                    sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
                                     top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load,
                                     live_params=stack_value(inp, "zero3_live_params"),
                                     reduce_bucket_params=stack_value(inp, "zero3_reduce_bucket_params"),
                                     largest_params=largest_matrix_params(spec, t)))
     # memory_per_gpu: the stage gathered under PP, weights and gradients as the stack keeps them under ZeRO-3
-    unshard = (dense + expert) * (WEIGHT_BYTES + stack_column(Choices.every_row(len(t), zero=3), base, inp, "grad_bytes"))
+    q_acc = stack_column(Choices.every_row(len(t), zero=3), base, inp, "grad_bytes")
+    unshard = sum(sum(gathered_stage_bytes(n, ranks, q_acc)) for n, ranks in ((dense, D), (expert, E_dp)))
     nccl = {name: nccl_buffer_bytes(np, world=base["W"].astype(float), tp=t, cp=c, dp=base["d"].astype(float), pp=p,
                                     ep=base["e"].astype(float), gpus_per_node=inp.space.gpus_per_node,
                                     nvls=nvls_capable(inp.gpu),
@@ -176,9 +179,9 @@ def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> d
         states = np.where(mask, tables["states"][name][zero, bi], states)
 
 
-    unshard = stack_column(cols, base, inp, "zero3_unshard_under_pp")
-    if np.any(unshard):
-        states = states + np.where(unshard & (zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
+    gathered = stack_column(cols, base, inp, "zero3_unshard_under_pp") & (zero == 3) & (base["p"][bi] > 1)
+    if np.any(gathered):
+        states = states + np.where(gathered, tables["unshard"][bi], 0.0)
 
     act, spread, nccl_low, nccl_high = (np.zeros(len(bi)) for _ in range(4))
     for name, mask in masks.items():
@@ -186,7 +189,7 @@ def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> d
         spread = np.where(mask, tables["spread"][name][3 * sp + cols.rc, bi], spread)
         nccl_low = np.where(mask, tables["nccl"][name][0][bi], nccl_low)
         nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
-    buffers = tables["buf"][2 * sp + (zero == 3), bi]
+    buffers = tables["buf"][3 * sp + (zero == 3).astype(int) + gathered, bi]
 
     total = states + act + buffers
     low = total - spread        # MemoryBreakdown.allocated_bytes[0]: the recompute working set's low end
