@@ -9,6 +9,8 @@ from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown
                                      check_recompute_modules, fp8_weight_cache_bytes,
                                      layer_activation_bytes, memory_per_gpu)
 from commcost.core.errors import InputError
+from commcost.core.xp import SCALAR
+from commcost.workload.activations import alternate_matmul_moe_bytes, saved_dispatch_copies
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec
@@ -184,3 +186,21 @@ def test_megatron_recompute_modules_by_hand():
     assert layer_activation_bytes(**kw, recompute_modules=("mla_up_proj", "mlp")) == pytest.approx(20992, rel=1e-12)
     with pytest.raises(InputError, match="unknown recompute module"):
         check_recompute_modules(("moe",))
+
+
+def test_op_level_checkpointing_of_an_moe_layer_by_hand():
+    # torchtitan's MoE save list: every other mm (Q, V, the router's gate, the shared up projection), the attention's
+    # output and log-sum-exp, the dispatcher's outputs; grouped GEMMs recomputed. h = 64, n_q = 4 heads of d = 16,
+    # n_kv' = 2 heads, E = 8 experts, f_sh = 32 (gated), t = r = 1, s' = 32, b = 1; DeepEP with k = 2: c_d = 3.
+    # per token 2 x (64 + 2 x 64 + 32 + 8 + 32 + 3 x 64) = 2 x 456 = 912 bytes, + 4 x 4 = 16 -> 928 x 32 = 29,696
+    kw = dict(seq_local=32, micro_batch=1, hidden=64, heads=4, kv_local=2, head_dim=16, experts=8, shared_width=32,
+              gated=True, tp=1, r=1)
+    assert alternate_matmul_moe_bytes(**kw, dispatch_copies=3) == 29_696
+    # all-to-all instead: c_d = 2k = 4, one h more a token: 29,696 + 2 x 64 x 32 = 33,792
+    assert alternate_matmul_moe_bytes(**kw, dispatch_copies=4) == 33_792
+    # t = 2 with SP (r = 2): input 32, Q + O 64, V (n_kv' = max(2, 2) = 2 heads) 16, router 4, shared 16, two
+    # reduce-scatters 2 x 32 = 64, c_d h / r = 3 x 32 = 96 -> 2 x 292 = 584, + 4 x 4 / 2 = 8 -> 592 x 32 = 18,944
+    assert alternate_matmul_moe_bytes(**dict(kw, tp=2, r=2), dispatch_copies=3) == 18_944
+    assert saved_dispatch_copies(SCALAR, top_k=2, ep=4, a2a="deepep") == 3
+    assert saved_dispatch_copies(SCALAR, top_k=2, ep=4, a2a="nccl") == 4
+    assert saved_dispatch_copies(SCALAR, top_k=2, ep=1, a2a="nccl") == 0   # no collective: an index gather

@@ -93,13 +93,14 @@ if TYPE_CHECKING:
     from commcost.workload.stacks import Stack
 
 from commcost.workload.activations import (alternate_matmul_bytes, embedding_chunks_in_flight, first_ranks_in_flight,
-                                           in_flight_chunks, in_flight_layers, layer_activation_bytes, selective_kept)
+                                           in_flight_chunks, in_flight_layers, layer_activation_bytes, saved_dispatch_copies,
+                                           selective_kept)
 
 __all__ = ["ACTIVATION_BYTES", "fits_on_card", "gathered_stage_bytes", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
+           "selective_kept", "saved_dispatch_copies", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
            "RECOMPUTE_MODULES", "check_recompute_modules", "recompute_working_bytes"]
 
 WEIGHT_BYTES = 2.0
@@ -307,8 +308,9 @@ def stack_saved_kwargs(stack: Stack | None, spec: TransformerSpec | None = None)
 
 
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
-                  saved: dict | None = None, recompute_modules: tuple[str, ...] = ()) -> dict:
-    return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
+                  saved: dict | None = None, recompute_modules: tuple[str, ...] = (), a2a: str = "nccl") -> dict:
+    return dict(dispatch_copies=saved_dispatch_copies(SCALAR, top_k=spec.top_k, ep=layout.ep, a2a=a2a),
+                seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
                 gemm_input_bytes=gemm_input_bytes, recompute_modules=recompute_modules,
@@ -317,11 +319,12 @@ def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
                       gemm_input_bytes: float = 2.0, saved: dict | None = None,
-                      recompute_modules: tuple[str, ...] = ()) -> float:
+                      recompute_modules: tuple[str, ...] = (), a2a: str = "nccl") -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion);
-    ``saved`` the stack's :func:`stack_saved_kwargs`, ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved, recompute_modules),
-                           recompute)
+    ``saved`` the stack's :func:`stack_saved_kwargs`, ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`),
+    ``a2a`` the expert dispatch (what it saves under op-level checkpointing: :func:`saved_dispatch_copies`)."""
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved, recompute_modules,
+                                               a2a), recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -410,13 +413,14 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
                    fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0,
                    gpus_per_node: int = 8, nvls: bool = False,
-                   recompute_modules: tuple[str, ...] = ()) -> MemoryBreakdown:
+                   recompute_modules: tuple[str, ...] = (), a2a: str = "nccl") -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
     ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
-    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
+    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`);
+    ``a2a`` the expert dispatch (``nccl`` or ``deepep``: what op-level checkpointing saves of it)."""
     _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
                        offloaded_layers, gpus_per_node)
     dense, expert = memory_stage_params(spec, layout)
@@ -432,7 +436,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
         recompute = selective_kept(stack.selective)
     saved = stack_saved_kwargs(stack, spec)
     per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
-                                  saved=saved, recompute_modules=recompute_modules)
+                                  saved=saved, recompute_modules=recompute_modules, a2a=a2a)
     none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
     working, spread = recompute_working_bytes(none, layout.recompute == "full")
 

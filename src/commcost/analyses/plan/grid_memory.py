@@ -23,7 +23,7 @@ from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
 from commcost.workload.memory import in_flight_layers
 from commcost.workload.memory import largest_matrix_params
-from commcost.workload.memory import layer_mix_bytes, stack_saved_kwargs
+from commcost.workload.memory import layer_mix_bytes, saved_dispatch_copies, stack_saved_kwargs
 from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
@@ -73,10 +73,11 @@ def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
         q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
         act = acts.setdefault(name, [])
         for flag in (0, 1):
-            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in, st)
+            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in, st, base["e"], inp.a2a)
             for rname in RECOMPUTE:
                 kept = selective_kept(st.selective) if rname == "selective" else rname
-                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in, st)
+                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in, st, base["e"],
+                                               inp.a2a)
                 working, spread_bytes = recompute_working_bytes(none, rname == "full")   # as memory_per_gpu
                 spread.setdefault(name, []).append(spread_bytes * np.ones_like(none))
                 act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
@@ -213,14 +214,16 @@ def offloaded_bytes(cols: Choices, base: dict, inp: SearchInputs):
         st = stack(name, compiled=inp.compiled)
         q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
         for flag in (0, 1):
-            per = _stage_layer_bytes(spec, s / c, b, t, bool(flag), flash, "none", q_in, st)
+            per = _stage_layer_bytes(spec, s / c, b, t, bool(flag), flash, "none", q_in, st, base["e"][bi], inp.a2a)
             out = np.where(mask & (sp == flag), inp.cpu_offload_layers * per, out)
     return out
 
 
-def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in, st):
-    """:func:`commcost.workload.memory.stage_layer_bytes` with array ``s_local, b, t`` (``st`` the stack)."""
-    kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
+def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in, st, e, a2a):
+    """:func:`commcost.workload.memory.stage_layer_bytes` with array ``s_local, b, t, e`` (``st`` the stack)."""
+    import numpy as np
+
+    kw = dict(dispatch_copies=saved_dispatch_copies(np, top_k=spec.top_k, ep=e, a2a=a2a), seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
               dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in, **stack_saved_kwargs(st, spec))
 
