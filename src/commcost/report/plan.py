@@ -323,7 +323,7 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
         f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
         "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
-           "tight": "TIGHT (fits only at the low estimate)",
+           "may not fit": f"MAY NOT FIT: the card's {format_bytes(mem.capacity_bytes)} lies inside the range",
            "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
         "",
         f"MFU convention: {MFU_CONVENTION}",

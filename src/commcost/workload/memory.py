@@ -80,6 +80,7 @@ from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.nccl_memory import nccl_buffer_bytes
+from commcost.workload.stack_memory import gathered_stage_bytes, leanest_saved_kwargs, stack_saved_kwargs
 from commcost.workload.offload import resident_layers
 from commcost.core.limits import MAX_SEQ
 from commcost.core.validation import require_at_most, require_count, require_finite_positive
@@ -100,7 +101,7 @@ __all__ = ["ACTIVATION_BYTES", "fits_on_card", "gathered_stage_bytes", "WEIGHT_B
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept", "saved_dispatch_copies", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
+           "selective_kept", "saved_dispatch_copies", "stack_saved_kwargs", "leanest_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
            "RECOMPUTE_MODULES", "check_recompute_modules", "recompute_working_bytes"]
 
 WEIGHT_BYTES = 2.0
@@ -166,24 +167,6 @@ def model_state_bytes(params: float, zero: float, ranks: float, *, weight_bytes:
             params * optimizer_bytes / ranks ** (zero >= 1))
 
 
-def gathered_stage_bytes(params, ranks, accumulate_bytes, weight_bytes: float = WEIGHT_BYTES):
-    """``(weights, gradients)`` a stage kept gathered through the step adds to its sharded states (a stack's
-    :attr:`~commcost.workload.stacks.Stack.zero3_unshard_under_pp`, ZeRO-3 with ``p > 1``): its ``params``
-    (``N``) in bf16 whole, ``N q_w``, and its gradients accumulated whole in the reduce dtype, ``N q_red``, less
-    the sharded gradients they stand in for, ``N q_red / D``: ``(N q_w, N q_red (1 - 1/D))``.
-
-    FSDP2 over a pipeline stage: PyTorch's ``torch/distributed/pipelining/stage.py``
-    (``backward_maybe_with_nosync``) sets ``set_reshard_after_backward(False)`` and
-    ``set_requires_gradient_sync(False)`` on every backward but the last, and torchtitan's ``apply_fsdp`` sets
-    ``reshard_after_forward = not pp_enabled``; FSDP2's ``FSDPParam.to_accumulated_grad_if_needed`` upcasts the
-    unsharded bf16 gradient to ``reduce_dtype`` (fp32: torchtitan ``mixed_precision_reduce``) as
-    ``unsharded_accumulated_grad``, and the sharded gradient is made only by the last backward's reduce-scatter
-    (``foreach_reduce``), after ``zero_grad`` set it to None at the step's start. The FSDP states
-    ``4 + 4 + 8`` (fp32 parameter, fp32 gradient, Adam) are the model's ``(q_w + q_g + K)/D``; the gradient's
-    ``q_red / D`` of them is not held while its whole copy is. Array-safe in ``params`` and ``ranks``."""
-    return params * weight_bytes, params * accumulate_bytes * (1.0 - 1.0 / ranks)
-
-
 def fits_on_card(device_low_bytes, capacity_bytes):
     """The fit rule: a layout fits when even the low estimate of what the card holds does,
     ``device_bytes[0] <= capacity`` ("does not fit" only when the lower end exceeds the card, DESIGN.md).
@@ -222,7 +205,8 @@ class MemoryBreakdown:
     working_spread_bytes: float = 0.0
     """How far the low end of the peak allocated lies below :attr:`total_bytes` (the high end): under full
     recomputation the working set counted at one layer's activations instead of two, ``A_none``
-    (:data:`RECOMPUTE_WORKING_FACTOR`); 0 otherwise."""
+    (:data:`RECOMPUTE_WORKING_FACTOR`); with no stack named, the activations the leanest known kernels keep less
+    (:func:`leanest_saved_kwargs`); 0 otherwise."""
 
     @property
     def allocated_bytes(self) -> tuple[float, float]:
@@ -243,10 +227,11 @@ class MemoryBreakdown:
 
     @property
     def verdict(self) -> str:
-        """``fits`` (even the high estimate fits), ``tight`` (between the estimates) or ``does not fit``
-        (even the low estimate exceeds the card)."""
+        """The fit read off the range of what the card holds (:attr:`device_bytes`), never a point of it: ``fits``
+        (even the high end fits), ``may not fit`` (the card's capacity lies between the low and the high end) or
+        ``does not fit`` (even the low end exceeds the card)."""
         lo, hi = self.device_bytes
-        return "does not fit" if lo > self.capacity_bytes else ("tight" if hi > self.capacity_bytes else "fits")
+        return "does not fit" if lo > self.capacity_bytes else ("may not fit" if hi > self.capacity_bytes else "fits")
 
     @property
     def fits(self) -> bool:
@@ -291,20 +276,6 @@ def fp8_weight_cache_bytes(layer_params, fp8: bool, stack: Stack | None):
 def gpu_capacity_bytes(gpu: str) -> float:
     """Memory of GPU preset ``gpu`` (``memory_bytes`` in gpus.json)."""
     return gpu_row(gpu)[0]
-
-
-def stack_saved_kwargs(stack: Stack | None, spec: TransformerSpec | None = None) -> dict:
-    """What the stack's kernels keep for backward, as :func:`layer_activation_bytes` arguments: ``gated_bytes``,
-    ``norm_saved_bytes``, ``rotary_saved_copies`` (None: the defaults). The eager norm applies to a model of the
-    Llama family's RMSNorm (no biases: ``spec.biases`` marks GPT's and BLOOM's LayerNorm), the rotary copies to a
-    model with rotary positions (no learned position embedding, no biases); without ``spec`` both apply. One place
-    for plan and search."""
-    if stack is None:
-        return dict(gated_bytes=6.0, norm_saved_bytes=2.0, rotary_saved_copies=0.0)
-    rms = spec is None or not spec.biases
-    rotary = rms and (spec is None or spec.max_positions == 0)
-    return dict(gated_bytes=stack.gated_mlp_saved_bytes, norm_saved_bytes=stack.norm_saved_bytes if rms else 2.0,
-                rotary_saved_copies=stack.rotary_saved_copies if rotary else 0.0)
 
 
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
@@ -408,19 +379,33 @@ def _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_byt
     require_count("gpus_per_node", gpus_per_node)
 
 
+def _activations(spec, layout, seq, act_kw, saved, *, flash, recompute, q_in, recompute_modules, a2a):
+    """``(activations, first stage fullest, working-set spread, A a layer)`` of :func:`memory_per_gpu` under the
+    kernels ``saved`` (:func:`stack_saved_kwargs`); ``act_kw`` the stage's :func:`stage_activation_bytes` arguments."""
+    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
+                                  saved=saved, recompute_modules=recompute_modules, a2a=a2a)
+    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
+    working, spread = recompute_working_bytes(none, layout.recompute == "full")
+    act, first_fullest = stage_activation_bytes(SCALAR, layer_bytes=per_layer, working_bytes=working, **act_kw)
+    return act, first_fullest, spread, per_layer
+
+
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
                    fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0,
                    gpus_per_node: int = 8, nvls: bool = False,
-                   recompute_modules: tuple[str, ...] = (), a2a: str = "nccl") -> MemoryBreakdown:
+                   recompute_modules: tuple[str, ...] = (), a2a: str = "nccl",
+                   stack_named: bool = True) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
     ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
     (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`);
-    ``a2a`` the expert dispatch (``nccl`` or ``deepep``: what op-level checkpointing saves of it)."""
+    ``a2a`` the expert dispatch (``nccl`` or ``deepep``: what op-level checkpointing saves of it); ``stack_named``
+    false where the user named no stack (``--stack auto``): the low end of the activations takes the leanest known
+    kernels (:func:`leanest_saved_kwargs`), the high end ``stack``'s."""
     _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
                        offloaded_layers, gpus_per_node)
     dense, expert = memory_stage_params(spec, layout)
@@ -434,23 +419,20 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     recompute = layout.recompute
     if stack is not None and recompute == "selective":
         recompute = selective_kept(stack.selective)
-    saved = stack_saved_kwargs(stack, spec)
-    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
-                                  saved=saved, recompute_modules=recompute_modules, a2a=a2a)
-    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
-    working, spread = recompute_working_bytes(none, layout.recompute == "full")
-
     held = stage_layers(spec.layers, layout)
     last_held = stage_slots(spec.layers, layout) - float(layout.split_counts_ends)   # the head's stage
     rank0, rank1 = first_ranks_in_flight(layers=stage_slots(spec.layers, layout) * layout.pp, pp=layout.pp,
                                          vp=layout.vp, micro_batches=layout.micro_batches,
                                          split_counts_ends=layout.split_counts_ends)
     first_layers = resident_layers(max(rank0, rank1), offloaded_layers)
-    act, first_fullest = stage_activation_bytes(
-        SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=last_held,
-        layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
-        hidden=spec.hidden, tp=layout.tp, sequence_parallel=layout.sequence_parallel, vocab=spec.vocab,
-        dropout=spec.dropout, loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
+    act_kw = dict(pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=last_held,
+                  seq_local=s_local, micro_batch=layout.micro_batch, hidden=spec.hidden, tp=layout.tp,
+                  sequence_parallel=layout.sequence_parallel, vocab=spec.vocab, dropout=spec.dropout,
+                  loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
+    kw = dict(flash=flash, recompute=recompute, q_in=q_in, recompute_modules=recompute_modules, a2a=a2a)
+    act, first_fullest, spread, per_layer = _activations(spec, layout, seq, act_kw, stack_saved_kwargs(stack, spec), **kw)
+    if not stack_named and stack is not None:   # the leanest known kernels: the low end (working_spread_bytes)
+        spread += act - _activations(spec, layout, seq, act_kw, leanest_saved_kwargs(spec), **kw)[0]
     if layout.pp == 1:
         stage, layers_held = "only", first_layers
     else:
@@ -464,18 +446,14 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            live_params=None if stack is None else stack.zero3_live_params,
                            reduce_bucket_params=None if stack is None else stack.zero3_reduce_bucket_params,
                            largest_params=largest_matrix_params(spec, layout.tp), gathered=gathered)
-    if gathered:
-        # the stage stays gathered through the step: its bf16 weights whole, and its gradients whole, accumulated
-        # over the micro-batches in the stack's reduce dtype (FSDP2's unsharded_accumulated_grad), in place of
-        # the sharded ones
-        (dw_d, dg_d), (dw_e, dg_e) = (gathered_stage_bytes(n, ranks, stack.grad_bytes) for n, ranks in
+    if gathered:   # bf16 weights whole, fp32 gradients whole in place of the sharded ones (gathered_stage_bytes)
+        (dw_d, dg_d), (dw_e, dg_e) = (gathered_stage_bytes(n, ranks, stack.grad_bytes, WEIGHT_BYTES) for n, ranks in
                                       ((dense, layout.shard_dp), (expert, layout.expert_dp)))
         w_d, g_d, w_e, g_e = w_d + dw_d, g_d + dg_d, w_e + dw_e, g_e + dg_e
     if layout.zero < 3:   # ZeRO-3 gathers each unit's weights anew: no cast kept across micro-batches
         w_d = w_d + fp8_weight_cache_bytes(held * layer_dense_params(spec) / layout.tp, fp8, stack)
         w_e = w_e + fp8_weight_cache_bytes(expert, fp8, stack)
-    states = w_d + g_d + o_d + w_e + g_e + o_e
-    total = states + act + buffers
+    total = w_d + g_d + o_d + w_e + g_e + o_e + act + buffers
     L = layout
     nccl = nccl_buffer_bytes(SCALAR, world=L.world, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
                              gpus_per_node=gpus_per_node, nvls=nvls,
