@@ -205,13 +205,15 @@ class MemoryBreakdown:
     working_spread_bytes: float = 0.0
     """How far the low end of the peak allocated lies below :attr:`total_bytes` (the high end): under full
     recomputation the working set counted at one layer's activations instead of two, ``A_none``
-    (:data:`RECOMPUTE_WORKING_FACTOR`); with no stack named, the activations the leanest known kernels keep less
-    (:func:`leanest_saved_kwargs`); 0 otherwise."""
+    (:data:`RECOMPUTE_WORKING_FACTOR`); 0 otherwise."""
+    kernel_spread_bytes: float = 0.0
+    """How much further the low end lies below it where no stack is named: the activations the leanest known
+    kernels keep less (:func:`leanest_saved_kwargs`); 0 with a named stack."""
 
     @property
     def allocated_bytes(self) -> tuple[float, float]:
-        """Peak allocated (``torch.cuda.max_memory_allocated``), low and high: ``(total - spread, total)``."""
-        return (self.total_bytes - self.working_spread_bytes, self.total_bytes)
+        """Peak allocated (``torch.cuda.max_memory_allocated``), low and high: ``(total - spreads, total)``."""
+        return (self.total_bytes - self.working_spread_bytes - self.kernel_spread_bytes, self.total_bytes)
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
@@ -223,7 +225,7 @@ class MemoryBreakdown:
     @property
     def device_bytes(self) -> tuple[float, float]:
         """What the card holds, low and high (:func:`device_bytes_range` with this layout's NCCL buffers)."""
-        return device_bytes_range(self.total_bytes, self.nccl_bytes, self.working_spread_bytes)
+        return device_bytes_range(self.total_bytes, self.nccl_bytes, self.working_spread_bytes + self.kernel_spread_bytes)
 
     @property
     def verdict(self) -> str:
@@ -431,8 +433,8 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                   loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
     kw = dict(flash=flash, recompute=recompute, q_in=q_in, recompute_modules=recompute_modules, a2a=a2a)
     act, first_fullest, spread, per_layer = _activations(spec, layout, seq, act_kw, stack_saved_kwargs(stack, spec), **kw)
-    if not stack_named and stack is not None:   # the leanest known kernels: the low end (working_spread_bytes)
-        spread += act - _activations(spec, layout, seq, act_kw, leanest_saved_kwargs(spec), **kw)[0]
+    lean = 0.0 if stack_named or stack is None else act - _activations(spec, layout, seq, act_kw,
+                                                                      leanest_saved_kwargs(spec), **kw)[0]
     if layout.pp == 1:
         stage, layers_held = "only", first_layers
     else:
@@ -462,7 +464,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
                            capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,
                            offloaded_bytes=offloaded_layers * per_layer, nccl_bytes=nccl,
-                           working_spread_bytes=spread)
+                           working_spread_bytes=spread, kernel_spread_bytes=lean)
 
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:
