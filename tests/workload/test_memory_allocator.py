@@ -3,7 +3,11 @@ selective-checkpointing share, the loss's working set, and the reserved / on-the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes, gathered_stage_bytes,
                                      check_recompute_modules, fp8_weight_cache_bytes,
@@ -217,3 +221,22 @@ def test_no_stack_named_widens_the_low_end_to_the_leanest_kernels_by_hand():
     assert auto.total_bytes == named.total_bytes
     assert named.allocated_bytes[0] - auto.allocated_bytes[0] == pytest.approx(32_768, rel=1e-12)
     assert leanest_saved_kwargs(spec)["gated_bytes"] == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(["torchtitan", "megatron", "fsdp", "deepspeed", "nemo"]), pp=st.sampled_from([1, 2]),
+       zero=st.integers(0, 3), recompute=st.sampled_from(["none", "selective", "full"]), gated=st.booleans(),
+       named=st.booleans(), a2a=st.sampled_from(["nccl", "deepep"]))
+def test_the_range_is_ordered_and_the_verdict_reads_it(name, pp, zero, recompute, gated, named, a2a):
+    # whatever the stack, its kernels and whether it was named: the low end never exceeds the high end, the
+    # leanest kernels never keep more than the stack's, and the verdict is where the card falls in the range
+    spec = TransformerSpec(layers=4, hidden=64, heads=4, kv_heads=2, ffn_hidden=128, vocab=100, gated_mlp=gated,
+                           experts=4, top_k=2, expert_ffn_hidden=64, moe_layers=2)
+    L = Layout(dp=4, pp=pp, ep=2, zero=zero, recompute=recompute, global_batch=8)
+    m = memory_per_gpu(spec, L, seq=S, capacity_bytes=1e9, stack=stack(name), stack_named=named, a2a=a2a)
+    assert m.kernel_spread_bytes >= 0 and (m.kernel_spread_bytes == 0 or not named)
+    lo, hi = m.device_bytes
+    assert 0 < m.allocated_bytes[0] <= m.allocated_bytes[1] and lo <= hi
+    for cap in (lo / 2, (lo + hi) / 2, 2 * hi):
+        v = replace(m, capacity_bytes=cap).verdict
+        assert v == ("does not fit" if cap < lo else "may not fit" if cap < hi else "fits")
