@@ -345,7 +345,8 @@ def memory_check(results: list[dict]) -> None:
     ``max_memory_reserved`` where the source printed it (``memory_stat`` reserved; headline); the middle of what
     the card holds (:attr:`~commcost.workload.memory.MemoryBreakdown.device_bytes`: reserved, CUDA context, NCCL
     buffers) against the card's used memory as nvidia-smi prints it (``memory_stat`` device); figures of unstated
-    statistic apart; then every run that ran and is called "does not fit"."""
+    statistic apart; then every run that ran and is called "does not fit", and the MoE runs' memory apart (none
+    published a peak; every one ran)."""
     rows = [r for r in results if r["row"].get("peak_memory_gib")]
     print(f"PEAK MEMORY ({len(rows)} runs with a published figure; plan = middle of the range of the same")
     print("statistic: reserved by torch, or on the device as nvidia-smi shows it):")
@@ -370,6 +371,18 @@ def memory_check(results: list[dict]) -> None:
         oom = [r["row"]["id"] for r in sel if r["plan"].memory.verdict == "does not fit"]
         if sel:
             print(f"  {label}: {len(oom)} of {len(sel)}" + (f" ({', '.join(oom)})" if oom else ""))
+    moe = [r for r in results if r["inp"].spec.is_moe]
+    if moe:   # the MoE runs all ran: none may be called out of memory (states over d_e, dispatch, stage gathered)
+        print(f"  MoE runs (all ran; no published peak): {sum(r['plan'].memory.verdict == 'does not fit' for r in moe)}"
+              f" of {len(moe)} called \"does not fit\", "
+              f"{sum(r['plan'].memory.verdict == 'may not fit' for r in moe)} \"may not fit\"")
+        print(f"    {'id':<32}{'states':>8}{'act':>7}{'on the card':>14}{'card':>6}  verdict")
+        for r in moe:
+            m = r["plan"].memory
+            states = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
+            print(f"    {r['row']['id']:<32}{states / GIB:>7.1f}G{m.activations_bytes / GIB:>6.1f}G"
+                  f"{m.device_bytes[0] / GIB:>7.1f}-{m.device_bytes[1] / GIB:>5.1f}G{m.capacity_bytes / GIB:>5.0f}G"
+                  f"  {m.verdict}")
     off = [r for r in results if r["inp"].cpu_offload_layers]
     for r in off:   # column cpu_offload_layers: the recipe offloads N layers' activations (workload/offload.py)
         m, pr = r["plan"].memory, r["plan"]

@@ -3,12 +3,18 @@ selective-checkpointing share, the loss's working set, and the reserved / on-the
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
-from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes,
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commcost.workload.memory import (CONTEXT_BYTES, NCCL_BYTES, MemoryBreakdown, alternate_matmul_bytes, gathered_stage_bytes,
                                      check_recompute_modules, fp8_weight_cache_bytes,
-                                     layer_activation_bytes, memory_per_gpu)
+                                     layer_activation_bytes, leanest_saved_kwargs, memory_per_gpu)
 from commcost.core.errors import InputError
+from commcost.core.xp import SCALAR
+from commcost.workload.activations import alternate_matmul_moe_bytes, saved_dispatch_copies
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import stack
 from commcost.workload.transformer import TransformerSpec
@@ -64,8 +70,8 @@ def test_reserved_and_card_ranges_and_the_verdict_by_hand():
     # on the card: + context 0.5-1 GiB + NCCL 0.25-2 GiB -> 70.75 to 83.5 GiB
     assert m.device_bytes == pytest.approx((70.75 * GiB, 83.5 * GiB))
     assert (CONTEXT_BYTES, NCCL_BYTES) == ((0.5 * GiB, 1.0 * GiB), (0.25 * GiB, 2.0 * GiB))
-    # 80 GiB card: the low estimate fits, the high one does not -> tight, and it "fits" (not called OOM)
-    assert m.verdict == "tight" and m.fits
+    # 80 GiB card: the low estimate fits, the high one does not -> may not fit, and it "fits" (not called OOM)
+    assert m.verdict == "may not fit" and m.fits
     big = MemoryBreakdown(weights_bytes=0.0, gradients_bytes=0.0, optimizer_bytes=0.0, activations_bytes=0.0,
                           buffers_bytes=0.0, total_bytes=79.5 * GiB, capacity_bytes=80 * GiB, stage="only",
                           in_flight_layers=1.0)
@@ -132,12 +138,26 @@ def test_fsdp2_accumulates_the_unsharded_gradients_in_fp32_under_pp_by_hand():
     # 2 layers and the larger end, max(embedding 6,400, head 6,400 + final norm 64) = 6,464 -> N = 105,024.
     # FSDP2 over d = 2: the bf16 weight shard 2 N / 2 = 105,024 and the stage gathered whole 2 N = 210,048;
     # gradients: the shard 2 N / 2 = 105,024 and the unsharded gradients accumulated in reduce_dtype fp32,
-    # 4 N = 420,096 (torchtitan; bf16 would be 210,048)
+    # 4 N = 420,096 (torchtitan; bf16 would be 210,048), which stand in for the fp32 sharded gradients, 4 N / 2 =
+    # 210,048 (made by the last backward's reduce-scatter only): 105,024 + 420,096 - 210,048 = 315,072
     spec = TransformerSpec(layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=100)
     L = Layout(dp=2, pp=2, zero=3, global_batch=8)
     m = memory_per_gpu(spec, L, seq=S, capacity_bytes=80e9, stack=stack("torchtitan"))
     assert m.weights_bytes == pytest.approx(105_024 + 210_048, rel=1e-12)
-    assert m.gradients_bytes == pytest.approx(105_024 + 420_096, rel=1e-12)
+    assert m.gradients_bytes == pytest.approx(105_024 + 420_096 - 210_048, rel=1e-12)
+    # gathered once a step, no prefetched weights beside it: ZeRO-3's buffers keep one unit's gradients, a
+    # unit N / (2 layers + 1) = 35,008 parameters x 2 bytes = 70,016 (the two prefetched units' weights,
+    # 2 x 35,008 x 2 = 140,032, are gone), beside the pipeline's send/receive buffers 4 x 2 b s' h =
+    # 8 x 1 x 32 x 64 = 16,384
+    assert m.buffers_bytes == pytest.approx(70_016 + 16_384, rel=1e-12)
+
+
+def test_gathered_stage_replaces_the_sharded_gradients_by_hand():
+    # N = 1e9 over D = 64 with fp32 accumulation (q_red = 4): bf16 whole 2e9; gradients 4e9 (1 - 1/64) =
+    # 3.9375e9. Experts over efsdp = 1 (torchtitan's dp_shard x cp x tp / (ep x etp), e.g. 64 / 64): the whole
+    # fp32 copy is the sharded one, nothing added to the gradients: 4e9 (1 - 1) = 0
+    assert gathered_stage_bytes(1e9, 64, 4.0, 2.0) == pytest.approx((2e9, 3.9375e9), rel=1e-12)
+    assert gathered_stage_bytes(1e9, 1, 4.0, 2.0) == (2e9, 0.0)
 
 
 def test_transformer_engine_keeps_fp8_weights_and_transposes_by_hand():
@@ -170,3 +190,53 @@ def test_megatron_recompute_modules_by_hand():
     assert layer_activation_bytes(**kw, recompute_modules=("mla_up_proj", "mlp")) == pytest.approx(20992, rel=1e-12)
     with pytest.raises(InputError, match="unknown recompute module"):
         check_recompute_modules(("moe",))
+
+
+def test_op_level_checkpointing_of_an_moe_layer_by_hand():
+    # torchtitan's MoE save list: every other mm (Q, V, the router's gate, the shared up projection), the attention's
+    # output and log-sum-exp, the dispatcher's outputs; grouped GEMMs recomputed. h = 64, n_q = 4 heads of d = 16,
+    # n_kv' = 2 heads, E = 8 experts, f_sh = 32 (gated), t = r = 1, s' = 32, b = 1; DeepEP with k = 2: c_d = 3.
+    # per token 2 x (64 + 2 x 64 + 32 + 8 + 32 + 3 x 64) = 2 x 456 = 912 bytes, + 4 x 4 = 16 -> 928 x 32 = 29,696
+    kw = dict(seq_local=32, micro_batch=1, hidden=64, heads=4, kv_local=2, head_dim=16, experts=8, shared_width=32,
+              gated=True, tp=1, r=1)
+    assert alternate_matmul_moe_bytes(**kw, dispatch_copies=3) == 29_696
+    # all-to-all instead: c_d = 2k = 4, one h more a token: 29,696 + 2 x 64 x 32 = 33,792
+    assert alternate_matmul_moe_bytes(**kw, dispatch_copies=4) == 33_792
+    # t = 2 with SP (r = 2): input 32, Q + O 64, V (n_kv' = max(2, 2) = 2 heads) 16, router 4, shared 16, two
+    # reduce-scatters 2 x 32 = 64, c_d h / r = 3 x 32 = 96 -> 2 x 292 = 584, + 4 x 4 / 2 = 8 -> 592 x 32 = 18,944
+    assert alternate_matmul_moe_bytes(**dict(kw, tp=2, r=2), dispatch_copies=3) == 18_944
+    assert saved_dispatch_copies(SCALAR, top_k=2, ep=4, a2a="deepep") == 3
+    assert saved_dispatch_copies(SCALAR, top_k=2, ep=4, a2a="nccl") == 4
+    assert saved_dispatch_copies(SCALAR, top_k=2, ep=1, a2a="nccl") == 0   # no collective: an index gather
+
+
+def test_no_stack_named_widens_the_low_end_to_the_leanest_kernels_by_hand():
+    # --stack auto priced as torchtitan (eager SwiGLU: gate, up and SiLU outputs, 6 bytes an element of f) may run
+    # leaner kernels (Megatron-Core's fused SwiGLU keeps its input, 4): 2 bytes x s' b f = 2 x 32 x 1 x 256 = 16,384
+    # a layer, 2 layers in flight -> the low end 32,768 lower, the high end unchanged
+    spec = TransformerSpec(layers=2, hidden=64, heads=4, ffn_hidden=256, vocab=100, gated_mlp=True)
+    L = Layout(dp=1)
+    named = memory_per_gpu(spec, L, seq=S, capacity_bytes=80e9, stack=stack("torchtitan"))
+    auto = memory_per_gpu(spec, L, seq=S, capacity_bytes=80e9, stack=stack("torchtitan"), stack_named=False)
+    assert auto.total_bytes == named.total_bytes
+    assert named.allocated_bytes[0] - auto.allocated_bytes[0] == pytest.approx(32_768, rel=1e-12)
+    assert leanest_saved_kwargs(spec)["gated_bytes"] == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(["torchtitan", "megatron", "fsdp", "deepspeed", "nemo"]), pp=st.sampled_from([1, 2]),
+       zero=st.integers(0, 3), recompute=st.sampled_from(["none", "selective", "full"]), gated=st.booleans(),
+       named=st.booleans(), a2a=st.sampled_from(["nccl", "deepep"]))
+def test_the_range_is_ordered_and_the_verdict_reads_it(name, pp, zero, recompute, gated, named, a2a):
+    # whatever the stack, its kernels and whether it was named: the low end never exceeds the high end, the
+    # leanest kernels never keep more than the stack's, and the verdict is where the card falls in the range
+    spec = TransformerSpec(layers=4, hidden=64, heads=4, kv_heads=2, ffn_hidden=128, vocab=100, gated_mlp=gated,
+                           experts=4, top_k=2, expert_ffn_hidden=64, moe_layers=2)
+    L = Layout(dp=4, pp=pp, ep=2, zero=zero, recompute=recompute, global_batch=8)
+    m = memory_per_gpu(spec, L, seq=S, capacity_bytes=1e9, stack=stack(name), stack_named=named, a2a=a2a)
+    assert m.kernel_spread_bytes >= 0 and (m.kernel_spread_bytes == 0 or not named)
+    lo, hi = m.device_bytes
+    assert 0 < m.allocated_bytes[0] <= m.allocated_bytes[1] and lo <= hi
+    for cap in (lo / 2, (lo + hi) / 2, 2 * hi):
+        v = replace(m, capacity_bytes=cap).verdict
+        assert v == ("does not fit" if cap < lo else "may not fit" if cap < hi else "fits")

@@ -98,3 +98,13 @@ def test_transformer_engine_fp8_rows_fit():
         if row["id"].startswith("amdpt-mi325x"):
             assert m.activations_bytes == 179_558_154_240, row["id"]
         assert m.verdict != "does not fit", row["id"]
+
+
+def test_no_run_that_ran_is_called_out_of_memory():
+    # every published run (dense and MoE; JAX/XLA runs aside, priced with a PyTorch stack's memory) ran: the verdict
+    # reads the range, so none may have even its low end over the card
+    rows = list(csv.DictReader(plan_accuracy.DATA.open())) + list(csv.DictReader(plan_accuracy.MOE_DATA.open()))
+    ran = [r for r in rows if r["stack"] not in plan_accuracy.NO_STACK]
+    assert len(ran) == 216
+    oom = [r["id"] for r in ran if plan_memory(plan_accuracy.inputs(r)[0]).verdict == "does not fit"]
+    assert oom == []

@@ -315,15 +315,18 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
         *([f"  {inp.cpu_offload_layers} layers' activations offloaded: {format_bytes(mem.offloaded_bytes)} per "
            "micro-batch to host memory and back"] if inp.cpu_offload_layers else []),
-        "  peak allocated " + (f"{format_bytes(mem.allocated_bytes[0])}-{format_bytes(mem.total_bytes)} "
-                               "(recompute working set 1-2 layers)\n "
-                               if mem.working_spread_bytes else f"{format_bytes(mem.total_bytes)};")
+        "  peak allocated " + (f"{format_bytes(mem.allocated_bytes[0])}-{format_bytes(mem.total_bytes)} ("
+                               + ", ".join(w for w, x in (("recompute working set 1-2 layers", mem.working_spread_bytes),
+                                                          ("leanest known kernels to this stack's",
+                                                           mem.kernel_spread_bytes)) if x) + ")\n "
+                               if mem.working_spread_bytes or mem.kernel_spread_bytes
+                               else f"{format_bytes(mem.total_bytes)};")
         + " reserved "
         f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
         f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
         f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
         "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
-           "tight": "TIGHT (fits only at the low estimate)",
+           "may not fit": f"MAY NOT FIT: the card's {format_bytes(mem.capacity_bytes)} lies inside the range",
            "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
         "",
         f"MFU convention: {MFU_CONVENTION}",

@@ -200,7 +200,8 @@ def published_words(r: SearchResult, c: PublishedComparison) -> list[str]:
     upper = "" if c.robust_step_s is None else f" (upper edge {format_seconds(c.robust_step_s)})"
     lines = [f"published layout ({c.layout.id}, {c.layout.stack} on {c.layout.system}): {layout_words(p)}",
              f"  priced here: step {format_seconds(p.step_s)}{upper}, memory {format_bytes(p.memory.total_bytes)}"
-             + (" (does not fit)" if not p.memory.fits else " (fragile)" if c.fragile else "")]
+             + (" (does not fit)" if not p.memory.fits else " (may not fit)" if p.memory.verdict == "may not fit"
+               else " (fragile)" if c.fragile else "")]
     measured = c.layout.measured_step_s
     if measured is not None:   # the gain a user can count on is against the run's measurement, not its prediction
         g = _gain(measured, best.step_s)

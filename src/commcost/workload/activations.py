@@ -6,12 +6,9 @@ from there unchanged).
 
 from __future__ import annotations
 
-__all__ = ["SELECTIVE_ALTERNATE_SHARE", "layer_activation_bytes", "selective_kept", "alternate_matmul_bytes",
-           "in_flight_chunks", "embedding_chunks_in_flight", "first_ranks_in_flight", "in_flight_layers"]
-
-SELECTIVE_ALTERNATE_SHARE = 0.5
-"""An MoE layer under PyTorch's op-level selective checkpointing keeps about half of its activations (no
-published count; dense layers are counted op by op: :func:`alternate_matmul_bytes`)."""
+__all__ = ["layer_activation_bytes", "selective_kept", "alternate_matmul_bytes", "alternate_matmul_moe_bytes",
+           "saved_dispatch_copies", "in_flight_chunks", "embedding_chunks_in_flight", "first_ranks_in_flight",
+           "in_flight_layers"]
 
 
 def _min(a, b):
@@ -24,7 +21,8 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
                            sequence_parallel: bool, dropout: bool, flash: bool, recompute: str,
                            top_k: float = 0.0, experts: float = 0.0, shared_width: float = 0.0,
                            gemm_input_bytes: float = 2.0, gated_bytes: float = 6.0, norm_saved_bytes: float = 2.0,
-                           rotary_saved_copies: float = 0.0, recompute_modules: tuple[str, ...] = ()) -> float:
+                           rotary_saved_copies: float = 0.0, recompute_modules: tuple[str, ...] = (),
+                           dispatch_copies=None) -> float:
     """Bytes one layer keeps for backward for one micro-batch (module docstring).
 
     ``mlp_width`` is f for a dense layer and ``f_e`` for an MoE layer (``top_k > 0``), whose shared
@@ -48,7 +46,9 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
     (:attr:`~commcost.workload.stacks.Stack.norm_saved_bytes`, :attr:`~commcost.workload.stacks.Stack.rotary_saved_copies`).
     ``recompute_modules`` (:data:`RECOMPUTE_MODULES`): ``mla_up_proj`` drops Q, K and V (the attention keeps O's
     input; the latents the up-projections recompute from are not counted), ``mlp`` drops a dense layer's MLP
-    (recomputed from its input, the norm's output, counted).
+    (recomputed from its input, the norm's output, counted). ``dispatch_copies`` (``c_d``): the token copies an MoE
+    layer's dispatcher saves under op-level checkpointing (:func:`saved_dispatch_copies`; None: ``2k``, the
+    all-to-all's).
     """
     s, b, h = seq_local, micro_batch, hidden
     r = tp if sequence_parallel else 1.0
@@ -57,14 +57,11 @@ def layer_activation_bytes(*, seq_local: float, micro_batch: float, hidden: floa
         return 2.0 * sbh / r
     kv_local = kv_heads + (tp - kv_heads) * (kv_heads < tp)   # K/V heads replicated when t > n_kv: max(n_kv, t)
     if recompute == "alternate_matmul":
-        if top_k:   # no published count for an MoE layer under op-level checkpointing: half the layer
-            return SELECTIVE_ALTERNATE_SHARE * layer_activation_bytes(
-                seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_heads=kv_heads, qk_head_dim=qk_head_dim,
-                head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, sequence_parallel=sequence_parallel,
-                dropout=dropout, flash=flash, recompute="none", top_k=top_k, experts=experts,
-                shared_width=shared_width, gemm_input_bytes=gemm_input_bytes, gated_bytes=gated_bytes,
-                norm_saved_bytes=norm_saved_bytes, rotary_saved_copies=rotary_saved_copies,
-                recompute_modules=recompute_modules)
+        if top_k:
+            return alternate_matmul_moe_bytes(
+                seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local, head_dim=head_dim,
+                experts=experts, shared_width=shared_width, gated=gated, tp=tp, r=r,
+                dispatch_copies=2.0 * top_k if dispatch_copies is None else dispatch_copies)
         return alternate_matmul_bytes(seq_local=s, micro_batch=b, hidden=h, heads=heads, kv_local=kv_local,
                                       head_dim=head_dim, mlp_width=mlp_width, gated=gated, tp=tp, r=r)
     mask = 1.0 if dropout else 0.0
@@ -122,6 +119,48 @@ def alternate_matmul_bytes(*, seq_local, micro_batch, hidden, heads, kv_local, h
     s, b, h = seq_local, micro_batch, hidden
     widths = (heads * head_dim + kv_local * head_dim + mlp_width + heads * head_dim) / tp
     return 2.0 * s * b * (h / r + widths + (h if gated else 0.0) + 2.0 * h / tp * (tp > 1)) + 4.0 * s * b * heads / tp
+
+
+def alternate_matmul_moe_bytes(*, seq_local, micro_batch, hidden, heads, kv_local, head_dim, experts, shared_width,
+                               gated: bool, tp, r, dispatch_copies):
+    """Bytes one MoE layer keeps under PyTorch's op-level selective checkpointing as torchtitan sets it for its MoE
+    models (torchtitan ``models/deepseek_v3/infra/parallelize.py`` ``_op_sac_save_list``, the policy of
+    ``distributed/activation_checkpoint.py`` ``_apply_op_sac``): as :func:`alternate_matmul_bytes`, every other
+    ``aten.mm`` of the layer saved, the attention's output and fp32 log-sum-exp, the reduce-scatters' outputs, the
+    layer's input; and the expert-parallel collectives' outputs, which the list names
+    (``_c10d_functional.all_to_all_single``; with DeepEP ``deepep.dispatch`` and ``deepep.combine``). The routed
+    experts' ``aten._grouped_mm`` is not an ``mm`` nor in the list: recomputed, with the permutations around it
+    (torchtitan ``models/moe/moe.py``: router, routed experts, then shared experts). The layer's matmuls, in
+    order: Q, K, V, O, the router's gate, then the shared experts' gate, up, down. Saved: Q ``n_q d / t``, V
+    ``n_kv' d / t``, the router's logits ``E / r`` (its weight replicated), the shared up projection ``f_sh / t``
+    (gated; ungated, its up ``f_sh / t`` is the 6th and the down the 7th: ``h``); the attention's output
+    ``n_q d / t``; the dispatcher's ``c_d`` token copies ``c_d h / r`` (:func:`saved_dispatch_copies`). Two bytes
+    an element:
+
+    ``A_op,moe = 2 s'b (h/r + (2 n_q d + n_kv' d)/t + E/r + [gated] f_sh/t + [not gated, f_sh > 0] h
+    + [t > 1] 2h/t + c_d h/r) + 4 s'b n_q / t``
+
+    DeepSeek-V3 at s' = 4096, b = 1, t = 1 with DeepEP (``c_d = k + 1 = 9``): 2 x 4096 x (7,168 + 2 x 16,384 +
+    16,384 + 256 + 2,048 + 9 x 7,168) + 4 x 4096 x 128 = 2 x 4096 x 123,136 + 2,097,152 = 1,010,827,264 bytes a
+    layer (multi-latent attention's matmuls are counted as Q, K, V and O). Array-safe."""
+    s, b, h = seq_local, micro_batch, hidden
+    shared = shared_width / tp if gated else h * (shared_width > 0)
+    widths = (2.0 * heads * head_dim + kv_local * head_dim) / tp + experts / r + shared
+    return (2.0 * s * b * (h / r + widths + 2.0 * h / tp * (tp > 1) + dispatch_copies * h / r)
+            + 4.0 * s * b * heads / tp)
+
+
+def saved_dispatch_copies(xp, *, top_k, ep, a2a: str):
+    """``c_d``: token copies (of ``h``, per local token) an MoE layer's dispatcher keeps for backward under op-level
+    checkpointing (:func:`alternate_matmul_moe_bytes`): with ``e > 1`` the all-to-all's dispatched ``k`` copies
+    and its combine's ``k`` (``all_to_all_single`` returns each rank's ``k`` routed copies: torchtitan
+    ``distributed/expert_parallel.py`` ``_token_dispatch`` / ``_token_combine``), ``2k``; DeepEP's received tokens,
+    at most ``k`` (one a destination rank), and its combined output, one: ``k + 1`` (torchtitan
+    ``distributed/deepep/deepep.py``: ``dispatch`` returns ``recv_x``, ``combine`` the reduced tokens); without
+    expert parallelism no collective: 0 (the routed copies are an index gather, recomputed).
+    Array-safe in ``ep``; ``a2a`` one of ``nccl``, ``deepep``."""
+    per = top_k + (1.0 if a2a == "deepep" else top_k)
+    return xp.where(ep > 1, per, 0.0)
 
 
 def in_flight_chunks(*, pp, vp, micro_batches, rank=0):

@@ -47,8 +47,10 @@ The last stage holds one micro-batch of its layers (``n - 1`` where the split co
 
 **Under pipeline parallelism** a stack that keeps the stage gathered through the step (torchtitan's
 FSDP2 with PP) also holds the stage's bf16 weights whole and its gradients whole in the reduce dtype (FSDP2
-accumulates an unsharded gradient whose reduce-scatter is skipped in ``reduce_dtype``, fp32):
-``+ N_stage (q_w + q_red)``, ``q_red`` the stack's :attr:`~commcost.workload.stacks.Stack.grad_bytes`.
+accumulates an unsharded gradient whose reduce-scatter is skipped in ``reduce_dtype``, fp32), which take the
+place of the sharded fp32 gradients: ``+ N_stage (q_w + q_red (1 - 1/D))`` (:func:`gathered_stage_bytes`),
+``q_red`` the stack's :attr:`~commcost.workload.stacks.Stack.grad_bytes`; and, gathered once a step, it holds no
+prefetched weights beside them (the buffers below keep only the gradients of one layer).
 
 **Buffers**: pipeline send/receive buffers ``4 S_pp``; ZeRO-3's prefetched weights of two layers and
 the gradients of one (a stack that bounds them, DeepSpeed's ``stage3_max_live_parameters`` ``M`` and
@@ -78,6 +80,7 @@ from commcost.core.errors import InputError
 from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
 from commcost.workload.nccl_memory import nccl_buffer_bytes
+from commcost.workload.stack_memory import gathered_stage_bytes, leanest_saved_kwargs, stack_saved_kwargs
 from commcost.workload.offload import resident_layers
 from commcost.core.limits import MAX_SEQ
 from commcost.core.validation import require_at_most, require_count, require_finite_positive
@@ -91,13 +94,14 @@ if TYPE_CHECKING:
     from commcost.workload.stacks import Stack
 
 from commcost.workload.activations import (alternate_matmul_bytes, embedding_chunks_in_flight, first_ranks_in_flight,
-                                           in_flight_chunks, in_flight_layers, layer_activation_bytes, selective_kept)
+                                           in_flight_chunks, in_flight_layers, layer_activation_bytes, saved_dispatch_copies,
+                                           selective_kept)
 
-__all__ = ["ACTIVATION_BYTES", "fits_on_card", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
+__all__ = ["ACTIVATION_BYTES", "fits_on_card", "gathered_stage_bytes", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
-           "selective_kept", "stack_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
+           "selective_kept", "saved_dispatch_copies", "stack_saved_kwargs", "leanest_saved_kwargs", "fp8_weight_cache_bytes", "layer_dense_params",
            "RECOMPUTE_MODULES", "check_recompute_modules", "recompute_working_bytes"]
 
 WEIGHT_BYTES = 2.0
@@ -202,11 +206,14 @@ class MemoryBreakdown:
     """How far the low end of the peak allocated lies below :attr:`total_bytes` (the high end): under full
     recomputation the working set counted at one layer's activations instead of two, ``A_none``
     (:data:`RECOMPUTE_WORKING_FACTOR`); 0 otherwise."""
+    kernel_spread_bytes: float = 0.0
+    """How much further the low end lies below it where no stack is named: the activations the leanest known
+    kernels keep less (:func:`leanest_saved_kwargs`); 0 with a named stack."""
 
     @property
     def allocated_bytes(self) -> tuple[float, float]:
-        """Peak allocated (``torch.cuda.max_memory_allocated``), low and high: ``(total - spread, total)``."""
-        return (self.total_bytes - self.working_spread_bytes, self.total_bytes)
+        """Peak allocated (``torch.cuda.max_memory_allocated``), low and high: ``(total - spreads, total)``."""
+        return (self.total_bytes - self.working_spread_bytes - self.kernel_spread_bytes, self.total_bytes)
 
     @property
     def reserved_bytes(self) -> tuple[float, float]:
@@ -218,14 +225,15 @@ class MemoryBreakdown:
     @property
     def device_bytes(self) -> tuple[float, float]:
         """What the card holds, low and high (:func:`device_bytes_range` with this layout's NCCL buffers)."""
-        return device_bytes_range(self.total_bytes, self.nccl_bytes, self.working_spread_bytes)
+        return device_bytes_range(self.total_bytes, self.nccl_bytes, self.working_spread_bytes + self.kernel_spread_bytes)
 
     @property
     def verdict(self) -> str:
-        """``fits`` (even the high estimate fits), ``tight`` (between the estimates) or ``does not fit``
-        (even the low estimate exceeds the card)."""
+        """The fit read off the range of what the card holds (:attr:`device_bytes`), never a point of it: ``fits``
+        (even the high end fits), ``may not fit`` (the card's capacity lies between the low and the high end) or
+        ``does not fit`` (even the low end exceeds the card)."""
         lo, hi = self.device_bytes
-        return "does not fit" if lo > self.capacity_bytes else ("tight" if hi > self.capacity_bytes else "fits")
+        return "does not fit" if lo > self.capacity_bytes else ("may not fit" if hi > self.capacity_bytes else "fits")
 
     @property
     def fits(self) -> bool:
@@ -272,23 +280,10 @@ def gpu_capacity_bytes(gpu: str) -> float:
     return gpu_row(gpu)[0]
 
 
-def stack_saved_kwargs(stack: Stack | None, spec: TransformerSpec | None = None) -> dict:
-    """What the stack's kernels keep for backward, as :func:`layer_activation_bytes` arguments: ``gated_bytes``,
-    ``norm_saved_bytes``, ``rotary_saved_copies`` (None: the defaults). The eager norm applies to a model of the
-    Llama family's RMSNorm (no biases: ``spec.biases`` marks GPT's and BLOOM's LayerNorm), the rotary copies to a
-    model with rotary positions (no learned position embedding, no biases); without ``spec`` both apply. One place
-    for plan and search."""
-    if stack is None:
-        return dict(gated_bytes=6.0, norm_saved_bytes=2.0, rotary_saved_copies=0.0)
-    rms = spec is None or not spec.biases
-    rotary = rms and (spec is None or spec.max_positions == 0)
-    return dict(gated_bytes=stack.gated_mlp_saved_bytes, norm_saved_bytes=stack.norm_saved_bytes if rms else 2.0,
-                rotary_saved_copies=stack.rotary_saved_copies if rotary else 0.0)
-
-
 def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, gemm_input_bytes: float,
-                  saved: dict | None = None, recompute_modules: tuple[str, ...] = ()) -> dict:
-    return dict(seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
+                  saved: dict | None = None, recompute_modules: tuple[str, ...] = (), a2a: str = "nccl") -> dict:
+    return dict(dispatch_copies=saved_dispatch_copies(SCALAR, top_k=spec.top_k, ep=layout.ep, a2a=a2a),
+                seq_local=seq / layout.cp, micro_batch=layout.micro_batch, hidden=spec.hidden, heads=spec.heads,
                 kv_heads=spec.n_kv, qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=layout.tp,
                 sequence_parallel=layout.sequence_parallel, dropout=spec.dropout, flash=flash,
                 gemm_input_bytes=gemm_input_bytes, recompute_modules=recompute_modules,
@@ -297,11 +292,12 @@ def _layer_kwargs(spec: TransformerSpec, layout: Layout, seq: int, flash: bool, 
 
 def stage_layer_bytes(spec: TransformerSpec, layout: Layout, seq: int, *, flash: bool, recompute: str,
                       gemm_input_bytes: float = 2.0, saved: dict | None = None,
-                      recompute_modules: tuple[str, ...] = ()) -> float:
+                      recompute_modules: tuple[str, ...] = (), a2a: str = "nccl") -> float:
     """Average activation bytes of one of the model's layers (dense and MoE layers in their proportion);
-    ``saved`` the stack's :func:`stack_saved_kwargs`, ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
-    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved, recompute_modules),
-                           recompute)
+    ``saved`` the stack's :func:`stack_saved_kwargs`, ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`),
+    ``a2a`` the expert dispatch (what it saves under op-level checkpointing: :func:`saved_dispatch_copies`)."""
+    return layer_mix_bytes(spec, _layer_kwargs(spec, layout, seq, flash, gemm_input_bytes, saved, recompute_modules,
+                                               a2a), recompute)
 
 
 def layer_mix_bytes(spec: TransformerSpec, kw: dict, recompute: str):
@@ -335,20 +331,24 @@ def stage_activation_bytes(xp, *, pp, micro_batches, first_layers, held_layers, 
 
 def buffer_bytes(xp, *, pp, micro_batch, seq_local, hidden, tp, zero3, layer_params, sequence_parallel,
                  weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES, top_k: float = 0.0,
-                 expert_load: float = 1.0, live_params=None, reduce_bucket_params=None, largest_params=0.0):
+                 expert_load: float = 1.0, live_params=None, reduce_bucket_params=None, largest_params=0.0,
+                 gathered=False):
     """Communication buffers (module docstring): pipeline send/receive ``4 S_pp = 4 x 2 b s' h / t``
     with ``p > 1``; ZeRO-3's prefetch ``N_layer (2 q_w + q_g)``, or with a stack's bounds (``live_params`` ``M``,
     ``reduce_bucket_params`` ``R``, ``largest_params`` ``N_max``) ``min(2 N_layer, max(M, N_max)) q_w +
-    min(N_layer, max(R, N_max)) q_g``; sequence parallelism's gathered input ``2 s'bh``; with experts
-    (``top_k = k > 0``) the dispatcher's send and receive token buffers ``4 k s'bh I / r``. Array-safe."""
+    min(N_layer, max(R, N_max)) q_g``, without the prefetched weights where the stage stays ``gathered`` through
+    the step (:func:`gathered_stage_bytes`: gathered once, before the micro-batches' activations pile up);
+    sequence parallelism's gathered input ``2 s'bh``; with experts (``top_k = k > 0``) the dispatcher's send and
+    receive token buffers ``4 k s'bh I / r``. Array-safe (``gathered`` a bool or a boolean column)."""
     r = xp.where(sequence_parallel, tp, 1.0)
-    gathered, grads = 2.0 * layer_params, layer_params
+    prefetched, grads = 2.0 * layer_params, layer_params
     if live_params is not None:
-        gathered = xp.minimum(gathered, xp.maximum(live_params, largest_params))
+        prefetched = xp.minimum(prefetched, xp.maximum(live_params, largest_params))
+    prefetched = xp.where(gathered, 0.0, prefetched)
     if reduce_bucket_params is not None:
         grads = xp.minimum(grads, xp.maximum(reduce_bucket_params, largest_params))
     return (xp.where(pp > 1, 4.0 * micro_batch * seq_local * hidden * 2.0 / tp, 0.0)
-            + xp.where(zero3, gathered * weight_bytes + grads * grad_bytes, 0.0)
+            + xp.where(zero3, prefetched * weight_bytes + grads * grad_bytes, 0.0)
             + xp.where(sequence_parallel, 2.0 * seq_local * micro_batch * hidden, 0.0)
             + 4.0 * top_k * seq_local * micro_batch * hidden * expert_load / r)
 
@@ -381,18 +381,33 @@ def _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_byt
     require_count("gpus_per_node", gpus_per_node)
 
 
+def _activations(spec, layout, seq, act_kw, saved, *, flash, recompute, q_in, recompute_modules, a2a):
+    """``(activations, first stage fullest, working-set spread, A a layer)`` of :func:`memory_per_gpu` under the
+    kernels ``saved`` (:func:`stack_saved_kwargs`); ``act_kw`` the stage's :func:`stage_activation_bytes` arguments."""
+    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
+                                  saved=saved, recompute_modules=recompute_modules, a2a=a2a)
+    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
+    working, spread = recompute_working_bytes(none, layout.recompute == "full")
+    act, first_fullest = stage_activation_bytes(SCALAR, layer_bytes=per_layer, working_bytes=working, **act_kw)
+    return act, first_fullest, spread, per_layer
+
+
 def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_bytes: float, flash: bool = True,
                    weight_bytes: float = WEIGHT_BYTES, grad_bytes: float = GRAD_BYTES,
                    optimizer_bytes: float = OPTIMIZER_BYTES, stack: Stack | None = None,
                    fp8: bool = False, expert_load: float = 1.0, offloaded_layers: int = 0,
                    gpus_per_node: int = 8, nvls: bool = False,
-                   recompute_modules: tuple[str, ...] = ()) -> MemoryBreakdown:
+                   recompute_modules: tuple[str, ...] = (), a2a: str = "nccl",
+                   stack_named: bool = True) -> MemoryBreakdown:
     """The memory stack of the fullest stage (module docstring); ``stack`` sets what selective
     recomputation keeps, the loss's working set and (with an ``fp8`` recipe) whether GEMM inputs are
     saved quantized (None: the bf16 formula with fp32 logits); ``offloaded_layers`` ``N`` layers' activations
     go to host memory (:mod:`commcost.workload.offload`; its rules are the caller's to check); ``gpus_per_node`` and
     ``nvls`` (:func:`commcost.workload.nccl_memory.nvls_capable`) place the layout's NCCL communicators
-    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`)."""
+    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); ``recompute_modules`` Megatron-Core's (:data:`RECOMPUTE_MODULES`);
+    ``a2a`` the expert dispatch (``nccl`` or ``deepep``: what op-level checkpointing saves of it); ``stack_named``
+    false where the user named no stack (``--stack auto``): the low end of the activations takes the leanest known
+    kernels (:func:`leanest_saved_kwargs`), the high end ``stack``'s."""
     _check_memory_args(spec, layout, seq, capacity_bytes, weight_bytes, grad_bytes, optimizer_bytes, expert_load,
                        offloaded_layers, gpus_per_node)
     dense, expert = memory_stage_params(spec, layout)
@@ -406,46 +421,41 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
     recompute = layout.recompute
     if stack is not None and recompute == "selective":
         recompute = selective_kept(stack.selective)
-    saved = stack_saved_kwargs(stack, spec)
-    per_layer = stage_layer_bytes(spec, layout, seq, flash=flash, recompute=recompute, gemm_input_bytes=q_in,
-                                  saved=saved, recompute_modules=recompute_modules)
-    none = stage_layer_bytes(spec, layout, seq, flash=flash, recompute="none", gemm_input_bytes=q_in, saved=saved)
-    working, spread = recompute_working_bytes(none, layout.recompute == "full")
-
     held = stage_layers(spec.layers, layout)
     last_held = stage_slots(spec.layers, layout) - float(layout.split_counts_ends)   # the head's stage
     rank0, rank1 = first_ranks_in_flight(layers=stage_slots(spec.layers, layout) * layout.pp, pp=layout.pp,
                                          vp=layout.vp, micro_batches=layout.micro_batches,
                                          split_counts_ends=layout.split_counts_ends)
     first_layers = resident_layers(max(rank0, rank1), offloaded_layers)
-    act, first_fullest = stage_activation_bytes(
-        SCALAR, pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=last_held,
-        layer_bytes=per_layer, working_bytes=working, seq_local=s_local, micro_batch=layout.micro_batch,
-        hidden=spec.hidden, tp=layout.tp, sequence_parallel=layout.sequence_parallel, vocab=spec.vocab,
-        dropout=spec.dropout, loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
+    act_kw = dict(pp=layout.pp, micro_batches=layout.micro_batches, first_layers=first_layers, held_layers=last_held,
+                  seq_local=s_local, micro_batch=layout.micro_batch, hidden=spec.hidden, tp=layout.tp,
+                  sequence_parallel=layout.sequence_parallel, vocab=spec.vocab, dropout=spec.dropout,
+                  loss_bytes_per_vocab=4.0 if stack is None else stack.loss_bytes_per_vocab)
+    kw = dict(flash=flash, recompute=recompute, q_in=q_in, recompute_modules=recompute_modules, a2a=a2a)
+    act, first_fullest, spread, per_layer = _activations(spec, layout, seq, act_kw, stack_saved_kwargs(stack, spec), **kw)
+    lean = 0.0 if stack_named or stack is None else act - _activations(spec, layout, seq, act_kw,
+                                                                      leanest_saved_kwargs(spec), **kw)[0]
     if layout.pp == 1:
         stage, layers_held = "only", first_layers
     else:
         first = "second" if rank1 > rank0 else "first"
         stage, layers_held = (first, first_layers) if first_fullest else ("last", last_held)
+    gathered = stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1
     buffers = buffer_bytes(SCALAR, pp=layout.pp, micro_batch=layout.micro_batch, seq_local=s_local, hidden=spec.hidden,
                            tp=layout.tp, zero3=layout.zero == 3, layer_params=(dense + expert) / zero3_units(held),
                            sequence_parallel=layout.sequence_parallel, weight_bytes=weight_bytes,
                            grad_bytes=grad_bytes, top_k=spec.top_k if spec.is_moe else 0.0, expert_load=expert_load,
                            live_params=None if stack is None else stack.zero3_live_params,
                            reduce_bucket_params=None if stack is None else stack.zero3_reduce_bucket_params,
-                           largest_params=largest_matrix_params(spec, layout.tp))
-    if stack is not None and stack.zero3_unshard_under_pp and layout.zero == 3 and layout.pp > 1:
-        # the stage stays gathered through the step: its bf16 weights whole, and its gradients whole, accumulated
-        # over the micro-batches in the stack's reduce dtype (FSDP2's unsharded_accumulated_grad)
-        q_acc = stack.grad_bytes
-        w_d, g_d = w_d + dense * WEIGHT_BYTES, g_d + dense * q_acc
-        w_e, g_e = w_e + expert * WEIGHT_BYTES, g_e + expert * q_acc
+                           largest_params=largest_matrix_params(spec, layout.tp), gathered=gathered)
+    if gathered:   # bf16 weights whole, fp32 gradients whole in place of the sharded ones (gathered_stage_bytes)
+        (dw_d, dg_d), (dw_e, dg_e) = (gathered_stage_bytes(n, ranks, stack.grad_bytes, WEIGHT_BYTES) for n, ranks in
+                                      ((dense, layout.shard_dp), (expert, layout.expert_dp)))
+        w_d, g_d, w_e, g_e = w_d + dw_d, g_d + dg_d, w_e + dw_e, g_e + dg_e
     if layout.zero < 3:   # ZeRO-3 gathers each unit's weights anew: no cast kept across micro-batches
         w_d = w_d + fp8_weight_cache_bytes(held * layer_dense_params(spec) / layout.tp, fp8, stack)
         w_e = w_e + fp8_weight_cache_bytes(expert, fp8, stack)
-    states = w_d + g_d + o_d + w_e + g_e + o_e
-    total = states + act + buffers
+    total = w_d + g_d + o_d + w_e + g_e + o_e + act + buffers
     L = layout
     nccl = nccl_buffer_bytes(SCALAR, world=L.world, tp=L.tp, cp=L.cp, dp=L.dp, pp=L.pp, ep=L.ep,
                              gpus_per_node=gpus_per_node, nvls=nvls,
@@ -454,7 +464,7 @@ def memory_per_gpu(spec: TransformerSpec, layout: Layout, *, seq: int, capacity_
                            activations_bytes=act, buffers_bytes=buffers, total_bytes=total,
                            capacity_bytes=capacity_bytes, stage=stage, in_flight_layers=layers_held,
                            offloaded_bytes=offloaded_layers * per_layer, nccl_bytes=nccl,
-                           working_spread_bytes=spread)
+                           working_spread_bytes=spread, kernel_spread_bytes=lean)
 
 
 def gemm_input_bytes(stack: Stack | None, fp8: bool) -> float:

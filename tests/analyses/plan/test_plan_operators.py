@@ -128,7 +128,7 @@ def test_cli_prints_the_same_step_and_keys():
     d = json.loads(r.stdout)
     assert d["step_s"] == p.step_s
     assert d["stack"] == "fsdp" and set(d["compute_by_operator"]) >= {"gemm_s", "attention_s", "elementwise_s"}
-    assert d["memory"]["verdict"] in ("fits", "tight", "does not fit")
+    assert d["memory"]["verdict"] in ("fits", "may not fit", "does not fit")
     assert {r["input"] for r in d["sensitivity"]} >= {"--micro-batch", "--recompute", "--stack"}
 
 

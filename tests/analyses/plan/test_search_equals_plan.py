@@ -61,6 +61,10 @@ CASES = [
     (TINY_MOE, 512, 16, 32, _fabric(32), True, False, 7,
      dict(a2a="deepep", fp8_dispatch=True, moe_overlap="1f1b", expert_load=1.25)),
     (TINY_MOE, 512, 16, 32, _fabric(32), True, False, 7, dict(moe_overlap="dualpipe")),
+    # torchtitan's FSDP2 with EP: experts over efsdp, the stage gathered under PP, op-level checkpointing of MoE
+    # layers (the dispatcher's saved outputs: all-to-all here, DeepEP below)
+    (TINY_MOE, 512, 16, 16, _fabric(16), True, False, 5, dict(stack="torchtitan")),
+    (TINY_MOE, 512, 16, 16, _fabric(16), True, False, 5, dict(stack="torchtitan", a2a="deepep")),
 ]
 
 

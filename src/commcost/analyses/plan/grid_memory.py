@@ -14,6 +14,7 @@ from commcost.workload.memory import CONTEXT_BYTES
 from commcost.workload.memory import GRAD_BYTES
 from commcost.workload.memory import layer_dense_params
 from commcost.workload.memory import fp8_weight_cache_bytes
+from commcost.workload.memory import gathered_stage_bytes
 from commcost.workload.nccl_memory import nccl_buffer_bytes
 from commcost.workload.nccl_memory import nvls_capable
 from commcost.workload.memory import recompute_working_bytes
@@ -22,7 +23,7 @@ from commcost.workload.memory import buffer_bytes
 from commcost.workload.memory import gemm_input_bytes
 from commcost.workload.memory import in_flight_layers
 from commcost.workload.memory import largest_matrix_params
-from commcost.workload.memory import layer_mix_bytes, stack_saved_kwargs
+from commcost.workload.memory import layer_mix_bytes, leanest_saved_kwargs, saved_dispatch_copies, stack_saved_kwargs
 from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
@@ -40,50 +41,34 @@ __all__ = ["memory_tables", "memory_grid", "offloaded_bytes", "stack_column", "s
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
     """:func:`commcost.workload.memory.memory_per_gpu` (its module docstring) per structural row, in the three parts
     that depend on one categorical choice each: model states by stack and ZeRO stage (``states[stack][z]``), activations by
-    (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3) (``buf[2 sp + z3]``); ``X`` is
+    (SP, recomputation) (``act[3 sp + rc]``), buffers by (SP, ZeRO-3, gathered stage) (``buf[3 sp + z3 + gathered]``); ``X`` is
     :func:`structure` of ``base``."""
     import numpy as np
 
-
-    spec, flash, s = inp.space.spec, inp.flash_attention, inp.space.seq
+    spec, s = inp.space.spec, inp.space.seq
     t, p, v, c, b, m = (base[k].astype(float) for k in ("t", "p", "v", "c", "b", "m"))
     per_stage, dense, expert = X["per_stage"], X["dense"], X["expert"]
+    D, E_dp = X["D"].astype(float), X["E_dp"].astype(float)
     states = _state_tables(inp, X, t)
     s_local = s / c
     first_layers = resident_layers(in_flight_layers(layers=per_stage * p, pp=p, vp=v, micro_batches=m),
                                    inp.cpu_offload_layers)
     layer_params = (dense + expert) / zero3_units(per_stage)       # a ZeRO-3 unit's parameters
-    acts: dict[str, list] = {}
-    spread: dict[str, list] = {}        # MemoryBreakdown.working_spread_bytes, in the same (sp, rc) rows as act
     buf = []
-    for name in _stacks(inp):
-        st = stack(name, compiled=inp.compiled)
-        q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
-        act = acts.setdefault(name, [])
-        for flag in (0, 1):
-            none = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, "none", q_in, st)
-            for rname in RECOMPUTE:
-                kept = selective_kept(st.selective) if rname == "selective" else rname
-                per_layer = _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, kept, q_in, st)
-                working, spread_bytes = recompute_working_bytes(none, rname == "full")   # as memory_per_gpu
-                spread.setdefault(name, []).append(spread_bytes * np.ones_like(none))
-                act.append(stage_activation_bytes(np, pp=p, micro_batches=m, first_layers=first_layers,
-                                                  held_layers=per_stage, layer_bytes=per_layer, working_bytes=working,
-                                                  seq_local=s_local, micro_batch=b, hidden=spec.hidden, tp=t,
-                                                  sequence_parallel=bool(flag), vocab=spec.vocab,
-                                                  dropout=spec.dropout,
-                                                  loss_bytes_per_vocab=st.loss_bytes_per_vocab)[0])
+    acts, spread = _activation_tables(inp, base, first_layers, per_stage)
     for flag in (0, 1):
-        for z3 in (0, 1):
+        for z3 in (0, 1, 2):     # 2: ZeRO-3 with the stage gathered through the step (memory_per_gpu)
             buf.append(buffer_bytes(np, pp=p, micro_batch=b, seq_local=s_local, hidden=spec.hidden, tp=t,
-                                    zero3=bool(z3), layer_params=layer_params, sequence_parallel=bool(flag),
+                                    zero3=bool(z3), gathered=z3 == 2, layer_params=layer_params,
+                                    sequence_parallel=bool(flag),
                                     weight_bytes=WEIGHT_BYTES, grad_bytes=GRAD_BYTES,
                                     top_k=spec.top_k if spec.is_moe else 0.0, expert_load=inp.expert_load,
                                     live_params=stack_value(inp, "zero3_live_params"),
                                     reduce_bucket_params=stack_value(inp, "zero3_reduce_bucket_params"),
                                     largest_params=largest_matrix_params(spec, t)))
     # memory_per_gpu: the stage gathered under PP, weights and gradients as the stack keeps them under ZeRO-3
-    unshard = (dense + expert) * (WEIGHT_BYTES + stack_column(Choices.every_row(len(t), zero=3), base, inp, "grad_bytes"))
+    q_acc = stack_column(Choices.every_row(len(t), zero=3), base, inp, "grad_bytes")
+    unshard = sum(sum(gathered_stage_bytes(n, ranks, q_acc, WEIGHT_BYTES)) for n, ranks in ((dense, D), (expert, E_dp)))
     nccl = {name: nccl_buffer_bytes(np, world=base["W"].astype(float), tp=t, cp=c, dp=base["d"].astype(float), pp=p,
                                     ep=base["e"].astype(float), gpus_per_node=inp.space.gpus_per_node,
                                     nvls=nvls_capable(inp.gpu),
@@ -111,6 +96,41 @@ def _state_tables(inp: SearchInputs, X: dict, t) -> dict[str, list]:
             w_e, g_e, o_e = model_state_bytes(expert, z, E_dp, grad_bytes=q_g)
             states.setdefault(name, []).append(w_d + g_d + o_d + w_e + g_e + o_e + (cache if z < 3 else 0.0))
     return states
+
+
+def _activation_tables(inp: SearchInputs, base: dict, first_layers, per_stage) -> tuple[dict, dict]:
+    """``(act, spread)`` of :func:`memory_tables`: per stack, the activations and
+    :attr:`commcost.workload.memory.MemoryBreakdown.working_spread_bytes` in rows ``3 sp + rc``."""
+    import numpy as np
+
+    spec, flash = inp.space.spec, inp.flash_attention
+    t, p, c, b, m = (base[k].astype(float) for k in ("t", "p", "c", "b", "m"))
+    s_local = inp.space.seq / c
+    acts: dict[str, list] = {}
+    spread: dict[str, list] = {}
+    lean = leanest_saved_kwargs(spec) if inp.stack == "auto" or inp.stack_from_auto else None   # not stack_named
+    for name in _stacks(inp):
+        st = stack(name, compiled=inp.compiled)
+        q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
+        act = acts.setdefault(name, [])
+        for flag in (0, 1):
+            layer = lambda rc, saved=None: _stage_layer_bytes(spec, s_local, b, t, bool(flag), flash, rc, q_in, st,  # noqa: E731
+                                                              base["e"], inp.a2a, saved)
+            none = layer("none")
+            for rname in RECOMPUTE:
+                kept = selective_kept(st.selective) if rname == "selective" else rname
+                working, spread_bytes = recompute_working_bytes(none, rname == "full")   # as memory_per_gpu
+                kw = dict(pp=p, micro_batches=m, first_layers=first_layers, held_layers=per_stage, seq_local=s_local,
+                          micro_batch=b, hidden=spec.hidden, tp=t, sequence_parallel=bool(flag), vocab=spec.vocab,
+                          dropout=spec.dropout, loss_bytes_per_vocab=st.loss_bytes_per_vocab)
+                a = stage_activation_bytes(np, layer_bytes=layer(kept), working_bytes=working, **kw)[0]
+                if lean is not None:
+                    lean_working, _ = recompute_working_bytes(layer("none", lean), rname == "full")
+                    spread_bytes = spread_bytes + a - stage_activation_bytes(
+                        np, layer_bytes=layer(kept, lean), working_bytes=lean_working, **kw)[0]
+                spread.setdefault(name, []).append(spread_bytes * np.ones_like(none))
+                act.append(a)
+    return acts, spread
 
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:
@@ -184,9 +204,9 @@ def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> d
         states = np.where(mask, tables["states"][name][zero, bi], states)
 
 
-    unshard = stack_column(cols, base, inp, "zero3_unshard_under_pp")
-    if np.any(unshard):
-        states = states + np.where(unshard & (zero == 3) & (base["p"][bi] > 1), tables["unshard"][bi], 0.0)
+    gathered = stack_column(cols, base, inp, "zero3_unshard_under_pp") & (zero == 3) & (base["p"][bi] > 1)
+    if np.any(gathered):
+        states = states + np.where(gathered, tables["unshard"][bi], 0.0)
 
     act, spread, nccl_low, nccl_high = (np.zeros(len(bi)) for _ in range(4))
     for name, mask in masks.items():
@@ -194,7 +214,7 @@ def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> d
         spread = np.where(mask, tables["spread"][name][3 * sp + cols.rc, bi], spread)
         nccl_low = np.where(mask, tables["nccl"][name][0][bi], nccl_low)
         nccl_high = np.where(mask, tables["nccl"][name][1][bi], nccl_high)
-    buffers = tables["buf"][2 * sp + (zero == 3), bi]
+    buffers = tables["buf"][3 * sp + (zero == 3).astype(int) + gathered, bi]
 
     total = states + act + buffers
     low = total - spread        # MemoryBreakdown.allocated_bytes[0]: the recompute working set's low end
@@ -218,15 +238,18 @@ def offloaded_bytes(cols: Choices, base: dict, inp: SearchInputs):
         st = stack(name, compiled=inp.compiled)
         q_in = gemm_input_bytes(st, precision_class(inp.precision) != "bf16")
         for flag in (0, 1):
-            per = _stage_layer_bytes(spec, s / c, b, t, bool(flag), flash, "none", q_in, st)
+            per = _stage_layer_bytes(spec, s / c, b, t, bool(flag), flash, "none", q_in, st, base["e"][bi], inp.a2a)
             out = np.where(mask & (sp == flag), inp.cpu_offload_layers * per, out)
     return out
 
 
-def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in, st):
-    """:func:`commcost.workload.memory.stage_layer_bytes` with array ``s_local, b, t`` (``st`` the stack)."""
-    kw = dict(seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
+def _stage_layer_bytes(spec, s_local, b, t, sp, flash, recompute, q_in, st, e, a2a, saved=None):
+    """:func:`commcost.workload.memory.stage_layer_bytes` with array ``s_local, b, t, e`` (``st`` the stack; ``saved``
+    what its kernels keep, by default the stack's: :func:`commcost.workload.memory.stack_saved_kwargs`)."""
+    import numpy as np
+
+    kw = dict(dispatch_copies=saved_dispatch_copies(np, top_k=spec.top_k, ep=e, a2a=a2a), seq_local=s_local, micro_batch=b, hidden=spec.hidden, heads=spec.heads, kv_heads=spec.n_kv,
               qk_head_dim=spec.d_qk, head_dim=spec.d, gated=spec.gated_mlp, tp=t, sequence_parallel=sp,
-              dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in, **stack_saved_kwargs(st, spec))
+              dropout=spec.dropout, flash=flash, gemm_input_bytes=q_in, **(saved or stack_saved_kwargs(st, spec)))
 
     return layer_mix_bytes(spec, kw, recompute)

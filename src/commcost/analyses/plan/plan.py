@@ -414,7 +414,7 @@ def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
                           flash=inp.flash_attention, stack=st, fp8=precision_class(inp.precision) != "bf16",
                           expert_load=inp.expert_load, offloaded_layers=inp.cpu_offload_layers,
                           gpus_per_node=inp.gpus_per_node, nvls=nvls_capable(inp.gpu),
-                          recompute_modules=inp.recompute_modules)
+                          recompute_modules=inp.recompute_modules, a2a=inp.a2a, stack_named=inp.stack != "auto")
 
 
 def _priced(inp: PlanInputs, model: CommModel, op: CommOp, warnings: list[str]) -> tuple[CommOp, float, str]:

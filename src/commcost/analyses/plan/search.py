@@ -135,7 +135,7 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     if inp.stack != "auto":
         return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
     return [(replace(inp, tp_comm_overlap=overlap("megatron")), None)] \
-        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name)), name) for name in STACKS[1:]
+        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name), stack_from_auto=True), name) for name in STACKS[1:]
            if stack_refuses(stack_layouts(name), dict(inp.space.fixed)) is None]   # a stack that runs none is no part
 
 

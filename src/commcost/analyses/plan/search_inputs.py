@@ -77,6 +77,9 @@ class SearchInputs:
     """TP collectives overlap their GEMMs (as ``plan --tp-comm-overlap``)."""
     stack: str = "auto"
     """The training stack (as ``plan --stack``); ``auto`` infers it per layout."""
+    stack_from_auto: bool = False
+    """``stack`` is what ``auto`` resolved a part of the space to (:func:`commcost.analyses.plan.search.search_passes`):
+    no stack was named, so memory's low end takes the leanest known kernels (``plan`` with ``--stack auto``)."""
     compiled: bool = False
     """torch.compile fuses element-wise chains (as ``plan --compile``)."""
     fp8_attention: bool = False

@@ -196,7 +196,7 @@ def _memory(d: dict) -> str:
                       title=f"memory per GPU at the upper end: {fmt_bytes(m['device_bytes'][1])} "
                             f"of {fmt_bytes(m['capacity_bytes'])}")
     leg = legend([(c, f"{escape(lbl)} {nbytes(v, tip=tip)}") for lbl, v, c, tip in parts if v > 0])
-    verdict = {"fits": "fits", "tight": "TIGHT (fits only at the low estimate)",
+    verdict = {"fits": "fits", "may not fit": "MAY NOT FIT (the card's capacity lies inside the range)",
                "does not fit": "DOES NOT FIT"}.get(m["verdict"], m["verdict"])
     rows = [("verdict", f"<b data-key=\"memory.verdict\">{escape(verdict)}</b>"),
             ("peak allocated", nbytes(m["total_bytes"], key="memory.total_bytes", tip="the allocated terms summed")),
