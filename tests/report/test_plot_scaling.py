@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_commcost
+from commcost.cli._fabric import seed_fabric_models
 from commcost.report.plot_scaling import plot_scaling, save_figure
 from commcost.analyses.scaling import seed_analysis
 
-RESULTS, _ = seed_analysis()
+RESULTS, _ = seed_analysis(seed_fabric_models())
 
 
 @pytest.fixture(scope="module")
