@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from commcost.report._choice import reason_text
 from commcost.analyses.drill.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report._width import terminal_width, wrap_lines
@@ -57,7 +58,7 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
         add(f"    bandwidth term  2(P-1)/P * S/B = {t(T.bandwidth_s):>12}")
         add(f"    total           T              = {t(T.total_s):>12}")
     else:
-        add(f"(b) all-reduce: {_ran(T)}  T = latency term + bandwidth term  ({T.reason})")
+        add(f"(b) all-reduce: {_ran(T)}  T = latency term + bandwidth term  ({reason_text(T)})")
         add(f"    latency term                   = {t(T.latency_s):>12}")
         add(f"    bandwidth term                 = {t(T.bandwidth_s):>12}")
         add(f"    total           T              = {t(T.total_s):>12}")
@@ -203,7 +204,7 @@ def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, objec
         },
         "message": {"bytes": b.message_bytes, "mb": b.message_bytes / MB, "mib": b.message_bytes / MiB},
         "allreduce": _cost(T) | {"dominant": T.dominant, "dominance_factor": T.dominance_factor,
-                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": T.reason,
+                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": reason_text(T),
                                  "band_s": _pair(None if band is None else band.allreduce_s),
                                  "band_class": None if band is None else band.band_class,
                                  "band_ratios": _pair(None if band is None else band.ratios)},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from commcost.report._choice import reason_text
 from commcost.report._width import terminal_width, wrap
 from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
@@ -32,6 +33,11 @@ def _breakdown_dict(b: Breakdown) -> dict[str, Any]:
             "events": b.events}
 
 
+def _why(p: Prediction) -> str:
+    """Why the model priced the row as it did, or why it could not."""
+    return p.reason if p.cost is None else reason_text(p.cost)
+
+
 def _row_dict(r, p: Prediction | None, transfer_s: float | None) -> dict[str, Any]:
     d = {"op": r.op.value, "size_bytes": r.size_bytes, "group_size": r.group_size, "dtype": r.dtype,
          "count": r.count, "ranks": r.ranks, "time_s": r.time_s,
@@ -39,7 +45,7 @@ def _row_dict(r, p: Prediction | None, transfer_s: float | None) -> dict[str, An
          "algbw_bytes_per_s": r.algbw_bytes_per_s, "busbw_bytes_per_s": r.busbw_bytes_per_s,
          "transfer_s": transfer_s}
     if p is not None:
-        d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=p.reason,
+        d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=_why(p),
                  measured_s=p.measured_s, measured=p.measured)
     return d
 
