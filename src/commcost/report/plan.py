@@ -117,8 +117,8 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
         "breakdown": {"compute_s": p.compute_s, "pipeline_bubble_s": p.pipeline_bubble_s,
                       "exposed_comm_s": p.exposed_comm_s, "optimizer_s": p.optimizer_s,
                       "micro_batch_s": p.micro_batch_s, "losses": p.losses.to_dict()},
-        "bounds": {"all_hidden_s": p.all_hidden_s, "modelled_s": p.step_s,
-                   "no_overlap_s": p.no_overlap_s, "wire_s": p.wire_s},
+        "bounds": {"all_hidden_s": p.overlap.perfect_overlap_s, "modelled_s": p.step_s,
+                   "no_overlap_s": p.overlap.no_overlap_s, "wire_s": p.overlap.comm_s},
         "band_ratios": None if band is None else {c: list(r) for c, r in band.ratios.items()},
         "wire_band_s": _pair(None if band is None else band.wire_s),
         "exposed_comm_band_s": _pair(None if band is None else band.exposed_comm_s),
@@ -298,8 +298,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  exposed comm         {format_seconds(p.exposed_comm_s):>12}  {p.exposed_comm_s / p.step_s:6.1%}",
         f"  optimizer            {format_seconds(p.optimizer_s):>12}  {p.optimizer_s / p.step_s:6.1%}",
         *_loss_lines(p),
-        f"  bounds: {format_seconds(p.all_hidden_s)} if every collective hid, "
-        f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
+        f"  bounds: {format_seconds(p.overlap.perfect_overlap_s)} if every collective hid, "
+        f"{format_seconds(p.overlap.no_overlap_s)} if none did ({format_seconds(p.overlap.comm_s)} on the wire)",
         *(_band_lines(p, band) if band is not None else []),
         *_operator_lines(p),
         "",

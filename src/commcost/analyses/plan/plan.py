@@ -64,6 +64,7 @@ from commcost.analyses.plan.compose import optimizer_s
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.core.xp import SCALAR
+from commcost.step.overlap import OverlapBounds
 from commcost.parallel.context import context_ops
 from commcost.parallel.ddp import ddp_ops
 from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
@@ -247,13 +248,24 @@ class Plan:
     @property
     def no_overlap_s(self) -> float:
         """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` and the losses (STYLE.md item 7: the
-        modelled step lies between it and :attr:`all_hidden_s`)."""
-        return self.compute_s + self.pipeline_bubble_s + self.wire_s + self.optimizer_s + self.losses.total_s
+        modelled step lies between it and :attr:`all_hidden_s`): :attr:`overlap`'s."""
+        return self.overlap.no_overlap_s
 
     @property
     def all_hidden_s(self) -> float:
-        """Bound: every collective hidden, ``compute + bubble + optimizer`` (and the losses)."""
-        return self.compute_s + self.pipeline_bubble_s + self.optimizer_s + self.losses.total_s
+        """Bound: every collective hidden, ``compute + bubble + optimizer`` (and the losses) while the wire fits in
+        compute and bubble: :attr:`overlap`'s perfect overlap."""
+        return self.overlap.perfect_overlap_s
+
+    @property
+    def overlap(self) -> OverlapBounds:
+        """The step's bounds in the one vocabulary (:class:`commcost.step.overlap.OverlapBounds`): ``C = compute +
+        bubble``, ``T = wire``, the window ``W = C`` (any collective may hide behind any compute: the plan's optimistic
+        edge, :attr:`all_hidden_s` while ``T <= C``), ``t_o = optimizer + losses``, and the modelled step as its
+        simulation."""
+        C = self.compute_s + self.pipeline_bubble_s
+        return OverlapBounds(compute_s=C, comm_s=self.wire_s, window_s=C,
+                             after_s=self.optimizer_s + self.losses.total_s, simulated_s=self.step_s)
 
     def exposed_by_dimension(self) -> dict[str, float]:
         """Exposed seconds per dimension (tp, cp, ep, pp, dp)."""
