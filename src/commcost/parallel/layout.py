@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 from commcost.comm.collectives import Collective
 from commcost.core.errors import InputError
@@ -43,10 +44,24 @@ __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "group_ranks_per_no
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
 
-Dimension = str
-"""One of ``"tp"``, ``"pp"``, ``"dp"``, ``"cp"``, ``"ep"``."""
+class Dimension(StrEnum):
+    """A parallel dimension of the dense layers, in Megatron-LM's default rank order (tp innermost). A ``str``:
+    ``Dimension.TP == "tp"``, it hashes, prints and goes to JSON as ``"tp"``."""
 
-DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+    TP = "tp"
+    """Tensor parallelism."""
+    CP = "cp"
+    """Context parallelism."""
+    EP = "ep"
+    """Expert parallelism."""
+    DP = "dp"
+    """Data parallelism (ZeRO shards over it)."""
+    PP = "pp"
+    """Pipeline parallelism."""
+
+
+DIMENSIONS = tuple(Dimension)
+"""The dimensions a rank order names, in the default order (``tp, cp, ep, dp, pp``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
