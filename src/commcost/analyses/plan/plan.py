@@ -30,7 +30,7 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
 6. **Step** ``= compute + bubble + exposed communication + optimizer + losses`` (the losses that grow with the
    job, :mod:`commcost.step.losses`: the slowest of ``W`` ranks, communication contending with compute, the
    gradient norm's all-reduce: :func:`plan_losses`), between the bounds
-   ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.no_overlap_s` (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
+   ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.overlap`'s no overlap (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
    model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.workload.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
@@ -246,23 +246,10 @@ class Plan:
         return sum(line.time_s for line in self.comm)
 
     @property
-    def no_overlap_s(self) -> float:
-        """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` and the losses (STYLE.md item 7: the
-        modelled step lies between it and :attr:`all_hidden_s`): :attr:`overlap`'s."""
-        return self.overlap.no_overlap_s
-
-    @property
-    def all_hidden_s(self) -> float:
-        """Bound: every collective hidden, ``compute + bubble + optimizer`` (and the losses) while the wire fits in
-        compute and bubble: :attr:`overlap`'s perfect overlap."""
-        return self.overlap.perfect_overlap_s
-
-    @property
     def overlap(self) -> OverlapBounds:
-        """The step's bounds in the one vocabulary (:class:`commcost.step.overlap.OverlapBounds`): ``C = compute +
-        bubble``, ``T = wire``, the window ``W = C`` (any collective may hide behind any compute: the plan's optimistic
-        edge, :attr:`all_hidden_s` while ``T <= C``), ``t_o = optimizer + losses``, and the modelled step as its
-        simulation."""
+        """The step's bounds (STYLE.md item 7) in the one vocabulary, :class:`commcost.step.overlap.OverlapBounds`:
+        ``C = compute + bubble``, ``T = wire``, ``W = C`` (any collective may hide behind any compute: every one hidden
+        while ``T <= C``), ``t_o = optimizer + losses``, the modelled step as its simulation."""
         C = self.compute_s + self.pipeline_bubble_s
         return OverlapBounds(compute_s=C, comm_s=self.wire_s, window_s=C,
                              after_s=self.optimizer_s + self.losses.total_s, simulated_s=self.step_s)
