@@ -20,11 +20,11 @@ OPTIONAL_EXTRAS = {"numpy", "matplotlib", "torch", "dask", "distributed", "hta",
 
 DRILL_PATH = {
     "commcost", "commcost.analyses", "commcost.analyses.drill", "commcost.analyses.drill.budget",
-    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._interrupt", "commcost.cli._fabric",
+    "commcost.analyses.drill.layer", "commcost.cli", "commcost.cli._args", "commcost.cli._parser", "commcost.cli._interrupt", "commcost.cli._fabric",
     "commcost.cli.budget", "commcost.cli.inputs", "commcost.comm", "commcost.comm.collectives", "commcost.comm.link",
     "commcost.comm.model", "commcost.core", "commcost.core.dtypes", "commcost.core.errors",
     "commcost.core.limits", "commcost.core.units", "commcost.core.validation", "commcost.core.xp", "commcost.report",
-    "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.budget_parts",
+    "commcost.report._choice", "commcost.report._width", "commcost.report.bucket_advice", "commcost.report.budget", "commcost.report.budget_parts",
     "commcost.report.layer",
     "commcost.step", "commcost.step.bucket_advice", "commcost.step.buckets", "commcost.step.ddp_buckets",
     "commcost.step.overlap", "commcost.step.timeline", "commcost.step.bucket_schedule", "commcost.workload",
@@ -270,12 +270,11 @@ MAX_MODULE_LINES = 500
 """No module of ``src/commcost`` is longer (STYLE.md convention 4 asks about 400)."""
 
 LONG_MODULES = {
-    "analyses/plan/grid.py": 537, "analyses/plan/plan.py": 538, "cli/_args.py": 576,
+    "analyses/plan/grid.py": 537, "analyses/plan/plan.py": 538,
 }
 """Modules allowed past :data:`MAX_MODULE_LINES`, at most this long. The list only shrinks: a module that grows past its
 number, or one listed that is back under the limit, fails the test (take it off the list). grid.py and plan.py are being
-reshaped into the one column kernel (docs/architecture.md, "One composition, two speeds"); cli/_args.py is shared by
-every subcommand and edited by many hands at once, so it is split when they are done."""
+reshaped into the one column kernel (docs/architecture.md, "One composition, two speeds")."""
 
 MAX_FUNCTION_LINES = 60
 
