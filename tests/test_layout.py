@@ -292,7 +292,6 @@ LONG_FUNCTIONS = {
     "comm/table_terms.py": {"_table_terms": 73},
     "formats/hf_config.py": {"spec_from_hf_dict": 74},
     "formats/readers.py": {"read_megatron": 79, "read_torchtitan": 83},
-    "report/budget.py": {"budget_to_dict": 78, "render_budget_text": 135},
     "report/html/search.py": {"_scatter": 65},
     "report/plan.py": {"render_plan_text": 74},
     "report/plot_scaling.py": {"plot_scaling": 104},
