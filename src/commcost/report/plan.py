@@ -271,11 +271,34 @@ def _comm_text_rows(p: Plan) -> list[str]:
     return lines
 
 
+def _memory_lines(p: Plan) -> list[str]:
+    """The memory per GPU: each part, the peak allocated and reserved, what is on the card, and the verdict."""
+    inp, mem = p.inputs, p.memory
+    return [
+        f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",
+        f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
+        f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
+        f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
+        *([f"  {inp.cpu_offload_layers} layers' activations offloaded: {format_bytes(mem.offloaded_bytes)} per "
+           "micro-batch to host memory and back"] if inp.cpu_offload_layers else []),
+        "  peak allocated " + (f"{format_bytes(mem.allocated_bytes[0])}-{format_bytes(mem.total_bytes)} "
+                               "(recompute working set 1-2 layers)\n "
+                               if mem.working_spread_bytes else f"{format_bytes(mem.total_bytes)};")
+        + " reserved "
+        f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
+        f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
+        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
+        "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
+           "tight": "TIGHT (fits only at the low estimate)",
+           "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
+    ]
+
+
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
                      sensitivity: tuple = (), interval=None) -> str:
     """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds; the
     step's prediction interval (``interval``, default :func:`commcost.analyses.interval.plan_interval`) under it."""
-    inp, L, mem = p.inputs, p.inputs.layout, p.memory
+    inp, L = p.inputs, p.inputs.layout
     iv = interval if interval is not None else plan_interval(p, band)
     spec = inp.spec
     lines = [
@@ -307,24 +330,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  {'dim':<4}{'op':<14}{'size':>10}{'group':>6}{'/node':>6}{'count':>8}{'one':>10}{'wire':>10}{'exposed':>10}",
     ]
     lines += _comm_text_rows(p)
+    lines += ["", *_memory_lines(p)]
     lines += [
-        "",
-        f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",
-        f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
-        f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
-        f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
-        *([f"  {inp.cpu_offload_layers} layers' activations offloaded: {format_bytes(mem.offloaded_bytes)} per "
-           "micro-batch to host memory and back"] if inp.cpu_offload_layers else []),
-        "  peak allocated " + (f"{format_bytes(mem.allocated_bytes[0])}-{format_bytes(mem.total_bytes)} "
-                               "(recompute working set 1-2 layers)\n "
-                               if mem.working_spread_bytes else f"{format_bytes(mem.total_bytes)};")
-        + " reserved "
-        f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
-        f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
-        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
-        "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
-           "tight": "TIGHT (fits only at the low estimate)",
-           "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
         "",
         f"MFU convention: {MFU_CONVENTION}",
     ]

@@ -170,6 +170,27 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
         lines.append(f"  counted: {s.ranks[0].window}")
     else:
         lines += [f"  counted on rank {r.rank}: {r.window}" for r in s.ranks[:8]]
+    lines += _steps_text(s, steps_shown)
+    lines += _stragglers_text(s)
+    if s.cross is not None:
+        lines += _cross_text(s, verbose)
+    lines.append("")
+    lines += _collectives_text(s, predictions, model, verbose, width)
+    if s.advice:
+        lines += ["", "advice (largest gain first; gains are per step, upper bounds, and do not add):"]
+        for i, a in enumerate(s.advice, 1):
+            lines.append(f"  {i}. {a.what}: up to {_ms(a.gain_s)} ms per step")
+            lines.append(f"     {a.why}")
+    if s.failed:
+        lines += ["", f"not read ({len(s.failed)} of {len(s.failed) + n} rank files):"]
+        lines += [f"  {f.message}" for f in s.failed]
+    return "\n".join(fit_lines(lines, width))
+
+
+def _steps_text(s: TraceSummary, steps_shown: int) -> list[str]:
+    """Each rank's per-ProfilerStep table (the first ``steps_shown`` steps; with more than 4 ranks, the first rank's)."""
+    n = len(s.ranks)
+    lines: list[str] = []
     for r in s.ranks:
         if not r.steps or steps_shown == 0:
             continue
@@ -185,6 +206,13 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
         if n > 4:
             lines.append("  (per-step tables of the other ranks: --json)")
             break
+    return lines
+
+
+def _stragglers_text(s: TraceSummary) -> list[str]:
+    """The widest step-time spread across ranks and the slowest rank on average (several ranks only)."""
+    n = len(s.ranks)
+    lines: list[str] = []
     st = s.stragglers
     if n > 1:
         lines.append("")
@@ -196,19 +224,7 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
                          f"({_ms(st.mean_step_s[st.slowest_rank])} ms per step)")
         else:
             lines.append("stragglers: the ranks share no ProfilerStep number; no step-time spread")
-    if s.cross is not None:
-        lines += _cross_text(s, verbose)
-    lines.append("")
-    lines += _collectives_text(s, predictions, model, verbose, width)
-    if s.advice:
-        lines += ["", "advice (largest gain first; gains are per step, upper bounds, and do not add):"]
-        for i, a in enumerate(s.advice, 1):
-            lines.append(f"  {i}. {a.what}: up to {_ms(a.gain_s)} ms per step")
-            lines.append(f"     {a.why}")
-    if s.failed:
-        lines += ["", f"not read ({len(s.failed)} of {len(s.failed) + n} rank files):"]
-        lines += [f"  {f.message}" for f in s.failed]
-    return "\n".join(fit_lines(lines, width))
+    return lines
 
 
 def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:
