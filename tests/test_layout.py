@@ -287,7 +287,6 @@ LONG_FUNCTIONS = {
     "calibrate/data.py": {"load_series": 103},
     "calibrate/measure.py": {"_measure_spawned": 88},
     "calibrate/nccl_tests.py": {"parse_nccl_tests": 101},
-    "cli/inputs.py": {"budget_request": 62},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
     "comm/table_terms.py": {"_table_terms": 73},
     "formats/hf_config.py": {"spec_from_hf_dict": 74},
