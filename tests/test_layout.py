@@ -286,7 +286,6 @@ LONG_FUNCTIONS = {
     "analyses/plan/space.py": {"_base_rows": 67},
     "calibrate/data.py": {"load_series": 103},
     "calibrate/measure.py": {"_measure_spawned": 88},
-    "calibrate/nccl_tests.py": {"parse_nccl_tests": 101},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
     "comm/table_terms.py": {"_table_terms": 73},
     "formats/hf_config.py": {"spec_from_hf_dict": 74},
