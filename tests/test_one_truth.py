@@ -89,6 +89,7 @@ def test_collective_with_a_profile_equals_validate(tmp_path):
     assert r.returncode == 0, r.stderr
     v = _json(run_commcost, "validate", str(LOG), "--profile", str(profile))
     sizes = [p["size_bytes"] for p in v["points"]]
+    assert len(sizes) >= 2  # the log's sizes: compared one by one below
     c = _json(run_commcost, "collective", "--op", "all_reduce", "--sizes", ",".join(f"{s:.0f}" for s in sizes),
               "--profile", str(profile))
     predicted = {row["size_bytes"]: row["time_s"] for row in c["rows"]}

@@ -191,6 +191,7 @@ def test_7b_infiniband_n2_overlap_variants_and_the_unphysical_flag():
 
 
 def test_flat_nvlink_rows_beyond_eight_gpus_are_flagged_infiniband_never():
+    assert {c.inputs.fabric for c in RESULTS} == {"NVLink", "InfiniBand"}
     for c in RESULTS:
         flags = {r.gpus: r.beyond_flat_ring for r in c.rows}
         if c.inputs.fabric == "NVLink":
