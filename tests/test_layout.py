@@ -284,7 +284,6 @@ LONG_FUNCTIONS = {
     "analyses/plan/plan.py": {"plan": 110},
     "analyses/plan/search.py": {"search": 127},
     "analyses/plan/space.py": {"_base_rows": 67},
-    "calibrate/data.py": {"load_series": 103},
     "calibrate/measure.py": {"_measure_spawned": 88},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
     "comm/table_terms.py": {"_table_terms": 73},
