@@ -290,7 +290,6 @@ LONG_FUNCTIONS = {
     "formats/hf_config.py": {"spec_from_hf_dict": 74},
     "formats/readers.py": {"read_megatron": 79, "read_torchtitan": 83},
     "report/html/search.py": {"_scatter": 65},
-    "report/plot_scaling.py": {"plot_scaling": 104},
     "trace/load.py": {"_load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
     "workload/activations.py": {"layer_activation_bytes": 74},
