@@ -289,7 +289,6 @@ LONG_FUNCTIONS = {
     "comm/table_terms.py": {"_table_terms": 73},
     "formats/hf_config.py": {"spec_from_hf_dict": 74},
     "formats/readers.py": {"read_megatron": 79, "read_torchtitan": 83},
-    "report/html/search.py": {"_scatter": 65},
     "trace/load.py": {"_load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
     "workload/activations.py": {"layer_activation_bytes": 74},
