@@ -288,7 +288,6 @@ LONG_FUNCTIONS = {
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
     "comm/table_terms.py": {"_table_terms": 73},
     "formats/hf_config.py": {"spec_from_hf_dict": 74},
-    "formats/readers.py": {"read_megatron": 79, "read_torchtitan": 83},
     "trace/load.py": {"_load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
     "workload/activations.py": {"layer_activation_bytes": 74},
