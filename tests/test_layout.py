@@ -287,7 +287,6 @@ LONG_FUNCTIONS = {
     "calibrate/measure.py": {"_measure_spawned": 88},
     "comm/protocol_terms.py": {"_make_protocol_terms": 87},
     "comm/table_terms.py": {"_table_terms": 73},
-    "formats/hf_config.py": {"spec_from_hf_dict": 74},
     "trace/load.py": {"_load_rank": 86},
     "trace/reader.py": {"iter_trace": 71},
     "workload/activations.py": {"layer_activation_bytes": 74},
