@@ -89,6 +89,7 @@ def test_collective_with_a_profile_equals_validate(tmp_path):
     assert r.returncode == 0, r.stderr
     v = _json(run_commcost, "validate", str(LOG), "--profile", str(profile))
     sizes = [p["size_bytes"] for p in v["points"]]
+    assert len(sizes) >= 2  # the log's sizes: compared one by one below
     c = _json(run_commcost, "collective", "--op", "all_reduce", "--sizes", ",".join(f"{s:.0f}" for s in sizes),
               "--profile", str(profile))
     predicted = {row["size_bytes"]: row["time_s"] for row in c["rows"]}
@@ -170,7 +171,8 @@ def test_system_budget_prints_no_bandwidth_above_a_physical_link():
 def test_lower_bound_never_exceeds_the_simulated_exposed_time_on_a_flat_link(gpus, bw, lat, params, step, fb, k):
     comm = FlatLinkModel(link=Link(bandwidth_bytes_per_s=bw, latency_s=lat))
     _check_bound(BudgetInputs(gpus=gpus, comm=comm, params=params, step_s=step, backward_fraction=fb,
-                              grad_accum=k, scaling_gpus=(gpus,)))
+                              grad_accum=k, scaling_gpus=(gpus,),
+                              intra_node_comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=300e9, latency_s=lat))))
 
 
 @settings(max_examples=20, deadline=None)
@@ -211,3 +213,28 @@ def test_collective_prints_the_measured_band_of_its_class_on_presets():
     assert d["band_s"] == pytest.approx([ratios["low_ratio"] * d["time_s"], ratios["high_ratio"] * d["time_s"]])
     flat = _json(run_commcost, "collective", "--op", "all_reduce", "--size", "64MiB", *DRILL_LINK)
     assert flat["band_s"] is None  # no measured class for a hand-given link
+
+
+_COMM_MODEL_KINDS = {"FlatLinkModel", "FabricModel", "ProfileModel"}
+_MAY_BUILD_COMM_MODELS = {"cli/_fabric.py", "calibrate/profile.py"}
+"""The one resolver, and the profile loader it calls; comm/ defines the kinds (``scaled()`` and the like)."""
+
+
+def test_every_comm_model_comes_from_the_one_resolver():
+    # an analysis, a report or an input builder that builds its own CommModel prices with a second link
+    import ast
+    from pathlib import Path
+
+    import commcost
+
+    root = Path(commcost.__file__).parent
+    builders: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) \
+                    in _COMM_MODEL_KINDS:
+                builders[rel] = builders.get(rel, 0) + 1
+    outside = sorted(f for f in builders if f not in _MAY_BUILD_COMM_MODELS and not f.startswith("comm/"))
+    assert outside == []
+    assert builders.get("cli/_fabric.py", 0) >= 5  # the resolver's own: flat, system, custom, tier, seed fabrics

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
+from commcost.cli._fabric import seed_fabric_models
 from commcost.comm.model import FlatLinkModel
 from commcost import InputError, Link
 from commcost.analyses.scaling import (
@@ -34,7 +35,7 @@ def _curve(curves, model_prefix, fabric):
 
 # ------------------------------------------------------------------ the seed's results table (t_o = 0.5 ms)
 
-RESULTS, OVERLAP = seed_analysis()
+RESULTS, OVERLAP = seed_analysis(seed_fabric_models())
 
 
 def test_results_cover_three_models_on_two_fabrics_at_n_1_to_128():
@@ -190,6 +191,7 @@ def test_7b_infiniband_n2_overlap_variants_and_the_unphysical_flag():
 
 
 def test_flat_nvlink_rows_beyond_eight_gpus_are_flagged_infiniband_never():
+    assert {c.inputs.fabric for c in RESULTS} == {"NVLink", "InfiniBand"}
     for c in RESULTS:
         flags = {r.gpus: r.beyond_flat_ring for r in c.rows}
         if c.inputs.fabric == "NVLink":
@@ -243,7 +245,7 @@ def test_presets_convert_to_si_once():
                                                  ("7", "nvlink", "model"), ("7b", "ib", "fabric")])
 def test_lookup_is_exact_and_lists_valid_keys(model, fabric, word):
     with pytest.raises(InputError, match=rf"unknown {word} .*valid: "):
-        seed_inputs(model, fabric)
+        seed_inputs(model, fabric, seed_fabric_models()["nvlink"])
 
 
 # ------------------------------------------------------------------ validation

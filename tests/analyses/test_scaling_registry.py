@@ -9,6 +9,7 @@ import math
 import pytest
 
 from commcost.analyses.scaling import knee, seed_inputs, scaling_curve
+from commcost.cli._fabric import seed_fabric_models
 from commcost.cli import main
 
 ARGV = ["scaling", "--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "8,64,1024"]
@@ -53,7 +54,7 @@ def test_knee_only_where_the_slope_at_least_doubles():
     from commcost.comm.model import FabricModel
     from dataclasses import replace
 
-    base = seed_inputs("7b", "nvlink")
+    base = seed_inputs("7b", "nvlink", seed_fabric_models()["nvlink"])
     topo = seed_two_tier(8, 128)
     curve = scaling_curve(replace(base, comm=FabricModel(topology=topo), fabric=topo.name, flat_ring_max_gpus=None,
                                   flat_ring_note=None))

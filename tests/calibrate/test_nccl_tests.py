@@ -48,6 +48,7 @@ def test_real_log_columns_are_self_consistent(path):
     """Cross-check two derivations: algbw = size/time, busbw = algbw * 2(n-1)/n (nccl-tests PERFORMANCE.md)."""
     (run,) = read_nccl_tests(path)
     factor = bus_bandwidth_factor(Collective.ALL_REDUCE, run.gpus)
+    assert run.rows
     for row in run.rows:
         for t in (row.out_of_place, row.in_place):
             assert t is not None

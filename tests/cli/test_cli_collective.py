@@ -163,7 +163,7 @@ def test_no_nvls_on_a_system_takes_the_in_network_algorithm_away():
 def test_system_pods_and_spine_can_be_overridden():
     # dgx-h100 on 64 nodes, ring, 1 GiB: with pods of 32 nodes and a 2:1 spine the cross-node bandwidth
     # W = 8 NICs x B_e / (o o_s) halves; the CLI prices exactly the library's topology with those fields
-    # (the formulas are pinned by hand in tests/comm/test_three_tier.py), and the ring gets slower
+    # (the formulas are pinned by hand in tests/comm/test_topology_three_tier.py), and the ring gets slower
     import dataclasses
 
     from commcost import collective_cost

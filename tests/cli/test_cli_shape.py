@@ -16,13 +16,14 @@ MAX_RUN_LINES = 40
 MAX_READS_OUTSIDE = 3
 BUILDER = "inputs.py"
 """The input builder, the one place that reads the Namespace: ``cli/inputs.py`` and its siblings
-``cli/inputs_<concern>.py``, directly in ``cli/`` (``_args.py`` defines the parser and reads none)."""
+``cli/inputs_<concern>.py``, directly in ``cli/`` (``_parser.py`` defines the parser and ``_args.py`` the flag types:
+they read none)."""
 
 
 def exempt(name: str) -> bool:
-    """Whether the module ``cli/<name>`` may read the Namespace: the input builder, or ``_args.py``."""
+    """Whether the module ``cli/<name>`` may read the Namespace: the input builder, ``_args.py`` or ``_parser.py``."""
     stem = BUILDER.removesuffix(".py")
-    return name in (BUILDER, "_args.py") or (name.startswith(stem + "_") and name.endswith(".py"))
+    return name in (BUILDER, "_args.py", "_parser.py") or (name.startswith(stem + "_") and name.endswith(".py"))
 
 
 def resolver(name: str) -> bool:

@@ -39,7 +39,7 @@ LARGE_LEFT_TO_BENCHMARK = {
     # and its 512 MiB row is slower than half its 1 GiB row
     "allreduce_a100_oci_roce_2x8.txt",
     # 20 NVL72 racks (3 pods), 1440 ranks, run with NVLS off: 1-2 GiB come out -36% .. -20% (commcost's auto
-    # picks its tree where NCCL ran its ring; the ring by name is within 13%, tests/comm/test_three_tier.py),
+    # picks its tree where NCCL ran its ring; the ring by name is within 13%, tests/comm/test_topology_three_tier.py),
     # 4-16 GiB within 7%; and the run's NVLS-off option is not in MATCHES (preset_matches.json run_options)
     "allreduce_gb200_nvl72_coreweave_20racks.txt",
 }

@@ -137,7 +137,8 @@ TARGETS = {
     "comm_allreduce_cost": lambda d: commcost.comm_allreduce_cost(commcost.TimelineInputs(
         gpus=d(count(1, 4096)), comm=flat(d), step_s=d(number(1e-6, 1e3)), params=d(number(0, 1e12)))),
     "communication_budget": lambda d: commcost.communication_budget(commcost.BudgetInputs(
-        gpus=d(count(1, 4096)), comm=flat(d), params=d(number(1e6, 1e12)), step_s=d(number(1e-6, 1e3)))),
+        gpus=d(count(1, 4096)), comm=flat(d), params=d(number(1e6, 1e12)), step_s=d(number(1e-6, 1e3)),
+        intra_node_comm=flat(d))),
     "layer_ratio": lambda d: commcost.layer_ratio(commcost.LayerInputs(
         gpus=d(count(1, 4096)), comm=flat(d), hidden=d(count(1, 10**5)), seq=d(count(1, 10**6)))),
     "ProfileScope": lambda d: commcost.ProfileScope(op=d(OPS), gpus=d(count(1, 4096))),

@@ -16,11 +16,13 @@ from commcost.report.budget import budget_to_dict, render_budget_text
 from conftest import numbers_without_a_unit, strict_round_trip
 
 DRILL = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6))
+NVLINK = FlatLinkModel(link=Link(bandwidth_bytes_per_s=300e9, latency_s=20e-6))  # fix (e)3: the drill's node link
 
 
 @pytest.fixture(scope="module")
 def drill():
-    return communication_budget(BudgetInputs(gpus=32, comm=DRILL, params=1.3e9, step_s=0.4))
+    return communication_budget(BudgetInputs(gpus=32, comm=DRILL, params=1.3e9, step_s=0.4,
+                                             intra_node_comm=NVLINK))
 
 
 def test_text_shows_the_ring_terms_with_units(drill):
@@ -67,7 +69,8 @@ def test_a_zero_latency_term_is_named_not_divided_by():
     # a = 0 s: latency term 2(P-1)a = 0, so "bandwidth term / latency term" has no finite value; the line
     # says the latency term is 0 instead of printing "infx" (every printed number stays finite)
     zero = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=0.0))
-    text = render_budget_text(communication_budget(BudgetInputs(gpus=32, comm=zero, params=1.3e9, step_s=0.4)))
+    text = render_budget_text(communication_budget(BudgetInputs(gpus=32, comm=zero, params=1.3e9, step_s=0.4,
+                                                                intra_node_comm=NVLINK)))
     assert "bandwidth-bound: the latency term is 0" in text
     assert "inf" not in text
 

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_commcost
+from commcost.cli._fabric import seed_fabric_models
 from commcost.report.plot_scaling import plot_scaling, save_figure
 from commcost.analyses.scaling import seed_analysis
 
-RESULTS, _ = seed_analysis()
+RESULTS, _ = seed_analysis(seed_fabric_models())
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +63,7 @@ def test_band_spans_no_overlap_to_perfect_overlap(fig):
     assert len(bands) == 6
     curve = next(c for c in RESULTS if c.inputs.model.startswith("7B") and c.inputs.fabric == "InfiniBand")
     verts = bands["7B (Llama-7B equiv)|InfiniBand"].get_paths()[0].vertices
+    assert len(curve.rows) >= 2
     for r in curve.rows:
         ys = verts[np.isclose(verts[:, 0], r.gpus), 1]
         # the band's edges at N are exactly the no-overlap and perfect-overlap speedups

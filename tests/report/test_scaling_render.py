@@ -9,6 +9,7 @@ import io
 
 import pytest
 
+from commcost.cli._fabric import seed_fabric_models
 from commcost.analyses.scaling import ScalingInputs, scaling_curve, seed_analysis
 from commcost.comm.link import Link
 from commcost.comm.model import FlatLinkModel
@@ -43,7 +44,7 @@ def test_rows_by_hand():
 
 
 def test_every_number_names_its_unit():
-    results, overlap = seed_analysis()
+    results, overlap = seed_analysis(seed_fabric_models())
     assert numbers_without_a_unit(scaling_to_dict(results, overlap)) == []
     assert numbers_without_a_unit(scaling_to_dict([CURVE])) == []
 
@@ -63,5 +64,5 @@ def test_text_carries_the_units_in_its_headers():
     row8 = next(line for line in text.splitlines() if line.split()[:1] == ["8"])
     # T = 70.07 ms printed in milliseconds under an "(ms)" header
     assert "70.07" in row8
-    results, overlap = seed_analysis()
+    results, overlap = seed_analysis(seed_fabric_models())
     assert "partial overlap f = 0.85" in render_overlap_analysis_text(overlap)

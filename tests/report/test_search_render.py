@@ -26,6 +26,7 @@ def result():
 
 
 def test_plan_command_is_the_layout_as_flags(result):
+    assert result.plans
     for p in result.plans:
         L = p.inputs.layout
         flags = plan_flags(p)

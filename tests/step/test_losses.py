@@ -84,7 +84,7 @@ def test_plan_adds_each_loss_from_its_own_numbers():
     assert p.losses.sync_s == model.cost(Collective.ALL_REDUCE, 4.0, 8, ranks_per_node=8).total_s
     assert p.step_s == pytest.approx(p.compute_s + p.pipeline_bubble_s + p.exposed_comm_s + p.optimizer_s
                                      + p.losses.total_s, rel=1e-12)
-    assert p.all_hidden_s <= p.step_s <= p.no_overlap_s
+    assert p.overlap.perfect_overlap_s <= p.step_s <= p.overlap.no_overlap_s
 
 
 def test_one_gpu_loses_nothing():

@@ -29,7 +29,8 @@ FLAT = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6))
 
 @pytest.mark.parametrize("inputs", [
     lambda spec: TimelineInputs(gpus=8, comm=FLAT, step_s=1.0, shape=spec, seq=2048),
-    lambda spec: BudgetInputs(gpus=8, comm=FLAT, params=1e9, step_s=1.0, shape=spec, seq=2048),
+    lambda spec: BudgetInputs(gpus=8, comm=FLAT, params=1e9, step_s=1.0, shape=spec, seq=2048,
+                              intra_node_comm=FLAT),
 ], ids=["timeline", "budget"])
 def test_model_shape_guard_runs_before_the_per_layer_model(inputs):
     # the library refuses alone (a notebook user has no flags): O(1) closed-form count, no layer list

@@ -47,11 +47,15 @@ from commcost.core.errors import InputError
 from commcost.hardware import lookup
 from commcost.analyses.scaling_seed import (SEED_PRESET_FILE, FabricPreset, ModelPreset, SeedDefaults, seed_defaults,
                                             seed_fabrics, seed_models, seed_two_tier)
-from commcost.comm.model import CommModel, FlatLinkModel
+from commcost.comm.model import CommModel
 from commcost.step.overlap import OverlapBounds
 from commcost.core.validation import require_count, require_finite_positive, require_fraction
 from commcost.core.dtypes import gradient_bytes
 import math
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "SEED_PRESET_FILE", "ModelPreset", "FabricPreset", "SeedDefaults",
@@ -135,16 +139,18 @@ class ScalingInputs:
         return gradient_bytes(self.params, self.bytes_per_grad)
 
 
-def seed_inputs(model_key: str, fabric_key: str, *, gpu_counts: tuple[int, ...] | None = None,
+def seed_inputs(model_key: str, fabric_key: str, comm: CommModel, *, gpu_counts: tuple[int, ...] | None = None,
                 overlap_fraction: float | None = None, overhead_s: float | None = None) -> ScalingInputs:
-    """The seed's model ``model_key`` on fabric ``fabric_key``; unset options take the seed's values."""
+    """The seed's model ``model_key`` on fabric ``fabric_key``, priced by ``comm`` (the caller's resolver
+    builds it from the fabric's link: :func:`commcost.cli._fabric.seed_fabric_models`); unset options take
+    the seed's values."""
     d = seed_defaults()
     m = lookup(seed_models(), model_key, "model")
     fab = lookup(seed_fabrics(), fabric_key, "fabric")
     return ScalingInputs(
         model=m.name, fabric=fab.name, params=m.params, bytes_per_grad=d.bytes_per_grad,
         compute_s=m.compute_s, overhead_s=d.overhead_s if overhead_s is None else overhead_s,
-        comm=FlatLinkModel(link=fab.link), gpu_counts=d.gpu_counts if gpu_counts is None else gpu_counts,
+        comm=comm, gpu_counts=d.gpu_counts if gpu_counts is None else gpu_counts,
         overlap_fraction=d.overlap_fraction if overlap_fraction is None else overlap_fraction,
         flat_ring_max_gpus=fab.flat_ring_max_gpus, flat_ring_note=fab.flat_ring_note,
     )
@@ -340,8 +346,9 @@ def scaling_curve(inputs: ScalingInputs) -> ScalingCurve:
     return ScalingCurve(inputs=i, rows=rows)
 
 
-def seed_analysis() -> tuple[tuple[ScalingCurve, ...], tuple[ScalingCurve, ...]]:
-    """Everything the seed computes: ``(results, overlap_analysis)``.
+def seed_analysis(comms: Mapping[str, CommModel]) -> tuple[tuple[ScalingCurve, ...], tuple[ScalingCurve, ...]]:
+    """Everything the seed computes: ``(results, overlap_analysis)``, each fabric key of ``comms`` (in its
+    order) priced by its CommModel (the seed's fabrics: :func:`commcost.cli._fabric.seed_fabric_models`).
 
     ``results``: every model on every fabric at the seed's GPU counts, serial
     overhead 0.5 ms (the seed's ``results`` dict). ``overlap_analysis``: the 7B
@@ -349,9 +356,9 @@ def seed_analysis() -> tuple[tuple[ScalingCurve, ...], tuple[ScalingCurve, ...]]
     seed's printed analysis).
     """
     d = seed_defaults()
-    fabrics = tuple(seed_fabrics())
-    results = tuple(scaling_curve(seed_inputs(m, f)) for m in seed_models() for f in fabrics)
-    overlap = tuple(scaling_curve(seed_inputs(d.overlap_model_key, f, gpu_counts=d.overlap_gpu_counts,
+    fabrics = tuple(comms)
+    results = tuple(scaling_curve(seed_inputs(m, f, comms[f])) for m in seed_models() for f in fabrics)
+    overlap = tuple(scaling_curve(seed_inputs(d.overlap_model_key, f, comms[f], gpu_counts=d.overlap_gpu_counts,
                                               overlap_fraction=d.overlap_fraction,
                                               overhead_s=d.overlap_overhead_s))
                     for f in fabrics)

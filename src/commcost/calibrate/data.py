@@ -336,6 +336,64 @@ def _run_key(p: Path, run, op: Collective | None, gpus: int | None,
     return run_op, run_gpus
 
 
+def _measurement_rows(fh, p: Path, head: list[str], add) -> tuple[str, dict]:
+    """A commcost measurement file's rows, each handed to ``add(key, size, time, where)``; its kind and provenance."""
+    text = "".join(head) + _read_all(fh, p)
+    measurement = _parse_measurement(text, str(p))
+    assert measurement is not None
+    kind, provenance = "commcost-measure", dict(measurement.provenance)
+    json_file = text.lstrip().startswith("{")
+    for i, row in enumerate(measurement.rows):
+        row_op = _collective(row.op)
+        assert row_op is not None  # _row refused unknown names, naming the row
+        add((row_op, row.gpus), row.size_bytes, row.time_s,
+            f"rows[{i}]" if json_file else f"data row {i + 1}")
+    return kind, provenance
+
+
+def _log_rows(fh, p: Path, head: list[str], add, *, op: Collective | None, gpus: int | None, placement: Placement,
+             progress) -> tuple[str, dict]:
+    """A nccl-tests log's rows, streamed and pooled per run, then each run's handed to ``add(key, size, time,
+    where)`` under the op and ranks it was measured on (``placement``: which of a row's two times); its kind and
+    provenance."""
+    kind = "nccl-tests"
+    per_run: dict[int, _Pool] = {}          # run's first line -> its rows' (size, time, where)
+    missing_in_place: dict[int, int] = {}   # run -> first row line with no in-place time
+
+    def on_row(run: int, row) -> None:
+        t = row.out_of_place.time_s
+        if placement == "in_place":
+            if row.in_place is None:
+                missing_in_place.setdefault(run, row.line)
+                return
+            t = row.in_place.time_s
+        elif placement == "best" and row.in_place is not None:
+            t = min(t, row.in_place.time_s)
+        pool = per_run.get(run)
+        if pool is None:
+            pool = per_run[run] = _Pool()
+        pool.add(row.size_bytes, t, f"line {row.line}")
+
+    lines = itertools.chain(head, _named_lines(fh, p))
+    if progress is not None:
+        lines = _counted(lines, os.stat(p).st_size, progress)
+    runs = parse_nccl_tests(lines, source=str(p), op_hint=collective_from_name(p.name), on_row=on_row)
+    provenance = {}
+    for run in runs:
+        run_op, run_gpus = _run_key(p, run, op, gpus, missing_in_place)
+        pool = per_run.get(run.first_line)
+        for size, ts in (pool.times.items() if pool else ()):
+            for t in ts:  # the run's rows, merged into the series' pool (a size's rows stay together)
+                add((run_op, run_gpus), size, t,
+                    pool.lo[size][1] if t == pool.lo[size][0] else pool.hi[size][1])
+        provenance.setdefault("runs", []).append({
+            "op": run_op.value, "gpus": run_gpus, "nodes": run.nodes, "hosts": list(run.hosts),
+            "device": run.devices[0] if run.devices else None, "library_version": run.library_version,
+            "first_line": run.first_line})
+    provenance["placement"] = placement
+    return kind, provenance
+
+
 def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | None = None,
                 placement: Placement = "best", progress=None) -> Series:
     """The (size, time) points of one collective in a measurement file or a nccl-tests log.
@@ -376,52 +434,9 @@ def load_series(path: str | Path, *, op: Collective | None = None, gpus: int | N
             pool.add(size_bytes, time_s, row)
 
         if is_measurement:
-            text = "".join(head) + _read_all(fh, p)
-            measurement = _parse_measurement(text, str(p))
-            assert measurement is not None
-            kind, provenance = "commcost-measure", dict(measurement.provenance)
-            json_file = text.lstrip().startswith("{")
-            for i, row in enumerate(measurement.rows):
-                row_op = _collective(row.op)
-                assert row_op is not None  # _row refused unknown names, naming the row
-                add((row_op, row.gpus), row.size_bytes, row.time_s,
-                    f"rows[{i}]" if json_file else f"data row {i + 1}")
+            kind, provenance = _measurement_rows(fh, p, head, add)
         else:
-            kind = "nccl-tests"
-            per_run: dict[int, _Pool] = {}          # run's first line -> its rows' (size, time, where)
-            missing_in_place: dict[int, int] = {}   # run -> first row line with no in-place time
-
-            def on_row(run: int, row) -> None:
-                t = row.out_of_place.time_s
-                if placement == "in_place":
-                    if row.in_place is None:
-                        missing_in_place.setdefault(run, row.line)
-                        return
-                    t = row.in_place.time_s
-                elif placement == "best" and row.in_place is not None:
-                    t = min(t, row.in_place.time_s)
-                pool = per_run.get(run)
-                if pool is None:
-                    pool = per_run[run] = _Pool()
-                pool.add(row.size_bytes, t, f"line {row.line}")
-
-            lines = itertools.chain(head, _named_lines(fh, p))
-            if progress is not None:
-                lines = _counted(lines, os.stat(p).st_size, progress)
-            runs = parse_nccl_tests(lines, source=str(p), op_hint=collective_from_name(p.name), on_row=on_row)
-            provenance = {}
-            for run in runs:
-                run_op, run_gpus = _run_key(p, run, op, gpus, missing_in_place)
-                pool = per_run.get(run.first_line)
-                for size, ts in (pool.times.items() if pool else ()):
-                    for t in ts:  # the run's rows, merged into the series' pool (a size's rows stay together)
-                        add((run_op, run_gpus), size, t,
-                            pool.lo[size][1] if t == pool.lo[size][0] else pool.hi[size][1])
-                provenance.setdefault("runs", []).append({
-                    "op": run_op.value, "gpus": run_gpus, "nodes": run.nodes, "hosts": list(run.hosts),
-                    "device": run.devices[0] if run.devices else None, "library_version": run.library_version,
-                    "first_line": run.first_line})
-            provenance["placement"] = placement
+            kind, provenance = _log_rows(fh, p, head, add, op=op, gpus=gpus, placement=placement, progress=progress)
     if not pools:
         raise InputError(f"{p}: no measured sizes above 0 bytes")
     chosen_op, chosen_gpus, note = _choose(pools, op, gpus, str(p))

@@ -268,6 +268,110 @@ def _row(columns: list[str], line: str, lineno: int, source: str) -> NcclTestsRo
         out_of_place=out, in_place=_timing(tokens, "_2", where, line), line=lineno)
 
 
+class _LogParser:
+    """The state of one pass over a log (:func:`parse_nccl_tests`): the runs so far, the run being read, the
+    collective a preamble named before its run began, and the first line that is not nccl-tests'."""
+
+    def __init__(self, source: str, op_hint: Collective | None,
+                 on_row: Callable[[int, NcclTestsRow], None] | None) -> None:
+        self.source, self.op_hint, self.on_row = source, op_hint, on_row
+        self.runs: list[NcclTestsRun] = []
+        self.rows_read = 0
+        self.seen_text = False
+        self.current: _Builder | None = None
+        self.preamble_op: Collective | None = None
+        self.first_foreign: tuple[int, str] | None = None
+
+    def finish(self) -> None:
+        """Close the run being read (kept if it has rows)."""
+        if self.current is not None and self.current.row_count:
+            self.runs.append(self.current.build(self.op_hint))
+        self.current = None
+
+    def start(self, lineno: int, **header) -> _Builder:
+        """Begin a run at ``lineno``, taking the collective a preamble named."""
+        self.finish()
+        self.current = _Builder(first_line=lineno, op=self.preamble_op, **header)
+        self.preamble_op = None
+        return self.current
+
+    def comment(self, lineno: int, stripped: str) -> None:
+        """A ``#`` line: a run's header, a table's columns, a rank line, the average bus bandwidth, a table's end."""
+        m = _NTHREAD_RE.match(stripped)
+        if m:
+            self.start(lineno, threads=int(m.group(1)), gpus_per_thread=int(m.group(2)))
+            return
+        cols = _columns(stripped)
+        if cols is not None:
+            current = self.current
+            if current is None or current.row_count:
+                current = self.start(lineno)
+            current.columns = cols
+            current.in_table = True
+            return
+        current = self.current
+        if current is None:
+            return
+        m = _RANK_RE.match(stripped)
+        if m and not current.in_table:
+            current.ranks[int(m.group(1))] = (m.group(2), m.group(3).strip())
+            return
+        m = _AVG_RE.match(stripped)
+        if m:
+            current.avg = float(m.group(1)) * GB
+        if stripped.startswith(_TABLE_END):
+            current.in_table = False
+            op = collective_from_name(stripped) if "concluded" in stripped else None
+            if op is not None:
+                current.op = op
+
+    def row(self, current: _Builder, lineno: int, stripped: str) -> None:
+        """A line inside a table: a row (kept, or handed to ``on_row``), or chatter skipped."""
+        if _CHATTER_RE.search(stripped):
+            return
+        row = _row(current.columns, stripped, lineno, self.source)
+        current.row_count += 1
+        self.rows_read += 1
+        if self.rows_read > MAX_LOG_ROWS:
+            raise InputError(f"{_where(self.source, lineno)}: more than {MAX_LOG_ROWS:,} rows (the most a log may "
+                             "hold); split the log")
+        if self.on_row is None:
+            current.rows.append(row)
+        else:
+            self.on_row(current.first_line, row)
+
+    def other(self, lineno: int, stripped: str) -> None:
+        """A line outside a table: the library version, a collective's name before its run, or chatter."""
+        if self.first_foreign is None:
+            self.first_foreign = (lineno, stripped)
+        current = self.current
+        m = _VERSION_RE.match(stripped)
+        if m and current is not None:
+            current.version = m.group(1)
+            return
+        op = collective_from_name(stripped) if "_perf" in stripped else None
+        if op is not None:
+            if current is not None and not current.row_count and current.op is None:
+                current.op = op
+            else:
+                self.preamble_op = op
+
+    def result(self) -> list[NcclTestsRun]:
+        """The runs, or the error that says why the log held none."""
+        self.finish()
+        source = self.source
+        if not self.seen_text:
+            raise InputError(f"{source}: empty file (expected nccl-tests *_perf output)")
+        if not self.runs:
+            if self.first_foreign is not None:
+                lineno, text_line = self.first_foreign
+                raise InputError(f"{_where(source, lineno)}: not nccl-tests output: {text_line[:80]!r} "
+                                 "(expected a '# nThread ...' header and a *_perf table)")
+            raise InputError(f"{source}: no *_perf table found (expected a column header "
+                             "'#  size  count  type ... time  algbw  busbw' followed by rows)")
+        return self.runs
+
+
 def parse_nccl_tests(text: str | Iterable[str], *, source: str = "<log>", op_hint: Collective | None = None,
                      on_row: Callable[[int, NcclTestsRow], None] | None = None) -> list[NcclTestsRun]:
     """Parse nccl-tests output (its text, or its lines as they stream from a file) into its runs (in
@@ -281,94 +385,20 @@ def parse_nccl_tests(text: str | Iterable[str], *, source: str = "<log>", op_hin
     malformed line inside a table, or more than :data:`MAX_LOG_ROWS` rows.
     """
     lines = text.splitlines() if isinstance(text, str) else text
-    runs: list[NcclTestsRun] = []
-    rows_read = 0
-    seen_text = False
-    current: _Builder | None = None
-    preamble_op: Collective | None = None
-    first_foreign: tuple[int, str] | None = None
-
-    def finish() -> None:
-        nonlocal current
-        if current is not None and current.row_count:
-            runs.append(current.build(op_hint))
-        current = None
-
+    parser = _LogParser(source, op_hint, on_row)
     for lineno, raw in enumerate(lines, start=1):
-        line = raw.rstrip()
-        stripped = line.strip()
+        stripped = raw.rstrip().strip()
         if not stripped:
             continue
-        seen_text = True
+        parser.seen_text = True
+        current = parser.current
         if stripped.startswith("#"):
-            if _NTHREAD_RE.match(stripped):
-                finish()
-                m = _NTHREAD_RE.match(stripped)
-                current = _Builder(first_line=lineno, threads=int(m.group(1)), gpus_per_thread=int(m.group(2)),
-                                   op=preamble_op)
-                preamble_op = None
-                continue
-            cols = _columns(stripped)
-            if cols is not None:
-                if current is None or current.row_count:
-                    finish()
-                    current = _Builder(first_line=lineno, op=preamble_op)
-                    preamble_op = None
-                current.columns = cols
-                current.in_table = True
-                continue
-            if current is not None:
-                m = _RANK_RE.match(stripped)
-                if m and not current.in_table:
-                    current.ranks[int(m.group(1))] = (m.group(2), m.group(3).strip())
-                    continue
-                m = _AVG_RE.match(stripped)
-                if m:
-                    current.avg = float(m.group(1)) * GB
-                if stripped.startswith(_TABLE_END):
-                    current.in_table = False
-                    op = collective_from_name(stripped) if "concluded" in stripped else None
-                    if op is not None:
-                        current.op = op
-            continue
-        # Not a comment: a row inside a table, or chatter.
-        if current is not None and current.in_table and current.columns is not None:
-            if _CHATTER_RE.search(stripped):
-                continue
-            row = _row(current.columns, stripped, lineno, source)
-            current.row_count += 1
-            rows_read += 1
-            if rows_read > MAX_LOG_ROWS:
-                raise InputError(f"{_where(source, lineno)}: more than {MAX_LOG_ROWS:,} rows (the most a log may "
-                                 "hold); split the log")
-            if on_row is None:
-                current.rows.append(row)
-            else:
-                on_row(current.first_line, row)
-            continue
-        if first_foreign is None:
-            first_foreign = (lineno, stripped)
-        m = _VERSION_RE.match(stripped)
-        if m and current is not None:
-            current.version = m.group(1)
-            continue
-        op = collective_from_name(stripped) if "_perf" in stripped else None
-        if op is not None:
-            if current is not None and not current.row_count and current.op is None:
-                current.op = op
-            else:
-                preamble_op = op
-    finish()
-    if not seen_text:
-        raise InputError(f"{source}: empty file (expected nccl-tests *_perf output)")
-    if not runs:
-        if first_foreign is not None:
-            lineno, text_line = first_foreign
-            raise InputError(f"{_where(source, lineno)}: not nccl-tests output: {text_line[:80]!r} "
-                             "(expected a '# nThread ...' header and a *_perf table)")
-        raise InputError(f"{source}: no *_perf table found (expected a column header "
-                         "'#  size  count  type ... time  algbw  busbw' followed by rows)")
-    return runs
+            parser.comment(lineno, stripped)
+        elif current is not None and current.in_table and current.columns is not None:
+            parser.row(current, lineno, stripped)
+        else:
+            parser.other(lineno, stripped)
+    return parser.result()
 
 
 def read_nccl_tests(path: str | Path) -> list[NcclTestsRun]:

@@ -23,7 +23,7 @@ from commcost.core.errors import InputError
 __all__ = ["add_group_arguments", "add_system_arguments", "add_profile_argument", "add_backend_argument",
            "add_nvls_argument",
            "add_custom_topology_arguments", "FabricFlags", "Resolved", "resolve_comm_model", "intra_node_model", "warn",
-           "bucket_algorithms_note", "resolve_trace_model"]
+           "bucket_algorithms_note", "resolve_trace_model", "topology_model", "seed_fabric_models"]
 
 
 def add_group_arguments(p: argparse.ArgumentParser, *, gpus_per_node_help: str | None = None,
@@ -146,6 +146,25 @@ def intra_node_model(resolved: Resolved, *, bandwidth_bytes_per_s: float, latenc
     if latency_s is None:
         latency_s = flat.latency_s if flat is not None else 0.0
     return FlatLinkModel(link=Link(bandwidth_bytes_per_s=bandwidth_bytes_per_s, latency_s=latency_s))
+
+
+def topology_model(topology, *, backend: str = "nccl"):
+    """The CommModel of a topology a command built from its own data (``scaling --gpus-per-node``: the
+    analysis's NVLink inside nodes, InfiniBand across): a FabricModel on it, as every topology here is priced."""
+    from commcost.comm.model import FabricModel
+
+    return FabricModel(topology=topology, backend=backend)
+
+
+def seed_fabric_models(keys: tuple[str, ...] | None = None, *, backend: str = "nccl") -> dict:
+    """``{key: FlatLinkModel}`` for the scaling analysis's flat fabrics (``keys``, default all, in the file's
+    order): each preset's one link, priced as the drill prices ``--bw``/``--latency``."""
+    from commcost.analyses.scaling_seed import seed_fabrics
+    from commcost.hardware import lookup
+
+    table = seed_fabrics()
+    presets = [lookup(table, k, "fabric") for k in (tuple(table) if keys is None else keys)]
+    return {p.key: FlatLinkModel(link=p.link, backend=backend) for p in presets}
 
 
 def warn(text: str) -> None:

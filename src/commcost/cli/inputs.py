@@ -83,8 +83,10 @@ class BudgetRequest(namedtuple("BudgetRequest", ("budget", "layer", "resolved", 
     __slots__ = ()
 
 
-def budget_request(args: argparse.Namespace) -> BudgetRequest:
-    """The budget flags checked in the order the drill reports them, converted once."""
+def _budget_params(args: argparse.Namespace):
+    """``(shape, seq, params, params_n)``: the model's shape and sequence (``--model``: its tensors give the
+    per-tensor gradient stream of the bucket advice), the parameter count as given (billions with ``--params``;
+    None: not given) and in parameters, from ``--params``, ``--model`` or ``--hf-config`` (one of them)."""
     shape, seq, params = None, 0, args.params
     params_n = None if params is None else params * BILLION
     if args.model is not None:
@@ -100,6 +102,12 @@ def budget_request(args: argparse.Namespace) -> BudgetRequest:
         if params is not None or args.model is not None:
             A.fail(f"--hf-config sets the parameter count; drop --{'params' if params is not None else 'model'}")
         params = params_n = float(spec_from_hf_config(args.hf_config).params)
+    return shape, seq, params, params_n
+
+
+def budget_request(args: argparse.Namespace) -> BudgetRequest:
+    """The budget flags checked in the order the drill reports them, converted once."""
+    shape, seq, params, params_n = _budget_params(args)
     want_budget = params is not None or args.step_ms is not None
     if not want_budget and not args.layer_ratio:
         A.fail("nothing to report: give --params (or --model) and --step-ms, or --layer-ratio with --hidden and --seq")

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from commcost.analyses.scaling import ScalingInputs, seed_defaults, seed_fabrics, seed_models, seed_two_tier
 from commcost.cli import _args as A
-from commcost.cli._fabric import bucket_algorithms_note, resolve_comm_model
+from commcost.cli._fabric import bucket_algorithms_note, resolve_comm_model, seed_fabric_models, topology_model
 from commcost.formats.hf_config import spec_from_hf_config
 from commcost.cli.inputs import _si, fabric_flags
-from commcost.comm.model import FabricModel, FlatLinkModel
 from commcost.comm.topology import nodes_spanned
 from commcost.core.dtypes import bytes_per_element
 from commcost.core.units import BILLION, MS, MiB
@@ -32,9 +31,10 @@ from commcost.analyses.scaling_compute import plan_compute
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     
     from commcost.cli._fabric import Resolved
+    from commcost.comm.model import CommModel
     from commcost.step.ddp_buckets import DdpBucketCaps
 
 __all__ = ["TimelineRequest", "timeline_request", "ScalingRequest", "scaling_request"]
@@ -144,10 +144,13 @@ def timeline_request(args: argparse.Namespace) -> TimelineRequest:
 class ScalingRequest:
     """``commcost scaling``: ``curves`` one :class:`~commcost.analyses.scaling.ScalingInputs` per model and
     fabric (None: no analysis flag given, the seed's whole analysis); ``calibrated`` the resolver's answer
-    for a ``--profile`` (its header and JSON), else None; ``json``, ``csv``, ``plot`` how to render."""
+    for a ``--profile`` (its header and JSON), else None; ``seed_comms`` with ``curves`` None, the seed's
+    fabrics as the resolver prices them (:func:`commcost.cli._fabric.seed_fabric_models`); ``json``, ``csv``,
+    ``plot`` how to render."""
 
     curves: Sequence[ScalingInputs] | None
     calibrated: Resolved | None
+    seed_comms: Mapping[str, CommModel] | None = None
     json: bool
     csv: str | None
     plot: str | None
@@ -221,7 +224,8 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
     custom_fabric = args.profile is not None or _custom_pair(args, "--fabric", ("--bw", "--latency"))
     render = dict(json=args.json, csv=args.csv, plot=args.plot)
     if all(getattr(args, name) is None for name in _SCALING_ANALYSIS_FLAGS):
-        return ScalingRequest(curves=None, calibrated=None, **render)
+        return ScalingRequest(curves=None, calibrated=None, seed_comms=seed_fabric_models(backend=args.backend),
+                              **render)
     d = seed_defaults()
     bytes_per_grad = d.bytes_per_grad if args.dtype is None else bytes_per_element(args.dtype)
     compute_s = _si(args.compute_ms, MS)
@@ -246,9 +250,9 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
                     f"{args.bw:g} GB/s, {args.latency:g} us per ring step", resolved.comm, None, None)]
     else:
         table_f = seed_fabrics()
-        keys = args.fabric if args.fabric is not None else tuple(table_f)
-        fabrics = [(p.name, FlatLinkModel(link=p.link, backend=args.backend), p.flat_ring_max_gpus,
-                    p.flat_ring_note) for p in (lookup(table_f, k, "fabric") for k in keys)]
+        comms = seed_fabric_models(args.fabric, backend=args.backend)
+        fabrics = [(p.name, comms[k], p.flat_ring_max_gpus, p.flat_ring_note)
+                   for k, p in ((k, lookup(table_f, k, "fabric")) for k in comms)]
     common = dict(bytes_per_grad=bytes_per_grad, gpu_counts=gpu_counts, algorithm=args.algorithm or "auto",
                   overhead_s=d.overhead_s if args.overhead_ms is None else args.overhead_ms * MS,
                   overlap_fraction=d.overlap_fraction if args.overlap is None else args.overlap,
@@ -263,13 +267,13 @@ def scaling_request(args: argparse.Namespace) -> ScalingRequest:
 
 
 def _scaling_two_tier(args: argparse.Namespace, max_gpus: int) -> tuple:
-    """``(name, FabricModel, None, None)`` for ``--system`` or the seed's NVLink + InfiniBand."""
+    """``(name, FabricModel, None, None)`` for ``--system`` (the one resolver's, on the nodes the largest
+    count spans) or the seed's NVLink + InfiniBand."""
     if args.system is not None:
-        G = args.gpus_per_node
-        probe = system_topology(args.system, gpus_per_node=G)
+        probe = system_topology(args.system, gpus_per_node=args.gpus_per_node)
         nodes = nodes_spanned(max(1, max_gpus), probe.gpus_per_node)
-        topo = system_topology(args.system, nodes=nodes, gpus_per_node=G)
-        return (args.system, FabricModel(topology=topo, backend=args.backend), None, None)
+        resolved = resolve_comm_model(fabric_flags(args, nodes=nodes), set_gpus=False)
+        return (args.system, resolved.comm, None, None)
     topo = seed_two_tier(args.gpus_per_node, max_gpus)
-    return (topo.name, FabricModel(topology=topo, backend=args.backend), None, None)
+    return (topo.name, topology_model(topo, backend=args.backend), None, None)
 

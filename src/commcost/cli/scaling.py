@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse and resolve (:func:`commcost.cli.inputs_step.scaling_request`), compute every curve, render."""
     req = scaling_request(args)
     if req.curves is None:
-        results, overlap = seed_analysis()
+        results, overlap = seed_analysis(req.seed_comms)
     else:
         results, overlap = tuple(scaling_curve(i) for i in req.curves), ()
     written: list[str] = []

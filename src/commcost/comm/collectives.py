@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
 __all__ = [
-    "Collective", "Algorithm", "CollectiveCost",
+    "Collective", "Algorithm", "CollectiveCost", "ChoiceKind", "AlgorithmChoice", "FLAT_CHOICE", "NAMED_CHOICE",
     "bus_bandwidth_factor", "ring_latency_steps", "ring_all_reduce", "ring_reduce_scatter", "ring_all_gather",
 ]
 
@@ -90,6 +90,51 @@ def bus_bandwidth_factor(op: Collective, gpus: int) -> float:
     raise InputError(f"unknown collective {op!r}")
 
 
+class ChoiceKind(StrEnum):
+    """Why a CommModel ran the algorithm it ran (:class:`AlgorithmChoice`)."""
+
+    FLAT = "flat"
+    """A flat link: the drill's ring formula (all-to-all and send/recv: direct)."""
+    NAMED = "named"
+    """The algorithm was asked for by name."""
+    ONLY = "only"
+    """The only algorithm the backend runs for this op on this group."""
+    FASTEST = "fastest"
+    """The fastest of several the backend runs; the runner-up's terms beside it."""
+    REGIME = "regime"
+    """A calibrated profile's fitted size regime."""
+    ONE_RANK = "one_rank"
+    """One rank: nothing to send."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlgorithmChoice:
+    """Why this algorithm priced a collective, as data (``report/`` words it: :mod:`commcost.report._choice`)."""
+
+    kind: ChoiceKind
+    """Which rule chose it."""
+    backend: str = ""
+    """The backend whose algorithms ``auto`` chose among (:data:`ChoiceKind.ONLY`, :data:`ChoiceKind.FASTEST`)."""
+    ranked: tuple[Algorithm, ...] = ()
+    """Every algorithm that could run, fastest first (:data:`ChoiceKind.FASTEST`)."""
+    runner_up_latency_s: float = 0.0
+    """The runner-up's latency term, seconds (:data:`ChoiceKind.FASTEST`)."""
+    runner_up_bandwidth_s: float = 0.0
+    """The runner-up's bandwidth term, seconds (:data:`ChoiceKind.FASTEST`)."""
+    regime: int = 0
+    """The fitted regime ``i`` holding the size, from 1 (:data:`ChoiceKind.REGIME`)."""
+    regimes: int = 0
+    """How many regimes the profile fitted (:data:`ChoiceKind.REGIME`)."""
+    regime_fit: object = None
+    """The fitted regime itself, whose ``describe()`` the report prints (:data:`ChoiceKind.REGIME`)."""
+
+
+FLAT_CHOICE = AlgorithmChoice(kind=ChoiceKind.FLAT)
+"""The drill's flat link: the ring formula, whatever the size."""
+NAMED_CHOICE = AlgorithmChoice(kind=ChoiceKind.NAMED)
+"""An algorithm asked for by name."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectiveCost:
     """Time of one collective, split into its named alpha-beta terms."""
@@ -108,8 +153,8 @@ class CollectiveCost:
     """Bandwidth term (bytes on the busiest link over its bandwidth), seconds."""
     protocol: str | None = None
     """NCCL protocol (LL, LL128, Simple) where the model has NCCL's protocols; None otherwise."""
-    reason: str = ""
-    """Why this algorithm (and regime) priced the collective, for reports."""
+    choice: AlgorithmChoice | None = None
+    """Why this algorithm (and regime) priced the collective, as data for reports; None: priced directly."""
 
     @property
     def total_s(self) -> float:
@@ -163,7 +208,7 @@ def _check(message_bytes: float, gpus: int) -> None:
 
 
 def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
-          gpus: int, link: Link, reason: str = "") -> CollectiveCost:
+          gpus: int, link: Link, choice: AlgorithmChoice | None = None) -> CollectiveCost:
     """``T = k(P-1) a + k(P-1)/P * S/B`` with ``k`` = 2 for all-reduce, 1 otherwise."""
     _check(message_bytes, gpus)
     if not isinstance(link, Link):
@@ -173,24 +218,24 @@ def _ring(op: Collective, steps_per_rank_minus_one: int, message_bytes: float,
     return CollectiveCost(
         op=op, algorithm=Algorithm.RING, gpus=P, message_bytes=S,
         latency_s=k * (P - 1) * a,
-        bandwidth_s=k * (P - 1) / P * S / B, reason=reason,
+        bandwidth_s=k * (P - 1) / P * S / B, choice=choice,
     )
 
 
-def ring_all_reduce(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
+def ring_all_reduce(message_bytes: float, gpus: int, link: Link, choice: AlgorithmChoice | None = None) -> CollectiveCost:
     """Ring all-reduce: ``T = 2(P-1) a + 2(P-1)/P * S/B``.
 
     Bandwidth-bound for ``S`` well above the crossover ``P a B``; latency-bound
     below it. Source: nccl-tests doc/PERFORMANCE.md (busbw factor 2(n-1)/n).
     """
-    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link, reason)
+    return _ring(Collective.ALL_REDUCE, 2, message_bytes, gpus, link, choice)
 
 
-def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
+def ring_reduce_scatter(message_bytes: float, gpus: int, link: Link, choice: AlgorithmChoice | None = None) -> CollectiveCost:
     """Ring reduce-scatter of an ``S``-byte input: ``T = (P-1) a + (P-1)/P * S/B``."""
-    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link, reason)
+    return _ring(Collective.REDUCE_SCATTER, 1, message_bytes, gpus, link, choice)
 
 
-def ring_all_gather(message_bytes: float, gpus: int, link: Link, reason: str = "") -> CollectiveCost:
+def ring_all_gather(message_bytes: float, gpus: int, link: Link, choice: AlgorithmChoice | None = None) -> CollectiveCost:
     """Ring all-gather of an ``S``-byte output: ``T = (P-1) a + (P-1)/P * S/B``."""
-    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link, reason)
+    return _ring(Collective.ALL_GATHER, 1, message_bytes, gpus, link, choice)

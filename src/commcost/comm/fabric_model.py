@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from commcost.comm.collectives import Algorithm, Collective, CollectiveCost
+from commcost.comm.collectives import NAMED_CHOICE, Algorithm, AlgorithmChoice, ChoiceKind, Collective, CollectiveCost
 from commcost.comm.model import BACKEND_ALGORITHMS, CommModel, _parse_backend
 from commcost.comm.topology import Topology
 from commcost.core.errors import InputError
@@ -25,7 +25,6 @@ from commcost.comm.algorithms import parse_collective
 from commcost.comm.algorithms import protocol_costs
 from commcost.comm.algorithms import unavailable_algorithms
 from commcost.comm.topology import pods_spanned
-from commcost.core.units import format_seconds as t
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -55,19 +54,18 @@ def _make_group_topology(t: Topology, grow_nodes: bool, gpus: int, ranks_per_nod
 _group_topology = IdentityMemo(_make_group_topology)
 
 
-def _pick(costs: dict[Algorithm, CollectiveCost], backend: str, op: Collective) -> CollectiveCost:
-    """The cheapest of ``costs``; its ``reason`` names the runner-up and both totals."""
+def _pick(costs: dict[Algorithm, CollectiveCost], backend: str) -> CollectiveCost:
+    """The cheapest of ``costs``; its ``choice`` holds the ranking and the runner-up's terms (as data: the
+    sentence is the report's, :mod:`commcost.report._choice`)."""
 
     ranked = sorted(costs.values(), key=lambda c: c.total_s)
     best = ranked[0]
     if len(ranked) == 1:
-        why = f"the only algorithm {backend} runs for {op.value} here"
-    else:
-        r = ranked[1]
-        why = (f"fastest of {', '.join(c.algorithm.value for c in ranked)} ({backend}); runner-up "
-               f"{r.algorithm.value} {t(r.total_s)} (latency {t(r.latency_s)} + bandwidth {t(r.bandwidth_s)}) "
-               f"vs {t(best.total_s)} (latency {t(best.latency_s)} + bandwidth {t(best.bandwidth_s)})")
-    return derive(best, reason=why)
+        return derive(best, choice=AlgorithmChoice(kind=ChoiceKind.ONLY, backend=backend))
+    r = ranked[1]
+    return derive(best, choice=AlgorithmChoice(kind=ChoiceKind.FASTEST, backend=backend,
+                                               ranked=tuple(c.algorithm for c in ranked),
+                                               runner_up_latency_s=r.latency_s, runner_up_bandwidth_s=r.bandwidth_s))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,9 +134,9 @@ class FabricModel(CommModel):
                 reasons = "; ".join(unavailable_algorithms(op, gpus, topo).values())
                 raise InputError(f"no algorithm {self.backend} runs can carry {op.value} on {gpus} GPUs "
                                  f"here: {reasons}")
-            best = _pick(costs, self.backend, op)
+            best = _pick(costs, self.backend)
         else:
-            best = replace(collective_cost(op, size_bytes, gpus, topo, alg), reason="asked for by name")
+            best = replace(collective_cost(op, size_bytes, gpus, topo, alg), choice=NAMED_CHOICE)
         if topo.protocols is not None and gpus > 1:
             proto = next(iter(protocol_costs(op, size_bytes, gpus, topo, best.algorithm)))
             best = derive(best, protocol=proto.value)

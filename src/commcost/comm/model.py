@@ -43,8 +43,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 
-from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, ring_all_gather, ring_all_reduce, \
-    ring_reduce_scatter
+from commcost.comm.collectives import FLAT_CHOICE, NAMED_CHOICE, Algorithm, Collective, CollectiveCost, \
+    ring_all_gather, ring_all_reduce, ring_reduce_scatter
 from commcost.comm.link import Link
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
@@ -78,9 +78,6 @@ BACKEND_ALGORITHMS: dict[str, dict[Collective, tuple[Algorithm, ...]]] = {
     "gloo": {Collective.ALL_REDUCE: (Algorithm.RING, Algorithm.HALVING_DOUBLING), **_SHARED},
 }
 """The algorithms each backend runs per collective, in tie-break order (first wins a tie)."""
-
-_FLAT_REASON = "flat link: the drill's ring formula"
-
 
 def _collective(op: Collective | str) -> Collective:
     """``"all_reduce"`` / ``"all-reduce"`` / a Collective -> Collective (unknown names list the valid ones)."""
@@ -192,7 +189,7 @@ class FlatLinkModel(CommModel):
             ring = {Collective.ALL_REDUCE: ring_all_reduce, Collective.REDUCE_SCATTER: ring_reduce_scatter,
                     Collective.ALL_GATHER: ring_all_gather}.get(op)
             if ring is not None:  # the drill's path: no algorithm table, no protocol model imported
-                return ring(size_bytes, gpus, self.link, _FLAT_REASON)
+                return ring(size_bytes, gpus, self.link, FLAT_CHOICE)
         from commcost.comm.algorithms import collective_cost, parse_algorithm, parse_collective
 
         op = parse_collective(op)
@@ -200,8 +197,8 @@ class FlatLinkModel(CommModel):
         if alg == "auto":
             # a flat link has no tiers for tree or NVLS to exploit: the ring (direct for a2a, p2p)
             alg = Algorithm.DIRECT if op in (Collective.ALL_TO_ALL, Collective.SEND_RECV) else Algorithm.RING
-            return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason=_FLAT_REASON)
-        return replace(collective_cost(op, size_bytes, gpus, self.link, alg), reason="asked for by name")
+            return replace(collective_cost(op, size_bytes, gpus, self.link, alg), choice=FLAT_CHOICE)
+        return replace(collective_cost(op, size_bytes, gpus, self.link, alg), choice=NAMED_CHOICE)
 
     def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
                       ranks_per_node: int | None = None) -> FloatOrArray:

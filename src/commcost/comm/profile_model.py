@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from commcost.comm.collectives import Algorithm, Collective, CollectiveCost, bus_bandwidth_factor, ring_latency_steps
+from commcost.comm.collectives import Algorithm, AlgorithmChoice, ChoiceKind, Collective, CollectiveCost, \
+    bus_bandwidth_factor, ring_latency_steps
 from commcost.comm.model import CommModel, sizes_array
 from commcost.core.errors import InputError
 from commcost.core.validation import require_count
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
         def regimes(self) -> tuple[FittedRegime, ...]: ...
 
 __all__ = ["ProfileModel", "ProfileScope", "DERIVED_OPS", "EXTRAPOLATION_RULE"]
+
+_ONE_RANK = AlgorithmChoice(kind=ChoiceKind.ONE_RANK)
+"""One rank: nothing to send."""
 
 
 DERIVED_OPS: dict[Collective, tuple[Collective, ...]] = {
@@ -140,14 +144,15 @@ class ProfileModel(CommModel):
                 raise InputError(f"{why}; pass --extrapolate to apply it anyway")
         if gpus == 1:
             return CollectiveCost(op=op, algorithm=self.fit.algorithm, gpus=1, message_bytes=size_bytes,
-                                  latency_s=0.0, bandwidth_s=0.0, reason="one rank: nothing to send")
+                                  latency_s=0.0, bandwidth_s=0.0, choice=_ONE_RANK)
         i, regime = next((i, r) for i, r in enumerate(self.fit.regimes)
                          if size_bytes < r.max_size_bytes or i == len(self.fit.regimes) - 1)
         k = ring_latency_steps(op, gpus)
         f = bus_bandwidth_factor(op, gpus)
         return CollectiveCost(op=op, algorithm=self.fit.algorithm, gpus=gpus, message_bytes=size_bytes,
                               latency_s=k * regime.alpha_s, bandwidth_s=f * size_bytes / regime.bandwidth_bytes_per_s,
-                              reason=f"calibrated regime {i + 1} of {len(self.fit.regimes)} ({regime.describe()})")
+                              choice=AlgorithmChoice(kind=ChoiceKind.REGIME, regime=i + 1,
+                                                     regimes=len(self.fit.regimes), regime_fit=regime))
 
     def cost_many(self, op: Collective | str, sizes_bytes: FloatOrArray, gpus: int, *,
                       ranks_per_node: int | None = None) -> FloatOrArray:

@@ -101,6 +101,46 @@ def _sparse_layers(c: dict, layers: int) -> int:
     return sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
 
 
+def _experts_and_mla(mt: str, c: dict, kw: dict, *, L: int, h: int, n_q: int, n_kv: int, d: int,
+                     f: int) -> tuple[int, int]:
+    """The experts (Mixtral, Qwen-MoE, DeepSeek, gpt-oss) and DeepSeek's multi-head latent attention of ``c`` into
+    ``kw``; returns the parameters they add to every layer and to every MoE layer beyond the standard ones."""
+    extra = extra_moe = 0
+    if mt == "mixtral":
+        kw.update(experts=_get(c, "num_local_experts", required=True), top_k=_get(c, "num_experts_per_tok", 2),
+                  expert_ffn_hidden=f)
+    if mt in ("qwen2_moe", "qwen3_moe"):
+        E = _get(c, "num_experts", 0)
+        if E:
+            kw.update(experts=E, top_k=_get(c, "num_experts_per_tok", required=True),
+                      expert_ffn_hidden=_get(c, "moe_intermediate_size", required=True),
+                      moe_layers=_sparse_layers(c, L))
+            if mt == "qwen2_moe" and _get(c, "shared_expert_intermediate_size", 0):
+                kw.update(shared_experts=1, shared_expert_ffn_hidden=c["shared_expert_intermediate_size"])
+                extra_moe += h                 # shared_expert_gate: Linear(h, 1)
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        d_nope, d_r = _get(c, "qk_nope_head_dim", required=True), _get(c, "qk_rope_head_dim", required=True)
+        kw.update(kv_heads=n_q, head_dim=_get(c, "v_head_dim", required=True), qk_head_dim=d_nope + d_r,
+                  q_lora_rank=_get(c, "q_lora_rank", 0) or 0, kv_lora_rank=_get(c, "kv_lora_rank", required=True),
+                  qk_rope_head_dim=d_r)
+        if c.get("attention_bias"):        # q (or q_a) and kv_a projections, o
+            extra += (kw["q_lora_rank"] or n_q * (d_nope + d_r)) + kw["kv_lora_rank"] + d_r + h
+        E = _get(c, "n_routed_experts", 0)
+        if E:
+            first, freq = _get(c, "first_k_dense_replace", 0), _get(c, "moe_layer_freq", 1) or 1
+            kw.update(experts=E, top_k=_get(c, "num_experts_per_tok", required=True),
+                      expert_ffn_hidden=_get(c, "moe_intermediate_size", required=True),
+                      shared_experts=_get(c, "n_shared_experts", 0) or 0,
+                      moe_layers=sum(1 for i in range(L) if i >= first and i % freq == 0))
+    if mt == "gpt_oss":
+        E = _get(c, "num_local_experts", required=True)
+        kw.update(experts=E, top_k=_get(c, "num_experts_per_tok", None) or _get(c, "experts_per_token", required=True),
+                  expert_ffn_hidden=f)
+        extra += n_q * d + 2 * n_kv * d + h + n_q      # Q K V O biases, one sink per head
+        extra_moe += E + E * (2 * f + h)               # router bias, expert biases
+    return extra, extra_moe
+
+
 def spec_from_hf_dict(c: dict, *, name: str = "hf", source: str = "") -> TransformerSpec:
     """The :class:`TransformerSpec` of a parsed ``config.json`` (module docstring)."""
     mt = c.get("model_type")
@@ -135,38 +175,8 @@ def spec_from_hf_dict(c: dict, *, name: str = "hf", source: str = "") -> Transfo
         extra += n_q * d + n_kv * d
     if mt in ("gemma2", "gemma3_text"):
         extra += 2 * h
-    if mt == "mixtral":
-        kw.update(experts=_get(c, "num_local_experts", required=True), top_k=_get(c, "num_experts_per_tok", 2),
-                  expert_ffn_hidden=f)
-    if mt in ("qwen2_moe", "qwen3_moe"):
-        E = _get(c, "num_experts", 0)
-        if E:
-            kw.update(experts=E, top_k=_get(c, "num_experts_per_tok", required=True),
-                      expert_ffn_hidden=_get(c, "moe_intermediate_size", required=True),
-                      moe_layers=_sparse_layers(c, L))
-            if mt == "qwen2_moe" and _get(c, "shared_expert_intermediate_size", 0):
-                kw.update(shared_experts=1, shared_expert_ffn_hidden=c["shared_expert_intermediate_size"])
-                extra_moe += h                 # shared_expert_gate: Linear(h, 1)
-    if mt in ("deepseek_v2", "deepseek_v3"):
-        d_nope, d_r = _get(c, "qk_nope_head_dim", required=True), _get(c, "qk_rope_head_dim", required=True)
-        kw.update(kv_heads=n_q, head_dim=_get(c, "v_head_dim", required=True), qk_head_dim=d_nope + d_r,
-                  q_lora_rank=_get(c, "q_lora_rank", 0) or 0, kv_lora_rank=_get(c, "kv_lora_rank", required=True),
-                  qk_rope_head_dim=d_r)
-        if c.get("attention_bias"):        # q (or q_a) and kv_a projections, o
-            extra += (kw["q_lora_rank"] or n_q * (d_nope + d_r)) + kw["kv_lora_rank"] + d_r + h
-        E = _get(c, "n_routed_experts", 0)
-        if E:
-            first, freq = _get(c, "first_k_dense_replace", 0), _get(c, "moe_layer_freq", 1) or 1
-            kw.update(experts=E, top_k=_get(c, "num_experts_per_tok", required=True),
-                      expert_ffn_hidden=_get(c, "moe_intermediate_size", required=True),
-                      shared_experts=_get(c, "n_shared_experts", 0) or 0,
-                      moe_layers=sum(1 for i in range(L) if i >= first and i % freq == 0))
-    if mt == "gpt_oss":
-        E = _get(c, "num_local_experts", required=True)
-        kw.update(experts=E, top_k=_get(c, "num_experts_per_tok", None) or _get(c, "experts_per_token", required=True),
-                  expert_ffn_hidden=f)
-        extra += n_q * d + 2 * n_kv * d + h + n_q      # Q K V O biases, one sink per head
-        extra_moe += E + E * (2 * f + h)               # router bias, expert biases
+    more, more_moe = _experts_and_mla(mt, c, kw, L=L, h=h, n_q=n_q, n_kv=n_kv, d=d, f=f)
+    extra, extra_moe = extra + more, extra_moe + more_moe
     kw.update(extra_layer_params=extra, extra_moe_layer_params=extra_moe)
     if "moe_layers" in kw and kw["moe_layers"] == 0:   # every layer dense: no experts run
         for k in ("experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden", "moe_layers"):

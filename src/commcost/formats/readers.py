@@ -69,18 +69,8 @@ _TT_READ = {
 _TT_PERF_SECTIONS = ("float8", "mx", "quantize", "parallelism", "training", "activation_checkpoint", "compile", "model")
 
 
-def read_torchtitan(path: str) -> Job:
-    """A torchtitan job TOML (module docstring)."""
-    try:
-        doc = tomllib.loads(_text(path))
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"--from {path}: not TOML ({e})") from None
-    par, tr = doc.get("parallelism", {}), doc.get("training", {})
-    ac, comp, model = doc.get("activation_checkpoint", {}), doc.get("compile", {}), doc.get("model", {})
-    v: dict = {"stack": "torchtitan"}
-    defaults: list = []
-    deferred: dict = {}
-    unread: list = []
+def _tt_layout(par: dict, tr: dict, v: dict, defaults: list, deferred: dict, unread: list) -> None:
+    """torchtitan's parallel degrees, data-parallel replicate and shard degrees, batch and pipeline schedule."""
     for key, dest in (("tensor_parallel_degree", "tp"), ("pipeline_parallel_degree", "pp"),
                       ("context_parallel_degree", "cp"), ("expert_parallel_degree", "ep"),
                       ("expert_tensor_parallel_degree", "etp")):
@@ -106,6 +96,11 @@ def read_torchtitan(path: str) -> Job:
             unread.append(f"pipeline_parallel_schedule = {schedule} (without layers_per_stage: vp 1 assumed)")
         if schedule.lower() not in ("1f1b", "interleaved1f1b", "gpipe"):
             unread.append(f"pipeline_parallel_schedule = {schedule} (priced as 1F1B / interleaved 1F1B)")
+
+
+def _tt_sequence_recompute_precision(doc: dict, v: dict, defaults: list, unread: list) -> None:
+    """torchtitan's sequence length, activation checkpointing and precision (mixed precision, float8/mx converters)."""
+    tr, ac, model = doc.get("training", {}), doc.get("activation_checkpoint", {}), doc.get("model", {})
     if "seq_len" in tr:
         v["seq"] = int(tr["seq_len"])
     else:
@@ -135,6 +130,22 @@ def read_torchtitan(path: str) -> Job:
         v["precision"] = "mxfp8"
     else:
         v["precision"] = "fp16" if param == "float16" else "bf16"
+
+
+def read_torchtitan(path: str) -> Job:
+    """A torchtitan job TOML (module docstring)."""
+    try:
+        doc = tomllib.loads(_text(path))
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"--from {path}: not TOML ({e})") from None
+    par, tr = doc.get("parallelism", {}), doc.get("training", {})
+    comp, model = doc.get("compile", {}), doc.get("model", {})
+    v: dict = {"stack": "torchtitan"}
+    defaults: list = []
+    deferred: dict = {}
+    unread: list = []
+    _tt_layout(par, tr, v, defaults, deferred, unread)
+    _tt_sequence_recompute_precision(doc, v, defaults, unread)
     if comp.get("enable") or tr.get("compile"):
         v["compile"] = True
     if par.get("enable_async_tensor_parallel"):
@@ -196,10 +207,9 @@ def _meg_tokens(text: str) -> list[str]:
         raise InputError(f"not a Megatron-LM argument list ({e})") from None
 
 
-def read_megatron(path: str) -> Job:
-    """A Megatron-LM argument file: the ``pretrain_gpt.py`` flags, as a launch script passes them (``--flag
-    value`` or ``--flag=value``; ``#`` comments and ``\\`` line ends allowed)."""
-    tokens = _meg_tokens(_text(path))
+def _meg_args(tokens: list[str]) -> dict:
+    """``{flag: value}`` of a Megatron-LM command line (``True`` for a flag with no value); tokens before the
+    first flag (the interpreter, the script, torchrun's own flags' values) are skipped."""
     args: dict = {}
     i = 0
     while i < len(tokens):
@@ -213,52 +223,58 @@ def read_megatron(path: str) -> Job:
             i += 1
         args[key] = value if value != "" else True
         i += 1
-    v: dict = {"stack": "megatron"}
+    return args
+
+
+def _meg_flag(key: str, value, args: dict, v: dict, unread: list, deferred: dict, path: str) -> None:
+    """Read one Megatron-LM flag into ``v`` (``deferred``: what needs the layout first; ``unread``: what is not
+    priced, or priced otherwise, in words)."""
+    if key in _MEG_INT:
+        if value is True or "$" in str(value):
+            raise InputError(f"--from {path}: --{key} needs a number, got {value!r}")
+        try:
+            v[_MEG_INT[key]] = int(value)
+        except ValueError:
+            raise InputError(f"--from {path}: --{key} needs a number, got {value!r}") from None
+    elif key in _MEG_FLAGS:
+        dest, val = _MEG_FLAGS[key]
+        v[dest] = val
+    elif key == "num-layers-per-virtual-pipeline-stage":
+        deferred["layers_per_virtual_stage"] = int(value)
+    elif key == "recompute-granularity":
+        v["recompute"] = str(value)
+    elif key == "recompute-method" or key == "recompute-num-layers":
+        unread.append(f"--{key} {value} (priced as recompute of every layer)")
+    elif key == "fp8-format":
+        v["precision"] = "fp8"
+    elif key == "fp8-recipe":
+        v["precision"] = {"mxfp8": "mxfp8"}.get(str(value), "fp8")
+    elif key == "fp4-format":
+        v["precision"] = "nvfp4"
+    elif key in ("moe-token-dispatcher-type", "moe-enable-deepep"):
+        if key == "moe-enable-deepep" or str(value) == "flex":
+            v["a2a"] = "deepep" if args.get("moe-enable-deepep") else v.get("a2a", "nccl")
+    elif key == "ddp-bucket-size":   # gradient elements, 2 bytes each in bf16: MiB
+        v["bucket_mb"] = int(value) * 2 / 2**20
+    elif key == "moe-expert-capacity-factor":
+        v["capacity_factor"] = float(value)
+    elif key in ("decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers"):
+        v["uneven_pipeline"] = True
+        unread.append(f"--{key} {value} (priced as the heaviest stage taking ceil(L/(pp vp)))")
+    elif key == "use-megatron-fsdp":
+        strategy = str(args.get("data-parallel-sharding-strategy", "optim_grads_params"))
+        v["zero"] = {"no_shard": 0, "optim": 1, "optim_grads": 2}.get(strategy, 3)
+    elif key in ("data-parallel-sharding-strategy", "cpu-offloading"):
+        pass
+    elif key in _MEG_NAMED or key.startswith(_MEG_IGNORED_PREFIXES):
+        pass
+    else:
+        unread.append(f"--{key}" + ("" if value is True else f" {value}"))
+
+
+def _meg_defaults(v: dict, args: dict) -> list:
+    """Megatron-LM's defaults for what the file does not say, each with why (set into ``v``)."""
     defaults: list = []
-    unread: list = []
-    deferred: dict = {}
-    for key, value in args.items():
-        if key in _MEG_INT:
-            if value is True or "$" in str(value):
-                raise InputError(f"--from {path}: --{key} needs a number, got {value!r}")
-            try:
-                v[_MEG_INT[key]] = int(value)
-            except ValueError:
-                raise InputError(f"--from {path}: --{key} needs a number, got {value!r}") from None
-        elif key in _MEG_FLAGS:
-            dest, val = _MEG_FLAGS[key]
-            v[dest] = val
-        elif key == "num-layers-per-virtual-pipeline-stage":
-            deferred["layers_per_virtual_stage"] = int(value)
-        elif key == "recompute-granularity":
-            v["recompute"] = str(value)
-        elif key == "recompute-method" or key == "recompute-num-layers":
-            unread.append(f"--{key} {value} (priced as recompute of every layer)")
-        elif key == "fp8-format":
-            v["precision"] = "fp8"
-        elif key == "fp8-recipe":
-            v["precision"] = {"mxfp8": "mxfp8"}.get(str(value), "fp8")
-        elif key == "fp4-format":
-            v["precision"] = "nvfp4"
-        elif key in ("moe-token-dispatcher-type", "moe-enable-deepep"):
-            if key == "moe-enable-deepep" or str(value) == "flex":
-                v["a2a"] = "deepep" if args.get("moe-enable-deepep") else v.get("a2a", "nccl")
-        elif key == "ddp-bucket-size":   # gradient elements, 2 bytes each in bf16: MiB
-            v["bucket_mb"] = int(value) * 2 / 2**20
-        elif key == "moe-expert-capacity-factor":
-            v["capacity_factor"] = float(value)
-        elif key in ("decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers"):
-            v["uneven_pipeline"] = True
-            unread.append(f"--{key} {value} (priced as the heaviest stage taking ceil(L/(pp vp)))")
-        elif key == "use-megatron-fsdp":
-            strategy = str(args.get("data-parallel-sharding-strategy", "optim_grads_params"))
-            v["zero"] = {"no_shard": 0, "optim": 1, "optim_grads": 2}.get(strategy, 3)
-        elif key in ("data-parallel-sharding-strategy", "cpu-offloading"):
-            pass
-        elif key in _MEG_NAMED or key.startswith(_MEG_IGNORED_PREFIXES):
-            pass
-        else:
-            unread.append(f"--{key}" + ("" if value is True else f" {value}"))
     if "kv_heads" in v and "group-query-attention" not in args:
         del v["kv_heads"]    # Megatron reads --num-query-groups only with --group-query-attention
     for dest, val, why in (("tp", 1, "--tensor-model-parallel-size"), ("pp", 1, "--pipeline-model-parallel-size"),
@@ -273,6 +289,19 @@ def read_megatron(path: str) -> Job:
     if "zero" not in v:
         v["zero"] = 0
         defaults.append(("zero", 0, "Megatron-LM without --use-distributed-optimizer: DDP"))
+    return defaults
+
+
+def read_megatron(path: str) -> Job:
+    """A Megatron-LM argument file: the ``pretrain_gpt.py`` flags, as a launch script passes them (``--flag
+    value`` or ``--flag=value``; ``#`` comments and ``\\`` line ends allowed)."""
+    args = _meg_args(_meg_tokens(_text(path)))
+    v: dict = {"stack": "megatron"}
+    unread: list = []
+    deferred: dict = {}
+    for key, value in args.items():
+        _meg_flag(key, value, args, v, unread, deferred, path)
+    defaults = _meg_defaults(v, args)
     return Job(framework="megatron", path=path, values=v, defaults=tuple(defaults), unread=tuple(unread),
                deferred=deferred)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from commcost.comm.collectives import Collective
 from commcost.core.xp import SCALAR
-from commcost.parallel.layout import CommOp, Layout, pair_ranks_per_node
+from commcost.parallel.layout import Dimension, CommOp, Layout, pair_ranks_per_node
 
 __all__ = ["context_ops", "cp_message_bytes", "cp_rings_per_step"]
 
@@ -42,6 +42,6 @@ def context_ops(*, layout: Layout, kv_heads: int, head_dim: int, seq: int, layer
                          head_dim=head_dim, activation_bytes=activation_bytes)
     count = cp_rings_per_step(SCALAR, micro_batches=L.micro_batches, layers_per_stage=layers_per_stage,
                               full=L.recompute == "full") * (L.cp - 1)
-    return (CommOp(dimension="cp", op=Collective.SEND_RECV, size_bytes=S, group_size=2,
-                   ranks_per_node=pair_ranks_per_node(L, "cp", gpus_per_node), count_per_step=count,
+    return (CommOp(dimension=Dimension.CP, op=Collective.SEND_RECV, size_bytes=S, group_size=2,
+                   ranks_per_node=pair_ranks_per_node(L, Dimension.CP, gpus_per_node), count_per_step=count,
                    critical=True, what="ring attention: K and V (forward), K, V, dK, dV (backward), c-1 steps a pass"),)

@@ -12,7 +12,7 @@ buffers interleave in layer order). Off the critical path: it overlaps the last 
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.parallel.layout import CommOp, Layout, layout_group
+from commcost.parallel.layout import Dimension, CommOp, Layout, layout_group
 
 __all__ = ["ddp_ops"]
 
@@ -21,14 +21,14 @@ def ddp_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_gp
             gpus_per_node: int) -> tuple[CommOp, ...]:
     """The gradient all-reduces (dense, experts) one GPU issues per step; empty when no rank shares a shard."""
     out = []
-    d, rpn = layout_group(layout, "dp", gpus_per_node)
+    d, rpn = layout_group(layout, Dimension.DP, gpus_per_node)
     if d > 1 and dense_params_per_gpu > 0:
-        out.append(CommOp(dimension="dp", op=Collective.ALL_REDUCE, size_bytes=dense_params_per_gpu * grad_bytes,
+        out.append(CommOp(dimension=Dimension.DP, op=Collective.ALL_REDUCE, size_bytes=dense_params_per_gpu * grad_bytes,
                           group_size=d, ranks_per_node=rpn, count_per_step=1.0, critical=False,
                           what="gradients of the dense weights (bucketed, overlaps the last backward)"))
     e, erpn = layout_group(layout, "edp", gpus_per_node)
     if e > 1 and expert_params_per_gpu > 0:
-        out.append(CommOp(dimension="dp", op=Collective.ALL_REDUCE, size_bytes=expert_params_per_gpu * grad_bytes,
+        out.append(CommOp(dimension=Dimension.DP, op=Collective.ALL_REDUCE, size_bytes=expert_params_per_gpu * grad_bytes,
                           group_size=e, ranks_per_node=erpn, count_per_step=1.0, critical=False,
                           what="gradients of the expert weights over the expert-data-parallel group"))
     return tuple(out)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from commcost.comm.collectives import Collective
 from commcost.core.xp import SCALAR
-from commcost.parallel.layout import CommOp, Layout, layer_passes, layout_group
+from commcost.parallel.layout import Dimension, CommOp, Layout, layer_passes, layout_group
 
 __all__ = ["expert_ops", "expert_tp_ops", "dispatch_tokens", "dispatch_elements", "moe_layers_per_stage",
            "expert_tp_gathers", "expert_tp_gather_bytes", "expert_counts_per_step"]
@@ -80,7 +80,7 @@ def expert_ops(*, layout: Layout, hidden: int, seq: int, top_k: int, moe_layers_
     L = layout
     if moe_layers_per_stage == 0:
         return ()
-    size, rpn = layout_group(L, "ep", gpus_per_node)
+    size, rpn = layout_group(L, Dimension.EP, gpus_per_node)
     per_element = dispatch_elements(SCALAR, micro_batch=L.micro_batch, seq=seq, cp=L.cp, tp=L.tp,
                                     sequence_parallel=L.sequence_parallel, top_k=top_k, hidden=hidden,
                                     expert_load=expert_load)
@@ -95,14 +95,14 @@ def expert_ops(*, layout: Layout, hidden: int, seq: int, top_k: int, moe_layers_
 def _a2a_ops(*, per_element, activation_bytes, dispatch_bytes, size, rpn, pairs, passes):
     """The dispatch and combine all-to-alls (module docstring)."""
     if dispatch_bytes is None or dispatch_bytes == activation_bytes:
-        return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
+        return (CommOp(dimension=Dimension.EP, op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
                        group_size=size, ranks_per_node=rpn, count_per_step=pairs * 2 * passes, critical=True,
                        what="token dispatch and combine, forward and backward, per MoE layer"),)
     forward, rest, _ = expert_counts_per_step(pairs=pairs, passes=passes)
-    return (CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * dispatch_bytes,
+    return (CommOp(dimension=Dimension.EP, op=Collective.ALL_TO_ALL, size_bytes=per_element * dispatch_bytes,
                    group_size=size, ranks_per_node=rpn, count_per_step=forward, critical=True,
                    what="token dispatch, forward (fp8), per MoE layer"),
-            CommOp(dimension="ep", op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
+            CommOp(dimension=Dimension.EP, op=Collective.ALL_TO_ALL, size_bytes=per_element * activation_bytes,
                    group_size=size, ranks_per_node=rpn, count_per_step=rest, critical=True,
                    what="token combine forward, dispatch and combine backward, per MoE layer"))
 
@@ -118,10 +118,10 @@ def expert_tp_ops(L: Layout, *, per_element: float, activation_bytes: float, pai
     n = expert_counts_per_step(pairs=pairs, passes=passes)[2]
     if expert_tp_gathers(expert_tp=te, tp=L.tp, sequence_parallel=L.sequence_parallel):
         gS = expert_tp_gather_bytes(SCALAR, size_bytes=S, expert_tp=te, tp=L.tp, sequence_parallel=L.sequence_parallel)
-        return (CommOp(dimension="ep", op=Collective.ALL_GATHER, size_bytes=gS, group_size=group, ranks_per_node=rpn,
+        return (CommOp(dimension=Dimension.EP, op=Collective.ALL_GATHER, size_bytes=gS, group_size=group, ranks_per_node=rpn,
                        count_per_step=n, critical=True, what="expert-TP gather of the dispatched tokens, per MoE layer"),
-                CommOp(dimension="ep", op=Collective.REDUCE_SCATTER, size_bytes=gS, group_size=group,
+                CommOp(dimension=Dimension.EP, op=Collective.REDUCE_SCATTER, size_bytes=gS, group_size=group,
                        ranks_per_node=rpn, count_per_step=n, critical=True,
                        what="expert-TP scatter of the experts' outputs, per MoE layer"))
-    return (CommOp(dimension="ep", op=Collective.ALL_REDUCE, size_bytes=S, group_size=group, ranks_per_node=rpn,
+    return (CommOp(dimension=Dimension.EP, op=Collective.ALL_REDUCE, size_bytes=S, group_size=group, ranks_per_node=rpn,
                    count_per_step=n, critical=True, what="expert-TP reduction of the experts' outputs, per MoE layer"),)

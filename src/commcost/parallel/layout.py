@@ -44,7 +44,24 @@ __all__ = ["Layout", "CommOp", "DEFAULT_ORDER", "Dimension", "Recompute", "group
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's ``--rank-order`` default (``parallel_state.initialize_model_parallel(order=...)``)."""
 
-Dimension = str
+class Dimension(StrEnum):
+    """A parallel dimension of the dense layers, in Megatron-LM's default rank order (tp innermost). A ``str``:
+    ``Dimension.TP == "tp"``, it hashes, prints and goes to JSON as ``"tp"``."""
+
+    TP = "tp"
+    """Tensor parallelism."""
+    CP = "cp"
+    """Context parallelism."""
+    EP = "ep"
+    """Expert parallelism."""
+    DP = "dp"
+    """Data parallelism (ZeRO shards over it)."""
+    PP = "pp"
+    """Pipeline parallelism."""
+
+
+DIMENSIONS = tuple(Dimension)
+"""The dimensions a rank order names, in the default order (``tp, cp, ep, dp, pp``)."""
 
 
 class Recompute(StrEnum):
@@ -61,9 +78,6 @@ class Recompute(StrEnum):
 
 
 _RECOMPUTE_VALUES = frozenset(r.value for r in Recompute)
-"""One of ``"tp"``, ``"pp"``, ``"dp"``, ``"cp"``, ``"ep"``."""
-
-DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

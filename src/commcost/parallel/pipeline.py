@@ -17,7 +17,7 @@ its steady-state transfers with compute (Megatron's ``overlap_p2p_comm``), leavi
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.parallel.layout import CommOp, Layout, pair_ranks_per_node
+from commcost.parallel.layout import Dimension, CommOp, Layout, pair_ranks_per_node
 
 __all__ = ["pipeline_ops", "exposed_p2p_count", "pp_message_bytes"]
 
@@ -36,8 +36,8 @@ def pipeline_ops(*, layout: Layout, hidden: int, seq: int, activation_bytes: flo
         return ()
     S = pp_message_bytes(micro_batch=L.micro_batch, seq=seq, cp=L.cp, hidden=hidden,
                          activation_bytes=activation_bytes, tp=L.tp)
-    return (CommOp(dimension="pp", op=Collective.SEND_RECV, size_bytes=S, group_size=2,
-                   ranks_per_node=pair_ranks_per_node(L, "pp", gpus_per_node),
+    return (CommOp(dimension=Dimension.PP, op=Collective.SEND_RECV, size_bytes=S, group_size=2,
+                   ranks_per_node=pair_ranks_per_node(L, Dimension.PP, gpus_per_node),
                    count_per_step=2.0 * L.micro_batches * L.vp, critical=True,
                    what="stage-boundary activations forward and gradients backward, per micro-batch and chunk"),)
 

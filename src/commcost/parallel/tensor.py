@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from commcost.comm.collectives import Collective
 from commcost.core.xp import SCALAR
-from commcost.parallel.layout import CommOp, Layout, layer_passes, layout_group
+from commcost.parallel.layout import Dimension, CommOp, Layout, layer_passes, layout_group
 
 __all__ = ["tensor_ops", "tp_blocks_per_stage", "tp_message_bytes", "tp_count_per_step", "tp_gather_count",
            "regather_passes"]
@@ -80,7 +80,7 @@ def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float
     L = layout
     if L.tp == 1:
         return ()
-    size, rpn = layout_group(L, "tp", gpus_per_node)
+    size, rpn = layout_group(L, Dimension.TP, gpus_per_node)
     S = tp_message_bytes(micro_batch=L.micro_batch, seq=seq, cp=L.cp, hidden=hidden, activation_bytes=activation_bytes)
     passes = layer_passes(SCALAR, L.recompute == "full")
     # one per block and pass: attention, dense (or shared) MLP
@@ -88,13 +88,13 @@ def tensor_ops(*, layout: Layout, hidden: int, seq: int, layers_per_stage: float
                                   moe_layers_per_stage=moe_layers_per_stage, shared_experts=shared_experts,
                                   passes=passes)
     if not L.sequence_parallel:
-        return (CommOp(dimension="tp", op=Collective.ALL_REDUCE, size_bytes=S, group_size=size,
+        return (CommOp(dimension=Dimension.TP, op=Collective.ALL_REDUCE, size_bytes=S, group_size=size,
                        ranks_per_node=rpn, count_per_step=per_layer, critical=True,
                        what="layer activations (forward) and their gradients (backward), after attention and the dense MLP"),)
-    return (CommOp(dimension="tp", op=Collective.ALL_GATHER, size_bytes=S, group_size=size, ranks_per_node=rpn,
+    return (CommOp(dimension=Dimension.TP, op=Collective.ALL_GATHER, size_bytes=S, group_size=size, ranks_per_node=rpn,
                    count_per_step=tp_gather_count(count=per_layer, passes=passes, regather_passes=regather_passes),
                    critical=True,
                    what="sequence-parallel all-gather before attention and MLP, each pass"),
-            CommOp(dimension="tp", op=Collective.REDUCE_SCATTER, size_bytes=S, group_size=size, ranks_per_node=rpn,
+            CommOp(dimension=Dimension.TP, op=Collective.REDUCE_SCATTER, size_bytes=S, group_size=size, ranks_per_node=rpn,
                    count_per_step=per_layer, critical=True,
                    what="sequence-parallel reduce-scatter after attention and MLP, each pass"))

@@ -36,7 +36,7 @@ experts), gradient bytes ``q_g`` and weight bytes ``q_w``:
 from __future__ import annotations
 
 from commcost.comm.collectives import Collective
-from commcost.parallel.layout import CommOp, Layout, layout_group
+from commcost.parallel.layout import Dimension, CommOp, Layout, layout_group
 
 __all__ = ["zero_ops", "zero3_units", "zero3_gather_bytes", "zero3_scatter_bytes"]
 
@@ -71,10 +71,10 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
         if params <= 0 or D * (layout_group(L, "replica", gpus_per_node)[0] if dim == "shard" else 1) == 1:
             continue
         if L.zero in (1, 2):
-            out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER, size_bytes=params * grad_bytes,
+            out.append(CommOp(dimension=Dimension.DP, op=Collective.REDUCE_SCATTER, size_bytes=params * grad_bytes,
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0, critical=False,
                               what=f"{kind} gradients to their optimizer shard (bucketed, overlaps the last backward)"))
-            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER, size_bytes=params * weight_bytes,
+            out.append(CommOp(dimension=Dimension.DP, op=Collective.ALL_GATHER, size_bytes=params * weight_bytes,
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0, critical=False,
                               what=f"updated {kind} weights (overlaps the next step's first forward)"))
         elif L.zero == 3:
@@ -82,20 +82,20 @@ def zero_ops(*, layout: Layout, dense_params_per_gpu: float, expert_params_per_g
             per = params / units
             m = 1 if once_per_step else L.micro_batches   # rounds of gathers and scatters per step
             g = gathers_per_layer
-            out.append(CommOp(dimension="dp", op=Collective.ALL_GATHER,
+            out.append(CommOp(dimension=Dimension.DP, op=Collective.ALL_GATHER,
                               size_bytes=zero3_gather_bytes(params=params, units=units, weight_bytes=weight_bytes,
                                                             gathers_per_layer=g),
                               group_size=D, ranks_per_node=rpn,
                               count_per_step=(1.0 if once_per_step else 2.0) * m * units * g, critical=False,
                               what=f"{kind} weights of one layer before its forward and its backward (prefetched"
                                    + (f"; {g} gathers per layer, one per parameter tensor)" if g > 1 else ")")))
-            out.append(CommOp(dimension="dp", op=Collective.REDUCE_SCATTER,
+            out.append(CommOp(dimension=Dimension.DP, op=Collective.REDUCE_SCATTER,
                               size_bytes=zero3_scatter_bytes(params=params, units=units, grad_bytes=grad_bytes),
                               group_size=D, ranks_per_node=rpn, count_per_step=1.0 * m * units, critical=False,
                               what=f"{kind} gradients of one layer after its backward"))
             R, rrpn = layout_group(L, "replica", gpus_per_node)
             if dim == "shard" and R > 1:
-                out.append(CommOp(dimension="dp", op=Collective.ALL_REDUCE, size_bytes=per * grad_bytes / D,
+                out.append(CommOp(dimension=Dimension.DP, op=Collective.ALL_REDUCE, size_bytes=per * grad_bytes / D,
                                   group_size=R, ranks_per_node=rrpn, count_per_step=1.0 * m * units,
                                   critical=False, what="the layer's gradient shard across the hybrid-shard replicas"))
     return tuple(out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from commcost.report._choice import reason_text
 from commcost.analyses.drill.budget import Budget
 from commcost.report.bucket_advice import bucket_advice_to_dict
 from commcost.report._width import terminal_width, wrap_lines
@@ -31,10 +32,24 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
     It fits ``width`` (default :func:`commcost.report._width.terminal_width`), the drill's flat link too: prose
     wraps, and the tables of (f) and (g) drop to narrower columns where the full ones do not fit; on the flat
     link every number of the full tables stays (:func:`_buckets_drill`), only the layout of the lines changes."""
-    i, T, st, fx = b.inputs, b.allreduce, b.step, b.fixes
-    P, link = i.gpus, i.comm.flat_link
     width = width or terminal_width()
     tables: set[str] = set()  # table rows: kept whole when the prose is wrapped
+    lines = _header_lines(b)
+    lines.append("")
+    lines.append(f"(a) message     S = N * {b.inputs.bytes_per_grad} B = {b.message_bytes:,.0f} B = "
+                 f"{format_mb_mib(b.message_bytes)}")
+    for part in (_allreduce_lines(b, band), _step_lines(b, band), _label_lines(b), _fixes_lines(b),
+                 [_buckets_text(b, width, tables)], [_scaling_text(b, width, tables)]):
+        lines.append("")
+        lines += part
+    text = "\n".join(lines)
+    return text if width is None else wrap_lines(text, width, keep=tables.__contains__)
+
+
+def _header_lines(b: Budget) -> list[str]:
+    """The title and the group's line: the flat link's ``B`` and ``a``, or the model that priced it."""
+    i, T = b.inputs, b.allreduce
+    P, link = i.gpus, i.comm.flat_link
     lines: list[str] = []
     add = lines.append
     model = (f"N = {i.params / 1e9:g} billion params ({i.bytes_per_grad} B per gradient), "
@@ -48,16 +63,21 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
         add(f"  P = {P} GPUs on {i.comm.describe()}, " + model)
     if P == 1:
         add("  P = 1: a single GPU has no gradient all-reduce; every communication term below is 0.")
-    add("")
-    add(f"(a) message     S = N * {i.bytes_per_grad} B = {b.message_bytes:,.0f} B = {format_mb_mib(b.message_bytes)}")
-    add("")
+    return lines
+
+
+def _allreduce_lines(b: Budget, band: BudgetBand | None) -> list[str]:
+    """Part (b): the all-reduce's latency and bandwidth terms, the measured band, which term dominates."""
+    T, link = b.allreduce, b.inputs.comm.flat_link
+    lines: list[str] = []
+    add = lines.append
     if link is not None:
         add(f"(b) {T.algorithm.value} all-reduce  T = 2(P-1)a + 2(P-1)/P * S/B")
         add(f"    latency term    2(P-1)a        = {t(T.latency_s):>12}")
         add(f"    bandwidth term  2(P-1)/P * S/B = {t(T.bandwidth_s):>12}")
         add(f"    total           T              = {t(T.total_s):>12}")
     else:
-        add(f"(b) all-reduce: {_ran(T)}  T = latency term + bandwidth term  ({T.reason})")
+        add(f"(b) all-reduce: {_ran(T)}  T = latency term + bandwidth term  ({reason_text(T)})")
         add(f"    latency term                   = {t(T.latency_s):>12}")
         add(f"    bandwidth term                 = {t(T.bandwidth_s):>12}")
         add(f"    total           T              = {t(T.total_s):>12}")
@@ -73,7 +93,14 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
         factor = f"{T.dominance_factor:,.1f}" if T.dominance_factor < 1e6 else f"{T.dominance_factor:.3g}"
         add(f"    {T.dominant}-bound: the {T.dominant} term is {factor}x the {other} term"
             if math.isfinite(T.dominance_factor) else f"    {T.dominant}-bound: the {other} term is 0")
-    add("")
+    return lines
+
+
+def _step_lines(b: Budget, band: BudgetBand | None) -> list[str]:
+    """Part (c): the step fraction, the efficiencies and the exposed time's bounds and simulation."""
+    i, T, st = b.inputs, b.allreduce, b.step
+    lines: list[str] = []
+    add = lines.append
     add(f"(c) step fraction   T / (k*step) = {t(T.total_s)} / {t(st.compute_s)} = {pct(st.comm_fraction)}")
     add(f"    fully exposed       k*step / (k*step + T)     = {pct(st.efficiency_exposed)}")
     add(f"    overlapped ceiling  k*step / max(k*step, T)   = {pct(st.efficiency_overlapped_ceiling)}"
@@ -101,7 +128,14 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
             f"buckets, re-simulated): exposed {_band_cell(b.overlap.default.exposed_s, band.default_exposed_s)} "
             f"with the default, {_band_cell(b.overlap.best.exposed_s, band.best_exposed_s)} with "
             f"{_mib_cap(b.overlap.best)} buckets")
-    add("")
+    return lines
+
+
+def _label_lines(b: Budget) -> list[str]:
+    """Part (d): the threshold label and the overlap verdict, and whether they agree."""
+    T, st = b.allreduce, b.step
+    lines: list[str] = []
+    add = lines.append
     add(f"(d) threshold label  {st.label}  (T/(k*step) = {pct(st.comm_fraction)} "
         f"{'>' if st.label == 'COMMUNICATION-BOUND' else '<='} {pct(st.threshold)})")
     ov = b.overlap
@@ -117,7 +151,15 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
     add("    " + _verdict_sentence(b))
     if b.overlap is not None and b.allreduce.total_s > 0:
         add("    " + _simulated_verdict(b))
-    add("")
+    return lines
+
+
+def _fixes_lines(b: Budget) -> list[str]:
+    """Part (e): the three fixes' comm-to-compute ratios."""
+    i, T, fx = b.inputs, b.allreduce, b.fixes
+    P, link = i.gpus, i.comm.flat_link
+    lines: list[str] = []
+    add = lines.append
     add(f"(e) fixes, comm-to-compute ratio (baseline {pct(fx.baseline_comm_to_compute)})")
     g = fx.grad_accum
     add(f"    1. gradient accumulation x{g.micro_batches}: T / ({g.micro_batches}*step) = "
@@ -153,12 +195,7 @@ def render_budget_text(b: Budget, band: BudgetBand | None = None, width: int | N
     else:
         add(f"       usually not available: {P} ranks span ceil({P}/{i.gpus_per_node}) = "
             f"{n.nodes_spanned} nodes, and the fast intra-node links are taken by tensor parallelism")
-    add("")
-    add(_buckets_text(b, width, tables))
-    add("")
-    add(_scaling_text(b, width, tables))
-    text = "\n".join(lines)
-    return text if width is None else wrap_lines(text, width, keep=tables.__contains__)
+    return lines
 
 
 def _verdict_sentence(b: Budget) -> str:
@@ -187,11 +224,7 @@ def _pair(x: tuple[float, float] | None) -> list[float] | None:
 
 def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, object]:
     """The documented JSON schema (docs/budget.md), SI units; the ``*band*`` keys are null without ``band``."""
-    i, T, st, fx, bt = b.inputs, b.allreduce, b.step, b.fixes, b.buckets
-    simulated = _simulated_dict(b)
-    if simulated:
-        simulated["default_exposed_band_s"] = _pair(None if band is None else band.default_exposed_s)
-        simulated["best_exposed_band_s"] = _pair(None if band is None else band.best_exposed_s)
+    i, T, bt = b.inputs, b.allreduce, b.buckets
     return {
         "inputs": {
             "gpus": i.gpus,
@@ -203,47 +236,13 @@ def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, objec
         },
         "message": {"bytes": b.message_bytes, "mb": b.message_bytes / MB, "mib": b.message_bytes / MiB},
         "allreduce": _cost(T) | {"dominant": T.dominant, "dominance_factor": T.dominance_factor,
-                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": T.reason,
+                                 "algorithm": T.algorithm.value, "protocol": T.protocol, "reason": reason_text(T),
                                  "band_s": _pair(None if band is None else band.allreduce_s),
                                  "band_class": None if band is None else band.band_class,
                                  "band_ratios": _pair(None if band is None else band.ratios)},
-        "step": {
-            "compute_s": st.compute_s, "comm_fraction": st.comm_fraction,
-            "efficiency_exposed": st.efficiency_exposed,
-            "efficiency_overlapped_ceiling": st.efficiency_overlapped_ceiling,
-            "ceiling_reachable": st.ceiling_reachable,
-            "backward_window_s": st.backward_window_s, "backward_margin_s": st.backward_margin_s,
-            "tail_s": st.tail_s, "first_order_exposed_s": st.first_order_exposed_s,
-            "efficiency_best_case": st.efficiency_best_case,
-            "default_last_bucket_bytes": st.default_last_bucket_bytes,
-            "exposed_lower_bound_s": st.exposed_lower_bound_s,
-            "bounds": {"no_overlap_s": st.bounds.no_overlap_s, "perfect_overlap_s": st.bounds.perfect_overlap_s,
-                       "simulated_s": st.bounds.simulated_s},
-            "label": st.label, "overlap_verdict": st.overlap_verdict,
-            "first_order_verdict": st.first_order_verdict,
-            "first_order_exposed_band_s": _pair(None if band is None else band.first_order_exposed_s),
-            "simulated": simulated,
-        },
+        "step": _step_dict(b, band),
         "bucket_advice": bucket_advice_to_dict(b.bucket_advice),
-        "fixes": {
-            "baseline_comm_to_compute": fx.baseline_comm_to_compute,
-            "grad_accum": {"micro_batches": fx.grad_accum.micro_batches,
-                           "comm_s": fx.grad_accum.comm_s, "compute_s": fx.grad_accum.compute_s,
-                           "comm_to_compute": fx.grad_accum.comm_to_compute,
-                           "global_batch_growth": fx.grad_accum.global_batch_growth},
-            "zero2": {"reduce_scatter": _cost(fx.zero2.reduce_scatter),
-                      "all_gather": _cost(fx.zero2.all_gather),
-                      "comm_s": fx.zero2.comm_s, "comm_to_compute": fx.zero2.comm_to_compute,
-                      "reduce_scatters_per_step": fx.zero2.reduce_scatters_per_step,
-                      "full_gradient_comm_s": fx.zero2.full_gradient_comm_s,
-                      "bytes_sent_per_rank": fx.zero2.bytes_sent_per_rank,
-                      "allreduce_bytes_sent_per_rank": fx.zero2.allreduce_bytes_sent_per_rank},
-            "intra_node": {"bandwidth_bytes_per_s": fx.intra_node.link.bandwidth_bytes_per_s,
-                           "allreduce": _cost(fx.intra_node.allreduce),
-                           "comm_to_compute": fx.intra_node.comm_to_compute,
-                           "available": fx.intra_node.available,
-                           "nodes_spanned": fx.intra_node.nodes_spanned},
-        },
+        "fixes": _fixes_dict(b),
         "buckets": {
             "crossover_bytes": bt.crossover_bytes,
             "rows": [{"size_bytes": r.cap_bytes, "count": r.count,
@@ -262,6 +261,56 @@ def budget_to_dict(b: Budget, band: BudgetBand | None = None) -> dict[str, objec
                       "comm_fraction": r.comm_fraction, "crossover_bytes": r.crossover_bytes,
                       "global_batch_growth": r.global_batch_growth} for r in b.scaling],
         },
+    }
+
+
+def _step_dict(b: Budget, band: BudgetBand | None) -> dict[str, object]:
+    """``step``: parts (c) and (d), the bounds and the simulated buckets (with their band)."""
+    st = b.step
+    simulated = _simulated_dict(b)
+    if simulated:
+        simulated["default_exposed_band_s"] = _pair(None if band is None else band.default_exposed_s)
+        simulated["best_exposed_band_s"] = _pair(None if band is None else band.best_exposed_s)
+    return {
+        "compute_s": st.compute_s, "comm_fraction": st.comm_fraction,
+        "efficiency_exposed": st.efficiency_exposed,
+        "efficiency_overlapped_ceiling": st.efficiency_overlapped_ceiling,
+        "ceiling_reachable": st.ceiling_reachable,
+        "backward_window_s": st.backward_window_s, "backward_margin_s": st.backward_margin_s,
+        "tail_s": st.tail_s, "first_order_exposed_s": st.first_order_exposed_s,
+        "efficiency_best_case": st.efficiency_best_case,
+        "default_last_bucket_bytes": st.default_last_bucket_bytes,
+        "exposed_lower_bound_s": st.exposed_lower_bound_s,
+        "bounds": {"no_overlap_s": st.bounds.no_overlap_s, "perfect_overlap_s": st.bounds.perfect_overlap_s,
+                   "simulated_s": st.bounds.simulated_s},
+        "label": st.label, "overlap_verdict": st.overlap_verdict,
+        "first_order_verdict": st.first_order_verdict,
+        "first_order_exposed_band_s": _pair(None if band is None else band.first_order_exposed_s),
+        "simulated": simulated,
+    }
+
+
+def _fixes_dict(b: Budget) -> dict[str, object]:
+    """``fixes``: part (e), each fix's collectives and ratio."""
+    fx = b.fixes
+    return {
+        "baseline_comm_to_compute": fx.baseline_comm_to_compute,
+        "grad_accum": {"micro_batches": fx.grad_accum.micro_batches,
+                       "comm_s": fx.grad_accum.comm_s, "compute_s": fx.grad_accum.compute_s,
+                       "comm_to_compute": fx.grad_accum.comm_to_compute,
+                       "global_batch_growth": fx.grad_accum.global_batch_growth},
+        "zero2": {"reduce_scatter": _cost(fx.zero2.reduce_scatter),
+                  "all_gather": _cost(fx.zero2.all_gather),
+                  "comm_s": fx.zero2.comm_s, "comm_to_compute": fx.zero2.comm_to_compute,
+                  "reduce_scatters_per_step": fx.zero2.reduce_scatters_per_step,
+                  "full_gradient_comm_s": fx.zero2.full_gradient_comm_s,
+                  "bytes_sent_per_rank": fx.zero2.bytes_sent_per_rank,
+                  "allreduce_bytes_sent_per_rank": fx.zero2.allreduce_bytes_sent_per_rank},
+        "intra_node": {"bandwidth_bytes_per_s": fx.intra_node.link.bandwidth_bytes_per_s,
+                       "allreduce": _cost(fx.intra_node.allreduce),
+                       "comm_to_compute": fx.intra_node.comm_to_compute,
+                       "available": fx.intra_node.available,
+                       "nodes_spanned": fx.intra_node.nodes_spanned},
     }
 
 

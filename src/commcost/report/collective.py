@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from commcost.report._choice import reason_text
 from commcost.analyses.collective import SizeResult
 from commcost.comm.collectives import CollectiveCost
 from commcost.hardware.registry import PresetEntry
@@ -90,8 +91,8 @@ def render_size_text(r: SizeResult, fabric: Link | Topology | None, nodes_used: 
         lines.append(f"     {t(c.total_s)} ({band_range(*r.band_s)} on measured clusters of this class: "
                      "the 5th-95th percentile of measured/predicted on published tables, docs/fabrics.md"
                      f"{band_side(c.total_s, *r.band_s)})")
-    if c.reason:
-        lines.append(f"     why: {c.reason}")
+    if reason_text(c):
+        lines.append(f"     why: {reason_text(c)}")
     return _fit(lines)
 
 
@@ -142,7 +143,7 @@ def size_to_dict(r: SizeResult) -> dict[str, Any]:
     c = r.chosen
     return {"op": c.op.value, "size_bytes": c.message_bytes, "gpus": c.gpus,
             "algorithm": c.algorithm.value, "protocol": r.protocol, "requested_algorithm": r.requested,
-            "reason": c.reason,
+            "reason": reason_text(c),
             "band_s": None if r.band_s is None else list(r.band_s),
             **_cost_dict(c),
             "algorithms": {a.value: _cost_dict(x) for a, x in r.alternatives.items()},
@@ -201,7 +202,7 @@ def budget_fabric_note(b, topology: Topology) -> str:
         f"commcost budget on {topology.name}: {i.gpus} GPUs = {n} node(s) x {topology.gpus_per_node}",
         _fabric_line(topology, i.gpus),
         f"  every collective below is the fabric's own cost at its size (algorithm {i.algorithm}); (b) ran "
-        f"{T.algorithm.value}{f' ({T.protocol})' if T.protocol else ''}: {T.reason}; fix (e)3 uses the "
+        f"{T.algorithm.value}{f' ({T.protocol})' if T.protocol else ''}: {reason_text(T)}; fix (e)3 uses the "
         f"system's NVLink",
     ])
 

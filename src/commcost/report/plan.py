@@ -117,8 +117,8 @@ def plan_to_dict(p: Plan, band: PlanBand | None = None, interval=None) -> dict:
         "breakdown": {"compute_s": p.compute_s, "pipeline_bubble_s": p.pipeline_bubble_s,
                       "exposed_comm_s": p.exposed_comm_s, "optimizer_s": p.optimizer_s,
                       "micro_batch_s": p.micro_batch_s, "losses": p.losses.to_dict()},
-        "bounds": {"all_hidden_s": p.all_hidden_s, "modelled_s": p.step_s,
-                   "no_overlap_s": p.no_overlap_s, "wire_s": p.wire_s},
+        "bounds": {"all_hidden_s": p.overlap.perfect_overlap_s, "modelled_s": p.step_s,
+                   "no_overlap_s": p.overlap.no_overlap_s, "wire_s": p.overlap.comm_s},
         "band_ratios": None if band is None else {c: list(r) for c, r in band.ratios.items()},
         "wire_band_s": _pair(None if band is None else band.wire_s),
         "exposed_comm_band_s": _pair(None if band is None else band.exposed_comm_s),
@@ -271,11 +271,37 @@ def _comm_text_rows(p: Plan) -> list[str]:
     return lines
 
 
+def _memory_lines(p: Plan) -> list[str]:
+    """The memory per GPU: each part, the peak allocated and reserved, what is on the card, and the verdict."""
+    inp, mem = p.inputs, p.memory
+    return [
+        f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",
+        f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
+        f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
+        f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
+        *([f"  {inp.cpu_offload_layers} layers' activations offloaded: {format_bytes(mem.offloaded_bytes)} per "
+           "micro-batch to host memory and back"] if inp.cpu_offload_layers else []),
+        "  peak allocated " + (f"{format_bytes(mem.allocated_bytes[0])}-{format_bytes(mem.total_bytes)} ("
+                               + ", ".join(w for w, x in (("recompute working set 1-2 layers", mem.working_spread_bytes),
+                                                          ("leanest known kernels to this stack's",
+                                                           mem.kernel_spread_bytes)) if x) + ")\n "
+                               if mem.working_spread_bytes or mem.kernel_spread_bytes
+                               else f"{format_bytes(mem.total_bytes)};")
+        + " reserved "
+        f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
+        f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
+        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
+        "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
+           "may not fit": f"MAY NOT FIT: the card's {format_bytes(mem.capacity_bytes)} lies inside the range",
+           "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
+    ]
+
+
 def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBand | None = None,
                      sensitivity: tuple = (), interval=None) -> str:
     """The human report; with ``band`` (a system preset alone) the step's measured band under the bounds; the
     step's prediction interval (``interval``, default :func:`commcost.analyses.interval.plan_interval`) under it."""
-    inp, L, mem = p.inputs, p.inputs.layout, p.memory
+    inp, L = p.inputs, p.inputs.layout
     iv = interval if interval is not None else plan_interval(p, band)
     spec = inp.spec
     lines = [
@@ -298,8 +324,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  exposed comm         {format_seconds(p.exposed_comm_s):>12}  {p.exposed_comm_s / p.step_s:6.1%}",
         f"  optimizer            {format_seconds(p.optimizer_s):>12}  {p.optimizer_s / p.step_s:6.1%}",
         *_loss_lines(p),
-        f"  bounds: {format_seconds(p.all_hidden_s)} if every collective hid, "
-        f"{format_seconds(p.no_overlap_s)} if none did ({format_seconds(p.wire_s)} on the wire)",
+        f"  bounds: {format_seconds(p.overlap.perfect_overlap_s)} if every collective hid, "
+        f"{format_seconds(p.overlap.no_overlap_s)} if none did ({format_seconds(p.overlap.comm_s)} on the wire)",
         *(_band_lines(p, band) if band is not None else []),
         *_operator_lines(p),
         "",
@@ -307,27 +333,8 @@ def render_plan_text(p: Plan, extra_lines: list[str] | None = None, band: PlanBa
         f"  {'dim':<4}{'op':<14}{'size':>10}{'group':>6}{'/node':>6}{'count':>8}{'one':>10}{'wire':>10}{'exposed':>10}",
     ]
     lines += _comm_text_rows(p)
+    lines += ["", *_memory_lines(p)]
     lines += [
-        "",
-        f"memory per GPU ({mem.stage} stage; GB = 1e9 bytes):",
-        f"  weights {format_bytes(mem.weights_bytes)}, gradients {format_bytes(mem.gradients_bytes)}, "
-        f"optimizer {format_bytes(mem.optimizer_bytes)}, activations {format_bytes(mem.activations_bytes)} "
-        f"({mem.in_flight_layers:g} layers in flight), buffers {format_bytes(mem.buffers_bytes)}",
-        *([f"  {inp.cpu_offload_layers} layers' activations offloaded: {format_bytes(mem.offloaded_bytes)} per "
-           "micro-batch to host memory and back"] if inp.cpu_offload_layers else []),
-        "  peak allocated " + (f"{format_bytes(mem.allocated_bytes[0])}-{format_bytes(mem.total_bytes)} ("
-                               + ", ".join(w for w, x in (("recompute working set 1-2 layers", mem.working_spread_bytes),
-                                                          ("leanest known kernels to this stack's",
-                                                           mem.kernel_spread_bytes)) if x) + ")\n "
-                               if mem.working_spread_bytes or mem.kernel_spread_bytes
-                               else f"{format_bytes(mem.total_bytes)};")
-        + " reserved "
-        f"{format_bytes(mem.reserved_bytes[0])}-{format_bytes(mem.reserved_bytes[1])} (allocator slack)",
-        f"  on the card {format_bytes(mem.device_bytes[0])}-{format_bytes(mem.device_bytes[1])} "
-        f"(+ CUDA context, NCCL) of {format_bytes(mem.capacity_bytes)}",
-        "  verdict: " + {"fits": f"fits, {format_bytes(mem.capacity_bytes - mem.device_bytes[1])} spare",
-           "may not fit": f"MAY NOT FIT: the card's {format_bytes(mem.capacity_bytes)} lies inside the range",
-           "does not fit": f"DOES NOT FIT, {format_bytes(-mem.margin_bytes)} over"}[mem.verdict],
         "",
         f"MFU convention: {MFU_CONVENTION}",
     ]

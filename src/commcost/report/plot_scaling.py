@@ -92,66 +92,44 @@ def _vertical_markers(curves: Sequence[ScalingCurve], axes: tuple) -> list[Any]:
     return handles
 
 
-def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
-    """Draw ``curves`` on a new Figure and return it (the caller saves or shows it)."""
-    plt = pyplot()
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+def _draw_curve(c: ScalingCurve, axes: tuple, palette: list, models: list, fabrics: list) -> Any:
+    """One curve on the three axes (speedup, efficiency, step time): its line, the overlap bracket shaded to no
+    overlap, and the physical perfect-overlap bound as a thin line; returns the speedup line (the legend's)."""
+    ax_x, ax_e, ax_s = axes
+    i = c.inputs
+    color = palette[models.index(i.model) % len(palette)]
+    style = LINESTYLES[fabrics.index(i.fabric) % len(LINESTYLES)]
+    marker, ms = MARKERS[models.index(i.model) % len(MARKERS)]
+    look = {"color": color, "ls": style, "marker": marker, "ms": ms, "mfc": "none", "mew": 1.4,
+            "lw": 1.6, "zorder": 3 + models.index(i.model)}
+    n = [r.gpus for r in c.rows]
+    key = f"{i.model}|{i.fabric}"
+    label = f"{i.model} / {i.fabric}"
+    line = ax_x.plot(n, [r.speedup for r in c.rows], label=label, gid=f"speedup|{key}", **look)[0]
+    ax_x.fill_between(n, [r.speedup_no_overlap for r in c.rows], [r.speedup for r in c.rows],
+                      color=color, alpha=0.13, lw=0, gid=f"band-speedup|{key}")
+    ax_e.plot(n, [100.0 * r.efficiency for r in c.rows], label=label, gid=f"efficiency|{key}", **look)
+    # the shared physical bound (communication hides only behind backward): thin, same colour
+    bound = {"color": color, "ls": style, "lw": 0.9, "alpha": 0.8, "zorder": 2}
+    ax_x.plot(n, [r.speedup_perfect for r in c.rows], gid=f"physical-speedup|{key}", **bound)
+    ax_e.plot(n, [100.0 * r.efficiency_perfect for r in c.rows], gid=f"physical-efficiency|{key}", **bound)
+    ax_e.fill_between(n, [100.0 * r.efficiency_no_overlap for r in c.rows],
+                      [100.0 * r.efficiency for r in c.rows],
+                      color=color, alpha=0.13, lw=0, gid=f"band-efficiency|{key}")
+    # the step time itself (step_s of each point), with the same bracket and bound
+    ax_s.plot(n, [r.step_s / MS for r in c.rows], label=label, gid=f"step|{key}", **look)
+    ax_s.plot(n, [r.step_perfect_s / MS for r in c.rows], gid=f"physical-step|{key}", **bound)
+    ax_s.fill_between(n, [r.step_s / MS for r in c.rows], [r.step_no_overlap_s / MS for r in c.rows],
+                      color=color, alpha=0.13, lw=0, gid=f"band-step|{key}")
+    return line
+
+
+def _axes_scales_and_labels(curves: Sequence[ScalingCurve], axes: tuple, gpus_all: list) -> None:
+    """Log2 GPU axes ticked at the counts, the speedup's log2 axis on powers of two, the efficiency's range,
+    and every axis's label and title."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    if not curves:
-        raise ValueError("plot_scaling needs at least one curve")
-    fig, (ax_x, ax_e, ax_s) = plt.subplots(1, 3, figsize=(18.5, 5.4), layout="constrained")
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    models = list(dict.fromkeys(c.inputs.model for c in curves))
-    fabrics = list(dict.fromkeys(c.inputs.fabric for c in curves))
-    gpus_all = sorted({r.gpus for c in curves for r in c.rows})
-
-    handles: list[Any] = []
-    # the ideal is a wide pale band under the curves: a curve on it stays visible on top
-    ideal = ax_x.plot(gpus_all, gpus_all, color="0.6", lw=6.0, alpha=0.45, solid_capstyle="butt",
-                      label="ideal X = N (E = 100%)", gid="ideal", zorder=1)[0]
-    ax_e.plot(gpus_all, [100.0] * len(gpus_all), color="0.6", lw=6.0, alpha=0.45, solid_capstyle="butt",
-              gid="ideal", zorder=1)
-    handles.append(ideal)
-    for c in curves:
-        i = c.inputs
-        color = palette[models.index(i.model) % len(palette)]
-        style = LINESTYLES[fabrics.index(i.fabric) % len(LINESTYLES)]
-        marker, ms = MARKERS[models.index(i.model) % len(MARKERS)]
-        look = {"color": color, "ls": style, "marker": marker, "ms": ms, "mfc": "none", "mew": 1.4,
-                "lw": 1.6, "zorder": 3 + models.index(i.model)}
-        n = [r.gpus for r in c.rows]
-        key = f"{i.model}|{i.fabric}"
-        label = f"{i.model} / {i.fabric}"
-        line = ax_x.plot(n, [r.speedup for r in c.rows], label=label, gid=f"speedup|{key}", **look)[0]
-        ax_x.fill_between(n, [r.speedup_no_overlap for r in c.rows], [r.speedup for r in c.rows],
-                          color=color, alpha=0.13, lw=0, gid=f"band-speedup|{key}")
-        ax_e.plot(n, [100.0 * r.efficiency for r in c.rows], label=label, gid=f"efficiency|{key}", **look)
-        # the shared physical bound (communication hides only behind backward): thin, same colour
-        bound = {"color": color, "ls": style, "lw": 0.9, "alpha": 0.8, "zorder": 2}
-        ax_x.plot(n, [r.speedup_perfect for r in c.rows], gid=f"physical-speedup|{key}", **bound)
-        ax_e.plot(n, [100.0 * r.efficiency_perfect for r in c.rows], gid=f"physical-efficiency|{key}", **bound)
-        ax_e.fill_between(n, [100.0 * r.efficiency_no_overlap for r in c.rows],
-                          [100.0 * r.efficiency for r in c.rows],
-                          color=color, alpha=0.13, lw=0, gid=f"band-efficiency|{key}")
-        # the step time itself (step_s of each point), with the same bracket and bound
-        ax_s.plot(n, [r.step_s / MS for r in c.rows], label=label, gid=f"step|{key}", **look)
-        ax_s.plot(n, [r.step_perfect_s / MS for r in c.rows], gid=f"physical-step|{key}", **bound)
-        ax_s.fill_between(n, [r.step_s / MS for r in c.rows], [r.step_no_overlap_s / MS for r in c.rows],
-                          color=color, alpha=0.13, lw=0, gid=f"band-step|{key}")
-        handles.append(line)
-    handles.append(Line2D([], [], color="0.3", lw=0.9, label="thin line, same colour: the physical perfect-overlap\n"
-                                                         "bound (T hides behind backward only, f_b t_c)"))
-    # the bracket's entry shows each model's shade (the bands are the curves' colours, see-through)
-    shades = tuple(Patch(facecolor=palette[k % len(palette)], alpha=0.25, lw=0) for k in range(len(models)))
-    bracket = Patch(label="overlap bracket, shaded in each model's colour:\n"
-                          "no overlap (the far edge) to communication hidden\nbehind the whole step (the line)")
-    handles.append(bracket)
-    handler_map = {bracket: _Shades(shades)}
-
-    handles += _vertical_markers(curves, (ax_x, ax_e, ax_s))
-
+    ax_x, ax_e, ax_s = axes
     xticks = FixedLocator(gpus_all)
     xfmt = FuncFormatter(lambda v, _pos: f"{v:g}")
     for ax in (ax_x, ax_e, ax_s):
@@ -178,6 +156,43 @@ def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
     ax_s.set_ylim(bottom=0)
     ax_s.set_ylabel("step time (ms)")
     ax_s.set_title("Step time vs GPUs")
+
+
+def plot_scaling(curves: Sequence[ScalingCurve]) -> Any:
+    """Draw ``curves`` on a new Figure and return it (the caller saves or shows it)."""
+    plt = pyplot()
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if not curves:
+        raise ValueError("plot_scaling needs at least one curve")
+    fig, (ax_x, ax_e, ax_s) = plt.subplots(1, 3, figsize=(18.5, 5.4), layout="constrained")
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    models = list(dict.fromkeys(c.inputs.model for c in curves))
+    fabrics = list(dict.fromkeys(c.inputs.fabric for c in curves))
+    gpus_all = sorted({r.gpus for c in curves for r in c.rows})
+
+    handles: list[Any] = []
+    # the ideal is a wide pale band under the curves: a curve on it stays visible on top
+    ideal = ax_x.plot(gpus_all, gpus_all, color="0.6", lw=6.0, alpha=0.45, solid_capstyle="butt",
+                      label="ideal X = N (E = 100%)", gid="ideal", zorder=1)[0]
+    ax_e.plot(gpus_all, [100.0] * len(gpus_all), color="0.6", lw=6.0, alpha=0.45, solid_capstyle="butt",
+              gid="ideal", zorder=1)
+    handles.append(ideal)
+    for c in curves:
+        handles.append(_draw_curve(c, (ax_x, ax_e, ax_s), palette, models, fabrics))
+    handles.append(Line2D([], [], color="0.3", lw=0.9, label="thin line, same colour: the physical perfect-overlap\n"
+                                                         "bound (T hides behind backward only, f_b t_c)"))
+    # the bracket's entry shows each model's shade (the bands are the curves' colours, see-through)
+    shades = tuple(Patch(facecolor=palette[k % len(palette)], alpha=0.25, lw=0) for k in range(len(models)))
+    bracket = Patch(label="overlap bracket, shaded in each model's colour:\n"
+                          "no overlap (the far edge) to communication hidden\nbehind the whole step (the line)")
+    handles.append(bracket)
+    handler_map = {bracket: _Shades(shades)}
+
+    handles += _vertical_markers(curves, (ax_x, ax_e, ax_s))
+
+    _axes_scales_and_labels(curves, (ax_x, ax_e, ax_s), gpus_all)
     ran = sorted({r.comm.algorithm.value for c in curves for r in c.rows if r.gpus > 1})
     algorithms = ran if len(ran) == 1 else sorted({c.inputs.algorithm for c in curves})
     what = ("ring all-reduce" if algorithms == ["ring"] else

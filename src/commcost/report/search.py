@@ -306,6 +306,65 @@ def _nothing_fits(r: SearchResult) -> str:
                 "recomputation was tried)")
 
 
+_COLS = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
+        f"{'optim.':>8} {'memory':>9}"
+"""The header of the results table (kept whole when the report wraps)."""
+
+
+def _table_lines(r: SearchResult, bands: tuple | None) -> tuple[list[str], list]:
+    """The results table (each layout's breakdown and memory, then its words) and each result's prediction
+    interval, as plan prints it."""
+    inp = r.inputs
+    table = ["", _COLS, "      layout" + ("; $/Mtok" if inp.price_per_gpu_hour else "")
+             + ("; step at the band's upper edge" if r.robust_step_s is not None else "")]
+    bands = bands if bands is not None else r.bands
+    ivs = [plan_interval(p, None if bands is None else bands[i]) for i, p in enumerate(r.plans)]  # as plan prints
+    for i, p in enumerate(r.plans, 1):
+        table.append(f"{i:>3} {format_seconds(p.step_s):>9} {p.tokens_per_s_per_gpu:>9,.0f} {p.mfu:>6.1%} "
+                     f"{format_seconds(p.compute_s):>9} {format_seconds(p.pipeline_bubble_s):>9} "
+                     f"{format_seconds(p.exposed_comm_s):>9} {format_seconds(p.optimizer_s):>8} "
+                     f"{format_bytes(p.memory.total_bytes):>9}")
+        extra = [layout_words(p), interval_cell(ivs[i - 1])]
+        if inp.price_per_gpu_hour:
+            extra.append(f"${usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):.3f}/Mtok")
+        if r.robust_step_s is not None:
+            extra.append(f"upper edge {format_seconds(r.robust_step_s[i - 1])}")
+        if r.fragile and r.fragile[i - 1]:
+            extra.append(f"FRAGILE: memory within {inp.headroom:.0%} of the card")
+        if r.pareto is not None and not r.pareto[i - 1]:
+            extra.append("off the front (another is faster with less memory)")
+        table.append("      " + "; ".join(extra))
+    return table, ivs
+
+
+def _best_lines(r: SearchResult, plan_prefix: tuple[str, ...], width: int) -> list[str]:
+    """The best layout: its plan command, exposed communication by dimension, memory, the stacks that run it, and
+    why it beats the runner-up and the fastest."""
+    inp = r.inputs
+    lines: list[str] = []
+    best = r.plans[0]
+    m = best.memory
+    lines += ["", *wrap_command("best:", plan_command(best, plan_prefix), width),
+              "  exposed communication by dimension: " + (", ".join(
+                  f"{d} {format_seconds(s)}" for d, s in sorted(best.exposed_by_dimension().items())) or "none"),
+              f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
+              f"optimizer {format_bytes(m.optimizer_bytes)}, activations {format_bytes(m.activations_bytes)}, buffers "
+              f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
+    runs = stacks_running(best.inputs.layout)
+    lines.append("  stacks that run this layout (hardware/stacks.json): " + (", ".join(runs) or "none of them")
+                 + ("" if inp.stack != "auto" else "; --stack NAME searches only one stack's layouts"))
+    if len(r.plans) >= 2 and r.robust_step_s is not None and r.plans[1].step_s < best.step_s:
+        lines.append(f"  why: the runner-up's step is {format_seconds(best.step_s - r.plans[1].step_s)} shorter, but at "
+                     f"the band's upper edge it takes {format_seconds(r.robust_step_s[1])} against the best's "
+                     f"{format_seconds(r.robust_step_s[0])}")
+    elif len(r.plans) >= 2:
+        lines.append("  why: " + why_best(best, r.plans[1]))
+    not_fastest = why_not_fastest(r)
+    if not_fastest:
+        lines.append("  why not the fastest: " + not_fastest)
+    return lines
+
+
 def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), stopped_by: str = "Ctrl-C",
                        published: PublishedComparison | None = None, bands: tuple | None = None) -> str:
     """The human report: counts, the top configurations with breakdown and memory, why the best wins
@@ -332,48 +391,10 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
     if inp.defaults_note:
         lines.append(f"assumed: {inp.defaults_note}")
     lines.append(ranking_words(r))
-    cols = f"{'#':>3} {'step':>9} {'tok/s/GPU':>9} {'MFU':>6} {'compute':>9} {'bubble':>9} {'exp.comm':>9} " \
-           f"{'optim.':>8} {'memory':>9}"
-    table = ["", cols, "      layout" + ("; $/Mtok" if inp.price_per_gpu_hour else "")
-             + ("; step at the band's upper edge" if r.robust_step_s is not None else "")]
-    bands = bands if bands is not None else r.bands
-    ivs = [plan_interval(p, None if bands is None else bands[i]) for i, p in enumerate(r.plans)]  # as plan prints
-    for i, p in enumerate(r.plans, 1):
-        table.append(f"{i:>3} {format_seconds(p.step_s):>9} {p.tokens_per_s_per_gpu:>9,.0f} {p.mfu:>6.1%} "
-                     f"{format_seconds(p.compute_s):>9} {format_seconds(p.pipeline_bubble_s):>9} "
-                     f"{format_seconds(p.exposed_comm_s):>9} {format_seconds(p.optimizer_s):>8} "
-                     f"{format_bytes(p.memory.total_bytes):>9}")
-        extra = [layout_words(p), interval_cell(ivs[i - 1])]
-        if inp.price_per_gpu_hour:
-            extra.append(f"${usd_per_million_tokens(inp.price_per_gpu_hour, p.tokens_per_s_per_gpu):.3f}/Mtok")
-        if r.robust_step_s is not None:
-            extra.append(f"upper edge {format_seconds(r.robust_step_s[i - 1])}")
-        if r.fragile and r.fragile[i - 1]:
-            extra.append(f"FRAGILE: memory within {inp.headroom:.0%} of the card")
-        if r.pareto is not None and not r.pareto[i - 1]:
-            extra.append("off the front (another is faster with less memory)")
-        table.append("      " + "; ".join(extra))
-    best = r.plans[0]
-    m = best.memory
+    table, ivs = _table_lines(r, bands)
     lines += table
-    lines += ["", *wrap_command("best:", plan_command(best, plan_prefix), width),
-              "  exposed communication by dimension: " + (", ".join(
-                  f"{d} {format_seconds(s)}" for d, s in sorted(best.exposed_by_dimension().items())) or "none"),
-              f"  memory per GPU: weights {format_bytes(m.weights_bytes)}, gradients {format_bytes(m.gradients_bytes)}, "
-              f"optimizer {format_bytes(m.optimizer_bytes)}, activations {format_bytes(m.activations_bytes)}, buffers "
-              f"{format_bytes(m.buffers_bytes)}: {format_bytes(m.total_bytes)} of {format_bytes(m.capacity_bytes)}"]
-    runs = stacks_running(best.inputs.layout)
-    lines.append("  stacks that run this layout (hardware/stacks.json): " + (", ".join(runs) or "none of them")
-                 + ("" if inp.stack != "auto" else "; --stack NAME searches only one stack's layouts"))
-    if len(r.plans) >= 2 and r.robust_step_s is not None and r.plans[1].step_s < best.step_s:
-        lines.append(f"  why: the runner-up's step is {format_seconds(best.step_s - r.plans[1].step_s)} shorter, but at "
-                     f"the band's upper edge it takes {format_seconds(r.robust_step_s[1])} against the best's "
-                     f"{format_seconds(r.robust_step_s[0])}")
-    elif len(r.plans) >= 2:
-        lines.append("  why: " + why_best(best, r.plans[1]))
-    not_fastest = why_not_fastest(r)
-    if not_fastest:
-        lines.append("  why not the fastest: " + not_fastest)
+    best = r.plans[0]
+    lines += _best_lines(r, plan_prefix, width)
     if published is not None:
         lines += published_words(r, published)
     run_cost = _training(inp, best)
@@ -381,7 +402,7 @@ def render_search_text(r: SearchResult, *, plan_prefix: tuple[str, ...] = (), st
         lines.append("  " + render_training(run_cost, ivs[0]))
     for w in best.warnings:
         lines.append(f"warning: {w}")
-    return wrap_lines("\n".join(lines), width, keep=lambda line: line.endswith(" \\") or line == cols)
+    return wrap_lines("\n".join(lines), width, keep=lambda line: line.endswith(" \\") or line == _COLS)
 
 
 def write_search_csv(r: SearchResult, path: str, *, plan_prefix: tuple[str, ...] = ()) -> None:

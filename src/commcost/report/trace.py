@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from commcost.report._choice import reason_text
 from commcost.report._width import terminal_width, wrap
 from commcost.trace.analysis import Breakdown
 from commcost.trace.summary import Prediction, TraceSummary, median_abs_error
@@ -32,6 +33,11 @@ def _breakdown_dict(b: Breakdown) -> dict[str, Any]:
             "events": b.events}
 
 
+def _why(p: Prediction) -> str:
+    """Why the model priced the row as it did, or why it could not."""
+    return p.reason if p.cost is None else reason_text(p.cost)
+
+
 def _row_dict(r, p: Prediction | None, transfer_s: float | None) -> dict[str, Any]:
     d = {"op": r.op.value, "size_bytes": r.size_bytes, "group_size": r.group_size, "dtype": r.dtype,
          "count": r.count, "ranks": r.ranks, "time_s": r.time_s,
@@ -39,7 +45,7 @@ def _row_dict(r, p: Prediction | None, transfer_s: float | None) -> dict[str, An
          "algbw_bytes_per_s": r.algbw_bytes_per_s, "busbw_bytes_per_s": r.busbw_bytes_per_s,
          "transfer_s": transfer_s}
     if p is not None:
-        d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=p.reason,
+        d.update(predicted_s=p.predicted_s, error=p.error, algorithm=p.algorithm, reason=_why(p),
                  measured_s=p.measured_s, measured=p.measured)
     return d
 
@@ -164,6 +170,27 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
         lines.append(f"  counted: {s.ranks[0].window}")
     else:
         lines += [f"  counted on rank {r.rank}: {r.window}" for r in s.ranks[:8]]
+    lines += _steps_text(s, steps_shown)
+    lines += _stragglers_text(s)
+    if s.cross is not None:
+        lines += _cross_text(s, verbose)
+    lines.append("")
+    lines += _collectives_text(s, predictions, model, verbose, width)
+    if s.advice:
+        lines += ["", "advice (largest gain first; gains are per step, upper bounds, and do not add):"]
+        for i, a in enumerate(s.advice, 1):
+            lines.append(f"  {i}. {a.what}: up to {_ms(a.gain_s)} ms per step")
+            lines.append(f"     {a.why}")
+    if s.failed:
+        lines += ["", f"not read ({len(s.failed)} of {len(s.failed) + n} rank files):"]
+        lines += [f"  {f.message}" for f in s.failed]
+    return "\n".join(fit_lines(lines, width))
+
+
+def _steps_text(s: TraceSummary, steps_shown: int) -> list[str]:
+    """Each rank's per-ProfilerStep table (the first ``steps_shown`` steps; with more than 4 ranks, the first rank's)."""
+    n = len(s.ranks)
+    lines: list[str] = []
     for r in s.ranks:
         if not r.steps or steps_shown == 0:
             continue
@@ -179,6 +206,13 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
         if n > 4:
             lines.append("  (per-step tables of the other ranks: --json)")
             break
+    return lines
+
+
+def _stragglers_text(s: TraceSummary) -> list[str]:
+    """The widest step-time spread across ranks and the slowest rank on average (several ranks only)."""
+    n = len(s.ranks)
+    lines: list[str] = []
     st = s.stragglers
     if n > 1:
         lines.append("")
@@ -190,19 +224,7 @@ def render_trace_text(s: TraceSummary, predictions: list[Prediction] | None = No
                          f"({_ms(st.mean_step_s[st.slowest_rank])} ms per step)")
         else:
             lines.append("stragglers: the ranks share no ProfilerStep number; no step-time spread")
-    if s.cross is not None:
-        lines += _cross_text(s, verbose)
-    lines.append("")
-    lines += _collectives_text(s, predictions, model, verbose, width)
-    if s.advice:
-        lines += ["", "advice (largest gain first; gains are per step, upper bounds, and do not add):"]
-        for i, a in enumerate(s.advice, 1):
-            lines.append(f"  {i}. {a.what}: up to {_ms(a.gain_s)} ms per step")
-            lines.append(f"     {a.why}")
-    if s.failed:
-        lines += ["", f"not read ({len(s.failed)} of {len(s.failed) + n} rank files):"]
-        lines += [f"  {f.message}" for f in s.failed]
-    return "\n".join(fit_lines(lines, width))
+    return lines
 
 
 def _cross_text(s: TraceSummary, verbose: bool) -> list[str]:

@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from commcost.core.errors import InputError
-from commcost.comm.collectives import Collective
+from commcost.comm.collectives import Collective, CollectiveCost
 from commcost.trace.analysis import RankSummary, Stragglers, stragglers
 from commcost.trace.collectives import CollectiveCall, CollectiveRow, collective_rows, rows_to_measurement, sized_calls
 from commcost.trace.cross_rank import CrossRank, cross_rank
@@ -49,12 +49,15 @@ class Prediction:
     algorithm: str | None
     """The algorithm the model chose."""
     reason: str
-    """The model's reason, or why it could not price the row."""
+    """Why the model could not price the row ("" where it priced it: ``choice`` says why that algorithm)."""
     measured_s: float
     """``t`` the prediction is compared with: the row's transfer time when its calls were matched
     across ranks, else its kernel time ``row.time_s``, seconds."""
     measured: str
     """``transfer`` or ``kernel``: which of the two ``measured_s`` is."""
+    cost: CollectiveCost | None = None
+    """The CommModel's price of the row, with its :class:`~commcost.comm.collectives.AlgorithmChoice`
+    (worded by :func:`commcost.report._choice.reason_text`); None where it refused."""
 
     @property
     def error(self) -> float | None:
@@ -210,7 +213,7 @@ def predict_rows(rows, model, *, algorithm: str = "auto", transfer_s: dict | Non
         except InputError as exc:
             out.append(Prediction(row=r, predicted_s=None, algorithm=None, reason=str(exc), **measured))
             continue
-        out.append(Prediction(row=r, predicted_s=c.total_s, algorithm=c.algorithm.value, reason=c.reason,
+        out.append(Prediction(row=r, predicted_s=c.total_s, algorithm=c.algorithm.value, reason="", cost=c,
                               **measured))
     return out
 

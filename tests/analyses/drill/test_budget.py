@@ -14,6 +14,7 @@ LINK = Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)
 
 def drill(**kw):
     base = dict(gpus=32, comm=FlatLinkModel(link=LINK), params=1.3e9, step_s=0.4,
+                intra_node_comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=300e9, latency_s=LINK.latency_s)),
                 bucket_caps_bytes=tuple(c * MiB for c in (1, 8, 16, 25, 100)))
     base.update(kw)
     return communication_budget(BudgetInputs(**base))

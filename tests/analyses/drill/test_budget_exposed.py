@@ -10,6 +10,7 @@ from commcost.comm.topology import Link
 
 from conftest import run_commcost, run_tool
 
+NVLINK = FlatLinkModel(link=Link(bandwidth_bytes_per_s=300e9, latency_s=20e-6))  # fix (e)3: the drill's node link
 DRILL = ("--gpus", "32", "--bw", "25", "--latency", "20", "--params", "1.3", "--step-ms", "400")
 
 
@@ -17,7 +18,7 @@ def _budget(bw_bytes_per_s, caps, gpus=2):
     # P = 2, a = 1 ms: T(c) = 2 ms + c/B; N = 50e6 bf16 -> S = 100e6 B; W = 2/3 * 0.3 s = 0.2 s
     return communication_budget(BudgetInputs(
         gpus=gpus, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=bw_bytes_per_s, latency_s=1e-3)), params=50e6,
-        step_s=0.3, bucket_caps_bytes=caps))
+        step_s=0.3, bucket_caps_bytes=caps, intra_node_comm=NVLINK))
 
 
 def test_exposed_column_keeps_up_and_saturates_by_hand():
@@ -41,7 +42,7 @@ def test_too_many_buckets_are_not_simulated():
 
 def test_best_bucket_exposes_no_more_than_the_default_and_both_within_wire_time():
     b = communication_budget(BudgetInputs(gpus=32, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)),
-                                          params=1.3e9, step_s=0.4))
+                                          params=1.3e9, step_s=0.4, intra_node_comm=NVLINK))
     d, best = b.overlap.default, b.overlap.best
     assert 0 < best.exposed_s <= d.exposed_s <= d.wire_s
     assert best.step_s <= d.step_s
@@ -82,7 +83,7 @@ def test_budget_json_agrees_with_the_timeline_command():
 def test_library_skips_the_simulation_past_the_bucket_limit():
     # 1e14 params * 2 B = 2e14 B; / 25 MiB = 7.6e6 buckets > 2**20: not simulated (was 30 s, 1.8 GB)
     b = communication_budget(BudgetInputs(gpus=32, comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6)),
-                                          params=1e14, step_s=0.4))
+                                          params=1e14, step_s=0.4, intra_node_comm=NVLINK))
     assert b.overlap is None
     # the closed-form parts are still there: T = 1.24 ms + 62/32 * 2e14/25e9 s
     assert b.allreduce.total_s == pytest.approx(1.24e-3 + 62 / 32 * 2e14 / 25e9)

@@ -11,7 +11,8 @@ from commcost.comm.model import FlatLinkModel
 
 def _budget(k: int):
     comm = FlatLinkModel(link=Link(bandwidth_bytes_per_s=25e9, latency_s=20e-6))
-    return communication_budget(BudgetInputs(gpus=32, comm=comm, params=1.3e9, step_s=0.4, grad_accum=k))
+    return communication_budget(BudgetInputs(gpus=32, comm=comm, params=1.3e9, step_s=0.4, grad_accum=k,
+                                             intra_node_comm=FlatLinkModel(link=Link(bandwidth_bytes_per_s=300e9, latency_s=20e-6))))
 
 
 def test_zero2_pays_one_reduce_scatter_per_micro_batch():

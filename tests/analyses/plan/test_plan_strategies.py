@@ -81,7 +81,16 @@ def test_modelled_step_lies_between_its_bounds():
     inp = PlanInputs(spec=_small_spec(), layout=Layout(dp=8, tp=2, pp=2, zero=3, global_batch=64), seq=2048,
                      gpu="h100-sxm", gpus_per_node=8)
     p = plan(inp, FabricModel(topology=topo))
-    assert p.compute_s + p.pipeline_bubble_s + p.optimizer_s <= p.step_s <= p.no_overlap_s
+    assert p.compute_s + p.pipeline_bubble_s + p.optimizer_s <= p.step_s <= p.overlap.no_overlap_s
+    # the one overlap vocabulary: C = compute + bubble, T = wire, W = C, t_o = optimizer + losses, the step as
+    # its simulation; no overlap C + T + t_o, perfect C + max(0, T - C) + t_o
+    o = p.overlap
+    C = p.compute_s + p.pipeline_bubble_s
+    assert (o.compute_s, o.window_s, o.comm_s, o.simulated_s) == (C, C, p.wire_s, p.step_s)
+    assert o.no_overlap_s == pytest.approx(C + p.wire_s + p.optimizer_s + p.losses.total_s, rel=1e-12)
+    assert o.perfect_overlap_s == pytest.approx(C + max(0.0, p.wire_s - C) + p.optimizer_s + p.losses.total_s,
+                                                rel=1e-12)
+    assert o.perfect_overlap_s <= o.simulated_s <= o.no_overlap_s
 
 
 def test_pp_exposed_transfers_by_hand():

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from commcost.step.buckets import BucketAdvice, BucketRow, PYTORCH_DEFAULT_BUCKET_BYTES, PYTORCH_FIRST_BUCKET_BYTES, \
     bucket_advice, bucket_row, crossover_bytes, last_bucket_bytes
 from commcost.comm.collectives import CollectiveCost
-from commcost.comm.model import CommModel, FlatLinkModel
-from commcost.comm.link import Link
+from commcost.comm.model import CommModel
 from commcost.core.errors import InputError
 from commcost.step.bucket_advice import BucketRecommendation, recommend_buckets
 from commcost.step.ddp_buckets import DdpBucketCaps, ddp_bucket_caps
@@ -59,6 +58,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from typing import Literal
 
+    from commcost.comm.link import Link
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = [
@@ -95,9 +95,11 @@ class BudgetInputs:
     """The drill script's label threshold on ``T / step``."""
     fix_grad_accum: int = 4
     """Micro-batches per optimizer step for the gradient-accumulation fix."""
-    intra_node_comm: CommModel | None = None
-    """Intra-node link for the "DP inside a node" fix; default (flat ``comm`` only) 300 GB/s with the
-    flat link's latency."""
+    intra_node_comm: CommModel
+    """One node's link for fix (e)3, "DP inside a node", built by the caller's resolver (the CLI's:
+    :func:`commcost.cli._fabric.intra_node_model`; the drill's ``--intra-bw``, default
+    :data:`DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S`, at the flat link's latency). The budget
+    builds no CommModel of its own."""
     gpus_per_node: int = 8
     """GPUs in one node (one NVLink domain)."""
     bucket_caps_bytes: tuple[float, ...] = (1 * MiB, 25 * MiB)
@@ -143,8 +145,8 @@ class BudgetInputs:
             require_count("scaling gpus", g)
         if not isinstance(self.comm, CommModel):
             raise InputError(f"comm must be a CommModel, got {type(self.comm).__name__}")
-        if self.intra_node_comm is None and self.comm.flat_link is None:
-            raise InputError("intra_node_comm is needed when comm is not a flat link")
+        if not isinstance(self.intra_node_comm, CommModel):
+            raise InputError(f"intra_node_comm must be a CommModel, got {type(self.intra_node_comm).__name__}")
         if self.shape is not None:
             from commcost.workload.shape import check_timeline_shape  # only with a model (drill start-up)
 
@@ -375,8 +377,7 @@ def _fixes(inp: BudgetInputs, S: float, T: CollectiveCost) -> Fixes:
         bytes_sent_per_rank=(k + 1) * (P - 1) / P * S,
         allreduce_bytes_sent_per_rank=2 * (P - 1) / P * S,
     )
-    intra_comm = inp.intra_node_comm or FlatLinkModel(link=Link(
-        bandwidth_bytes_per_s=DEFAULT_INTRA_NODE_BANDWIDTH_BYTES_PER_S, latency_s=inp.comm.flat_link.latency_s))
+    intra_comm = inp.intra_node_comm
     intra_T = intra_comm.scaled().cost("all_reduce", S, P)
     intra = IntraNodeFix(
         link=intra_comm.flat_link, allreduce=intra_T, compute_s=compute_s,

@@ -163,7 +163,7 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     groups = [(X["dense"], X["D"], X["D_rpn"])] + ([(X["expert"], X["E_dp"], X["E_rpn"])] if spec.is_moe else [])
     X["T3_ag"], X["T3_rs"] = _zero3_columns(col, groups, X, base, inp, need["z3"])
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
-    world = (t * p * c * base["d"]).astype(int)       # plan.plan_losses: the gradient norm's all-reduce over the job
+    world = (t * p * c * base["d"]).astype(int)       # kernel.finish: the gradient norm's all-reduce over the job
     X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
     return X
 

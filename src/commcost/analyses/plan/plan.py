@@ -29,8 +29,8 @@ CommModel's time of one collective of kind x; ``eta`` the compute efficiency.
    two moments read and written, bf16 gradient read and weight written): ``t_opt = 28 N_shard / B_hbm``.
 6. **Step** ``= compute + bubble + exposed communication + optimizer + losses`` (the losses that grow with the
    job, :mod:`commcost.step.losses`: the slowest of ``W`` ranks, communication contending with compute, the
-   gradient norm's all-reduce: :func:`plan_losses`), between the bounds
-   ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.no_overlap_s` (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
+   gradient norm's all-reduce: :func:`commcost.analyses.plan.kernel.finish`), between the bounds
+   ``compute + bubble + optimizer`` (everything hidden) and :attr:`Plan.overlap`'s no overlap (nothing hidden); tokens/s/GPU ``= B s / (step W)``;
    model FLOPs ``= 3 B s f_model`` (:meth:`~commcost.workload.transformer.TransformerSpec.model_forward_flops_per_token`:
    the Megatron-LM/PaLM convention, full attention square, no recomputation); TFLOP/s/GPU
    ``= model FLOPs / (step W)``; MFU ``=`` that over ``P_peak`` at the plan's precision.
@@ -66,6 +66,7 @@ from commcost.analyses.plan.compose import micro_batch_flops
 from commcost.core.validation import require_efficiency, require_count
 from commcost.core.validation import require_finite_positive
 from commcost.core.xp import SCALAR
+from commcost.step.overlap import OverlapBounds
 from commcost.parallel.context import context_ops
 from commcost.parallel.ddp import ddp_ops
 from commcost.parallel.dispatch import FP8_DISPATCH_BYTES
@@ -241,15 +242,13 @@ class Plan:
         return sum(line.time_s for line in self.comm)
 
     @property
-    def no_overlap_s(self) -> float:
-        """Bound: nothing overlaps, ``compute + bubble + wire + optimizer`` and the losses (STYLE.md item 7: the
-        modelled step lies between it and :attr:`all_hidden_s`)."""
-        return self.compute_s + self.pipeline_bubble_s + self.wire_s + self.optimizer_s + self.losses.total_s
-
-    @property
-    def all_hidden_s(self) -> float:
-        """Bound: every collective hidden, ``compute + bubble + optimizer`` (and the losses)."""
-        return self.compute_s + self.pipeline_bubble_s + self.optimizer_s + self.losses.total_s
+    def overlap(self) -> OverlapBounds:
+        """The step's bounds (STYLE.md item 7) in the one vocabulary, :class:`commcost.step.overlap.OverlapBounds`:
+        ``C = compute + bubble``, ``T = wire``, ``W = C`` (any collective may hide behind any compute: every one hidden
+        while ``T <= C``), ``t_o = optimizer + losses``, the modelled step as its simulation."""
+        C = self.compute_s + self.pipeline_bubble_s
+        return OverlapBounds(compute_s=C, comm_s=self.wire_s, window_s=C,
+                             after_s=self.optimizer_s + self.losses.total_s, simulated_s=self.step_s)
 
     def exposed_by_dimension(self) -> dict[str, float]:
         """Exposed seconds per dimension (tp, cp, ep, pp, dp)."""

@@ -39,7 +39,9 @@ def feasible_sample(points: dict | None, n: int = SAMPLE_POINTS) -> dict | None:
             "front_memory_high_bytes": mem[front].tolist(), "front_step_s": step[front].tolist()}
 
 
-def _scatter(d: dict, sample: dict | None) -> str:
+def _scatter_extent(d: dict, sample: dict | None) -> tuple[list, list]:
+    """Every memory (x) and every finite positive step (y) the scatter draws: the sample and its front, the
+    results (and their band's upper edge), the published and the fastest layouts, the card's capacity."""
     res = d.get("results") or []
     xs, ys = [], []
     if sample:
@@ -59,6 +61,14 @@ def _scatter(d: dict, sample: dict | None) -> str:
     if cap:
         xs.append(cap)
     ys = [y for y in ys if finite(y) and y > 0]
+    return xs, ys
+
+
+def _scatter(d: dict, sample: dict | None) -> str:
+    res = d.get("results") or []
+    cap = res[0]["memory"]["capacity_bytes"] if res else None
+    pub, fast = d.get("published"), d.get("fastest")
+    xs, ys = _scatter_extent(d, sample)
     if not xs or not ys:
         return "<p>no layout fits: nothing to draw</p>"
     ylo, yhi = min(ys), max(ys)

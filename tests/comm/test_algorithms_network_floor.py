@@ -45,7 +45,9 @@ def test_floor_reaches_every_protocol_of_a_preset():
     topo, P = system_group("gcp-a3-mega", nodes=2, gpus=16)
     assert topo.network_floor_s == pytest.approx(123.4e-6)
     assert collective_cost("all_reduce", 8, P, topo).total_s == pytest.approx(123.4e-6, rel=1e-4)
-    for cost in protocol_costs("all_reduce", 8, P, topo, "auto").values():
+    costs = protocol_costs("all_reduce", 8, P, topo, "auto")
+    assert costs  # the preset has NCCL's protocols: at least one to check
+    for cost in costs.values():
         assert cost.latency_s >= 123.4e-6
     # one node of the same preset: no floor (NVLink only); its 8 B all-reduce is tens of microseconds
     one, P1 = system_group("gcp-a3-mega", nodes=1, gpus=8)
