@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from commcost.analyses.plan.search_inputs import OBJECTIVES, SearchInputs
 from commcost.analyses.plan.search_inputs import memory_fragile, memory_high_bytes
-from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
+from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_parts, parse_fix
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
 from commcost.analyses.plan.grid import distinct_keys
@@ -142,8 +142,10 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
 def search_spaces(inp: SearchInputs, world: int) -> list:
     """``[(inputs, (base, cols))]``: the configurations of ``world`` GPUs, each part under the inputs that price it
     (:func:`search_passes`)."""
-    return [(pinp, enumerate_space(inp.space, world, inp.moe_overlap, pinp.stack, part))
-            for pinp, part in search_passes(inp)]
+    passes = search_passes(inp)
+    # one enumeration for all the parts (each a stack's share of auto's space, or one named stack's)
+    spaces = enumerate_parts(inp.space, world, inp.moe_overlap, inp.stack, tuple(part for _, part in passes))
+    return [(pinp, grid) for (pinp, _), grid in zip(passes, spaces)]
 
 
 def advised(p: Plan, model: CommModel, inp: SearchInputs) -> Plan:
