@@ -366,7 +366,8 @@ def enumerate_parts(space: SearchSpace, world: int, moe_overlap: str = "none", s
     runs: dict = {}                               # (sp, rc, z) -> the layouts the stack runs (or auto's masks)
     out = []
     for auto_part in auto_parts:
-        parts: dict[str, list] = {k: [] for k in ("bi", "sp", "rc", "zero", "capi", "cap")}
+        parts: dict[str, list] = {k: [] for k in ("bi", "cap")}
+        counts = []
         for sp, rc, z, ci in combos:
             if (sp, rc, z) not in runs:          # the cap does not change which stack runs a layout
                 ok = np.ones(len(t), dtype=bool) if sp == 0 else sp_ok
@@ -391,9 +392,11 @@ def enumerate_parts(space: SearchSpace, world: int, moe_overlap: str = "none", s
             bi, bucket_rows = rows_of[key]
             parts["bi"].append(bi)
             parts["cap"].append(np.where(bucket_rows, cap_bytes[ci], 0))
-            for k, value in (("sp", sp), ("rc", rc), ("zero", z), ("capi", ci)):
-                parts[k].append(np.full(len(bi), value, dtype=np.int64))
-        out.append((base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()})))
+            counts.append(len(bi))
+        # each combination's constant columns, one repeat each (not a full column per combination, then joined)
+        constant = {k: np.repeat(np.array([combo[i] for combo in combos], dtype=np.int64), counts)
+                    for i, k in enumerate(("sp", "rc", "zero", "capi"))}
+        out.append((base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()}, **constant)))
     return out
 
 
