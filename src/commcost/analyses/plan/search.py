@@ -148,16 +148,25 @@ def search_spaces(inp: SearchInputs, world: int) -> list:
     return [(pinp, grid) for (pinp, _), grid in zip(passes, spaces)]
 
 
-def advised(p: Plan, model: CommModel, inp: SearchInputs) -> Plan:
+def advised(p: Plan, model: CommModel, inp: SearchInputs, memo: dict | None = None) -> Plan:
     """``p`` at the cap of its own bucket advice (:attr:`commcost.analyses.plan.plan.Plan.bucket_advice`, the one
     advice ``plan``, ``budget`` and ``timeline`` give), unless the cap is fixed (``--fix bucket_mb``) or no buckets run:
     the grid ranks at a few caps (:func:`commcost.analyses.plan.space.bucket_caps_bytes`), the result is priced at the
-    advised one, so its ``plan_command``'s ``--bucket-mb`` is the advice's ``recommended_bytes``."""
-    advice = p.bucket_advice
-    if advice is None or inp.space.fix("bucket_mb") is not None \
-            or p.inputs.bucket_cap_bytes == advice.recommended_bytes:
+    advised one, so its ``plan_command``'s ``--bucket-mb`` is the advice's ``recommended_bytes``.
+
+    ``memo`` (a dict the caller keeps) holds the advised plan per layout without its cap: the advice sweeps the caps
+    itself, so the cap ``p`` was priced at does not change it, and the grid's cap variants of one layout ask once."""
+    if p.dp_timeline is None or inp.space.fix("bucket_mb") is not None:
         return p
-    return plan(replace(p.inputs, bucket_cap_bytes=advice.recommended_bytes), model)
+    key = replace(p.inputs, bucket_cap_bytes=None)
+    if memo is not None and key in memo:
+        rec, q = memo[key]
+        return p if p.inputs.bucket_cap_bytes == rec else q
+    rec = p.bucket_advice.recommended_bytes
+    q = p if p.inputs.bucket_cap_bytes == rec else plan(replace(p.inputs, bucket_cap_bytes=rec), model)
+    if memo is not None:
+        memo[key] = (rec, q)
+    return q
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
@@ -227,7 +236,8 @@ def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens:
     else:
         chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
     grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
-    plans = [advised(p, model, inp) for p in grid_plans]
+    memo: dict = {}
+    plans = [advised(p, model, inp, memo) for p in grid_plans]
     distinct: list = []
     for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
         if all(p.inputs != plans[j].inputs for j in distinct):
