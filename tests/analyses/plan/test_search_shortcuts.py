@@ -112,3 +112,27 @@ def test_advised_once_per_layout_equals_advised_each_time():
     fixed = replace(inp, space=replace(space, fixed=(("bucket_mb", 100),)))
     p, model = _dp_plan(100 * MiB)
     assert advised(p, model, fixed, memo) is p  # a fixed cap is kept
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 4096.0, 1e6, 3.3e7, 2.5e9]), st.sampled_from([1, 2, 8, 16, 64]),
+                          st.sampled_from([1, 4, 8])), min_size=1, max_size=30), st.integers(1, 4))
+def test_pricer_columns_equal_the_model_one_collective_at_a_time(rows, calls):
+    """Each distinct (op, size, group, ranks per node) through the CommModel once, in any order of columns: the
+    prices are the model's own, zero for a group of one or an empty message."""
+    import numpy as np
+
+    from commcost.analyses.plan.grid_distinct import Pricer
+    from commcost.comm.collectives import Collective
+
+    topo, _ = system_group("dgx-h100", nodes=8)
+    model = FabricModel(topology=topo)
+    pricer = Pricer(model)
+    op = Collective.ALL_REDUCE
+    for k in range(calls):                       # the columns overlap: later ones read what earlier ones priced
+        part = rows[k::calls] + rows[:k]
+        S, P, r = (np.array(x) for x in zip(*part))
+        got = pricer.column(op, S, P, r)
+        want = [0.0 if p == 1 or s == 0 else model.cost(op, s, p, ranks_per_node=q).total_s for s, p, q in part]
+        assert got.tolist() == want
+    assert pricer.distinct == len({(s, p, q) for s, p, q in rows if p != 1 and s != 0})   # every row was asked

@@ -367,7 +367,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(chosen[i][1] for i in order),
                         grid_cap_bytes=tuple(grid_plans[i].inputs.bucket_cap_bytes for i in order),
-                        distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts,
+                        distinct_collectives=pricer.distinct, interrupted=interrupted, points=pts,
                         fragile=tuple(flags[i] for i in order),
                         fastest=None if fastest is None else plans[fastest],
                         fastest_fragile=False if fastest is None else flags[fastest])
