@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from commcost.analyses.plan.plan import PlanInputs, plan
@@ -136,3 +137,31 @@ def test_pricer_columns_equal_the_model_one_collective_at_a_time(rows, calls):
         want = [0.0 if p == 1 or s == 0 else model.cost(op, s, p, ranks_per_node=q).total_s for s, p, q in part]
         assert got.tolist() == want
     assert pricer.distinct == len({(s, p, q) for s, p, q in rows if p != 1 and s != 0})   # every row was asked
+
+
+@pytest.mark.parametrize("name, tp, pp, ep, zero, gpus", [
+    ("llama3-70b", 8, 1, 1, 1, 64),        # ZeRO-1: bucketed reduce-scatters over d = 8 across nodes
+    ("llama3-70b", 4, 2, 1, 0, 64),        # DDP all-reduces beside a pipeline
+    ("mixtral-8x7b", 2, 1, 4, 1, 64),      # two groups: the dense shard and the expert-data-parallel one
+    ("gpt3-175b", 8, 8, 1, 2, 1024),       # ZeRO-2 on 128 nodes
+])
+def test_advice_priced_as_arrays_is_the_advice(monkeypatch, name, tp, pp, ep, zero, gpus):
+    """The sweep's collectives priced in one array pass first (search's advice) give Plan.bucket_advice's advice,
+    and the sweep then asks the CommModel nothing more."""
+    from commcost.step.bucket_advice import recommend_buckets
+
+    topo, _ = system_group("dgx-h100", nodes=gpus // 8)
+    model = FabricModel(topology=topo)
+    layout = Layout(dp=gpus // (tp * pp), tp=tp, pp=pp, ep=ep, zero=zero, sequence_parallel=tp > 1,
+                    recompute="selective", micro_batch=1, global_batch=gpus * 2)
+    p = plan(PlanInputs(spec=model_spec(name), layout=layout, seq=4096, gpu="h100-sxm", gpus_per_node=8), model)
+    assert p.dp_timeline is not None
+    want = p.bucket_advice                        # every collective priced one at a time
+    tl, cost = p.dp_timeline
+    calls = []
+    real = FabricModel.cost
+    monkeypatch.setattr(FabricModel, "cost", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    got = recommend_buckets(tl, allreduce_s=cost, arrays=True)
+    assert calls == []                            # every size the sweep asked for was priced as an array
+    monkeypatch.undo()
+    assert got == want                            # the same advice (exposures, caps, choice), float for float

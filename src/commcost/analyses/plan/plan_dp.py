@@ -106,6 +106,35 @@ def _advice_inputs(inp, tl_inp: TimelineInputs, total_bytes: float) -> TimelineI
     return replace(tl_inp, shape=spec, seq=inp.seq)
 
 
+def _gradient_cost(model: CommModel, shares: list, share_nic: list):
+    """``T(c) = sum_i k_i T(op_i, c f_i, P_i, r_i)``: one bucket of ``c`` bytes reduced over each group ``i`` of
+    ``shares`` (its collective and its share ``f_i`` of the gradients) at its NICs' share ``k_i``, summed in order.
+    Its ``price_many(sizes)`` prices many ``c`` at once and keeps them for its calls: per group one
+    ``cost_many`` (element by element ``cost``'s ``total_s``), summed in the same order, so the same floats
+    (the bucket advice's sweep, :func:`commcost.step.timeline.best_caps` with ``arrays``; numpy needed)."""
+    known: dict[float, float] = {}
+
+    def cost(c_bytes: float) -> float:
+        T = known.get(c_bytes)
+        if T is None:
+            T = sum(k * model.cost(o.op, c_bytes * f, o.group_size, ranks_per_node=o.ranks_per_node).total_s
+                    for (o, f), k in zip(shares, share_nic))
+        return T
+
+    def price_many(sizes_bytes) -> None:
+        import numpy as np
+
+        S = np.unique(np.asarray(sizes_bytes, dtype=float))
+        S = S[S > 0]
+        total = 0
+        for (o, f), k in zip(shares, share_nic):
+            total = total + k * model.cost_many(o.op, S * f, o.group_size, ranks_per_node=o.ranks_per_node)
+        known.update(zip(S.tolist(), np.broadcast_to(total, S.shape).tolist()))
+
+    cost.price_many = price_many                    # type: ignore[attr-defined]
+    return cost
+
+
 def _data_parallel_lines(inp, model: CommModel, dp_ops, *, t_mb: float, t_c: float, t_fwd: float,
                          fwd_share: float, crossing: int, advice: list | None = None) -> list[CommLine]:
     """Gradient reduction through the DDP timeline; ZeRO-1/2's weight all-gather against the next forward."""
@@ -121,9 +150,7 @@ def _data_parallel_lines(inp, model: CommModel, dp_ops, *, t_mb: float, t_c: flo
         share_nic = [K.nic_share(SCALAR, crossing=crossing, ranks_per_node=o.ranks_per_node, group=o.group_size)
                      for o, _ in shares]
 
-        def cost(c_bytes: float) -> float:
-            return sum(k * model.cost(o.op, c_bytes * f, o.group_size, ranks_per_node=o.ranks_per_node).total_s
-                       for (o, f), k in zip(shares, share_nic))
+        cost = _gradient_cost(model, shares, share_nic)
 
         caps = ddp_bucket_caps(None) if inp.bucket_cap_bytes is None else caps_for(inp.bucket_cap_bytes)
         tl_inp = TimelineInputs(gpus=max(o.group_size for o, _ in shares), comm=model,

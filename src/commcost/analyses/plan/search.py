@@ -36,6 +36,7 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.analyses.uncertainty import plan_band
 from commcost.core.optional import require
 from commcost.workload.memory import fits_on_card
+from commcost.step.bucket_advice import recommend_buckets
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
@@ -162,7 +163,8 @@ def advised(p: Plan, model: CommModel, inp: SearchInputs, memo: dict | None = No
     if memo is not None and key in memo:
         rec, q = memo[key]
         return p if p.inputs.bucket_cap_bytes == rec else q
-    rec = p.bucket_advice.recommended_bytes
+    # Plan.bucket_advice, the sweep's collectives priced as arrays first (search has numpy; the same advice)
+    rec = recommend_buckets(p.dp_timeline[0], allreduce_s=p.dp_timeline[1], arrays=True).recommended_bytes
     q = p if p.inputs.bucket_cap_bytes == rec else plan(replace(p.inputs, bucket_cap_bytes=rec), model)
     if memo is not None:
         memo[key] = (rec, q)
