@@ -231,20 +231,22 @@ class _Top:
 
 def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens: float):
     """The grid's best (safe, then fragile where ``inp.fragile_last``) planned and advised, one per layout:
-    ``(chosen, grid_plans, plans, flags, order, fastest)``, ``order`` the first ``top`` by the objective."""
+    ``(chosen, grid_inputs, plans, flags, order, fastest)``, ``order`` the first ``top`` by the objective."""
     safe, risky = pools[False].entries(), pools[True].entries()
     if inp.fragile_last:
         chosen = safe + risky[:max(wide - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
     else:
         chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
-    grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
+    grid_inputs = [plan_inputs_of(inp, row) for _, _, _, row in chosen]
     memo: dict = {}
-    plans = [advised(p, model, inp, memo) for p in grid_plans]
+    # a layout already advised at another cap is that plan (plan at the advised cap, or the same inputs)
+    plans = [memo[key][1] if (key := replace(x, bucket_cap_bytes=None)) in memo else
+             advised(plan(x, model), model, inp, memo) for x in grid_inputs]
     distinct: list = []
     for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
         if all(p.inputs != plans[j].inputs for j in distinct):
             distinct.append(i)
-    chosen, grid_plans, plans = ([x[i] for i in distinct] for x in (chosen, grid_plans, plans))
+    chosen, grid_inputs, plans = ([x[i] for i in distinct] for x in (chosen, grid_inputs, plans))
     capacity = [p.memory.capacity_bytes for p in plans]
     flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
              for p, c in zip(plans, capacity)]
@@ -259,7 +261,7 @@ def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens:
     if inp.fragile_last and sum(not f for f in flags) >= inp.top and fastest is not None and flags[fastest]:
         order = [i for i in order if i != fastest]   # kept only to say why it is not first
     order = order[:inp.top]
-    return chosen, grid_plans, plans, flags, order, fastest
+    return chosen, grid_inputs, plans, flags, order, fastest
 
 
 def search(inp: SearchInputs, model: CommModel, *,
@@ -363,12 +365,12 @@ def search(inp: SearchInputs, model: CommModel, *,
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
         interrupted = True
-    chosen, grid_plans, plans, flags, order, fastest = _ranked(pools, inp, model, wide, tokens)
+    chosen, grid_inputs, plans, flags, order, fastest = _ranked(pools, inp, model, wide, tokens)
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(chosen[i][1] for i in order),
-                        grid_cap_bytes=tuple(grid_plans[i].inputs.bucket_cap_bytes for i in order),
+                        grid_cap_bytes=tuple(grid_inputs[i].bucket_cap_bytes for i in order),
                         distinct_collectives=pricer.distinct, interrupted=interrupted, points=pts,
                         fragile=tuple(flags[i] for i in order),
                         fastest=None if fastest is None else plans[fastest],
