@@ -124,8 +124,9 @@ def _gradient_cost(model: CommModel, shares: list, share_nic: list):
     def price_many(sizes_bytes) -> None:
         import numpy as np
 
-        S = np.unique(np.asarray(sizes_bytes, dtype=float))
-        S = S[S > 0]
+        S = np.array(sorted({float(x) for x in sizes_bytes if x > 0}))    # (np.unique would import numpy.ma)
+        if not len(S):
+            return
         total = 0
         for (o, f), k in zip(shares, share_nic):
             total = total + k * model.cost_many(o.op, S * f, o.group_size, ranks_per_node=o.ranks_per_node)
