@@ -242,10 +242,8 @@ def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens:
     # a layout already advised at another cap is that plan (plan at the advised cap, or the same inputs)
     plans = [memo[key][1] if (key := replace(x, bucket_cap_bytes=None)) in memo else
              advised(plan(x, model), model, inp, memo) for x in grid_inputs]
-    distinct: list = []
-    for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
-        if all(p.inputs != plans[j].inputs for j in distinct):
-            distinct.append(i)
+    first: dict = {}                          # cap variants of one layout advised to one cap: the first stays
+    distinct = [first.setdefault(p.inputs, i) for i, p in enumerate(plans) if p.inputs not in first]
     chosen, grid_inputs, plans = ([x[i] for i in distinct] for x in (chosen, grid_inputs, plans))
     capacity = [p.memory.capacity_bytes for p in plans]
     flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
