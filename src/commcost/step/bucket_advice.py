@@ -83,10 +83,11 @@ def recommendation_from_choice(choice: BucketChoice, stream: GradientStream) -> 
 
 def recommend_buckets(inp: TimelineInputs, *, stream: GradientStream | None = None,
                       allreduce_s: AllReduceCost | None = None,
-                      first_bucket_bytes: int | None = None) -> BucketRecommendation:
+                      first_bucket_bytes: int | None = None, arrays: bool = False) -> BucketRecommendation:
     """The bucket advice for the step ``inp`` (per-tensor when ``inp`` has a shape, module docstring);
-    ``allreduce_s`` overrides the inputs' CommModel (``plan`` passes its data-parallel groups' cost)."""
+    ``allreduce_s`` overrides the inputs' CommModel (``plan`` passes its data-parallel groups' cost);
+    ``arrays``: :func:`~commcost.step.timeline.best_caps`' (the same advice, its prices found as arrays)."""
     stream = stream or gradient_stream(inp)
     choice = best_caps(inp, advice_grid(stream.total_bytes), first_bucket_bytes=first_bucket_bytes,
-                       allreduce_s=allreduce_s, stream=stream)
+                       allreduce_s=allreduce_s, stream=stream, arrays=arrays)
     return recommendation_from_choice(choice, stream)

@@ -379,13 +379,23 @@ def pick_best(points: list[tuple[float, DdpBucketCaps]], *, default_exposed_s: f
 
 
 def best_caps(inp: TimelineInputs, caps_bytes: tuple[int, ...], *, first_bucket_bytes: int | None = None,
-              allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None) -> BucketChoice:
+              allreduce_s: AllReduceCost | None = None, stream: GradientStream | None = None,
+              arrays: bool = False) -> BucketChoice:
     """The caps (:func:`caps_for`) over ``caps_bytes`` chosen by :func:`pick_best`, judged against
-    PyTorch's default caps. The same choice as ``commcost.step.sweep.sweep_buckets``, without the curve."""
+    PyTorch's default caps. The same choice as ``commcost.step.sweep.sweep_buckets``, without the curve.
+    ``arrays`` (numpy needed): a uniform stream's bucket sizes at every cap are priced first in one pass where
+    ``allreduce_s`` offers it (its ``price_many``; ``commcost search`` advises many layouts), the same floats."""
     stream = stream or gradient_stream(inp)
     cost = allreduce_s or comm_allreduce_cost(inp)
     memo: dict[float, float] = {}
     points = []
+    if arrays and stream.uniform and hasattr(cost, "price_many"):
+        sizes = []
+        for caps in [caps_for(cap, first_bucket_bytes) for cap in caps_bytes] + [ddp_bucket_caps(None)]:
+            c = float(caps.bucket_cap_bytes)        # uniform_buckets prices T(c_1), T(c), T(last)
+            first, _, last = uniform_layout(stream.total_bytes, float(caps.first_bucket_cap_bytes), c)
+            sizes += [first, c, last]
+        cost.price_many(sizes)
     for cap in sorted(caps_bytes):
         caps = caps_for(cap, first_bucket_bytes)
         points.append((_evaluate_caps(inp, stream, caps, cost, memo)[2], caps))

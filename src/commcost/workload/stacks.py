@@ -256,13 +256,20 @@ def auto_masks(*, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None, mi
     runs it); ``none`` the layouts no stack runs."""
     kw = dict(tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, zero=zero, sp=sp, recompute=recompute, micro_batches=micro_batches)
     implied = _table()["auto_stacks"]
+    runs: dict = {}                      # each stack's layout_runs once (the implied stacks are among STACKS)
+
+    def runs_of(name: str):
+        if name not in runs:
+            runs[name] = layout_runs(stack_layouts(name), **kw)
+        return runs[name]
+
     base = False
     for kind, on in auto_kinds(zero, tp, pp).items():
-        base = base | (on & layout_runs(stack_layouts(implied[kind]), **kw))
+        base = base | (on & runs_of(implied[kind]))
     out = {"auto": base}
     left = base ^ True
     for name in STACKS[1:]:
-        out[name] = left & layout_runs(stack_layouts(name), **kw)
+        out[name] = left & runs_of(name)
         left = left & (out[name] ^ True)
     out["none"] = left
     return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import commcost.analyses.plan.compose as K
 from commcost.analyses.plan.kernel import Buckets, CommTerms, Compute, Row, StepColumns
-from commcost.analyses.plan.plan_dp import CommLine, _advice_inputs, plan_stack
+from commcost.analyses.plan.plan_dp import CommLine, _advice_inputs, _gradient_cost, plan_stack
 from commcost.comm.collectives import Collective
 from commcost.core.xp import SCALAR
 from commcost.hardware.registry import gpu_row
@@ -64,10 +64,7 @@ def _dp_prices(inp, model: CommModel, dp_ops, crossing: int) -> DataParallelPric
     share_nic = [K.nic_share(SCALAR, crossing=crossing, ranks_per_node=o.ranks_per_node, group=o.group_size)
                  for o, _ in shares]
 
-    def cost(c_bytes: float) -> float:
-        return sum(k * model.cost(o.op, c_bytes * f, o.group_size, ranks_per_node=o.ranks_per_node).total_s
-                   for (o, f), k in zip(shares, share_nic))
-
+    cost = _gradient_cost(model, shares, share_nic)
     return DataParallelPrices(reductions=tuple((o, f, T, a) for (o, f), (_, T, a) in zip(shares, grads)),
                               gathers=gathers, total_bytes=total, cost=cost)
 

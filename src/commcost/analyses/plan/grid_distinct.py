@@ -19,34 +19,48 @@ __all__ = ["Pricer", "unique_rows", "needed", "distinct_keys"]
 
 class Pricer:
     """``T(op, S, P, rpn)`` from the CommModel, memoised; zero for a group of one or an empty message
-    (as :func:`commcost.analyses.plan.plan.plan`)."""
+    (as :func:`commcost.analyses.plan.plan.plan`). The memo holds, per distinct ``(op, group, ranks per node)``,
+    the sizes priced so far (sorted) and their prices: a column of sizes is looked up with one sorted search and
+    the sizes not yet known are priced with one :meth:`~commcost.comm.model.CommModel.cost_many` (element by
+    element the same ``total_s`` as :meth:`~commcost.comm.model.CommModel.cost`)."""
 
     def __init__(self, model: CommModel) -> None:
         self.model = model
-        self.memo: dict[tuple, float] = {}
+        self.known: dict[tuple, tuple] = {}
+        """``(op, group, ranks per node) -> (sizes ascending, seconds)``, numpy arrays."""
+
+    @property
+    def distinct(self) -> int:
+        """Distinct ``(op, size, group, ranks per node)`` priced through the CommModel so far."""
+        return sum(len(sizes) for sizes, _ in self.known.values())
 
     def one(self, op: Collective, size: float, group: int, rpn: int) -> float:
-        """One collective, seconds (:meth:`fetch` prices many at once)."""
-        if group == 1 or size == 0:
-            return 0.0
-        key = (op, size, group, rpn)
-        T = self.memo.get(key)
-        if T is None:
-            T = self.memo[key] = self.model.cost(op, size, group, ranks_per_node=rpn).total_s
-        return T
-
-    def fetch(self, keys) -> None:
-        """Price the ``(op, size, group, rpn)`` of ``keys`` not yet known: one
-        :meth:`~commcost.comm.model.CommModel.cost_many` per distinct ``(op, group, rpn)``."""
+        """One collective, seconds (:meth:`column` prices many at once)."""
         import numpy as np
 
-        by: dict[tuple, list[float]] = {}
-        for op, S, P, r in keys:
-            if P != 1 and S != 0 and (op, S, P, r) not in self.memo:
-                by.setdefault((op, P, r), []).append(S)
-        for (op, P, r), sizes in by.items():
-            T = self.model.cost_many(op, np.array(sizes), P, ranks_per_node=r)
-            self.memo.update(zip([(op, S, P, r) for S in sizes], T.tolist()))
+        return float(self.column(op, np.array([float(size)]), np.array([group]), np.array([rpn]))[0])
+
+    def _sizes(self, op: Collective, group: int, rpn: int, sizes):
+        """Prices of the distinct, ascending ``sizes`` (numpy) of one ``(op, group, rpn)``, those not yet known
+        priced in one :meth:`~commcost.comm.model.CommModel.cost_many` and kept."""
+        import numpy as np
+
+        key = (op, group, rpn)
+        old_S, old_T = self.known.get(key, (np.zeros(0), np.zeros(0)))
+        at = np.searchsorted(old_S, sizes)
+        hit = at < len(old_S)
+        hit[hit] = old_S[at[hit]] == sizes[hit]
+        if hit.all():
+            return old_T[at]
+        new_S = sizes[~hit]
+        new_T = np.asarray(self.model.cost_many(op, new_S, group, ranks_per_node=rpn), dtype=float)
+        S = np.concatenate([old_S, new_S])
+        order = np.argsort(S, kind="stable")
+        self.known[key] = (S[order], np.concatenate([old_T, new_T])[order])
+        out = np.empty(len(sizes))
+        out[hit] = old_T[at[hit]]
+        out[~hit] = new_T
+        return out
 
     def column(self, op: Collective, size, group, rpn):
         """Element-wise prices of arrays ``size, group, rpn`` (each distinct triple priced once)."""
@@ -55,11 +69,17 @@ class Pricer:
         size, group, rpn = np.broadcast_arrays(np.asarray(size, float), np.asarray(group), np.asarray(rpn))
         if size.size == 0:
             return np.zeros(0)
-        uniq, inv = unique_rows(np.stack([size, group.astype(float), rpn.astype(float)], axis=1))
-        keys = [(op, float(S), int(P), int(r)) for S, P, r in uniq.tolist()]
-        self.fetch(keys)
-        prices = np.array([self.one(*k) for k in keys])
-        return prices[inv]
+        # distinct (group, rpn, size), sorted so: each (group, rpn) a run of ascending sizes
+        uniq, inv = unique_rows(np.stack([group.ravel().astype(float), rpn.ravel().astype(float), size.ravel()],
+                                         axis=1))
+        prices = np.zeros(len(uniq))
+        live = np.nonzero((uniq[:, 0] != 1) & (uniq[:, 2] != 0))[0]
+        if len(live):
+            pairs = uniq[live, :2]
+            cut = np.flatnonzero((pairs[1:] != pairs[:-1]).any(axis=1)) + 1
+            for run in np.split(live, cut):
+                prices[run] = self._sizes(op, int(uniq[run[0], 0]), int(uniq[run[0], 1]), uniq[run, 2])
+        return prices[inv].reshape(size.shape)
 
 
 def unique_rows(mat):

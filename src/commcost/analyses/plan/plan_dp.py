@@ -7,11 +7,15 @@ module)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from commcost.parallel.layout import CommOp
 from commcost.step.timeline import TimelineInputs
 from commcost.workload.shape import MAX_LAYERS, fits_timeline, model_params
 from commcost.workload.stacks import auto_kind, auto_runs_implied, resolve_stack, stack
+
+if TYPE_CHECKING:
+    from commcost.comm.model import CommModel
 
 __all__ = ["CommLine", "plan_stack"]
 
@@ -60,3 +64,33 @@ def _advice_inputs(inp, tl_inp: TimelineInputs, total_bytes: float) -> TimelineI
     if abs(model_params(spec) * tl_inp.bytes_per_grad - total_bytes) > 1e-9 * total_bytes:
         return tl_inp                       # gradients other than the model's tensors: keep the uniform stream
     return replace(tl_inp, shape=spec, seq=inp.seq)
+
+
+def _gradient_cost(model: CommModel, shares: list, share_nic: list):
+    """``T(c) = sum_i k_i T(op_i, c f_i, P_i, r_i)``: one bucket of ``c`` bytes reduced over each group ``i`` of
+    ``shares`` (its collective and its share ``f_i`` of the gradients) at its NICs' share ``k_i``, summed in order.
+    Its ``price_many(sizes)`` prices many ``c`` at once and keeps them for its calls: per group one
+    ``cost_many`` (element by element ``cost``'s ``total_s``), summed in the same order, so the same floats
+    (the bucket advice's sweep, :func:`commcost.step.timeline.best_caps` with ``arrays``; numpy needed)."""
+    known: dict[float, float] = {}
+
+    def cost(c_bytes: float) -> float:
+        T = known.get(c_bytes)
+        if T is None:
+            T = sum(k * model.cost(o.op, c_bytes * f, o.group_size, ranks_per_node=o.ranks_per_node).total_s
+                    for (o, f), k in zip(shares, share_nic))
+        return T
+
+    def price_many(sizes_bytes) -> None:
+        import numpy as np
+
+        S = np.array(sorted({float(x) for x in sizes_bytes if x > 0}))    # (np.unique would import numpy.ma)
+        if not len(S):
+            return
+        total = 0
+        for (o, f), k in zip(shares, share_nic):
+            total = total + k * model.cost_many(o.op, S * f, o.group_size, ranks_per_node=o.ranks_per_node)
+        known.update(zip(S.tolist(), np.broadcast_to(total, S.shape).tolist()))
+
+    cost.price_many = price_many                    # type: ignore[attr-defined]
+    return cost

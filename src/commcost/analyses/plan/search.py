@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from commcost.analyses.plan.search_inputs import OBJECTIVES, SearchInputs
 from commcost.analyses.plan.search_inputs import memory_fragile, memory_high_bytes
-from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_space, parse_fix
+from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_parts, parse_fix
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
 from commcost.analyses.plan.grid import distinct_keys
@@ -36,6 +36,7 @@ from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.analyses.uncertainty import plan_band
 from commcost.core.optional import require
 from commcost.workload.memory import fits_on_card
+from commcost.step.bucket_advice import recommend_buckets
 from commcost.parallel.layout import Layout
 from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
@@ -142,20 +143,32 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
 def search_spaces(inp: SearchInputs, world: int) -> list:
     """``[(inputs, (base, cols))]``: the configurations of ``world`` GPUs, each part under the inputs that price it
     (:func:`search_passes`)."""
-    return [(pinp, enumerate_space(inp.space, world, inp.moe_overlap, pinp.stack, part))
-            for pinp, part in search_passes(inp)]
+    passes = search_passes(inp)
+    # one enumeration for all the parts (each a stack's share of auto's space, or one named stack's)
+    spaces = enumerate_parts(inp.space, world, inp.moe_overlap, inp.stack, tuple(part for _, part in passes))
+    return [(pinp, grid) for (pinp, _), grid in zip(passes, spaces)]
 
 
-def advised(p: Plan, model: CommModel, inp: SearchInputs) -> Plan:
+def advised(p: Plan, model: CommModel, inp: SearchInputs, memo: dict | None = None) -> Plan:
     """``p`` at the cap of its own bucket advice (:attr:`commcost.analyses.plan.plan.Plan.bucket_advice`, the one
     advice ``plan``, ``budget`` and ``timeline`` give), unless the cap is fixed (``--fix bucket_mb``) or no buckets run:
     the grid ranks at a few caps (:func:`commcost.analyses.plan.space.bucket_caps_bytes`), the result is priced at the
-    advised one, so its ``plan_command``'s ``--bucket-mb`` is the advice's ``recommended_bytes``."""
-    advice = p.bucket_advice
-    if advice is None or inp.space.fix("bucket_mb") is not None \
-            or p.inputs.bucket_cap_bytes == advice.recommended_bytes:
+    advised one, so its ``plan_command``'s ``--bucket-mb`` is the advice's ``recommended_bytes``.
+
+    ``memo`` (a dict the caller keeps) holds the advised plan per layout without its cap: the advice sweeps the caps
+    itself, so the cap ``p`` was priced at does not change it, and the grid's cap variants of one layout ask once."""
+    if p.dp_timeline is None or inp.space.fix("bucket_mb") is not None:
         return p
-    return plan(replace(p.inputs, bucket_cap_bytes=advice.recommended_bytes), model)
+    key = replace(p.inputs, bucket_cap_bytes=None)
+    if memo is not None and key in memo:
+        rec, q = memo[key]
+        return p if p.inputs.bucket_cap_bytes == rec else q
+    # Plan.bucket_advice, the sweep's collectives priced as arrays first (search has numpy; the same advice)
+    rec = recommend_buckets(p.dp_timeline[0], allreduce_s=p.dp_timeline[1], arrays=True).recommended_bytes
+    q = p if p.inputs.bucket_cap_bytes == rec else plan(replace(p.inputs, bucket_cap_bytes=rec), model)
+    if memo is not None:
+        memo[key] = (rec, q)
+    return q
 
 
 def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
@@ -218,19 +231,20 @@ class _Top:
 
 def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens: float):
     """The grid's best (safe, then fragile where ``inp.fragile_last``) planned and advised, one per layout:
-    ``(chosen, grid_plans, plans, flags, order, fastest)``, ``order`` the first ``top`` by the objective."""
+    ``(chosen, grid_inputs, plans, flags, order, fastest)``, ``order`` the first ``top`` by the objective."""
     safe, risky = pools[False].entries(), pools[True].entries()
     if inp.fragile_last:
         chosen = safe + risky[:max(wide - len(safe), 1 if risky and safe and risky[0][0] < safe[0][0] else 0)]
     else:
         chosen = sorted(safe + risky, key=lambda e: (e[0], e[2]))[:wide]
-    grid_plans = [plan(plan_inputs_of(inp, row), model) for _, _, _, row in chosen]
-    plans = [advised(p, model, inp) for p in grid_plans]
-    distinct: list = []
-    for i, p in enumerate(plans):            # cap variants of one layout advised to one cap: the first stays
-        if all(p.inputs != plans[j].inputs for j in distinct):
-            distinct.append(i)
-    chosen, grid_plans, plans = ([x[i] for i in distinct] for x in (chosen, grid_plans, plans))
+    grid_inputs = [plan_inputs_of(inp, row) for _, _, _, row in chosen]
+    memo: dict = {}
+    # a layout already advised at another cap is that plan (plan at the advised cap, or the same inputs)
+    plans = [memo[key][1] if (key := replace(x, bucket_cap_bytes=None)) in memo else
+             advised(plan(x, model), model, inp, memo) for x in grid_inputs]
+    first: dict = {}                          # cap variants of one layout advised to one cap: the first stays
+    distinct = [first.setdefault(p.inputs, i) for i, p in enumerate(plans) if p.inputs not in first]
+    chosen, grid_inputs, plans = ([x[i] for i in distinct] for x in (chosen, grid_inputs, plans))
     capacity = [p.memory.capacity_bytes for p in plans]
     flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
              for p, c in zip(plans, capacity)]
@@ -245,7 +259,7 @@ def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens:
     if inp.fragile_last and sum(not f for f in flags) >= inp.top and fastest is not None and flags[fastest]:
         order = [i for i in order if i != fastest]   # kept only to say why it is not first
     order = order[:inp.top]
-    return chosen, grid_plans, plans, flags, order, fastest
+    return chosen, grid_inputs, plans, flags, order, fastest
 
 
 def search(inp: SearchInputs, model: CommModel, *,
@@ -349,13 +363,13 @@ def search(inp: SearchInputs, model: CommModel, *,
                     progress(done_before + lo + k, total, time.perf_counter() - start)
     except KeyboardInterrupt:
         interrupted = True
-    chosen, grid_plans, plans, flags, order, fastest = _ranked(pools, inp, model, wide, tokens)
+    chosen, grid_inputs, plans, flags, order, fastest = _ranked(pools, inp, model, wide, tokens)
     pts = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in points.items()} if inp.keep_points else None
     return SearchResult(inputs=inp, evaluated=evaluated, feasible=feasible, priced=priced, over_by_states=over_states,
                         over_by_activations=over_act, elapsed_s=time.perf_counter() - start,
                         plans=tuple(plans[i] for i in order), grid_step_s=tuple(chosen[i][1] for i in order),
-                        grid_cap_bytes=tuple(grid_plans[i].inputs.bucket_cap_bytes for i in order),
-                        distinct_collectives=len(pricer.memo), interrupted=interrupted, points=pts,
+                        grid_cap_bytes=tuple(grid_inputs[i].bucket_cap_bytes for i in order),
+                        distinct_collectives=pricer.distinct, interrupted=interrupted, points=pts,
                         fragile=tuple(flags[i] for i in order),
                         fastest=None if fastest is None else plans[fastest],
                         fastest_fragile=False if fastest is None else flags[fastest])

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from commcost.workload.transformer import TransformerSpec
 
-__all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "bucket_caps_bytes", "parse_fix",
+__all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "enumerate_parts", "bucket_caps_bytes", "parse_fix",
            "count_upper_bound"]
 
 BUCKET_CAPS_MIB = (0, 100, 400)
@@ -335,8 +335,14 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     ``stack`` (not ``auto``) keeps only the layouts that stack runs (module docstring); ``auto`` those the stack its
     rule implies runs, and ``auto_part`` (a stack name) those ``--stack auto`` resolves to that stack
     (:func:`commcost.workload.stacks.auto_masks`): a layout is priced only by a stack that runs it."""
-    import numpy as np
+    return enumerate_parts(space, world, moe_overlap, stack, (auto_part,))[0]
 
+
+def enumerate_parts(space: SearchSpace, world: int, moe_overlap: str = "none", stack: str = "auto",
+                    auto_parts: tuple = (None,)) -> list:
+    """:func:`enumerate_space` of each of ``auto_parts``, ``[(base, cols), ...]`` in that order, the structural rows
+    and the stacks' masks computed once for all of them (the parts of ``--stack auto`` split one space)."""
+    import numpy as np
 
     names = ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp", "m")
     caps = list(BUCKET_CAPS_MIB) if space.fix("bucket_mb") is None else [space.fix("bucket_mb")]
@@ -346,7 +352,8 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     base = _base_rows(space, world, moe_overlap) if space.fix("gpus") in (None, world) else None
     if base is None or not len(base["t"]) or not combos:
         base = {k: empty for k in names}
-        return base, GridColumns(bi=empty, sp=empty, rc=empty, zero=empty, capi=empty, cap=empty)
+        return [(base, GridColumns(bi=empty, sp=empty, rc=empty, zero=empty, capi=empty, cap=empty))
+                for _ in auto_parts]
     base = {k: base[k] for k in names}
     t, c, d, e = base["t"], base["c"], base["d"], base["e"]
     expert_tp = base["etp"]
@@ -355,29 +362,42 @@ def enumerate_space(space: SearchSpace, world: int, moe_overlap: str = "none", s
     sp_ok = (t > 1) & ((space.seq // c) % t == 0)
     rules = stack_layouts(stack)
     cap_bytes = np.array(caps, dtype=np.int64) * MiB
-    parts: dict[str, list] = {k: [] for k in ("bi", "sp", "rc", "zero", "capi", "cap")}
-    masks_of: dict = {}
-    for sp, rc, z, ci in combos:
-        ok = np.ones(len(t), dtype=bool) if sp == 0 else sp_ok
-        if z:
-            ok = ok & shared
-        if rules is not None:
-            ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
-                                  recompute=RECOMPUTE[rc], micro_batches=base["m"])
-        if rules is None or auto_part is not None:
-            if (sp, rc, z) not in masks_of:          # the cap does not change which stack runs a layout
-                masks_of[sp, rc, z] = auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
-                                                 recompute=RECOMPUTE[rc], micro_batches=base["m"])
-            ok = ok & masks_of[sp, rc, z][auto_part or "auto"]
-        bucketed = shared & (z < 3)
-        if ci:
-            ok = ok & bucketed                     # the cap only matters where buckets run
-        bi = np.nonzero(ok)[0]
-        parts["bi"].append(bi)
-        parts["cap"].append(np.where(bucketed[bi], cap_bytes[ci], 0))
-        for key, value in (("sp", sp), ("rc", rc), ("zero", z), ("capi", ci)):
-            parts[key].append(np.full(len(bi), value, dtype=np.int64))
-    return base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()})
+    bucketed = shared & True                      # ZeRO 0-2: the cap only matters where buckets run
+    runs: dict = {}                               # (sp, rc, z) -> the layouts the stack runs (or auto's masks)
+    out = []
+    for auto_part in auto_parts:
+        parts: dict[str, list] = {k: [] for k in ("bi", "cap")}
+        counts = []
+        for sp, rc, z, ci in combos:
+            if (sp, rc, z) not in runs:          # the cap does not change which stack runs a layout
+                ok = np.ones(len(t), dtype=bool) if sp == 0 else sp_ok
+                if z:
+                    ok = ok & shared
+                if rules is not None:
+                    ok = ok & layout_runs(rules, tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
+                                          recompute=RECOMPUTE[rc], micro_batches=base["m"])
+                masks = None
+                if rules is None or any(part is not None for part in auto_parts):
+                    masks = auto_masks(tp=t, pp=base["p"], vp=base["v"], cp=c, ep=e, zero=z, sp=sp,
+                                       recompute=RECOMPUTE[rc], micro_batches=base["m"])
+                runs[sp, rc, z] = (ok, masks, {})
+            ok, masks, rows_of = runs[sp, rc, z]
+            key = (auto_part, ci > 0 and z < 3)
+            if key not in rows_of:
+                part_ok = ok & masks[auto_part or "auto"] if rules is None or auto_part is not None else ok
+                if key[1]:
+                    part_ok = part_ok & bucketed
+                bi = np.nonzero(part_ok)[0]
+                rows_of[key] = (bi, bucketed[bi] if z < 3 else np.zeros(len(bi), dtype=bool))
+            bi, bucket_rows = rows_of[key]
+            parts["bi"].append(bi)
+            parts["cap"].append(np.where(bucket_rows, cap_bytes[ci], 0))
+            counts.append(len(bi))
+        # each combination's constant columns, one repeat each (not a full column per combination, then joined)
+        constant = {k: np.repeat(np.array([combo[i] for combo in combos], dtype=np.int64), counts)
+                    for i, k in enumerate(("sp", "rc", "zero", "capi"))}
+        out.append((base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()}, **constant)))
+    return out
 
 
 def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
