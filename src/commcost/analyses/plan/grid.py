@@ -359,11 +359,8 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     z3 = zero == 3
     keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
     mid = _per_key(keys, base, X, inp)
-    n = len(bi)
-    ex_dp = np.zeros(n)
-    ex_dp[z3] = mid["ex_dp"][back[z3]]
-    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses (plan.plan_losses)
-    wire_dp[z3] = mid["wire_dp"][back[z3]]
+    # ZeRO-3's exposed and wire time and its gathers' wire (plan.plan_losses); ZeRO-0/1/2's filled in below
+    ex_dp, wire_dp, wire_ag = (np.where(z3, mid[k][back], 0.0) for k in ("ex_dp", "wire_dp", "wire_ag"))
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
@@ -373,10 +370,11 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
                               dense_ranks=X["D"][bi], expert_ranks=X["E_dp"][bi], zero=zero,
                               hbm_bytes_per_s=gpu_row(inp.gpu)[1])
     compute, bubble = mid["compute"][back], mid["bubble"][back]
-    # plan.plan_losses: the losses that grow with the job (commcost.step.losses)
+    # plan.plan_losses: the losses that grow with the job (commcost.step.losses), ZeRO-3's wire_ag among them
     world = (base["t"] * base["p"] * base["c"] * base["d"])[bi].astype(float)
     losses = dict(zip(LOSS_NAMES, step_losses(np, compute_s=compute, ranks=world, hidden_s=wire_dp - ex_dp,
-                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])))
+                                              sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi],
+                                              gather_wire_s=wire_ag, dp_wire_s=wire_dp, host_sync=mid["sync"][back])))
     step = K.step_s(compute_s=compute, bubble_s=bubble, exposed_s=exposed_total, optimizer_s=optimizer) + sum(
         losses.values())
     if not breakdown:
@@ -484,12 +482,14 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> dict:
     z3_mb, ex_dp = K.zero3_exposed_s(fwd_s=fwd, bwd_s=bwd, units=zero3_units(per_stage), micro_batches=m, gather_s=T_ag,
                                      rounds=rounds)
     # ZeRO-3's time on the wire (zero_ops' counts: 1 + regather gathers and one scatter per unit and round)
-    wire_dp = rounds * zero3_units(per_stage) * ((1.0 + regather_z3) * T_ag + np.where(z3, X["T3_rs"][bi], 0.0))
+    wire_ag = rounds * zero3_units(per_stage) * (1.0 + regather_z3) * T_ag
+    wire_dp = wire_ag + rounds * zero3_units(per_stage) * np.where(z3, X["T3_rs"][bi], 0.0)
     critical_mb += z3_mb
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=p, vp=v, compute_mb_s=t_c, critical_mb_s=critical_mb)
     return dict(t_c=t_c, t_fwd=t_fwd, fwd_share=fwd_share, compute=compute, t_mb=t_mb, bubble=bubble,
-                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp, wire_dp=wire_dp,
+                ex_tp=ex_tp, ex_cp=ex_cp, ex_ep=ex_ep, ex_pp=ex_pp, ex_dp=ex_dp, wire_dp=wire_dp, wire_ag=wire_ag,
                 zero2_scatter_per_micro_batch=stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"),
+                sync=np.broadcast_to(stack_column(cols, base, inp, "zero3_gather_host_sync"), wire_ag.shape),
                 model_exposed=ex_tp + ex_cp + ex_ep + ex_pp)
 
 

@@ -79,7 +79,7 @@ from commcost.parallel.tensor import tensor_ops
 from commcost.parallel.zero import zero3_units
 from commcost.parallel.zero import zero_ops
 from commcost.step.bucket_advice import recommend_buckets
-from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, Losses, step_losses
+from commcost.step.losses import LOSS_NAMES, SYNC_BYTES, Losses, dp_line_terms, step_losses
 from commcost.workload.compute import mfu_frontier
 from commcost.workload.compute import peak_flops_per_s
 from commcost.workload.compute import precision_class
@@ -435,13 +435,13 @@ def plan(inp: PlanInputs, model: CommModel) -> Plan:
 
 def plan_losses(inp: PlanInputs, model: CommModel, lines, *, compute_s: float) -> Losses:
     """The losses that grow with the job (:mod:`commcost.step.losses`): the slowest of the ``W`` ranks on the
-    compute, the compute slowed by the data-parallel communication hidden beside it (wire less exposed of the
-    ``dp`` lines), the gradient norm's all-reduce over the job."""
-    W, G = inp.layout.world, inp.gpus_per_node
-    hidden = sum(line.time_s - line.exposed_s for line in lines if line.comm.dimension == "dp")
+    compute, the compute slowed by the DP communication hidden beside it, the gradient norm's all-reduce over the
+    job, ZeRO-3's gathers behind a host synchronisation (:func:`commcost.step.losses.dp_line_terms`)."""
+    W, G, sync = inp.layout.world, inp.gpus_per_node, plan_stack(inp).zero3_gather_host_sync
     sync_one = model.cost(Collective.ALL_REDUCE, SYNC_BYTES, W, ranks_per_node=min(G, W)).total_s if W > 1 else 0.0
-    return Losses(**dict(zip(LOSS_NAMES, step_losses(SCALAR, compute_s=compute_s, ranks=W, hidden_s=hidden,
-                                                     sm_share=comm_sm_share(inp.gpu), sync_one_s=sync_one))))
+    return Losses(**dict(zip(LOSS_NAMES, step_losses(SCALAR, compute_s=compute_s, ranks=W, sync_one_s=sync_one,
+                                                     sm_share=comm_sm_share(inp.gpu), host_sync=sync,
+                                                     **dp_line_terms(lines, zero3=inp.layout.zero == 3)))))
 
 
 def plan_memory(inp: PlanInputs) -> MemoryBreakdown:
