@@ -9,7 +9,10 @@ slope of the error on ``log2(GPUs)`` (points of error per doubling); then the po
 ``x_s, y_s`` the series' means), every series weighted by its spread in GPUs.
 
 ``python benchmarks/plan_accuracy.py`` prints it on the leave-one-source-out errors; run alone it prints it on the
-shipped constants: ``python benchmarks/scaling_series.py``.
+shipped constants: ``python benchmarks/scaling_series.py``; ``--breakdown`` adds each run's step as the plan
+composes it (compute, bubble, exposed communication by dimension, optimizer, every loss of
+:mod:`commcost.step.losses`) beside the measured step, and the seconds the plan leaves out (measured less
+predicted): what a loss that grows with the job has to explain.
 """
 
 from __future__ import annotations
@@ -91,9 +94,34 @@ def shipped_results() -> list[dict]:
             continue
         inp, model = A.inputs(r)
         measured = A.published_step_s(r)
-        out.append(dict(row=r, inp=inp, err_signed=(plan(inp, model).step_s - measured) / measured))
+        p = plan(inp, model)
+        out.append(dict(row=r, inp=inp, err_signed=(p.step_s - measured) / measured, plan=p, measured_s=measured))
     return out
 
 
+def breakdown(results: list[dict]) -> None:
+    """Each series run's step as the plan composes it, beside the measured step (module docstring), seconds."""
+    from commcost.step.losses import LOSS_NAMES
+
+    short = {"straggler_s": "strag", "contention_s": "cont", "sync_s": "sync", "host_sync_s": "hsync"}
+    print("BREAKDOWN (seconds; exp_<dim> the exposed communication; missing = measured - predicted):")
+    for key, pts in sorted(series(results).items(), key=lambda kv: kv[0][0]):
+        print(f"  {key[0]} on {key[3]}, batch {key[1]}, stack {key[5]}:")
+        for g, _, rid in pts:
+            r = next(x for x in results if x["row"]["id"] == rid)
+            p, meas = r["plan"], r["measured_s"]
+            ex = p.exposed_by_dimension()
+            d = p.losses.to_dict()
+            cells = [f"comp {p.compute_s:.4g}", f"bub {p.pipeline_bubble_s:.3g}"]
+            cells += [f"exp_{k} {v:.3g}" for k, v in ex.items() if v > 0]
+            cells += [f"{short[k]} {d[k]:.3g}" for k in LOSS_NAMES if d[k] > 0]
+            print(f"    {g:>5} GPUs: measured {meas:.4g}, plan {p.step_s:.4g}, missing {meas - p.step_s:+.3g}")
+            print("      " + ", ".join(cells))
+    print()
+
+
 if __name__ == "__main__":
-    report(shipped_results(), label="shipped constants")
+    res = shipped_results()
+    report(res, label="shipped constants")
+    if "--breakdown" in sys.argv[1:]:
+        breakdown(res)

@@ -127,9 +127,14 @@ def test_megatron_2021_refuses_by_hand():
 
 def test_deepspeed_2022_is_deepspeed_without_sp_or_selective():
     # Megatron-DeepSpeed as MT-NLG (2021) and BLOOM (2022) ran it: no --sequence-parallel and no
-    # --recompute-granularity before microsoft's upstream merge of 2023-07-04; kernels and loop as deepspeed
+    # --recompute-granularity before microsoft's upstream merge of 2023-07-04; kernels and loop as deepspeed, but
+    # DeepSpeed before v0.6.0 synchronised the host before each ZeRO-3 parameter all-gather (PR #1188, #1453)
+    from dataclasses import replace
+
     from commcost.workload.stacks import layout_runs, stack_layouts
-    _priced_as_today("deepspeed-2022", "deepspeed")
+    old, new = stack("deepspeed-2022"), stack("deepspeed")
+    assert old.zero3_gather_host_sync and not new.zero3_gather_host_sync
+    assert replace(old, name="deepspeed", source=new.source, zero3_gather_host_sync=False) == new
     rules, today = stack_layouts("deepspeed-2022"), stack_layouts("deepspeed")
     assert rules.sequence_parallel == "never" and rules.recompute == ("none", "full")
     assert (rules.zero, rules.zero_with_pp, rules.vp, rules.cp) == (today.zero, today.zero_with_pp, False, False)

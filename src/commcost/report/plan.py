@@ -78,7 +78,7 @@ def _option_label(o: MemoryOption) -> str:
 
 
 LOSS_LABELS = {"straggler_s": "slowest of W ranks", "contention_s": "comm beside compute",
-               "sync_s": "gradient-norm sync"}
+               "sync_s": "gradient-norm sync", "host_sync_s": "host-synced gathers"}
 """The text report's name of each loss (:data:`commcost.step.losses.LOSS_NAMES`)."""
 
 

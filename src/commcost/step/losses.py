@@ -36,6 +36,22 @@ whole job.
    nothing: ``t_sync = n_sync T_sync(4 bytes, W)``, latency-bound, growing with ``W`` (the CommModel's
    all-reduce of :data:`SYNC_BYTES` over the job, ``n_sync`` = :data:`SYNCS_PER_STEP`).
 
+4. **Gathers behind a host synchronisation** (:func:`host_sync_s`). A stack that synchronises the host with the
+   device before each ZeRO-3 parameter all-gather cannot prefetch: the host waits for every kernel queued before
+   the gather, so the gather starts only when the compute before it has ended, and the compute after it is
+   launched only once the gather is issued. DeepSpeed v0.3.13 to v0.5.10 (2021-03 to 2022-01,
+   ``deepspeed/runtime/zero/partition_parameters.py`` ``_allgather_param``: ``torch.cuda.synchronize()`` before
+   each parameter's ``torch.distributed.all_gather``; ``stage3.py`` ``_synchronize_communication``: again after
+   the handles): DeepSpeed PR #1188 (commit c0eeb69, 2021-10-31) states it, 'the async version is not async at
+   all, because each all_gather calls torch.cuda.synchronize()'; PR #1453 (2022-01-20, v0.6.0) replaced the path
+   (``all_gather_coalesced``, prefetch on CUDA events). The time the plan hides of those gathers is then on the
+   step: ``t_host_sync = s_h H W_ag / W_dp`` (``H`` the data-parallel communication hidden, ``W_ag / W_dp`` the
+   ZeRO-3 gathers' share of its wire time, ``s_h`` = 1 for such a stack,
+   :attr:`commcost.workload.stacks.Stack.zero3_gather_host_sync`, else 0); what is no longer hidden no longer
+   contends with compute (item 2 takes ``H - t_host_sync``). It grows with the job at a fixed batch: ZeRO-3's
+   gathers move the same bytes per GPU at any ``W`` (and more latency terms), while the compute they hid behind
+   shrinks as ``1/W``.
+
 Priced elsewhere, not here: groups that share the NICs (:func:`commcost.analyses.plan.compose.nic_share`),
 congestion of multi-tier fabrics with the node count (:func:`commcost.comm.topology.network_oversubscription`)
 and the tiers of one collective that do not overlap fully (:data:`commcost.comm.algorithms.TIER_OVERLAP_LOSS`).
@@ -47,7 +63,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["RANK_SPEED_SIGMA", "SYNC_BYTES", "SYNCS_PER_STEP", "expected_max_normal", "straggler_s",
-           "contention_s", "sync_s", "step_losses", "Losses", "LOSS_NAMES"]
+           "contention_s", "sync_s", "host_sync_s", "step_losses", "Losses", "LOSS_NAMES"]
 
 RANK_SPEED_SIGMA = 0.08 / (2.0 * math.sqrt(2.0 * math.log(1000.0)))
 """``sigma_g``: the spread of one rank's compute speed, a share of its compute time (module docstring, item 1):
@@ -57,7 +73,7 @@ SYNC_BYTES = 4.0
 """Bytes of the gradient-norm all-reduce: one fp32 scalar (module docstring, item 3)."""
 SYNCS_PER_STEP = 1.0
 """``n_sync``: the gradient norm's all-reduce, once per step (module docstring, item 3)."""
-LOSS_NAMES = ("straggler_s", "contention_s", "sync_s")
+LOSS_NAMES = ("straggler_s", "contention_s", "sync_s", "host_sync_s")
 """The loss terms, in the order of the module docstring: the keys of :class:`Losses` and of the JSON."""
 
 
@@ -92,21 +108,35 @@ class Losses:
     """Compute slowed by the communication hidden beside it (item 2)."""
     sync_s: float = 0.0
     """The optimizer's gradient-norm all-reduce (item 3)."""
+    host_sync_s: float = 0.0
+    """ZeRO-3 gathers a stack issues behind a host synchronisation, no longer hidden (item 4)."""
 
     @property
     def total_s(self) -> float:
         """Their sum, what the step adds."""
-        return self.straggler_s + self.contention_s + self.sync_s
+        return self.straggler_s + self.contention_s + self.sync_s + self.host_sync_s
 
     def to_dict(self) -> dict:
         """The ``breakdown.losses`` JSON keys."""
-        return {"straggler_s": self.straggler_s, "contention_s": self.contention_s, "sync_s": self.sync_s,
-                "total_s": self.total_s}
+        return {**{k: getattr(self, k) for k in LOSS_NAMES}, "total_s": self.total_s}
 
 
-def step_losses(xp, *, compute_s, ranks, hidden_s, sm_share, sync_one_s):
-    """``(t_straggler, t_contention, t_sync)`` of one step (module docstring): what ``plan`` and ``search`` add to
-    the step, in the order of :data:`LOSS_NAMES`. Array-safe."""
+def host_sync_s(xp, *, hidden_s, gather_wire_s, dp_wire_s, host_sync):
+    """``t_host_sync = s_h H W_ag / W_dp`` (module docstring, item 4): the ZeRO-3 gathers' share of the hidden
+    data-parallel communication, on the step when the stack synchronises the host before each (``host_sync``
+    ``s_h``: 1 or 0, or a boolean); 0 without data-parallel wire time. Array-safe."""
+    share = xp.where(dp_wire_s > 0, gather_wire_s / xp.maximum(dp_wire_s, 1e-300), 0.0)
+    return xp.where(host_sync, 1.0, 0.0) * xp.maximum(hidden_s, 0.0) * xp.minimum(xp.maximum(share, 0.0), 1.0)
+
+
+def step_losses(xp, *, compute_s, ranks, hidden_s, sm_share, sync_one_s, gather_wire_s=0.0, dp_wire_s=0.0,
+                host_sync=False):
+    """``(t_straggler, t_contention, t_sync, t_host_sync)`` of one step (module docstring): what ``plan`` and
+    ``search`` add to the step, in the order of :data:`LOSS_NAMES`; the contention acts on what stays hidden,
+    ``H - t_host_sync``. Array-safe."""
+    t_host = host_sync_s(xp, hidden_s=hidden_s, gather_wire_s=gather_wire_s, dp_wire_s=dp_wire_s,
+                         host_sync=host_sync)
     return (straggler_s(xp, compute_s=compute_s, ranks=ranks),
-            contention_s(xp, hidden_s=hidden_s, sm_share=sm_share),
-            sync_s(xp, allreduce_s=sync_one_s))
+            contention_s(xp, hidden_s=hidden_s - t_host, sm_share=sm_share),
+            sync_s(xp, allreduce_s=sync_one_s),
+            t_host)

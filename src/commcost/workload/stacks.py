@@ -135,6 +135,9 @@ class Stack:
     """Under pipeline parallelism ZeRO-3 keeps each stage's parameters gathered for the step and reduces
     gradients once, on the last backward (torchtitan's FSDP2 with PP): one gather and one scatter per
     layer and step, the stage's weights and gradients held unsharded."""
+    zero3_gather_host_sync: bool
+    """Each ZeRO-3 parameter all-gather first synchronises the host with the device (DeepSpeed v0.3.13 to
+    v0.5.10), so the gathers cannot hide behind compute (:func:`commcost.step.losses.host_sync_s`)."""
     fp8_saves_inputs: bool
     """fp8 recipes save each GEMM's quantized input for the weight gradient (Transformer Engine), halving it."""
     sustained: float

@@ -32,6 +32,7 @@ def test_series_pooled_slope_of_the_published_runs():
     results = S.shipped_results()
     ser = S.series(results)
     assert len(ser) == 8
-    assert S.pooled_slope(ser.values()) == pytest.approx(-0.157, abs=0.01)
+    # -0.157 before DeepSpeed 2021's host-synchronised ZeRO-3 gathers were priced (step/losses.py host_sync_s)
+    assert S.pooled_slope(ser.values()) == pytest.approx(-0.135, abs=0.01)
     steady = [pts for key, pts in ser.items() if key[5] != "deepspeed-2022" and key[0] != "llama3.1-8b"]
     assert abs(S.pooled_slope(steady)) < 0.03

@@ -124,7 +124,8 @@ def kernel_row(inp, model: CommModel, priced, compute: Compute) -> tuple[Row, Da
         sm_share=comm_sm_share(inp.gpu), pp_sends=tuple(T for _, T, _ in by["pp"]), zero3=z3,
         zero3_gather_s=g * sum(T for o, T, _ in dp_ops if o.op is Collective.ALL_GATHER) if z3 else 0.0,
         zero3_scatter_s=sum(T for o, T, _ in dp_ops if o.op is not Collective.ALL_GATHER) if z3 else 0.0,
-        zero3_units=zero3_units(per_stage), zero3_unshard_under_pp=st.zero3_unshard_under_pp)
+        zero3_units=zero3_units(per_stage), zero3_unshard_under_pp=st.zero3_unshard_under_pp,
+        zero3_gather_host_sync=st.zero3_gather_host_sync)
     dense, expert = params_per_gpu(spec, L)
     W = L.world
     sync_one = model.cost(Collective.ALL_REDUCE, SYNC_BYTES, W, ranks_per_node=min(G, W)).total_s if W > 1 else 0.0

@@ -324,7 +324,9 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
                  exposed_ep_s=_col(crit.ep_s, len(keys.bi))[back], exposed_pp_s=crit.pp_s[back], exposed_dp_s=ex_dp,
                  dp_wire_s=wire_dp, dense_params=X["dense"][bi], expert_params=X["expert"][bi], dense_ranks=X["D"][bi],
                  expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=world,
-                 sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi])
+                 sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi],
+                 gather_wire_s=np.where(z3, _col(crit.zero3_gather_wire_s, len(keys.bi))[back], 0.0),
+                 host_sync=_col(crit.zero3_host_sync, len(keys.bi))[back])
     if not breakdown:
         return dict(step_s=out.step_s)
     return dict(step_s=out.step_s, compute_s=out.compute_s, pipeline_bubble_s=out.pipeline_bubble_s,
@@ -399,7 +401,8 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Com
                       ep=ep, ep_pairs=m * moe_per_stage, moe_overlap=inp.moe_overlap, sm_share=comm_sm_share(inp.gpu),
                       pp_sends=(X["T_pp"][bi],), zero3=zero == 3, zero3_gather_s=X["T3_ag"][bi],
                       zero3_scatter_s=X["T3_rs"][bi], zero3_units=zero3_units(per_stage),
-                      zero3_unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"))
+                      zero3_unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"),
+                      zero3_gather_host_sync=stack_column(cols, base, inp, "zero3_gather_host_sync"))
     return comp, critical(np, terms, comp)
 
 

@@ -91,6 +91,8 @@ class CommTerms:
     """``u = L/p + 1``: gathered units (:func:`commcost.parallel.zero.zero3_units`)."""
     zero3_unshard_under_pp: FloatOrArray = False
     """The stack keeps the stage gathered under PP (``stacks.json``)."""
+    zero3_gather_host_sync: FloatOrArray = False
+    """The stack synchronises the host before each ZeRO-3 gather (``stacks.json``; :func:`commcost.step.losses.host_sync_s`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +125,10 @@ class Critical:
     """ZeRO-3 exposed per step."""
     zero3_wire_s: FloatOrArray
     """ZeRO-3's time on the wire per step."""
+    zero3_gather_wire_s: FloatOrArray
+    """ZeRO-3's parameter all-gathers' part of it."""
+    zero3_host_sync: FloatOrArray
+    """1 where the stack issues those gathers behind a host synchronisation, else 0."""
     compute_s: FloatOrArray
     """``m t_c``."""
     micro_batch_s: FloatOrArray
@@ -291,11 +297,13 @@ def critical(xp, c: CommTerms, t: Compute) -> Critical:
                                   rounds=rounds)
     # ZeRO-3's time on the wire (zero_ops' counts: 1 + regather gathers and one scatter per unit and round)
     z3_wire = rounds * c.zero3_units * ((1.0 + regather) * T_ag + T_rs)
+    z3_gather_wire = rounds * c.zero3_units * (1.0 + regather) * T_ag
     compute, t_mb, bubble = K.pipeline_terms(micro_batches=m, pp=c.pp, vp=c.vp, compute_mb_s=t.compute_mb_s,
                                              critical_mb_s=critical_mb + z3_mb)
     return Critical(tp=tp, cp=cp, ep_wire_s=wire_ep, ep_s=ex_ep, pp=pp, zero3_fwd_s=fwd, zero3_bwd_s=bwd,
                     zero3_regather=regather, zero3_rounds=rounds, zero3_gather_s=T_ag, zero3_scatter_s=T_rs,
-                    zero3_s=z3, zero3_wire_s=z3_wire, compute_s=compute, micro_batch_s=t_mb, bubble_s=bubble)
+                    zero3_s=z3, zero3_wire_s=z3_wire, zero3_gather_wire_s=z3_gather_wire,
+                    zero3_host_sync=xp.where(c.zero3_gather_host_sync, 1.0, 0.0), compute_s=compute, micro_batch_s=t_mb, bubble_s=bubble)
 
 
 def data_parallel(xp, b: Buckets, *, micro_batch_s, compute_mb_s, forward_share, forward_s, pp,
@@ -320,14 +328,18 @@ def data_parallel(xp, b: Buckets, *, micro_batch_s, compute_mb_s, forward_share,
 
 def finish(xp, *, compute_s, bubble_s, micro_batch_s, exposed_tp_s, exposed_cp_s, exposed_ep_s, exposed_pp_s,
            exposed_dp_s, dp_wire_s, dense_params, expert_params, dense_ranks, expert_ranks, zero, hbm_bytes_per_s,
-           world, sm_share, sync_one_s, terms: tuple = (None, None)) -> StepColumns:
+           world, sm_share, sync_one_s, gather_wire_s=0.0, host_sync=False,
+           terms: tuple = (None, None)) -> StepColumns:
     """Items 5-6: the optimizer (:func:`commcost.analyses.plan.compose.optimizer_s`), the losses that grow with the
-    job (:func:`commcost.step.losses.step_losses`: the hidden DP traffic is its wire less its exposed) and the step."""
+    job (:func:`commcost.step.losses.step_losses`: the hidden DP traffic is its wire less its exposed; ``gather_wire_s``
+    ZeRO-3's gathers' part of the wire, ``host_sync`` whether the stack issues them behind a host synchronisation)
+    and the step."""
     exposed = exposed_tp_s + exposed_cp_s + exposed_ep_s + exposed_pp_s + exposed_dp_s
     optimizer = K.optimizer_s(xp, dense_params=dense_params, expert_params=expert_params, dense_ranks=dense_ranks,
                               expert_ranks=expert_ranks, zero=zero, hbm_bytes_per_s=hbm_bytes_per_s)
     losses = step_losses(xp, compute_s=compute_s, ranks=world, hidden_s=dp_wire_s - exposed_dp_s,
-                         sm_share=sm_share, sync_one_s=sync_one_s)
+                         sm_share=sm_share, sync_one_s=sync_one_s, gather_wire_s=gather_wire_s,
+                         dp_wire_s=dp_wire_s, host_sync=host_sync)
     step = K.step_s(compute_s=compute_s, bubble_s=bubble_s, exposed_s=exposed, optimizer_s=optimizer) + _sum(losses)
     return StepColumns(step_s=step, compute_s=compute_s, pipeline_bubble_s=bubble_s, exposed_comm_s=exposed,
                        optimizer_s=optimizer, micro_batch_s=micro_batch_s, exposed_tp_s=exposed_tp_s,
@@ -349,5 +361,6 @@ def evaluate(xp, row: Row) -> StepColumns:
                  exposed_dp_s=crit.zero3_s + dp.exposed_s, dp_wire_s=crit.zero3_wire_s + dp.wire_s,
                  dense_params=row.dense_params, expert_params=row.expert_params, dense_ranks=row.dense_ranks,
                  expert_ranks=row.expert_ranks, zero=row.zero, hbm_bytes_per_s=row.hbm_bytes_per_s, world=row.world,
-                 sm_share=c.sm_share, sync_one_s=row.sync_one_s, terms=(crit, dp))
+                 sm_share=c.sm_share, sync_one_s=row.sync_one_s, gather_wire_s=crit.zero3_gather_wire_s,
+                 host_sync=crit.zero3_host_sync, terms=(crit, dp))
     return out

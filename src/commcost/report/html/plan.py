@@ -52,7 +52,7 @@ def step_parts(d: dict) -> list[tuple[str, float, str, str]]:
     if losses > 0:   # the losses that grow with the job (commcost.step.losses)
         parts.append(("losses that grow with the job", losses, "#AA4499",
                       f"{fmt_s(losses)} = breakdown.losses.total_s (slowest of W ranks, communication beside "
-                      "compute, the gradient norm's all-reduce)"))
+                      "compute, the gradient norm's all-reduce, ZeRO-3 gathers after a host sync)"))
     return parts
 
 
