@@ -305,8 +305,11 @@ constants fitted without it."""
 
 
 def fit_fractions(results: list[dict]) -> list[dict]:
-    """Every dense run's sustained fraction (benchmarks/_sustained.py) under its stack and under ``--stack auto``."""
+    """Every dense run's sustained fraction (benchmarks/_sustained.py) under its stack and under ``--stack auto``
+    as ``commcost plan`` prices it with no ``--stack`` (:func:`_validation.auto_inputs`: the implied stack's recipe
+    TP overlap and bucket in place of the run's, the inputs ``auto_sustained`` prices)."""
     import _sustained as S
+    import _validation as V
     from commcost.workload.stacks import resolve_stack
 
     fits = []
@@ -316,8 +319,8 @@ def fit_fractions(results: list[dict]) -> list[dict]:
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
         if u is not None:   # and the fraction that makes --stack auto, its behaviour, reproduce the run
-            u_auto = u if r["inp"].stack == "auto" else S.row_fraction(replace(r["inp"], stack="auto"), r["model"],
-                                                                         r["measured"])
+            auto = V.auto_inputs(r["inp"])[0]
+            u_auto = u if auto == r["inp"] else S.row_fraction(auto, r["model"], r["measured"])
             fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u, u_auto=u_auto, r=r))
     S.restore()
     return fits
