@@ -23,9 +23,11 @@ def test_plan_and_search_assume_the_same(capsys):
     s = _run(capsys, ["search", *MODEL, "--gpus", "16", "--top", "1", "--fix", fix])
     p = _run(capsys, ["plan", *MODEL, *LAYOUT, "--bucket-mb", "50"])
     best = s["results"][0]
-    assert p["defaults_note"] == s["defaults_note"] == best["defaults_note"]
+    assert p["defaults_note"] == s["defaults_note"]
     assert p["defaults_note"] == "no --stack, no recipe flag: TP communication overlap, as megatron's published recipes run"
     assert p["step_s"] == best["step_s"]
+    # the result's plan command says it in flags: plan then assumes nothing, as the result says
+    assert "--tp-comm-overlap" in best["plan_flags"].split() and best["defaults_note"] == ""
 
 
 def test_each_flag_given_drops_its_default(capsys):
