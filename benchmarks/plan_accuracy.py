@@ -6,8 +6,9 @@ this order: leave-one-project-out (each project's runs, a framework's or a paper
 tests/data/run_projects.csv says, predicted with the sustained fractions fitted on the other projects; a past
 release serving that project alone priced as its base), a time split (fitted on the runs published before
 2024-09, the later ones scored) and no stack named (each held-out run as a new user plans it: ``--stack auto``,
-the GPU's default preset, no recipe flags), each as median |error|, p90, median signed error and the share too
-fast. Then the fitted fractions, memory, the MoE rows and every row; last the figures IN SAMPLE (the shipped
+the GPU's default preset, no recipe flags, so the implied stack's recipe defaults of
+:mod:`commcost.workload.recipes`, as ``commcost plan`` assumes them), each as median |error|, p90, median signed
+error and the share too fast, with the runs that took a fraction fitted on other GPUs' or stacks' runs said. Then the fitted fractions, memory, the MoE rows and every row; last the figures IN SAMPLE (the shipped
 constants, fitted on these same runs: the ``split`` column no longer keeps any run out of a fit, and its
 ``new`` rows print as ``added``), and "calibrated from one run": each row predicted with the efficiency fitted
 (:func:`commcost.calibrate.efficiency.fit_efficiency`) on another run of the same model family and GPU.

@@ -1,6 +1,9 @@
-"""``workload/recipes.py``: what a MoE run takes when the user names no stack and no recipe flag."""
+"""``workload/recipes.py``: what a run takes when the user names no stack and no recipe flag (dense and MoE)."""
 
 from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from commcost.workload.recipes import (assumed_line, dense_items, dense_recipe_defaults, moe_recipe_defaults,
                                       recipe_bucket_params, recipe_line)
@@ -54,3 +57,15 @@ def test_assumed_line_names_each_default_once():
     assert line == ("no --stack, no recipe flag: TP communication overlap, DP buckets of 40M parameters (76.3 MiB), "
                     "as megatron's published recipes run")
     assert assumed_line("fsdp", []) == ""
+
+
+@given(dp=st.integers(1, 4096), cp=st.integers(1, 32), zero=st.integers(0, 3), tp=st.integers(1, 16))
+def test_bucket_never_below_megatron_cores_floor_and_grows_with_the_group(dp, cp, zero, tp):
+    d = dense_recipe_defaults(stack="megatron", tp=tp, dp=dp, cp=cp, zero=zero, grad_bytes=2.0)
+    if zero == 3 or dp * cp == 1:      # no buckets run: nothing assumed
+        assert d["bucket_cap_bytes"] is None
+    else:                              # at least 40M parameters, and 1M per rank of d c: 2 bytes each
+        assert d["bucket_cap_bytes"] >= 80_000_000 and d["bucket_cap_bytes"] >= 2_000_000 * dp * cp
+        bigger = dense_recipe_defaults(stack="megatron", tp=tp, dp=dp * 2, cp=cp, zero=zero, grad_bytes=2.0)
+        assert bigger["bucket_cap_bytes"] >= d["bucket_cap_bytes"]
+    assert d["tp_comm_overlap"] == (tp > 1)
