@@ -95,8 +95,9 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
     ``u_stack`` = ``u_row / u_gpu`` separates the two only where both are known: a row whose GPU has no
     fraction of its own (no Megatron-Core run on it: the fallback would be taken for its GPU's share) or whose
     stack the source does not name or commcost has none for (``declared`` ``other`` or ``jax``: priced as the stack it resolves to, not evidence of
-    that stack) fits no ``u_stack``."""
-    core = [f for f in fits if family(f["stack"]) in MEGATRON_CORE]
+    that stack) fits no ``u_stack``, and no ``u_gpu`` either (:func:`core_rows`). What a prediction then takes from
+    other GPUs' or stacks' runs, :func:`fallbacks` says."""
+    core = core_rows(fits)
     u_gpu = {}
     for g in {chip(f["gpu"]) for f in core}:
         u_gpu[g] = statistics.median(f["u"] for f in core if chip(f["gpu"]) == g)
@@ -108,15 +109,57 @@ def fit(fits: list[dict]) -> tuple[dict, dict, float]:
         if gpu not in u_gpu and die in u_gpu:
             u_gpu[gpu] = u_gpu[die]
     u_stack = {}
-    known = [f for f in fits if f.get("declared") not in ("other", "jax") and f["gpu"] in u_gpu]
+    known = stack_rows(fits, u_gpu)
     for s in {family(f["stack"]) for f in known} - set(MEGATRON_CORE):
         u_stack[s] = statistics.median(f["u"] / u_gpu[f["gpu"]] for f in known if family(f["stack"]) == s)
     u_stack[None] = statistics.median(u_stack.values()) if u_stack else 1.0
     for kind in stacks.AUTO_KINDS:   # --stack auto: every named run of this kind of layout, whatever its stack
-        runs = [f["u_auto"] / u_gpu[f["gpu"]] for f in fits if f["gpu"] in u_gpu and f.get("u_auto") is not None
-                and kind_of(f["r"]["inp"], auto=True) == kind]
+        runs = [f["u_auto"] / u_gpu[f["gpu"]] for f in auto_rows(fits, u_gpu, kind)]
         u_stack["auto", kind] = statistics.median(runs) if runs else u_stack[None]
     return u_gpu, u_stack, fallback
+
+
+UNNAMED = ("other", "jax")
+"""Declared ``stack`` values that name no stack commcost has (a paper's own code, JAX/XLA): such a run is priced
+as the stack ``--stack auto`` resolves its layout to, which is no evidence of that stack's (or Megatron-Core's)
+fraction."""
+
+
+def core_rows(fits: list[dict]) -> list[dict]:
+    """The rows that fit ``u_gpu``: Megatron-Core runs by the stack their source names (its family megatron or
+    nemo), not by what ``--stack auto`` resolves an unnamed stack's layout to (a rule about layouts, which would
+    otherwise decide which runs count as Megatron-Core evidence)."""
+    return [f for f in fits if f.get("declared") not in UNNAMED and family(f["stack"]) in MEGATRON_CORE]
+
+
+def stack_rows(fits: list[dict], u_gpu: dict) -> list[dict]:
+    """The rows that fit a ``u_stack``: a named stack, on a GPU whose ``u_gpu`` is known."""
+    return [f for f in fits if f.get("declared") not in UNNAMED and f["gpu"] in u_gpu]
+
+
+def auto_rows(fits: list[dict], u_gpu: dict, kind: str) -> list[dict]:
+    """The rows that fit ``auto_sustained[kind]``: every run of that kind of layout that ``--stack auto`` prices as
+    its implied stack, whatever stack ran it, on a GPU whose ``u_gpu`` is known."""
+    return [f for f in fits if f["gpu"] in u_gpu and f.get("u_auto") is not None
+            and kind_of(f["r"]["inp"], auto=True) == kind]
+
+
+def fallbacks(inp, fits: list[dict], fitted: tuple[dict, dict, float]) -> list[str]:
+    """What a prediction of ``inp`` with ``fitted`` (:func:`fit` on ``fits``) takes from other GPUs' or other stacks'
+    runs for want of its own (:func:`predict`): its GPU's ``u_gpu`` (none of its chip's or die's Megatron-Core runs
+    among ``fits``: the median over GPUs), its stack's ``u_stack`` (no run of the stack's family: the median over the
+    other stacks) or its kind's ``auto_sustained`` (no run of that kind: the same median). Empty: every fraction it
+    takes was fitted on runs of its own GPU and stack."""
+    u_gpu, u_stack, _ = fitted
+    out = [] if inp.gpu in u_gpu else [f"u_gpu of {inp.gpu}: the median over GPUs"]
+    name = resolve_stack(inp.stack, inp.layout)[0]
+    kind = kind_of(inp)
+    if kind is not None:
+        if not auto_rows(fits, u_gpu, kind):
+            out.append(f"auto_sustained {kind}: the median over stacks")
+    elif family(name) not in MEGATRON_CORE and family(name) not in u_stack:
+        out.append(f"u_stack of {family(name)}: the median over the other stacks")
+    return out
 
 
 def predict(inp, model, u_gpu: dict, u_stack: dict, fallback: float) -> float:

@@ -12,11 +12,13 @@ Every figure here predicts a run with constants fitted without it:
   of the same file, year and month, with how each date is known in ``published_from``), every later run scored.
 * **no stack named**: each held-out dense run as a new user would plan it: ``--stack auto``, the GPU's default
   system preset (:func:`default_system`: the first preset in systems.json with that GPU, the vendor's reference
-  node), and none of the recipe's flags (no ``--tp-comm-overlap``, DDP's default bucket, the model's preset
-  rather than the run's variant, the pipeline split without the embedding and head counted as layers); the
-  layout, batch, sequence, precision, recomputation, FlashAttention, compile and offload stay as the run's; MoE
-  runs take what the implied stack's MoE recipes run (:mod:`commcost.workload.recipes`: expert TP 1, the
-  all-to-all dispatcher, Megatron-Core's 1F1B overlap where the schedule allows), as ``commcost plan`` assumes.
+  node), and none of the recipe's flags: what the implied stack's published recipes run in their place
+  (:mod:`commcost.workload.recipes`, as ``commcost plan`` assumes with no ``--stack``: TP communication overlap
+  and Megatron-Core's data-parallel bucket where the layout is Megatron-Core's, PyTorch DDP's bucket elsewhere),
+  the model's preset rather than the run's variant, the pipeline split without the embedding and head counted as
+  layers; the layout, batch, sequence, precision, recomputation, FlashAttention, compile and offload stay as the
+  run's; MoE runs take what the implied stack's MoE recipes run (expert TP 1, the all-to-all dispatcher,
+  Megatron-Core's 1F1B overlap where the schedule allows).
 
 In the first two a **past release** of a stack (a ``stacks.json`` entry with a ``base``, or one of
 :data:`_sustained.STACK_FAMILY`'s versions) whose every run is among the scored ones is priced as its base (:func:`release_base`): a release that serves
@@ -42,7 +44,7 @@ import _sustained as S
 from commcost.comm.model import FabricModel
 from commcost.comm.systems import system_group
 from commcost.hardware.registry import systems
-from commcost.workload.recipes import moe_recipe_defaults, recipe_line
+from commcost.workload.recipes import assumed_line, dense_items, dense_recipe_defaults, moe_items, moe_recipe_defaults
 from commcost.workload.stacks import resolve_stack
 from commcost.workload import stacks
 from commcost.workload.transformer import model_spec
@@ -91,6 +93,17 @@ def default_system(gpu: str) -> str:
     return next(name for name, s in systems().items() if s["gpu"] == gpu)
 
 
+def auto_inputs(inp):
+    """``inp`` as ``commcost plan`` prices it with no ``--stack`` and no recipe flag: ``--stack auto``, and the TP
+    overlap and data-parallel bucket of the implied stack's recipes (:func:`commcost.workload.recipes.dense_recipe_defaults`)
+    in place of the run's; with the words of its ``assumed:`` line. ``stacks.json`` ``auto_sustained`` is fitted on
+    the runs priced this way (:func:`plan_accuracy.fit_fractions`), the inputs it prices."""
+    L = inp.layout
+    implied = resolve_stack("auto", L)[0]
+    d = dense_recipe_defaults(stack=implied, tp=L.tp, dp=L.dp, cp=L.cp, zero=L.zero, grad_bytes=inp.grad_bytes)
+    return replace(inp, stack="auto", **d), implied, dense_items(d, grad_bytes=inp.grad_bytes)
+
+
 def new_user_inputs(row: dict, inp):
     """``(PlanInputs, FabricModel)`` of ``row`` as a new user plans it (module docstring)."""
     spec = model_spec(row["model"])
@@ -99,13 +112,14 @@ def new_user_inputs(row: dict, inp):
     L = inp.layout
     topo, _ = system_group(name, nodes=-(-L.world // G))
     L = replace(L, split_counts_ends=False, uneven_pipeline=spec.layers % (L.pp * L.vp) != 0)
-    new = replace(inp, spec=spec, layout=L, gpus_per_node=G, stack="auto", tp_comm_overlap=False, bucket_cap_bytes=None)
+    # no recipe flag: what the implied stack's recipes run (TP overlap, DP bucket), as `commcost plan` assumes
+    new, implied, items = auto_inputs(replace(inp, spec=spec, layout=L, gpus_per_node=G))
     if spec.is_moe:   # no MoE flag either: what the implied stack's MoE recipes run, as `commcost plan` assumes
-        d = moe_recipe_defaults(stack=resolve_stack("auto", L)[0], tp=L.tp, dp=L.dp, cp=L.cp, ep=L.ep, pp=L.pp,
-                                vp=L.vp)
-        new = replace(new, layout=replace(L, etp=d["etp"]), a2a=d["a2a"], moe_overlap=d["moe_overlap"],
-                      fp8_dispatch=False, defaults_note=recipe_line(d))
-    return new, FabricModel(topology=topo)
+        m = moe_recipe_defaults(stack=implied, tp=L.tp, dp=L.dp, cp=L.cp, ep=L.ep, pp=L.pp, vp=L.vp)
+        new = replace(new, layout=replace(L, etp=m["etp"]), a2a=m["a2a"], moe_overlap=m["moe_overlap"],
+                      fp8_dispatch=False)
+        items += moe_items(m)
+    return replace(new, defaults_note=assumed_line(implied, items)), FabricModel(topology=topo)
 
 
 def _err(r: dict, inp, model, fit) -> float:
@@ -120,22 +134,28 @@ def leave_one_project_out(results: list[dict], fits: list[dict]) -> None:
     """``r["lopo"]`` and ``r["no_stack"]`` (every run): signed errors with the fractions fitted on
     the other projects' dense runs."""
     for project in sorted({r["project"] for r in results}):
-        fit = S.fit([x for x in fits if x["r"]["project"] != project])
+        train = [x for x in fits if x["r"]["project"] != project]
+        fit = S.fit(train)
         held = [r for r in results if r["project"] == project]
         lone = lone_releases(results, held)
         for r in held:
-            r["lopo"] = _err(r, _as_base(r["inp"], lone), r["model"], fit)
+            inp = _as_base(r["inp"], lone)
+            r["lopo"] = _err(r, inp, r["model"], fit)
+            r["lopo_fallback"] = S.fallbacks(inp, train, fit)
             r["no_stack"] = _err(r, *new_user_inputs(r["row"], r["inp"]), fit)
     S.restore()
 
 
 def time_split(results: list[dict], fits: list[dict], cut: str = TIME_SPLIT) -> None:
     """``r["time_split"]`` of every run published in ``cut`` or later, fitted on the runs published before."""
-    fit = S.fit([x for x in fits if x["r"]["published"] < cut])
+    train = [x for x in fits if x["r"]["published"] < cut]
+    fit = S.fit(train)
     later = [r for r in results if r["published"] >= cut]
     lone = lone_releases(results, later)
     for r in later:
-        r["time_split"] = _err(r, _as_base(r["inp"], lone), r["model"], fit)
+        inp = _as_base(r["inp"], lone)
+        r["time_split"] = _err(r, inp, r["model"], fit)
+        r["time_split_fallback"] = S.fallbacks(inp, train, fit)
     S.restore()
 
 
@@ -172,9 +192,11 @@ def print_headline(results: list[dict]) -> None:
     projects = sorted({r["project"] for r in dense})
     print(f"OUT OF SAMPLE, dense runs on PyTorch stacks ({len(dense)} runs, {len(projects)} projects):")
     print(f"  leave-one-project-out  {line(sets['lopo'])}")
+    fallback_lines(dense, "lopo", "in the other projects")
     print(f"  time split             {line(sets['time_split'])}")
     print(f"    (fitted on the {sum(r['published'] < TIME_SPLIT for r in dense)} runs published before "
           f"{TIME_SPLIT}, scored on the later ones)")
+    fallback_lines(dense, "time_split", "before the cut")
     print(f"  no stack named         {line(sets['no_stack'])}")
     print("    (--stack auto on the GPU's default preset, no recipe flags; fractions of the project's fold)")
     print("  leave-one-project-out by project:")
@@ -194,6 +216,22 @@ def print_headline(results: list[dict]) -> None:
     if long:
         print(f"  seq >= 16K: {line(long)}")
     print()
+
+
+def fallback_lines(dense: list[dict], key: str, where: str) -> None:
+    """Say which scored runs of figure ``key`` took a fraction fitted on other GPUs' or stacks' runs for want of their
+    own ``where`` (:func:`_sustained.fallbacks`), and the figure over the runs that did not."""
+    took: dict[str, list[dict]] = {}
+    for r in dense:
+        for part in r.get(key + "_fallback", []):
+            took.setdefault(part, []).append(r)
+    if not took:
+        return
+    for part, rs in sorted(took.items()):
+        print(f"    {len(rs)} run(s) with no run of their own {where}: {part}")
+    own = [r[key] for r in dense if key in r and not r.get(key + "_fallback")]
+    if own:
+        print(f"    the others (their GPU and stack fitted on runs of their own): {line(own)}")
 
 
 def interval(signed: list[float], coverage_percent: int = COVERAGE_PERCENT) -> tuple[float, float]:

@@ -6,8 +6,9 @@ this order: leave-one-project-out (each project's runs, a framework's or a paper
 tests/data/run_projects.csv says, predicted with the sustained fractions fitted on the other projects; a past
 release serving that project alone priced as its base), a time split (fitted on the runs published before
 2024-09, the later ones scored) and no stack named (each held-out run as a new user plans it: ``--stack auto``,
-the GPU's default preset, no recipe flags), each as median |error|, p90, median signed error and the share too
-fast. Then the fitted fractions, memory, the MoE rows and every row; last the figures IN SAMPLE (the shipped
+the GPU's default preset, no recipe flags, so the implied stack's recipe defaults of
+:mod:`commcost.workload.recipes`, as ``commcost plan`` assumes them), each as median |error|, p90, median signed
+error and the share too fast, with the runs that took a fraction fitted on other GPUs' or stacks' runs said. Then the fitted fractions, memory, the MoE rows and every row; last the figures IN SAMPLE (the shipped
 constants, fitted on these same runs: the ``split`` column no longer keeps any run out of a fit, and its
 ``new`` rows print as ``added``), and "calibrated from one run": each row predicted with the efficiency fitted
 (:func:`commcost.calibrate.efficiency.fit_efficiency`) on another run of the same model family and GPU.
@@ -305,8 +306,11 @@ constants fitted without it."""
 
 
 def fit_fractions(results: list[dict]) -> list[dict]:
-    """Every dense run's sustained fraction (benchmarks/_sustained.py) under its stack and under ``--stack auto``."""
+    """Every dense run's sustained fraction (benchmarks/_sustained.py) under its stack and under ``--stack auto``
+    as ``commcost plan`` prices it with no ``--stack`` (:func:`_validation.auto_inputs`: the implied stack's recipe
+    TP overlap and bucket in place of the run's, the inputs ``auto_sustained`` prices)."""
     import _sustained as S
+    import _validation as V
     from commcost.workload.stacks import resolve_stack
 
     fits = []
@@ -316,8 +320,8 @@ def fit_fractions(results: list[dict]) -> list[dict]:
         u = S.row_fraction(r["inp"], r["model"], r["measured"])
         r["stack"] = resolve_stack(r["inp"].stack, r["inp"].layout)[0]
         if u is not None:   # and the fraction that makes --stack auto, its behaviour, reproduce the run
-            u_auto = u if r["inp"].stack == "auto" else S.row_fraction(replace(r["inp"], stack="auto"), r["model"],
-                                                                         r["measured"])
+            auto = V.auto_inputs(r["inp"])[0]
+            u_auto = u if auto == r["inp"] else S.row_fraction(auto, r["model"], r["measured"])
             fits.append(dict(gpu=r["inp"].gpu, stack=r["stack"], declared=r["row"]["stack"], u=u, u_auto=u_auto, r=r))
     S.restore()
     return fits

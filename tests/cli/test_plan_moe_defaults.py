@@ -14,13 +14,15 @@ def test_no_flags_take_the_recipes(capsys):
     assert main(BASE) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["layout"]["expert_tp"] == 1 and d["moe"]["a2a"] == "nccl" and d["moe"]["overlap"] == "1f1b"
-    assert "as Megatron-Core's MoE recipes run" in d["defaults_note"]
+    note = d["defaults_note"]
+    assert "expert TP 1, nccl all-to-all, MoE overlap 1f1b" in note and "as megatron's published recipes run" in note
 
 
 def test_a_moe_flag_keeps_the_code_defaults(capsys):
     assert main([*BASE, "--a2a", "nccl"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["layout"]["expert_tp"] == 2 and d["moe"]["overlap"] == "none" and d["defaults_note"] == ""
+    assert d["layout"]["expert_tp"] == 2 and d["moe"]["overlap"] == "none"
+    assert "expert TP" not in d["defaults_note"] and "MoE overlap" not in d["defaults_note"]   # the dense ones stay
 
 
 def test_a_named_stack_keeps_the_code_defaults(capsys):

@@ -25,7 +25,9 @@ from commcost.core.units import TERA, MiB
 from commcost.hardware.registry import model_row, system_gpu
 from commcost.parallel.layout import Layout
 from commcost.workload.compute import peak_flops_per_s
-from commcost.workload.recipes import moe_recipe_defaults, recipe_line
+from commcost.workload.memory import GRAD_BYTES
+from commcost.workload.recipes import (assumed_line, dense_items, dense_recipe_defaults, moe_items, moe_recipe_defaults,
+                                      search_tp_overlap_items)
 from commcost.workload.stacks import layout_refusal, resolve_stack
 from commcost.workload.transformer import TransformerSpec, model_spec
 
@@ -57,10 +59,15 @@ def search_moe_inputs(args: argparse.Namespace, spec) -> dict:
     """:func:`moe_inputs` for ``search``; a MoE search with no stack or recipe flag takes what Megatron-Core's MoE
     recipes run (:mod:`commcost.workload.recipes`): the 1F1B all-to-all overlap, so layouts that cannot run it
     (a pipeline without virtual stages) are not enumerated; expert TP 1 and t are both tried, as always."""
-    moe = moe_inputs(args)
+    from commcost.analyses.plan.space import parse_fix
+
+    moe, items, stack = moe_inputs(args), [], "Megatron-Core"
+    if args.stack == "auto" and not args.tp_comm_overlap and dict(parse_fix(args.fix)).get("tp", 2) > 1:
+        stack, items = search_tp_overlap_items()   # what search_passes prices the implied stack's layouts with
     if spec.is_moe and not recipe_flags_given(args):
-        moe.update(a2a="nccl", moe_overlap="1f1b", defaults_note="no --stack, no MoE flag: nccl all-to-all, overlap "
-                   "1f1b (no pipeline without virtual stages), expert TP 1 or t, as Megatron-Core's MoE recipes run")
+        moe.update(a2a="nccl", moe_overlap="1f1b")
+        items += ["expert TP 1 or t", "nccl all-to-all", "MoE overlap 1f1b (no pipeline without virtual stages)"]
+    moe["defaults_note"] = assumed_line(stack, items)
     return moe
 
 
@@ -163,6 +170,25 @@ def _plan_layout(args: argparse.Namespace) -> tuple[Layout, int, int]:
     return layout, gpus, dp
 
 
+def plan_recipe_flags(args: argparse.Namespace, implied: str, layout: Layout, items: list[str]) -> tuple[bool, int | None]:
+    """``(tp_comm_overlap, recipe bucket bytes or None)`` of ``plan``: the overlap as given, or with no ``--stack`` what
+    the implied stack's recipes run where the flag is not given (:func:`commcost.workload.recipes.dense_recipe_defaults`),
+    each default's words appended to ``items`` (the ``assumed:`` line)."""
+    if args.tp_comm_overlap and args.no_tp_comm_overlap:
+        A.fail("give --tp-comm-overlap or --no-tp-comm-overlap, not both")
+    overlap = args.tp_comm_overlap
+    if args.stack != "auto":
+        return overlap, None
+    d = dense_recipe_defaults(stack=implied, tp=layout.tp, dp=layout.dp, cp=layout.cp, zero=layout.zero,
+                              grad_bytes=GRAD_BYTES)
+    if overlap or args.no_tp_comm_overlap:
+        d["tp_comm_overlap"] = False
+    if args.bucket_mb is not None:
+        d["bucket_cap_bytes"] = None
+    items += dense_items(d, grad_bytes=GRAD_BYTES)
+    return overlap or d["tp_comm_overlap"], d["bucket_cap_bytes"]
+
+
 def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan flags checked; the layout, the PlanInputs in SI units and the measurement to fit its efficiency to."""
     args, from_summary = apply_from(args)
@@ -171,20 +197,21 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     spec, seq = model_spec_of(args)
     cp, tp, pp = args.cp, args.tp, args.pp
     layout, gpus, dp = _plan_layout(args)
-    moe, note = moe_inputs(args), ""
+    moe, items = moe_inputs(args), []
+    implied = resolve_stack("auto", layout)[0]
     if spec.is_moe and not recipe_flags_given(args):   # what the implied stack's MoE recipes run
-        d = moe_recipe_defaults(stack=resolve_stack("auto", layout)[0], tp=tp, dp=dp, cp=cp, ep=args.ep, pp=pp,
-                                vp=args.vp)
+        d = moe_recipe_defaults(stack=implied, tp=tp, dp=dp, cp=cp, ep=args.ep, pp=pp, vp=args.vp)
         layout = replace(layout, etp=d["etp"])
         moe.update(a2a=d["a2a"], moe_overlap=d["moe_overlap"])
-        note = recipe_line(d)
+        items += moe_items(d)
+    tp_overlap, recipe_bucket = plan_recipe_flags(args, implied, layout, items)
     resolved, G, gpu = resolve_hardware(args, gpus)
     if args.calibration is not None and not args.calibration.strip():
         A.fail(f"--calibration {args.calibration!r}: expected a file name, got an empty one")
     if args.measured_tflops is not None and not MEASURED_TFLOPS_MIN <= args.measured_tflops <= MEASURED_TFLOPS_MAX:
         A.fail(f"--measured-tflops must be between {MEASURED_TFLOPS_MIN:g} and {MEASURED_TFLOPS_MAX:g} TFLOP/s per GPU, "
                f"got {args.measured_tflops:.4g}")
-    bucket = _si(args.bucket_mb, MiB)
+    bucket = recipe_bucket if args.bucket_mb is None else _si(args.bucket_mb, MiB)
     if bucket is not None and bucket < 1:
         A.fail(f"--bucket-mb must be at least 1 byte (1/1048576 MiB; DDP's int(bucket_cap_mb * 2**20) is otherwise 0), "
                f"got {args.bucket_mb:.4g} MiB")
@@ -196,9 +223,9 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     inp = PlanInputs(spec=spec, layout=layout, seq=seq, gpu=gpu, gpus_per_node=G, precision=args.precision,
                      efficiency=args.efficiency, flash_attention=not args.no_flash_attention,
                      bucket_cap_bytes=None if bucket is None else int(bucket),
-                     tp_comm_overlap=args.tp_comm_overlap, stack=args.stack, compiled=args.compile,
+                     tp_comm_overlap=tp_overlap, stack=args.stack, compiled=args.compile,
                      fp8_attention=args.fp8_attention, cpu_offload_layers=args.cpu_offload_layers,
-                     defaults_note=note, **moe)
+                     defaults_note=assumed_line(implied, items), **moe)
     refusal = layout_refusal(args.stack, layout)   # a named stack's user cannot run what it does not run
     if refusal:
         A.fail(refusal)

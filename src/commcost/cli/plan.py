@@ -110,6 +110,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--fp8-attention", action="store_true", help="fp8 recipes run attention in fp8 too (default bf16)")
     c.add_argument("--tp-comm-overlap", action="store_true",
                    help="TP collectives overlap the neighbouring GEMMs (Transformer Engine userbuffers)")
+    c.add_argument("--no-tp-comm-overlap", action="store_true",
+                   help="no TP overlap (with no --stack, Megatron-Core layouts assume its recipes' overlap)")
     c.add_argument("--cpu-offload-layers", type=int, default=0, metavar="N",
                    help="offload N layers' activations to host memory (Megatron-Core cpu_offloading_num_layers; "
                         "pp 1, no recompute)")

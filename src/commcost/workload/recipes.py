@@ -1,5 +1,21 @@
-"""What a MoE run does when the user names no stack and no recipe flag: what the published recipes of the stack the
-layout implies run, not the framework's bare code defaults.
+"""What a run does when the user names no stack and no recipe flag: what the published recipes of the stack the
+layout implies run, not the framework's bare code defaults. ``plan`` and ``search`` assume them, and say so on one
+``assumed:`` line (:func:`assumed_line`); benchmarks/plan_accuracy.py scores its no-stack figure with them.
+
+**Dense runs** (:func:`dense_recipe_defaults`), for the stack ``--stack auto`` resolves the layout to:
+
+* TP communication overlap (``tp_comm_overlap``) where that stack's recipes run it and ``t > 1``: Megatron-Core's
+  (``megatron``, ``nemo``): Megatron-Bridge / NeMo performance recipes set ``tp_comm_overlap=True`` (``stacks.json``
+  ``recipe_tp_comm_overlap``, with its source; ``commcost search`` prices those stacks' layouts with it on too);
+  torchtitan's async TP is opt-in and the FSDP stacks run no TP.
+* the data-parallel bucket the stack takes when its recipe sets none (``stacks.json`` ``recipe_dp_bucket``):
+  Megatron-Core's ``max(40,000,000, 1,000,000 d c)`` parameters (``DistributedDataParallelConfig.bucket_size``,
+  ``None`` in the recipes), at the plan's bytes per reduced gradient; only where buckets run (ZeRO 0-2 with
+  ``d c > 1``). Other stacks reduce through PyTorch DDP, whose 25 MiB is the plan's default already.
+
+Everything else a recipe sets is either the layout (ZeRO stage, recomputation, sequence parallelism: the user's
+question, given by flags) or the stack's behaviour (its attention kernel, fused kernels, fp32 or bf16 gradient
+buffers: ``stacks.json``, taken with the stack).
 
 Megatron-Core's code defaults (expert tensor parallelism = t, the all-to-all dispatcher, nothing overlapped) are
 not what its MoE recipes run: every Megatron-Bridge performance recipe for MoE sets
@@ -19,9 +35,10 @@ by default (``parallelism.expert_tensor_parallel_degree = 1``) and overlaps noth
 
 from __future__ import annotations
 
-from commcost.workload.stacks import _table
+from commcost.workload.stacks import AUTO_STACKS, _table, recipe_tp_comm_overlap
 
-__all__ = ["MOE_RECIPE_SOURCE", "overlapping_stacks", "moe_recipe_defaults", "recipe_line"]
+__all__ = ["MOE_RECIPE_SOURCE", "overlapping_stacks", "moe_recipe_defaults", "recipe_line", "dense_recipe_defaults",
+           "recipe_bucket_params", "assumed_line", "dense_items", "moe_items", "search_tp_overlap_items"]
 
 MOE_RECIPE_SOURCE = ("Megatron-Bridge performance recipes (scripts/performance/configs/{qwen3,deepseek}/"
                      "workload_base_configs.py: expert_tensor_parallel_size 1, alltoall dispatcher, moe_a2a_overlap "
@@ -47,3 +64,54 @@ def recipe_line(d: dict) -> str:
     """The one line that says which defaults were assumed."""
     return (f"no --stack, no MoE flag: expert TP {d['etp'] or 'default'}, {d['a2a']} all-to-all, overlap "
             f"{d['moe_overlap']}, as Megatron-Core's MoE recipes run")
+
+
+def recipe_bucket_params(stack: str, *, dp: int, cp: int) -> int | None:
+    """Parameters per data-parallel bucket that stack ``stack`` takes when its recipe sets none, or None (PyTorch DDP's
+    default, the plan's own): ``max(P_min, P_rank d c)`` with ``P_min``, ``P_rank`` from ``stacks.json``
+    ``recipe_dp_bucket`` (Megatron-Core: 40,000,000 and 1,000,000; ``d c`` the data-parallel group with context
+    parallelism)."""
+    row = _table().get("recipe_dp_bucket", {}).get(stack)
+    if not isinstance(row, dict):
+        return None
+    return max(int(row["params_min"]), int(row["params_per_rank"]) * dp * cp)
+
+
+def dense_recipe_defaults(*, stack: str, tp: int, dp: int, cp: int, zero: int, grad_bytes: float) -> dict:
+    """``{tp_comm_overlap, bucket_cap_bytes}`` stack ``stack``'s published recipes run (module docstring): the overlap
+    where its recipes turn it on and ``t > 1``; the bucket ``P x q`` bytes (:func:`recipe_bucket_params` ``P``,
+    ``q = grad_bytes`` per reduced gradient) where buckets run (ZeRO 0-2, ``d c > 1``), else None (DDP's default)."""
+    params = recipe_bucket_params(stack, dp=dp, cp=cp) if zero < 3 and dp * cp > 1 else None
+    return {"tp_comm_overlap": tp > 1 and recipe_tp_comm_overlap(stack),
+            "bucket_cap_bytes": None if params is None else int(params * grad_bytes)}
+
+
+def assumed_line(stack: str, items: list[str]) -> str:
+    """The one ``assumed:`` line of ``plan`` and ``search`` with no ``--stack``: ``items`` (what was assumed, in
+    words) as ``stack``'s recipes run them; empty when nothing was."""
+    if not items:
+        return ""
+    return f"no --stack, no recipe flag: {', '.join(items)}, as {stack}'s published recipes run"
+
+
+def dense_items(d: dict, *, grad_bytes: float) -> list[str]:
+    """The words of :func:`dense_recipe_defaults`'s answer ``d`` for :func:`assumed_line`."""
+    items = ["TP communication overlap"] if d.get("tp_comm_overlap") else []
+    if d.get("bucket_cap_bytes"):
+        params = d["bucket_cap_bytes"] / grad_bytes
+        items.append(f"DP buckets of {params / 1e6:,.0f}M parameters ({d['bucket_cap_bytes'] / 2**20:,.1f} MiB)")
+    return items
+
+
+def moe_items(d: dict) -> list[str]:
+    """The words of :func:`moe_recipe_defaults`'s answer ``d`` for :func:`assumed_line`."""
+    return [f"expert TP {d['etp'] or 'default'}", f"{d['a2a']} all-to-all", f"MoE overlap {d['moe_overlap']}"]
+
+
+def search_tp_overlap_items() -> tuple[str, list[str]]:
+    """``(stack, items)`` for ``search``'s ``assumed:`` line with no ``--stack`` and TP not fixed to 1: the stacks
+    ``--stack auto`` implies (``stacks.json`` ``auto_stacks``) whose recipes run TP communication overlap, which
+    ``search`` prices their layouts with (:func:`commcost.analyses.plan.search.search_passes`), as
+    :func:`dense_recipe_defaults` gives ``plan`` for one layout. The bucket is searched, not assumed."""
+    running = [s for s in AUTO_STACKS if recipe_tp_comm_overlap(s)]
+    return (" and ".join(running), ["TP communication overlap"]) if running else ("", [])

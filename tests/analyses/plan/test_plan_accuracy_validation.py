@@ -101,7 +101,10 @@ HEADLINE = {
     # figure -> (median |err|, p90, median signed, too fast)
     "lopo": (0.093, 0.240, -0.032, 0.59),
     "time_split": (0.129, 0.277, -0.129, 0.94),
-    "no_stack": (0.104, 0.291, 0.015, 0.46),
+    # no stack named: the implied stack's recipe defaults in place of the run's (TP overlap and Megatron-Core's bucket,
+    # commcost.workload.recipes, as plan assumes them), auto_sustained fitted on the runs priced that way (before:
+    # 0.105, 0.291, +0.018, 0.46)
+    "no_stack": (0.106, 0.291, -0.030, 0.57),
 }
 TOL = {"median": 0.005, "p90": 0.015, "signed": 0.01, "too_fast": 0.04}
 

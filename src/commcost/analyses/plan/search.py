@@ -186,7 +186,7 @@ def plan_inputs_of(inp: SearchInputs, row: dict) -> PlanInputs:
                       tp_comm_overlap=bool(row.get("tpo", inp.tp_comm_overlap)),
                       stack=inp.stack, compiled=inp.compiled, fp8_attention=inp.fp8_attention, a2a=inp.a2a,
                       fp8_dispatch=inp.fp8_dispatch, moe_overlap=inp.moe_overlap, expert_load=inp.expert_load,
-                      cpu_offload_layers=inp.cpu_offload_layers, defaults_note=inp.defaults_note)
+                      cpu_offload_layers=inp.cpu_offload_layers)   # its plan_flags carry what search assumed
 
 
 class _Top:
