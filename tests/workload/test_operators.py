@@ -323,23 +323,22 @@ def test_an_unknown_attention_kernel_is_refused():
 
 def test_llm_foundry_2023_shares_fsdps_refitted_sustained_fraction_by_hand():
     # plan_accuracy --fit (with the losses that grow with the job in the step, commcost.step.losses, and --stack
-    # auto pricing a layout only by a stack that runs it, and InternLM's and KempnerForge's runs in the data):
-    # u_stack fsdp 0.996 (llm-foundry's MPT rows, priced with Triton FlashAttention, AMD's FSDP rows and IBM
-    # fms-fsdp's), u_gpu a100 0.898 (with Narayanan's rows at the micro-batches of the authors' script and
-    # InternLM's runs, which --stack auto prices as megatron), h100 0.956 (Meta's 405B runs priced as
+    # auto pricing a layout only by a stack that runs it): u_stack fsdp 0.984 (38 rows: llm-foundry's 26 MPT rows,
+    # priced with Triton FlashAttention, AMD's 8 FSDP rows and IBM fms-fsdp's 4), u_gpu a100 0.968 (with
+    # Narayanan's rows at the micro-batches of the authors' script), h100 0.956 (Meta's 405B runs priced as
     # torchtitan, no longer Megatron-Core evidence). GEMM rate = u_gpu u_stack P eta_gemm:
-    # A100 0.898 x 0.996 x 312e12 x eta_bf16; H100 0.956 x 0.996 = 0.952176, x 989.4e12 = 942.0829e12,
-    # x 0.74 = 697.1414...e12
+    # A100 0.968 x 0.984 x 312e12 x eta_bf16; H100 0.956 x 0.984 = 0.940704, x 989.4e12 = 930.7325e12,
+    # x 0.74 = 688.7421...e12
     from commcost.hardware import load_preset_file
     from commcost.workload.operators import kernel_rates
     from commcost.workload.stacks import stack
-    assert stack("fsdp").sustained == stack("llm-foundry-2023").sustained == 0.996
+    assert stack("fsdp").sustained == stack("llm-foundry-2023").sustained == 0.984
     h100 = kernel_rates("h100-sxm", "bf16", stack("llm-foundry-2023"))
-    assert h100.gemm_flops_per_s == pytest.approx(0.956 * 0.996 * 989.4e12 * 0.74, rel=1e-12)
-    assert h100.gemm_flops_per_s == pytest.approx(697.141e12, rel=1e-5)
+    assert h100.gemm_flops_per_s == pytest.approx(0.956 * 0.984 * 989.4e12 * 0.74, rel=1e-12)
+    assert h100.gemm_flops_per_s == pytest.approx(688.742e12, rel=1e-5)
     eta = load_preset_file("kernels.json")["gpus"]["a100-sxm4-80gb"]["gemm_efficiency"]["bf16"]
     a100 = kernel_rates("a100-sxm4-80gb", "bf16", stack("llm-foundry-2023"))
-    assert a100.gemm_flops_per_s == pytest.approx(0.898 * 0.996 * 312e12 * eta, rel=1e-12)
+    assert a100.gemm_flops_per_s == pytest.approx(0.968 * 0.984 * 312e12 * eta, rel=1e-12)
 
 
 def test_nemo_2024h1_runs_flashattention2_on_h100_by_hand():
