@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from commcost.analyses.plan.search import SearchInputs, SearchSpace, on_front, rank_robust, robust_candidates, search
 from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM, memory_fragile, memory_high_bytes
@@ -80,6 +80,7 @@ def test_fragile_layouts_come_last_and_the_fastest_is_named():
 @settings(max_examples=6, deadline=None)
 @given(layers=st.sampled_from([4, 8, 12]), heads=st.sampled_from([8, 16]), batch=st.sampled_from([16, 32]),
        world=st.sampled_from([4, 8]), headroom=st.sampled_from([0.0, 0.3, 0.6]))
+@example(layers=12, heads=8, batch=16, world=8, headroom=0.0)   # a near-tie (0.1%) on the front, once missed
 def test_winner_is_on_the_front_of_every_configuration_that_fits(layers, heads, batch, world, headroom):
     spec = TransformerSpec(name="p", layers=layers, hidden=128 * heads, heads=heads, vocab=32000)
     space = SearchSpace(spec=spec, seq=4096, global_batch=batch, gpus=(world,), gpus_per_node=8)
