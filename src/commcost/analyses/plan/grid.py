@@ -28,7 +28,7 @@ from commcost.analyses.plan.kernel import critical, data_parallel, finish
 from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.grid_memory import stack_column
-from commcost.analyses.plan.grid_memory import stack_value, tp_overlap_column
+from commcost.analyses.plan.grid_memory import tp_overlap_column
 from commcost.analyses.plan.grid_buckets import BucketRows, variant_prices
 from commcost.analyses.plan.grid_distinct import Pricer
 from commcost.analyses.plan.grid_distinct import distinct_keys
