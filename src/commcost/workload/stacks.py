@@ -227,8 +227,7 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
-    kind = auto_kind(layout.zero, layout.tp, layout.pp, layout.cp)
-    implied = implied_stack(kind)
+    implied = implied_stack(kind := auto_kind(layout.zero, layout.tp, layout.pp, layout.cp))
     why = {"fsdp": "auto: ZeRO-3 without TP, PP or CP is how FSDP stacks run",
            "torchtitan": "auto: FSDP2 with TP, PP or CP is torchtitan's layout"}.get(kind, "auto: a Megatron-Core layout")
     masks = _layout_masks(tuple(_layout_columns(layout).items()))
@@ -305,9 +304,8 @@ def auto_kinds(zero, tp, pp, cp) -> dict:
     (``stacks.json`` ``auto_sustained``; each priced as its ``auto_stacks`` stack, the one whose published recipes
     run it, ``_auto_stacks``): ``fsdp`` (ZeRO-3 alone: :func:`auto_is_fsdp`), ``torchtitan`` (ZeRO-3 with
     ``t``, ``p`` or ``c > 1``: FSDP2 composed with TP, PP or CP), else ``megatron`` (ZeRO 0-2; ZeRO-2 with a
-    pipeline, which Megatron-Core does not run, goes to the stack that does, :func:`auto_masks`). The kind depends
-    on ZeRO-3 or not alone, as the grid's shared terms do (``commcost.analyses.plan.grid._per_key``). Array-safe
-    (``commcost search`` applies it to columns)."""
+    pipeline, which Megatron-Core does not run, goes to the stack that does, :func:`auto_masks`). It reads ZeRO-3
+    or not alone, as the grid's shared terms do (``grid._per_key``). Array-safe (search applies it to columns)."""
     fsdp = auto_is_fsdp(zero, tp, pp, cp)
     fsdp2_mp = (zero == 3) & ((tp > 1) | (pp > 1) | (cp > 1))
     return {"megatron": (fsdp2_mp | fsdp) ^ True, "torchtitan": fsdp2_mp, "fsdp": fsdp}
