@@ -67,7 +67,7 @@ def kind_of(inp, *, auto: bool = False) -> str | None:
     L = inp.layout
     if not (auto or inp.stack == "auto") or not stacks.auto_runs_implied(L):
         return None      # auto prices it as the stack that runs it, at that stack's own fraction
-    return stacks.auto_kind(L.zero, L.tp, L.pp)
+    return stacks.auto_kind(L.zero, L.tp, L.pp, L.cp)
 
 
 def row_fraction(inp, model, measured_s: float) -> float | None:

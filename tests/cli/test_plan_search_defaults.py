@@ -47,3 +47,23 @@ def test_both_overlap_flags_are_refused(capsys):
     with pytest.raises(SystemExit) as e:
         main(["plan", *MODEL, *LAYOUT, "--tp-comm-overlap", "--no-tp-comm-overlap"])
     assert e.value.code == 2 and "not both" in capsys.readouterr().err
+
+
+ZERO3_TP = ["--gpus", "16", "--tp", "2", "--zero", "3", "--sequence-parallel", "--micro-batch", "1",
+            "--recompute", "none"]
+
+
+def test_zero3_with_tp_is_torchtitan_without_tp_overlap_in_plan_and_search(capsys):
+    # FSDP2 with TP is torchtitan's layout (stacks.json _auto_stacks), whose recipes leave async TP off: with no
+    # --stack neither plan nor search assumes TP communication overlap for it, and both price it alike
+    fix = "tp=2,pp=1,cp=1,zero=3,sp=1,recompute=none,micro_batch=1"
+    s = _run(capsys, ["search", *MODEL, "--gpus", "16", "--top", "1", "--fix", fix])
+    p = _run(capsys, ["plan", *MODEL, *ZERO3_TP])
+    best = s["results"][0]
+    assert p["stack"] == best["stack"] == "torchtitan"
+    assert p["defaults_note"] == s["defaults_note"] == ""
+    assert "--tp-comm-overlap" not in best["plan_flags"].split()
+    assert p["step_s"] == best["step_s"]
+    # ZeRO-1 with the same TP stays Megatron-Core's, with its recipes' overlap (test_plan_and_search_assume_the_same)
+    z1 = _run(capsys, ["plan", *MODEL, *[a if a != "3" else "1" for a in ZERO3_TP]])
+    assert z1["stack"] == "megatron" and "TP communication overlap" in z1["defaults_note"]

@@ -20,25 +20,36 @@ def test_every_stack_loads_with_a_source(name):
     assert stack(name, compiled=True).compiled
 
 
-def test_auto_is_fsdp_only_for_zero3_without_tp_or_pp():
+def test_auto_is_fsdp_only_for_zero3_without_tp_pp_or_cp():
     assert resolve_stack("auto", Layout(dp=8, zero=3, global_batch=8))[0] == "fsdp"
+    # ZeRO-3 with TP: FSDP2 with TP, torchtitan's recipe, which always shards the sequence under TP; without
+    # --sequence-parallel torchtitan does not run it and the first stack that does (megatron) prices it
+    assert resolve_stack("auto", Layout(dp=4, tp=2, zero=3, sequence_parallel=True, global_batch=8))[0] == "torchtitan"
     assert resolve_stack("auto", Layout(dp=4, tp=2, zero=3, global_batch=8))[0] == "megatron"
+    assert resolve_stack("auto", Layout(dp=4, cp=2, zero=3, global_batch=8))[0] == "torchtitan"
     assert resolve_stack("auto", Layout(dp=8, zero=1, global_batch=8))[0] == "megatron"
+    assert resolve_stack("auto", Layout(dp=4, tp=2, zero=1, sequence_parallel=True, global_batch=8))[0] == "megatron"
     assert resolve_stack("deepspeed", Layout(dp=8, global_batch=8)) == ("deepspeed", "given (--stack)")
-    # the rule is array-safe: elementwise & of the three conditions
-    assert [bool(auto_is_fsdp(z, t, p)) for z, t, p in ((3, 1, 1), (3, 2, 1), (3, 1, 2), (2, 1, 1))] == [
+    # the rule is array-safe: elementwise & of the four conditions
+    assert [bool(auto_is_fsdp(z, t, p, c)) for z, t, p, c in ((3, 1, 1, 1), (3, 2, 1, 1), (3, 1, 2, 1), (3, 1, 1, 2),
+                                                              (2, 1, 1, 1))] == [True, False, False, False, False]
+    z = np.array([3, 3, 3, 1])
+    assert auto_is_fsdp(z, np.array([1, 2, 1, 1]), np.ones(4), np.array([1, 1, 2, 1])).tolist() == [
         True, False, False, False]
 
 
 def test_auto_kinds_by_hand():
-    # ZeRO-3 alone: FSDP; ZeRO-3 with TP or PP: Megatron-Core's behaviour at the FSDP2-with-TP/PP runs' fraction
-    assert [auto_kind(z, t, p) for z, t, p in ((3, 1, 1), (3, 2, 1), (3, 1, 4), (2, 1, 1), (0, 8, 4))] == [
-        "fsdp", "megatron-zero3", "megatron-zero3", "megatron", "megatron"]
+    # ZeRO-3 alone: FSDP; ZeRO-3 with TP, PP or CP: FSDP2 composed with them, torchtitan's recipe; ZeRO 0-2:
+    # Megatron-Core (DDP, its distributed optimizer, Megatron-FSDP's optim_grads)
+    cases = ((3, 1, 1, 1), (3, 2, 1, 1), (3, 1, 4, 1), (3, 1, 1, 2), (2, 1, 1, 1), (2, 2, 1, 1), (0, 8, 4, 2))
+    assert [auto_kind(z, t, p, c) for z, t, p, c in cases] == [
+        "fsdp", "torchtitan", "torchtitan", "torchtitan", "megatron", "megatron", "megatron"]
     table = load_preset_file("stacks.json")
     assert set(table["auto_sustained"]) == set(AUTO_KINDS)
     for kind in AUTO_KINDS:
         assert 0 < table["auto_sustained"][kind] <= 1
         assert stack("megatron", auto_kind=kind).sustained == table["auto_sustained"][kind]
+    assert table["auto_stacks"] == {"megatron": "megatron", "torchtitan": "torchtitan", "fsdp": "fsdp"}
     assert stack("fsdp").sustained == table["stacks"]["fsdp"]["sustained"]   # a named stack keeps its own
     with pytest.raises(InputError, match="auto kind"):
         stack("megatron", auto_kind="jax")

@@ -62,8 +62,11 @@ def search_moe_inputs(args: argparse.Namespace, spec) -> dict:
     from commcost.analyses.plan.space import parse_fix
 
     moe, items, stack = moe_inputs(args), [], "Megatron-Core"
-    if args.stack == "auto" and not args.tp_comm_overlap and dict(parse_fix(args.fix)).get("tp", 2) > 1:
-        stack, items = search_tp_overlap_items()   # what search_passes prices the implied stack's layouts with
+    fixed = dict(parse_fix(args.fix))
+    if args.stack == "auto" and not args.tp_comm_overlap and fixed.get("tp", 2) > 1:
+        running, tp_items = search_tp_overlap_items(fixed)   # what search prices the implied stacks' layouts with
+        if tp_items:
+            stack, items = running, tp_items
     if spec.is_moe and not recipe_flags_given(args):
         moe.update(a2a="nccl", moe_overlap="1f1b")
         items += ["expert TP 1 or t", "nccl all-to-all", "MoE overlap 1f1b (no pipeline without virtual stages)"]

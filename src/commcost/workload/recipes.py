@@ -6,8 +6,9 @@ layout implies run, not the framework's bare code defaults. ``plan`` and ``searc
 
 * TP communication overlap (``tp_comm_overlap``) where that stack's recipes run it and ``t > 1``: Megatron-Core's
   (``megatron``, ``nemo``): Megatron-Bridge / NeMo performance recipes set ``tp_comm_overlap=True`` (``stacks.json``
-  ``recipe_tp_comm_overlap``, with its source; ``commcost search`` prices those stacks' layouts with it on too);
-  torchtitan's async TP is opt-in and the FSDP stacks run no TP.
+  ``recipe_tp_comm_overlap``, with its source; ``commcost search`` prices those stacks' layouts with it on too, row
+  by row); torchtitan's async TP is opt-in (``enable_async_tensor_parallel = false`` in its Llama 3 configs), so
+  ZeRO-3 with TP, which auto implies is torchtitan's, runs without it, and the FSDP stacks run no TP.
 * the data-parallel bucket the stack takes when its recipe sets none (``stacks.json`` ``recipe_dp_bucket``):
   Megatron-Core's ``max(40,000,000, 1,000,000 d c)`` parameters (``DistributedDataParallelConfig.bucket_size``,
   ``None`` in the recipes), at the plan's bytes per reduced gradient; only where buckets run (ZeRO 0-2 with
@@ -35,7 +36,7 @@ by default (``parallelism.expert_tensor_parallel_degree = 1``) and overlaps noth
 
 from __future__ import annotations
 
-from commcost.workload.stacks import AUTO_STACKS, _table, recipe_tp_comm_overlap
+from commcost.workload.stacks import AUTO_STACKS, _table, auto_kind, implied_stack, recipe_tp_comm_overlap
 
 __all__ = ["MOE_RECIPE_SOURCE", "overlapping_stacks", "moe_recipe_defaults", "recipe_line", "dense_recipe_defaults",
            "recipe_bucket_params", "assumed_line", "dense_items", "moe_items", "search_tp_overlap_items"]
@@ -108,10 +109,16 @@ def moe_items(d: dict) -> list[str]:
     return [f"expert TP {d['etp'] or 'default'}", f"{d['a2a']} all-to-all", f"MoE overlap {d['moe_overlap']}"]
 
 
-def search_tp_overlap_items() -> tuple[str, list[str]]:
+def search_tp_overlap_items(fixed: dict | None = None) -> tuple[str, list[str]]:
     """``(stack, items)`` for ``search``'s ``assumed:`` line with no ``--stack`` and TP not fixed to 1: the stacks
-    ``--stack auto`` implies (``stacks.json`` ``auto_stacks``) whose recipes run TP communication overlap, which
-    ``search`` prices their layouts with (:func:`commcost.analyses.plan.search.search_passes`), as
-    :func:`dense_recipe_defaults` gives ``plan`` for one layout. The bucket is searched, not assumed."""
-    running = [s for s in AUTO_STACKS if recipe_tp_comm_overlap(s)]
+    ``--stack auto`` implies (``stacks.json`` ``auto_stacks``) for the layouts the ``fixed`` dimensions (``--fix``)
+    leave (:func:`commcost.workload.stacks.auto_kind` of each ZeRO stage allowed, with ``t > 1``) whose recipes run TP
+    communication overlap, which ``search`` prices those layouts with
+    (:func:`commcost.analyses.plan.grid_memory.tp_overlap_column`), as :func:`dense_recipe_defaults` gives ``plan``
+    for one layout. The bucket is searched, not assumed."""
+    fixed = fixed or {}
+    tp, pp, cp = fixed.get("tp", 2), fixed.get("pp", 1), fixed.get("cp", 1)
+    zeros = (fixed["zero"],) if "zero" in fixed else (0, 1, 2, 3)
+    implied = {implied_stack(auto_kind(z, tp, pp, cp)) for z in zeros}
+    running = [s for s in AUTO_STACKS if s in implied and recipe_tp_comm_overlap(s)]
     return (" and ".join(running), ["TP communication overlap"]) if running else ("", [])

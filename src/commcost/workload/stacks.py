@@ -3,9 +3,12 @@
 Each stack in ``hardware/stacks.json`` (with its source) says which attention kernel it calls, how
 many HBM accesses its element-wise operators make (fused kernels or eager PyTorch composites), what
 its selective recomputation recomputes, how ZeRO-3 gathers parameters, and the bytes it keeps per
-gradient element. ``auto`` (the default) picks the stack a layout implies: ZeRO-3 without tensor or
-pipeline parallelism is how FSDP stacks run (``fsdp``); everything else is priced as Megatron-Core
-(``megatron``), with that stack's behaviour but the sustained fraction of every published run of its kind,
+gradient element. ``auto`` (the default) picks the stack a layout implies, the one whose published recipes run
+that layout (``stacks.json`` ``_auto_stacks``, with the sources): ZeRO-3 without tensor, pipeline or context
+parallelism is how FSDP stacks run (``fsdp``); ZeRO-3 with any of them is FSDP2 composed with TP, PP or CP,
+torchtitan's recipe (``torchtitan``); everything else is priced as Megatron-Core (``megatron``: DDP or its
+distributed optimizer beside TP, PP and CP), each with that stack's behaviour but the sustained fraction of every
+published run of its kind,
 whatever stack ran it (``auto_sustained`` in ``stacks.json``: a user who names no stack gets the fraction
 the runs of that layout sustain, not the fastest stack's). Every plan names the stack it used and why.
 
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["STACKS", "PAST_RELEASES", "KNOWN_STACKS", "Stack", "stack", "resolve_stack", "auto_is_fsdp", "AUTO_KINDS", "auto_kinds", "auto_kind", "StackLayouts",
            "stack_layouts", "layout_runs", "stack_refuses", "layout_refusal", "PublishedLayout", "published_layouts",
            "stacks_running", "AUTO_STACKS", "stack_family", "stack_row", "STACK_KEYS", "auto_masks", "auto_runs_implied",
-           "recipe_tp_comm_overlap"]
+           "recipe_tp_comm_overlap", "implied_stack"]
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
@@ -224,9 +227,9 @@ def resolve_stack(name: str, layout: Layout) -> tuple[str, str]:
         raise InputError(f"unknown stack {name!r} (valid: {', '.join(KNOWN_STACKS)})")
     if name != "auto":
         return name, "given (--stack)"
-    implied = _table()["auto_stacks"][auto_kind(layout.zero, layout.tp, layout.pp)]
-    why = ("auto: ZeRO-3 without TP or PP is how FSDP stacks run" if auto_is_fsdp(layout.zero, layout.tp, layout.pp)
-           else "auto: a Megatron-Core layout")
+    implied = implied_stack(kind := auto_kind(layout.zero, layout.tp, layout.pp, layout.cp))
+    why = {"fsdp": "auto: ZeRO-3 without TP, PP or CP is how FSDP stacks run",
+           "torchtitan": "auto: FSDP2 with TP, PP or CP is torchtitan's layout"}.get(kind, "auto: a Megatron-Core layout")
     masks = _layout_masks(tuple(_layout_columns(layout).items()))
     if not masks["auto"]:
         other = next((s for s in STACKS[1:] if masks[s]), None)
@@ -267,7 +270,7 @@ def auto_masks(*, tp, pp, vp, cp, ep, zero, sp, recompute: str | None = None, mi
         return runs[name]
 
     base = False
-    for kind, on in auto_kinds(zero, tp, pp).items():
+    for kind, on in auto_kinds(zero, tp, pp, cp).items():
         base = base | (on & runs_of(implied[kind]))
     out = {"auto": base}
     left = base ^ True
@@ -283,10 +286,10 @@ def auto_runs_implied(layout: Layout) -> bool:
     return bool(_layout_masks(tuple(_layout_columns(layout).items()))["auto"])
 
 
-def auto_is_fsdp(zero, tp, pp):
-    """``auto``'s rule: ZeRO-3 without TP or PP is priced as ``fsdp``, everything else as ``megatron``.
+def auto_is_fsdp(zero, tp, pp, cp):
+    """``auto``'s rule for ``fsdp``: ZeRO-3 without TP, PP or CP (:func:`auto_kinds`).
     Array-safe (``commcost search`` applies it to columns)."""
-    return (zero == 3) & (tp == 1) & (pp == 1)
+    return (zero == 3) & (tp == 1) & (pp == 1) & (cp == 1)
 
 
 AUTO_KINDS = tuple(_table()["auto_sustained"])
@@ -296,19 +299,26 @@ AUTO_STACKS = tuple(sorted(set(_table()["auto_stacks"].values())))
 """The stacks ``--stack auto`` resolves to (``stacks.json`` ``auto_stacks``: one per kind of layout)."""
 
 
-def auto_kinds(zero, tp, pp) -> dict:
+def auto_kinds(zero, tp, pp, cp) -> dict:
     """``{kind: whether the layout is of it}`` for each of :data:`AUTO_KINDS`, the kinds of layout ``auto`` prices
-    (``stacks.json`` ``auto_sustained``): ``fsdp`` (:func:`auto_is_fsdp`), ``megatron-zero3`` (ZeRO-3 with TP or PP:
-    behaviour as Megatron-Core, but the published runs of it are FSDP2 with TP or PP), else ``megatron``.
-    Array-safe (``commcost search`` applies it to columns)."""
-    fsdp = auto_is_fsdp(zero, tp, pp)
-    zero3 = zero == 3
-    return {"megatron": (zero3 | fsdp) ^ True, "megatron-zero3": zero3 & (fsdp ^ True), "fsdp": fsdp}
+    (``stacks.json`` ``auto_sustained``; each priced as its ``auto_stacks`` stack, the one whose published recipes
+    run it, ``_auto_stacks``): ``fsdp`` (ZeRO-3 alone: :func:`auto_is_fsdp`), ``torchtitan`` (ZeRO-3 with
+    ``t``, ``p`` or ``c > 1``: FSDP2 composed with TP, PP or CP), else ``megatron`` (ZeRO 0-2; ZeRO-2 with a
+    pipeline, which Megatron-Core does not run, goes to the stack that does, :func:`auto_masks`). It reads ZeRO-3
+    or not alone, as the grid's shared terms do (``grid._per_key``). Array-safe (search applies it to columns)."""
+    fsdp = auto_is_fsdp(zero, tp, pp, cp)
+    fsdp2_mp = (zero == 3) & ((tp > 1) | (pp > 1) | (cp > 1))
+    return {"megatron": (fsdp2_mp | fsdp) ^ True, "torchtitan": fsdp2_mp, "fsdp": fsdp}
 
 
-def auto_kind(zero, tp, pp) -> str:
+def implied_stack(kind: str) -> str:
+    """The stack ``--stack auto`` prices layouts of ``kind`` (:func:`auto_kinds`) as: ``stacks.json`` ``auto_stacks``."""
+    return _table()["auto_stacks"][kind]
+
+
+def auto_kind(zero, tp, pp, cp) -> str:
     """The one of :func:`auto_kinds` a single layout is."""
-    return next(kind for kind, on in auto_kinds(zero, tp, pp).items() if on)
+    return next(kind for kind, on in auto_kinds(zero, tp, pp, cp).items() if on)
 
 
 SEQUENCE_PARALLEL = ("optional", "always", "never")

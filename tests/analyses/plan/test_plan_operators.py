@@ -229,12 +229,13 @@ def test_cli_takes_split_counts_ends():
     assert with_ends["step_s"] != plain["step_s"]
 
 
-@pytest.mark.parametrize("layout, kind", [(dict(dp=8, zero=3), "fsdp"), (dict(dp=4, tp=2, zero=3), "megatron-zero3"),
+@pytest.mark.parametrize("layout, kind", [(dict(dp=8, zero=3), "fsdp"),
+                                          (dict(dp=4, tp=2, zero=3, sequence_parallel=True), "torchtitan"),
                                           (dict(dp=4, tp=2, zero=1), "megatron")])
 def test_auto_prices_compute_at_the_fraction_of_its_kind(layout, kind):
     # every compute term is max(FLOPs / (u peak eff), bytes / (u HBM eff)) or u x peak for attention, so the
     # compute of --stack auto is the resolved stack's x u_stack / u_auto, u_auto = stacks.json auto_sustained[kind]
-    # (megatron 1.0 / megatron-zero3 0.704 = 1.4205 for ZeRO-3 with TP; fsdp 0.991 / 0.866 = 1.1443 for ZeRO-3 alone)
+    # (ZeRO-3 with TP resolves to torchtitan, priced at auto_sustained["torchtitan"]; ZeRO-3 alone to fsdp)
     from commcost.hardware import load_preset_file
 
     table = load_preset_file("stacks.json")

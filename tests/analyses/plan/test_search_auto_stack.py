@@ -55,4 +55,39 @@ def test_auto_masks_partition_the_layouts():
     m = auto_masks(tp=tp, pp=pp, vp=one, cp=one, ep=one, zero=zero, sp=(tp > 1).astype(int))
     total = sum(mask.astype(int) for mask in m.values())
     assert (total == 1).all()          # each layout resolves exactly one way
-    assert list(m["torchtitan"]) == [False, False, False, False, True, False, True]
+    # ZeRO-3 with TP and PP (the last) is torchtitan's by auto's rule (auto_kinds), so it is auto's own part; ZeRO-2
+    # with a pipeline (the fifth) is Megatron-Core's by the rule, which does not run it: the first stack that does
+    assert list(m["auto"]) == [True, True, True, True, False, True, True]
+    assert list(m["torchtitan"]) == [False, False, False, False, True, False, False]
+
+
+@pytest.mark.parametrize("asked", [False, True], ids=["recipe-overlap", "overlap-asked"])
+def test_auto_grid_takes_each_row_s_stack_and_overlap_as_plan_does(asked):
+    # under --stack auto one grid holds ZeRO 0-2 rows (Megatron-Core: its recipes' TP overlap, a quarter of the pass)
+    # and ZeRO-3 rows with TP (torchtitan: no overlap from its recipes; asked, its async TP's per-GEMM pairing);
+    # plan on each row, with the overlap the row carries, prices the same step
+    import math
+
+    import numpy as np
+
+    from commcost.analyses.plan.plan import plan
+    from commcost.analyses.plan.search import SearchInputs, SearchSpace, evaluate_all, plan_inputs_of
+    from commcost.comm.model import FabricModel
+    from commcost.comm.systems import system_group
+    from commcost.workload.transformer import model_spec
+
+    space = SearchSpace(spec=model_spec("llama3-8b"), seq=4096, global_batch=16, gpus=(8,), gpus_per_node=8,
+                        fixed=(("tp", 2), ("pp", 1), ("cp", 1), ("sp", 1), ("micro_batch", 1)))
+    inp = SearchInputs(space=space, gpu="h100-sxm", tp_comm_overlap=asked)
+    model = FabricModel(topology=system_group("dgx-h100", nodes=1)[0])
+    rows, values = evaluate_all(inp, model, 8)
+    zero = np.asarray(rows["zero"])
+    assert set(zero.tolist()) == {0, 1, 2, 3}
+    # the overlap each row carries: the recipe's (megatron's, ZeRO 0-2) unless asked, then every row's
+    assert np.asarray(rows["tpo"]).tolist() == (np.ones(len(zero), bool) if asked else zero < 3).tolist()
+    for i in range(len(zero)):
+        p = plan(plan_inputs_of(inp, {k: v[i] for k, v in rows.items()}), model)
+        assert p.stack == ("torchtitan" if zero[i] == 3 else "megatron")
+        assert math.isclose(float(values["step_s"][i]), p.step_s, rel_tol=1e-9), (i, zero[i])
+        assert math.isclose(float(values["exposed_tp_s"][i]), p.exposed_by_dimension().get("tp", 0.0),
+                            rel_tol=1e-9, abs_tol=1e-15)

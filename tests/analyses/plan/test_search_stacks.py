@@ -296,17 +296,21 @@ def test_stacks_running_names_who_runs_a_layout(capsys):
 
 def test_stack_behaviour_enters_the_grid_as_per_row_columns_from_the_stacks_file():
     """``grid_memory.stack_column``: under ``auto`` a row takes the field of the stack that prices it
-    (ZeRO-3 without TP or PP: fsdp; every other row: megatron); one value where the stacks agree."""
+    (ZeRO-3 without TP, PP or CP: fsdp; ZeRO-3 with any of them: torchtitan; every other row: megatron); one value
+    where the stacks agree."""
     from commcost.analyses.plan.grid_memory import stack_column, stack_value
 
     spec = model_spec("llama2-7b")
     inp = SearchInputs(space=SearchSpace(spec=spec, seq=4096, global_batch=64, gpus=(8,), gpus_per_node=8),
                        gpu="h100-sxm")
-    base = {"t": np.array([1, 2, 1]), "p": np.array([1, 1, 2])}
-    none = np.zeros(4, dtype=np.int64)
-    cols = Choices(bi=np.array([0, 0, 1, 2]), sp=none, rc=none, zero=np.array([3, 0, 3, 3]))
-    # rows: (t1 p1 z3) fsdp; (t1 p1 z0), (t2 p1 z3), (t1 p2 z3) megatron
-    want = [stack(n).grad_bytes for n in ("fsdp", "megatron", "megatron", "megatron")]
+    base = {"t": np.array([1, 2, 1, 1]), "p": np.array([1, 1, 2, 1]), "c": np.array([1, 1, 1, 2])}
+    none = np.zeros(5, dtype=np.int64)
+    cols = Choices(bi=np.array([0, 0, 1, 2, 3]), sp=none, rc=none, zero=np.array([3, 0, 3, 3, 3]))
+    # rows: (t1 p1 c1 z3) fsdp; (t1 p1 c1 z0) megatron; (t2 p1 z3), (t1 p2 z3), (t1 p1 c2 z3) torchtitan
+    want = [stack(n).zero2_scatter_per_micro_batch for n in ("fsdp", "megatron", "torchtitan", "torchtitan", "torchtitan")]
+    assert stack_column(cols, base, inp, "zero2_scatter_per_micro_batch").tolist() == want
+    assert len({stack(n).zero2_scatter_per_micro_batch for n in ("megatron", "torchtitan")}) == 2   # else it shows nothing
+    want = [stack(n).grad_bytes for n in ("fsdp", "megatron", "torchtitan", "torchtitan", "torchtitan")]
     assert stack_column(cols, base, inp, "grad_bytes").tolist() == want
     assert stack("megatron").grad_bytes != stack("fsdp").grad_bytes      # else the test shows nothing
     assert stack_column(cols, base, inp, "zero3_gathers_per_layer") == stack("megatron").zero3_gathers_per_layer

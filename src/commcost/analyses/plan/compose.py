@@ -86,23 +86,32 @@ def full_exposed_s(*, count, one_s):
     return count * one_s
 
 
-def tp_exposed_s(xp, *, count, one_s, layer_fwd_s, passes, overlap: bool, partners_s=None):
+def tp_exposed_s(xp, *, count, one_s, layer_fwd_s, passes, overlap, partners_s=None, per_gemm=True):
     """TP per step: ``count T`` in full, or with ``overlap`` each collective of a forward pass hidden
     behind a quarter of it and each of a backward pass behind a quarter of ``t_b``:
     ``n_f max(0, T - t_f/4) + (count - n_f) max(0, T - t_b/4)``, ``n_f = count (passes - 1)/passes``
     (``passes``: 2, or 3 with full recomputation). With ``partners_s`` (a stack that overlaps per GEMM,
     :func:`tp_partners_s`) each collective runs beside the one GEMM it is fused with instead, in turn: the
     pair takes the longer of the collective and the decomposed GEMM ``t'_i``, of which the GEMM's own time
-    ``t_i`` is already counted: ``(count / k) sum_i max(0, max(T, t'_i) - t_i)`` over its ``k`` partners."""
-    if not overlap:
+    ``t_i`` is already counted: ``(count / k) sum_i max(0, max(T, t'_i) - t_i)`` over its ``k`` partners.
+    ``overlap`` and ``per_gemm`` (with ``partners_s``: which rows overlap per GEMM) may be boolean columns (a search
+    under ``--stack auto``, each row as its implied stack): each row takes its own case."""
+    if overlap is False or overlap is True or not hasattr(overlap, "shape"):
+        if not overlap:
+            return full_exposed_s(count=count, one_s=one_s)
+    elif not xp.any(overlap):
         return full_exposed_s(count=count, one_s=one_s)
-    if partners_s is not None:
-        per = sum(xp.maximum(0.0, xp.maximum(one_s, d) - w) for w, d in partners_s)
-        return xp.where(one_s > 0.0, count / len(partners_s) * per, 0.0)     # no collective, no decomposition
     layer_bwd_s = BACKWARD_PER_FORWARD * layer_fwd_s
     fwd_n = count * (passes - 1) / passes
-    return (fwd_n * xp.maximum(0.0, one_s - layer_fwd_s * TP_OVERLAP_SHARE)
-            + (count - fwd_n) * xp.maximum(0.0, one_s - layer_bwd_s * TP_OVERLAP_SHARE))
+    hidden = (fwd_n * xp.maximum(0.0, one_s - layer_fwd_s * TP_OVERLAP_SHARE)
+              + (count - fwd_n) * xp.maximum(0.0, one_s - layer_bwd_s * TP_OVERLAP_SHARE))
+    if partners_s is not None:
+        per = sum(xp.maximum(0.0, xp.maximum(one_s, d) - w) for w, d in partners_s)
+        paired = xp.where(one_s > 0.0, count / len(partners_s) * per, 0.0)     # no collective, no decomposition
+        hidden = paired if per_gemm is True else xp.where(per_gemm, paired, hidden)
+    if hasattr(overlap, "shape"):
+        return xp.where(overlap, hidden, full_exposed_s(count=count, one_s=one_s))
+    return hidden
 
 
 def tp_partners_s(*, gathers: bool, partners_s):

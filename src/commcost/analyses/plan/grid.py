@@ -28,7 +28,7 @@ from commcost.analyses.plan.kernel import critical, data_parallel, finish
 from commcost.analyses.plan.grid_memory import offloaded_bytes
 from commcost.analyses.plan.grid_memory import rate_masks
 from commcost.analyses.plan.grid_memory import stack_column
-from commcost.analyses.plan.grid_memory import stack_value
+from commcost.analyses.plan.grid_memory import tp_overlap_column
 from commcost.analyses.plan.grid_buckets import BucketRows, variant_prices
 from commcost.analyses.plan.grid_distinct import Pricer
 from commcost.analyses.plan.grid_distinct import distinct_keys
@@ -395,14 +395,15 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Com
         n_d, n_c, n_etp = expert_counts_per_step(pairs=pairs, passes=passes)
         ep = tuple((n, np.where(sp == 1, X[f"{name}1"][bi], X[f"{name}0"][bi]))
                    for n, name in ((n_d, "T_epd"), (n_c, "T_epc"), (n_etp, "T_etp")))
-    terms = CommTerms(micro_batches=m, pp=p, vp=v, cp=c, passes=passes, tp=tp, tp_overlap=inp.tp_comm_overlap,
+    terms = CommTerms(micro_batches=m, pp=p, vp=v, cp=c, passes=passes, tp=tp, tp_overlap=tp_overlap_column(cols, base, inp),
                       cp_rings=((cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
                                  X["T_cp"][bi]),),
                       ep=ep, ep_pairs=m * moe_per_stage, moe_overlap=inp.moe_overlap, sm_share=comm_sm_share(inp.gpu),
                       pp_sends=(X["T_pp"][bi],), zero3=zero == 3, zero3_gather_s=X["T3_ag"][bi],
                       zero3_scatter_s=X["T3_rs"][bi], zero3_units=zero3_units(per_stage),
                       zero3_unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"),
-                      zero3_gather_host_sync=stack_column(cols, base, inp, "zero3_gather_host_sync"))
+                      zero3_gather_host_sync=stack_column(cols, base, inp, "zero3_gather_host_sync"),
+                      tp_per_gemm=stack_column(cols, base, inp, "tp_overlap_per_gemm"))
     return comp, critical(np, terms, comp)
 
 
@@ -421,7 +422,7 @@ def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> C
     if inp.efficiency is None:
         t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
                                                                        per_stage_base=X["per_stage"])
-        if not stack_value(inp, "tp_overlap_per_gemm"):
+        if not np.any(stack_column(cols, base, inp, "tp_overlap_per_gemm")):   # per row (CommTerms.tp_per_gemm)
             tp_partners = None
         fwd_share = t_fwd / t_c
     else:

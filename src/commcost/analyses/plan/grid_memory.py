@@ -28,14 +28,14 @@ from commcost.workload.memory import model_state_bytes
 from commcost.workload.memory import selective_kept
 from commcost.workload.memory import stage_activation_bytes
 from commcost.workload.offload import resident_layers
-from commcost.workload.stacks import AUTO_STACKS, auto_is_fsdp, auto_kinds
+from commcost.workload.stacks import AUTO_STACKS, auto_kinds, implied_stack, recipe_tp_comm_overlap
 from commcost.workload.stacks import stack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from commcost.analyses.plan.search_inputs import SearchInputs
 
-__all__ = ["memory_tables", "memory_grid", "offloaded_bytes", "stack_column", "stack_value"]
+__all__ = ["memory_tables", "memory_grid", "offloaded_bytes", "stack_column", "stack_value", "tp_overlap_column"]
 
 
 def memory_tables(base: dict, X: dict, inp: SearchInputs) -> dict:
@@ -134,7 +134,7 @@ def _activation_tables(inp: SearchInputs, base: dict, first_layers, per_stage) -
 
 
 def _stacks(inp: SearchInputs) -> tuple[str, ...]:
-    """The stacks a search prices: the one given, or under ``auto`` both a layout can imply."""
+    """The stacks a search prices: the one given, or under ``auto`` every one a layout can imply."""
     return AUTO_STACKS if inp.stack == "auto" else (inp.stack,)
 
 
@@ -145,9 +145,10 @@ def stack_masks(cols: Choices, base: dict, inp: SearchInputs) -> dict:
     if inp.stack != "auto":
         return {inp.stack: np.ones(len(cols.bi), dtype=bool)}
 
-    bi = cols.bi
-    fsdp = auto_is_fsdp(cols.zero, base["t"][bi], base["p"][bi])
-    return {"fsdp": fsdp, "megatron": ~fsdp}
+    out: dict = {}
+    for (name, _), on in rate_masks(cols, base, inp).items():
+        out[name] = on | out[name] if name in out else on
+    return out
 
 
 def stack_column(cols: Choices, base: dict, inp: SearchInputs, attribute: str):
@@ -182,8 +183,24 @@ def rate_masks(cols: Choices, base: dict, inp: SearchInputs) -> dict:
     if inp.stack != "auto":
         return {(inp.stack, None): stack_masks(cols, base, inp)[inp.stack]}
     bi = cols.bi
-    kinds = auto_kinds(cols.zero, base["t"][bi], base["p"][bi])
-    return {("fsdp" if kind == "fsdp" else "megatron", kind): on for kind, on in kinds.items()}
+    kinds = auto_kinds(cols.zero, base["t"][bi], base["p"][bi], base["c"][bi])
+    return {(implied_stack(kind), kind): on for kind, on in kinds.items()}
+
+
+def tp_overlap_column(cols: Choices, base: dict, inp: SearchInputs):
+    """TP communication overlap of every configuration: as asked (``inp.tp_comm_overlap``), or under ``--stack auto``
+    where the stack each row implies (:func:`stack_masks`) runs it in its published recipes (``stacks.json``
+    ``recipe_tp_comm_overlap``; :func:`commcost.workload.recipes.dense_recipe_defaults` for ``plan``'s one row).
+    One value for a named stack (:func:`commcost.analyses.plan.search.search_passes` sets it)."""
+    if inp.stack != "auto" or inp.tp_comm_overlap:
+        return inp.tp_comm_overlap
+    import numpy as np
+
+    out = np.zeros(len(cols.bi), dtype=bool)
+    for name, mask in stack_masks(cols, base, inp).items():
+        if recipe_tp_comm_overlap(name):
+            out = out | mask
+    return out & (base["t"][cols.bi] > 1)
 
 
 

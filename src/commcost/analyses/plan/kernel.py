@@ -66,8 +66,12 @@ class CommTerms:
     """Passes over a layer per micro-batch: 2, or 3 with full recomputation (:func:`commcost.parallel.layout.layer_passes`)."""
     tp: tuple = ()
     """``((count, T, gathers), ...)``: TP's collectives per step; ``gathers`` the all-gathers (partner GEMMs)."""
-    tp_overlap: bool = False
-    """TP collectives overlap the GEMMs beside them (``--tp-comm-overlap``; one choice per search)."""
+    tp_overlap: FloatOrArray = False
+    """TP collectives overlap the GEMMs beside them (``--tp-comm-overlap``; per row in a search under ``--stack
+    auto``: where the implied stack's recipes run it, :func:`commcost.analyses.plan.grid_memory.tp_overlap_column`)."""
+    tp_per_gemm: FloatOrArray = True
+    """Where ``Compute.tp_partners_s`` is given, the rows that overlap per GEMM with them (the stack's
+    ``tp_overlap_per_gemm``); the others by the quarter-pass rule (:func:`commcost.analyses.plan.compose.tp_exposed_s`)."""
     cp_rings: tuple = ()
     """``((rings, T), ...)``: CP's send/recv rings per step."""
     ep: tuple = ()
@@ -271,7 +275,8 @@ def critical(xp, c: CommTerms, t: Compute) -> Critical:
     per-layer gathers) and the pipeline terms (:func:`commcost.analyses.plan.compose.pipeline_terms`)."""
     m = c.micro_batches
     tp = tuple(K.tp_exposed_s(xp, count=n, one_s=T, layer_fwd_s=t.layer_forward_s, passes=c.passes,
-                              overlap=c.tp_overlap, partners_s=K.tp_partners_s(gathers=g, partners_s=t.tp_partners_s))
+                              overlap=c.tp_overlap, partners_s=K.tp_partners_s(gathers=g, partners_s=t.tp_partners_s),
+                              per_gemm=c.tp_per_gemm)
                for n, T, g in c.tp)
     critical_mb = 0.0
     for x in tp:

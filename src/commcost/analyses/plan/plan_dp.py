@@ -48,7 +48,7 @@ def plan_stack(inp):
     compiled or not; every stack-dependent term of the plan reads it here."""
 
     L = inp.layout
-    kind = auto_kind(L.zero, L.tp, L.pp) if inp.stack == "auto" and auto_runs_implied(L) else None
+    kind = auto_kind(L.zero, L.tp, L.pp, L.cp) if inp.stack == "auto" and auto_runs_implied(L) else None
     return stack(resolve_stack(inp.stack, L)[0], compiled=inp.compiled, auto_kind=kind)
 
 

@@ -30,6 +30,7 @@ from commcost.analyses.plan.grid import price_base
 from commcost.analyses.plan.grid import structure
 from commcost.analyses.plan.grid_memory import memory_grid
 from commcost.analyses.plan.grid_memory import memory_tables
+from commcost.analyses.plan.grid_memory import tp_overlap_column
 from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
@@ -128,14 +129,15 @@ def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     its rule implies runs, then for each other stack of :data:`commcost.workload.stacks.STACKS` the layouts ``auto``
     resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
     communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
-    already asked for."""
+    already asked for; ``auto``'s own part row by row, as the stack each row implies
+    (:func:`commcost.analyses.plan.grid_memory.tp_overlap_column`)."""
 
     def overlap(name: str) -> bool:
         return inp.tp_comm_overlap or recipe_tp_comm_overlap(name)
 
     if inp.stack != "auto":
         return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
-    return [(replace(inp, tp_comm_overlap=overlap("megatron")), None)] \
+    return [(inp, None)] \
         + [(replace(inp, stack=name, tp_comm_overlap=overlap(name), stack_from_auto=True), name) for name in STACKS[1:]
            if stack_refuses(stack_layouts(name), dict(inp.space.fixed)) is None]   # a stack that runs none is no part
 
@@ -349,7 +351,7 @@ def search(inp: SearchInputs, model: CommModel, *,
                     rows = {c: sub[c][chunk.bi[index]] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven",
                                                                     "etp")}
                     rows.update({c: getattr(chunk, c)[index] for c in ("sp", "rc", "zero", "cap")})
-                    rows["tpo"] = np.full(len(rows["t"]), pinp.tp_comm_overlap, dtype=bool)
+                    rows["tpo"] = np.broadcast_to(tp_overlap_column(chunk, sub, pinp), (len(chunk.bi),))[index]
                     return rows
 
                 order = seen + np.arange(k, dtype=float)
@@ -446,7 +448,7 @@ def evaluate_all(inp: SearchInputs, model: CommModel, world: int) -> tuple[dict,
         values.update(evaluate_grid(g, base, price_base(base, X, pinp, Pricer(model), bucket_caps_bytes(space)), pinp))
         rows = {c: base[c][g.bi] for c in ("W", "t", "p", "v", "c", "e", "d", "b", "uneven", "etp")}
         rows.update({c: getattr(g, c) for c in ("sp", "rc", "zero", "cap")})
-        rows["tpo"] = np.full(len(g.bi), pinp.tp_comm_overlap, dtype=bool)
+        rows["tpo"] = np.broadcast_to(tp_overlap_column(g, base, pinp), (len(g.bi),))
         parts.append((rows, values))
     keys_v = [k for k in parts[0][1] if all(k in v for _, v in parts)]
     rows = {k: np.concatenate([np.asarray(r[k]) for r, _ in parts]) for k in parts[0][0]}
