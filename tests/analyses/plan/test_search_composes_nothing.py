@@ -30,8 +30,6 @@ STILL_COMPOSING = {
                                     "auto through the same auto_masks, refuses a named stack's layout through "
                                     "stack_refuses/layout_runs in the CLI), layout.expert_data_parallel; auto's parts "
                                     "(stack_refuses, recipe_tp_comm_overlap)",
-    "commcost.analyses.drill.budget": "the drill's budget, reached through the robust rank's band "
-                                      "(analyses.uncertainty): a shape check",
 }
 """Search-only modules that still call a composer, and what: the remainder of issue 33's "One kernel". The
 list may only shrink (a module's count of calls is no measure: calling a shared rule instead of restating it

@@ -33,7 +33,7 @@ from commcost.analyses.plan.grid_memory import memory_tables
 from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
-from commcost.analyses.uncertainty import plan_band
+from commcost.analyses.plan.band import plan_band
 from commcost.core.optional import require
 from commcost.step.bucket_advice import recommend_buckets
 from commcost.parallel.layout import Layout
@@ -92,7 +92,7 @@ class SearchResult:
     """With :func:`rank_robust`: each plan's step at its measured band's upper edge (every collective at
     its class's slowest measured cluster), the key the plans are ranked by; None otherwise."""
     bands: tuple | None = None
-    """With :func:`rank_robust`: each plan's :class:`commcost.analyses.uncertainty.PlanBand` (None: no communication)."""
+    """With :func:`rank_robust`: each plan's :class:`commcost.analyses.plan.band.PlanBand` (None: no communication)."""
     fragile: tuple[bool, ...] = ()
     """Each plan's memory leaves less than the headroom free at its upper end
     (:func:`commcost.workload.memory.memory_fragile`)."""
@@ -383,7 +383,7 @@ def on_front(step_s: list[float], memory_bytes: list[float]) -> list[bool]:
 def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> SearchResult:
     """Re-rank ``result``'s plans (the best steps, :func:`robust_candidates` of them) and keep ``top``:
     layouts that leave the memory headroom first (:attr:`SearchResult.fragile`), each group by the
-    upper edge of the measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective
+    upper edge of the measured band (:func:`commcost.analyses.plan.band.plan_band`: every collective
     at its class's slowest measured cluster, exposure and bubble re-priced; with ``topology`` None, no
     band: the step), ties by less memory (the upper end of what the card holds, ``device_bytes[1]``, which
     fragility is judged on). :attr:`SearchResult.pareto` marks the plans on the front of that ranked step against
