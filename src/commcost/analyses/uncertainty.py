@@ -19,7 +19,9 @@ What that gives here:
   lines; exposed communication and the step re-priced by :func:`commcost.analyses.plan.plan.plan` with the
   scaled model, so a collective that hides (ZeRO-1's all-gather behind the forward, DP buckets in
   the backward window) moves the step only by what its edge no longer hides, and the pipeline
-  bubble ``(p-1) t_mb / v`` moves with the critical communication inside ``t_mb``.
+  bubble ``(p-1) t_mb / v`` moves with the critical communication inside ``t_mb``
+  (:mod:`commcost.analyses.plan.band`, a module of its own so that ``search``'s robust rank reaches the plan's band
+  without the drill's budget).
 
 Only for a system preset alone (``--system`` without ``--profile``); none of this runs for the
 drill's flat link or a calibrated profile.
@@ -32,7 +34,7 @@ from dataclasses import dataclass, replace
 from commcost.comm.band import band_class, band_ratios, composed_band
 from commcost.comm.model import CommModel
 from commcost.comm.topology import Topology
-from commcost.analyses.plan.plan import plan
+from commcost.analyses.plan.band import PlanBand, plan_band  # re-exported: the plan's band, search's too
 from commcost.comm.collectives import Collective
 from commcost.step.ddp_buckets import DdpBucketCaps
 from commcost.step.timeline import gradient_stream
@@ -41,7 +43,6 @@ from commcost.step.timeline import simulate_timeline
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from commcost.analyses.drill.budget import Budget
-    from commcost.analyses.plan.plan import Plan, PlanInputs
     from commcost.step.timeline import Timeline, TimelineInputs
 
 __all__ = ["BudgetBand", "budget_band", "TimelineBand", "timeline_band", "PlanBand", "plan_band"]
@@ -130,51 +131,6 @@ def timeline_band(inp: TimelineInputs, tl: Timeline, topology: Topology) -> Time
     cls = band_class(inp.comm.cost(Collective.ALL_REDUCE, tl.message_bytes, inp.gpus, inp.algorithm), topology)
     return TimelineBand(band_class=cls, ratios=band_ratios()[cls], wire_s=(lo[0], hi[0]),
                         exposed_s=(lo[1], hi[1]), step_s=(lo[2], hi[2]))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlanBand:
-    """The band of one plan (module docstring): each collective by its group's class."""
-
-    classes: tuple[str | None, ...]
-    """The class of each line of :attr:`commcost.analyses.plan.plan.Plan.comm` (None: no collective, one rank)."""
-    ratios: dict[str, Edges]
-    """``(r_lo, r_hi)`` of each class used."""
-    line_time_s: tuple[Edges, ...]
-    """Each line's wire time per step at each edge, seconds."""
-    line_exposed_s: tuple[Edges, ...]
-    """Each line's exposed time per step at each edge, seconds."""
-    wire_s: Edges
-    """Communication on the wire per step at each edge, seconds."""
-    exposed_comm_s: Edges
-    """Exposed communication per step at each edge, seconds."""
-    step_s: Edges
-    """The step at each edge (compute unchanged), seconds."""
-
-
-def plan_band(inp: PlanInputs, p: Plan, model: CommModel, topology: Topology) -> PlanBand | None:
-    """The band of ``p = plan(inp, model)`` on the system preset ``topology``; None without communication."""
-
-    if not p.comm or p.wire_s == 0:
-        return None
-    lo, hi = composed_band(lambda edge: plan(inp, edge), model, topology)
-    if [line.comm for line in lo.comm] != [line.comm for line in p.comm]:  # the same lines, or no band
-        raise AssertionError("the plan's lines differ at the band's edges")
-    classes = tuple(_line_class(line, model, topology) for line in p.comm)
-    ratios = band_ratios()
-    return PlanBand(classes=classes, ratios={c: ratios[c] for c in dict.fromkeys(classes) if c is not None},
-                    line_time_s=tuple((a.time_s, b.time_s) for a, b in zip(lo.comm, hi.comm)),
-                    line_exposed_s=tuple((a.exposed_s, b.exposed_s) for a, b in zip(lo.comm, hi.comm)),
-                    wire_s=(lo.wire_s, hi.wire_s), exposed_comm_s=(lo.exposed_comm_s, hi.exposed_comm_s),
-                    step_s=(lo.step_s, hi.step_s))
-
-
-def _line_class(line, model: CommModel, topology: Topology) -> str | None:
-    c = line.comm
-    if c.group_size == 1 or c.size_bytes == 0:
-        return None
-    cost = model.cost(c.op, c.size_bytes, c.group_size, ranks_per_node=c.ranks_per_node)
-    return band_class(cost, topology, ranks_per_node=c.ranks_per_node)
 
 
 def _caps(tl: Timeline):

@@ -97,7 +97,7 @@ from commcost.workload.activations import (alternate_matmul_bytes, embedding_chu
                                            in_flight_chunks, in_flight_layers, layer_activation_bytes, saved_dispatch_copies,
                                            selective_kept)
 
-__all__ = ["ACTIVATION_BYTES", "fits_on_card", "gathered_stage_bytes", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
+__all__ = ["ACTIVATION_BYTES", "fits_on_card", "memory_high_bytes", "memory_fragile", "gathered_stage_bytes", "WEIGHT_BYTES", "GRAD_BYTES", "OPTIMIZER_BYTES", "MemoryBreakdown", "params_per_gpu", "stage_params",
            "model_state_bytes", "stage_activation_bytes", "buffer_bytes", "layer_activation_bytes", "in_flight_layers", "in_flight_chunks",
            "embedding_chunks_in_flight", "first_ranks_in_flight", "memory_stage_params", "memory_per_gpu", "gpu_capacity_bytes", "device_bytes_range",
            "ddp_memory_per_gpu", "gemm_input_bytes", "alternate_matmul_bytes", "largest_matrix_params",
@@ -173,6 +173,22 @@ def fits_on_card(device_low_bytes, capacity_bytes):
     Array-safe (``commcost search`` applies it to every configuration)."""
     return device_low_bytes <= capacity_bytes
 
+
+def memory_high_bytes(total_bytes, nccl_high_bytes=NCCL_BYTES[1]):
+    """``M_hi = M (1 + a_hi) + C_hi + N_hi``: the upper end of what the card holds for ``M`` bytes the
+    model needs (:func:`device_bytes_range`, high), ``N_hi`` the layout's NCCL buffers
+    (:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`, high; :data:`NCCL_BYTES` where
+    the layout is not known). Array-safe."""
+    return device_bytes_range(total_bytes, (NCCL_BYTES[0], nccl_high_bytes))[1]
+
+
+def memory_fragile(total_bytes, capacity_bytes, headroom, nccl_high_bytes=NCCL_BYTES[1]):
+    """The headroom rule: ``M_hi > (1 - h) capacity``, the layout leaves less than the share ``h`` of the card
+    free at the upper end of its memory (:func:`memory_high_bytes`; ``h`` is
+    :data:`commcost.analyses.plan.search_inputs.MEMORY_HEADROOM` unless asked). Array-safe (``commcost search``
+    applies it to every configuration, :meth:`MemoryBreakdown.fragile` to one)."""
+    return memory_high_bytes(total_bytes, nccl_high_bytes) > (1.0 - headroom) * capacity_bytes
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryBreakdown:
     """Bytes per GPU on the fullest pipeline stage."""
@@ -239,6 +255,10 @@ class MemoryBreakdown:
     def fits(self) -> bool:
         """The low estimate of the card's use fits (:func:`fits_on_card`)."""
         return bool(fits_on_card(self.device_bytes[0], self.capacity_bytes))
+
+    def fragile(self, headroom: float) -> bool:
+        """Short of the headroom ``h`` at the upper end of what the card holds (:func:`memory_fragile`)."""
+        return bool(memory_fragile(self.total_bytes, self.capacity_bytes, headroom, self.nccl_bytes[1]))
 
     @property
     def margin_bytes(self) -> float:

@@ -23,15 +23,13 @@ COMPOSERS = ("commcost.workload", "commcost.parallel", "commcost.analyses.plan.c
 STILL_COMPOSING = {
     "commcost.analyses.plan.grid": "the collectives of every row (sizes, counts, placement) priced as columns, and "
                                    "one micro-batch's compute on columns; the step is kernel.py's, plan's too",
-    "commcost.analyses.plan.grid_memory": "the memory of every row: memory_per_gpu's parts wired again on columns",
-    "commcost.analyses.plan.search_inputs": "a stack's refusal of the space (stacks.stack_refuses) and memory fragility "
-                                            "(memory.device_bytes_range); the options plan shares are "
-                                            "plan.check_run_options",
-    "commcost.analyses.plan.space": "enumeration's rules: stacks.layout_runs/stack_layouts, layout.expert_data_parallel",
-    "commcost.analyses.plan.search": "the fit rule (memory.fits_on_card) on the grid's memory; each stack's part and "
-                                     "its recipes' TP overlap (stacks.stack_refuses, recipe_tp_comm_overlap)",
-    "commcost.analyses.drill.budget": "the drill's budget, reached through the robust rank's band "
-                                      "(analyses.uncertainty): a shape check",
+    "commcost.analyses.plan.grid_memory": "the memory of every row: memory_per_gpu's parts wired again on columns "
+                                          "(the verdicts are MemoryBreakdown's own rules: device_bytes_range, "
+                                          "fits_on_card, memory_fragile)",
+    "commcost.analyses.plan.space": "enumeration's rules: stacks.layout_runs/auto_masks on columns (plan resolves "
+                                    "auto through the same auto_masks, refuses a named stack's layout through "
+                                    "stack_refuses/layout_runs in the CLI), layout.expert_data_parallel; auto's parts "
+                                    "(stack_refuses, recipe_tp_comm_overlap)",
 }
 """Search-only modules that still call a composer, and what: the remainder of issue 33's "One kernel". The
 list may only shrink (a module's count of calls is no measure: calling a shared rule instead of restating it

@@ -126,9 +126,13 @@ def test_every_configuration_equals_plan(case):
         for key, want in (("step_s", p.step_s), ("compute_s", p.compute_s), ("pipeline_bubble_s", p.pipeline_bubble_s),
                           ("exposed_comm_s", p.exposed_comm_s), ("optimizer_s", p.optimizer_s),
                           ("memory_bytes", p.memory.total_bytes), ("device_low_bytes", p.memory.device_bytes[0]),
-                          ("memory_low_bytes", p.memory.allocated_bytes[0]), ("nccl_high_bytes", p.memory.nccl_bytes[1])):
+                          ("memory_low_bytes", p.memory.allocated_bytes[0]), ("nccl_high_bytes", p.memory.nccl_bytes[1]),
+                          ("device_high_bytes", p.memory.device_bytes[1])):
             got = float(values[key][i])
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, row, got, want)
+        # the grid's verdicts are the plan's MemoryBreakdown's (search ranks on them, it decides nothing itself)
+        assert bool(values["fits"][i]) == p.memory.fits, row
+        assert bool(values["fragile"][i]) == p.memory.fragile(inp.headroom), row
         for dim in ("tp", "cp", "ep", "pp", "dp"):
             want = p.exposed_by_dimension().get(dim, 0.0)
             assert math.isclose(float(values[f"exposed_{dim}_s"][i]), want, rel_tol=1e-9, abs_tol=1e-15), (dim, row)

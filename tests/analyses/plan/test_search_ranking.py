@@ -44,6 +44,23 @@ def test_fragile_threshold_by_hand():
     assert MEMORY_HEADROOM == 0.05
 
 
+def test_a_plans_memory_says_fragile_by_the_same_rule():
+    """:meth:`MemoryBreakdown.fragile`, the verdict search's ranking reads off each plan, at the thresholds above
+    (NCCL's high end 2 GiB, the default, as ``memory_fragile`` takes without a layout)."""
+    from commcost.workload.memory import MemoryBreakdown
+
+    def mem(total):
+        return MemoryBreakdown(weights_bytes=total, gradients_bytes=0.0, optimizer_bytes=0.0, activations_bytes=0.0,
+                               buffers_bytes=0.0, total_bytes=total, capacity_bytes=80e9, stage="only",
+                               in_flight_layers=1.0)
+
+    # M = 63.28e9: M_hi = 72.772e9 + 3,221,225,472 = 75,993,225,472 <= 0.95 * 80e9 = 76e9: leaves the headroom
+    assert not mem(63.28e9).fragile(0.05)
+    # M = 63.29e9: M_hi = 72.7835e9 + 3,221,225,472 = 76,004,725,472 > 76e9: fragile (and still fits)
+    assert mem(63.29e9).fragile(0.05) and mem(63.29e9).fits
+    assert not mem(66.76e9).fragile(0.0) and mem(66.77e9).fragile(0.0)
+
+
 def test_on_front_by_hand():
     # (step, memory): (1, 5) (2, 3) (2, 4) (3, 1) (3, 3): (2, 4) is dominated by (2, 3); (3, 3) by (2, 3)
     assert on_front([1, 2, 2, 3, 3], [5, 3, 4, 1, 3]) == [True, True, False, True, False]

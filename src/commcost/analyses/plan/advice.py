@@ -3,7 +3,7 @@ and the term of the step worth attacking first (:class:`Hint`). :mod:`commcost.r
 here formats or prints.
 
 A memory option is every ZeRO stage above the plan's and every recomputation, alone and together, that brings the
-plan's memory within the GPU with search's headroom to spare (:func:`commcost.analyses.plan.search_inputs.memory_fragile`:
+plan's memory within the GPU with search's headroom to spare (:meth:`commcost.workload.memory.MemoryBreakdown.fragile`:
 what search would not call fragile), before any tp or pp change. A hint names the largest of the pipeline bubble and
 each dimension's exposed communication when it is over 5% of the step, and the change the layout suggests for it.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from commcost.analyses.plan.plan import plan_memory
-from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM, memory_fragile
+from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,8 +71,7 @@ def memory_options(p: Plan) -> tuple[MemoryOption, ...]:
             continue  # the stage fits alone: recomputing as well only costs time
         change = {k: v for k, v in (("zero", zero), ("recompute", recompute)) if v is not None}
         m2 = plan_memory(replace(p.inputs, layout=replace(L, **change)))
-        if m2.fits and not memory_fragile(m2.total_bytes, m2.capacity_bytes, MEMORY_HEADROOM,
-                                          m2.nccl_bytes[1]):  # as search ranks
+        if m2.fits and not m2.fragile(MEMORY_HEADROOM):  # as search ranks
             out.append(MemoryOption(zero=zero, recompute=recompute, total_bytes=m2.total_bytes))
     return tuple(out)
 

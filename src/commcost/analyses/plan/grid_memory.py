@@ -10,7 +10,7 @@ from commcost.analyses.plan.space import Choices
 from commcost.hardware.registry import gpu_row
 from commcost.parallel.zero import zero3_units
 from commcost.workload.compute import precision_class
-from commcost.workload.memory import CONTEXT_BYTES
+from commcost.workload.memory import device_bytes_range, fits_on_card, memory_fragile
 from commcost.workload.memory import GRAD_BYTES
 from commcost.workload.memory import layer_dense_params
 from commcost.workload.memory import fp8_weight_cache_bytes
@@ -208,9 +208,12 @@ def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> d
     """``memory_bytes, states_bytes, activations_bytes`` of every configuration (gathered from
     :func:`memory_tables`; the peak allocated's high end), its low end ``memory_low_bytes``
     (:attr:`commcost.workload.memory.MemoryBreakdown.allocated_bytes`), the low end of what the card holds
-    ``device_low_bytes`` and the high end of NCCL's
-    buffers ``nccl_high_bytes`` (:func:`commcost.workload.memory.nccl_buffer_bytes`), and the GPU's
-    ``capacity_bytes``."""
+    ``device_low_bytes`` and its high end ``device_high_bytes`` (:func:`commcost.workload.memory.device_bytes_range`,
+    as :attr:`~commcost.workload.memory.MemoryBreakdown.device_bytes`), the high end of NCCL's
+    buffers ``nccl_high_bytes`` (:func:`commcost.workload.memory.nccl_buffer_bytes`), the GPU's
+    ``capacity_bytes``, and the verdicts plan's :class:`~commcost.workload.memory.MemoryBreakdown` gives: ``fits``
+    (:func:`commcost.workload.memory.fits_on_card`) and ``fragile``, short of ``inp.headroom``
+    (:func:`commcost.workload.memory.memory_fragile`)."""
 
     import numpy as np
 
@@ -235,9 +238,12 @@ def memory_grid(cols: Choices, tables: dict, inp: SearchInputs, base: dict) -> d
 
     total = states + act + buffers
     low = total - spread        # MemoryBreakdown.allocated_bytes[0]: the recompute working set's low end
-    return dict(memory_bytes=total, memory_low_bytes=low, device_low_bytes=low + CONTEXT_BYTES[0] + nccl_low,
-                nccl_high_bytes=nccl_high, states_bytes=states, activations_bytes=act,
-                capacity_bytes=gpu_row(inp.gpu)[0])
+    device_low, device_high = device_bytes_range(total, (nccl_low, nccl_high), spread)   # MemoryBreakdown.device_bytes
+    capacity = gpu_row(inp.gpu)[0]
+    return dict(memory_bytes=total, memory_low_bytes=low, device_low_bytes=device_low, device_high_bytes=device_high,
+                nccl_high_bytes=nccl_high, states_bytes=states, activations_bytes=act, capacity_bytes=capacity,
+                fits=fits_on_card(device_low, capacity),                            # MemoryBreakdown.fits
+                fragile=memory_fragile(total, capacity, inp.headroom, nccl_high))  # MemoryBreakdown.fragile
 
 
 def offloaded_bytes(cols: Choices, base: dict, inp: SearchInputs):

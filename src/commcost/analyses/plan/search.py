@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 
 from commcost.analyses.plan.search_inputs import OBJECTIVES, SearchInputs
-from commcost.analyses.plan.search_inputs import memory_fragile, memory_high_bytes
 from commcost.analyses.plan.space import RECOMPUTE, SearchSpace, bucket_caps_bytes, enumerate_parts, parse_fix
+from commcost.analyses.plan.space import stack_parts
 from dataclasses import replace
 from commcost.analyses.plan.grid import Pricer
 from commcost.analyses.plan.grid import distinct_keys
@@ -34,12 +34,10 @@ from commcost.analyses.plan.grid_memory import tp_overlap_column
 from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
-from commcost.analyses.uncertainty import plan_band
+from commcost.analyses.plan.band import plan_band
 from commcost.core.optional import require
-from commcost.workload.memory import fits_on_card
 from commcost.step.bucket_advice import recommend_buckets
 from commcost.parallel.layout import Layout
-from commcost.workload.stacks import STACKS, recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,16 +87,16 @@ class SearchResult:
     """Ctrl-C stopped it: the results are the best of what was evaluated."""
     points: dict | None = field(default=None)
     """With ``keep_points``: arrays ``step_s, memory_bytes, memory_high_bytes, gpus`` of every feasible configuration
-    (``memory_high_bytes``: the upper end of what the card holds, :func:`commcost.analyses.plan.search_inputs.memory_high_bytes`,
+    (``memory_high_bytes``: the upper end of what the card holds, :func:`commcost.workload.memory.memory_high_bytes`,
     what fragility and the front are judged on)."""
     robust_step_s: tuple[float, ...] | None = None
     """With :func:`rank_robust`: each plan's step at its measured band's upper edge (every collective at
     its class's slowest measured cluster), the key the plans are ranked by; None otherwise."""
     bands: tuple | None = None
-    """With :func:`rank_robust`: each plan's :class:`commcost.analyses.uncertainty.PlanBand` (None: no communication)."""
+    """With :func:`rank_robust`: each plan's :class:`commcost.analyses.plan.band.PlanBand` (None: no communication)."""
     fragile: tuple[bool, ...] = ()
     """Each plan's memory leaves less than the headroom free at its upper end
-    (:func:`commcost.analyses.plan.search_inputs.memory_fragile`)."""
+    (:func:`commcost.workload.memory.memory_fragile`)."""
     fastest: Plan | None = None
     """The configuration of best objective among all that fit, fragile or not (the fastest nominal step
     for ``step``): the one the winner is compared with; it may be left out of :attr:`plans`."""
@@ -125,21 +123,11 @@ def objective_value(objective: str, step_s, gpus, tokens_per_step: float, price_
 
 def search_passes(inp: SearchInputs) -> list[tuple[SearchInputs, str | None]]:
     """The inputs each part of the space is priced under, with the ``auto_part`` of
-    :func:`commcost.analyses.plan.space.enumerate_space`: a named stack, its layouts; ``auto``, the layouts the stack
-    its rule implies runs, then for each other stack of :data:`commcost.workload.stacks.STACKS` the layouts ``auto``
-    resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced as that stack. Each part with TP
-    communication overlap where that stack's recipes run it (``stacks.json`` ``recipe_tp_comm_overlap``), unless
-    already asked for; ``auto``'s own part row by row, as the stack each row implies
-    (:func:`commcost.analyses.plan.grid_memory.tp_overlap_column`)."""
+    :func:`commcost.analyses.plan.space.enumerate_space`: the parts of
+    :func:`commcost.analyses.plan.space.stack_parts`, each under its stack and TP overlap."""
 
-    def overlap(name: str) -> bool:
-        return inp.tp_comm_overlap or recipe_tp_comm_overlap(name)
-
-    if inp.stack != "auto":
-        return [(replace(inp, tp_comm_overlap=overlap(inp.stack)), None)]
-    return [(inp, None)] \
-        + [(replace(inp, stack=name, tp_comm_overlap=overlap(name), stack_from_auto=True), name) for name in STACKS[1:]
-           if stack_refuses(stack_layouts(name), dict(inp.space.fixed)) is None]   # a stack that runs none is no part
+    return [(replace(inp, stack=name, tp_comm_overlap=overlap, stack_from_auto=inp.stack_from_auto or part is not None), part)
+            for name, overlap, part in stack_parts(inp.stack, inp.space.fixed, inp.tp_comm_overlap)]
 
 
 def search_spaces(inp: SearchInputs, world: int) -> list:
@@ -247,9 +235,7 @@ def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens:
     first: dict = {}                          # cap variants of one layout advised to one cap: the first stays
     distinct = [first.setdefault(p.inputs, i) for i, p in enumerate(plans) if p.inputs not in first]
     chosen, grid_inputs, plans = ([x[i] for i in distinct] for x in (chosen, grid_inputs, plans))
-    capacity = [p.memory.capacity_bytes for p in plans]
-    flags = [bool(memory_fragile(p.memory.total_bytes, c, inp.headroom, p.memory.nccl_bytes[1]))
-             for p, c in zip(plans, capacity)]
+    flags = [p.memory.fragile(inp.headroom) for p in plans]
 
     def rank_key(i: int):
         value = objective_value(inp.objective, plans[i].step_s, plans[i].inputs.layout.world, tokens,
@@ -270,7 +256,7 @@ def search(inp: SearchInputs, model: CommModel, *,
     after each numpy pass; Ctrl-C (KeyboardInterrupt) between or inside passes returns the best so far.
 
     The best ``top`` are kept apart for layouts that leave the memory headroom and for fragile ones
-    (:func:`commcost.analyses.plan.search_inputs.memory_fragile`); with ``inp.fragile_last`` the fragile
+    (:func:`commcost.workload.memory.memory_fragile`); with ``inp.fragile_last`` the fragile
     ones come after every other (and only fill ``top``), else both are ranked together by the objective.
     """
 
@@ -307,13 +293,12 @@ def search(inp: SearchInputs, model: CommModel, *,
                 # memory does not depend on the bucket cap: once per distinct (row, sp, recompute, ZeRO)
                 keys, back = distinct_keys(chunk, len(base["t"]), zero3_only=False)
                 mem = memory_grid(keys, tables, pinp, base)
-                ok = fits_on_card(mem["device_low_bytes"], mem["capacity_bytes"])[back]
+                ok = mem["fits"][back]             # the verdicts plan's MemoryBreakdown gives, on columns
                 fits[lo:lo + CHUNK_ROWS] = ok
-                fragile[lo:lo + CHUNK_ROWS] = memory_fragile(mem["memory_bytes"], mem["capacity_bytes"], inp.headroom,
-                                                             mem["nccl_high_bytes"])[back]
+                fragile[lo:lo + CHUNK_ROWS] = mem["fragile"][back]
                 if mem_all is not None:
                     mem_all[lo:lo + CHUNK_ROWS] = mem["memory_bytes"][back]
-                    high_all[lo:lo + CHUNK_ROWS] = memory_high_bytes(mem["memory_bytes"], mem["nccl_high_bytes"])[back]
+                    high_all[lo:lo + CHUNK_ROWS] = mem["device_high_bytes"][back]
                 states_over = (mem["states_bytes"] + mem["device_low_bytes"] - mem["memory_low_bytes"]
                                > mem["capacity_bytes"])[back]
                 evaluated += len(ok)
@@ -399,7 +384,7 @@ def on_front(step_s: list[float], memory_bytes: list[float]) -> list[bool]:
 def rank_robust(result: SearchResult, model: CommModel, topology, top: int) -> SearchResult:
     """Re-rank ``result``'s plans (the best steps, :func:`robust_candidates` of them) and keep ``top``:
     layouts that leave the memory headroom first (:attr:`SearchResult.fragile`), each group by the
-    upper edge of the measured band (:func:`commcost.analyses.uncertainty.plan_band`: every collective
+    upper edge of the measured band (:func:`commcost.analyses.plan.band.plan_band`: every collective
     at its class's slowest measured cluster, exposure and bubble re-priced; with ``topology`` None, no
     band: the step), ties by less memory (the upper end of what the card holds, ``device_bytes[1]``, which
     fragility is judged on). :attr:`SearchResult.pareto` marks the plans on the front of that ranked step against

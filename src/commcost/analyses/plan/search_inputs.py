@@ -9,22 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commcost.analyses.plan.space import SearchSpace
+from commcost.analyses.plan.space import SearchSpace, stack_refusal
 from commcost.core.errors import InputError
 from commcost.analyses.plan.plan import check_offload, check_run_options
 from commcost.core.validation import require_count
 from commcost.core.validation import require_finite_positive
 from commcost.parallel.layout import DEFAULT_ORDER
-from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES, NCCL_BYTES, device_bytes_range
+from commcost.workload.memory import ACTIVATION_BYTES, GRAD_BYTES
+from commcost.workload.memory import memory_fragile, memory_high_bytes  # re-exported: the headroom rule
 from commcost.workload.stacks import KNOWN_STACKS
-from commcost.workload.stacks import stack_layouts
-from commcost.workload.stacks import stack_refuses
 
 __all__ = ["OBJECTIVES", "SearchInputs", "MEMORY_HEADROOM", "memory_high_bytes", "memory_fragile"]
 
 MEMORY_HEADROOM = 0.05
 """``h``: the share of the card a layout must leave free at the upper end of its memory estimate
-(:func:`memory_fragile`), or it is fragile and ranked after every layout that leaves it. The upper
+(:func:`commcost.workload.memory.memory_fragile`), or it is fragile and ranked after every layout that leaves it. The upper
 end already holds the caching allocator's 15% over the peak allocated, the CUDA context and NCCL's
 buffers (:data:`commcost.workload.memory.ALLOCATOR_SLACK`, ``CONTEXT_BYTES``; the layout's
 :func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); the
@@ -33,20 +32,6 @@ memory notes: blocks that cannot be split or merged keep ``reserved`` above ``al
 ``expandable_segments`` setting exists to curb it), memory spikes of the first steps and of
 checkpointing, and the memory model's own error (docs/plan.md: median |error| 1.9% on 27 runs that
 publish ``max_memory_reserved``). 5% of an 80 GB card is 4 GB."""
-
-
-def memory_high_bytes(total_bytes, nccl_high_bytes=NCCL_BYTES[1]):
-    """``M_hi = M (1 + a_hi) + C_hi + N_hi``: the upper end of what the card holds for ``M`` bytes the
-    model needs (:func:`commcost.workload.memory.device_bytes_range`, high), ``N_hi`` the layout's NCCL buffers
-    (:func:`commcost.workload.memory.nccl_buffer_bytes`, high; :data:`~commcost.workload.memory.NCCL_BYTES` where
-    the layout is not known). Array-safe."""
-    return device_bytes_range(total_bytes, (NCCL_BYTES[0], nccl_high_bytes))[1]
-
-
-def memory_fragile(total_bytes, capacity_bytes, headroom, nccl_high_bytes=NCCL_BYTES[1]):
-    """``M_hi > (1 - h) capacity``: the layout leaves less than the headroom ``h`` of the card free at the
-    upper end of its memory (:func:`memory_high_bytes`). Array-safe."""
-    return memory_high_bytes(total_bytes, nccl_high_bytes) > (1.0 - headroom) * capacity_bytes
 
 
 OBJECTIVES = ("step", "tokens-per-gpu", "cost")
@@ -104,7 +89,7 @@ class SearchInputs:
     """Tokens of a training run to cost for each result (:mod:`commcost.analyses.plan.training_cost`); None: not costed."""
     headroom: float = MEMORY_HEADROOM
     """``h``: share of the card a layout leaves free at the upper end of its memory, or it is fragile
-    (:func:`memory_fragile`)."""
+    (:func:`commcost.workload.memory.memory_fragile`)."""
     fragile_last: bool = True
     """Rank every fragile layout after every layout that is not (the default ranking); False: by the
     objective alone (``--rank step``/``cost``), fragile layouts flagged but not moved."""
@@ -138,6 +123,6 @@ class SearchInputs:
                                  "(Megatron-Core): add --fix pp=1,recompute=none")
             check_offload(self.cpu_offload_layers, gpu=self.gpu, layers=self.space.spec.layers, pp=1,
                           recompute="none")
-        refusal = stack_refuses(stack_layouts(self.stack), dict(self.space.fixed))
+        refusal = stack_refusal(self.stack, self.space.fixed)
         if refusal:
             raise InputError(refusal)

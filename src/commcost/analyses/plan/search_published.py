@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.search import SearchResult, plan_inputs_of
-from commcost.analyses.plan.search_inputs import SearchInputs, memory_fragile
+from commcost.analyses.plan.search_inputs import SearchInputs
 from commcost.analyses.plan.space import RECOMPUTE
 from commcost.analyses.uncertainty import plan_band
 from commcost.core.errors import InputError
@@ -38,7 +38,7 @@ class PublishedComparison:
     robust_step_s: float | None
     """Its step at the measured band's upper edge (None without a band: no system preset)."""
     fragile: bool
-    """Its memory leaves less than the search's headroom (:func:`memory_fragile`)."""
+    """Its memory leaves less than the search's headroom (:meth:`commcost.workload.memory.MemoryBreakdown.fragile`)."""
 
 
 def published_plan_inputs(inp: SearchInputs, row: PublishedLayout) -> PlanInputs:
@@ -73,6 +73,5 @@ def published_comparison(result: SearchResult, model: CommModel, topology) -> Pu
         band = None if topology is None else plan_band(pinp, p, model, topology)
         upper = None if topology is None else (p.step_s if band is None else band.step_s[1])
         return PublishedComparison(layout=row, plan=p, robust_step_s=upper,
-                                   fragile=bool(memory_fragile(p.memory.total_bytes, p.memory.capacity_bytes,
-                                                               inp.headroom, p.memory.nccl_bytes[1])))
+                                   fragile=p.memory.fragile(inp.headroom))
     return None

@@ -36,7 +36,7 @@ from commcost.core.limits import MAX_GLOBAL_BATCH, MAX_GPUS, MAX_SEQ
 from commcost.core.validation import require_at_most, require_count
 from commcost.parallel.layout import Recompute, expert_data_parallel
 from commcost.workload.stacks import STACKS, auto_masks, layout_runs
-from commcost.workload.stacks import stack_layouts
+from commcost.workload.stacks import recipe_tp_comm_overlap, stack_layouts, stack_refuses
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from commcost.workload.transformer import TransformerSpec
 
 __all__ = ["Choices", "GridColumns", "BUCKET_CAPS_MIB", "RECOMPUTE", "FIXABLE", "SearchSpace", "enumerate_space", "enumerate_parts", "bucket_caps_bytes", "parse_fix",
-           "count_upper_bound"]
+           "count_upper_bound", "stack_refusal", "stack_parts"]
 
 BUCKET_CAPS_MIB = (0, 100, 400)
 """Bucket caps searched, MiB; 0 is DDP's default (``bucket_cap_mb=None``: first bucket 1 MiB, then 25)."""
@@ -398,6 +398,32 @@ def enumerate_parts(space: SearchSpace, world: int, moe_overlap: str = "none", s
                     for i, k in enumerate(("sp", "rc", "zero", "capi"))}
         out.append((base, GridColumns(**{k: np.concatenate(v) for k, v in parts.items()}, **constant)))
     return out
+
+
+def stack_refusal(stack: str, fixed: tuple[tuple[str, int], ...]) -> str | None:
+    """Why ``stack`` runs no layout with the ``fixed`` dimensions (``--fix``), or None
+    (:func:`commcost.workload.stacks.stack_refuses`, the first rule ``plan --stack NAME`` refuses a layout by:
+    :func:`commcost.workload.stacks.layout_refusal`); ``auto`` runs every layout."""
+    return stack_refuses(stack_layouts(stack), dict(fixed))
+
+
+def stack_parts(stack: str, fixed: tuple[tuple[str, int], ...], tp_comm_overlap: bool) -> list[tuple[str, bool, str | None]]:
+    """``[(stack priced, TP overlap, auto_part)]``, the parts :func:`enumerate_parts` splits a space into: a named
+    stack, one part, its layouts; ``auto``, the layouts the stack its rule implies runs (``auto_part`` None, priced as
+    ``auto``), then for each other stack of :data:`commcost.workload.stacks.STACKS` that runs a layout of ``fixed``
+    (:func:`stack_refusal`) the layouts ``auto`` resolves to it (:func:`commcost.workload.stacks.auto_masks`), priced
+    as that stack. Each part with TP communication overlap where asked or where that stack's recipes run it
+    (``stacks.json`` ``recipe_tp_comm_overlap``); ``auto``'s own part at the overlap asked, its recipe overlap row by
+    row as the stack each row implies (:func:`commcost.analyses.plan.grid_memory.tp_overlap_column`)."""
+
+    def overlap(name: str) -> bool:
+        return tp_comm_overlap or recipe_tp_comm_overlap(name)
+
+    if stack != "auto":
+        return [(stack, overlap(stack), None)]
+    return [("auto", tp_comm_overlap, None)] \
+        + [(name, overlap(name), name) for name in STACKS[1:]
+           if stack_refusal(name, fixed) is None]   # a stack that runs none is no part
 
 
 def bucket_caps_bytes(space: SearchSpace) -> tuple[int, ...]:
