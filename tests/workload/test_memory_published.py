@@ -104,7 +104,10 @@ def test_no_run_that_ran_is_called_out_of_memory():
     # every published run (dense and MoE; JAX/XLA runs aside, priced with a PyTorch stack's memory) ran: the verdict
     # reads the range, so none may have even its low end over the card
     rows = list(csv.DictReader(plan_accuracy.DATA.open())) + list(csv.DictReader(plan_accuracy.MOE_DATA.open()))
-    ran = [r for r in rows if r["stack"] not in plan_accuracy.NO_STACK]
-    assert len(ran) == 216
+    # InternLM's multi-node runs record their hybrid ZeRO-1 by its traffic (zero 0): their verdict describes another
+    # placement of the optimizer states, so they are left out (plan_accuracy.MEMORY_NOT_REPRESENTED, 20 runs)
+    ran = [r for r in rows if r["stack"] not in plan_accuracy.NO_STACK
+           and r["id"] not in plan_accuracy.MEMORY_NOT_REPRESENTED]
+    assert len(ran) == 243     # 263 runs on PyTorch stacks (dense and MoE), less the 20 above
     oom = [r["id"] for r in ran if plan_memory(plan_accuracy.inputs(r)[0]).verdict == "does not fit"]
     assert oom == []
