@@ -154,7 +154,10 @@ def test_timeline_auto_band_is_the_best_caps():
 
 # one micro-batch of 512 tokens: a forward short enough that ZeRO-1's weight all-gather is not wholly hidden
 PLAN = ("plan", "--model", "llama2-7b", "--system", "dgx-h100", "--gpus", "16", "--tp", "8", "--global-batch", "2",
-        "--seq", "512", "--zero", "1")
+        "--seq", "512", "--zero", "1", "--no-tp-comm-overlap")
+"""TP without communication overlap (with no stack named a ZeRO-1 layout otherwise takes Megatron-Core's recipe
+overlap, commcost.workload.recipes): every TP collective on the critical path, so its band scales wire and exposed
+alike."""
 
 
 def test_plan_on_a_preset_bands_each_collective_by_its_groups_class():
