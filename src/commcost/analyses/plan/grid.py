@@ -245,8 +245,14 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad
     for sharded in (0, 1):
         variant_prices(sharded, rows, caps, pricer, grad_bytes=q_g)
     del nb
-    return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
-                bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
+    # per component a flat column over (variant, distinct row): _bucket_exposed takes its rows with one 1-D
+    # take at ``variant * nu + bucket_row`` (a 2-D fancy index over (variant, row) is ~5x slower)
+    flat = {"full": full, "wire": wire, "whole": whole}
+    for name, table in (("times", times), ("not_ready", not_ready), ("gather", gather)):
+        for j in range(table.shape[2]):
+            flat[f"{name}{j}"] = table[:, :, j]
+    return dict(bucket_row=inv, bucket_distinct=nu, bucket_variants=nv, bucket_groups=ng,
+                bucket_flat={name: col.ravel().copy() for name, col in flat.items()})
 
 
 def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base):
@@ -350,19 +356,24 @@ def _bucket_exposed(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, c
     import numpy as np
 
     bi, zero = cols.bi, cols.zero
-    vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
-    bl = bi[low]
-    kl = back[low]
+    bl, kl, zl = bi[low], back[low], zero[low]
+    # each row's (variant, distinct bucket row) in bucket_flat's columns (_bucket_tables)
+    flat = ((zl > 0) * (X["bucket_variants"] // 2) + cols.capi[low]) * X["bucket_distinct"] + X["bucket_row"][bl]
+    tab = X["bucket_flat"]
+
+    def take(name):
+        return tab[name].take(flat)
+
     # the stack's, per row (stacks.json; under auto ZeRO-2 is megatron: none)
-    per_mb = _col(stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"), len(bi))[low]
-    gather = X["bucket_gather"][vi, bl]
-    b = Buckets(times_s=tuple(X["bucket_times"][vi, bl].T), full=X["bucket_full"][vi, bl],
-                not_ready=tuple(X["bucket_not_ready"][vi, bl].T), wire_s=X["bucket_wire"][vi, bl],
-                whole_s=X["bucket_whole"][vi, bl], zero2_each=(zero[low] == 2) & per_mb,
-                gathers_s=tuple(gather[:, i] for i in range(gather.shape[1])))
-    return data_parallel(np, b, micro_batch_s=crit.micro_batch_s[kl], compute_mb_s=comp.compute_mb_s[kl],
-                         forward_share=comp.forward_share[kl], forward_s=comp.forward_s[kl],
-                         pp=base["p"][bl].astype(float), micro_batches=base["m"][bl].astype(float))
+    per_mb = stack_column(Choices(bi=bl, sp=cols.sp[low], rc=cols.rc[low], zero=zl), base, inp,
+                          "zero2_scatter_per_micro_batch")
+    b = Buckets(times_s=tuple(take(f"times{j}") for j in range(3)), full=take("full"),
+                not_ready=tuple(take(f"not_ready{j}") for j in range(3)), wire_s=take("wire"),
+                whole_s=take("whole"), zero2_each=(zl == 2) & per_mb,
+                gathers_s=tuple(take(f"gather{i}") for i in range(X["bucket_groups"])))
+    return data_parallel(np, b, micro_batch_s=crit.micro_batch_s.take(kl), compute_mb_s=comp.compute_mb_s.take(kl),
+                         forward_share=comp.forward_share.take(kl), forward_s=comp.forward_s.take(kl),
+                         pp=base["p"].astype(float).take(bl), micro_batches=base["m"].astype(float).take(bl))
 
 
 def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Compute, Critical]:
