@@ -314,25 +314,26 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     z3 = zero == 3
     keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
     comp, crit = _per_key(keys, base, X, inp)
-    n = len(bi)
-    ex_dp = np.zeros(n)
-    ex_dp[z3] = crit.zero3_s[back[z3]]
-    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses
-    wire_dp[z3] = crit.zero3_wire_s[back[z3]]
+    nk = len(keys.bi)
+    kz3 = keys.zero == 3                                  # a row's key is ZeRO-3 where the row is
+    ex_dp = np.where(kz3, crit.zero3_s, 0.0).take(back)
+    wire_dp = np.where(kz3, crit.zero3_wire_s, 0.0).take(back)    # the DP wire time, for the losses
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
         dp = _bucket_exposed(cols, base, X, inp, comp, crit, back, low)
         ex_dp[low], wire_dp[low] = dp.exposed_s, dp.wire_s
-    world = (base["t"] * base["p"] * base["c"] * base["d"])[bi].astype(float)
-    out = finish(np, compute_s=crit.compute_s[back], bubble_s=crit.bubble_s[back],
-                 micro_batch_s=crit.micro_batch_s[back], exposed_tp_s=crit.tp_s[back], exposed_cp_s=crit.cp_s[back],
-                 exposed_ep_s=_col(crit.ep_s, len(keys.bi))[back], exposed_pp_s=crit.pp_s[back], exposed_dp_s=ex_dp,
-                 dp_wire_s=wire_dp, dense_params=X["dense"][bi], expert_params=X["expert"][bi], dense_ranks=X["D"][bi],
-                 expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=world,
-                 sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi],
-                 gather_wire_s=np.where(z3, _col(crit.zero3_gather_wire_s, len(keys.bi))[back], 0.0),
-                 host_sync=_col(crit.zero3_host_sync, len(keys.bi))[back])
+    world = (base["t"] * base["p"] * base["c"] * base["d"]).astype(float).take(bi)
+    out = finish(np, compute_s=crit.compute_s.take(back), bubble_s=crit.bubble_s.take(back),
+                 micro_batch_s=crit.micro_batch_s.take(back), exposed_tp_s=_col(crit.tp_s, nk).take(back),
+                 exposed_cp_s=_col(crit.cp_s, nk).take(back), exposed_ep_s=_col(crit.ep_s, nk).take(back),
+                 exposed_pp_s=_col(crit.pp_s, nk).take(back), exposed_dp_s=ex_dp,
+                 dp_wire_s=wire_dp, dense_params=X["dense"].take(bi), expert_params=X["expert"].take(bi),
+                 dense_ranks=X["D"].take(bi), expert_ranks=X["E_dp"].take(bi), zero=zero,
+                 hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=world, sm_share=comm_sm_share(inp.gpu),
+                 sync_one_s=X["T_sync"].take(bi),
+                 gather_wire_s=np.where(kz3, _col(crit.zero3_gather_wire_s, nk), 0.0).take(back),
+                 host_sync=_col(crit.zero3_host_sync, nk).take(back))
     if not breakdown:
         return dict(step_s=out.step_s)
     return dict(step_s=out.step_s, compute_s=out.compute_s, pipeline_bubble_s=out.pipeline_bubble_s,
@@ -342,10 +343,12 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
 
 
 def _col(x, n: int):
-    """``x`` as a column of ``n`` (a kernel returns a float 0 for a term no row has)."""
+    """``x`` as a column of ``n`` (a kernel returns a float 0 for a term no row has), contiguous: a
+    ``take`` from it is a plain 1-D gather."""
     import numpy as np
 
-    return np.broadcast_to(np.asarray(x), (n,))
+    x = np.asarray(x)
+    return x if x.shape == (n,) else np.full(n, x)
 
 
 def _bucket_exposed(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, comp: Compute, crit: Critical, back,
@@ -384,9 +387,9 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Com
 
     spec = inp.space.spec
     bi = cols.bi
-    p, v, c, m = (base[k][bi].astype(float) for k in ("p", "v", "c", "m"))
+    p, v, c, m = (base[k].astype(float).take(bi) for k in ("p", "v", "c", "m"))
     sp, rc, zero = cols.sp, cols.rc, cols.zero
-    per_stage = X["per_stage"][bi]
+    per_stage = X["per_stage"].take(bi)
     full = rc == 2
     comp = _compute_columns(cols, base, X, inp)
     passes = layer_passes(np, full)
@@ -396,22 +399,22 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Com
                                  shared_experts=spec.shared_experts, passes=passes)
     regather = regather_passes(np, selective=stack_column(cols, base, inp, "selective"),
                                recompute_selective=rc == 1)
-    tp = ((count_tp, np.where(sp == 0, X["T_tp_ar"][bi], 0.0), False),
+    tp = ((count_tp, np.where(sp == 0, X["T_tp_ar"].take(bi), 0.0), False),
           (tp_gather_count(count=count_tp, passes=passes, regather_passes=regather),
-           np.where(sp == 1, X["T_tp_ag"][bi], 0.0), True),
-          (count_tp, np.where(sp == 1, X["T_tp_rs"][bi], 0.0), False))
+           np.where(sp == 1, X["T_tp_ag"].take(bi), 0.0), True),
+          (count_tp, np.where(sp == 1, X["T_tp_rs"].take(bi), 0.0), False))
     ep = ()
     if spec.moe_layer_count:                                       # dense: no expert all-to-all
         pairs = m * moe_per_stage                                  # MoE layer passes, as expert_ops counts them
         n_d, n_c, n_etp = expert_counts_per_step(pairs=pairs, passes=passes)
-        ep = tuple((n, np.where(sp == 1, X[f"{name}1"][bi], X[f"{name}0"][bi]))
+        ep = tuple((n, np.where(sp == 1, X[f"{name}1"].take(bi), X[f"{name}0"].take(bi)))
                    for n, name in ((n_d, "T_epd"), (n_c, "T_epc"), (n_etp, "T_etp")))
     terms = CommTerms(micro_batches=m, pp=p, vp=v, cp=c, passes=passes, tp=tp, tp_overlap=inp.tp_comm_overlap,
                       cp_rings=((cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
-                                 X["T_cp"][bi]),),
+                                 X["T_cp"].take(bi)),),
                       ep=ep, ep_pairs=m * moe_per_stage, moe_overlap=inp.moe_overlap, sm_share=comm_sm_share(inp.gpu),
-                      pp_sends=(X["T_pp"][bi],), zero3=zero == 3, zero3_gather_s=X["T3_ag"][bi],
-                      zero3_scatter_s=X["T3_rs"][bi], zero3_units=zero3_units(per_stage),
+                      pp_sends=(X["T_pp"].take(bi),), zero3=zero == 3, zero3_gather_s=X["T3_ag"].take(bi),
+                      zero3_scatter_s=X["T3_rs"].take(bi), zero3_units=zero3_units(per_stage),
                       zero3_unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"),
                       zero3_gather_host_sync=stack_column(cols, base, inp, "zero3_gather_host_sync"))
     return comp, critical(np, terms, comp)
@@ -424,9 +427,9 @@ def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> C
 
     spec, s = inp.space.spec, inp.space.seq
     bi, sp, rc = cols.bi, cols.sp, cols.rc
-    t, c, b = (base[k][bi].astype(float) for k in ("t", "c", "b"))
+    t, c, b = (base[k].astype(float).take(bi) for k in ("t", "c", "b"))
     n = len(t)
-    per_stage = X["per_stage"][bi]
+    per_stage = X["per_stage"].take(bi)
     full = rc == 2
     tokens = b * s / c
     if inp.efficiency is None:
