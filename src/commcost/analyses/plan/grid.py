@@ -165,7 +165,22 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
     world = (t * p * c * base["d"]).astype(int)       # kernel.finish: the gradient norm's all-reduce over the job
     X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
+    X["operator_group"] = _operator_groups(base, X["per_stage"])
     return X
+
+
+def _operator_groups(base: dict, per_stage) -> tuple:
+    """``(group of each structural row, a row of each group)``: rows with the same inputs to
+    :func:`commcost.workload.operators.micro_batch_operators` (``t, c, e, b, m``, expert TP, layers on the
+    stage) are one group; their operators, element-wise functions of those inputs, are computed once
+    (rows that differ only in DP, the virtual stages or the pipeline's split: ~40% of a MoE grid's)."""
+    import numpy as np
+
+    _, group = unique_rows(np.stack([base[k].astype(float) for k in ("t", "c", "e", "b", "m", "etp")]
+                                    + [np.asarray(per_stage, dtype=float)], axis=1))
+    first = np.zeros(int(group.max()) + 1 if len(group) else 0, dtype=np.int64)
+    first[group] = np.arange(len(group))                          # a row of each group (any: same inputs)
+    return group, first
 
 
 def _zero3_columns(col, groups, X: dict, base: dict, inp: SearchInputs, on_rows) -> tuple:
@@ -255,30 +270,32 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad
                 bucket_flat={name: col.ravel().copy() for name, col in flat.items()})
 
 
-def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base):
+def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base, groups):
     """``(t_c, t_fwd, t_f, t_attention, partners)`` of every row (``partners``: the TP collectives' partner
     GEMMs, ``OperatorTimes.tp_partners_s``): :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
     takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`). The operators depend on
     the structural row, SP and recomputation only (not ZeRO or the bucket cap): each distinct
-    ``(row, sp, recompute)`` of a stack is priced once and gathered back (``per_stage_base``: layers per row)."""
+    ``(row, sp, recompute)`` of a stack is priced once and gathered back (``per_stage_base``: layers per row), a
+    row standing for its operator group (``groups``: :func:`_operator_groups`)."""
     import numpy as np
 
 
     spec, s = inp.space.spec, inp.space.seq
     bi, sp, rc = cols.bi, cols.sp, cols.rc
+    group, first = groups
     out = [np.zeros(len(bi)) for _ in range(12)]
     for (name, kind), mask in rate_masks(cols, base, inp).items():
         rows = np.nonzero(mask)[0]
         if not len(rows):
             continue
-        key = (bi[rows] * 2 + sp[rows]) * 3 + rc[rows]
-        present = np.zeros(len(base["t"]) * 6, dtype=bool)
+        key = (group.take(bi[rows]) * 2 + sp[rows]) * 3 + rc[rows]
+        present = np.zeros(len(first) * 6, dtype=bool)
         present[key] = True
         ukey = np.nonzero(present)[0]
         pos = np.zeros(len(present), dtype=np.int64)
         pos[ukey] = np.arange(len(ukey))
-        ub, usp, urc = ukey // 6, (ukey // 3) % 2, ukey % 3
+        ub, usp, urc = first.take(ukey // 6), (ukey // 3) % 2, ukey % 3
         t, c, e, b, m = (base[k][ub].astype(float) for k in ("t", "c", "e", "b", "m"))
         st = stack(name, compiled=inp.compiled, auto_kind=kind)
         rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
@@ -434,7 +451,8 @@ def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> C
     tokens = b * s / c
     if inp.efficiency is None:
         t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
-                                                                       per_stage_base=X["per_stage"])
+                                                                       per_stage_base=X["per_stage"],
+                                                                       groups=X["operator_group"])
         if not stack_value(inp, "tp_overlap_per_gemm"):
             tp_partners = None
         fwd_share = t_fwd / t_c
