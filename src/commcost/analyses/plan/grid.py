@@ -304,10 +304,12 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage
                                   sp=usp == 1, ep=e, expert_tp=base["etp"][ub].astype(float), full=urc == 2,
                                   selective=urc == 1, micro_batches=m, flash=inp.flash_attention,
                                   expert_load=inp.expert_load, a2a=inp.a2a, cp=c)
-        back = pos[key]
+        back = pos.take(key)
+        at = slice(None) if len(rows) == len(bi) else rows      # one stack prices every row: a plain copy
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s,
                                  *o.tp_partners_s)):
-            out[i][rows] = np.broadcast_to(col, (len(ukey),))[back]
+            col = np.asarray(col)
+            out[i][at] = col.take(back) if col.ndim else col
     return (*out[:4], tuple(out[4:]))
 
 
