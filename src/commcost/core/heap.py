@@ -13,11 +13,13 @@ minor page fault and the kernel's zeroing. Measured on the MoE case of ``benchma
 Only glibc (Linux) has these knobs; elsewhere :func:`kept_heap` does nothing. On leaving it the trim
 threshold goes back to glibc's default and ``malloc_trim(0)`` hands the kept memory back, so a process that
 searched holds no more than before (the mmap threshold stays at its start value, 128 KiB: glibc has no call
-that restores the dynamic one). Standard library only (``ctypes``, imported when entered).
+that restores the dynamic one). Standard library only (``ctypes``, which numpy imports anyway).
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 from contextlib import contextmanager
 
 __all__ = ["kept_heap", "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES"]
@@ -39,13 +41,9 @@ TRIM_THRESHOLD_BYTES = 256 * 1024 * 1024
 
 def _glibc():
     """The C library when it is glibc (``mallopt`` and ``malloc_trim`` present), else None."""
-    import os
-
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
             return None
-        import ctypes
-
         libc = ctypes.CDLL(None)
         return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
     except (ValueError, OSError, AttributeError):
