@@ -165,7 +165,22 @@ def price_base(base: dict, X: dict, inp: SearchInputs, pricer: Pricer, caps: tup
     X.update(_bucket_tables(groups, X["crossing"], caps, pricer, need["variant"], grad_bytes=q_g))
     world = (t * p * c * base["d"]).astype(int)       # kernel.finish: the gradient norm's all-reduce over the job
     X["T_sync"] = col(Collective.ALL_REDUCE, SYNC_BYTES, world, np.minimum(inp.space.gpus_per_node, world), world > 1)
+    X["operator_group"] = _operator_groups(base, X["per_stage"])
     return X
+
+
+def _operator_groups(base: dict, per_stage) -> tuple:
+    """``(group of each structural row, a row of each group)``: rows with the same inputs to
+    :func:`commcost.workload.operators.micro_batch_operators` (``t, c, e, b, m``, expert TP, layers on the
+    stage) are one group; their operators, element-wise functions of those inputs, are computed once
+    (rows that differ only in DP, the virtual stages or the pipeline's split: ~40% of a MoE grid's)."""
+    import numpy as np
+
+    _, group = unique_rows(np.stack([base[k].astype(float) for k in ("t", "c", "e", "b", "m", "etp")]
+                                    + [np.asarray(per_stage, dtype=float)], axis=1))
+    first = np.zeros(int(group.max()) + 1 if len(group) else 0, dtype=np.int64)
+    first[group] = np.arange(len(group))                          # a row of each group (any: same inputs)
+    return group, first
 
 
 def _zero3_columns(col, groups, X: dict, base: dict, inp: SearchInputs, on_rows) -> tuple:
@@ -245,34 +260,42 @@ def _bucket_tables(groups, crossing, caps, pricer: Pricer, need_variant, *, grad
     for sharded in (0, 1):
         variant_prices(sharded, rows, caps, pricer, grad_bytes=q_g)
     del nb
-    return dict(bucket_times=times[:, inv], bucket_full=full[:, inv], bucket_not_ready=not_ready[:, inv],
-                bucket_wire=wire[:, inv], bucket_whole=whole[:, inv], bucket_gather=gather[:, inv])
+    # per component a flat column over (variant, distinct row): _bucket_exposed takes its rows with one 1-D
+    # take at ``variant * nu + bucket_row`` (a 2-D fancy index over (variant, row) is ~5x slower)
+    flat = {"full": full, "wire": wire, "whole": whole}
+    for name, table in (("times", times), ("not_ready", not_ready), ("gather", gather)):
+        for j in range(table.shape[2]):
+            flat[f"{name}{j}"] = table[:, :, j]
+    return dict(bucket_row=inv, bucket_distinct=nu, bucket_variants=nv, bucket_groups=ng,
+                bucket_flat={name: col.ravel().copy() for name, col in flat.items()})
 
 
-def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base):
+def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage_base, groups):
     """``(t_c, t_fwd, t_f, t_attention, partners)`` of every row (``partners``: the TP collectives' partner
     GEMMs, ``OperatorTimes.tp_partners_s``): :func:`commcost.workload.operators.micro_batch_operators`
     on columns, as :func:`commcost.analyses.plan.plan.operator_times` on one row; under ``--stack auto`` each row
     takes the stack its layout implies (:func:`commcost.workload.stacks.resolve_stack`). The operators depend on
     the structural row, SP and recomputation only (not ZeRO or the bucket cap): each distinct
-    ``(row, sp, recompute)`` of a stack is priced once and gathered back (``per_stage_base``: layers per row)."""
+    ``(row, sp, recompute)`` of a stack is priced once and gathered back (``per_stage_base``: layers per row), a
+    row standing for its operator group (``groups``: :func:`_operator_groups`)."""
     import numpy as np
 
 
     spec, s = inp.space.spec, inp.space.seq
     bi, sp, rc = cols.bi, cols.sp, cols.rc
+    group, first = groups
     out = [np.zeros(len(bi)) for _ in range(12)]
     for (name, kind), mask in rate_masks(cols, base, inp).items():
         rows = np.nonzero(mask)[0]
         if not len(rows):
             continue
-        key = (bi[rows] * 2 + sp[rows]) * 3 + rc[rows]
-        present = np.zeros(len(base["t"]) * 6, dtype=bool)
+        key = (group.take(bi[rows]) * 2 + sp[rows]) * 3 + rc[rows]
+        present = np.zeros(len(first) * 6, dtype=bool)
         present[key] = True
         ukey = np.nonzero(present)[0]
         pos = np.zeros(len(present), dtype=np.int64)
         pos[ukey] = np.arange(len(ukey))
-        ub, usp, urc = ukey // 6, (ukey // 3) % 2, ukey % 3
+        ub, usp, urc = first.take(ukey // 6), (ukey // 3) % 2, ukey % 3
         t, c, e, b, m = (base[k][ub].astype(float) for k in ("t", "c", "e", "b", "m"))
         st = stack(name, compiled=inp.compiled, auto_kind=kind)
         rates = kernel_rates(inp.gpu, inp.precision, st, fp8_attention=inp.fp8_attention,
@@ -281,10 +304,12 @@ def _operator_columns(inp: SearchInputs, base: dict, cols: Choices, *, per_stage
                                   sp=usp == 1, ep=e, expert_tp=base["etp"][ub].astype(float), full=urc == 2,
                                   selective=urc == 1, micro_batches=m, flash=inp.flash_attention,
                                   expert_load=inp.expert_load, a2a=inp.a2a, cp=c)
-        back = pos[key]
+        back = pos.take(key)
+        at = slice(None) if len(rows) == len(bi) else rows      # one stack prices every row: a plain copy
         for i, col in enumerate((o.compute_s, o.forward_s, o.layer_forward_s, o.attention_forward_s,
                                  *o.tp_partners_s)):
-            out[i][rows] = np.broadcast_to(col, (len(ukey),))[back]
+            col = np.asarray(col)
+            out[i][at] = col.take(back) if col.ndim else col
     return (*out[:4], tuple(out[4:]))
 
 
@@ -308,25 +333,26 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
     z3 = zero == 3
     keys, back = distinct_keys(cols, len(base["t"]), zero3_only=True)
     comp, crit = _per_key(keys, base, X, inp)
-    n = len(bi)
-    ex_dp = np.zeros(n)
-    ex_dp[z3] = crit.zero3_s[back[z3]]
-    wire_dp = np.zeros(n)                                 # the DP wire time, for the losses
-    wire_dp[z3] = crit.zero3_wire_s[back[z3]]
+    nk = len(keys.bi)
+    kz3 = keys.zero == 3                                  # a row's key is ZeRO-3 where the row is
+    ex_dp = np.where(kz3, crit.zero3_s, 0.0).take(back)
+    wire_dp = np.where(kz3, crit.zero3_wire_s, 0.0).take(back)    # the DP wire time, for the losses
     # 4. ZeRO-0/1/2: the bucket timeline over the last backward; ZeRO-1/2's weight gather behind the next forward
     low = np.nonzero(~z3)[0]
     if len(low):
         dp = _bucket_exposed(cols, base, X, inp, comp, crit, back, low)
         ex_dp[low], wire_dp[low] = dp.exposed_s, dp.wire_s
-    world = (base["t"] * base["p"] * base["c"] * base["d"])[bi].astype(float)
-    out = finish(np, compute_s=crit.compute_s[back], bubble_s=crit.bubble_s[back],
-                 micro_batch_s=crit.micro_batch_s[back], exposed_tp_s=crit.tp_s[back], exposed_cp_s=crit.cp_s[back],
-                 exposed_ep_s=_col(crit.ep_s, len(keys.bi))[back], exposed_pp_s=crit.pp_s[back], exposed_dp_s=ex_dp,
-                 dp_wire_s=wire_dp, dense_params=X["dense"][bi], expert_params=X["expert"][bi], dense_ranks=X["D"][bi],
-                 expert_ranks=X["E_dp"][bi], zero=zero, hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=world,
-                 sm_share=comm_sm_share(inp.gpu), sync_one_s=X["T_sync"][bi],
-                 gather_wire_s=np.where(z3, _col(crit.zero3_gather_wire_s, len(keys.bi))[back], 0.0),
-                 host_sync=_col(crit.zero3_host_sync, len(keys.bi))[back])
+    world = (base["t"] * base["p"] * base["c"] * base["d"]).astype(float).take(bi)
+    out = finish(np, compute_s=crit.compute_s.take(back), bubble_s=crit.bubble_s.take(back),
+                 micro_batch_s=crit.micro_batch_s.take(back), exposed_tp_s=_col(crit.tp_s, nk).take(back),
+                 exposed_cp_s=_col(crit.cp_s, nk).take(back), exposed_ep_s=_col(crit.ep_s, nk).take(back),
+                 exposed_pp_s=_col(crit.pp_s, nk).take(back), exposed_dp_s=ex_dp,
+                 dp_wire_s=wire_dp, dense_params=X["dense"].take(bi), expert_params=X["expert"].take(bi),
+                 dense_ranks=X["D"].take(bi), expert_ranks=X["E_dp"].take(bi), zero=zero,
+                 hbm_bytes_per_s=gpu_row(inp.gpu)[1], world=world, sm_share=comm_sm_share(inp.gpu),
+                 sync_one_s=X["T_sync"].take(bi),
+                 gather_wire_s=np.where(kz3, _col(crit.zero3_gather_wire_s, nk), 0.0).take(back),
+                 host_sync=_col(crit.zero3_host_sync, nk).take(back))
     if not breakdown:
         return dict(step_s=out.step_s)
     return dict(step_s=out.step_s, compute_s=out.compute_s, pipeline_bubble_s=out.pipeline_bubble_s,
@@ -336,10 +362,12 @@ def evaluate_grid(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, *, 
 
 
 def _col(x, n: int):
-    """``x`` as a column of ``n`` (a kernel returns a float 0 for a term no row has)."""
+    """``x`` as a column of ``n`` (a kernel returns a float 0 for a term no row has), contiguous: a
+    ``take`` from it is a plain 1-D gather."""
     import numpy as np
 
-    return np.broadcast_to(np.asarray(x), (n,))
+    x = np.asarray(x)
+    return x if x.shape == (n,) else np.full(n, x)
 
 
 def _bucket_exposed(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, comp: Compute, crit: Critical, back,
@@ -350,19 +378,24 @@ def _bucket_exposed(cols: GridColumns, base: dict, X: dict, inp: SearchInputs, c
     import numpy as np
 
     bi, zero = cols.bi, cols.zero
-    vi = (zero[low] > 0) * (X["bucket_wire"].shape[0] // 2) + cols.capi[low]
-    bl = bi[low]
-    kl = back[low]
+    bl, kl, zl = bi[low], back[low], zero[low]
+    # each row's (variant, distinct bucket row) in bucket_flat's columns (_bucket_tables)
+    flat = ((zl > 0) * (X["bucket_variants"] // 2) + cols.capi[low]) * X["bucket_distinct"] + X["bucket_row"][bl]
+    tab = X["bucket_flat"]
+
+    def take(name):
+        return tab[name].take(flat)
+
     # the stack's, per row (stacks.json; under auto ZeRO-2 is megatron: none)
-    per_mb = _col(stack_column(cols, base, inp, "zero2_scatter_per_micro_batch"), len(bi))[low]
-    gather = X["bucket_gather"][vi, bl]
-    b = Buckets(times_s=tuple(X["bucket_times"][vi, bl].T), full=X["bucket_full"][vi, bl],
-                not_ready=tuple(X["bucket_not_ready"][vi, bl].T), wire_s=X["bucket_wire"][vi, bl],
-                whole_s=X["bucket_whole"][vi, bl], zero2_each=(zero[low] == 2) & per_mb,
-                gathers_s=tuple(gather[:, i] for i in range(gather.shape[1])))
-    return data_parallel(np, b, micro_batch_s=crit.micro_batch_s[kl], compute_mb_s=comp.compute_mb_s[kl],
-                         forward_share=comp.forward_share[kl], forward_s=comp.forward_s[kl],
-                         pp=base["p"][bl].astype(float), micro_batches=base["m"][bl].astype(float))
+    per_mb = stack_column(Choices(bi=bl, sp=cols.sp[low], rc=cols.rc[low], zero=zl), base, inp,
+                          "zero2_scatter_per_micro_batch")
+    b = Buckets(times_s=tuple(take(f"times{j}") for j in range(3)), full=take("full"),
+                not_ready=tuple(take(f"not_ready{j}") for j in range(3)), wire_s=take("wire"),
+                whole_s=take("whole"), zero2_each=(zl == 2) & per_mb,
+                gathers_s=tuple(take(f"gather{i}") for i in range(X["bucket_groups"])))
+    return data_parallel(np, b, micro_batch_s=crit.micro_batch_s.take(kl), compute_mb_s=comp.compute_mb_s.take(kl),
+                         forward_share=comp.forward_share.take(kl), forward_s=comp.forward_s.take(kl),
+                         pp=base["p"].astype(float).take(bl), micro_batches=base["m"].astype(float).take(bl))
 
 
 def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Compute, Critical]:
@@ -373,9 +406,9 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Com
 
     spec = inp.space.spec
     bi = cols.bi
-    p, v, c, m = (base[k][bi].astype(float) for k in ("p", "v", "c", "m"))
+    p, v, c, m = (base[k].astype(float).take(bi) for k in ("p", "v", "c", "m"))
     sp, rc, zero = cols.sp, cols.rc, cols.zero
-    per_stage = X["per_stage"][bi]
+    per_stage = X["per_stage"].take(bi)
     full = rc == 2
     comp = _compute_columns(cols, base, X, inp)
     passes = layer_passes(np, full)
@@ -385,22 +418,22 @@ def _per_key(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> tuple[Com
                                  shared_experts=spec.shared_experts, passes=passes)
     regather = regather_passes(np, selective=stack_column(cols, base, inp, "selective"),
                                recompute_selective=rc == 1)
-    tp = ((count_tp, np.where(sp == 0, X["T_tp_ar"][bi], 0.0), False),
+    tp = ((count_tp, np.where(sp == 0, X["T_tp_ar"].take(bi), 0.0), False),
           (tp_gather_count(count=count_tp, passes=passes, regather_passes=regather),
-           np.where(sp == 1, X["T_tp_ag"][bi], 0.0), True),
-          (count_tp, np.where(sp == 1, X["T_tp_rs"][bi], 0.0), False))
+           np.where(sp == 1, X["T_tp_ag"].take(bi), 0.0), True),
+          (count_tp, np.where(sp == 1, X["T_tp_rs"].take(bi), 0.0), False))
     ep = ()
     if spec.moe_layer_count:                                       # dense: no expert all-to-all
         pairs = m * moe_per_stage                                  # MoE layer passes, as expert_ops counts them
         n_d, n_c, n_etp = expert_counts_per_step(pairs=pairs, passes=passes)
-        ep = tuple((n, np.where(sp == 1, X[f"{name}1"][bi], X[f"{name}0"][bi]))
+        ep = tuple((n, np.where(sp == 1, X[f"{name}1"].take(bi), X[f"{name}0"].take(bi)))
                    for n, name in ((n_d, "T_epd"), (n_c, "T_epc"), (n_etp, "T_etp")))
     terms = CommTerms(micro_batches=m, pp=p, vp=v, cp=c, passes=passes, tp=tp, tp_overlap=tp_overlap_column(cols, base, inp),
                       cp_rings=((cp_rings_per_step(np, micro_batches=m, layers_per_stage=per_stage, full=full),
-                                 X["T_cp"][bi]),),
+                                 X["T_cp"].take(bi)),),
                       ep=ep, ep_pairs=m * moe_per_stage, moe_overlap=inp.moe_overlap, sm_share=comm_sm_share(inp.gpu),
-                      pp_sends=(X["T_pp"][bi],), zero3=zero == 3, zero3_gather_s=X["T3_ag"][bi],
-                      zero3_scatter_s=X["T3_rs"][bi], zero3_units=zero3_units(per_stage),
+                      pp_sends=(X["T_pp"].take(bi),), zero3=zero == 3, zero3_gather_s=X["T3_ag"].take(bi),
+                      zero3_scatter_s=X["T3_rs"].take(bi), zero3_units=zero3_units(per_stage),
                       zero3_unshard_under_pp=stack_column(cols, base, inp, "zero3_unshard_under_pp"),
                       zero3_gather_host_sync=stack_column(cols, base, inp, "zero3_gather_host_sync"),
                       tp_per_gemm=stack_column(cols, base, inp, "tp_overlap_per_gemm"))
@@ -414,14 +447,15 @@ def _compute_columns(cols: Choices, base: dict, X: dict, inp: SearchInputs) -> C
 
     spec, s = inp.space.spec, inp.space.seq
     bi, sp, rc = cols.bi, cols.sp, cols.rc
-    t, c, b = (base[k][bi].astype(float) for k in ("t", "c", "b"))
+    t, c, b = (base[k].astype(float).take(bi) for k in ("t", "c", "b"))
     n = len(t)
-    per_stage = X["per_stage"][bi]
+    per_stage = X["per_stage"].take(bi)
     full = rc == 2
     tokens = b * s / c
     if inp.efficiency is None:
         t_c, t_fwd, t_layer_f, t_attn, tp_partners = _operator_columns(inp, base, cols,
-                                                                       per_stage_base=X["per_stage"])
+                                                                       per_stage_base=X["per_stage"],
+                                                                       groups=X["operator_group"])
         if not np.any(stack_column(cols, base, inp, "tp_overlap_per_gemm")):   # per row (CommTerms.tp_per_gemm)
             tp_partners = None
         fwd_share = t_fwd / t_c

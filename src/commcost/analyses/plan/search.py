@@ -35,6 +35,7 @@ from commcost.analyses.plan.plan import PlanInputs
 from commcost.analyses.plan.plan import plan
 from commcost.analyses.plan.training_cost import usd_per_million_tokens
 from commcost.analyses.plan.band import plan_band
+from commcost.core.heap import kept_heap
 from commcost.core.optional import require
 from commcost.step.bucket_advice import recommend_buckets
 from commcost.parallel.layout import Layout
@@ -250,6 +251,7 @@ def _ranked(pools: dict, inp: SearchInputs, model: CommModel, wide: int, tokens:
     return chosen, grid_inputs, plans, flags, order, fastest
 
 
+@kept_heap()   # the grid's freed columns reused, not faulted in again (core/heap.py)
 def search(inp: SearchInputs, model: CommModel, *,
            progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
     """Enumerate, price, filter, rank (module docstring). ``progress(done, total, elapsed_s)`` is called
