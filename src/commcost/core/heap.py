@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 __all__ = ["kept_heap", "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES"]
@@ -39,7 +40,7 @@ TRIM_THRESHOLD_BYTES = 256 * 1024 * 1024
 64 MiB and to 37,000 at 256 MiB); handed back on leaving :func:`kept_heap`."""
 
 
-def _glibc():
+def _glibc() -> ctypes.CDLL | None:
     """The C library when it is glibc (``mallopt`` and ``malloc_trim`` present), else None."""
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
@@ -51,7 +52,7 @@ def _glibc():
 
 
 @contextmanager
-def kept_heap():
+def kept_heap() -> Iterator[None]:
     """Within: freed blocks below :data:`MMAP_THRESHOLD_BYTES` stay in the heap, up to
     :data:`TRIM_THRESHOLD_BYTES` free at its top (module docstring); on leaving, the trim threshold is glibc's
     default again and the kept memory is handed back. Usable as a decorator. A no-op without glibc."""
