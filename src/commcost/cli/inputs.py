@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 from collections import namedtuple
 
-from commcost.analyses.drill.budget import BudgetInputs
 from commcost.cli import _args as A
 from commcost.cli._fabric import FabricFlags, intra_node_model, resolve_comm_model
 from commcost.core.dtypes import bytes_per_element, gradient_bytes
@@ -127,6 +126,8 @@ def budget_request(args: argparse.Namespace) -> BudgetRequest:
         A.check_bucket_count("--params", gradient_bytes(params_n, bytes_per_grad), 25 * 2.0**20)
     budget = layer = memory_gpu = None
     if want_budget:
+        from commcost.analyses.drill.budget import BudgetInputs    # here: plan and search share this module
+
         budget = BudgetInputs(
             gpus=gpus, comm=comm, params=params_n, step_s=args.step_ms * MS,
             bytes_per_grad=bytes_per_grad, grad_accum=args.grad_accum,

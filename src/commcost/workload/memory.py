@@ -185,7 +185,7 @@ def memory_high_bytes(total_bytes, nccl_high_bytes=NCCL_BYTES[1]):
 def memory_fragile(total_bytes, capacity_bytes, headroom, nccl_high_bytes=NCCL_BYTES[1]):
     """The headroom rule: ``M_hi > (1 - h) capacity``, the layout leaves less than the share ``h`` of the card
     free at the upper end of its memory (:func:`memory_high_bytes`; ``h`` is
-    :data:`commcost.analyses.plan.search_inputs.MEMORY_HEADROOM` unless asked). Array-safe (``commcost search``
+    :data:`commcost.analyses.plan.advice.MEMORY_HEADROOM` unless asked). Array-safe (``commcost search``
     applies it to every configuration, :meth:`MemoryBreakdown.fragile` to one)."""
     return memory_high_bytes(total_bytes, nccl_high_bytes) > (1.0 - headroom) * capacity_bytes
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from commcost.analyses.plan.plan import plan_memory
-from commcost.analyses.plan.search_inputs import MEMORY_HEADROOM
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,6 +20,17 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryOption", "Hint", "HINT_SHARE", "memory_options", "step_hint", "MEMORY_HEADROOM"]
 
+MEMORY_HEADROOM = 0.05
+"""``h``: the share of the card a layout must leave free at the upper end of its memory estimate
+(:func:`commcost.workload.memory.memory_fragile`), or it is fragile and ranked after every layout that leaves it. The upper
+end already holds the caching allocator's 15% over the peak allocated, the CUDA context and NCCL's
+buffers (:data:`commcost.workload.memory.ALLOCATOR_SLACK`, ``CONTEXT_BYTES``; the layout's
+:func:`commcost.workload.nccl_memory.nccl_buffer_bytes`); the
+headroom is for what that estimate misses: fragmentation that grows over a run (PyTorch's CUDA
+memory notes: blocks that cannot be split or merged keep ``reserved`` above ``allocated``; the
+``expandable_segments`` setting exists to curb it), memory spikes of the first steps and of
+checkpointing, and the memory model's own error (docs/plan.md: median |error| 1.9% on 27 runs that
+publish ``max_memory_reserved``). 5% of an 80 GB card is 4 GB."""
 HINT_SHARE = 0.05
 """A term is worth a hint when it is more than this share of the step."""
 
